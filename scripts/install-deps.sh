@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs moetrain's build and test dependencies from Debian's packages.
+# Idempotent: skips apt-get entirely when every package is already present.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libdnnl-dev                      # GEMM (fp32 + bf16/AMX), chosen by measurement
+  libtomlplusplus-dev libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev
+  librandom123-dev                 # counter-based RNG (Philox4x32-10)
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libopenmpi-dev openmpi-bin
+  python3 python3-numpy python3-torch   # golden reference in tools/ref/
+  python3-doc                          # quickstart corpus (Debian-shipped text)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  [[ $(id -u) -eq 0 ]] || { echo "install-deps: need root to install: ${missing[*]}" >&2; exit 1; }
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,9 @@
+// timer.h — monotonic wall clock in seconds.
+#pragma once
+#include <chrono>
+
+namespace mt {
+inline double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace mt

@@ -1,0 +1,42 @@
+// gemm.h — the one matrix-multiply entry point, backed by oneDNN's matmul
+// primitive (chosen by measurement, docs/performance.md). Row-major:
+//   C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C
+// op(A) = A (A is M x K, leading dim lda) or A^T (A is K x M);
+// op(B) = B (B is K x N, ldb) or B^T (B is N x K) — the nn.Linear case.
+// Precision kBf16 rounds A and B to bf16 and accumulates in fp32.
+// Primitives are cached per shape; bf16 operand copies live in a grow-only
+// per-thread scratch owned by this module (the only "allocation" a kernel
+// call may trigger, and only the first time a size is seen).
+#pragma once
+#include <cstdint>
+
+namespace mt {
+
+enum class Trans { kNo, kYes };
+enum class MatmulPrecision { kFp32, kBf16 };
+
+struct GemmShape {
+  int64_t M, N, K;
+  Trans ta = Trans::kNo, tb = Trans::kNo;
+  int64_t lda = 0, ldb = 0, ldc = 0;  // 0 = dense (derived from shape)
+};
+
+// beta must be 0 (overwrite) or 1 (accumulate).
+void gemm(float* C, const float* A, const float* B, const GemmShape& s, float beta,
+          MatmulPrecision p);
+
+// Convenience forms for y = x W^T (nn.Linear) and its two backward products.
+// x: M x K, W: N x K, y: M x N.
+void linear_forward(float* y, const float* x, const float* W, int64_t M, int64_t N, int64_t K,
+                    MatmulPrecision p);
+// dx[M,K] (+)= dy[M,N] W[N,K]   (beta 0 or 1)
+void linear_backward_input(float* dx, const float* dy, const float* W, int64_t M, int64_t N,
+                           int64_t K, float beta, MatmulPrecision p);
+// dW[N,K] += dy^T[N,M] x[M,K]
+void linear_backward_weight(float* dW, const float* dy, const float* x, int64_t M, int64_t N,
+                            int64_t K, MatmulPrecision p);
+
+// Number of cached primitives (tests and diagnostics).
+int64_t gemm_cache_size();
+
+}  // namespace mt

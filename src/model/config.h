@@ -1,0 +1,69 @@
+// config.h — ModelConfig: every architectural switch of the decoder-only MoE
+// transformer. Loaded strictly from the [model] TOML table (train/run_config).
+// Dimension legend used across model/: B batch, T time, D model dim,
+// H heads, Hkv kv heads, Dh head dim, F ffn dim, E experts, K top-k, V vocab,
+// N = B*T tokens, Dl latent dim.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+
+namespace mt {
+
+enum class RouterScore { kSoftmax, kSigmoid };
+
+struct ModelConfig {
+  int64_t vocab_size = 4096;      // V; byte tokenizer needs >= 259
+  int64_t d_model = 128;          // D
+  int64_t n_layers = 4;
+  int64_t n_heads = 4;            // H (query heads)
+  int64_t n_kv_heads = 1;         // Hkv on global ("G") layers
+  int64_t n_kv_heads_local = 0;   // Hkv on local ("L") layers; 0 = same as n_kv_heads
+  std::string layer_pattern = "G";  // repeated over depth; L = sliding window, G = global causal
+  int64_t window = 128;           // keys visible to a query on L layers (including itself)
+  bool tied_embeddings = true;    // head shares the embedding matrix
+  bool qk_norm = false;           // RMSNorm on q and k per head (weights of size Dh)
+  double rope_theta = 10000.0;
+  double norm_eps = 1e-5;
+  double init_std = 0.02;         // N(0, init_std^2); output projections scaled by 1/sqrt(2*n_layers)
+
+  // Dense FFN (SwiGLU). Used when n_experts == 0 and for the first n_dense_layers.
+  int64_t d_ff = 512;             // F
+
+  // Mixture of experts.
+  int64_t n_experts = 0;          // E; 0 = dense model
+  int64_t top_k = 2;              // K
+  int64_t d_expert = 256;         // hidden size of each routed and shared expert
+  int64_t n_shared_experts = 0;   // always-on experts (in d_model space)
+  int64_t n_dense_layers = 0;     // first layers use the dense FFN
+  RouterScore router_score = RouterScore::kSoftmax;
+  bool router_renormalize = true; // gates of the chosen K experts sum to 1
+  double capacity_factor = 0.0;   // > 0: ceil(cf * G * K / E) slots per expert per group; 0 = dropless
+  int64_t routing_group = 0;      // G tokens per routing group; 0 = one sequence
+  double aux_loss_coef = 0.01;    // Switch load-balancing loss weight (mean over MoE layers)
+  double z_loss_coef = 0.001;     // router z-loss weight (mean over MoE layers)
+  bool aux_free_bias = false;     // DeepSeek-V3 bias balancing of the selection scores
+  double bias_update_rate = 0.001;
+  int64_t d_latent = 0;           // Dl > 0: latent MoE (down-proj, RMSNorm, experts in Dl, up-proj)
+  bool moe_out_norm = false;      // RMSNorm on the MoE block output
+
+  // Derived helpers.
+  int64_t head_dim() const { return d_model / n_heads; }
+  int64_t kv_heads(int64_t layer) const {
+    return is_local(layer) && n_kv_heads_local > 0 ? n_kv_heads_local : n_kv_heads;
+  }
+  bool is_local(int64_t layer) const {
+    return layer_pattern[size_t(layer) % layer_pattern.size()] == 'L';
+  }
+  bool is_moe(int64_t layer) const { return n_experts > 0 && layer >= n_dense_layers; }
+  int64_t expert_in_dim() const { return d_latent > 0 ? d_latent : d_model; }
+  int64_t group_size(int64_t seq_len) const { return routing_group > 0 ? routing_group : seq_len; }
+  // Slots per expert per routing group; 0 when dropless.
+  int64_t capacity(int64_t group_tokens) const;
+
+  // Checks ranges and divisibility; `where` prefixes messages (file name).
+  Status validate(const std::string& where, int64_t seq_len) const;
+};
+
+}  // namespace mt
