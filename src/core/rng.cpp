@@ -7,7 +7,7 @@
 
 namespace mt {
 
-void philox4x32(uint64_t seed, uint64_t stream, uint64_t counter, uint32_t out[4]) {
+void philox_block(uint64_t seed, uint64_t stream, uint64_t counter, uint32_t out[4]) {
   r123::Philox4x32 gen;
   r123::Philox4x32::key_type key = {{uint32_t(seed), uint32_t(seed >> 32)}};
   r123::Philox4x32::ctr_type ctr = {
@@ -26,7 +26,7 @@ void fill_normal(float* out, int64_t n, float std, uint64_t seed, uint64_t strea
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) {
     uint32_t w[4];
-    philox4x32(seed, stream, uint64_t(b), w);
+    philox_block(seed, stream, uint64_t(b), w);
     for (int p = 0; p < 2; ++p) {
       double u1 = uniform01(w[2 * p]), u2 = uniform01(w[2 * p + 1]);
       double r = std::sqrt(-2.0 * std::log(u1));

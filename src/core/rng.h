@@ -7,7 +7,7 @@
 namespace mt {
 
 // Four uniform 32-bit words for (seed, stream, counter).
-void philox4x32(uint64_t seed, uint64_t stream, uint64_t counter, uint32_t out[4]);
+void philox_block(uint64_t seed, uint64_t stream, uint64_t counter, uint32_t out[4]);
 
 // Uniform in (0, 1), from word `lane` (0..3) of the block at `counter`.
 float uniform01(uint32_t word);

@@ -1,0 +1,46 @@
+// stream_source.h — a TokenSource over one in-memory token stream: text files
+// through the byte tokenizer, a flat little-endian uint32 token file, or a
+// deterministic synthetic stream. Sequence i starts at window w(i) of the
+// training part, where w permutes window indices with a seeded bijection, so
+// consecutive steps see unrelated text; after one pass, the next pass uses a
+// new permutation (the data pipeline replaces this with exact mixtures).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "data/token_source.h"
+
+namespace mt {
+
+struct StreamSourceOptions {
+  std::string path;                     // file or directory; empty = synthetic
+  std::string format = "text";          // "text" | "tokens"
+  std::vector<std::string> extensions;  // directory filter; empty = all files
+  int64_t max_bytes = 0;                // 0 = no cap
+  double eval_frac = 0.0;
+  int64_t vocab_size = 0;               // model vocab, for range checks
+  uint64_t seed = 0;
+  int64_t seq_len = 0;                  // window stride used by the permutation
+};
+
+class StreamSource final : public TokenSource {
+ public:
+  static Result<std::unique_ptr<StreamSource>> open(const StreamSourceOptions& opt);
+  void sequence(int64_t index, int64_t seq_len, int32_t* out) const override;
+  bool eval_sequence(int64_t index, int64_t seq_len, int32_t* out) const override;
+  int64_t vocab_size() const override { return vocab_; }
+  std::string describe() const override { return desc_; }
+  int64_t train_tokens() const { return train_end_; }
+
+ private:
+  std::vector<int32_t> tokens_;
+  int64_t train_end_ = 0;
+  int64_t vocab_ = 0;
+  uint64_t seed_ = 0;
+  std::string desc_;
+};
+
+}  // namespace mt

@@ -1,0 +1,28 @@
+// attention.h — causal grouped-query attention, optionally with a sliding
+// window. Query i attends to keys j with max(0, i - window + 1) <= j <= i
+// (window <= 0 means global causal). Cost is O(T * min(T, window)) per head.
+// Shapes: q, o (B, H, T, Dh); k, v (B, Hkv, T, Dh); lse (B, H, T) saved for
+// backward; query head h uses kv head h / (H / Hkv). Scale 1/sqrt(Dh).
+#pragma once
+#include <cstdint>
+
+namespace mt {
+
+struct AttentionDims {
+  int64_t B, H, Hkv, T, Dh;
+  int64_t window;  // <= 0: global causal
+};
+
+void attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
+                       const AttentionDims& d);
+
+// dq written; dk, dv written (each kv head is owned by one task, which sums
+// over its query heads in a fixed order: thread-count invariant).
+void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
+                        const float* k, const float* v, const float* o, const float* lse,
+                        const AttentionDims& d);
+
+// Mean number of keys a query attends to (for FLOP counting).
+double attention_mean_keys(int64_t T, int64_t window);
+
+}  // namespace mt

@@ -1,0 +1,17 @@
+// heads.h — layout changes between token-major and head-major activations.
+// qkv (N, (H + 2 Hkv) * Dh) token-major with N = B*T  <->  q (B, H, T, Dh),
+// k, v (B, Hkv, T, Dh). o (B, H, T, Dh) <-> (N, H * Dh).
+#pragma once
+#include <cstdint>
+
+namespace mt {
+
+void split_qkv(float* q, float* k, float* v, const float* qkv, int64_t B, int64_t T, int64_t H,
+               int64_t Hkv, int64_t Dh);
+void split_qkv_backward(float* dqkv, const float* dq, const float* dk, const float* dv, int64_t B,
+                        int64_t T, int64_t H, int64_t Hkv, int64_t Dh);
+void merge_heads(float* out, const float* o, int64_t B, int64_t T, int64_t H, int64_t Dh);
+void merge_heads_backward(float* dout_heads, const float* dout, int64_t B, int64_t T, int64_t H,
+                          int64_t Dh);
+
+}  // namespace mt

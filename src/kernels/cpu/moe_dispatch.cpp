@@ -1,0 +1,137 @@
+// moe_dispatch.cpp — assignment is serial (N*K entries, cheap, and the order
+// is the contract); data movement is row-parallel.
+#include "kernels/cpu/moe_dispatch.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace mt {
+
+int64_t moe_max_rows(const DispatchDims& d) {
+  int64_t assigned = d.N * d.K;
+  if (d.capacity > 0) assigned = std::min(assigned, (d.N / d.group) * d.capacity * d.E);
+  return assigned + d.E * (d.row_align - 1);
+}
+
+int64_t moe_assign(int32_t* slot, int64_t* begin, int32_t* row_token, int64_t* kept,
+                   const int32_t* idx, const float* scores, const DispatchDims& d) {
+  const int64_t groups = d.N / d.group;
+  // Candidates per (group, expert) as flat assignment ids n*K + k, in token order.
+  std::vector<int64_t> count(groups * d.E, 0);
+  for (int64_t a = 0; a < d.N * d.K; ++a) count[(a / d.K / d.group) * d.E + idx[a]]++;
+  std::vector<int64_t> start(groups * d.E + 1, 0);
+  for (int64_t i = 0; i < groups * d.E; ++i) start[i + 1] = start[i] + count[i];
+  std::vector<int64_t> cand(d.N * d.K), fill(start.begin(), start.end() - 1);
+  for (int64_t a = 0; a < d.N * d.K; ++a) cand[fill[(a / d.K / d.group) * d.E + idx[a]]++] = a;
+
+  int64_t dropped = 0;
+  for (int64_t a = 0; a < d.N * d.K; ++a) slot[a] = -1;
+  std::vector<char> keep(d.N * d.K, 1);
+  if (d.capacity > 0) {
+    std::vector<int64_t> order;
+    for (int64_t ge = 0; ge < groups * d.E; ++ge) {
+      if (count[ge] <= d.capacity) continue;
+      order.assign(cand.begin() + start[ge], cand.begin() + start[ge + 1]);
+      const int64_t e = ge % d.E;
+      std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
+        return scores[(x / d.K) * d.E + e] > scores[(y / d.K) * d.E + e];
+      });
+      for (size_t i = size_t(d.capacity); i < order.size(); ++i) {
+        keep[order[i]] = 0;
+        ++dropped;
+      }
+    }
+  }
+  int64_t row = 0;
+  for (int64_t e = 0; e < d.E; ++e) {
+    begin[e] = row;
+    kept[e] = 0;
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t ge = g * d.E + e;
+      for (int64_t i = start[ge]; i < start[ge + 1]; ++i) {
+        const int64_t a = cand[i];
+        if (!keep[a]) continue;
+        slot[a] = int32_t(row);
+        row_token[row++] = int32_t(a / d.K);
+        kept[e]++;
+      }
+    }
+    while ((row - begin[e]) % d.row_align != 0) row_token[row++] = -1;
+  }
+  begin[d.E] = row;
+  return dropped;
+}
+
+void moe_gather(float* xe, const float* x, const int32_t* row_token, int64_t rows, int64_t C,
+                int64_t ldx) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    if (row_token[r] < 0)
+      std::memset(xe + r * C, 0, sizeof(float) * C);
+    else
+      std::memcpy(xe + r * C, x + int64_t(row_token[r]) * ldx, sizeof(float) * C);
+  }
+}
+
+void moe_gather_backward(float* dx, const float* dxe, const int32_t* slot, int64_t N, int64_t K,
+                         int64_t C) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) {
+      const int32_t s = slot[n * K + k];
+      if (s < 0) continue;
+      const float* src = dxe + int64_t(s) * C;
+      float* dst = dx + n * C;
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c) dst[c] += src[c];
+    }
+}
+
+void moe_combine(float* out, const float* ye, const int32_t* slot, const float* gate, int64_t N,
+                 int64_t K, int64_t C, float beta) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    float* o = out + n * C;
+    if (beta == 0.0f) std::memset(o, 0, sizeof(float) * C);
+    for (int64_t k = 0; k < K; ++k) {
+      const int32_t s = slot[n * K + k];
+      if (s < 0) continue;
+      const float g = gate[n * K + k];
+      const float* y = ye + int64_t(s) * C;
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c) o[c] += g * y[c];
+    }
+  }
+}
+
+void moe_combine_backward(float* dye, float* dgate, const float* dout, const float* ye,
+                          const int32_t* slot, const float* gate, const int32_t* row_token,
+                          int64_t rows, int64_t N, int64_t K, int64_t C) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r)
+    if (row_token[r] < 0) std::memset(dye + r * C, 0, sizeof(float) * C);
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    const float* go = dout + n * C;
+    for (int64_t k = 0; k < K; ++k) {
+      const int32_t s = slot[n * K + k];
+      if (s < 0) {
+        dgate[n * K + k] = 0.0f;
+        continue;
+      }
+      const float g = gate[n * K + k];
+      const float* y = ye + int64_t(s) * C;
+      float* dy = dye + int64_t(s) * C;
+      float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+      for (int64_t c = 0; c < C; ++c) {
+        dot += go[c] * y[c];
+        dy[c] = g * go[c];
+      }
+      dgate[n * K + k] = dot;
+    }
+  }
+}
+
+}  // namespace mt

@@ -1,0 +1,18 @@
+// rope.h — rotary position embedding, "rotate half" form: for i < Dh/2 the
+// pair (x[i], x[i + Dh/2]) is rotated by angle t * theta^(-2i/Dh).
+// Shapes: x, y (BH, T, Dh) with BH rows of T positions; cos/sin tables (T, Dh/2).
+#pragma once
+#include <cstdint>
+
+namespace mt {
+
+void rope_tables(float* cos_T, float* sin_T, int64_t T, int64_t Dh, double theta);
+
+// y may alias x.
+void rope_forward(float* y, const float* x, const float* cos_T, const float* sin_T, int64_t BH,
+                  int64_t T, int64_t Dh);
+// The transpose of a rotation is the rotation by the negative angle; dx may alias dy.
+void rope_backward(float* dx, const float* dy, const float* cos_T, const float* sin_T, int64_t BH,
+                   int64_t T, int64_t Dh);
+
+}  // namespace mt

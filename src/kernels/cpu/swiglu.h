@@ -1,0 +1,10 @@
+// swiglu.h — SwiGLU activation on a fused gate|up projection.
+// h (M, 2F): columns [0, F) gate u, [F, 2F) up g; z (M, F) = silu(u) * g.
+#pragma once
+#include <cstdint>
+
+namespace mt {
+void swiglu_forward(float* z, const float* h, int64_t M, int64_t F);
+// dh (M, 2F) written.
+void swiglu_backward(float* dh, const float* dz, const float* h, int64_t M, int64_t F);
+}  // namespace mt

@@ -1,0 +1,113 @@
+// attention_block.cpp — orchestration only: every loop over elements lives in
+// kernels/cpu.
+#include "model/attention_block.h"
+
+#include <algorithm>
+
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/heads.h"
+#include "kernels/cpu/rmsnorm.h"
+#include "kernels/cpu/rope.h"
+
+namespace mt {
+namespace {
+struct Dims {
+  int64_t B, T, N, D, H, Hkv, Dh, QKV;
+};
+Dims dims_of(const ModelConfig& c, int64_t layer, int64_t B, int64_t T) {
+  Dims d{B, T, B * T, c.d_model, c.n_heads, c.kv_heads(layer), c.head_dim(), 0};
+  d.QKV = (d.H + 2 * d.Hkv) * d.Dh;
+  return d;
+}
+AttentionDims attn_dims(const ModelConfig& c, const Dims& d, int64_t layer) {
+  return AttentionDims{d.B, d.H, d.Hkv, d.T, d.Dh, c.is_local(layer) ? c.window : 0};
+}
+}  // namespace
+
+void AttnActs::allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T) {
+  Dims d = dims_of(c, layer, B, T);
+  a.resize(d.N * d.D);
+  rstd_a.resize(d.N);
+  qkv.resize(d.N * d.QKV);
+  q.resize(d.N * d.H * d.Dh);
+  k.resize(d.N * d.Hkv * d.Dh);
+  v.resize(d.N * d.Hkv * d.Dh);
+  if (c.qk_norm) {
+    q_raw.resize(q.size());
+    k_raw.resize(k.size());
+    rstd_q.resize(d.N * d.H);
+    rstd_k.resize(d.N * d.Hkv);
+  }
+  o.resize(d.N * d.H * d.Dh);
+  lse.resize(d.N * d.H);
+  o_flat.resize(d.N * d.H * d.Dh);
+}
+
+void AttnScratch::allocate(const ModelConfig& c, int64_t B, int64_t T) {
+  int64_t maxq = 0;
+  for (int64_t l = 0; l < c.n_layers; ++l) maxq = std::max(maxq, dims_of(c, l, B, T).QKV);
+  const int64_t N = B * T, HD = c.n_heads * c.head_dim();
+  dqkv.resize(N * maxq);
+  dq.resize(N * HD);
+  dk.resize(N * HD);
+  dv.resize(N * HD);
+  dout_heads.resize(N * HD);
+  do_flat.resize(N * HD);
+  da.resize(N * c.d_model);
+}
+
+void attention_block_forward(float* x_mid, AttnActs& a, const float* x_in, const AttnOffsets& w,
+                             int64_t layer, const BlockContext& ctx) {
+  const ModelConfig& c = *ctx.c;
+  const Dims d = dims_of(c, layer, ctx.B, ctx.T);
+  rmsnorm_forward(a.a.data(), a.rstd_a.data(), x_in, ctx.p(w.norm), d.N, d.D, float(c.norm_eps));
+  linear_forward(a.qkv.data(), a.a.data(), ctx.p(w.wqkv), d.N, d.QKV, d.D, ctx.prec);
+  if (c.qk_norm) {
+    split_qkv(a.q_raw.data(), a.k_raw.data(), a.v.data(), a.qkv.data(), d.B, d.T, d.H, d.Hkv, d.Dh);
+    rmsnorm_forward(a.q.data(), a.rstd_q.data(), a.q_raw.data(), ctx.p(w.q_norm), d.N * d.H, d.Dh,
+                    float(c.norm_eps));
+    rmsnorm_forward(a.k.data(), a.rstd_k.data(), a.k_raw.data(), ctx.p(w.k_norm), d.N * d.Hkv, d.Dh,
+                    float(c.norm_eps));
+  } else {
+    split_qkv(a.q.data(), a.k.data(), a.v.data(), a.qkv.data(), d.B, d.T, d.H, d.Hkv, d.Dh);
+  }
+  rope_forward(a.q.data(), a.q.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);
+  rope_forward(a.k.data(), a.k.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.Hkv, d.T, d.Dh);
+  attention_forward(a.o.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(), attn_dims(c, d, layer));
+  merge_heads(a.o_flat.data(), a.o.data(), d.B, d.T, d.H, d.Dh);
+  // x_mid = x_in + o_flat Wo^T
+  std::copy(x_in, x_in + d.N * d.D, x_mid);
+  gemm(x_mid, a.o_flat.data(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dh, Trans::kNo, Trans::kYes},
+       1.0f, ctx.prec);
+}
+
+void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, const float* x_in,
+                              const AttnOffsets& w, int64_t layer, const BlockContext& ctx) {
+  const ModelConfig& c = *ctx.c;
+  const Dims d = dims_of(c, layer, ctx.B, ctx.T);
+  const int64_t HD = d.H * d.Dh;
+  linear_backward_input(s.do_flat.data(), dres, ctx.p(w.wo), d.N, d.D, HD, 0.0f, ctx.prec);
+  linear_backward_weight(ctx.g(w.wo), dres, a.o_flat.data(), d.N, d.D, HD, ctx.prec);
+  merge_heads_backward(s.dout_heads.data(), s.do_flat.data(), d.B, d.T, d.H, d.Dh);
+  attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.dout_heads.data(), a.q.data(), a.k.data(),
+                     a.v.data(), a.o.data(), a.lse.data(), attn_dims(c, d, layer));
+  rope_backward(s.dq.data(), s.dq.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);
+  rope_backward(s.dk.data(), s.dk.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.Hkv, d.T, d.Dh);
+  if (c.qk_norm) {
+    // Normalise into dout_heads / do_flat as free (N*H*Dh) scratch.
+    float* dq_raw = s.dout_heads.data();
+    float* dk_raw = s.do_flat.data();
+    rmsnorm_backward(dq_raw, ctx.g(w.q_norm), s.dq.data(), a.q_raw.data(), ctx.p(w.q_norm),
+                     a.rstd_q.data(), d.N * d.H, d.Dh, 0.0f);
+    rmsnorm_backward(dk_raw, ctx.g(w.k_norm), s.dk.data(), a.k_raw.data(), ctx.p(w.k_norm),
+                     a.rstd_k.data(), d.N * d.Hkv, d.Dh, 0.0f);
+    split_qkv_backward(s.dqkv.data(), dq_raw, dk_raw, s.dv.data(), d.B, d.T, d.H, d.Hkv, d.Dh);
+  } else {
+    split_qkv_backward(s.dqkv.data(), s.dq.data(), s.dk.data(), s.dv.data(), d.B, d.T, d.H, d.Hkv, d.Dh);
+  }
+  linear_backward_input(s.da.data(), s.dqkv.data(), ctx.p(w.wqkv), d.N, d.QKV, d.D, 0.0f, ctx.prec);
+  linear_backward_weight(ctx.g(w.wqkv), s.dqkv.data(), a.a.data(), d.N, d.QKV, d.D, ctx.prec);
+  rmsnorm_backward(dres, ctx.g(w.norm), s.da.data(), x_in, ctx.p(w.norm), a.rstd_a.data(), d.N, d.D, 1.0f);
+}
+
+}  // namespace mt

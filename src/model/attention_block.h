@@ -1,0 +1,38 @@
+// attention_block.h — pre-norm GQA attention sub-block of one layer:
+// x_mid = x_in + Wo · attn(rope(qk_norm(split(W_qkv · rmsnorm(x_in))))).
+// Activations are sized once from the config (no allocation per step).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/block_context.h"
+#include "model/weights.h"
+
+namespace mt {
+
+struct AttnActs {
+  std::vector<float> a, rstd_a;        // (N, D), (N): normed input
+  std::vector<float> qkv;              // (N, (H + 2 Hkv) Dh)
+  std::vector<float> q, k, v;          // (B, H|Hkv, T, Dh), after qk-norm and RoPE
+  std::vector<float> q_raw, k_raw;     // before qk-norm (qk_norm only)
+  std::vector<float> rstd_q, rstd_k;   // (B*H*T), (B*Hkv*T) (qk_norm only)
+  std::vector<float> o, lse;           // (B, H, T, Dh), (B, H, T)
+  std::vector<float> o_flat;           // (N, H Dh)
+  void allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T);
+};
+
+// Scratch shared by all layers during backward.
+struct AttnScratch {
+  std::vector<float> dqkv, dq, dk, dv, dout_heads, do_flat, da;
+  void allocate(const ModelConfig& c, int64_t B, int64_t T);
+};
+
+// x_mid (N, D) = x_in + attention(x_in).
+void attention_block_forward(float* x_mid, AttnActs& a, const float* x_in, const AttnOffsets& w,
+                             int64_t layer, const BlockContext& ctx);
+
+// dres (N, D): gradient w.r.t. x_mid on entry, w.r.t. x_in on exit.
+void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, const float* x_in,
+                              const AttnOffsets& w, int64_t layer, const BlockContext& ctx);
+
+}  // namespace mt

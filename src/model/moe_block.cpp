@@ -1,0 +1,212 @@
+// moe_block.cpp — orchestration of the dense and MoE FFN sub-blocks.
+#include "model/moe_block.h"
+
+#include <algorithm>
+
+#include "kernels/cpu/moe_dispatch.h"
+#include "kernels/cpu/rmsnorm.h"
+#include "kernels/cpu/router.h"
+#include "model/swiglu_ffn.h"
+
+namespace mt {
+namespace {
+
+DispatchDims dispatch_dims(const ModelConfig& c, int64_t B, int64_t T) {
+  const int64_t G = c.group_size(T);
+  return DispatchDims{B * T, c.n_experts, c.top_k, G, c.capacity(G), kExpertRowAlign};
+}
+
+RouterDims router_dims(const ModelConfig& c, int64_t N, int64_t T) {
+  return RouterDims{N, c.n_experts, c.top_k,
+                    c.router_score == RouterScore::kSoftmax ? ScoreFn::kSoftmax : ScoreFn::kSigmoid,
+                    c.router_renormalize, c.group_size(T)};
+}
+
+void add(float* out, const float* a, const float* b, int64_t n) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+}  // namespace
+
+void FfnActs::allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T) {
+  const int64_t N = B * T, D = c.d_model;
+  m.resize(N * D);
+  rstd_m.resize(N);
+  if (!c.is_moe(layer)) {
+    h13.resize(N * 2 * c.d_ff);
+    z.resize(N * c.d_ff);
+    return;
+  }
+  const int64_t E = c.n_experts, K = c.top_k, F = c.d_expert, Din = c.expert_in_dim();
+  const int64_t R = moe_max_rows(dispatch_dims(c, B, T));
+  logits.resize(N * E);
+  scores.resize(N * E);
+  idx.resize(N * K);
+  slot.resize(N * K);
+  gate.resize(N * K);
+  begin.resize(E + 1);
+  kept.resize(E);
+  row_token.resize(R);
+  if (c.d_latent > 0) {
+    mlat.resize(N * c.d_latent);
+    mln.resize(N * c.d_latent);
+    rstd_l.resize(N);
+  }
+  xe.resize(R * Din);
+  he.resize(R * 2 * F);
+  ze.resize(R * F);
+  ye.resize(R * Din);
+  comb.resize(N * Din);
+  sh13.assign(c.n_shared_experts, std::vector<float>(N * 2 * F));
+  sz.assign(c.n_shared_experts, std::vector<float>(N * F));
+  if (c.moe_out_norm || c.d_latent > 0 || c.n_shared_experts > 0) total.resize(N * D);
+  if (c.moe_out_norm) rstd_o.resize(N);
+}
+
+void FfnScratch::allocate(const ModelConfig& c, int64_t B, int64_t T) {
+  const int64_t N = B * T, D = c.d_model;
+  int64_t hid = c.d_ff, rows = N;
+  dm.resize(N * D);
+  dtotal.resize(N * D);
+  if (c.n_experts > 0) {
+    const int64_t E = c.n_experts, K = c.top_k, Din = c.expert_in_dim();
+    const int64_t R = moe_max_rows(dispatch_dims(c, B, T));
+    hid = std::max(hid, c.d_expert);
+    rows = std::max(rows, R);
+    dcomb.resize(N * Din);
+    dxin.resize(N * Din);
+    if (c.d_latent > 0) dmlat.resize(N * c.d_latent);
+    dlogits.resize(N * E);
+    dgate.resize(N * K);
+    dye.resize(R * Din);
+    dxe.resize(R * Din);
+  }
+  dz.resize(rows * hid);
+  dh13.resize(rows * 2 * hid);
+}
+
+void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x_mid,
+                       const LayerOffsets& w, const float* router_bias, int64_t layer,
+                       const BlockContext& ctx) {
+  const ModelConfig& c = *ctx.c;
+  const int64_t N = ctx.N, D = c.d_model;
+  rmsnorm_forward(a.m.data(), a.rstd_m.data(), x_mid, ctx.p(w.ffn_norm), N, D, float(c.norm_eps));
+  if (!w.moe) {
+    std::copy(x_mid, x_mid + N * D, x_out);
+    swiglu_ffn_forward(x_out, a.h13.data(), a.z.data(), a.m.data(), ctx.p(w.dense.w13), ctx.p(w.dense.w2),
+                       SwigluFfnDims{N, c.d_ff, D}, 1.0f, ctx.prec);
+    return;
+  }
+  const MoeOffsets& mw = w.moe_w;
+  const int64_t E = c.n_experts, K = c.top_k, F = c.d_expert, Din = c.expert_in_dim();
+  const RouterDims rd = router_dims(c, N, ctx.T);
+  // The router stays fp32 in every precision: routing decisions are discrete
+  // and bf16 logits would flip near-ties between otherwise identical runs.
+  linear_forward(a.logits.data(), a.m.data(), ctx.p(mw.router), N, E, D, MatmulPrecision::kFp32);
+  router_topk_forward(a.idx.data(), a.gate.data(), a.scores.data(), a.logits.data(), router_bias, rd);
+  router_losses(&stats.aux_loss, &stats.z_loss, a.logits.data(), a.scores.data(), a.idx.data(), rd);
+  const DispatchDims dd = dispatch_dims(c, ctx.B, ctx.T);
+  stats.dropped = moe_assign(a.slot.data(), a.begin.data(), a.row_token.data(), a.kept.data(),
+                             a.idx.data(), a.scores.data(), dd);
+  stats.assignments = N * K;
+  stats.load.assign(E, 0);
+  for (int64_t i = 0; i < N * K; ++i) stats.load[a.idx[i]]++;
+  a.rows = a.begin[E];
+
+  const float* xin = a.m.data();
+  if (c.d_latent > 0) {
+    linear_forward(a.mlat.data(), a.m.data(), ctx.p(mw.down), N, c.d_latent, D, ctx.prec);
+    rmsnorm_forward(a.mln.data(), a.rstd_l.data(), a.mlat.data(), ctx.p(mw.latent_norm), N, c.d_latent,
+                    float(c.norm_eps));
+    xin = a.mln.data();
+  }
+  moe_gather(a.xe.data(), xin, a.row_token.data(), a.rows, Din, Din);
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t b = a.begin[e], M = a.begin[e + 1] - b;
+    swiglu_ffn_forward(a.ye.data() + b * Din, a.he.data() + b * 2 * F, a.ze.data() + b * F,
+                       a.xe.data() + b * Din, ctx.p(mw.experts[e].w13), ctx.p(mw.experts[e].w2),
+                       SwigluFfnDims{M, F, Din}, 0.0f, ctx.prec);
+  }
+  moe_combine(a.comb.data(), a.ye.data(), a.slot.data(), a.gate.data(), N, K, Din, 0.0f);
+
+  // total = up(comb) or comb, plus shared experts; out = norm(total) or total.
+  const bool separate_total = !a.total.empty();
+  float* total = separate_total ? a.total.data() : x_out;
+  if (c.d_latent > 0)
+    linear_forward(total, a.comb.data(), ctx.p(mw.up), N, D, c.d_latent, ctx.prec);
+  else if (separate_total)
+    std::copy(a.comb.begin(), a.comb.begin() + N * D, total);
+  for (size_t s = 0; s < mw.shared.size(); ++s)
+    swiglu_ffn_forward(total, a.sh13[s].data(), a.sz[s].data(), a.m.data(), ctx.p(mw.shared[s].w13),
+                       ctx.p(mw.shared[s].w2), SwigluFfnDims{N, F, D}, 1.0f, ctx.prec);
+  if (c.moe_out_norm) {
+    rmsnorm_forward(x_out, a.rstd_o.data(), total, ctx.p(mw.out_norm), N, D, float(c.norm_eps));
+    add(x_out, x_out, x_mid, N * D);
+  } else if (separate_total) {
+    add(x_out, total, x_mid, N * D);
+  } else {
+    add(x_out, a.comb.data(), x_mid, N * D);
+  }
+}
+
+void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const float* x_mid,
+                        const LayerOffsets& w, int64_t layer, float aux_coef, float z_coef,
+                        const BlockContext& ctx) {
+  const ModelConfig& c = *ctx.c;
+  const int64_t N = ctx.N, D = c.d_model;
+  float* dm = s.dm.data();
+  if (!w.moe) {
+    swiglu_ffn_backward(dm, ctx.g(w.dense.w13), ctx.g(w.dense.w2), s.dz.data(), s.dh13.data(), dres,
+                        a.m.data(), a.h13.data(), a.z.data(), ctx.p(w.dense.w13), ctx.p(w.dense.w2),
+                        SwigluFfnDims{N, c.d_ff, D}, 0.0f, ctx.prec);
+    rmsnorm_backward(dres, ctx.g(w.ffn_norm), dm, x_mid, ctx.p(w.ffn_norm), a.rstd_m.data(), N, D, 1.0f);
+    return;
+  }
+  const MoeOffsets& mw = w.moe_w;
+  const int64_t E = c.n_experts, K = c.top_k, F = c.d_expert, Din = c.expert_in_dim();
+  const float* dtotal = dres;
+  if (c.moe_out_norm) {
+    rmsnorm_backward(s.dtotal.data(), ctx.g(mw.out_norm), dres, a.total.data(), ctx.p(mw.out_norm),
+                     a.rstd_o.data(), N, D, 0.0f);
+    dtotal = s.dtotal.data();
+  }
+  std::fill(dm, dm + N * D, 0.0f);
+  for (size_t sh = 0; sh < mw.shared.size(); ++sh)
+    swiglu_ffn_backward(dm, ctx.g(mw.shared[sh].w13), ctx.g(mw.shared[sh].w2), s.dz.data(), s.dh13.data(),
+                        dtotal, a.m.data(), a.sh13[sh].data(), a.sz[sh].data(), ctx.p(mw.shared[sh].w13),
+                        ctx.p(mw.shared[sh].w2), SwigluFfnDims{N, F, D}, 1.0f, ctx.prec);
+  const float* dcomb = dtotal;
+  if (c.d_latent > 0) {
+    linear_backward_input(s.dcomb.data(), dtotal, ctx.p(mw.up), N, D, c.d_latent, 0.0f, ctx.prec);
+    linear_backward_weight(ctx.g(mw.up), dtotal, a.comb.data(), N, D, c.d_latent, ctx.prec);
+    dcomb = s.dcomb.data();
+  }
+  moe_combine_backward(s.dye.data(), s.dgate.data(), dcomb, a.ye.data(), a.slot.data(), a.gate.data(),
+                       a.row_token.data(), a.rows, N, K, Din);
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t b = a.begin[e], M = a.begin[e + 1] - b;
+    swiglu_ffn_backward(s.dxe.data() + b * Din, ctx.g(mw.experts[e].w13), ctx.g(mw.experts[e].w2),
+                        s.dz.data(), s.dh13.data(), s.dye.data() + b * Din, a.xe.data() + b * Din,
+                        a.he.data() + b * 2 * F, a.ze.data() + b * F, ctx.p(mw.experts[e].w13),
+                        ctx.p(mw.experts[e].w2), SwigluFfnDims{M, F, Din}, 0.0f, ctx.prec);
+  }
+  if (c.d_latent > 0) {
+    std::fill(s.dxin.begin(), s.dxin.begin() + N * Din, 0.0f);
+    moe_gather_backward(s.dxin.data(), s.dxe.data(), a.slot.data(), N, K, Din);
+    rmsnorm_backward(s.dmlat.data(), ctx.g(mw.latent_norm), s.dxin.data(), a.mlat.data(),
+                     ctx.p(mw.latent_norm), a.rstd_l.data(), N, c.d_latent, 0.0f);
+    linear_backward_input(dm, s.dmlat.data(), ctx.p(mw.down), N, c.d_latent, D, 1.0f, ctx.prec);
+    linear_backward_weight(ctx.g(mw.down), s.dmlat.data(), a.m.data(), N, c.d_latent, D, ctx.prec);
+  } else {
+    moe_gather_backward(dm, s.dxe.data(), a.slot.data(), N, K, Din);
+  }
+  const RouterDims rd = router_dims(c, N, ctx.T);
+  router_backward(s.dlogits.data(), s.dgate.data(), a.logits.data(), a.scores.data(), a.idx.data(),
+                  a.gate.data(), rd, aux_coef, z_coef);
+  linear_backward_input(dm, s.dlogits.data(), ctx.p(mw.router), N, E, D, 1.0f, MatmulPrecision::kFp32);
+  linear_backward_weight(ctx.g(mw.router), s.dlogits.data(), a.m.data(), N, E, D, MatmulPrecision::kFp32);
+  rmsnorm_backward(dres, ctx.g(w.ffn_norm), dm, x_mid, ctx.p(w.ffn_norm), a.rstd_m.data(), N, D, 1.0f);
+}
+
+}  // namespace mt

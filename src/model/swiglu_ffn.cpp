@@ -1,0 +1,27 @@
+// swiglu_ffn.cpp — two GEMMs around the SwiGLU kernel; backward mirrors them.
+#include "model/swiglu_ffn.h"
+
+#include "kernels/cpu/swiglu.h"
+
+namespace mt {
+
+void swiglu_ffn_forward(float* y, float* h13, float* z, const float* x, const float* w13,
+                        const float* w2, const SwigluFfnDims& d, float beta, MatmulPrecision p) {
+  if (d.M == 0) return;
+  linear_forward(h13, x, w13, d.M, 2 * d.F, d.Din, p);
+  swiglu_forward(z, h13, d.M, d.F);
+  gemm(y, z, w2, GemmShape{d.M, d.Din, d.F, Trans::kNo, Trans::kYes}, beta, p);
+}
+
+void swiglu_ffn_backward(float* dx, float* dw13, float* dw2, float* dz, float* dh13, const float* dy,
+                         const float* x, const float* h13, const float* z, const float* w13,
+                         const float* w2, const SwigluFfnDims& d, float beta, MatmulPrecision p) {
+  if (d.M == 0) return;
+  linear_backward_input(dz, dy, w2, d.M, d.Din, d.F, 0.0f, p);
+  linear_backward_weight(dw2, dy, z, d.M, d.Din, d.F, p);
+  swiglu_backward(dh13, dz, h13, d.M, d.F);
+  linear_backward_input(dx, dh13, w13, d.M, 2 * d.F, d.Din, beta, p);
+  linear_backward_weight(dw13, dh13, x, d.M, 2 * d.F, d.Din, p);
+}
+
+}  // namespace mt

@@ -1,0 +1,24 @@
+// swiglu_ffn.h — one SwiGLU MLP (dense FFN, a shared expert, or one routed
+// expert over its rows): y = (silu(x W1^T) * (x W3^T)) W2^T.
+// x (M, Din); w13 (2F, Din) = W1 then W3; w2 (Din, F); h13 (M, 2F), z (M, F) saved.
+#pragma once
+#include <cstdint>
+
+#include "kernels/cpu/gemm.h"
+
+namespace mt {
+
+struct SwigluFfnDims {
+  int64_t M, F, Din;
+};
+
+// y (M, Din) = beta * y + ffn(x).
+void swiglu_ffn_forward(float* y, float* h13, float* z, const float* x, const float* w13,
+                        const float* w2, const SwigluFfnDims& d, float beta, MatmulPrecision p);
+
+// dx (M, Din) = beta * dx + d/dx; dw13, dw2 accumulated. Scratch dz (M, F), dh13 (M, 2F).
+void swiglu_ffn_backward(float* dx, float* dw13, float* dw2, float* dz, float* dh13, const float* dy,
+                         const float* x, const float* h13, const float* z, const float* w13,
+                         const float* w2, const SwigluFfnDims& d, float beta, MatmulPrecision p);
+
+}  // namespace mt

@@ -1,0 +1,74 @@
+// transformer.h — the whole decoder-only model: embedding, layers (attention
+// + dense/MoE FFN), final RMSNorm, LM head with chunked cross-entropy.
+// Parameters and gradients are flat buffers laid out by layout(); this class
+// owns only activations and scratch, sized once for (batch, seq_len).
+// Legend: B batch, T time, N = B*T tokens, D model dim, V vocab, E experts.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/attention_block.h"
+#include "model/config.h"
+#include "model/moe_block.h"
+#include "model/param_layout.h"
+#include "model/weights.h"
+
+namespace mt {
+
+struct ForwardStats {
+  double loss = 0.0;      // mean cross-entropy over predicted tokens
+  double aux_loss = 0.0;  // mean over MoE layers of the balancing loss (unweighted)
+  double z_loss = 0.0;    // mean over MoE layers of the router z-loss (unweighted)
+  double total_loss = 0.0;  // loss + aux_loss_coef * aux_loss + z_loss_coef * z_loss
+  int64_t dropped = 0, assignments = 0;
+  std::vector<std::vector<int64_t>> expert_load;  // per MoE layer, (E)
+};
+
+class Transformer {
+ public:
+  Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, MatmulPrecision prec);
+
+  const ModelConfig& config() const { return c_; }
+  const ParamLayout& layout() const { return layout_; }
+  const ModelOffsets& offsets() const { return off_; }
+  int64_t batch() const { return B_; }
+  int64_t seq_len() const { return T_; }
+  int64_t n_moe_layers() const;
+
+  // tokens: B sequences of T + 1 ids (inputs are [0, T), targets [1, T]).
+  // Accumulates grad_scale * d(total_loss)/d(params) into grads.
+  // router_bias: per layer E floats (aux-loss-free balancing), or null.
+  ForwardStats forward_backward(const float* params, float* grads, const int32_t* tokens,
+                                float grad_scale, const float* router_bias);
+
+  // Loss only (evaluation); no gradients.
+  ForwardStats forward(const float* params, const int32_t* tokens, const float* router_bias);
+
+ private:
+  void run_forward(ForwardStats& st, const float* params, const int32_t* tokens,
+                   const float* router_bias);
+  double head_loss(const float* params, float* grads, float grad_scale);
+
+  ModelConfig c_;
+  int64_t B_, T_, N_;
+  MatmulPrecision prec_;
+  ParamLayout layout_;
+  ModelOffsets off_;
+  std::vector<float> rope_cos_, rope_sin_;
+  std::vector<int32_t> inputs_, targets_;        // (N)
+  std::vector<std::vector<float>> xs_;           // n_layers + 1 residual streams (N, D)
+  std::vector<std::vector<float>> x_mid_;        // per layer (N, D)
+  std::vector<AttnActs> attn_;
+  std::vector<FfnActs> ffn_;
+  std::vector<float> hf_, rstd_f_;               // final norm output (N, D), (N)
+  std::vector<float> logits_, losses_;           // (chunk, V), (N)
+  std::vector<float> dres_, dhf_;                // (N, D)
+  AttnScratch attn_scratch_;
+  FfnScratch ffn_scratch_;
+  BlockContext ctx_;
+};
+
+// Rows of the LM head processed at once: logits never exceed kHeadChunk * V floats.
+inline constexpr int64_t kHeadChunk = 512;
+
+}  // namespace mt

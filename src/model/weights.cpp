@@ -1,0 +1,98 @@
+// weights.cpp — layout construction and initialisation.
+#include "model/weights.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/hash.h"
+#include "core/rng.h"
+
+namespace mt {
+namespace {
+
+SwigluOffsets add_swiglu(ParamLayout& L, const std::string& p, int64_t F, int64_t Din, int64_t layer,
+                         int64_t expert) {
+  SwigluOffsets s;
+  s.w13 = L.add(p + ".w1", {F, Din}, ParamKind::kMatrix, layer, expert);
+  L.add(p + ".w3", {F, Din}, ParamKind::kMatrix, layer, expert);
+  s.w2 = L.add(p + ".w2", {Din, F}, ParamKind::kMatrix, layer, expert);
+  return s;
+}
+
+}  // namespace
+
+ModelOffsets build_layout(const ModelConfig& c, ParamLayout& L) {
+  ModelOffsets m;
+  const int64_t D = c.d_model, Dh = c.head_dim(), H = c.n_heads;
+  m.embed = L.add("embed", {c.vocab_size, D}, ParamKind::kEmbedding);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l);
+    const int64_t Hkv = c.kv_heads(l);
+    LayerOffsets lo;
+    lo.attn.norm = L.add(p + ".attn_norm", {D}, ParamKind::kNorm, l);
+    lo.attn.wqkv = L.add(p + ".attn.wq", {H * Dh, D}, ParamKind::kMatrix, l);
+    L.add(p + ".attn.wk", {Hkv * Dh, D}, ParamKind::kMatrix, l);
+    L.add(p + ".attn.wv", {Hkv * Dh, D}, ParamKind::kMatrix, l);
+    lo.attn.wo = L.add(p + ".attn.wo", {D, H * Dh}, ParamKind::kMatrix, l);
+    if (c.qk_norm) {
+      lo.attn.q_norm = L.add(p + ".attn.q_norm", {Dh}, ParamKind::kNorm, l);
+      lo.attn.k_norm = L.add(p + ".attn.k_norm", {Dh}, ParamKind::kNorm, l);
+    }
+    lo.ffn_norm = L.add(p + ".ffn_norm", {D}, ParamKind::kNorm, l);
+    lo.moe = c.is_moe(l);
+    if (!lo.moe) {
+      lo.dense = add_swiglu(L, p + ".mlp", c.d_ff, D, l, -1);
+    } else {
+      MoeOffsets& w = lo.moe_w;
+      const int64_t Din = c.expert_in_dim();
+      w.router = L.add(p + ".moe.router", {c.n_experts, D}, ParamKind::kMatrix, l);
+      if (c.d_latent > 0) {
+        w.down = L.add(p + ".moe.down", {c.d_latent, D}, ParamKind::kMatrix, l);
+        w.latent_norm = L.add(p + ".moe.latent_norm", {c.d_latent}, ParamKind::kNorm, l);
+        w.up = L.add(p + ".moe.up", {D, c.d_latent}, ParamKind::kMatrix, l);
+      }
+      for (int64_t s = 0; s < c.n_shared_experts; ++s)
+        w.shared.push_back(add_swiglu(L, p + ".moe.shared." + std::to_string(s), c.d_expert, D, l, -1));
+      if (c.moe_out_norm) w.out_norm = L.add(p + ".moe.out_norm", {D}, ParamKind::kNorm, l);
+      for (int64_t e = 0; e < c.n_experts; ++e)
+        w.experts.push_back(add_swiglu(L, p + ".moe.experts." + std::to_string(e), c.d_expert, Din, l, e));
+    }
+    m.layers.push_back(lo);
+  }
+  m.final_norm = L.add("final_norm", {D}, ParamKind::kNorm);
+  m.head = c.tied_embeddings ? m.embed : L.add("head", {c.vocab_size, D}, ParamKind::kMatrix);
+  return m;
+}
+
+void init_params(float* params, const ParamLayout& layout, const ModelConfig& c, uint64_t seed) {
+  const float out_scale = float(1.0 / std::sqrt(2.0 * double(c.n_layers)));
+  for (const auto& e : layout.entries()) {
+    float* p = params + e.offset;
+    if (e.kind == ParamKind::kNorm) {
+      for (int64_t i = 0; i < e.numel; ++i) p[i] = 1.0f;
+      continue;
+    }
+    const bool output_proj = e.name.ends_with(".wo") || e.name.ends_with(".w2") || e.name.ends_with(".up");
+    const float std = float(c.init_std) * (output_proj ? out_scale : 1.0f);
+    fill_normal(p, e.numel, std, seed, xxh64(e.name.data(), e.name.size()));
+  }
+}
+
+int64_t active_matmul_params(const ModelConfig& c) {
+  const int64_t D = c.d_model, Dh = c.head_dim(), H = c.n_heads;
+  int64_t total = c.vocab_size * D;  // LM head
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    total += (H + 2 * c.kv_heads(l)) * Dh * D + D * H * Dh;
+    if (!c.is_moe(l)) {
+      total += 3 * c.d_ff * D;
+    } else {
+      const int64_t Din = c.expert_in_dim();
+      total += c.n_experts * D;
+      if (c.d_latent > 0) total += 2 * c.d_latent * D;
+      total += c.top_k * 3 * c.d_expert * Din + c.n_shared_experts * 3 * c.d_expert * D;
+    }
+  }
+  return total;
+}
+
+}  // namespace mt

@@ -1,0 +1,65 @@
+// weights.h — where each layer's tensors live in the flat parameter buffer
+// (offsets, so the same struct addresses params, grads and moments), how the
+// layout is built from a ModelConfig, and initialisation.
+// Legend: D model, H heads, Hkv kv heads, Dh head dim, F ffn/expert hidden,
+// E experts, Din expert input dim (D, or Dl for latent MoE), V vocab.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/config.h"
+#include "model/param_layout.h"
+
+namespace mt {
+
+struct SwigluOffsets {
+  int64_t w13 = -1;  // w1 (F, Din) immediately followed by w3 (F, Din): one (2F, Din) GEMM
+  int64_t w2 = -1;   // (Din, F)
+};
+
+struct AttnOffsets {
+  int64_t norm = -1;    // (D)
+  int64_t wqkv = -1;    // wq (H*Dh, D), wk (Hkv*Dh, D), wv (Hkv*Dh, D), adjacent
+  int64_t wo = -1;      // (D, H*Dh)
+  int64_t q_norm = -1;  // (Dh), qk_norm only
+  int64_t k_norm = -1;  // (Dh)
+};
+
+struct MoeOffsets {
+  int64_t router = -1;       // (E, D)
+  int64_t down = -1;         // (Dl, D), latent only
+  int64_t latent_norm = -1;  // (Dl)
+  int64_t up = -1;           // (D, Dl)
+  std::vector<SwigluOffsets> experts;  // E routed experts, each contiguous
+  std::vector<SwigluOffsets> shared;   // shared experts in D space
+  int64_t out_norm = -1;     // (D), moe_out_norm only
+};
+
+struct LayerOffsets {
+  AttnOffsets attn;
+  int64_t ffn_norm = -1;  // (D)
+  bool moe = false;
+  SwigluOffsets dense;    // when !moe
+  MoeOffsets moe_w;       // when moe
+};
+
+struct ModelOffsets {
+  int64_t embed = -1;       // (V, D)
+  std::vector<LayerOffsets> layers;
+  int64_t final_norm = -1;  // (D)
+  int64_t head = -1;        // (V, D); == embed when tied
+};
+
+ModelOffsets build_layout(const ModelConfig& c, ParamLayout& layout);
+
+// Deterministic init: tensor `name` gets N(0, std^2) from Philox stream
+// xxh64(name), so values depend only on (seed, name). Norm weights are 1;
+// output projections (wo, w2, up) use std / sqrt(2 * n_layers).
+void init_params(float* params, const ParamLayout& layout, const ModelConfig& c, uint64_t seed);
+
+// Parameters a token touches in matrix multiplies (attention, router, its K
+// experts, shared experts, latent projections, LM head); excludes the
+// embedding lookup and norms. Used for 6*N*tokens FLOP counts.
+int64_t active_matmul_params(const ModelConfig& c);
+
+}  // namespace mt
