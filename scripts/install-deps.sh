@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libdnnl-dev                      # GEMM (fp32 + bf16/AMX), chosen by measurement
+  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers  # GEMM (fp32 + bf16/AMX); its CMake config wants OpenCL
   libtomlplusplus-dev libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev
   librandom123-dev                 # counter-based RNG (Philox4x32-10)
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/hash.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/rmsnorm.h"
@@ -139,4 +140,15 @@ ForwardStats Transformer::forward_backward(const float* params, float* grads, co
   return st;
 }
 
+}  // namespace mt
+
+namespace mt {
+uint64_t Transformer::routing_hash() const {
+  Hasher h;
+  for (const FfnActs& a : ffn_) {
+    h.update(a.idx.data(), a.idx.size() * sizeof(int32_t));
+    h.update(a.slot.data(), a.slot.size() * sizeof(int32_t));
+  }
+  return h.digest();
+}
 }  // namespace mt

@@ -41,6 +41,11 @@ class Transformer {
   ForwardStats forward_backward(const float* params, float* grads, const int32_t* tokens,
                                 float grad_scale, const float* router_bias);
 
+  // Hash of every routing decision of the last forward (chosen experts and
+  // slots, drops included): tests use it to keep finite-difference
+  // perturbations below the score gap.
+  uint64_t routing_hash() const;
+
   // Loss only (evaluation); no gradients.
   ForwardStats forward(const float* params, const int32_t* tokens, const float* router_bias);
 
