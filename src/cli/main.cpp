@@ -1,9 +1,24 @@
 // main.cpp — `moetrain <command>`: dispatches to one cmd_<name>.cpp each.
 #include <CLI/CLI.hpp>
 
+#include "cli/commands.h"
+#include "cli/embedded_configs.h"
+
+namespace mt {
+const EmbeddedConfig* find_embedded_config(const std::string& name) {
+  for (const auto& c : embedded_configs())
+    if (c.name == name) return &c;
+  return nullptr;
+}
+}  // namespace mt
+
 int main(int argc, char** argv) {
-  CLI::App app{"moetrain — Mixture-of-Experts pretraining"};
+  CLI::App app{"moetrain — Mixture-of-Experts pretraining (CPU; MPI and CUDA behind the same interfaces)"};
   app.require_subcommand(1);
+  mt::CommandAction run;
+  mt::register_train(app, run);
+  mt::register_bench(app, run);
+  mt::register_ckpt(app, run);
   CLI11_PARSE(app, argc, argv);
-  return 0;
+  return run ? run() : 0;
 }

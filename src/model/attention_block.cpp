@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/phase_timer.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/heads.h"
 #include "kernels/cpu/rmsnorm.h"
@@ -73,7 +74,10 @@ void attention_block_forward(float* x_mid, AttnActs& a, const float* x_in, const
   }
   rope_forward(a.q.data(), a.q.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);
   rope_forward(a.k.data(), a.k.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.Hkv, d.T, d.Dh);
-  attention_forward(a.o.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(), attn_dims(c, d, layer));
+  {
+    ScopedPhase phase(Phase::kAttention);
+    attention_forward(a.o.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(), attn_dims(c, d, layer));
+  }
   merge_heads(a.o_flat.data(), a.o.data(), d.B, d.T, d.H, d.Dh);
   // x_mid = x_in + o_flat Wo^T
   std::copy(x_in, x_in + d.N * d.D, x_mid);
@@ -89,8 +93,11 @@ void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, co
   linear_backward_input(s.do_flat.data(), dres, ctx.p(w.wo), d.N, d.D, HD, 0.0f, ctx.prec);
   linear_backward_weight(ctx.g(w.wo), dres, a.o_flat.data(), d.N, d.D, HD, ctx.prec);
   merge_heads_backward(s.dout_heads.data(), s.do_flat.data(), d.B, d.T, d.H, d.Dh);
-  attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.dout_heads.data(), a.q.data(), a.k.data(),
+  {
+    ScopedPhase phase(Phase::kAttention);
+    attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.dout_heads.data(), a.q.data(), a.k.data(),
                      a.v.data(), a.o.data(), a.lse.data(), attn_dims(c, d, layer));
+  }
   rope_backward(s.dq.data(), s.dq.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);
   rope_backward(s.dk.data(), s.dk.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.Hkv, d.T, d.Dh);
   if (c.qk_norm) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/phase_timer.h"
 #include "kernels/cpu/moe_dispatch.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/router.h"
@@ -104,11 +105,20 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
   // The router stays fp32 in every precision: routing decisions are discrete
   // and bf16 logits would flip near-ties between otherwise identical runs.
   linear_forward(a.logits.data(), a.m.data(), ctx.p(mw.router), N, E, D, MatmulPrecision::kFp32);
-  router_topk_forward(a.idx.data(), a.gate.data(), a.scores.data(), a.logits.data(), router_bias, rd);
-  router_losses(&stats.aux_loss, &stats.z_loss, a.logits.data(), a.scores.data(), a.idx.data(), rd);
+  {
+    ScopedPhase phase(Phase::kMoeDispatch);
+    router_topk_forward(a.idx.data(), a.gate.data(), a.scores.data(), a.logits.data(), router_bias, rd);
+  }
+  {
+    ScopedPhase phase(Phase::kMoeDispatch);
+    router_losses(&stats.aux_loss, &stats.z_loss, a.logits.data(), a.scores.data(), a.idx.data(), rd);
+  }
   const DispatchDims dd = dispatch_dims(c, ctx.B, ctx.T);
-  stats.dropped = moe_assign(a.slot.data(), a.begin.data(), a.row_token.data(), a.kept.data(),
-                             a.idx.data(), a.scores.data(), dd);
+  {
+    ScopedPhase phase(Phase::kMoeDispatch);
+    stats.dropped = moe_assign(a.slot.data(), a.begin.data(), a.row_token.data(), a.kept.data(),
+                               a.idx.data(), a.scores.data(), dd);
+  }
   stats.assignments = N * K;
   stats.load.assign(E, 0);
   for (int64_t i = 0; i < N * K; ++i) stats.load[a.idx[i]]++;
@@ -121,14 +131,20 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
                     float(c.norm_eps));
     xin = a.mln.data();
   }
-  moe_gather(a.xe.data(), xin, a.row_token.data(), a.rows, Din, Din);
+  {
+    ScopedPhase phase(Phase::kMoeDispatch);
+    moe_gather(a.xe.data(), xin, a.row_token.data(), a.rows, Din, Din);
+  }
   for (int64_t e = 0; e < E; ++e) {
     const int64_t b = a.begin[e], M = a.begin[e + 1] - b;
     swiglu_ffn_forward(a.ye.data() + b * Din, a.he.data() + b * 2 * F, a.ze.data() + b * F,
                        a.xe.data() + b * Din, ctx.p(mw.experts[e].w13), ctx.p(mw.experts[e].w2),
                        SwigluFfnDims{M, F, Din}, 0.0f, ctx.prec);
   }
-  moe_combine(a.comb.data(), a.ye.data(), a.slot.data(), a.gate.data(), N, K, Din, 0.0f);
+  {
+    ScopedPhase phase(Phase::kMoeDispatch);
+    moe_combine(a.comb.data(), a.ye.data(), a.slot.data(), a.gate.data(), N, K, Din, 0.0f);
+  }
 
   // total = up(comb) or comb, plus shared experts; out = norm(total) or total.
   const bool separate_total = !a.total.empty();
@@ -182,8 +198,11 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
     linear_backward_weight(ctx.g(mw.up), dtotal, a.comb.data(), N, D, c.d_latent, ctx.prec);
     dcomb = s.dcomb.data();
   }
-  moe_combine_backward(s.dye.data(), s.dgate.data(), dcomb, a.ye.data(), a.slot.data(), a.gate.data(),
-                       a.row_token.data(), a.rows, N, K, Din);
+  {
+    ScopedPhase phase(Phase::kMoeDispatch);
+    moe_combine_backward(s.dye.data(), s.dgate.data(), dcomb, a.ye.data(), a.slot.data(), a.gate.data(),
+                         a.row_token.data(), a.rows, N, K, Din);
+  }
   for (int64_t e = 0; e < E; ++e) {
     const int64_t b = a.begin[e], M = a.begin[e + 1] - b;
     swiglu_ffn_backward(s.dxe.data() + b * Din, ctx.g(mw.experts[e].w13), ctx.g(mw.experts[e].w2),
@@ -193,17 +212,26 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
   }
   if (c.d_latent > 0) {
     std::fill(s.dxin.begin(), s.dxin.begin() + N * Din, 0.0f);
-    moe_gather_backward(s.dxin.data(), s.dxe.data(), a.slot.data(), N, K, Din);
+    {
+      ScopedPhase phase(Phase::kMoeDispatch);
+      moe_gather_backward(s.dxin.data(), s.dxe.data(), a.slot.data(), N, K, Din);
+    }
     rmsnorm_backward(s.dmlat.data(), ctx.g(mw.latent_norm), s.dxin.data(), a.mlat.data(),
                      ctx.p(mw.latent_norm), a.rstd_l.data(), N, c.d_latent, 0.0f);
     linear_backward_input(dm, s.dmlat.data(), ctx.p(mw.down), N, c.d_latent, D, 1.0f, ctx.prec);
     linear_backward_weight(ctx.g(mw.down), s.dmlat.data(), a.m.data(), N, c.d_latent, D, ctx.prec);
   } else {
-    moe_gather_backward(dm, s.dxe.data(), a.slot.data(), N, K, Din);
+    {
+      ScopedPhase phase(Phase::kMoeDispatch);
+      moe_gather_backward(dm, s.dxe.data(), a.slot.data(), N, K, Din);
+    }
   }
   const RouterDims rd = router_dims(c, N, ctx.T);
-  router_backward(s.dlogits.data(), s.dgate.data(), a.logits.data(), a.scores.data(), a.idx.data(),
-                  a.gate.data(), rd, aux_coef, z_coef);
+  {
+    ScopedPhase phase(Phase::kMoeDispatch);
+    router_backward(s.dlogits.data(), s.dgate.data(), a.logits.data(), a.scores.data(), a.idx.data(),
+                    a.gate.data(), rd, aux_coef, z_coef);
+  }
   linear_backward_input(dm, s.dlogits.data(), ctx.p(mw.router), N, E, D, 1.0f, MatmulPrecision::kFp32);
   linear_backward_weight(ctx.g(mw.router), s.dlogits.data(), a.m.data(), N, E, D, MatmulPrecision::kFp32);
   rmsnorm_backward(dres, ctx.g(w.ffn_norm), dm, x_mid, ctx.p(w.ffn_norm), a.rstd_m.data(), N, D, 1.0f);

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/phase_timer.h"
 #include "core/reduce.h"
 #include "kernels/cpu/adamw.h"
 
@@ -14,6 +15,7 @@ AdamW::AdamW(const ParamLayout& layout, const AdamWConfig& cfg)
 double global_grad_norm(const float* grads, int64_t n) { return std::sqrt(sum_squares(grads, n)); }
 
 double AdamW::step(float* params, const float* grads, double lr, int64_t step) {
+  ScopedPhase phase(Phase::kOptimizer);
   const double norm = global_grad_norm(grads, layout_.total());
   float scale = 1.0f;
   if (cfg_.grad_clip > 0.0 && norm > cfg_.grad_clip) scale = float(cfg_.grad_clip / (norm + 1e-6));

@@ -13,6 +13,7 @@
 
 #include "core/bf16.h"
 #include "core/check.h"
+#include "core/phase_timer.h"
 
 namespace mt {
 namespace {
@@ -48,6 +49,7 @@ dnnl::memory::desc operand_desc(int64_t rows, int64_t cols, Trans t, int64_t ld,
 void gemm(float* C, const float* A, const float* B, const GemmShape& s0, float beta,
           MatmulPrecision p) {
   MT_CHECK(beta == 0.0f || beta == 1.0f, "beta must be 0 or 1, got {}", beta);
+  ScopedPhase phase(Phase::kGemm);
   GemmShape s = s0;
   if (s.M == 0 || s.N == 0) return;
   if (s.K == 0) {

@@ -1,0 +1,38 @@
+// cmd_ckpt.cpp — `moetrain ckpt inspect CKPT_DIR [--json]`: validates a
+// checkpoint and prints its step, tensor hash and tensor table.
+#include <fmt/format.h>
+
+#include "ckpt/checkpoint.h"
+#include "cli/commands.h"
+
+namespace mt {
+
+void register_ckpt(CLI::App& app, CommandAction& run) {
+  auto dir = std::make_shared<std::string>();
+  auto as_json = std::make_shared<bool>(false);
+  CLI::App* sub = app.add_subcommand("ckpt", "Checkpoint tools.");
+  sub->require_subcommand(1);
+  CLI::App* inspect = sub->add_subcommand("inspect", "Validate a checkpoint and print its summary.");
+  inspect->add_option("dir", *dir, "Checkpoint directory (step_XXXXXXXX)")->required();
+  inspect->add_flag("--json", *as_json, "Print JSON");
+  inspect->callback([dir, as_json, &run] {
+    run = [dir, as_json]() -> int {
+      auto info = inspect_checkpoint(*dir);
+      if (!info) {
+        fmt::print(stderr, "moetrain ckpt inspect: {}\n", info.status().message());
+        return 1;
+      }
+      const auto& j = info.value();
+      if (*as_json) {
+        fmt::print("{}\n", j.dump(2));
+        return 0;
+      }
+      fmt::print("checkpoint {}\nstep        {}\ntensor_hash {}\ntensors     {}\n", *dir, j["step"].get<int64_t>(),
+                 j["tensor_hash"].get<std::string>(), j["tensors"].size());
+      for (const auto& t : j["tensors"]) fmt::print("  {:<48} {}\n", t["name"].get<std::string>(), t["shape"].dump());
+      return 0;
+    };
+  });
+}
+
+}  // namespace mt

@@ -1,0 +1,13 @@
+// commands.h — one registration function per subcommand (cmd_<name>.cpp).
+// Each adds its CLI11 subcommand and sets `run` to the action, which returns
+// the process exit code.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace mt {
+using CommandAction = std::function<int()>;
+void register_train(CLI::App& app, CommandAction& run);
+void register_bench(CLI::App& app, CommandAction& run);
+void register_ckpt(CLI::App& app, CommandAction& run);
+}  // namespace mt

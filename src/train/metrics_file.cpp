@@ -1,0 +1,61 @@
+// metrics_file.cpp — JSON lines via nlohmann::json.
+#include "train/metrics_file.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
+
+#include "train/trainer.h"
+
+namespace mt {
+
+Result<std::FILE*> open_metrics_file(const std::string& run_dir, int64_t resume_step) {
+  const std::string path = run_dir + "/metrics.jsonl";
+  std::vector<std::string> keep;
+  {
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+      auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
+          j["step"].get<int64_t>() <= resume_step)
+        keep.push_back(line);
+    }
+  }
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return Status::errorf("{}: cannot open for writing", path);
+  for (const auto& l : keep) fmt::print(f, "{}\n", l);
+  std::fflush(f);
+  return f;
+}
+
+void append_metrics_line(std::FILE* f, const StepResult& r, double tokens_per_s, double mfu) {
+  nlohmann::json j;
+  j["step"] = r.step;
+  j["loss"] = r.loss;
+  j["aux_loss"] = r.aux_loss;
+  j["z_loss"] = r.z_loss;
+  j["lr"] = r.lr;
+  j["grad_norm"] = r.grad_norm;
+  j["tokens_per_s"] = tokens_per_s;
+  j["mfu"] = mfu;
+  j["dropped_frac"] = r.assignments ? double(r.dropped) / double(r.assignments) : 0.0;
+  j["step_time_s"] = r.seconds;
+  j["tokens"] = r.tokens;
+  nlohmann::json load = nlohmann::json::array();
+  for (const auto& layer : r.expert_load) {
+    int64_t total = 0;
+    for (int64_t c : layer) total += c;
+    nlohmann::json row = nlohmann::json::array();
+    for (int64_t c : layer) row.push_back(total ? double(c) / double(total) : 0.0);
+    load.push_back(row);
+  }
+  j["expert_load"] = load;
+  fmt::print(f, "{}\n", j.dump());
+  std::fflush(f);
+}
+
+}  // namespace mt

@@ -1,0 +1,21 @@
+// metrics_file.h — DIR/metrics.jsonl: one JSON object per logged step with
+// step, loss, aux_loss, z_loss, lr, grad_norm, tokens_per_s, mfu,
+// dropped_frac, step_time_s, tokens and expert_load (per MoE layer, the
+// fraction of routed choices each expert received). On resume, lines past
+// the restored step (written by the interrupted run) are dropped, so the file
+// reads like an uninterrupted run.
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "core/status.h"
+
+namespace mt {
+
+struct StepResult;
+
+Result<std::FILE*> open_metrics_file(const std::string& run_dir, int64_t resume_step);
+void append_metrics_line(std::FILE* f, const StepResult& r, double tokens_per_s, double mfu);
+
+}  // namespace mt

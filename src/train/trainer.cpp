@@ -1,0 +1,184 @@
+// trainer.cpp — construction, the step, the loop.
+#include "train/trainer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "core/hash.h"
+#include "core/machine_peak.h"
+#include "core/progress.h"
+#include "core/threads.h"
+#include "core/timer.h"
+#include "data/stream_source.h"
+#include "optim/lr_schedule.h"
+#include "train/flops.h"
+#include "train/metrics_file.h"
+
+namespace mt {
+
+Trainer::Trainer(const RunConfig& cfg, const TrainerOptions& opt) : cfg_(cfg), opt_(opt) {}
+
+Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const TrainerOptions& opt) {
+  std::unique_ptr<Trainer> t(new Trainer(cfg, opt));
+  const TrainConfig& tc = cfg.train;
+  set_num_threads(int(tc.threads));
+  StreamSourceOptions so;
+  so.path = cfg.data.path;
+  so.format = cfg.data.format;
+  so.extensions = cfg.data.extensions;
+  so.max_bytes = cfg.data.max_bytes;
+  so.eval_frac = cfg.data.eval_frac;
+  so.vocab_size = cfg.model.vocab_size;
+  so.seed = tc.seed;
+  so.seq_len = tc.seq_len;
+  auto src = StreamSource::open(so);
+  if (!src) return src.status();
+  t->data_ = std::move(src.value());
+
+  const MatmulPrecision prec = tc.precision == Precision::kBf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32;
+  t->model_ = std::make_unique<Transformer>(cfg.model, tc.batch_size, tc.seq_len, prec);
+  const ParamLayout& L = t->model_->layout();
+  t->params_.assign(L.total(), 0.0f);
+  t->grads_.assign(L.total(), 0.0f);
+  init_params(t->params_.data(), L, cfg.model, tc.seed);
+  AdamWConfig ac;
+  ac.beta1 = tc.beta1;
+  ac.beta2 = tc.beta2;
+  ac.eps = tc.eps;
+  ac.weight_decay = tc.weight_decay;
+  ac.decay_embeddings = tc.decay_embeddings;
+  ac.grad_clip = tc.grad_clip;
+  t->optim_ = std::make_unique<AdamW>(L, ac);
+  if (cfg.model.aux_free_bias) t->router_bias_.assign(t->model_->n_moe_layers() * cfg.model.n_experts, 0.0f);
+  t->batch_.resize(tc.batch_size * (tc.seq_len + 1));
+
+  if (!opt.run_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(opt.run_dir, ec);
+    if (ec) return Status::errorf("{}: cannot create run directory: {}", opt.run_dir, ec.message());
+    if (opt.resume) {
+      auto latest = find_latest_checkpoint_dir(opt.run_dir);
+      if (latest.is_ok()) MT_RETURN_IF_ERROR(t->restore(latest.value()));
+    }
+    auto f = open_metrics_file(opt.run_dir, t->step_);
+    if (!f) return f.status();
+    t->metrics_ = f.value();
+  }
+  t->peak_gflops_ = opt.peak_gflops > 0 ? opt.peak_gflops : [&] {
+    PeakResult p = measure_peak(0.1);
+    return prec == MatmulPrecision::kBf16 && p.amx_bf16_gflops > 0 ? p.amx_bf16_gflops : p.fp32_gflops;
+  }();
+  if (opt.print_config) {
+    fmt::print(stderr, "# moetrain: resolved config ({})\n{}\n", cfg.source, to_toml(cfg));
+    fmt::print(stderr, "# data: {}\n# parameters: {} ({} active in matmuls per token), start step {}\n",
+               t->data_->describe(), L.total(), active_matmul_params(cfg.model), t->step_);
+  }
+  return t;
+}
+
+double Trainer::flops_per_step() const {
+  const TrainConfig& tc = cfg_.train;
+  return flops_per_token(cfg_.model, tc.seq_len) * double(tc.batch_size * tc.seq_len * tc.grad_accum);
+}
+
+StepResult Trainer::train_step() {
+  const TrainConfig& tc = cfg_.train;
+  StepResult r;
+  const double t0 = now_seconds();
+  std::fill(grads_.begin(), grads_.end(), 0.0f);
+  const float grad_scale = 1.0f / float(tc.grad_accum);
+  const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
+  for (int64_t micro = 0; micro < tc.grad_accum; ++micro) {
+    const int64_t first = (step_ * tc.grad_accum + micro) * tc.batch_size;
+    for (int64_t b = 0; b < tc.batch_size; ++b)
+      data_->sequence(first + b, tc.seq_len, batch_.data() + b * (tc.seq_len + 1));
+    ForwardStats st = model_->forward_backward(params_.data(), grads_.data(), batch_.data(), grad_scale, bias);
+    r.loss += st.loss / double(tc.grad_accum);
+    r.aux_loss += st.aux_loss / double(tc.grad_accum);
+    r.z_loss += st.z_loss / double(tc.grad_accum);
+    r.dropped += st.dropped;
+    r.assignments += st.assignments;
+    if (r.expert_load.empty()) r.expert_load = st.expert_load;
+    else
+      for (size_t l = 0; l < st.expert_load.size(); ++l)
+        for (size_t e = 0; e < st.expert_load[l].size(); ++e) r.expert_load[l][e] += st.expert_load[l][e];
+  }
+  ScheduleParams sp;
+  sp.kind = tc.schedule == LrSchedule::kWsd ? ScheduleKind::kWsd
+            : tc.schedule == LrSchedule::kCosine ? ScheduleKind::kCosine : ScheduleKind::kConstant;
+  sp.lr = tc.lr;
+  sp.min_lr_ratio = tc.min_lr_ratio;
+  sp.warmup_steps = tc.warmup_steps;
+  sp.total_steps = tc.steps;
+  sp.decay_frac = tc.decay_frac;
+  r.lr = learning_rate(sp, step_);
+  r.grad_norm = optim_->step(params_.data(), grads_.data(), r.lr, step_ + 1);
+  update_router_bias(r);
+  ++step_;
+  r.step = step_;
+  r.tokens = tc.batch_size * tc.seq_len * tc.grad_accum;
+  r.seconds = now_seconds() - t0;
+  return r;
+}
+
+void Trainer::update_router_bias(const StepResult& r) {
+  if (router_bias_.empty()) return;
+  // DeepSeek-V3: raise the bias of under-loaded experts, lower over-loaded ones.
+  const int64_t E = cfg_.model.n_experts;
+  const float rate = float(cfg_.model.bias_update_rate);
+  for (size_t l = 0; l < r.expert_load.size(); ++l) {
+    double mean = 0.0;
+    for (int64_t e = 0; e < E; ++e) mean += double(r.expert_load[l][e]) / double(E);
+    for (int64_t e = 0; e < E; ++e) {
+      const double diff = mean - double(r.expert_load[l][e]);
+      router_bias_[l * E + e] += diff > 0 ? rate : (diff < 0 ? -rate : 0.0f);
+    }
+  }
+}
+
+std::string Trainer::state_hash() const {
+  Hasher h;
+  h.update(params_.data(), params_.size() * sizeof(float));
+  h.update(optim_->m().data(), optim_->m().size() * sizeof(float));
+  h.update(optim_->v().data(), optim_->v().size() * sizeof(float));
+  h.update(router_bias_.data(), router_bias_.size() * sizeof(float));
+  return hex64(h.digest());
+}
+
+void Trainer::write_metrics(const StepResult& r) {
+  if (!metrics_) return;
+  const double tps = double(r.tokens) / r.seconds;
+  const double mfu = flops_per_step() / r.seconds / (peak_gflops_ * 1e9);
+  append_metrics_line(metrics_, r, tps, mfu);
+}
+
+Status Trainer::run() {
+  const TrainConfig& tc = cfg_.train;
+  ProgressLine progress(stderr, std::max<int64_t>(1, tc.steps / 20));
+  double ema_seconds = 0.0;
+  while (step_ < tc.steps) {
+    StepResult r = train_step();
+    if (!std::isfinite(r.loss))
+      return Status::errorf("step {}: loss is {} (diverged); last checkpoint is kept", r.step, r.loss);
+    if (r.step % tc.log_every == 0 || r.step == tc.steps) write_metrics(r);
+    ema_seconds = ema_seconds == 0.0 ? r.seconds : 0.9 * ema_seconds + 0.1 * r.seconds;
+    if (opt_.progress) {
+      const double tps = double(r.tokens) / r.seconds;
+      const double mfu = flops_per_step() / r.seconds / (peak_gflops_ * 1e9);
+      progress.update(r.step, tc.steps,
+                      fmt::format("loss {:.4f} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% | dropped {:.1f}% | ETA {}",
+                                  r.loss, r.lr, tps, 100.0 * mfu,
+                                  r.assignments ? 100.0 * double(r.dropped) / double(r.assignments) : 0.0,
+                                  ProgressLine::format_eta(ema_seconds * double(tc.steps - r.step))));
+    }
+    const bool periodic = tc.checkpoint_every > 0 && r.step % tc.checkpoint_every == 0;
+    if (!opt_.run_dir.empty() && (periodic || r.step == tc.steps)) MT_RETURN_IF_ERROR(save_checkpoint());
+  }
+  progress.finish();
+  return Status::ok();
+}
+
+}  // namespace mt

@@ -1,0 +1,582 @@
+// kernels_reference_test.cpp — forward results of the CPU kernels against
+// plain reference loops in double: gemm (every transpose combination, padded
+// leading dims, beta 0/1, fp32 and bf16), attention (window, GQA) and its cost
+// model, router top-k selection and losses, MoE slot assignment, AdamW, and
+// the head layout shuffles.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/bf16.h"
+#include "core/rng.h"
+#include "kernels/cpu/adamw.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/heads.h"
+#include "kernels/cpu/moe_dispatch.h"
+#include "kernels/cpu/router.h"
+
+namespace mt {
+namespace {
+
+std::vector<float> randn(int64_t n, float std, uint64_t seed, uint64_t stream = 0) {
+  std::vector<float> v(static_cast<size_t>(n));
+  fill_normal(v.data(), n, std, seed, stream);
+  return v;
+}
+
+uint32_t rand_u32(uint64_t seed, uint64_t i) {
+  uint32_t w[4];
+  philox_block(seed, 0xfeed, i, w);
+  return w[0];
+}
+
+template <class... A>
+std::string cat(const A&... a) {
+  std::ostringstream s;
+  (s << ... << a);
+  return s.str();
+}
+
+// ---------------------------------------------------------------- gemm
+
+struct GemmCase {
+  int64_t M, N, K;
+  Trans ta, tb;
+  int64_t pad;  // 0: dense leading dims (passed as 0); > 0: every ld padded by this
+  float beta;
+  MatmulPrecision p;
+};
+
+std::string gemm_name(const GemmCase& c) {
+  return cat(c.M, "x", c.N, "x", c.K, c.ta == Trans::kYes ? "_T" : "_N", c.tb == Trans::kYes ? "T" : "N",
+             c.pad ? "_padded" : "_dense", c.beta == 0.0f ? "_beta0" : "_beta1",
+             c.p == MatmulPrecision::kFp32 ? "_fp32" : "_bf16");
+}
+
+std::vector<GemmCase> gemm_cases() {
+  std::vector<GemmCase> v;
+  const int64_t shapes[][3] = {{7, 5, 3}, {33, 17, 65}, {64, 48, 128}};
+  for (auto& s : shapes)
+    for (Trans ta : {Trans::kNo, Trans::kYes})
+      for (Trans tb : {Trans::kNo, Trans::kYes})
+        for (int64_t pad : {0, 3})
+          for (float beta : {0.0f, 1.0f})
+            for (MatmulPrecision p : {MatmulPrecision::kFp32, MatmulPrecision::kBf16})
+              v.push_back({s[0], s[1], s[2], ta, tb, pad, beta, p});
+  return v;
+}
+
+class GemmReference : public ::testing::TestWithParam<GemmCase> {};
+
+TEST_P(GemmReference, MatchesDoubleLoops) {
+  const GemmCase c = GetParam();
+  const int64_t a_rows = c.ta == Trans::kNo ? c.M : c.K, a_cols = c.ta == Trans::kNo ? c.K : c.M;
+  const int64_t b_rows = c.tb == Trans::kNo ? c.K : c.N, b_cols = c.tb == Trans::kNo ? c.N : c.K;
+  const int64_t lda = a_cols + c.pad, ldb = b_cols + c.pad, ldc = c.N + c.pad;
+  auto A = randn(a_rows * lda, 1.0f, 1), B = randn(b_rows * ldb, 1.0f, 2), C0 = randn(c.M * ldc, 1.0f, 3);
+  // Padding columns of C carry a sentinel that must survive.
+  for (int64_t i = 0; i < c.M; ++i)
+    for (int64_t j = c.N; j < ldc; ++j) C0[i * ldc + j] = 777.0f;
+  auto opA = [&](int64_t i, int64_t k) { return c.ta == Trans::kNo ? A[i * lda + k] : A[k * lda + i]; };
+  auto opB = [&](int64_t k, int64_t j) { return c.tb == Trans::kNo ? B[k * ldb + j] : B[j * ldb + k]; };
+  auto rb = [](float f) { return bf16_to_f32(f32_to_bf16(f)); };
+
+  std::vector<float> C = C0;
+  const GemmShape s{c.M, c.N, c.K, c.ta, c.tb, c.pad ? lda : 0, c.pad ? ldb : 0, c.pad ? ldc : 0};
+  gemm(C.data(), A.data(), B.data(), s, c.beta, c.p);
+
+  double worst = 0.0;
+  for (int64_t i = 0; i < c.M; ++i) {
+    for (int64_t j = 0; j < c.N; ++j) {
+      double ref = 0, ref_rounded = 0, mag = 0, mag_rounded = 0;
+      for (int64_t k = 0; k < c.K; ++k) {
+        const double a = opA(i, k), b = opB(k, j), ar = rb(opA(i, k)), br = rb(opB(k, j));
+        ref += a * b;
+        mag += std::abs(a * b);
+        ref_rounded += ar * br;
+        mag_rounded += std::abs(ar * br);
+      }
+      const double c0 = c.beta == 1.0f ? double(C0[i * ldc + j]) : 0.0;
+      const double got = C[i * ldc + j];
+      if (c.p == MatmulPrecision::kFp32) {
+        ASSERT_NEAR(got, c0 + ref, 1e-5 * (mag + std::abs(c0))) << "C[" << i << "," << j << "]";
+      } else {
+        // bf16 operands (round to nearest even) with fp32 accumulation: tight
+        // against the rounded-operand product, ~1e-2 against the fp32 one.
+        ASSERT_NEAR(got, c0 + ref_rounded, 1e-5 * (mag_rounded + std::abs(c0))) << "C[" << i << "," << j << "]";
+        ASSERT_NEAR(got, c0 + ref, 1e-2 * (mag + std::abs(c0))) << "C[" << i << "," << j << "]";
+      }
+      worst = std::max(worst, std::abs(got - c0 - ref) / (mag + std::abs(c0)));
+    }
+    for (int64_t j = c.N; j < ldc; ++j) ASSERT_EQ(C[i * ldc + j], 777.0f) << "ldc padding written";
+  }
+  // bf16 must actually round (a fp32 result hiding behind the bf16 flag would pass the above).
+  if (c.p == MatmulPrecision::kBf16 && c.K > 3) EXPECT_GT(worst, 1e-6) << "bf16 result looks fp32";
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, GemmReference, ::testing::ValuesIn(gemm_cases()),
+                         [](const auto& i) { return gemm_name(i.param); });
+
+TEST(GemmReference, LinearFormsAndEmptyK) {
+  const int64_t M = 9, N = 6, K = 13;
+  auto x = randn(M * K, 1.0f, 5), W = randn(N * K, 1.0f, 6), dy = randn(M * N, 1.0f, 7);
+  std::vector<float> y(M * N), dx(M * K), dW = randn(N * K, 1.0f, 8);
+  const auto dW0 = dW;
+  linear_forward(y.data(), x.data(), W.data(), M, N, K, MatmulPrecision::kFp32);
+  linear_backward_input(dx.data(), dy.data(), W.data(), M, N, K, 0.0f, MatmulPrecision::kFp32);
+  linear_backward_weight(dW.data(), dy.data(), x.data(), M, N, K, MatmulPrecision::kFp32);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s += double(x[m * K + k]) * W[n * K + k];
+      EXPECT_NEAR(y[m * N + n], s, 1e-5 * (1 + std::abs(s)));
+    }
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t k = 0; k < K; ++k) {
+      double s = 0;
+      for (int64_t n = 0; n < N; ++n) s += double(dy[m * N + n]) * W[n * K + k];
+      EXPECT_NEAR(dx[m * K + k], s, 1e-5 * (1 + std::abs(s)));
+    }
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) {
+      double s = dW0[n * K + k];
+      for (int64_t m = 0; m < M; ++m) s += double(dy[m * N + n]) * x[m * K + k];
+      EXPECT_NEAR(dW[n * K + k], s, 1e-5 * (1 + std::abs(s))) << "dW accumulates";
+    }
+  // K = 0: beta 0 writes zeros (respecting ldc), beta 1 leaves C alone.
+  std::vector<float> C(3 * 5, 4.0f);
+  gemm(C.data(), nullptr, nullptr, GemmShape{3, 4, 0, Trans::kNo, Trans::kNo, 0, 0, 5}, 1.0f,
+       MatmulPrecision::kFp32);
+  for (float v : C) EXPECT_EQ(v, 4.0f);
+  gemm(C.data(), nullptr, nullptr, GemmShape{3, 4, 0, Trans::kNo, Trans::kNo, 0, 0, 5}, 0.0f,
+       MatmulPrecision::kFp32);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 5; ++j) EXPECT_EQ(C[i * 5 + j], j < 4 ? 0.0f : 4.0f);
+}
+
+// ---------------------------------------------------------------- attention
+
+struct AttnCase {
+  int64_t B, H, Hkv, T, Dh, window;
+};
+
+std::vector<AttnCase> attn_cases() {
+  std::vector<AttnCase> v;
+  for (int64_t T : {1, 5, 19, 37, 70})
+    for (int64_t w : std::vector<int64_t>{0, 1, 3, 16, 17, T, T + 5})
+      for (int64_t g : {1, 2, 4}) v.push_back({2, 4, 4 / g, T, T == 70 ? 16 : 8, w});
+  return v;
+}
+
+class AttentionReference : public ::testing::TestWithParam<AttnCase> {};
+
+TEST_P(AttentionReference, MatchesNaiveMaskedSoftmax) {
+  const AttnCase c = GetParam();
+  const AttentionDims d{c.B, c.H, c.Hkv, c.T, c.Dh, c.window};
+  const int64_t T = c.T, Dh = c.Dh;
+  auto q = randn(c.B * c.H * T * Dh, 1.5f, 11), k = randn(c.B * c.Hkv * T * Dh, 1.5f, 12),
+       v = randn(c.B * c.Hkv * T * Dh, 1.0f, 13);
+  std::vector<float> o(q.size()), lse(c.B * c.H * T);
+  attention_forward(o.data(), lse.data(), q.data(), k.data(), v.data(), d);
+  const double scale = 1.0 / std::sqrt(double(Dh));
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t h = 0; h < c.H; ++h) {
+      const int64_t kvh = h / (c.H / c.Hkv);
+      const float* qh = &q[(b * c.H + h) * T * Dh];
+      const float* kh = &k[(b * c.Hkv + kvh) * T * Dh];
+      const float* vh = &v[(b * c.Hkv + kvh) * T * Dh];
+      for (int64_t i = 0; i < T; ++i) {
+        // Naive: scores over all T keys, masked outside the causal window.
+        std::vector<double> s(T, -INFINITY);
+        double m = -INFINITY;
+        for (int64_t j = 0; j < T; ++j) {
+          const bool visible = j <= i && (c.window <= 0 || i - j < c.window);
+          if (!visible) continue;
+          double dot = 0;
+          for (int64_t e = 0; e < Dh; ++e) dot += double(qh[i * Dh + e]) * kh[j * Dh + e];
+          s[j] = dot * scale;
+          m = std::max(m, s[j]);
+        }
+        double l = 0;
+        for (int64_t j = 0; j < T; ++j) l += std::exp(s[j] - m);
+        const double ref_lse = m + std::log(l);
+        EXPECT_NEAR(lse[(b * c.H + h) * T + i], ref_lse, 1e-5 * (1 + std::abs(ref_lse))) << "lse b" << b << " h" << h << " i" << i;
+        for (int64_t e = 0; e < Dh; ++e) {
+          double ref = 0;
+          for (int64_t j = 0; j < T; ++j) ref += std::exp(s[j] - ref_lse) * vh[j * Dh + e];
+          ASSERT_NEAR(o[((b * c.H + h) * T + i) * Dh + e], ref, 1e-5)
+              << "o b" << b << " h" << h << " i" << i << " e" << e;
+        }
+      }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, AttentionReference, ::testing::ValuesIn(attn_cases()),
+                         [](const auto& i) {
+                           return cat("T", i.param.T, "_w", i.param.window, "_H", i.param.H, "kv", i.param.Hkv);
+                         });
+
+TEST(AttentionCost, MeanKeysIsOTimesWindow) {
+  EXPECT_DOUBLE_EQ(attention_mean_keys(5, 0), 3.0);    // (1+2+3+4+5)/5
+  EXPECT_DOUBLE_EQ(attention_mean_keys(5, 3), 2.4);    // (1+2+3+3+3)/5
+  EXPECT_DOUBLE_EQ(attention_mean_keys(4, 1), 1.0);
+  EXPECT_DOUBLE_EQ(attention_mean_keys(5, 5), 3.0);    // window == T: global
+  EXPECT_DOUBLE_EQ(attention_mean_keys(5, 100), 3.0);  // window > T: global
+  EXPECT_DOUBLE_EQ(attention_mean_keys(1, 0), 1.0);
+  for (int64_t T : {1, 7, 128, 4096})
+    for (int64_t w : {1, 2, 16, 512, 4096, 10000}) {
+      const int64_t ww = std::min(w, T);
+      const double expect = (double(ww) * double(ww + 1) / 2 + double(T - ww) * double(ww)) / double(T);
+      EXPECT_DOUBLE_EQ(attention_mean_keys(T, w), expect) << "T " << T << " w " << w;
+      EXPECT_LE(attention_mean_keys(T, w), double(w));  // cost O(T * window), not O(T^2)
+    }
+  EXPECT_DOUBLE_EQ(attention_mean_keys(4096, 0), 4097.0 / 2.0);
+}
+
+// ---------------------------------------------------------------- router
+
+TEST(RouterReference, TiesGoToLowerExpertIndex) {
+  for (ScoreFn fn : {ScoreFn::kSoftmax, ScoreFn::kSigmoid}) {
+    SCOPED_TRACE(fn == ScoreFn::kSoftmax ? "softmax" : "sigmoid");
+    const std::vector<float> logits{1, 3, 3, 0, 3, 2,  /* row 2 */ 0, 0, 0, 0, 0, 0};
+    for (int64_t K : {1, 2, 3, 4}) {
+      const RouterDims d{2, 6, K, fn, false, 2};
+      std::vector<int32_t> idx(2 * K);
+      std::vector<float> gate(2 * K), scores(12);
+      router_topk_forward(idx.data(), gate.data(), scores.data(), logits.data(), nullptr, d);
+      const std::vector<int32_t> want0{1, 2, 4, 5};
+      for (int64_t k = 0; k < K; ++k) {
+        EXPECT_EQ(idx[k], want0[k]) << "K " << K << " k " << k;
+        EXPECT_EQ(idx[K + k], k) << "all-equal row, K " << K;
+      }
+    }
+  }
+}
+
+TEST(RouterReference, BiasChangesSelectionNotGates) {
+  const std::vector<float> logits{2.0f, 1.0f, 0.0f, -1.0f};
+  for (bool renorm : {false, true}) {
+    SCOPED_TRACE(renorm ? "renormalize" : "plain");
+    const RouterDims d{1, 4, 2, ScoreFn::kSoftmax, renorm, 1};
+    std::vector<int32_t> idx(2), idx_b(2);
+    std::vector<float> gate(2), gate_b(2), s(4), s_b(4);
+    router_topk_forward(idx.data(), gate.data(), s.data(), logits.data(), nullptr, d);
+    const std::vector<float> bias{0.0f, 0.0f, 10.0f, 5.0f};
+    router_topk_forward(idx_b.data(), gate_b.data(), s_b.data(), logits.data(), bias.data(), d);
+    EXPECT_EQ(idx, (std::vector<int32_t>{0, 1}));
+    EXPECT_EQ(idx_b, (std::vector<int32_t>{2, 3}));
+    EXPECT_EQ(0, std::memcmp(s.data(), s_b.data(), sizeof(float) * 4)) << "bias changed the scores";
+    const float sum = s[2] + s[3];
+    EXPECT_FLOAT_EQ(gate_b[0], renorm ? s[2] / sum : s[2]);
+    EXPECT_FLOAT_EQ(gate_b[1], renorm ? s[3] / sum : s[3]);
+  }
+}
+
+struct RouterCase {
+  int64_t K;
+  ScoreFn fn;
+  bool renorm, bias;
+};
+
+class RouterReference : public ::testing::TestWithParam<RouterCase> {};
+
+TEST_P(RouterReference, SelectionGatesAndLosses) {
+  const RouterCase c = GetParam();
+  const RouterDims d{64, 8, c.K, c.fn, c.renorm, 16};
+  auto logits = randn(d.N * d.E, 1.5f, 21), bias = randn(d.E, 0.2f, 22);
+  // Quantised logits in some rows make exact score ties.
+  for (int64_t n = 0; n < d.N; n += 4)
+    for (int64_t e = 0; e < d.E; ++e) logits[n * d.E + e] = std::round(logits[n * d.E + e]);
+  const float* b = c.bias ? bias.data() : nullptr;
+  std::vector<int32_t> idx(d.N * d.K);
+  std::vector<float> gate(d.N * d.K), scores(d.N * d.E);
+  router_topk_forward(idx.data(), gate.data(), scores.data(), logits.data(), b, d);
+  for (int64_t n = 0; n < d.N; ++n) {
+    const float* l = &logits[n * d.E];
+    const float* s = &scores[n * d.E];
+    double mx = *std::max_element(l, l + d.E), z = 0;
+    for (int64_t e = 0; e < d.E; ++e) z += std::exp(double(l[e]) - mx);
+    for (int64_t e = 0; e < d.E; ++e) {
+      const double ref = c.fn == ScoreFn::kSoftmax ? std::exp(double(l[e]) - mx) / z : 1.0 / (1.0 + std::exp(-double(l[e])));
+      ASSERT_NEAR(s[e], ref, 1e-6 * ref + 1e-7) << "score n" << n << " e" << e;
+    }
+    // Reference ranking on the kernel's own float keys: descending, ties to lower index.
+    std::vector<int32_t> order(d.E);
+    std::iota(order.begin(), order.end(), 0);
+    auto key = [&](int32_t e) { return s[e] + (b ? b[e] : 0.0f); };
+    std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return key(x) > key(y); });
+    double sum = 0;
+    for (int64_t k = 0; k < d.K; ++k) sum += s[order[k]];
+    for (int64_t k = 0; k < d.K; ++k) {
+      ASSERT_EQ(idx[n * d.K + k], order[k]) << "n " << n << " k " << k;
+      const double want = c.renorm ? s[order[k]] / sum : s[order[k]];
+      ASSERT_NEAR(gate[n * d.K + k], want, 1e-6 * want) << "gate n " << n << " k " << k;
+    }
+  }
+  // Switch aux loss per group, and z-loss.
+  double aux = 0, zl = 0;
+  router_losses(&aux, &zl, logits.data(), scores.data(), idx.data(), d);
+  const int64_t groups = d.N / d.group;
+  double ref_aux = 0, ref_z = 0;
+  for (int64_t g = 0; g < groups; ++g) {
+    std::vector<double> f(d.E, 0.0), P(d.E, 0.0);
+    for (int64_t n = g * d.group; n < (g + 1) * d.group; ++n) {
+      for (int64_t k = 0; k < d.K; ++k) f[idx[n * d.K + k]] += 1.0 / double(d.group * d.K);
+      double ssum = 0;
+      for (int64_t e = 0; e < d.E; ++e) ssum += scores[n * d.E + e];
+      for (int64_t e = 0; e < d.E; ++e)
+        P[e] += (c.fn == ScoreFn::kSoftmax ? scores[n * d.E + e] : scores[n * d.E + e] / ssum) / double(d.group);
+    }
+    for (int64_t e = 0; e < d.E; ++e) ref_aux += double(d.E) * f[e] * P[e] / double(groups);
+  }
+  for (int64_t n = 0; n < d.N; ++n) {
+    double mx = -INFINITY, z = 0;
+    for (int64_t e = 0; e < d.E; ++e) mx = std::max(mx, double(logits[n * d.E + e]));
+    for (int64_t e = 0; e < d.E; ++e) z += std::exp(double(logits[n * d.E + e]) - mx);
+    ref_z += (mx + std::log(z)) * (mx + std::log(z)) / double(d.N);
+  }
+  EXPECT_NEAR(aux, ref_aux, 1e-5 * ref_aux);
+  EXPECT_NEAR(zl, ref_z, 1e-5 * ref_z);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, RouterReference,
+                         ::testing::Values(RouterCase{1, ScoreFn::kSoftmax, false, false},
+                                           RouterCase{2, ScoreFn::kSoftmax, true, false},
+                                           RouterCase{2, ScoreFn::kSoftmax, true, true},
+                                           RouterCase{3, ScoreFn::kSigmoid, false, false},
+                                           RouterCase{2, ScoreFn::kSigmoid, true, true},
+                                           RouterCase{8, ScoreFn::kSoftmax, false, true}),
+                         [](const auto& i) {
+                           return cat(i.param.fn == ScoreFn::kSoftmax ? "softmax" : "sigmoid", "_K",
+                                      i.param.K, i.param.renorm ? "_renorm" : "_plain",
+                                      i.param.bias ? "_bias" : "");
+                         });
+
+// ---------------------------------------------------------------- moe_assign
+
+struct Assignment {
+  std::vector<int32_t> slot, row_token;
+  std::vector<int64_t> begin, kept;
+  int64_t dropped = 0;
+};
+
+// Obviously-correct assignment: per (group, expert), candidates in token
+// order; over capacity, keep the `capacity` best by (score desc, token asc).
+Assignment reference_assign(const std::vector<int32_t>& idx, const std::vector<float>& scores,
+                            const DispatchDims& d) {
+  Assignment r;
+  r.slot.assign(d.N * d.K, -1);
+  r.begin.assign(d.E + 1, 0);
+  r.kept.assign(d.E, 0);
+  std::vector<char> keep(d.N * d.K, 0);
+  for (int64_t g = 0; g < d.N / d.group; ++g)
+    for (int64_t e = 0; e < d.E; ++e) {
+      std::vector<int64_t> cand;  // assignment ids n*K + k
+      for (int64_t n = g * d.group; n < (g + 1) * d.group; ++n)
+        for (int64_t k = 0; k < d.K; ++k)
+          if (idx[n * d.K + k] == e) cand.push_back(n * d.K + k);
+      std::vector<int64_t> ranked = cand;
+      std::sort(ranked.begin(), ranked.end(), [&](int64_t a, int64_t b) {
+        const float sa = scores[(a / d.K) * d.E + e], sb = scores[(b / d.K) * d.E + e];
+        return sa != sb ? sa > sb : a / d.K < b / d.K;
+      });
+      const size_t cap = d.capacity > 0 ? size_t(d.capacity) : ranked.size();
+      for (size_t i = 0; i < ranked.size(); ++i) {
+        if (i < cap)
+          keep[ranked[i]] = 1;
+        else
+          ++r.dropped;
+      }
+    }
+  for (int64_t e = 0; e < d.E; ++e) {
+    r.begin[e] = int64_t(r.row_token.size());
+    for (int64_t g = 0; g < d.N / d.group; ++g)
+      for (int64_t n = g * d.group; n < (g + 1) * d.group; ++n)
+        for (int64_t k = 0; k < d.K; ++k) {
+          const int64_t a = n * d.K + k;
+          if (idx[a] != e || !keep[a]) continue;
+          r.slot[a] = int32_t(r.row_token.size());
+          r.row_token.push_back(int32_t(n));
+          r.kept[e]++;
+        }
+    while ((int64_t(r.row_token.size()) - r.begin[e]) % d.row_align != 0) r.row_token.push_back(-1);
+  }
+  r.begin[d.E] = int64_t(r.row_token.size());
+  return r;
+}
+
+Assignment kernel_assign(const std::vector<int32_t>& idx, const std::vector<float>& scores,
+                         const DispatchDims& d) {
+  Assignment r;
+  r.slot.assign(d.N * d.K, 12345);
+  r.begin.assign(d.E + 1, -7);
+  r.kept.assign(d.E, -7);
+  r.row_token.assign(moe_max_rows(d), 12345);
+  r.dropped = moe_assign(r.slot.data(), r.begin.data(), r.row_token.data(), r.kept.data(), idx.data(),
+                         scores.data(), d);
+  EXPECT_LE(r.begin[d.E], int64_t(r.row_token.size())) << "more rows than moe_max_rows";
+  r.row_token.resize(std::max<int64_t>(0, r.begin[d.E]));
+  return r;
+}
+
+void expect_same(const Assignment& got, const Assignment& want) {
+  EXPECT_EQ(got.dropped, want.dropped);
+  EXPECT_EQ(got.begin, want.begin);
+  EXPECT_EQ(got.kept, want.kept);
+  EXPECT_EQ(got.slot, want.slot);
+  EXPECT_EQ(got.row_token, want.row_token);
+}
+
+TEST(MoeAssign, HandWorkedExample) {
+  // 4 tokens, one group, capacity 1, K = 1. Expert 0 is wanted by tokens 0, 1, 3
+  // with scores 0.5, 0.9, 0.9: token 1 wins (tie with 3 goes to the lower index).
+  const DispatchDims d{4, 2, 1, 4, 1, 2};
+  const std::vector<int32_t> idx{0, 0, 1, 0};
+  const std::vector<float> scores{0.5f, 0.1f, 0.9f, 0.1f, 0.2f, 0.8f, 0.9f, 0.1f};
+  const Assignment a = kernel_assign(idx, scores, d);
+  EXPECT_EQ(a.dropped, 2);
+  EXPECT_EQ(a.slot, (std::vector<int32_t>{-1, 0, 2, -1}));
+  EXPECT_EQ(a.begin, (std::vector<int64_t>{0, 2, 4}));
+  EXPECT_EQ(a.row_token, (std::vector<int32_t>{1, -1, 2, -1}));
+  EXPECT_EQ(a.kept, (std::vector<int64_t>{1, 1}));
+}
+
+TEST(MoeAssign, GroupsAreIndependent) {
+  // Two groups of 3; expert 0 over capacity in group 0 only.
+  const DispatchDims d{6, 2, 1, 3, 2, 1};
+  const std::vector<int32_t> idx{0, 0, 0, 0, 1, 1};
+  std::vector<float> scores(12, 0.5f);
+  scores[0 * 2] = 0.1f;  // token 0 has the lowest expert-0 score in group 0
+  const Assignment a = kernel_assign(idx, scores, d);
+  EXPECT_EQ(a.dropped, 1);
+  EXPECT_EQ(a.slot, (std::vector<int32_t>{-1, 0, 1, 2, 3, 4}));
+  EXPECT_EQ(a.row_token, (std::vector<int32_t>{1, 2, 3, 4, 5}));
+  expect_same(a, reference_assign(idx, scores, d));
+}
+
+TEST(MoeAssign, DroplessKeepsEverything) {
+  const DispatchDims d{5, 3, 2, 5, 0, 4};
+  const std::vector<int32_t> idx{0, 1, 0, 2, 0, 1, 0, 2, 0, 1};  // expert 0 gets all 5 tokens
+  const std::vector<float> scores(15, 0.3f);
+  const Assignment a = kernel_assign(idx, scores, d);
+  EXPECT_EQ(a.dropped, 0);
+  EXPECT_EQ(a.begin, (std::vector<int64_t>{0, 8, 12, 16}));
+  EXPECT_EQ(a.row_token, (std::vector<int32_t>{0, 1, 2, 3, 4, -1, -1, -1, 0, 2, 4, -1, 1, 3, -1, -1}));
+  expect_same(a, reference_assign(idx, scores, d));
+}
+
+struct AssignCase {
+  DispatchDims d;
+  bool ties;  // scores drawn from 3 levels (many ties)
+};
+
+class MoeAssignReference : public ::testing::TestWithParam<AssignCase> {};
+
+TEST_P(MoeAssignReference, MatchesReferenceLoops) {
+  const auto [d, ties] = GetParam();
+  std::vector<int32_t> idx(d.N * d.K);
+  std::vector<float> scores(d.N * d.E);
+  for (int64_t n = 0; n < d.N; ++n) {
+    std::vector<int32_t> perm(d.E);
+    std::iota(perm.begin(), perm.end(), 0);
+    // Skewed: expert 0 is preferred, so capacity binds unevenly.
+    for (int64_t e = d.E - 1; e > 0; --e) std::swap(perm[e], perm[rand_u32(31, uint64_t(n * 64 + e)) % uint32_t(e + 1)]);
+    if (rand_u32(32, uint64_t(n)) % 2 == 0) std::swap(perm[0], *std::find(perm.begin(), perm.end(), 0));
+    for (int64_t k = 0; k < d.K; ++k) idx[n * d.K + k] = perm[k];
+    for (int64_t e = 0; e < d.E; ++e) {
+      const uint32_t u = rand_u32(33, uint64_t(n * d.E + e));
+      scores[n * d.E + e] = ties ? 0.25f * float(1 + u % 3) : uniform01(u);
+    }
+  }
+  const Assignment got = kernel_assign(idx, scores, d), want = reference_assign(idx, scores, d);
+  expect_same(got, want);
+  if (d.capacity > 0) {
+    for (int64_t e = 0; e < d.E; ++e) EXPECT_LE(got.kept[e], d.capacity * (d.N / d.group));
+  } else {
+    EXPECT_EQ(got.dropped, 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, MoeAssignReference,
+                         ::testing::Values(AssignCase{{64, 8, 2, 16, 3, 4}, false},
+                                           AssignCase{{64, 8, 2, 16, 3, 4}, true},
+                                           AssignCase{{60, 5, 1, 20, 2, 1}, true},
+                                           AssignCase{{48, 6, 3, 48, 20, 8}, true},
+                                           AssignCase{{32, 4, 2, 8, 0, 16}, false},
+                                           AssignCase{{32, 4, 4, 8, 1, 1}, true}),
+                         [](const auto& i) {
+                           const DispatchDims& d = i.param.d;
+                           return cat("N", d.N, "_E", d.E, "_K", d.K, "_G", d.group, "_cap", d.capacity,
+                                      "_align", d.row_align, i.param.ties ? "_ties" : "");
+                         });
+
+// ---------------------------------------------------------------- AdamW
+
+TEST(AdamWReference, MatchesScalarLoopOverSteps) {
+  const int64_t n = 1000;
+  for (float wd : {0.0f, 0.1f})
+    for (float gs : {1.0f, 0.5f}) {
+      SCOPED_TRACE(cat("wd ", wd, " grad_scale ", gs));
+      auto p = randn(n, 1.0f, 41);
+      std::vector<float> m(n, 0.0f), v(n, 0.0f);
+      for (int64_t step = 1; step <= 5; ++step) {
+        const auto g = randn(n, 1.0f, 42, uint64_t(step));
+        const AdamWParams a{0.05f, 0.9f, 0.95f, 1e-8f, wd, gs, step};
+        const auto p0 = p, m0 = m, v0 = v;
+        adamw_update(p.data(), m.data(), v.data(), g.data(), n, a);
+        for (int64_t i = 0; i < n; ++i) {
+          const double gi = double(g[i]) * gs;
+          const double mi = 0.9 * m0[i] + 0.1 * gi;
+          const double vi = 0.95 * v0[i] + 0.05 * gi * gi;
+          const double mhat = mi / (1.0 - std::pow(0.9, double(step)));
+          const double vhat = vi / (1.0 - std::pow(0.95, double(step)));
+          const double pi = double(p0[i]) - 0.05 * double(wd) * p0[i] - 0.05 * mhat / (std::sqrt(vhat) + 1e-8);
+          ASSERT_NEAR(m[i], mi, 1e-6 * std::abs(mi) + 1e-12) << "m step " << step << " i " << i;
+          ASSERT_NEAR(v[i], vi, 1e-6 * vi + 1e-12) << "v step " << step << " i " << i;
+          ASSERT_NEAR(p[i], pi, 1e-6 * (std::abs(pi) + 0.05)) << "p step " << step << " i " << i;
+        }
+      }
+    }
+}
+
+// ---------------------------------------------------------------- heads
+
+TEST(HeadsReference, SplitMergeLayoutAndRoundTrip) {
+  const int64_t B = 2, T = 5, H = 4, Hkv = 2, Dh = 3, W = (H + 2 * Hkv) * Dh;
+  auto qkv = randn(B * T * W, 1.0f, 51);
+  std::vector<float> q(B * H * T * Dh), k(B * Hkv * T * Dh), v(B * Hkv * T * Dh);
+  split_qkv(q.data(), k.data(), v.data(), qkv.data(), B, T, H, Hkv, Dh);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t e = 0; e < Dh; ++e) {
+        const float* row = &qkv[(b * T + t) * W];
+        for (int64_t h = 0; h < H; ++h) ASSERT_EQ(q[((b * H + h) * T + t) * Dh + e], row[h * Dh + e]);
+        for (int64_t h = 0; h < Hkv; ++h) {
+          ASSERT_EQ(k[((b * Hkv + h) * T + t) * Dh + e], row[(H + h) * Dh + e]);
+          ASSERT_EQ(v[((b * Hkv + h) * T + t) * Dh + e], row[(H + Hkv + h) * Dh + e]);
+        }
+      }
+  std::vector<float> back(B * T * W, -1.0f);
+  split_qkv_backward(back.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, Dh);
+  EXPECT_EQ(back, qkv);
+
+  std::vector<float> merged(B * T * H * Dh), heads(B * H * T * Dh);
+  merge_heads(merged.data(), q.data(), B, T, H, Dh);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t e = 0; e < Dh; ++e)
+          ASSERT_EQ(merged[(b * T + t) * H * Dh + h * Dh + e], q[((b * H + h) * T + t) * Dh + e]);
+  merge_heads_backward(heads.data(), merged.data(), B, T, H, Dh);
+  EXPECT_EQ(heads, q);
+}
+
+}  // namespace
+}  // namespace mt

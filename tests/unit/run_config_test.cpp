@@ -1,0 +1,318 @@
+// run_config_test.cpp — strict TOML loading of RunConfig: defaults, the
+// to_toml round trip, every error class (message names file and key),
+// --set overrides, and that every preset under configs/ loads cleanly.
+#include "train/run_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+namespace mt {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Field-by-field equality, written independently of run_config.cpp's table.
+void expect_same(const RunConfig& a, const RunConfig& b) {
+#define MT_EQ(f) EXPECT_EQ(a.f, b.f) << #f
+  MT_EQ(model.vocab_size); MT_EQ(model.d_model); MT_EQ(model.n_layers); MT_EQ(model.n_heads);
+  MT_EQ(model.n_kv_heads); MT_EQ(model.n_kv_heads_local); MT_EQ(model.layer_pattern);
+  MT_EQ(model.window); MT_EQ(model.tied_embeddings); MT_EQ(model.qk_norm);
+  MT_EQ(model.rope_theta); MT_EQ(model.norm_eps); MT_EQ(model.init_std); MT_EQ(model.d_ff);
+  MT_EQ(model.n_experts); MT_EQ(model.top_k); MT_EQ(model.d_expert);
+  MT_EQ(model.n_shared_experts); MT_EQ(model.n_dense_layers); MT_EQ(model.router_score);
+  MT_EQ(model.router_renormalize); MT_EQ(model.capacity_factor); MT_EQ(model.routing_group);
+  MT_EQ(model.aux_loss_coef); MT_EQ(model.z_loss_coef); MT_EQ(model.aux_free_bias);
+  MT_EQ(model.bias_update_rate); MT_EQ(model.d_latent); MT_EQ(model.moe_out_norm);
+  MT_EQ(train.steps); MT_EQ(train.batch_size); MT_EQ(train.seq_len); MT_EQ(train.grad_accum);
+  MT_EQ(train.lr); MT_EQ(train.min_lr_ratio); MT_EQ(train.warmup_steps); MT_EQ(train.schedule);
+  MT_EQ(train.decay_frac); MT_EQ(train.weight_decay); MT_EQ(train.decay_embeddings);
+  MT_EQ(train.beta1); MT_EQ(train.beta2); MT_EQ(train.eps); MT_EQ(train.grad_clip);
+  MT_EQ(train.precision); MT_EQ(train.seed); MT_EQ(train.threads);
+  MT_EQ(train.checkpoint_every); MT_EQ(train.keep_checkpoints); MT_EQ(train.log_every);
+  MT_EQ(data.path); MT_EQ(data.format); MT_EQ(data.extensions); MT_EQ(data.max_bytes);
+  MT_EQ(data.eval_frac);
+#undef MT_EQ
+}
+
+const char* kSrc = "configs/x.toml";
+
+// Parses `text` expecting failure; returns the message.
+std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  Result<RunConfig> r = parse_run_config(text, kSrc, overrides);
+  EXPECT_FALSE(r.is_ok()) << "expected an error for:\n" << text;
+  return r.is_ok() ? std::string() : r.status().message();
+}
+
+TEST(RunConfig, EmptyTextGivesDefaults) {
+  Result<RunConfig> r = parse_run_config("", "<embedded>", {});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  RunConfig want;
+  want.source = "<embedded>";
+  expect_same(*r, want);
+  EXPECT_EQ(r->source, "<embedded>");
+}
+
+TEST(RunConfig, MissingKeysKeepDefaults) {
+  Result<RunConfig> r = parse_run_config("[model]\nd_model = 256\n[train]\nlr = 1e-3\n", kSrc, {});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->model.d_model, 256);
+  EXPECT_EQ(r->train.lr, 1e-3);
+  EXPECT_EQ(r->model.vocab_size, ModelConfig().vocab_size);
+  EXPECT_EQ(r->train.steps, TrainConfig().steps);
+  EXPECT_EQ(r->data.format, "text");
+}
+
+RunConfig full_config() {
+  RunConfig c;
+  c.source = "full.toml";
+  ModelConfig& m = c.model;
+  m.vocab_size = 1000; m.d_model = 96; m.n_layers = 5; m.n_heads = 6; m.n_kv_heads = 3;
+  m.n_kv_heads_local = 2; m.layer_pattern = "LLG"; m.window = 33; m.tied_embeddings = false;
+  m.qk_norm = true; m.rope_theta = 500000.0; m.norm_eps = 1.0 / 3.0 * 1e-6; m.init_std = 0.1 + 0.2;
+  m.d_ff = 333; m.n_experts = 7; m.top_k = 3; m.d_expert = 77; m.n_shared_experts = 2;
+  m.n_dense_layers = 1; m.router_score = RouterScore::kSigmoid; m.router_renormalize = false;
+  m.capacity_factor = 1.2345678901234567; m.routing_group = 128; m.aux_loss_coef = 0.0;
+  m.z_loss_coef = 2.5e-4; m.aux_free_bias = true; m.bias_update_rate = 1e-300;
+  m.d_latent = 48; m.moe_out_norm = true;
+  TrainConfig& t = c.train;
+  t.steps = 12345; t.batch_size = 4; t.seq_len = 64; t.grad_accum = 4; t.lr = 3e-4;
+  t.min_lr_ratio = 0.0; t.warmup_steps = 0; t.schedule = LrSchedule::kCosine; t.decay_frac = 1.0;
+  t.weight_decay = 0.0; t.decay_embeddings = true; t.beta1 = 0.8; t.beta2 = 0.999;
+  t.eps = 1e-12; t.grad_clip = 0.0; t.precision = Precision::kBf16;
+  t.seed = uint64_t(std::numeric_limits<int64_t>::max()); t.threads = 7;
+  t.checkpoint_every = 50; t.keep_checkpoints = 1; t.log_every = 10;
+  DataConfig& d = c.data;
+  d.path = "/tmp/dir with \"quotes\"\\and\ttabs/é";
+  d.format = "tokens"; d.extensions = {".txt", ".md", ""}; d.max_bytes = 0; d.eval_frac = 0.05;
+  return c;
+}
+
+TEST(RunConfig, FullConfigRoundTripsThroughToml) {
+  RunConfig c = full_config();
+  std::string text = to_toml(c);
+  Result<RunConfig> r = parse_run_config(text, "full.toml", {});
+  ASSERT_TRUE(r.is_ok()) << r.status().message() << "\n" << text;
+  expect_same(*r, c);
+  EXPECT_EQ(to_toml(*r), text);  // canonical: a fixed point
+}
+
+TEST(RunConfig, ToTomlWritesEveryTableAndKey) {
+  std::string text = to_toml(RunConfig{});
+  for (const char* s : {"[model]", "[train]", "[data]", "vocab_size = 4096", "rope_theta = 10000.0",
+                        "router_score = \"softmax\"", "schedule = \"wsd\"", "precision = \"fp32\"",
+                        "extensions = []", "eps = 1e-08", "seed = 1234"})
+    EXPECT_THAT(text, HasSubstr(s));
+}
+
+TEST(RunConfig, DefaultsRoundTrip) {
+  RunConfig c;
+  Result<RunConfig> r = parse_run_config(to_toml(c), "", {});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  expect_same(*r, c);
+}
+
+TEST(RunConfig, IntegerAcceptedForFloatKey) {
+  Result<RunConfig> r = parse_run_config("[model]\nrope_theta = 500000\n[train]\nlr = 1\n", kSrc, {});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->model.rope_theta, 500000.0);
+  EXPECT_EQ(r->train.lr, 1.0);
+}
+
+TEST(RunConfig, UnknownKeyNamesFileAndKey) {
+  std::string msg = error_of("[model]\nd_modle = 128\n");
+  EXPECT_THAT(msg, HasSubstr("configs/x.toml:2: unknown key 'model.d_modle'"));
+  EXPECT_THAT(msg, HasSubstr("did you mean 'model.d_model'"));
+  // A sub-table is an unknown key of its section; a dotted key makes a table.
+  EXPECT_THAT(error_of("[train]\nlr.peak = 3\n"), HasSubstr("train.lr: expected float, got table"));
+  EXPECT_THAT(error_of("[train.optim]\nlr = 3\n"), HasSubstr("unknown key 'train.optim'"));
+}
+
+TEST(RunConfig, UnknownTableOrRootKey) {
+  std::string msg = error_of("[model]\nd_model = 128\n\n[optim]\nlr = 1\n");
+  EXPECT_THAT(msg, HasSubstr("configs/x.toml:4: unknown table '[optim]'"));
+  EXPECT_THAT(error_of("steps = 10\n"), HasSubstr("configs/x.toml:1: unknown key 'steps'"));
+  EXPECT_THAT(error_of("model = 3\n"), HasSubstr("configs/x.toml:1: model: expected table, got integer"));
+}
+
+TEST(RunConfig, WrongTypeNamesLineAndKey) {
+  EXPECT_THAT(error_of("\n[model]\nd_model = \"wide\"\n"),
+              HasSubstr("configs/x.toml:3: model.d_model: expected integer, got string"));
+  EXPECT_THAT(error_of("[train]\nsteps = 10.0\n"),
+              HasSubstr("configs/x.toml:2: train.steps: expected integer, got float"));
+  EXPECT_THAT(error_of("[train]\nlr = \"fast\"\n"), HasSubstr("train.lr: expected float, got string"));
+  EXPECT_THAT(error_of("[model]\nqk_norm = 1\n"), HasSubstr("model.qk_norm: expected boolean, got integer"));
+  EXPECT_THAT(error_of("[data]\nextensions = \".txt\"\n"),
+              HasSubstr("data.extensions: expected array of strings, got string"));
+  EXPECT_THAT(error_of("[data]\nextensions = [\".txt\", 3]\n"),
+              HasSubstr("data.extensions[1]: expected string, got integer"));
+  EXPECT_THAT(error_of("[data]\npath = 3\n"), HasSubstr("configs/x.toml:2: data.path: expected string"));
+  EXPECT_THAT(error_of("[train]\nlr = inf\n"), HasSubstr("train.lr: must be finite"));
+  EXPECT_THAT(error_of("[train]\nseed = -1\n"), HasSubstr("train.seed: must be >= 0"));
+}
+
+TEST(RunConfig, BadEnumString) {
+  EXPECT_THAT(error_of("[train]\nprecision = \"fp16\"\n"),
+              HasSubstr("configs/x.toml:2: train.precision: expected one of \"fp32\", \"bf16\", got \"fp16\""));
+  EXPECT_THAT(error_of("[train]\nschedule = \"linear\"\n"), HasSubstr("train.schedule: expected one of"));
+  EXPECT_THAT(error_of("[model]\nrouter_score = \"tanh\"\n"), HasSubstr("model.router_score"));
+  EXPECT_THAT(error_of("[model]\nrouter_score = 1\n"), HasSubstr("model.router_score: expected one of"));
+  EXPECT_THAT(error_of("[data]\nformat = \"json\"\n"), HasSubstr("configs/x.toml:2: data.format"));
+}
+
+TEST(RunConfig, OutOfRangeNamesKey) {
+  struct Case { const char* text; const char* want; };
+  const Case cases[] = {
+      {"[train]\nsteps = 0\n", "configs/x.toml:2: train.steps: must be >= 1"},
+      {"[train]\nbatch_size = 0\n", "train.batch_size: must be >= 1"},
+      {"[train]\nseq_len = 1\n", "train.seq_len: must be >= 2"},
+      {"[train]\ngrad_accum = 0\n", "train.grad_accum: must be >= 1"},
+      {"[train]\nlr = 0\n", "configs/x.toml:2: train.lr: must be > 0"},
+      {"[train]\nlr = -1e-3\n", "train.lr: must be > 0"},
+      {"[train]\nmin_lr_ratio = 1.5\n", "train.min_lr_ratio"},
+      {"[train]\nwarmup_steps = -1\n", "train.warmup_steps"},
+      {"[train]\ndecay_frac = -0.1\n", "train.decay_frac"},
+      {"[train]\nweight_decay = -0.1\n", "train.weight_decay"},
+      {"[train]\nbeta1 = 1.0\n", "train.beta1"},
+      {"[train]\nbeta2 = -0.5\n", "train.beta2"},
+      {"[train]\neps = 0.0\n", "train.eps"},
+      {"[train]\ngrad_clip = -1\n", "train.grad_clip"},
+      {"[train]\nthreads = -2\n", "train.threads"},
+      {"[train]\ncheckpoint_every = -1\n", "train.checkpoint_every"},
+      {"[train]\nkeep_checkpoints = 0\n", "train.keep_checkpoints"},
+      {"[train]\nlog_every = 0\n", "train.log_every"},
+      {"[data]\nmax_bytes = -1\n", "data.max_bytes"},
+      {"[data]\neval_frac = 1.0\n", "data.eval_frac"},
+      {"[model]\nn_heads = 5\n", "configs/x.toml: model.n_heads"},
+      {"[model]\nn_experts = 4\ntop_k = 5\n", "model.top_k"},
+      // 3*64 = 192 tokens per step is not a multiple of a 128-token routing group.
+      {"[model]\nn_experts = 4\nrouting_group = 128\n[train]\nbatch_size = 3\nseq_len = 64\n",
+       "configs/x.toml:3: model.routing_group: group of 128 tokens must divide"},
+      {"[model]\nvocab_size = 258\n", "model.vocab_size: must be >= 259"},
+  };
+  for (const Case& c : cases) EXPECT_THAT(error_of(c.text), HasSubstr(c.want)) << c.text;
+}
+
+TEST(RunConfig, SmallVocabAllowedForTokenData) {
+  Result<RunConfig> r = parse_run_config("[model]\nvocab_size = 100\n[data]\nformat = \"tokens\"\n", kSrc, {});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->model.vocab_size, 100);
+}
+
+TEST(RunConfig, SyntaxErrorHasFileLineColumn) {
+  std::string msg = error_of("[model]\nd_model = = 3\n");
+  EXPECT_THAT(msg, HasSubstr("configs/x.toml:2:"));
+  EXPECT_THAT(msg, HasSubstr("TOML syntax error"));
+  EXPECT_THAT(error_of("[model\n"), HasSubstr("configs/x.toml:1:"));
+}
+
+TEST(RunConfig, OverridesApplyAndTakePrecedence) {
+  const char* text = "[model]\nlayer_pattern = \"G\"\n[train]\nlr = 1e-2\nsteps = 5\n";
+  Result<RunConfig> r = parse_run_config(
+      text, kSrc,
+      {"train.lr=3e-4", "train.precision=bf16", "train.schedule=\"cosine\"", "model.layer_pattern=LLLG",
+       "model.qk_norm=true", "data.extensions=[\".py\", \".md\"]", "data.path=/tmp/some dir/x",
+       " train.steps = 7 ", "train.steps=9", "model.rope_theta=20000", "data.format=tokens"});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->train.lr, 3e-4);
+  EXPECT_EQ(r->train.precision, Precision::kBf16);
+  EXPECT_EQ(r->train.schedule, LrSchedule::kCosine);
+  EXPECT_EQ(r->model.layer_pattern, "LLLG");
+  EXPECT_TRUE(r->model.qk_norm);
+  EXPECT_EQ(r->data.extensions, (std::vector<std::string>{".py", ".md"}));
+  EXPECT_EQ(r->data.path, "/tmp/some dir/x");
+  EXPECT_EQ(r->train.steps, 9);  // later override wins
+  EXPECT_EQ(r->model.rope_theta, 20000.0);
+  EXPECT_EQ(r->data.format, "tokens");
+}
+
+TEST(RunConfig, OverrideErrors) {
+  EXPECT_THAT(error_of("", {"model.xyz=3"}), HasSubstr("configs/x.toml: --set model.xyz=3: unknown key 'model.xyz'"));
+  EXPECT_THAT(error_of("", {"optim.lr=3"}), HasSubstr("--set optim.lr=3: unknown key 'optim.lr'"));
+  EXPECT_THAT(error_of("", {"train.lr"}), HasSubstr("--set train.lr: expected section.key=value"));
+  EXPECT_THAT(error_of("", {"lr=3e-4"}), HasSubstr("--set lr=3e-4: expected section.key=value"));
+  EXPECT_THAT(error_of("", {".lr=1"}), HasSubstr("expected section.key=value"));
+  EXPECT_THAT(error_of("", {"train.steps=many"}),
+              HasSubstr("--set train.steps=many: train.steps: expected integer, got string"));
+  EXPECT_THAT(error_of("", {"train.steps=2.5"}), HasSubstr("train.steps: expected integer, got float"));
+  EXPECT_THAT(error_of("", {"train.precision=fp16"}), HasSubstr("train.precision: expected one of"));
+  // Range errors point at the override that set the value, not the file.
+  EXPECT_THAT(error_of("[train]\nlr = 1e-3\n", {"train.lr=0"}),
+              HasSubstr("configs/x.toml: --set train.lr=0: train.lr: must be > 0"));
+}
+
+TEST(RunConfig, LoadNamesUnreadableFile) {
+  Result<RunConfig> r = load_run_config("/nonexistent/dir/cfg.toml", {});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("/nonexistent/dir/cfg.toml"));
+}
+
+TEST(RunConfig, LoadReadsFileAndAppliesOverrides) {
+  std::filesystem::path p = std::filesystem::temp_directory_path() / "mt_run_config_test.toml";
+  {
+    std::ofstream out(p);
+    out << "[train]\nsteps = 42\n[model]\nd_mdl = 3\n";
+  }
+  Result<RunConfig> bad = load_run_config(p.string(), {});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr(p.string() + ":4: unknown key 'model.d_mdl'"));
+  {
+    std::ofstream out(p);
+    out << "[train]\nsteps = 42\n";
+  }
+  Result<RunConfig> r = load_run_config(p.string(), {"train.batch_size=2"});
+  std::filesystem::remove(p);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->train.steps, 42);
+  EXPECT_EQ(r->train.batch_size, 2);
+  EXPECT_EQ(r->source, p.string());
+}
+
+TEST(RunConfig, EveryPresetLoadsAndRoundTrips) {
+  std::filesystem::path root = std::filesystem::path(MT_SOURCE_DIR) / "configs";
+  int n = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (!e.is_regular_file() || e.path().extension() != ".toml") continue;
+    ++n;
+    Result<RunConfig> r = load_run_config(e.path().string(), {});
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    Result<RunConfig> again = parse_run_config(to_toml(*r), e.path().string(), {});
+    ASSERT_TRUE(again.is_ok()) << again.status().message();
+    expect_same(*again, *r);
+  }
+  EXPECT_GE(n, 5);
+}
+
+TEST(RunConfig, PresetValues) {
+  std::string dir = std::string(MT_SOURCE_DIR) + "/configs/";
+  Result<RunConfig> moe = load_run_config(dir + "bench/moe-512.toml", {});
+  ASSERT_TRUE(moe.is_ok()) << moe.status().message();
+  EXPECT_EQ(moe->model.n_experts, 16);
+  EXPECT_EQ(moe->model.d_expert, 352);
+  EXPECT_EQ(moe->model.layer_pattern, "LLLG");
+  EXPECT_EQ(moe->model.capacity_factor, 1.25);
+  EXPECT_EQ(moe->train.seq_len, 512);
+  Result<RunConfig> dense = load_run_config(dir + "bench/dense-512.toml", {});
+  ASSERT_TRUE(dense.is_ok()) << dense.status().message();
+  EXPECT_EQ(dense->model.n_experts, 0);
+  EXPECT_EQ(dense->model.d_ff, 1408);
+  EXPECT_EQ(dense->model.n_kv_heads, 2);
+  Result<RunConfig> quick = load_run_config(dir + "quickstart.toml", {});
+  ASSERT_TRUE(quick.is_ok()) << quick.status().message();
+  EXPECT_EQ(quick->model.vocab_size, 384);
+  EXPECT_EQ(quick->train.steps, 300);
+  EXPECT_EQ(quick->train.precision, Precision::kFp32);
+  EXPECT_EQ(quick->data.extensions, std::vector<std::string>{".txt"});
+  Result<RunConfig> tiny = load_run_config(dir + "tiny-test.toml", {});
+  ASSERT_TRUE(tiny.is_ok()) << tiny.status().message();
+  EXPECT_EQ(tiny->data.path, "");
+  EXPECT_EQ(tiny->model.n_experts, 4);
+  EXPECT_EQ(tiny->train.steps, 20);
+}
+
+}  // namespace
+}  // namespace mt

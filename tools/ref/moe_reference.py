@@ -1,0 +1,388 @@
+#!/usr/bin/python3
+"""moe_reference.py — independent PyTorch (float64) golden reference for the
+moetrain decoder-only MoE transformer.
+
+Builds a tiny model from the documented math (not from the C++ loops), runs one
+forward/backward with autograd in float64 and writes a safetensors file with
+every parameter under its C++ layout name, every gradient as `grad.<name>`, the
+tokens and the losses. tests/golden/golden_test.cpp loads the file, runs the
+C++ model on the same parameters and compares tensor by tensor.
+
+Legend: B batch, T time, N = B*T tokens, D model dim, H heads, Hkv kv heads,
+Dh head dim, F ffn/expert hidden, E experts, K top-k, V vocab, G routing group,
+Dl latent dim, Din expert input dim (D, or Dl for latent MoE).
+
+Run with Debian's torch:  /usr/bin/python3 tools/ref/moe_reference.py
+(see tools/ref/README.md).
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+
+import torch
+import torch.nn.functional as F
+
+f64 = torch.float64
+
+# ---------------------------------------------------------------------------
+# Configurations. Keys are exactly mt::ModelConfig's field names; the C++ test
+# rejects unknown keys. Every variant is B=2 sequences of T=8 (+1) tokens.
+
+BASE = dict(
+    vocab_size=64, d_model=16, n_layers=2, n_heads=4, n_kv_heads=2, n_kv_heads_local=0,
+    layer_pattern="LG", window=3, tied_embeddings=True, qk_norm=False, rope_theta=10000.0,
+    norm_eps=1e-5, init_std=0.3, d_ff=24,
+    n_experts=4, top_k=2, d_expert=12, n_shared_experts=0, n_dense_layers=0,
+    router_score="softmax", router_renormalize=True, capacity_factor=0.0, routing_group=0,
+    # Larger than the training defaults so the router-loss gradients are not
+    # hidden under the cross-entropy ones.
+    aux_loss_coef=0.1, z_loss_coef=0.02, d_latent=0, moe_out_norm=False,
+)
+
+VARIANTS = {
+    # softmax router, renormalised gates, capacity 1.0 (drops), 1 shared expert,
+    # local+global layers (window 3), GQA 4/2, tied embeddings.
+    "a": dict(capacity_factor=1.0, n_shared_experts=1),
+    # latent MoE, output norm, qk-norm, untied head, sigmoid router (renormalised),
+    # a routing group spanning both sequences, fewer kv heads on the local layer.
+    "b": dict(d_latent=8, moe_out_norm=True, qk_norm=True, tied_embeddings=False,
+              router_score="sigmoid", capacity_factor=1.25, routing_group=16,
+              layer_pattern="GL", window=4, n_kv_heads_local=1),
+    # first layer dense, top-1 softmax without renormalisation, dropless, 3 layers.
+    "c": dict(n_layers=3, n_dense_layers=1, top_k=1, router_renormalize=False,
+              layer_pattern="LLG", window=2, n_shared_experts=1, capacity_factor=0.0),
+}
+
+B, T = 2, 8
+# Minimum gap (in router score units) between the last chosen and the first
+# unchosen expert of a token, and around each capacity cut. fp32 vs float64
+# noise is ~1e-6, so decisions cannot flip between the two implementations.
+MARGIN = 1e-3
+
+
+def make_config(variant):
+    c = dict(BASE)
+    c.update(VARIANTS[variant])
+    return c
+
+
+def is_local(c, l):
+    p = c["layer_pattern"]
+    return p[l % len(p)] == "L"
+
+
+def kv_heads(c, l):
+    if is_local(c, l) and c["n_kv_heads_local"] > 0:
+        return c["n_kv_heads_local"]
+    return c["n_kv_heads"]
+
+
+def is_moe(c, l):
+    return c["n_experts"] > 0 and l >= c["n_dense_layers"]
+
+
+# ---------------------------------------------------------------------------
+# Parameters, in the C++ layout order (order only matters for readability).
+
+def param_shapes(c):
+    D, H, V = c["d_model"], c["n_heads"], c["vocab_size"]
+    Dh = D // H
+    shapes = [("embed", (V, D))]
+
+    def swiglu(prefix, Fh, Din):
+        return [(prefix + ".w1", (Fh, Din)), (prefix + ".w3", (Fh, Din)), (prefix + ".w2", (Din, Fh))]
+
+    for l in range(c["n_layers"]):
+        p = f"layers.{l}"
+        Hkv = kv_heads(c, l)
+        shapes += [(p + ".attn_norm", (D,)), (p + ".attn.wq", (H * Dh, D)),
+                   (p + ".attn.wk", (Hkv * Dh, D)), (p + ".attn.wv", (Hkv * Dh, D)),
+                   (p + ".attn.wo", (D, H * Dh))]
+        if c["qk_norm"]:
+            shapes += [(p + ".attn.q_norm", (Dh,)), (p + ".attn.k_norm", (Dh,))]
+        shapes.append((p + ".ffn_norm", (D,)))
+        if not is_moe(c, l):
+            shapes += swiglu(p + ".mlp", c["d_ff"], D)
+            continue
+        Dl = c["d_latent"]
+        Din = Dl if Dl > 0 else D
+        shapes.append((p + ".moe.router", (c["n_experts"], D)))
+        if Dl > 0:
+            shapes += [(p + ".moe.down", (Dl, D)), (p + ".moe.latent_norm", (Dl,)),
+                       (p + ".moe.up", (D, Dl))]
+        for s in range(c["n_shared_experts"]):
+            shapes += swiglu(p + f".moe.shared.{s}", c["d_expert"], D)
+        if c["moe_out_norm"]:
+            shapes.append((p + ".moe.out_norm", (D,)))
+        for e in range(c["n_experts"]):
+            shapes += swiglu(p + f".moe.experts.{e}", c["d_expert"], Din)
+    shapes.append(("final_norm", (D,)))
+    if not c["tied_embeddings"]:
+        shapes.append(("head", (V, D)))
+    return shapes
+
+
+def is_norm(name):
+    return name.endswith("norm")
+
+
+def make_params(c, gen):
+    """Random parameters, rounded to fp32 (what the C++ model sees), then
+    promoted to float64. Norm weights are 1 + noise so their gradients and
+    their use in the forward are both exercised."""
+    params = {}
+    for name, shape in param_shapes(c):
+        if is_norm(name):
+            w = 1.0 + 0.2 * torch.randn(shape, generator=gen, dtype=f64)
+        else:
+            std = c["init_std"] * (2.0 if name.endswith(".router") else 1.0)
+            w = std * torch.randn(shape, generator=gen, dtype=f64)
+        params[name] = w.float().to(f64).requires_grad_(True)
+    return params
+
+
+# ---------------------------------------------------------------------------
+# The model, from the documented math.
+
+def rmsnorm(x, w, eps):
+    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * w
+
+
+def rope(x, theta):
+    """Rotate-half RoPE on x (B, H, T, Dh): the pair (x[i], x[i+Dh/2]) is
+    rotated by angle t * theta^(-2i/Dh)."""
+    Tn, Dh = x.shape[-2], x.shape[-1]
+    half = Dh // 2
+    inv_freq = theta ** (-2.0 * torch.arange(half, dtype=f64) / Dh)
+    ang = torch.arange(Tn, dtype=f64)[:, None] * inv_freq[None, :]  # (T, Dh/2)
+    cos = torch.cat([ang.cos(), ang.cos()], dim=-1)
+    sin = torch.cat([ang.sin(), ang.sin()], dim=-1)
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
+
+
+def attention(c, P, l, x):
+    """x (B, T, D) -> attention output (B, T, D) (without the residual)."""
+    p = f"layers.{l}.attn"
+    D, H = c["d_model"], c["n_heads"]
+    Dh, Hkv = D // H, kv_heads(c, l)
+    a = rmsnorm(x, P[f"layers.{l}.attn_norm"], c["norm_eps"])
+    q = (a @ P[p + ".wq"].T).view(B, T, H, Dh).transpose(1, 2)     # (B, H, T, Dh)
+    k = (a @ P[p + ".wk"].T).view(B, T, Hkv, Dh).transpose(1, 2)   # (B, Hkv, T, Dh)
+    v = (a @ P[p + ".wv"].T).view(B, T, Hkv, Dh).transpose(1, 2)
+    if c["qk_norm"]:
+        q = rmsnorm(q, P[p + ".q_norm"], c["norm_eps"])
+        k = rmsnorm(k, P[p + ".k_norm"], c["norm_eps"])
+    q, k = rope(q, c["rope_theta"]), rope(k, c["rope_theta"])
+    # GQA: query head h reads kv head h // (H / Hkv).
+    k = k.repeat_interleave(H // Hkv, dim=1)
+    v = v.repeat_interleave(H // Hkv, dim=1)
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    allowed = j <= i
+    if is_local(c, l):
+        allowed = allowed & (j >= i - c["window"] + 1)
+    s = (q @ k.transpose(-1, -2)) / math.sqrt(Dh)
+    s = s.masked_fill(~allowed, float("-inf"))
+    o = torch.softmax(s, dim=-1) @ v                               # (B, H, T, Dh)
+    o = o.transpose(1, 2).reshape(B, T, H * Dh)
+    return o @ P[p + ".wo"].T
+
+
+def swiglu(P, prefix, x):
+    return (F.silu(x @ P[prefix + ".w1"].T) * (x @ P[prefix + ".w3"].T)) @ P[prefix + ".w2"].T
+
+
+def capacity_keep(c, scores, chosen, G):
+    """keep (N, E) bool: which (token, expert) choices survive the per-group,
+    per-expert capacity cap = ceil(cf * G * K / E): the cap highest scores,
+    ties to the lower token index. Also returns the smallest score gap
+    around any cut (inf when nothing is cut)."""
+    E, K = c["n_experts"], c["top_k"]
+    if c["capacity_factor"] <= 0:
+        return chosen.clone(), math.inf
+    cap = math.ceil(c["capacity_factor"] * G * K / E)
+    groups = scores.shape[0] // G
+    s = scores.reshape(groups, G, E)
+    ch = chosen.reshape(groups, G, E)
+    idx = torch.arange(G)
+    # beats[g, i, j, e]: candidate j ranks ahead of candidate i.
+    s_i, s_j = s[:, :, None, :], s[:, None, :, :]
+    lower = (idx[None, :] < idx[:, None])[None, :, :, None]   # j < i
+    beats = (s_j > s_i) | ((s_j == s_i) & lower)
+    rank = (beats & ch[:, None, :, :]).sum(dim=2)              # (groups, G, E)
+    keep = ch & (rank < cap)
+    gap = math.inf
+    for g in range(groups):
+        for e in range(E):
+            cand = s[g, ch[g, :, e], e].sort(descending=True).values
+            if cand.numel() > cap:
+                gap = min(gap, float(cand[cap - 1] - cand[cap]))
+    return keep.reshape(-1, E), gap
+
+
+def moe(c, P, l, m, info):
+    """m (N, D) normed input -> (MoE output (N, D), aux, z)."""
+    p = f"layers.{l}.moe"
+    E, K = c["n_experts"], c["top_k"]
+    N = m.shape[0]
+    G = c["routing_group"] if c["routing_group"] > 0 else T
+    logits = m @ P[p + ".router"].T                                 # (N, E)
+    if c["router_score"] == "softmax":
+        scores = torch.softmax(logits, dim=-1)
+        prob = scores
+    else:
+        scores = torch.sigmoid(logits)
+        prob = scores / scores.sum(dim=-1, keepdim=True)
+    top_s, top_i = torch.topk(scores, K, dim=-1)                    # (N, K)
+    gate = top_s / top_s.sum(dim=-1, keepdim=True) if c["router_renormalize"] else top_s
+    srt = scores.detach().sort(dim=-1, descending=True).values
+    topk_gap = float((srt[:, K - 1] - srt[:, K]).min()) if K < E else math.inf
+
+    chosen = F.one_hot(top_i, E).sum(dim=1).bool()                  # (N, E)
+    keep, cap_gap = capacity_keep(c, scores.detach(), chosen, G)
+    info["dropped"].append(int(chosen.sum() - keep.sum()))
+    info["load"].append(chosen.sum(dim=0).tolist())
+    info["gap"] = min(info["gap"], topk_gap, cap_gap)
+
+    # Switch balancing loss per routing group, averaged over groups:
+    # E * sum_e f_e P_e, f_e = share of the group's G*K choices (before
+    # capacity; not differentiable), P_e = mean routing probability.
+    groups = N // G
+    f = chosen.to(f64).reshape(groups, G, E).sum(dim=1) / (G * K)
+    Pm = prob.reshape(groups, G, E).mean(dim=1)
+    aux = (E * (f * Pm).sum(dim=-1)).mean()
+    z = torch.logsumexp(logits, dim=-1).pow(2).mean()
+
+    # Dense formulation: every expert on every token, weighted by its gate
+    # where the choice was kept, zero elsewhere.
+    xin = m
+    if c["d_latent"] > 0:
+        xin = rmsnorm(m @ P[p + ".down"].T, P[p + ".latent_norm"], c["norm_eps"])
+    w = torch.zeros(N, E, dtype=f64).scatter(1, top_i, gate) * keep.to(f64)
+    routed = sum(w[:, e:e + 1] * swiglu(P, f"{p}.experts.{e}", xin) for e in range(E))
+    total = routed @ P[p + ".up"].T if c["d_latent"] > 0 else routed
+    for s in range(c["n_shared_experts"]):
+        total = total + swiglu(P, f"{p}.shared.{s}", m)
+    if c["moe_out_norm"]:
+        total = rmsnorm(total, P[p + ".out_norm"], c["norm_eps"])
+    return total, aux, z
+
+
+def forward(c, P, tokens, info):
+    """Returns (ce, aux mean over MoE layers, z mean over MoE layers, total)."""
+    D = c["d_model"]
+    inputs, targets = tokens[:, :-1], tokens[:, 1:]
+    x = F.embedding(inputs, P["embed"])                             # (B, T, D)
+    auxes, zs = [], []
+    for l in range(c["n_layers"]):
+        x = x + attention(c, P, l, x)
+        m = rmsnorm(x, P[f"layers.{l}.ffn_norm"], c["norm_eps"]).reshape(B * T, D)
+        if is_moe(c, l):
+            y, aux, z = moe(c, P, l, m, info)
+            auxes.append(aux)
+            zs.append(z)
+        else:
+            y = swiglu(P, f"layers.{l}.mlp", m)
+        x = x + y.reshape(B, T, D)
+    h = rmsnorm(x, P["final_norm"], c["norm_eps"])
+    W = P["embed"] if c["tied_embeddings"] else P["head"]
+    ce = F.cross_entropy((h @ W.T).reshape(B * T, -1), targets.reshape(-1))
+    aux = torch.stack(auxes).mean() if auxes else torch.zeros((), dtype=f64)
+    z = torch.stack(zs).mean() if zs else torch.zeros((), dtype=f64)
+    total = ce + c["aux_loss_coef"] * aux + c["z_loss_coef"] * z
+    return ce, aux, z, total
+
+
+# ---------------------------------------------------------------------------
+# safetensors, by hand: u64 LE header size, JSON header, raw LE data.
+
+def write_safetensors(path, tensors, metadata):
+    header = {"__metadata__": {k: str(v) for k, v in metadata.items()}}
+    blobs, offset = [], 0
+    for name, t in tensors.items():
+        t = t.detach().contiguous()
+        if t.dtype == torch.float32:
+            dtype, fmt = "F32", "<f"
+        elif t.dtype == torch.int32:
+            dtype, fmt = "I32", "<i"
+        else:
+            raise ValueError(f"{name}: unsupported dtype {t.dtype}")
+        flat = t.reshape(-1).tolist()
+        blob = struct.pack(f"{fmt[0]}{len(flat)}{fmt[1]}", *flat)
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    hjson = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    hjson += b" " * ((8 - len(hjson) % 8) % 8)  # keep the data 8-byte aligned
+    with open(path, "wb") as fh:
+        fh.write(struct.pack("<Q", len(hjson)))
+        fh.write(hjson)
+        for blob in blobs:
+            fh.write(blob)
+
+
+def build(variant, seed, max_tries):
+    c = make_config(variant)
+    for attempt in range(max_tries):
+        s = seed + attempt
+        gen = torch.Generator().manual_seed(s)
+        P = make_params(c, gen)
+        tokens = torch.randint(0, c["vocab_size"], (B, T + 1), generator=gen)
+        info = {"dropped": [], "load": [], "gap": math.inf}
+        ce, aux, z, total = forward(c, P, tokens, info)
+        if info["gap"] < MARGIN:
+            continue  # a routing decision too close to call in fp32
+        if c["capacity_factor"] > 0 and sum(info["dropped"]) == 0:
+            continue  # want the capacity path exercised
+        names = list(P.keys())
+        grads = torch.autograd.grad(total, [P[n] for n in names])
+        return c, s, P, tokens, info, (ce, aux, z, total), dict(zip(names, grads))
+    raise RuntimeError(f"variant {variant}: no seed in [{seed}, {seed + max_tries}) gave routing margins >= {MARGIN}")
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--variant", choices=sorted(VARIANTS) + ["all"], default="all")
+    ap.add_argument("--out", default=os.path.normpath(os.path.join(here, "..", "..", "tests", "golden", "data")))
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--max-tries", type=int, default=200)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    os.makedirs(args.out, exist_ok=True)
+    for v in (sorted(VARIANTS) if args.variant == "all" else [args.variant]):
+        c, s, P, tokens, info, losses, grads = build(v, args.seed, args.max_tries)
+        ce, aux, z, total = losses
+        tensors = {"tokens": tokens.to(torch.int32)}
+        for n, w in P.items():
+            tensors[n] = w.float()
+        for n, g in grads.items():
+            tensors["grad." + n] = g.float()
+        for n, val in (("loss", ce), ("aux_loss", aux), ("z_loss", z), ("total_loss", total)):
+            tensors[n] = val.detach().reshape(1).float()
+        n_moe = len(info["dropped"])
+        tensors["dropped"] = torch.tensor(info["dropped"], dtype=torch.int32).reshape(n_moe)
+        tensors["expert_load"] = torch.tensor(info["load"], dtype=torch.int32).reshape(n_moe, c["n_experts"])
+        meta = {
+            "config": json.dumps(c, sort_keys=True),
+            "batch": B, "seq_len": T, "seed": s,
+            "dropped": json.dumps(info["dropped"]),
+            # float64 values, exact (the F32 tensors are rounded copies).
+            "losses": json.dumps({"loss": float(ce), "aux_loss": float(aux), "z_loss": float(z),
+                                  "total_loss": float(total)}),
+            "routing_margin": f"{info['gap']:.3e}",
+            "generator": "tools/ref/moe_reference.py (torch %s, float64)" % torch.__version__,
+        }
+        path = os.path.join(args.out, f"moe_{v}.safetensors")
+        write_safetensors(path, tensors, meta)
+        print(f"{path}: seed {s}, loss {float(ce):.6f} aux {float(aux):.6f} z {float(z):.6f} "
+              f"total {float(total):.6f}, dropped {info['dropped']}, margin {info['gap']:.2e}, "
+              f"{os.path.getsize(path)} bytes")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
