@@ -1,7 +1,11 @@
-// attention.cpp — blocked attention on the CPU. Per (batch, head) and block of
-// kQB queries, scores come from an outer-product loop over a transposed key
-// block (vectorised over keys), and outputs from broadcast-FMA over value rows
-// (vectorised over Dh). Scratch is per thread and grows only on first use.
+// attention.cpp — blocked attention on the CPU. For each (batch, head) and
+// block of kQB queries, the keys that block can see (its causal/window band)
+// are processed as small dense products through simd::small_gemm_acc:
+//   S = Q K^T, P = softmax(S), O = P V      (forward; lse saved)
+//   dP = dO V^T, dS = P (dP - rowsum(dO o O)), dQ = dS K, dK += dS^T Q, dV += P^T dO
+// Work outside the band is never done, so local layers cost O(T * window).
+// Every task owns its outputs and runs serially, so results are bitwise
+// identical for any thread count. Scratch is per thread, grown on first use.
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
@@ -9,48 +13,78 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/simd.h"
+
 namespace mt {
 namespace {
 
-constexpr int64_t kQB = 16;  // queries per block
+constexpr int64_t kQB = 32;  // queries per block
 
 struct Scratch {
-  std::vector<float> kt, s, dp, vt;
-  void reserve(int64_t Dh, int64_t T) {
-    if (int64_t(kt.size()) < Dh * T) { kt.resize(Dh * T); vt.resize(Dh * T); }
-    if (int64_t(s.size()) < kQB * T) { s.resize(kQB * T); dp.resize(kQB * T); }
+  std::vector<float> kt, vt, s, dp, t;
+  void reserve(int64_t Dh, int64_t nk) {
+    if (int64_t(kt.size()) < Dh * nk) {
+      kt.resize(Dh * nk);
+      vt.resize(Dh * nk);
+    }
+    if (int64_t(s.size()) < kQB * nk) {
+      s.resize(kQB * nk);
+      dp.resize(kQB * nk);
+      t.resize(kQB * nk);
+    }
   }
 };
 thread_local Scratch tls;
 
-inline int64_t key_begin(int64_t i, int64_t window) { return window > 0 ? std::max<int64_t>(0, i - window + 1) : 0; }
-
-// Kt[d][j - j0] = K[j][d] for j in [j0, j1).
-void transpose_block(float* kt, const float* k, int64_t j0, int64_t j1, int64_t Dh, int64_t ld) {
-  for (int64_t j = j0; j < j1; ++j)
-    for (int64_t d = 0; d < Dh; ++d) kt[d * ld + (j - j0)] = k[j * Dh + d];
+inline int64_t key_begin(int64_t i, int64_t window) {
+  return window > 0 ? std::max<int64_t>(0, i - window + 1) : 0;
 }
 
-// S[r][c] = scale * q[i0 + r] . k[j0 + c]; entries outside the causal/window
-// band are -inf. Returns nothing; S has leading dimension ld.
-void scores(float* S, const float* q, const float* kt, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-            int64_t Dh, int64_t ld, float scale, int64_t window) {
-  const int64_t nk = j1 - j0;
-  for (int64_t i = i0; i < i1; ++i) {
-    float* srow = S + (i - i0) * ld;
-    const float* qi = q + i * Dh;
-#pragma omp simd
-    for (int64_t c = 0; c < nk; ++c) srow[c] = 0.0f;
-    for (int64_t d = 0; d < Dh; ++d) {
-      const float qd = qi[d] * scale;
-      const float* ktd = kt + d * ld;
-#pragma omp simd
-      for (int64_t c = 0; c < nk; ++c) srow[c] += qd * ktd[c];
+// Widest key band of any query block.
+int64_t max_keys(int64_t T, int64_t window) {
+  return window > 0 ? std::min<int64_t>(T, window - 1 + kQB) : T;
+}
+
+// Turns raw scores (rows x nk, row r = query i0 + r, column c = key j0 + c)
+// into probabilities. With lse == nullptr: computes the row max and sum
+// (forward) and writes lse_out; otherwise uses the saved lse (backward).
+// Entries outside a row's band become exactly 0.
+void softmax_rows(float* S, int64_t rows, int64_t nk, int64_t i0, int64_t j0, int64_t window, float scale,
+                  const float* lse, float* lse_out) {
+  const __m512 vscale = _mm512_set1_ps(scale);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = S + r * nk;
+    const int64_t i = i0 + r;
+    const int64_t lo = key_begin(i, window) - j0, hi = i - j0 + 1;  // valid columns [lo, hi)
+    float m;
+    if (lse) {
+      m = lse[r];
+    } else {
+      __m512 vm = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+      for (int64_t c = lo; c < hi; c += 16) {
+        const __mmask16 k = simd::tail_mask(hi - c);
+        vm = _mm512_mask_max_ps(vm, k, vm, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + c), vscale));
+      }
+      m = _mm512_reduce_max_ps(vm);
     }
-    const int64_t lo = key_begin(i, window);
-    for (int64_t c = 0; c < nk; ++c) {
-      int64_t j = j0 + c;
-      if (j > i || j < lo) srow[c] = -std::numeric_limits<float>::infinity();
+    const __m512 vmax = _mm512_set1_ps(m);
+    __m512 vsum = _mm512_setzero_ps();
+    for (int64_t c = lo; c < hi; c += 16) {
+      const __mmask16 k = simd::tail_mask(hi - c);
+      const __m512 p = simd::exp(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(k, row + c), vscale, vmax));
+      _mm512_mask_storeu_ps(row + c, k, p);
+      vsum = _mm512_mask_add_ps(vsum, k, vsum, p);
+    }
+    std::fill(row, row + lo, 0.0f);
+    std::fill(row + hi, row + nk, 0.0f);
+    if (!lse) {
+      const float l = _mm512_reduce_add_ps(vsum);
+      const __m512 inv = _mm512_set1_ps(1.0f / l);
+      for (int64_t c = lo; c < hi; c += 16) {
+        const __mmask16 k = simd::tail_mask(hi - c);
+        _mm512_mask_storeu_ps(row + c, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + c), inv));
+      }
+      lse_out[r] = m + std::log(l);
     }
   }
 }
@@ -67,45 +101,25 @@ void attention_forward(float* o, float* lse, const float* q, const float* k, con
                        const AttentionDims& d) {
   const int64_t Dh = d.Dh, T = d.T, group = d.H / d.Hkv;
   const float scale = 1.0f / std::sqrt(float(Dh));
+  const int64_t blocks = (T + kQB - 1) / kQB;
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
-  for (int64_t b = 0; b < d.B; ++b)
-    for (int64_t h = 0; h < d.H; ++h) {
+  for (int64_t bh = 0; bh < d.B * d.H; ++bh)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t b = bh / d.H, h = bh % d.H, kvh = h / group;
       Scratch& sc = tls;
-      sc.reserve(Dh, T);
-      const int64_t kvh = h / group;
+      sc.reserve(Dh, max_keys(T, d.window));
       const float* qh = q + (b * d.H + h) * T * Dh;
       const float* kh = k + (b * d.Hkv + kvh) * T * Dh;
       const float* vh = v + (b * d.Hkv + kvh) * T * Dh;
       float* oh = o + (b * d.H + h) * T * Dh;
-      float* lh = lse + (b * d.H + h) * T;
-      for (int64_t i0 = 0; i0 < T; i0 += kQB) {
-        const int64_t i1 = std::min(T, i0 + kQB);
-        const int64_t j0 = key_begin(i0, d.window), j1 = i1, ld = j1 - j0;
-        transpose_block(sc.kt.data(), kh, j0, j1, Dh, ld);
-        scores(sc.s.data(), qh, sc.kt.data(), i0, i1, j0, j1, Dh, ld, scale, d.window);
-        for (int64_t i = i0; i < i1; ++i) {
-          float* srow = sc.s.data() + (i - i0) * ld;
-          float m = -std::numeric_limits<float>::infinity();
-          for (int64_t c = 0; c < ld; ++c) m = std::max(m, srow[c]);
-          float l = 0.0f;
-          for (int64_t c = 0; c < ld; ++c) {
-            srow[c] = std::exp(srow[c] - m);
-            l += srow[c];
-          }
-          const float inv = 1.0f / l;
-          float* oi = oh + i * Dh;
-#pragma omp simd
-          for (int64_t e = 0; e < Dh; ++e) oi[e] = 0.0f;
-          const int64_t lo = key_begin(i, d.window) - j0, hi = i - j0 + 1;
-          for (int64_t c = lo; c < hi; ++c) {
-            const float p = srow[c] * inv;
-            const float* vj = vh + (j0 + c) * Dh;
-#pragma omp simd
-            for (int64_t e = 0; e < Dh; ++e) oi[e] += p * vj[e];
-          }
-          lh[i] = m + std::log(l);
-        }
-      }
+      const int64_t i0 = blk * kQB, i1 = std::min(T, i0 + kQB), rows = i1 - i0;
+      const int64_t j0 = key_begin(i0, d.window), nk = i1 - j0;
+      simd::transpose(sc.kt.data(), kh + j0 * Dh, nk, Dh, Dh, nk);
+      std::fill(sc.s.begin(), sc.s.begin() + rows * nk, 0.0f);
+      simd::small_gemm_acc(sc.s.data(), qh + i0 * Dh, sc.kt.data(), rows, nk, Dh, Dh, nk, nk);
+      softmax_rows(sc.s.data(), rows, nk, i0, j0, d.window, scale, nullptr, lse + (b * d.H + h) * T + i0);
+      std::fill(oh + i0 * Dh, oh + i1 * Dh, 0.0f);
+      simd::small_gemm_acc(oh + i0 * Dh, sc.s.data(), vh + j0 * Dh, rows, Dh, nk, nk, Dh, Dh);
     }
 }
 
@@ -114,11 +128,12 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
                         const AttentionDims& d) {
   const int64_t Dh = d.Dh, T = d.T, group = d.H / d.Hkv;
   const float scale = 1.0f / std::sqrt(float(Dh));
+  const int64_t blocks = (T + kQB - 1) / kQB;
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
   for (int64_t b = 0; b < d.B; ++b)
     for (int64_t kvh = 0; kvh < d.Hkv; ++kvh) {
       Scratch& sc = tls;
-      sc.reserve(Dh, T);
+      sc.reserve(Dh, max_keys(T, d.window));
       const float* kh = k + (b * d.Hkv + kvh) * T * Dh;
       const float* vh = v + (b * d.Hkv + kvh) * T * Dh;
       float* dkh = dk + (b * d.Hkv + kvh) * T * Dh;
@@ -131,52 +146,35 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
         const float* doh = dout + (b * d.H + h) * T * Dh;
         const float* lh = lse + (b * d.H + h) * T;
         float* dqh = dq + (b * d.H + h) * T * Dh;
-        for (int64_t i0 = 0; i0 < T; i0 += kQB) {
-          const int64_t i1 = std::min(T, i0 + kQB);
-          const int64_t j0 = key_begin(i0, d.window), j1 = i1, ld = j1 - j0;
-          transpose_block(sc.kt.data(), kh, j0, j1, Dh, ld);
-          transpose_block(sc.vt.data(), vh, j0, j1, Dh, ld);
-          scores(sc.s.data(), qh, sc.kt.data(), i0, i1, j0, j1, Dh, ld, scale, d.window);
-          for (int64_t i = i0; i < i1; ++i) {
-            float* p = sc.s.data() + (i - i0) * ld;
-            float* dp = sc.dp.data() + (i - i0) * ld;
-            const float* doi = doh + i * Dh;
-            const float* oi = oh + i * Dh;
-            const float li = lh[i];
-            const int64_t lo = key_begin(i, d.window) - j0, hi = i - j0 + 1;
-            for (int64_t c = lo; c < hi; ++c) p[c] = std::exp(p[c] - li);
-            // dP[c] = dO_i . V_j  (outer-product form over transposed V)
-            for (int64_t c = lo; c < hi; ++c) dp[c] = 0.0f;
-            for (int64_t e = 0; e < Dh; ++e) {
-              const float de = doi[e];
-              const float* vte = sc.vt.data() + e * ld;
-#pragma omp simd
-              for (int64_t c = lo; c < hi; ++c) dp[c] += de * vte[c];
-            }
+        for (int64_t blk = 0; blk < blocks; ++blk) {
+          const int64_t i0 = blk * kQB, i1 = std::min(T, i0 + kQB), rows = i1 - i0;
+          const int64_t j0 = key_begin(i0, d.window), nk = i1 - j0;
+          float* P = sc.s.data();
+          float* dS = sc.dp.data();
+          simd::transpose(sc.kt.data(), kh + j0 * Dh, nk, Dh, Dh, nk);
+          simd::transpose(sc.vt.data(), vh + j0 * Dh, nk, Dh, Dh, nk);
+          std::fill(P, P + rows * nk, 0.0f);
+          simd::small_gemm_acc(P, qh + i0 * Dh, sc.kt.data(), rows, nk, Dh, Dh, nk, nk);
+          softmax_rows(P, rows, nk, i0, j0, d.window, scale, lh + i0, nullptr);
+          std::fill(dS, dS + rows * nk, 0.0f);
+          simd::small_gemm_acc(dS, doh + i0 * Dh, sc.vt.data(), rows, nk, Dh, Dh, nk, nk);  // dP
+          for (int64_t r = 0; r < rows; ++r) {
+            const float* dor = doh + (i0 + r) * Dh;
+            const float* orow = oh + (i0 + r) * Dh;
             float Di = 0.0f;
 #pragma omp simd reduction(+ : Di)
-            for (int64_t e = 0; e < Dh; ++e) Di += doi[e] * oi[e];
-            // dS = P (dP - D); reuse dp for dS * scale.
+            for (int64_t e = 0; e < Dh; ++e) Di += dor[e] * orow[e];
+            float* ds = dS + r * nk;
+            const float* p = P + r * nk;
 #pragma omp simd
-            for (int64_t c = lo; c < hi; ++c) dp[c] = p[c] * (dp[c] - Di) * scale;
-            float* dqi = dqh + i * Dh;
-            const float* qi = qh + i * Dh;
-#pragma omp simd
-            for (int64_t e = 0; e < Dh; ++e) dqi[e] = 0.0f;
-            for (int64_t c = lo; c < hi; ++c) {
-              const int64_t j = j0 + c;
-              const float ds = dp[c], pc = p[c];
-              const float* kj = kh + j * Dh;
-              float* dkj = dkh + j * Dh;
-              float* dvj = dvh + j * Dh;
-#pragma omp simd
-              for (int64_t e = 0; e < Dh; ++e) {
-                dqi[e] += ds * kj[e];
-                dkj[e] += ds * qi[e];
-                dvj[e] += pc * doi[e];
-              }
-            }
+            for (int64_t c = 0; c < nk; ++c) ds[c] = p[c] * (ds[c] - Di) * scale;
           }
+          std::fill(dqh + i0 * Dh, dqh + i1 * Dh, 0.0f);
+          simd::small_gemm_acc(dqh + i0 * Dh, dS, kh + j0 * Dh, rows, Dh, nk, nk, Dh, Dh);
+          simd::transpose(sc.t.data(), dS, rows, nk, nk, rows);
+          simd::small_gemm_acc(dkh + j0 * Dh, sc.t.data(), qh + i0 * Dh, nk, Dh, rows, rows, Dh, Dh);
+          simd::transpose(sc.t.data(), P, rows, nk, nk, rows);
+          simd::small_gemm_acc(dvh + j0 * Dh, sc.t.data(), doh + i0 * Dh, nk, Dh, rows, rows, Dh, Dh);
         }
       }
     }
