@@ -88,7 +88,12 @@ StepResult Trainer::train_step() {
   const TrainConfig& tc = cfg_.train;
   StepResult r;
   const double t0 = now_seconds();
-  std::fill(grads_.begin(), grads_.end(), 0.0f);
+  {
+    float* g = grads_.data();
+    const int64_t n = int64_t(grads_.size());
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) g[i] = 0.0f;
+  }
   const float grad_scale = 1.0f / float(tc.grad_accum);
   const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
   for (int64_t micro = 0; micro < tc.grad_accum; ++micro) {

@@ -64,7 +64,9 @@ inline void expect_gradient_matches(const char* what, float* x, int64_t n, const
     na += ana[k] * ana[k];
   }
   const double denom = std::max(std::sqrt(nn), std::sqrt(na));
-  if (denom > 0) EXPECT_LT(std::sqrt(dn) / denom, opt.rel_vec_tol) << what << " vector relative error";
+  if (denom > 0) {
+    EXPECT_LT(std::sqrt(dn) / denom, opt.rel_vec_tol) << what << " vector relative error";
+  }
   EXPECT_LE(skipped, samples / 4) << what << ": too many samples flipped a discrete decision";
   EXPECT_EQ(bad, 0) << what << ": " << bad << " coordinates out of tolerance";
 }

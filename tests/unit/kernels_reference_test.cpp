@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -118,7 +119,9 @@ TEST_P(GemmReference, MatchesDoubleLoops) {
     for (int64_t j = c.N; j < ldc; ++j) ASSERT_EQ(C[i * ldc + j], 777.0f) << "ldc padding written";
   }
   // bf16 must actually round (a fp32 result hiding behind the bf16 flag would pass the above).
-  if (c.p == MatmulPrecision::kBf16 && c.K > 3) EXPECT_GT(worst, 1e-6) << "bf16 result looks fp32";
+  if (c.p == MatmulPrecision::kBf16 && c.K > 3) {
+    EXPECT_GT(worst, 1e-6) << "bf16 result looks fp32";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, GemmReference, ::testing::ValuesIn(gemm_cases()),
@@ -170,7 +173,7 @@ struct AttnCase {
 std::vector<AttnCase> attn_cases() {
   std::vector<AttnCase> v;
   for (int64_t T : {1, 5, 19, 37, 70})
-    for (int64_t w : std::vector<int64_t>{0, 1, 3, 16, 17, T, T + 5})
+    for (int64_t w : std::set<int64_t>{0, 1, 3, 16, 17, T, T + 5})
       for (int64_t g : {1, 2, 4}) v.push_back({2, 4, 4 / g, T, T == 70 ? 16 : 8, w});
   return v;
 }
@@ -529,21 +532,32 @@ TEST(AdamWReference, MatchesScalarLoopOverSteps) {
       for (int64_t step = 1; step <= 5; ++step) {
         const auto g = randn(n, 1.0f, 42, uint64_t(step));
         const AdamWParams a{0.05f, 0.9f, 0.95f, 1e-8f, wd, gs, step};
+        // The hyperparameters as the kernel receives them (float), in double.
+        const double lr = a.lr, b1 = a.beta1, b2 = a.beta2, eps = a.eps, wdd = a.weight_decay;
         const auto p0 = p, m0 = m, v0 = v;
         adamw_update(p.data(), m.data(), v.data(), g.data(), n, a);
         for (int64_t i = 0; i < n; ++i) {
-          const double gi = double(g[i]) * gs;
-          const double mi = 0.9 * m0[i] + 0.1 * gi;
-          const double vi = 0.95 * v0[i] + 0.05 * gi * gi;
-          const double mhat = mi / (1.0 - std::pow(0.9, double(step)));
-          const double vhat = vi / (1.0 - std::pow(0.95, double(step)));
-          const double pi = double(p0[i]) - 0.05 * double(wd) * p0[i] - 0.05 * mhat / (std::sqrt(vhat) + 1e-8);
-          ASSERT_NEAR(m[i], mi, 1e-6 * std::abs(mi) + 1e-12) << "m step " << step << " i " << i;
+          const double gi = double(g[i]) * double(gs);
+          const double mi = b1 * m0[i] + (1 - b1) * gi;
+          const double vi = b2 * v0[i] + (1 - b2) * gi * gi;
+          const double mhat = mi / (1.0 - std::pow(b1, double(step)));
+          const double vhat = vi / (1.0 - std::pow(b2, double(step)));
+          const double upd = lr * mhat / (std::sqrt(vhat) + eps);
+          const double pi = double(p0[i]) - lr * wdd * p0[i] - upd;
+          const double m_scale = b1 * std::abs(m0[i]) + (1 - b1) * std::abs(gi);
+          ASSERT_NEAR(m[i], mi, 1e-6 * m_scale + 1e-12) << "m step " << step << " i " << i;
           ASSERT_NEAR(v[i], vi, 1e-6 * vi + 1e-12) << "v step " << step << " i " << i;
-          ASSERT_NEAR(p[i], pi, 1e-6 * (std::abs(pi) + 0.05)) << "p step " << step << " i " << i;
+          ASSERT_NEAR(p[i], pi, 1e-6 * (std::abs(p0[i]) + std::abs(upd))) << "p step " << step << " i " << i;
         }
       }
     }
+  // Bias correction: at step 1 every coordinate moves by lr * sign(g), however
+  // small g is; weight decay uses the old p.
+  std::vector<float> p{1.0f, -2.0f}, m{0.0f, 0.0f}, v{0.0f, 0.0f};
+  const std::vector<float> g{0.001f, -3.0f};
+  adamw_update(p.data(), m.data(), v.data(), g.data(), 2, AdamWParams{0.01f, 0.9f, 0.999f, 1e-12f, 0.5f, 1.0f, 1});
+  EXPECT_NEAR(p[0], 1.0f * (1 - 0.005f) - 0.01f, 1e-6);
+  EXPECT_NEAR(p[1], -2.0f * (1 - 0.005f) + 0.01f, 1e-6);
 }
 
 // ---------------------------------------------------------------- heads

@@ -4,10 +4,12 @@
 // shape, and at least 1e-5 relative agreement is required.
 #include <gtest/gtest.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -221,66 +223,148 @@ TEST_F(Threads, ElementwiseAndLayout) {
   });
 }
 
-// GEMM through oneDNN: record which shapes are bitwise thread-count invariant.
-struct GemmRun {
-  std::string form;
-  std::function<void(std::vector<float>&)> run;
+// GEMM through oneDNN on model shapes, in all three linear forms.
+struct GemmJob {
+  std::string name;
   int64_t out_size;
+  std::function<void(float*)> run;  // writes the result into out (out_size floats)
 };
 
-TEST_F(Threads, GemmModelShapes) {
-  std::vector<std::string> differing;
+struct GemmInputs {
+  std::vector<float> x, W, dy;
+};
+
+std::vector<GemmJob> gemm_jobs(std::vector<GemmInputs>& keep) {
   struct Shape {
     int64_t M, N, K;
   };
+  // The last is the router (E = 64): its weight gradient is a long
+  // reduction (4096) into a small output, where a library may split K.
+  const Shape shapes[] = {{4096, 768, 512}, {4096, 512, 768}, {1024, 2048, 768}, {4096, 64, 768}};
+  keep.resize(4);
+  std::vector<GemmJob> jobs;
   for (MatmulPrecision p : {MatmulPrecision::kFp32, MatmulPrecision::kBf16})
-    for (Shape s : {Shape{4096, 768, 512}, Shape{4096, 512, 768}, Shape{1024, 2048, 768}}) {
-      const auto x = randn(s.M * s.K, 1.0f, 71), W = randn(s.N * s.K, 0.05f, 72), dy = randn(s.M * s.N, 1.0f, 73);
-      const std::vector<GemmRun> runs{
-          {"linear_forward", [&](std::vector<float>& o) { linear_forward(o.data(), x.data(), W.data(), s.M, s.N, s.K, p); },
-           s.M * s.N},
-          {"linear_backward_input",
-           [&](std::vector<float>& o) { linear_backward_input(o.data(), dy.data(), W.data(), s.M, s.N, s.K, 0.0f, p); },
-           s.M * s.K},
-          {"linear_backward_weight",
-           [&](std::vector<float>& o) {
-             std::fill(o.begin(), o.end(), 0.0f);
-             linear_backward_weight(o.data(), dy.data(), x.data(), s.M, s.N, s.K, p);
-           },
-           s.N * s.K},
-      };
-      for (const GemmRun& r : runs) {
-        std::vector<float> one(r.out_size), two(r.out_size), two_again(r.out_size);
-        // 2 threads first: the cached primitive is created under 2 threads and
-        // then also executed under 1 (as a thread-count change would do).
-        omp_set_num_threads(2);
-        r.run(two);
-        omp_set_num_threads(1);
-        r.run(one);
-        omp_set_num_threads(2);
-        r.run(two_again);
-        EXPECT_EQ(0, std::memcmp(two.data(), two_again.data(), sizeof(float) * r.out_size))
-            << r.form << ": not run-to-run deterministic at 2 threads";
-        double max_abs = 0, max_diff = 0;
-        int64_t n_diff = 0;
-        for (int64_t i = 0; i < r.out_size; ++i) {
-          max_abs = std::max(max_abs, double(std::abs(two[i])));
-          const double dd = std::abs(double(one[i]) - double(two[i]));
-          max_diff = std::max(max_diff, dd);
-          n_diff += one[i] != two[i];
-        }
-        const std::string name =
-            cat(r.form, " ", s.M, "x", s.N, "x", s.K, p == MatmulPrecision::kFp32 ? " fp32" : " bf16");
-        std::printf("[ gemm     ] %-48s 1 vs 2 threads: %s (%lld elements differ, max |diff| / max |y| = %.3g)\n",
-                    name.c_str(), n_diff ? "DIFFERENT" : "bitwise identical", (long long)n_diff,
-                    max_abs > 0 ? max_diff / max_abs : 0.0);
-        if (n_diff) differing.push_back(name);
-        EXPECT_LE(max_diff, 1e-5 * max_abs) << name;
-      }
+    for (int i = 0; i < 4; ++i) {
+      const Shape s = shapes[i];
+      GemmInputs& in = keep[i];
+      if (in.x.empty()) in = {randn(s.M * s.K, 1.0f, 71), randn(s.N * s.K, 0.05f, 72), randn(s.M * s.N, 1.0f, 73)};
+      const std::string tag = cat(" ", s.M, "x", s.N, "x", s.K, p == MatmulPrecision::kFp32 ? " fp32" : " bf16");
+      jobs.push_back({"linear_forward" + tag, s.M * s.N,
+                      [&in, s, p](float* o) { linear_forward(o, in.x.data(), in.W.data(), s.M, s.N, s.K, p); }});
+      jobs.push_back({"linear_backward_input" + tag, s.M * s.K, [&in, s, p](float* o) {
+                        linear_backward_input(o, in.dy.data(), in.W.data(), s.M, s.N, s.K, 0.0f, p);
+                      }});
+      jobs.push_back({"linear_backward_weight" + tag, s.N * s.K, [&in, s, p](float* o) {
+                        std::fill(o, o + s.N * s.K, 0.0f);
+                        linear_backward_weight(o, in.dy.data(), in.x.data(), s.M, s.N, s.K, p);
+                      }});
     }
-  std::printf("[ gemm     ] %zu of 18 shape/form/precision combinations differ between 1 and 2 threads\n",
-              differing.size());
-  RecordProperty("gemm_thread_variant_shapes", std::to_string(differing.size()));
+  return jobs;
+}
+
+struct Diff {
+  int64_t n_diff = 0;
+  double max_rel = 0;  // max |a - b| / max |a|
+};
+
+Diff compare(const float* a, const float* b, int64_t n) {
+  double max_abs = 0, max_diff = 0;
+  Diff d;
+  for (int64_t i = 0; i < n; ++i) {
+    max_abs = std::max(max_abs, double(std::abs(a[i])));
+    max_diff = std::max(max_diff, std::abs(double(a[i]) - double(b[i])));
+    d.n_diff += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  }
+  d.max_rel = max_abs > 0 ? max_diff / max_abs : max_diff;
+  return d;
+}
+
+void report(const char* how, const std::string& name, const Diff& d) {
+  std::printf("[ gemm     ] %-10s %-46s %s (%lld elements differ, max |diff| / max |y| = %.3g)\n", how,
+              name.c_str(), d.n_diff ? "DIFFERENT" : "bitwise identical", (long long)d.n_diff, d.max_rel);
+}
+
+// Helper mode for GemmFreshProcesses: with MT_GEMM_DUMP set, runs every GEMM
+// job under this process's OMP_NUM_THREADS and writes the results there.
+TEST(ThreadsGemmHelper, Dump) {
+  const char* path = std::getenv("MT_GEMM_DUMP");
+  if (!path) GTEST_SKIP() << "helper process for Threads.GemmFreshProcesses";
+  std::vector<GemmInputs> keep;
+  FILE* f = std::fopen(path, "wb");
+  ASSERT_NE(f, nullptr);
+  const int32_t threads = omp_get_max_threads();
+  ASSERT_EQ(std::fwrite(&threads, sizeof(threads), 1, f), 1u);
+  for (const GemmJob& j : gemm_jobs(keep)) {
+    std::vector<float> out(j.out_size);
+    j.run(out.data());
+    ASSERT_EQ(std::fwrite(out.data(), sizeof(float), out.size(), f), out.size());
+  }
+  ASSERT_EQ(std::fclose(f), 0);
+}
+
+// A fresh process per thread count: each creates its oneDNN primitives under
+// its own thread count, as separate training runs would.
+TEST_F(Threads, GemmFreshProcesses) {
+  char exe[4096];
+  const ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  ASSERT_GT(len, 0);
+  exe[len] = 0;
+  const std::string base = cat(::testing::TempDir(), "mt_gemm_threads_", getpid(), "_");
+  for (int t : {1, 2}) {
+    const std::string cmd = cat("OMP_NUM_THREADS=", t, " MT_GEMM_DUMP='", base, t, ".bin' '", exe,
+                                "' --gtest_filter=ThreadsGemmHelper.Dump > /dev/null 2>&1");
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+  FILE* f1 = std::fopen((base + "1.bin").c_str(), "rb");
+  FILE* f2 = std::fopen((base + "2.bin").c_str(), "rb");
+  ASSERT_TRUE(f1 && f2);
+  int32_t t1 = 0, t2 = 0;
+  ASSERT_EQ(std::fread(&t1, sizeof(t1), 1, f1), 1u);
+  ASSERT_EQ(std::fread(&t2, sizeof(t2), 1, f2), 1u);
+  ASSERT_EQ(t1, 1);
+  ASSERT_EQ(t2, 2);
+  std::vector<GemmInputs> keep;  // shapes only; inputs are regenerated by the helper
+  int differing = 0, total = 0;
+  for (const GemmJob& j : gemm_jobs(keep)) {
+    std::vector<float> a(j.out_size), b(j.out_size);
+    ASSERT_EQ(std::fread(a.data(), sizeof(float), a.size(), f1), a.size());
+    ASSERT_EQ(std::fread(b.data(), sizeof(float), b.size(), f2), b.size());
+    const Diff d = compare(a.data(), b.data(), j.out_size);
+    report("fresh 1|2", j.name, d);
+    differing += d.n_diff > 0;
+    ++total;
+    EXPECT_LE(d.max_rel, 1e-5) << j.name;
+  }
+  std::fclose(f1);
+  std::fclose(f2);
+  std::remove((base + "1.bin").c_str());
+  std::remove((base + "2.bin").c_str());
+  std::printf("[ gemm     ] fresh processes: %d of %d GEMMs differ between 1 and 2 threads\n", differing, total);
+  RecordProperty("gemm_fresh_process_differing", differing);
+}
+
+// One process whose thread count changes after the primitives were cached
+// (created under 2 threads, then run under 1 and under 2 again).
+TEST_F(Threads, GemmCachedPrimitiveAcrossThreadCounts) {
+  std::vector<GemmInputs> keep;
+  int differing = 0, total = 0;
+  for (const GemmJob& j : gemm_jobs(keep)) {
+    std::vector<float> two(j.out_size), one(j.out_size), two_again(j.out_size);
+    omp_set_num_threads(2);
+    j.run(two.data());
+    omp_set_num_threads(1);
+    j.run(one.data());
+    omp_set_num_threads(2);
+    j.run(two_again.data());
+    EXPECT_EQ(0, std::memcmp(two.data(), two_again.data(), sizeof(float) * j.out_size))
+        << j.name << ": not run-to-run deterministic";
+    const Diff d = compare(two.data(), one.data(), j.out_size);
+    report("cached", j.name, d);
+    differing += d.n_diff > 0;
+    ++total;
+    EXPECT_LE(d.max_rel, 1e-5) << j.name;
+  }
+  std::printf("[ gemm     ] cached primitives: %d of %d GEMMs differ between 1 and 2 threads\n", differing, total);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// adamw.cpp — elementwise, parallel; bitwise identical for any thread count.
+// adamw.cpp — elementwise and vectorised; bitwise identical however the
+// range is split between threads.
 #include "kernels/cpu/adamw.h"
 
 #include <cmath>
@@ -11,7 +12,7 @@ void adamw_update(float* p, float* m, float* v, const float* g, int64_t n, const
   const float step_size = a.lr / bc1;
   const float inv_sqrt_bc2 = 1.0f / std::sqrt(bc2);
   const float decay = 1.0f - a.lr * a.weight_decay;
-#pragma omp parallel for simd schedule(static) if (n > 32768)
+#pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float gi = g[i] * a.grad_scale;
     m[i] = a.beta1 * m[i] + (1.0f - a.beta1) * gi;

@@ -12,6 +12,8 @@ struct AdamWParams {
   int64_t step;        // 1-based, for bias correction
 };
 
+// Serial over [0, n): callers parallelise over blocks (one parallel region
+// for the whole model instead of one per tensor).
 void adamw_update(float* p, float* m, float* v, const float* g, int64_t n, const AdamWParams& a);
 
 }  // namespace mt
