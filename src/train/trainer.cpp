@@ -21,6 +21,11 @@ namespace mt {
 
 Trainer::Trainer(const RunConfig& cfg, const TrainerOptions& opt) : cfg_(cfg), opt_(opt) {}
 
+Trainer::~Trainer() {
+  if (!params_bf16_.empty()) gemm_register_bf16_shadow(nullptr, nullptr, 0);
+  if (metrics_) std::fclose(metrics_);
+}
+
 Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const TrainerOptions& opt) {
   std::unique_ptr<Trainer> t(new Trainer(cfg, opt));
   const TrainConfig& tc = cfg.train;
@@ -54,6 +59,10 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
   t->optim_ = std::make_unique<AdamW>(L, ac);
   if (cfg.model.aux_free_bias) t->router_bias_.assign(t->model_->n_moe_layers() * cfg.model.n_experts, 0.0f);
   t->batch_.resize(tc.batch_size * (tc.seq_len + 1));
+  if (prec == MatmulPrecision::kBf16) {
+    t->params_bf16_.resize(L.total());
+    gemm_register_bf16_shadow(t->params_.data(), t->params_bf16_.data(), L.total());
+  }
 
   if (!opt.run_dir.empty()) {
     std::error_code ec;
@@ -61,12 +70,20 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
     if (ec) return Status::errorf("{}: cannot create run directory: {}", opt.run_dir, ec.message());
     if (opt.resume) {
       auto latest = find_latest_checkpoint_dir(opt.run_dir);
-      if (latest.is_ok()) MT_RETURN_IF_ERROR(t->restore(latest.value()));
+      if (latest.is_ok()) {
+        MT_RETURN_IF_ERROR(t->restore(latest.value()));
+      } else if (has_committed_checkpoints(opt.run_dir)) {
+        // Checkpoints exist but none is valid: starting over would silently
+        // discard the run, so stop and let the user decide.
+        return Status::errorf("{}: --resume found checkpoints but none is valid: {}", opt.run_dir,
+                              latest.status().message());
+      }
     }
     auto f = open_metrics_file(opt.run_dir, t->step_);
     if (!f) return f.status();
     t->metrics_ = f.value();
   }
+  t->refresh_bf16_params();
   t->peak_gflops_ = opt.peak_gflops > 0 ? opt.peak_gflops : [&] {
     PeakResult p = measure_peak(0.1);
     return prec == MatmulPrecision::kBf16 && p.amx_bf16_gflops > 0 ? p.amx_bf16_gflops : p.fp32_gflops;
@@ -122,11 +139,19 @@ StepResult Trainer::train_step() {
   r.lr = learning_rate(sp, step_);
   r.grad_norm = optim_->step(params_.data(), grads_.data(), r.lr, step_ + 1);
   update_router_bias(r);
+  refresh_bf16_params();
   ++step_;
   r.step = step_;
   r.tokens = tc.batch_size * tc.seq_len * tc.grad_accum;
   r.seconds = now_seconds() - t0;
   return r;
+}
+
+void Trainer::refresh_bf16_params() {
+  if (params_bf16_.empty()) return;
+  const int64_t n = int64_t(params_.size()), cols = 1 << 16, rows = n / cols;
+  convert_f32_to_bf16(params_bf16_.data(), params_.data(), rows, cols, cols);
+  convert_f32_to_bf16(params_bf16_.data() + rows * cols, params_.data() + rows * cols, 1, n - rows * cols, n);
 }
 
 void Trainer::update_router_bias(const StepResult& r) {

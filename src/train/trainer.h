@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bf16.h"
 #include "core/status.h"
 #include "data/token_source.h"
 #include "model/transformer.h"
@@ -37,10 +38,13 @@ struct StepResult {
 
 // Newest valid checkpoint under DIR/checkpoints, or an error if none.
 Result<std::string> find_latest_checkpoint_dir(const std::string& run_dir);
+// True when DIR/checkpoints holds any committed (step_*) directory, valid or not.
+bool has_committed_checkpoints(const std::string& run_dir);
 
 class Trainer {
  public:
   static Result<std::unique_ptr<Trainer>> create(const RunConfig& cfg, const TrainerOptions& opt);
+  ~Trainer();
 
   // Trains until train.steps, writing metrics and checkpoints.
   Status run();
@@ -67,6 +71,8 @@ class Trainer {
   std::unique_ptr<Transformer> model_;
   std::unique_ptr<AdamW> optim_;
   std::vector<float> params_, grads_, router_bias_;
+  std::vector<bf16> params_bf16_;  // bf16 precision: GEMM copy of params_, refreshed after every update
+  void refresh_bf16_params();
   std::vector<int32_t> batch_;
   int64_t step_ = 0;
   double peak_gflops_ = 0.0;

@@ -32,6 +32,14 @@ Result<std::string> find_latest_checkpoint_dir(const std::string& run_dir) {
   return find_latest_checkpoint(ckpt_root(run_dir));
 }
 
+bool has_committed_checkpoints(const std::string& run_dir) {
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(ckpt_root(run_dir), ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    if (it->path().filename().string().starts_with("step_")) return true;
+  return false;
+}
+
 Status Trainer::save_checkpoint() {
   std::vector<TensorView> views;
   const ParamLayout& L = model_->layout();

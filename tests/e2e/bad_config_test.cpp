@@ -125,7 +125,7 @@ TEST(BadConfigControl, ResumeWithChangedModelIsRefused) {
   ASSERT_TRUE(before.ok()) << before.proc;
   const std::string metrics_before = read_file(run + "/metrics.jsonl");
 
-  for (const std::string& change : {"model.d_model=128", "model.n_experts=8", "train.lr=0.01", "train.seed=7"}) {
+  for (const char* change : {"model.d_model=128", "model.n_experts=8", "train.lr=0.01", "train.seed=7"}) {
     SCOPED_TRACE(change);
     auto args = base;
     args.insert(args.end(), {"--set", "train.steps=8", "--set", change, "--resume"});
@@ -143,7 +143,7 @@ TEST(BadConfigControl, ResumeWithChangedModelIsRefused) {
   // Changing an allowed key (steps, threads) resumes.
   auto args = base;
   args.insert(args.end(), {"--set", "train.steps=6", "--set", "train.threads=2", "--resume"});
-  const auto ok = train(args);
+  const auto ok = train(args, 120, kPassiveOmp);
   EXPECT_EQ(ok.exit_code, 0) << ok;
   EXPECT_EQ(resumed_from(ok.err).second, 4) << ok;
   EXPECT_TRUE(has_steps_1_to_n(read_metrics(run), 6));

@@ -77,18 +77,39 @@ struct Argv {
     ptrs.push_back(nullptr);
   }
 };
+// This process' environment plus `extra` ("NAME=value", overriding).
+inline Argv make_env(const std::vector<std::string>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv(*e);
+    const std::string name = kv.substr(0, kv.find('='));
+    bool overridden = false;
+    for (const std::string& x : extra) overridden |= x.substr(0, x.find('=')) == name;
+    if (!overridden) env.push_back(kv);
+  }
+  env.insert(env.end(), extra.begin(), extra.end());
+  return Argv(env);
+}
 inline void decode_status(int status, ProcessResult& r) {
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   else if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);
 }
 }  // namespace detail
 
-// Runs argv (argv[0] is a path) to completion, capturing stdout and stderr.
-// Kills it with SIGKILL after timeout_s.
-inline ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s = 120) {
+// Environment for runs with more than one OpenMP thread: on shared, busy
+// cores the default spin-waiting makes a 2-thread run ~10x slower; sleeping
+// waits change only speed, never results.
+inline const std::vector<std::string> kPassiveOmp = {"OMP_WAIT_POLICY=PASSIVE"};
+
+// Runs argv (argv[0] is a path) to completion, capturing stdout and stderr,
+// with `extra_env` ("NAME=value") added to the environment. Kills it with
+// SIGKILL after timeout_s.
+inline ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s = 120,
+                                 const std::vector<std::string>& extra_env = {}) {
   ProcessResult r;
   r.command = join_args(argv);
   detail::Argv a(argv);
+  detail::Argv env = detail::make_env(extra_env);
   int out_pipe[2], err_pipe[2];
   if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) {
     r.err = "pipe() failed";
@@ -105,7 +126,7 @@ inline ProcessResult run_process(const std::vector<std::string>& argv, double ti
     close(err_pipe[0]);
     close(out_pipe[1]);
     close(err_pipe[1]);
-    execv(a.ptrs[0], a.ptrs.data());
+    execve(a.ptrs[0], a.ptrs.data(), env.ptrs.data());
     _exit(127);
   }
   close(out_pipe[1]);
@@ -247,10 +268,11 @@ class TempDir {
 };
 
 // `moetrain train --no-progress ARGS...`
-inline ProcessResult train(const std::vector<std::string>& args, double timeout_s = 120) {
+inline ProcessResult train(const std::vector<std::string>& args, double timeout_s = 120,
+                           const std::vector<std::string>& extra_env = {}) {
   std::vector<std::string> argv = {moetrain_binary(), "train", "--no-progress"};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_process(argv, timeout_s);
+  return run_process(argv, timeout_s, extra_env);
 }
 
 inline std::vector<std::string> train_argv(const std::vector<std::string>& args) {

@@ -32,6 +32,21 @@ Engine& engine() {
   return e;
 }
 
+struct Shadow {
+  const float* base = nullptr;
+  const bf16* data = nullptr;
+  int64_t n = 0;
+};
+Shadow g_shadow;
+
+// The shadow copy of a rows x cols operand with leading dim ld, or null.
+const bf16* shadow_of(const float* p, int64_t rows, int64_t cols, int64_t ld) {
+  if (!g_shadow.data || p < g_shadow.base) return nullptr;
+  const int64_t off = p - g_shadow.base;
+  if (off + (rows - 1) * ld + cols > g_shadow.n) return nullptr;
+  return g_shadow.data + off;
+}
+
 struct Scratch {
   std::vector<bf16> a, b;
 };
@@ -70,14 +85,22 @@ void gemm(float* C, const float* A, const float* B, const GemmShape& s0, float b
     // Dense bf16 copies of the operands as stored (rows of the stored layout).
     int64_t a_rows = s.ta == Trans::kNo ? s.M : s.K, a_cols = s.ta == Trans::kNo ? s.K : s.M;
     int64_t b_rows = s.tb == Trans::kNo ? s.K : s.N, b_cols = s.tb == Trans::kNo ? s.N : s.K;
-    if (int64_t(scratch.a.size()) < a_rows * a_cols) scratch.a.resize(a_rows * a_cols);
-    if (int64_t(scratch.b.size()) < b_rows * b_cols) scratch.b.resize(b_rows * b_cols);
-    convert_f32_to_bf16(scratch.a.data(), A, a_rows, a_cols, s.lda);
-    convert_f32_to_bf16(scratch.b.data(), B, b_rows, b_cols, s.ldb);
-    s.lda = a_cols;
-    s.ldb = b_cols;
-    a_ptr = scratch.a.data();
-    b_ptr = scratch.b.data();
+    if (const bf16* sa = shadow_of(A, a_rows, a_cols, s.lda)) {
+      a_ptr = sa;
+    } else {
+      if (int64_t(scratch.a.size()) < a_rows * a_cols) scratch.a.resize(a_rows * a_cols);
+      convert_f32_to_bf16(scratch.a.data(), A, a_rows, a_cols, s.lda);
+      s.lda = a_cols;
+      a_ptr = scratch.a.data();
+    }
+    if (const bf16* sb = shadow_of(B, b_rows, b_cols, s.ldb)) {
+      b_ptr = sb;
+    } else {
+      if (int64_t(scratch.b.size()) < b_rows * b_cols) scratch.b.resize(b_rows * b_cols);
+      convert_f32_to_bf16(scratch.b.data(), B, b_rows, b_cols, s.ldb);
+      s.ldb = b_cols;
+      b_ptr = scratch.b.data();
+    }
   }
 
   Engine& e = engine();
@@ -122,6 +145,10 @@ void linear_backward_input(float* dx, const float* dy, const float* W, int64_t M
 void linear_backward_weight(float* dW, const float* dy, const float* x, int64_t M, int64_t N,
                             int64_t K, MatmulPrecision p) {
   gemm(dW, dy, x, GemmShape{N, K, M, Trans::kYes, Trans::kNo}, 1.0f, p);
+}
+
+void gemm_register_bf16_shadow(const float* base, const bf16* shadow, int64_t n) {
+  g_shadow = shadow ? Shadow{base, shadow, n} : Shadow{};
 }
 
 int64_t gemm_cache_size() {

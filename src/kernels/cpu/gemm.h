@@ -36,6 +36,15 @@ void linear_backward_input(float* dx, const float* dy, const float* W, int64_t M
 void linear_backward_weight(float* dW, const float* dy, const float* x, int64_t M, int64_t N,
                             int64_t K, MatmulPrecision p);
 
+// bf16 shadow of an fp32 buffer (e.g. the parameters, refreshed after each
+// optimizer step): a kBf16 gemm whose operand lies inside [base, base + n)
+// reads the shadow at the same offset instead of converting the operand on
+// every call. The caller keeps the shadow in sync with the fp32 values; an
+// unregistered or partly covered operand is converted as usual. Pass
+// shadow == nullptr to unregister.
+struct bf16;
+void gemm_register_bf16_shadow(const float* base, const bf16* shadow, int64_t n);
+
 // Number of cached primitives (tests and diagnostics).
 int64_t gemm_cache_size();
 
