@@ -12,6 +12,7 @@
 #include "core/progress.h"
 #include "core/threads.h"
 #include "core/timer.h"
+#include "data/sampler.h"
 #include "data/stream_source.h"
 #include "optim/lr_schedule.h"
 #include "train/flops.h"
@@ -30,18 +31,25 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
   std::unique_ptr<Trainer> t(new Trainer(cfg, opt));
   const TrainConfig& tc = cfg.train;
   set_num_threads(int(tc.threads));
-  StreamSourceOptions so;
-  so.path = cfg.data.path;
-  so.format = cfg.data.format;
-  so.extensions = cfg.data.extensions;
-  so.max_bytes = cfg.data.max_bytes;
-  so.eval_frac = cfg.data.eval_frac;
-  so.vocab_size = cfg.model.vocab_size;
-  so.seed = tc.seed;
-  so.seq_len = tc.seq_len;
-  auto src = StreamSource::open(so);
-  if (!src) return src.status();
-  t->data_ = std::move(src.value());
+  if (!cfg.data.dataset.empty()) {
+    auto src = open_mixture_source(cfg.data.dataset, cfg.data.mixture, tc.seq_len,
+                                   tc.steps * tc.grad_accum * tc.batch_size, cfg.model.vocab_size);
+    if (!src) return src.status();
+    t->data_ = std::move(src.value());
+  } else {
+    StreamSourceOptions so;
+    so.path = cfg.data.path;
+    so.format = cfg.data.format;
+    so.extensions = cfg.data.extensions;
+    so.max_bytes = cfg.data.max_bytes;
+    so.eval_frac = cfg.data.eval_frac;
+    so.vocab_size = cfg.model.vocab_size;
+    so.seed = tc.seed;
+    so.seq_len = tc.seq_len;
+    auto src = StreamSource::open(so);
+    if (!src) return src.status();
+    t->data_ = std::move(src.value());
+  }
 
   const MatmulPrecision prec = tc.precision == Precision::kBf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32;
   t->model_ = std::make_unique<Transformer>(cfg.model, tc.batch_size, tc.seq_len, prec);
@@ -185,15 +193,53 @@ void Trainer::write_metrics(const StepResult& r) {
   append_metrics_line(metrics_, r, tps, mfu);
 }
 
+void Trainer::evaluate(StepResult& r) {
+  const TrainConfig& tc = cfg_.train;
+  const int64_t B = tc.batch_size, T = tc.seq_len;
+  const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
+  // Mean loss over eval_batches batches whose sequences `fill` provides; NaN if it cannot.
+  auto mean_loss = [&](auto&& fill) {
+    double sum = 0.0;
+    for (int64_t e = 0; e < tc.eval_batches; ++e) {
+      for (int64_t b = 0; b < B; ++b)
+        if (!fill(e * B + b, batch_.data() + b * (T + 1))) return std::nan("");
+      sum += model_->forward(params_.data(), batch_.data(), bias).loss;
+    }
+    return sum / double(tc.eval_batches);
+  };
+  const std::vector<std::string> names = data_->eval_buckets();
+  double total = 0.0;
+  int64_t n = 0;
+  for (size_t k = 0; k < names.size(); ++k) {
+    const double l = mean_loss([&](int64_t i, int32_t* out) { return data_->bucket_eval_sequence(int64_t(k), i, T, out); });
+    if (!std::isfinite(l)) continue;
+    r.bucket_eval_loss.emplace_back(names[k], l);
+    total += l;
+    ++n;
+  }
+  if (names.empty()) {
+    total = mean_loss([&](int64_t i, int32_t* out) { return data_->eval_sequence(i, T, out); });
+    n = 1;
+  }
+  r.eval_loss = n > 0 ? total / double(n) : std::nan("");
+}
+
 Status Trainer::run() {
   const TrainConfig& tc = cfg_.train;
   ProgressLine progress(stderr, std::max<int64_t>(1, tc.steps / 20));
   double ema_seconds = 0.0;
+  std::vector<double> losses;  // this invocation's, for the closing summary
   while (step_ < tc.steps) {
     StepResult r = train_step();
+    losses.push_back(r.loss);
     if (!std::isfinite(r.loss))
       return Status::errorf("step {}: loss is {} (diverged); last checkpoint is kept", r.step, r.loss);
-    if (r.step % tc.log_every == 0 || r.step == tc.steps) write_metrics(r);
+    const bool eval = tc.eval_every > 0 && (r.step % tc.eval_every == 0 || r.step == tc.steps);
+    if (eval) evaluate(r);
+    if (eval || r.step % tc.log_every == 0 || r.step == tc.steps) {
+      r.bucket_tokens = data_->ledger(r.step * tc.grad_accum * tc.batch_size);
+      write_metrics(r);
+    }
     ema_seconds = ema_seconds == 0.0 ? r.seconds : 0.9 * ema_seconds + 0.1 * r.seconds;
     if (opt_.progress) {
       const double tps = double(r.tokens) / r.seconds;
@@ -208,6 +254,16 @@ Status Trainer::run() {
     if (!opt_.run_dir.empty() && (periodic || r.step == tc.steps)) MT_RETURN_IF_ERROR(save_checkpoint());
   }
   progress.finish();
+  if (losses.size() >= 4) {
+    const size_t k = std::min<size_t>(10, losses.size() / 2);
+    double first = 0.0, last = 0.0;
+    for (size_t i = 0; i < k; ++i) {
+      first += losses[i] / double(k);
+      last += losses[losses.size() - k + i] / double(k);
+    }
+    fmt::print(stderr, "# loss: mean of the first {} steps {:.4f} -> mean of the last {} steps {:.4f} ({:+.1f}%)\n", k,
+               first, k, last, 100.0 * (last - first) / first);
+  }
   return Status::ok();
 }
 
