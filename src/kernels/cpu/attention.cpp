@@ -40,11 +40,6 @@ inline int64_t key_begin(int64_t i, int64_t window) {
   return window > 0 ? std::max<int64_t>(0, i - window + 1) : 0;
 }
 
-// Widest key band of any query block.
-int64_t max_keys(int64_t T, int64_t window) {
-  return window > 0 ? std::min<int64_t>(T, window - 1 + kQB) : T;
-}
-
 // Turns raw scores (rows x nk, row r = query i0 + r, column c = key j0 + c)
 // into probabilities. With lse == nullptr: computes the row max and sum
 // (forward) and writes lse_out; otherwise uses the saved lse (backward).
@@ -101,26 +96,26 @@ void attention_forward(float* o, float* lse, const float* q, const float* k, con
                        const AttentionDims& d) {
   const int64_t Dh = d.Dh, T = d.T, group = d.H / d.Hkv;
   const float scale = 1.0f / std::sqrt(float(Dh));
-  const int64_t blocks = (T + kQB - 1) / kQB;
-#pragma omp parallel for collapse(2) schedule(dynamic, 1)
-  for (int64_t bh = 0; bh < d.B * d.H; ++bh)
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      const int64_t b = bh / d.H, h = bh % d.H, kvh = h / group;
-      Scratch& sc = tls;
-      sc.reserve(Dh, max_keys(T, d.window));
-      const float* qh = q + (b * d.H + h) * T * Dh;
-      const float* kh = k + (b * d.Hkv + kvh) * T * Dh;
-      const float* vh = v + (b * d.Hkv + kvh) * T * Dh;
-      float* oh = o + (b * d.H + h) * T * Dh;
-      const int64_t i0 = blk * kQB, i1 = std::min(T, i0 + kQB), rows = i1 - i0;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
+    const int64_t b = bh / d.H, h = bh % d.H, kvh = h / group;
+    Scratch& sc = tls;
+    sc.reserve(Dh, T);
+    const float* qh = q + (b * d.H + h) * T * Dh;
+    const float* kh = k + (b * d.Hkv + kvh) * T * Dh;
+    const float* vh = v + (b * d.Hkv + kvh) * T * Dh;
+    float* oh = o + (b * d.H + h) * T * Dh;
+    simd::transpose(sc.kt.data(), kh, T, Dh, Dh, T);  // Kt (Dh, T), once per head
+    for (int64_t i0 = 0; i0 < T; i0 += kQB) {
+      const int64_t i1 = std::min(T, i0 + kQB), rows = i1 - i0;
       const int64_t j0 = key_begin(i0, d.window), nk = i1 - j0;
-      simd::transpose(sc.kt.data(), kh + j0 * Dh, nk, Dh, Dh, nk);
       std::fill(sc.s.begin(), sc.s.begin() + rows * nk, 0.0f);
-      simd::small_gemm_acc(sc.s.data(), qh + i0 * Dh, sc.kt.data(), rows, nk, Dh, Dh, nk, nk);
+      simd::small_gemm_acc(sc.s.data(), qh + i0 * Dh, sc.kt.data() + j0, rows, nk, Dh, Dh, T, nk);
       softmax_rows(sc.s.data(), rows, nk, i0, j0, d.window, scale, nullptr, lse + (b * d.H + h) * T + i0);
       std::fill(oh + i0 * Dh, oh + i1 * Dh, 0.0f);
       simd::small_gemm_acc(oh + i0 * Dh, sc.s.data(), vh + j0 * Dh, rows, Dh, nk, nk, Dh, Dh);
     }
+  }
 }
 
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
@@ -133,9 +128,11 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
   for (int64_t b = 0; b < d.B; ++b)
     for (int64_t kvh = 0; kvh < d.Hkv; ++kvh) {
       Scratch& sc = tls;
-      sc.reserve(Dh, max_keys(T, d.window));
+      sc.reserve(Dh, T);
       const float* kh = k + (b * d.Hkv + kvh) * T * Dh;
       const float* vh = v + (b * d.Hkv + kvh) * T * Dh;
+      simd::transpose(sc.kt.data(), kh, T, Dh, Dh, T);  // once per kv head
+      simd::transpose(sc.vt.data(), vh, T, Dh, Dh, T);
       float* dkh = dk + (b * d.Hkv + kvh) * T * Dh;
       float* dvh = dv + (b * d.Hkv + kvh) * T * Dh;
       std::fill(dkh, dkh + T * Dh, 0.0f);
@@ -151,13 +148,11 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
           const int64_t j0 = key_begin(i0, d.window), nk = i1 - j0;
           float* P = sc.s.data();
           float* dS = sc.dp.data();
-          simd::transpose(sc.kt.data(), kh + j0 * Dh, nk, Dh, Dh, nk);
-          simd::transpose(sc.vt.data(), vh + j0 * Dh, nk, Dh, Dh, nk);
           std::fill(P, P + rows * nk, 0.0f);
-          simd::small_gemm_acc(P, qh + i0 * Dh, sc.kt.data(), rows, nk, Dh, Dh, nk, nk);
+          simd::small_gemm_acc(P, qh + i0 * Dh, sc.kt.data() + j0, rows, nk, Dh, Dh, T, nk);
           softmax_rows(P, rows, nk, i0, j0, d.window, scale, lh + i0, nullptr);
           std::fill(dS, dS + rows * nk, 0.0f);
-          simd::small_gemm_acc(dS, doh + i0 * Dh, sc.vt.data(), rows, nk, Dh, Dh, nk, nk);  // dP
+          simd::small_gemm_acc(dS, doh + i0 * Dh, sc.vt.data() + j0, rows, nk, Dh, Dh, T, nk);  // dP
           for (int64_t r = 0; r < rows; ++r) {
             const float* dor = doh + (i0 + r) * Dh;
             const float* orow = oh + (i0 + r) * Dh;

@@ -80,10 +80,16 @@ inline void small_gemm_acc(float* C, const float* A, const float* B, int64_t M, 
   }
 }
 
-// out[c][r] = in[r][c] for an R x C block.
+// out[c][r] = in[r][c] for an R x C block, in 16 x 16 tiles so both sides
+// stay within a few cache lines (a naive loop strides a cache line per store).
 inline void transpose(float* out, const float* in, int64_t R, int64_t C, int64_t ld_in, int64_t ld_out) {
-  for (int64_t r = 0; r < R; ++r)
-    for (int64_t c = 0; c < C; ++c) out[c * ld_out + r] = in[r * ld_in + c];
+  constexpr int64_t kTile = 16;
+  for (int64_t r0 = 0; r0 < R; r0 += kTile)
+    for (int64_t c0 = 0; c0 < C; c0 += kTile) {
+      const int64_t r1 = r0 + kTile < R ? r0 + kTile : R, c1 = c0 + kTile < C ? c0 + kTile : C;
+      for (int64_t c = c0; c < c1; ++c)
+        for (int64_t r = r0; r < r1; ++r) out[c * ld_out + r] = in[r * ld_in + c];
+    }
 }
 
 }  // namespace mt::simd
