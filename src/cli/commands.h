@@ -10,4 +10,6 @@ using CommandAction = std::function<int()>;
 void register_train(CLI::App& app, CommandAction& run);
 void register_bench(CLI::App& app, CommandAction& run);
 void register_ckpt(CLI::App& app, CommandAction& run);
+void register_report(CLI::App& app, CommandAction& run);
+void register_data(CLI::App& app, CommandAction& run);  // data build|inspect|plan, tokenizer train|encode
 }  // namespace mt

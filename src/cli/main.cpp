@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   mt::register_train(app, run);
   mt::register_bench(app, run);
   mt::register_ckpt(app, run);
+  mt::register_report(app, run);
+  mt::register_data(app, run);
   CLI11_PARSE(app, argc, argv);
   return run ? run() : 0;
 }

@@ -15,6 +15,7 @@
 #include "data/sampler.h"
 #include "data/stream_source.h"
 #include "optim/lr_schedule.h"
+#include "report/run_report.h"
 #include "train/flops.h"
 #include "train/metrics_file.h"
 
@@ -254,6 +255,12 @@ Status Trainer::run() {
     if (!opt_.run_dir.empty() && (periodic || r.step == tc.steps)) MT_RETURN_IF_ERROR(save_checkpoint());
   }
   progress.finish();
+  if (!opt_.run_dir.empty()) {
+    Status rep = report::write_run_report(opt_.run_dir + "/metrics.jsonl", opt_.run_dir + "/report.html",
+                                          "moetrain run " + opt_.run_dir);
+    if (rep) fmt::print(stderr, "# report: {}/report.html\n", opt_.run_dir);
+    else fmt::print(stderr, "# report not written: {}\n", rep.message());
+  }
   if (losses.size() >= 4) {
     const size_t k = std::min<size_t>(10, losses.size() / 2);
     double first = 0.0, last = 0.0;

@@ -1,0 +1,162 @@
+// run_report.cpp — parses metrics lines (nlohmann::json) and lays out charts.
+#include "report/run_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "report/html.h"
+#include "report/svg.h"
+
+namespace mt::report {
+namespace {
+
+using Points = std::vector<std::pair<double, double>>;
+
+Points ema(const Points& p, double alpha) {
+  Points out;
+  double acc = 0.0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    acc = i == 0 ? p[i].second : alpha * p[i].second + (1.0 - alpha) * acc;
+    out.push_back({p[i].first, acc});
+  }
+  return out;
+}
+
+std::string chart(const std::string& title, const std::string& ylabel, std::vector<Series> series,
+                  Scale yscale = Scale::kLinear) {
+  LineChart c;
+  c.title = title;
+  c.x.label = "step";
+  c.y.label = ylabel;
+  c.y.scale = yscale;
+  c.series = std::move(series);
+  return render_svg(c);
+}
+
+}  // namespace
+
+Status write_run_report(const std::string& metrics_path, const std::string& out_path,
+                        const std::string& title) {
+  std::ifstream in(metrics_path);
+  if (!in) return Status::errorf("{}: cannot open", metrics_path);
+  Points loss, eval_loss, lr, gnorm, tps, mfu, aux, z, dropped;
+  std::map<std::string, Points> bucket_eval;
+  std::vector<Points> load_spread;  // per MoE layer: max/mean expert load over steps
+  nlohmann::json last;
+  std::string line;
+  int64_t lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("step"))
+      return Status::errorf("{}:{}: not a metrics object", metrics_path, lineno);
+    const double s = j["step"].get<double>();
+    auto take = [&](const char* key, Points& p) {
+      if (j.contains(key) && j[key].is_number()) p.push_back({s, j[key].get<double>()});
+    };
+    take("loss", loss);
+    take("eval_loss", eval_loss);
+    take("lr", lr);
+    take("grad_norm", gnorm);
+    take("tokens_per_s", tps);
+    take("aux_loss", aux);
+    take("z_loss", z);
+    take("dropped_frac", dropped);
+    if (j.contains("mfu") && j["mfu"].is_number()) mfu.push_back({s, 100.0 * j["mfu"].get<double>()});
+    if (j.contains("bucket_eval_loss") && j["bucket_eval_loss"].is_object())
+      for (auto it = j["bucket_eval_loss"].begin(); it != j["bucket_eval_loss"].end(); ++it)
+        if (it.value().is_number()) bucket_eval[it.key()].push_back({s, it.value().get<double>()});
+    if (j.contains("expert_load") && j["expert_load"].is_array()) {
+      const auto& layers = j["expert_load"];
+      if (load_spread.size() < layers.size()) load_spread.resize(layers.size());
+      for (size_t l = 0; l < layers.size(); ++l) {
+        double mx = 0.0, sum = 0.0;
+        for (const auto& v : layers[l]) {
+          mx = std::max(mx, v.get<double>());
+          sum += v.get<double>();
+        }
+        const double mean = layers[l].empty() ? 0.0 : sum / double(layers[l].size());
+        if (mean > 0) load_spread[l].push_back({s, mx / mean});
+      }
+    }
+    last = std::move(j);
+  }
+  if (loss.empty()) return Status::errorf("{}: no metrics lines", metrics_path);
+
+  HtmlPage page(title);
+  auto mean_of = [](const Points& p, size_t from) {
+    double acc = 0.0;
+    size_t n = 0;
+    for (size_t i = from; i < p.size(); ++i, ++n) acc += p[i].second;
+    return n ? acc / double(n) : 0.0;
+  };
+  const size_t k = std::min<size_t>(10, loss.size());
+  std::vector<std::pair<std::string, std::string>> kv = {
+      {"steps logged", fmt::format("{} (last step {})", loss.size(), int64_t(loss.back().first))},
+      {"loss, first 10 steps", fmt::format("{:.4f}", mean_of(Points(loss.begin(), loss.begin() + k), 0))},
+      {"loss, last 10 steps", fmt::format("{:.4f}", mean_of(loss, loss.size() - k))},
+      {"tokens/s (median)", ""},
+      {"MFU (median)", ""},
+  };
+  auto median = [](Points p) {
+    if (p.empty()) return 0.0;
+    std::sort(p.begin(), p.end(), [](auto& a, auto& b) { return a.second < b.second; });
+    return p[p.size() / 2].second;
+  };
+  kv[3].second = fmt::format("{:.0f}", median(tps));
+  kv[4].second = fmt::format("{:.1f}%", median(mfu));
+  if (!dropped.empty()) kv.push_back({"dropped assignments (mean)", fmt::format("{:.2f}%", 100.0 * mean_of(dropped, 0))});
+  if (!eval_loss.empty()) kv.push_back({"eval loss (last)", fmt::format("{:.4f}", eval_loss.back().second)});
+  page.key_values(kv);
+
+  std::vector<Series> ls = {{"train loss", loss, "", false, false}, {"EMA(0.1)", ema(loss, 0.1), "", false, false}};
+  if (!eval_loss.empty()) ls.push_back({"eval loss", eval_loss, "", true, true});
+  page.begin_row();
+  page.figure(chart("Loss", "cross-entropy (nats/token)", ls), "Training loss per step and its moving average.");
+  page.figure(chart("Learning rate", "lr", {{"lr", lr, "", false, false}}), "Schedule as applied.");
+  page.end_row();
+  page.begin_row();
+  page.figure(chart("Gradient norm (before clipping)", "L2 norm", {{"grad norm", gnorm, "", false, false}}, Scale::kLog),
+              "Global gradient norm.");
+  page.figure(chart("Throughput", "MFU (%)", {{"MFU %", mfu, "", false, false}}),
+              fmt::format("Median {:.0f} tokens/s.", median(tps)));
+  page.end_row();
+  if (!aux.empty() || !load_spread.empty()) {
+    page.heading(2, "Router");
+    page.begin_row();
+    page.figure(chart("Router losses (unweighted)", "loss",
+                      {{"load balancing", aux, "", false, false}, {"z-loss", z, "", true, false}}),
+                "Switch balancing loss is 1.0 at perfect balance.");
+    std::vector<Series> ss;
+    for (size_t l = 0; l < load_spread.size(); ++l)
+      ss.push_back({fmt::format("MoE layer {}", l), load_spread[l], "", false, false});
+    page.figure(chart("Expert load imbalance", "max / mean load", ss), "1.0 = every expert equally loaded.");
+    page.end_row();
+    if (!dropped.empty()) {
+      Points pct;
+      for (auto [s, v] : dropped) pct.push_back({s, 100.0 * v});
+      page.figure(chart("Dropped by capacity", "% of routed assignments", {{"dropped", pct, "", false, false}}),
+                  "Assignments over an expert's static capacity.");
+    }
+  }
+  if (!bucket_eval.empty()) {
+    std::vector<Series> bs;
+    for (auto& [name, p] : bucket_eval) bs.push_back({name, p, "", false, false});
+    page.heading(2, "Evaluation by bucket");
+    page.figure(chart("Eval loss per bucket", "loss", bs), "Held-out loss of each data bucket.");
+  }
+  std::ofstream out(out_path);
+  if (!out) return Status::errorf("{}: cannot write", out_path);
+  out << page.render();
+  if (!out) return Status::errorf("{}: write failed", out_path);
+  return Status::ok();
+}
+
+}  // namespace mt::report
