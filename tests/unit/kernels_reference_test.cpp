@@ -63,7 +63,9 @@ std::string gemm_name(const GemmCase& c) {
 
 std::vector<GemmCase> gemm_cases() {
   std::vector<GemmCase> v;
-  const int64_t shapes[][3] = {{7, 5, 3}, {33, 17, 65}, {64, 48, 128}};
+  // The first and last two take the skinny path (a dimension <= 32, fp32), the
+  // others oneDNN.
+  const int64_t shapes[][3] = {{7, 5, 3}, {33, 17, 65}, {64, 48, 128}, {100, 16, 200}, {16, 96, 333}};
   for (auto& s : shapes)
     for (Trans ta : {Trans::kNo, Trans::kYes})
       for (Trans tb : {Trans::kNo, Trans::kYes})

@@ -4,6 +4,7 @@
 // 270-300 fp32 and no bf16 GEMM in Debian's build (docs/performance.md).
 #include "kernels/cpu/gemm.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -14,6 +15,7 @@
 #include "core/bf16.h"
 #include "core/check.h"
 #include "core/phase_timer.h"
+#include "kernels/cpu/simd.h"
 
 namespace mt {
 namespace {
@@ -49,6 +51,7 @@ const bf16* shadow_of(const float* p, int64_t rows, int64_t cols, int64_t ld) {
 
 struct Scratch {
   std::vector<bf16> a, b;
+  std::vector<float> at, bt;  // transposed fp32 operands for the skinny path
 };
 thread_local Scratch scratch;
 
@@ -57,6 +60,48 @@ dnnl::memory::desc operand_desc(int64_t rows, int64_t cols, Trans t, int64_t ld,
   // Logical (rows x cols); stored transposed when t == kYes.
   dnnl::memory::dims strides = t == Trans::kNo ? dnnl::memory::dims{ld, 1} : dnnl::memory::dims{1, ld};
   return dnnl::memory::desc({rows, cols}, dt, strides);
+}
+
+// fp32 products with one dimension <= kSkinny (the router: E = 16 columns,
+// or K = E) run through the register-blocked kernel in simd.h: oneDNN reached
+// only 20-30 GFLOP/s on them. Each output block is owned by one task and
+// summed in a fixed order, so results do not depend on the thread count.
+constexpr int64_t kSkinny = 32;
+
+bool use_skinny(const GemmShape& s, MatmulPrecision p) {
+  return p == MatmulPrecision::kFp32 && (s.M <= kSkinny || s.N <= kSkinny || s.K <= kSkinny);
+}
+
+void skinny_gemm(float* C, const float* A, const float* B, const GemmShape& s, float beta) {
+  // Bring both operands to plain row-major: A (M, K), B (K, N).
+  const float* a = A;
+  int64_t lda = s.lda;
+  if (s.ta == Trans::kYes) {
+    if (int64_t(scratch.at.size()) < s.M * s.K) scratch.at.resize(s.M * s.K);
+    simd::transpose(scratch.at.data(), A, s.K, s.M, s.lda, s.K);
+    a = scratch.at.data();
+    lda = s.K;
+  }
+  const float* b = B;
+  int64_t ldb = s.ldb;
+  if (s.tb == Trans::kYes) {
+    if (int64_t(scratch.bt.size()) < s.K * s.N) scratch.bt.resize(s.K * s.N);
+    simd::transpose(scratch.bt.data(), B, s.N, s.K, s.ldb, s.N);
+    b = scratch.bt.data();
+    ldb = s.N;
+  }
+  constexpr int64_t kRows = 32, kCols = 128;
+  const int64_t row_blocks = (s.M + kRows - 1) / kRows, col_blocks = (s.N + kCols - 1) / kCols;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t rb = 0; rb < row_blocks; ++rb)
+    for (int64_t cb = 0; cb < col_blocks; ++cb) {
+      const int64_t r0 = rb * kRows, rows = std::min(kRows, s.M - r0);
+      const int64_t c0 = cb * kCols, cols = std::min(kCols, s.N - c0);
+      float* c = C + r0 * s.ldc + c0;
+      if (beta == 0.0f)
+        for (int64_t r = 0; r < rows; ++r) std::fill(c + r * s.ldc, c + r * s.ldc + cols, 0.0f);
+      simd::small_gemm_acc(c, a + r0 * lda, b + c0, rows, cols, s.K, lda, ldb, s.ldc);
+    }
 }
 
 }  // namespace
@@ -76,6 +121,11 @@ void gemm(float* C, const float* A, const float* B, const GemmShape& s0, float b
   if (s.lda == 0) s.lda = s.ta == Trans::kNo ? s.K : s.M;
   if (s.ldb == 0) s.ldb = s.tb == Trans::kNo ? s.N : s.K;
   if (s.ldc == 0) s.ldc = s.N;
+
+  if (use_skinny(s, p)) {
+    skinny_gemm(C, A, B, s, beta);
+    return;
+  }
 
   const void* a_ptr = A;
   const void* b_ptr = B;
