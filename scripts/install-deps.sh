@@ -10,6 +10,8 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers  # GEMM (fp32 + bf16/AMX); its CMake config wants OpenCL
   libtomlplusplus-dev libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev
   librandom123-dev                 # counter-based RNG (Philox4x32-10)
+  libsentencepiece-dev libzstd-dev zlib1g-dev  # data pipeline: BPE tokenizer, .zst/.gz corpora
+  clang libclang-rt-14-dev         # optional libFuzzer build of the data fuzz harness (-DMT_FUZZ=ON)
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   python3-doc                      # quickstart corpus (Debian-shipped text)

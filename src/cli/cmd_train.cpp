@@ -1,9 +1,12 @@
 // cmd_train.cpp — `moetrain train [--config FILE] [--run-dir DIR] [--set k=v]... [--resume]`.
-// Without --config it trains the embedded quickstart preset.
+// Without --config it trains the embedded quickstart preset. Under mpirun /
+// srun every rank runs this same command (docs/distributed.md): rank 0 prints
+// and writes metrics; any rank's error ends the whole job.
 #include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/embedded_configs.h"
+#include "dist/mpi_comm.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
 
@@ -16,7 +19,7 @@ void register_train(CLI::App& app, CommandAction& run) {
     bool resume = false, no_progress = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* sub = app.add_subcommand("train", "Train a model (single process).");
+  CLI::App* sub = app.add_subcommand("train", "Train a model (one process, or every rank of mpirun -np N).");
   sub->add_option("--config", args->config, "TOML config file (default: the embedded quickstart preset)");
   sub->add_option("--preset", args->preset, "Embedded preset instead of a file, e.g. quickstart, bench/tiny");
   sub->add_option("--run-dir", args->run_dir, "Where metrics.jsonl and checkpoints/ go")->capture_default_str();
@@ -41,22 +44,30 @@ void register_train(CLI::App& app, CommandAction& run) {
         fmt::print(stderr, "moetrain train: {}\n", cfg.status().message());
         return 2;
       }
+      // The world outlives the trainer (MPI is finalised when it goes).
+      std::unique_ptr<Comm> world = make_world_comm(cfg.value().dist.timeout_s);
+      const bool root = world->rank() == 0, multi = world->size() > 1;
+      const std::string who = multi ? fmt::format("rank {}: ", world->rank()) : "";
+      // One rank failing ends the job (the others would wait for it).
+      auto fail = [&](const std::string& msg) {
+        fmt::print(stderr, "moetrain train: {}{}\n", who, msg);
+        if (multi) abort_job(*world, 1);
+        return 1;
+      };
       TrainerOptions opt;
       opt.run_dir = args->run_dir;
       opt.resume = args->resume;
-      opt.progress = !args->no_progress;
+      opt.progress = !args->no_progress && root;
+      opt.print_config = root;
+      opt.comm = world.get();
       auto trainer = Trainer::create(cfg.value(), opt);
-      if (!trainer) {
-        fmt::print(stderr, "moetrain train: {}\n", trainer.status().message());
-        return 1;
-      }
+      if (!trainer) return fail(trainer.status().message());
       Status s = trainer.value()->run();
-      if (!s) {
-        fmt::print(stderr, "moetrain train: {}\n", s.message());
-        return 1;
-      }
-      fmt::print(stderr, "# done: step {}, state hash {}, metrics in {}/metrics.jsonl\n",
-                 trainer.value()->step(), trainer.value()->state_hash(), args->run_dir);
+      if (!s) return fail(s.message());
+      const std::string hash = trainer.value()->state_hash();  // collective under MPI
+      if (root)
+        fmt::print(stderr, "# done: step {}, state hash {}, metrics in {}/metrics.jsonl\n", trainer.value()->step(),
+                   hash, args->run_dir);
       return 0;
     };
   });

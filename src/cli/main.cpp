@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   mt::register_ckpt(app, run);
   mt::register_report(app, run);
   mt::register_data(app, run);
+  mt::register_plan(app, run);
   CLI11_PARSE(app, argc, argv);
   return run ? run() : 0;
 }

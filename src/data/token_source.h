@@ -1,11 +1,13 @@
 // token_source.h — the interface the trainer reads sequences through. The
 // sequence at global index i is a pure function of (source, i): it does not
 // depend on world size, threads or interruptions, so resuming needs only the
-// step number. The bucketed-mixture sampler (data pipeline) implements the
-// same interface.
+// step number. StreamSource (one token stream) and MixtureSampler (bucketed
+// dataset + mixture) implement it.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mt {
 
@@ -18,6 +20,17 @@ class TokenSource {
   virtual bool eval_sequence(int64_t index, int64_t seq_len, int32_t* out) const { return false; }
   virtual int64_t vocab_size() const = 0;
   virtual std::string describe() const = 0;
+
+  // Bucketed sources: tokens (seq_len per sequence) each bucket contributed
+  // to training sequences [0, n_sequences), in a fixed bucket order. A pure
+  // function of n, so it is right after a resume too. Empty otherwise.
+  virtual std::vector<std::pair<std::string, int64_t>> ledger(int64_t n_sequences) const { return {}; }
+  // Buckets with a held-out split, and their eval sequences (false if the
+  // bucket's eval split is shorter than one sequence).
+  virtual std::vector<std::string> eval_buckets() const { return {}; }
+  virtual bool bucket_eval_sequence(int64_t bucket, int64_t index, int64_t seq_len, int32_t* out) const {
+    return false;
+  }
 };
 
 }  // namespace mt

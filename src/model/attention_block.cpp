@@ -25,36 +25,47 @@ AttentionDims attn_dims(const ModelConfig& c, const Dims& d, int64_t layer) {
 }
 }  // namespace
 
-void AttnActs::allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T) {
+void AttnActs::allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T, BufferSizer& s) {
   Dims d = dims_of(c, layer, B, T);
-  a.resize(d.N * d.D);
-  rstd_a.resize(d.N);
-  qkv.resize(d.N * d.QKV);
-  q.resize(d.N * d.H * d.Dh);
-  k.resize(d.N * d.Hkv * d.Dh);
-  v.resize(d.N * d.Hkv * d.Dh);
+  s(a, d.N * d.D);
+  s(rstd_a, d.N);
+  s(qkv, d.N * d.QKV);
+  s(q, d.N * d.H * d.Dh);
+  s(k, d.N * d.Hkv * d.Dh);
+  s(v, d.N * d.Hkv * d.Dh);
   if (c.qk_norm) {
-    q_raw.resize(q.size());
-    k_raw.resize(k.size());
-    rstd_q.resize(d.N * d.H);
-    rstd_k.resize(d.N * d.Hkv);
+    s(q_raw, d.N * d.H * d.Dh);
+    s(k_raw, d.N * d.Hkv * d.Dh);
+    s(rstd_q, d.N * d.H);
+    s(rstd_k, d.N * d.Hkv);
   }
-  o.resize(d.N * d.H * d.Dh);
-  lse.resize(d.N * d.H);
-  o_flat.resize(d.N * d.H * d.Dh);
+  s(o, d.N * d.H * d.Dh);
+  s(lse, d.N * d.H);
+  s(o_flat, d.N * d.H * d.Dh);
 }
 
-void AttnScratch::allocate(const ModelConfig& c, int64_t B, int64_t T) {
+int64_t AttnActs::bytes() const {
+  return vector_bytes(a) + vector_bytes(rstd_a) + vector_bytes(qkv) + vector_bytes(q) + vector_bytes(k) +
+         vector_bytes(v) + vector_bytes(q_raw) + vector_bytes(k_raw) + vector_bytes(rstd_q) +
+         vector_bytes(rstd_k) + vector_bytes(o) + vector_bytes(lse) + vector_bytes(o_flat);
+}
+
+void AttnScratch::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& s) {
   int64_t maxq = 0;
   for (int64_t l = 0; l < c.n_layers; ++l) maxq = std::max(maxq, dims_of(c, l, B, T).QKV);
   const int64_t N = B * T, HD = c.n_heads * c.head_dim();
-  dqkv.resize(N * maxq);
-  dq.resize(N * HD);
-  dk.resize(N * HD);
-  dv.resize(N * HD);
-  dout_heads.resize(N * HD);
-  do_flat.resize(N * HD);
-  da.resize(N * c.d_model);
+  s(dqkv, N * maxq);
+  s(dq, N * HD);
+  s(dk, N * HD);
+  s(dv, N * HD);
+  s(dout_heads, N * HD);
+  s(do_flat, N * HD);
+  s(da, N * c.d_model);
+}
+
+int64_t AttnScratch::bytes() const {
+  return vector_bytes(dqkv) + vector_bytes(dq) + vector_bytes(dk) + vector_bytes(dv) +
+         vector_bytes(dout_heads) + vector_bytes(do_flat) + vector_bytes(da);
 }
 
 void attention_block_forward(float* x_mid, AttnActs& a, const float* x_in, const AttnOffsets& w,

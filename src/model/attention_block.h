@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/block_context.h"
+#include "model/buffer_sizer.h"
 #include "model/weights.h"
 
 namespace mt {
@@ -18,13 +19,16 @@ struct AttnActs {
   std::vector<float> rstd_q, rstd_k;   // (B*H*T), (B*Hkv*T) (qk_norm only)
   std::vector<float> o, lse;           // (B, H, T, Dh), (B, H, T)
   std::vector<float> o_flat;           // (N, H Dh)
-  void allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T);
+  // Sizes every buffer through `s` (allocates, or only counts for the planner).
+  void allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T, BufferSizer& s);
+  int64_t bytes() const;               // data bytes currently held
 };
 
 // Scratch shared by all layers during backward.
 struct AttnScratch {
   std::vector<float> dqkv, dq, dk, dv, dout_heads, do_flat, da;
-  void allocate(const ModelConfig& c, int64_t B, int64_t T);
+  void allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& s);
+  int64_t bytes() const;
 };
 
 // x_mid (N, D) = x_in + attention(x_in).

@@ -1,11 +1,13 @@
 // block_context.h — what every block's forward/backward needs besides its
 // own activations: config, batch geometry, precision, and the flat buffers
-// (params read, grads accumulated) addressed by the offsets in weights.h.
+// (params read, grads accumulated) addressed by the offsets in weights.h,
+// through the spans a ParamProvider handed out for the current layer.
 #pragma once
 #include <cstdint>
 
 #include "kernels/cpu/gemm.h"
 #include "model/config.h"
+#include "model/parallel_hooks.h"
 
 namespace mt {
 
@@ -13,13 +15,16 @@ struct BlockContext {
   const ModelConfig* c = nullptr;
   int64_t B = 0, T = 0, N = 0;  // N = B * T tokens
   MatmulPrecision prec = MatmulPrecision::kFp32;
-  const float* P = nullptr;  // parameters
-  float* G = nullptr;        // gradients (accumulated)
+  ParamSpan w;               // this layer's dense tensors (params read, grads accumulated)
+  ParamSpan we;              // its routed experts held by this process
+  ExpertDispatcher* experts = nullptr;  // routed rows to the experts and back
   const float* rope_cos = nullptr;  // (T, Dh/2)
   const float* rope_sin = nullptr;
 
-  const float* p(int64_t off) const { return P + off; }
-  float* g(int64_t off) const { return G + off; }
+  const float* p(int64_t off) const { return w.at(off); }
+  float* g(int64_t off) const { return w.grad(off); }
+  const float* pe(int64_t off) const { return we.at(off); }
+  float* ge(int64_t off) const { return we.grad(off); }
 };
 
 }  // namespace mt

@@ -30,61 +30,80 @@ void add(float* out, const float* a, const float* b, int64_t n) {
 
 }  // namespace
 
-void FfnActs::allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T) {
+void FfnActs::allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T, BufferSizer& s) {
   const int64_t N = B * T, D = c.d_model;
-  m.resize(N * D);
-  rstd_m.resize(N);
+  s(m, N * D);
+  s(rstd_m, N);
   if (!c.is_moe(layer)) {
-    h13.resize(N * 2 * c.d_ff);
-    z.resize(N * c.d_ff);
+    s(h13, N * 2 * c.d_ff);
+    s(z, N * c.d_ff);
     return;
   }
   const int64_t E = c.n_experts, K = c.top_k, F = c.d_expert, Din = c.expert_in_dim();
   const int64_t R = moe_max_rows(dispatch_dims(c, B, T));
-  logits.resize(N * E);
-  scores.resize(N * E);
-  idx.resize(N * K);
-  slot.resize(N * K);
-  gate.resize(N * K);
-  begin.resize(E + 1);
-  kept.resize(E);
-  row_token.resize(R);
+  s(logits, N * E);
+  s(scores, N * E);
+  s(idx, N * K);
+  s(slot, N * K);
+  s(gate, N * K);
+  s(begin, E + 1);
+  s(kept, E);
+  s(row_token, R);
   if (c.d_latent > 0) {
-    mlat.resize(N * c.d_latent);
-    mln.resize(N * c.d_latent);
-    rstd_l.resize(N);
+    s(mlat, N * c.d_latent);
+    s(mln, N * c.d_latent);
+    s(rstd_l, N);
   }
-  xe.resize(R * Din);
-  he.resize(R * 2 * F);
-  ze.resize(R * F);
-  ye.resize(R * Din);
-  comb.resize(N * Din);
-  sh13.assign(c.n_shared_experts, std::vector<float>(N * 2 * F));
-  sz.assign(c.n_shared_experts, std::vector<float>(N * F));
-  if (c.moe_out_norm || c.d_latent > 0 || c.n_shared_experts > 0) total.resize(N * D);
-  if (c.moe_out_norm) rstd_o.resize(N);
+  s(xe, R * Din);
+  s(he, R * 2 * F);
+  s(ze, R * F);
+  s(ye, R * Din);
+  s(comb, N * Din);
+  sh13.resize(c.n_shared_experts);
+  sz.resize(c.n_shared_experts);
+  for (int64_t e = 0; e < c.n_shared_experts; ++e) {
+    s(sh13[e], N * 2 * F);
+    s(sz[e], N * F);
+  }
+  if (c.moe_out_norm || c.d_latent > 0 || c.n_shared_experts > 0) s(total, N * D);
+  if (c.moe_out_norm) s(rstd_o, N);
 }
 
-void FfnScratch::allocate(const ModelConfig& c, int64_t B, int64_t T) {
+int64_t FfnActs::bytes() const {
+  return vector_bytes(m) + vector_bytes(rstd_m) + vector_bytes(h13) + vector_bytes(z) + vector_bytes(logits) +
+         vector_bytes(scores) + vector_bytes(idx) + vector_bytes(slot) + vector_bytes(gate) +
+         vector_bytes(begin) + vector_bytes(kept) + vector_bytes(row_token) + vector_bytes(mlat) +
+         vector_bytes(mln) + vector_bytes(rstd_l) + vector_bytes(xe) + vector_bytes(he) + vector_bytes(ze) +
+         vector_bytes(ye) + vector_bytes(comb) + vector_bytes(sh13) + vector_bytes(sz) + vector_bytes(total) +
+         vector_bytes(rstd_o);
+}
+
+void FfnScratch::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& s) {
   const int64_t N = B * T, D = c.d_model;
   int64_t hid = c.d_ff, rows = N;
-  dm.resize(N * D);
-  dtotal.resize(N * D);
+  s(dm, N * D);
+  s(dtotal, N * D);
   if (c.n_experts > 0) {
     const int64_t E = c.n_experts, K = c.top_k, Din = c.expert_in_dim();
     const int64_t R = moe_max_rows(dispatch_dims(c, B, T));
     hid = std::max(hid, c.d_expert);
     rows = std::max(rows, R);
-    dcomb.resize(N * Din);
-    dxin.resize(N * Din);
-    if (c.d_latent > 0) dmlat.resize(N * c.d_latent);
-    dlogits.resize(N * E);
-    dgate.resize(N * K);
-    dye.resize(R * Din);
-    dxe.resize(R * Din);
+    s(dcomb, N * Din);
+    s(dxin, N * Din);
+    if (c.d_latent > 0) s(dmlat, N * c.d_latent);
+    s(dlogits, N * E);
+    s(dgate, N * K);
+    s(dye, R * Din);
+    s(dxe, R * Din);
   }
-  dz.resize(rows * hid);
-  dh13.resize(rows * 2 * hid);
+  s(dz, rows * hid);
+  s(dh13, rows * 2 * hid);
+}
+
+int64_t FfnScratch::bytes() const {
+  return vector_bytes(dm) + vector_bytes(dtotal) + vector_bytes(dcomb) + vector_bytes(dxin) +
+         vector_bytes(dmlat) + vector_bytes(dlogits) + vector_bytes(dgate) + vector_bytes(dye) +
+         vector_bytes(dxe) + vector_bytes(dz) + vector_bytes(dh13);
 }
 
 void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x_mid,
@@ -135,12 +154,16 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
     ScopedPhase phase(Phase::kMoeDispatch);
     moe_gather(a.xe.data(), xin, a.row_token.data(), a.rows, Din, Din);
   }
-  for (int64_t e = 0; e < E; ++e) {
-    const int64_t b = a.begin[e], M = a.begin[e + 1] - b;
-    swiglu_ffn_forward(a.ye.data() + b * Din, a.he.data() + b * 2 * F, a.ze.data() + b * F,
-                       a.xe.data() + b * Din, ctx.p(mw.experts[e].w13), ctx.p(mw.experts[e].w2),
-                       SwigluFfnDims{M, F, Din}, 0.0f, ctx.prec);
+  // The experts this process holds, on the rows the dispatcher brought them
+  // (one process: all experts, on a.xe in place).
+  const ExpertRows er = ctx.experts->dispatch(layer, a, Din);
+  for (int64_t i = 0; i < er.count; ++i) {
+    const int64_t b = er.begin[i], M = er.begin[i + 1] - b;
+    const SwigluOffsets& we = mw.experts[er.first + i];
+    swiglu_ffn_forward(er.y + b * Din, er.h + b * 2 * F, er.z + b * F, er.x + b * Din, ctx.pe(we.w13),
+                       ctx.pe(we.w2), SwigluFfnDims{M, F, Din}, 0.0f, ctx.prec);
   }
+  ctx.experts->combine(layer, a, Din);
   {
     ScopedPhase phase(Phase::kMoeDispatch);
     moe_combine(a.comb.data(), a.ye.data(), a.slot.data(), a.gate.data(), N, K, Din, 0.0f);
@@ -203,13 +226,15 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
     moe_combine_backward(s.dye.data(), s.dgate.data(), dcomb, a.ye.data(), a.slot.data(), a.gate.data(),
                          a.row_token.data(), a.rows, N, K, Din);
   }
-  for (int64_t e = 0; e < E; ++e) {
-    const int64_t b = a.begin[e], M = a.begin[e + 1] - b;
-    swiglu_ffn_backward(s.dxe.data() + b * Din, ctx.g(mw.experts[e].w13), ctx.g(mw.experts[e].w2),
-                        s.dz.data(), s.dh13.data(), s.dye.data() + b * Din, a.xe.data() + b * Din,
-                        a.he.data() + b * 2 * F, a.ze.data() + b * F, ctx.p(mw.experts[e].w13),
-                        ctx.p(mw.experts[e].w2), SwigluFfnDims{M, F, Din}, 0.0f, ctx.prec);
+  const ExpertRows er = ctx.experts->dispatch_grad(layer, a, s, Din);
+  for (int64_t i = 0; i < er.count; ++i) {
+    const int64_t b = er.begin[i], M = er.begin[i + 1] - b;
+    const SwigluOffsets& we = mw.experts[er.first + i];
+    swiglu_ffn_backward(er.dx + b * Din, ctx.ge(we.w13), ctx.ge(we.w2), er.dz, er.dh, er.dy + b * Din,
+                        er.x + b * Din, er.h + b * 2 * F, er.z + b * F, ctx.pe(we.w13), ctx.pe(we.w2),
+                        SwigluFfnDims{M, F, Din}, 0.0f, ctx.prec);
   }
+  ctx.experts->combine_grad(layer, a, s, Din);
   if (c.d_latent > 0) {
     std::fill(s.dxin.begin(), s.dxin.begin() + N * Din, 0.0f);
     {
@@ -235,6 +260,35 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
   linear_backward_input(dm, s.dlogits.data(), ctx.p(mw.router), N, E, D, 1.0f, MatmulPrecision::kFp32);
   linear_backward_weight(ctx.g(mw.router), s.dlogits.data(), a.m.data(), N, E, D, MatmulPrecision::kFp32);
   rmsnorm_backward(dres, ctx.g(w.ffn_norm), dm, x_mid, ctx.p(w.ffn_norm), a.rstd_m.data(), N, D, 1.0f);
+}
+
+ExpertRows IdentityDispatcher::dispatch(int64_t, FfnActs& a, int64_t) {
+  ExpertRows r;
+  r.first = 0;
+  r.count = E_;
+  r.begin = a.begin.data();
+  r.x = a.xe.data();
+  r.y = a.ye.data();
+  r.h = a.he.data();
+  r.z = a.ze.data();
+  return r;
+}
+
+ExpertRows IdentityDispatcher::dispatch_grad(int64_t, const FfnActs& a, FfnScratch& s, int64_t) {
+  // The saved activations are only read by the backward.
+  FfnActs& saved = const_cast<FfnActs&>(a);
+  ExpertRows r;
+  r.first = 0;
+  r.count = E_;
+  r.begin = a.begin.data();
+  r.x = saved.xe.data();
+  r.h = saved.he.data();
+  r.z = saved.ze.data();
+  r.dy = s.dye.data();
+  r.dx = s.dxe.data();
+  r.dz = s.dz.data();
+  r.dh = s.dh13.data();
+  return r;
 }
 
 }  // namespace mt

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/block_context.h"
+#include "model/buffer_sizer.h"
 #include "model/weights.h"
 
 namespace mt {
@@ -34,12 +35,15 @@ struct FfnActs {
   std::vector<std::vector<float>> sh13, sz;  // per shared expert (N, 2F), (N, F)
   std::vector<float> total, rstd_o;        // (N, D) pre-out-norm, (N): out_norm only
   int64_t rows = 0;                        // R used this step
-  void allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T);
+  // Sizes every buffer through `s` (allocates, or only counts for the planner).
+  void allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T, BufferSizer& s);
+  int64_t bytes() const;                   // data bytes currently held
 };
 
 struct FfnScratch {
   std::vector<float> dm, dtotal, dcomb, dxin, dmlat, dlogits, dgate, dye, dxe, dz, dh13;
-  void allocate(const ModelConfig& c, int64_t B, int64_t T);
+  void allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& s);
+  int64_t bytes() const;
 };
 
 // Rows of each expert segment are padded to this multiple (fewer GEMM shapes).

@@ -16,28 +16,9 @@ namespace mt {
 Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, MatmulPrecision prec)
     : c_(c), B_(batch), T_(seq_len), N_(batch * seq_len), prec_(prec) {
   off_ = build_layout(c_, layout_);
-  const int64_t D = c_.d_model, Dh = c_.head_dim();
-  rope_cos_.resize(T_ * Dh / 2);
-  rope_sin_.resize(T_ * Dh / 2);
-  rope_tables(rope_cos_.data(), rope_sin_.data(), T_, Dh, c_.rope_theta);
-  inputs_.resize(N_);
-  targets_.resize(N_);
-  xs_.assign(c_.n_layers + 1, std::vector<float>(N_ * D));
-  x_mid_.assign(c_.n_layers, std::vector<float>(N_ * D));
-  attn_.resize(c_.n_layers);
-  ffn_.resize(c_.n_layers);
-  for (int64_t l = 0; l < c_.n_layers; ++l) {
-    attn_[l].allocate(c_, l, B_, T_);
-    ffn_[l].allocate(c_, l, B_, T_);
-  }
-  hf_.resize(N_ * D);
-  rstd_f_.resize(N_);
-  logits_.resize(std::min(N_, kHeadChunk) * c_.vocab_size);
-  losses_.resize(N_);
-  dres_.resize(N_ * D);
-  dhf_.resize(N_ * D);
-  attn_scratch_.allocate(c_, B_, T_);
-  ffn_scratch_.allocate(c_, B_, T_);
+  BufferSizer sizer(BufferSizer::Mode::kAllocate);
+  size_buffers(sizer);
+  rope_tables(rope_cos_.data(), rope_sin_.data(), T_, c_.head_dim(), c_.rope_theta);
   ctx_.c = &c_;
   ctx_.B = B_;
   ctx_.T = T_;
@@ -45,6 +26,54 @@ Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, M
   ctx_.prec = prec_;
   ctx_.rope_cos = rope_cos_.data();
   ctx_.rope_sin = rope_sin_.data();
+  identity_experts_ = IdentityDispatcher(c_.n_experts);
+}
+
+Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, BufferSizer& s)
+    : c_(c), B_(batch), T_(seq_len), N_(batch * seq_len), prec_(MatmulPrecision::kFp32) {
+  size_buffers(s);
+}
+
+void Transformer::size_buffers(BufferSizer& s) {
+  const int64_t D = c_.d_model, Dh = c_.head_dim();
+  s(rope_cos_, T_ * Dh / 2);
+  s(rope_sin_, T_ * Dh / 2);
+  s(inputs_, N_);
+  s(targets_, N_);
+  xs_.resize(c_.n_layers + 1);
+  for (auto& x : xs_) s(x, N_ * D);
+  x_mid_.resize(c_.n_layers);
+  for (auto& x : x_mid_) s(x, N_ * D);
+  attn_.resize(c_.n_layers);
+  ffn_.resize(c_.n_layers);
+  for (int64_t l = 0; l < c_.n_layers; ++l) {
+    attn_[l].allocate(c_, l, B_, T_, s);
+    ffn_[l].allocate(c_, l, B_, T_, s);
+  }
+  s(hf_, N_ * D);
+  s(rstd_f_, N_);
+  s(logits_, std::min(N_, kHeadChunk) * c_.vocab_size);
+  s(losses_, N_);
+  s(dres_, N_ * D);
+  s(dhf_, N_ * D);
+  attn_scratch_.allocate(c_, B_, T_, s);
+  ffn_scratch_.allocate(c_, B_, T_, s);
+}
+
+int64_t Transformer::activation_bytes() const {
+  int64_t b = vector_bytes(rope_cos_) + vector_bytes(rope_sin_) + vector_bytes(inputs_) + vector_bytes(targets_) +
+              vector_bytes(xs_) + vector_bytes(x_mid_) + vector_bytes(hf_) + vector_bytes(rstd_f_) +
+              vector_bytes(logits_) + vector_bytes(losses_) + vector_bytes(dres_) + vector_bytes(dhf_) +
+              attn_scratch_.bytes() + ffn_scratch_.bytes();
+  for (const AttnActs& a : attn_) b += a.bytes();
+  for (const FfnActs& f : ffn_) b += f.bytes();
+  return b;
+}
+
+int64_t Transformer::activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq_len) {
+  BufferSizer counter(BufferSizer::Mode::kCountOnly);
+  Transformer sizing(c, batch, seq_len, counter);
+  return counter.bytes();
 }
 
 int64_t Transformer::n_moe_layers() const {
@@ -53,7 +82,7 @@ int64_t Transformer::n_moe_layers() const {
   return n;
 }
 
-void Transformer::run_forward(ForwardStats& st, const float* params, const int32_t* tokens,
+void Transformer::run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, const int32_t* tokens,
                               const float* router_bias) {
   const int64_t D = c_.d_model;
   for (int64_t b = 0; b < B_; ++b)
@@ -64,11 +93,15 @@ void Transformer::run_forward(ForwardStats& st, const float* params, const int32
   for (int64_t n = 0; n < N_; ++n)
     MT_CHECK(inputs_[n] >= 0 && inputs_[n] < c_.vocab_size, "token {} out of vocab {}", inputs_[n],
              c_.vocab_size);
-  ctx_.P = params;
-  embedding_forward(xs_[0].data(), inputs_.data(), params + off_.embed, N_, D);
+  ctx_.experts = pp.dispatcher() ? pp.dispatcher() : &identity_experts_;
+  root_ = pp.acquire_root(grads);
+  embedding_forward(xs_[0].data(), inputs_.data(), root_.of(off_.embed).at(off_.embed), N_, D);
   const int64_t moe_layers = n_moe_layers();
   int64_t moe_index = 0;
   for (int64_t l = 0; l < c_.n_layers; ++l) {
+    const LayerParams lp = pp.acquire_layer(l, Pass::kForward);
+    ctx_.w = lp.dense;
+    ctx_.we = lp.experts;
     attention_block_forward(x_mid_[l].data(), attn_[l], xs_[l].data(), off_.layers[l].attn, l, ctx_);
     FfnStats fs;
     const float* bias = (router_bias && c_.is_moe(l)) ? router_bias + moe_index * c_.n_experts : nullptr;
@@ -81,24 +114,29 @@ void Transformer::run_forward(ForwardStats& st, const float* params, const int32
       st.expert_load.push_back(std::move(fs.load));
       ++moe_index;
     }
+    pp.release_layer(l, Pass::kForward);
   }
-  rmsnorm_forward(hf_.data(), rstd_f_.data(), xs_[c_.n_layers].data(), params + off_.final_norm, N_, D,
-                  float(c_.norm_eps));
+  rmsnorm_forward(hf_.data(), rstd_f_.data(), xs_[c_.n_layers].data(), root_.of(off_.final_norm).at(off_.final_norm),
+                  N_, D, float(c_.norm_eps));
 }
 
-double Transformer::head_loss(const float* params, float* grads, float grad_scale) {
+double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale) {
   const int64_t D = c_.d_model, V = c_.vocab_size;
-  const float* W = params + off_.head;
-  int64_t valid = 0;
-  for (int64_t n = 0; n < N_; ++n) valid += targets_[n] >= 0 ? 1 : 0;
+  const ParamSpan& head = root_.of(off_.head);
+  const float* W = head.at(off_.head);
+  int64_t local_valid = 0;
+  for (int64_t n = 0; n < N_; ++n) local_valid += targets_[n] >= 0 ? 1 : 0;
+  // Mean over the predicted tokens of every data-parallel replica; this
+  // process returns its share of it (the shares sum to the mean).
+  const int64_t valid = int64_t(pp.sum_over_replicas(double(local_valid)));
   const float ce_scale = valid > 0 ? grad_scale / float(valid) : 0.0f;
   for (int64_t r0 = 0; r0 < N_; r0 += kHeadChunk) {
     const int64_t R = std::min(kHeadChunk, N_ - r0);
     linear_forward(logits_.data(), hf_.data() + r0 * D, W, R, V, D, prec_);
-    if (grads) {
+    if (grads == Grads::kYes) {
       cross_entropy_forward_backward(losses_.data() + r0, logits_.data(), targets_.data() + r0, R, V, ce_scale);
       linear_backward_input(dhf_.data() + r0 * D, logits_.data(), W, R, V, D, 0.0f, prec_);
-      linear_backward_weight(grads + off_.head, logits_.data(), hf_.data() + r0 * D, R, V, D, prec_);
+      linear_backward_weight(head.grad(off_.head), logits_.data(), hf_.data() + r0 * D, R, V, D, prec_);
     } else {
       cross_entropy_forward(losses_.data() + r0, logits_.data(), targets_.data() + r0, R, V);
     }
@@ -109,34 +147,52 @@ double Transformer::head_loss(const float* params, float* grads, float grad_scal
 }
 
 ForwardStats Transformer::forward(const float* params, const int32_t* tokens, const float* router_bias) {
+  FlatParams flat(params, nullptr);
+  return forward(flat, tokens, router_bias);
+}
+
+ForwardStats Transformer::forward(ParamProvider& pp, const int32_t* tokens, const float* router_bias) {
   ForwardStats st;
-  run_forward(st, params, tokens, router_bias);
-  st.loss = head_loss(params, nullptr, 0.0f);
+  run_forward(st, pp, Grads::kNo, tokens, router_bias);
+  st.loss = head_loss(pp, Grads::kNo, 0.0f);
   st.total_loss = st.loss + c_.aux_loss_coef * st.aux_loss + c_.z_loss_coef * st.z_loss;
+  pp.release_root();
   return st;
 }
 
 ForwardStats Transformer::forward_backward(const float* params, float* grads, const int32_t* tokens,
                                            float grad_scale, const float* router_bias) {
+  FlatParams flat(params, grads);
+  return forward_backward(flat, tokens, grad_scale, router_bias);
+}
+
+ForwardStats Transformer::forward_backward(ParamProvider& pp, const int32_t* tokens, float grad_scale,
+                                           const float* router_bias) {
   ForwardStats st;
-  run_forward(st, params, tokens, router_bias);
-  ctx_.G = grads;
-  st.loss = head_loss(params, grads, grad_scale);
+  run_forward(st, pp, Grads::kYes, tokens, router_bias);
+  st.loss = head_loss(pp, Grads::kYes, grad_scale);
   st.total_loss = st.loss + c_.aux_loss_coef * st.aux_loss + c_.z_loss_coef * st.z_loss;
 
   const int64_t D = c_.d_model;
-  rmsnorm_backward(dres_.data(), grads + off_.final_norm, dhf_.data(), xs_[c_.n_layers].data(),
-                   params + off_.final_norm, rstd_f_.data(), N_, D, 0.0f);
-  const int64_t moe_layers = n_moe_layers();
+  const ParamSpan& fnorm = root_.of(off_.final_norm);
+  rmsnorm_backward(dres_.data(), fnorm.grad(off_.final_norm), dhf_.data(), xs_[c_.n_layers].data(),
+                   fnorm.at(off_.final_norm), rstd_f_.data(), N_, D, 0.0f);
+  // Router losses are means over each replica's groups; the objective is their mean over replicas.
+  const int64_t moe_layers = n_moe_layers() * pp.replicas();
   const float aux_coef = moe_layers ? float(c_.aux_loss_coef / double(moe_layers)) * grad_scale : 0.0f;
   const float z_coef = moe_layers ? float(c_.z_loss_coef / double(moe_layers)) * grad_scale : 0.0f;
   for (int64_t l = c_.n_layers - 1; l >= 0; --l) {
+    const LayerParams lp = pp.acquire_layer(l, Pass::kBackward);
+    ctx_.w = lp.dense;
+    ctx_.we = lp.experts;
     ffn_block_backward(dres_.data(), ffn_scratch_, ffn_[l], x_mid_[l].data(), off_.layers[l], l, aux_coef,
                        z_coef, ctx_);
     attention_block_backward(dres_.data(), attn_scratch_, attn_[l], xs_[l].data(), off_.layers[l].attn, l,
                              ctx_);
+    pp.release_layer(l, Pass::kBackward);
   }
-  embedding_backward(grads + off_.embed, dres_.data(), inputs_.data(), N_, D);
+  embedding_backward(root_.of(off_.embed).grad(off_.embed), dres_.data(), inputs_.data(), N_, D);
+  pp.release_root();
   return st;
 }
 

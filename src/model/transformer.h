@@ -10,6 +10,7 @@
 #include "model/attention_block.h"
 #include "model/config.h"
 #include "model/moe_block.h"
+#include "model/parallel_hooks.h"
 #include "model/param_layout.h"
 #include "model/weights.h"
 
@@ -35,11 +36,26 @@ class Transformer {
   int64_t seq_len() const { return T_; }
   int64_t n_moe_layers() const;
 
+  // Bytes of every activation and scratch buffer this object holds (measured
+  // from the buffers themselves).
+  int64_t activation_bytes() const;
+  // The same figure for (config, batch, seq_len) without allocating anything:
+  // the sizing pass of the constructor run in count-only mode. `moetrain plan`
+  // uses it, so its CPU activation figure equals the trainer's allocation.
+  static int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq_len);
+
   // tokens: B sequences of T + 1 ids (inputs are [0, T), targets [1, T]).
   // Accumulates grad_scale * d(total_loss)/d(params) into grads.
   // router_bias: per layer E floats (aux-loss-free balancing), or null.
   ForwardStats forward_backward(const float* params, float* grads, const int32_t* tokens,
                                 float grad_scale, const float* router_bias);
+  // The same with parameters supplied unit by unit and routed rows sent
+  // through pp's dispatcher (dist/: FSDP, EP). With data-parallel replicas,
+  // `loss` is this replica's share of the global mean (shares sum to it) and
+  // gradients are this replica's share of the global gradient; aux_loss and
+  // z_loss stay this replica's means. FlatParams gives the call above.
+  ForwardStats forward_backward(ParamProvider& pp, const int32_t* tokens, float grad_scale,
+                                const float* router_bias);
 
   // Hash of every routing decision of the last forward (chosen experts and
   // slots, drops included): tests use it to keep finite-difference
@@ -48,11 +64,15 @@ class Transformer {
 
   // Loss only (evaluation); no gradients.
   ForwardStats forward(const float* params, const int32_t* tokens, const float* router_bias);
+  ForwardStats forward(ParamProvider& pp, const int32_t* tokens, const float* router_bias);
 
  private:
-  void run_forward(ForwardStats& st, const float* params, const int32_t* tokens,
+  // Count-only construction for activation_bytes(c, batch, seq_len).
+  Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, BufferSizer& s);
+  void size_buffers(BufferSizer& s);  // sizes (or counts) every buffer below
+  void run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, const int32_t* tokens,
                    const float* router_bias);
-  double head_loss(const float* params, float* grads, float grad_scale);
+  double head_loss(ParamProvider& pp, Grads grads, float grad_scale);
 
   ModelConfig c_;
   int64_t B_, T_, N_;
@@ -71,6 +91,8 @@ class Transformer {
   AttnScratch attn_scratch_;
   FfnScratch ffn_scratch_;
   BlockContext ctx_;
+  RootParams root_;                              // from acquire_root until release_root
+  IdentityDispatcher identity_experts_{0};       // when the provider has no dispatcher
 };
 
 // Rows of the LM head processed at once: logits never exceed kHeadChunk * V floats.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/check.h"
 #include "core/phase_timer.h"
 #include "core/reduce.h"
 #include "kernels/cpu/adamw.h"
@@ -14,29 +15,59 @@ constexpr int64_t kBlock = 1 << 16;
 }  // namespace
 
 AdamW::AdamW(const ParamLayout& layout, const AdamWConfig& cfg)
-    : layout_(layout), cfg_(cfg), m_(layout.total(), 0.0f), v_(layout.total(), 0.0f) {}
+    : AdamW(layout, cfg, {Range{0, layout.total(), 0}}) {}
+
+AdamW::AdamW(const ParamLayout& layout, const AdamWConfig& cfg, std::vector<Range> owned)
+    : layout_(layout), cfg_(cfg), owned_(std::move(owned)) {
+  for (const Range& r : owned_) {
+    MT_CHECK(r.local == local_size_ && r.hi >= r.lo, "owned ranges must be stored back to back");
+    local_size_ += r.hi - r.lo;
+  }
+  m_.assign(local_size_, 0.0f);
+  v_.assign(local_size_, 0.0f);
+}
 
 double global_grad_norm(const float* grads, int64_t n) { return std::sqrt(sum_squares(grads, n)); }
 
-double AdamW::step(float* params, const float* grads, double lr, int64_t step) {
+double AdamW::local_sum_squares(const float* grads) const {
   ScopedPhase phase(Phase::kOptimizer);
-  const double norm = global_grad_norm(grads, layout_.total());
+  return sum_squares(grads, local_size_);
+}
+
+double AdamW::step(float* params, const float* grads, double lr, int64_t step) {
+  const double norm = std::sqrt(local_sum_squares(grads));
+  update(params, grads, lr, step, norm);
+  return norm;
+}
+
+void AdamW::update(float* params, const float* grads, double lr, int64_t step, double norm) {
+  ScopedPhase phase(Phase::kOptimizer);
   float scale = 1.0f;
   if (cfg_.grad_clip > 0.0 && norm > cfg_.grad_clip) scale = float(cfg_.grad_clip / (norm + 1e-6));
-  // One parallel region over fixed blocks of the flat buffer; each block is
-  // cut at tensor boundaries so every tensor gets its own weight decay.
+  // One parallel region over fixed blocks of the local buffer; each block is
+  // cut at owned-range and tensor boundaries so every tensor gets its own
+  // weight decay.
   const auto& entries = layout_.entries();
-  const int64_t total = layout_.total(), blocks = (total + kBlock - 1) / kBlock;
+  const int64_t total = local_size_, blocks = (total + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t lo = b * kBlock, hi = std::min(total, lo + kBlock);
-    // First entry ending after lo (entries are sorted by offset and contiguous).
-    size_t e = std::upper_bound(entries.begin(), entries.end(), lo,
-                                [](int64_t x, const ParamEntry& en) { return x < en.offset + en.numel; }) -
-               entries.begin();
-    for (int64_t i = lo; i < hi && e < entries.size(); ++e) {
-      const ParamEntry& en = entries[e];
-      const int64_t end = std::min(hi, en.offset + en.numel);
+    // First owned range ending after lo.
+    size_t r = std::upper_bound(owned_.begin(), owned_.end(), lo,
+                                [](int64_t x, const Range& rg) { return x < rg.local + (rg.hi - rg.lo); }) -
+               owned_.begin();
+    for (int64_t i = lo; i < hi && r < owned_.size();) {
+      const Range& rg = owned_[r];
+      const int64_t range_end = rg.local + (rg.hi - rg.lo);
+      if (i >= range_end) {
+        ++r;
+        continue;
+      }
+      const int64_t g = rg.lo + (i - rg.local);  // layout offset of local element i
+      // The entry holding g (entries are sorted by offset and contiguous).
+      const ParamEntry& en = *std::upper_bound(entries.begin(), entries.end(), g,
+                                               [](int64_t x, const ParamEntry& e) { return x < e.offset + e.numel; });
+      const int64_t end = std::min({hi, range_end, i + (en.offset + en.numel - g)});
       const bool decay = en.kind == ParamKind::kMatrix || (en.kind == ParamKind::kEmbedding && cfg_.decay_embeddings);
       AdamWParams a{float(lr), float(cfg_.beta1), float(cfg_.beta2), float(cfg_.eps),
                     decay ? float(cfg_.weight_decay) : 0.0f, scale, step};
@@ -44,7 +75,6 @@ double AdamW::step(float* params, const float* grads, double lr, int64_t step) {
       i = end;
     }
   }
-  return norm;
 }
 
 }  // namespace mt

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -54,6 +55,27 @@ void append_metrics_line(std::FILE* f, const StepResult& r, double tokens_per_s,
     load.push_back(row);
   }
   j["expert_load"] = load;
+  // This rank's (rank 0's) collectives during the step: bytes received per
+  // kind (docs/distributed.md gives the closed forms) and the time blocked in
+  // them (exposed communication); compute_s is the rest of the step.
+  nlohmann::json comm = nlohmann::json::object();
+  comm["world_size"] = r.world_size;
+  for (size_t k = 0; k < r.comm.bytes.size(); ++k)
+    comm[std::string(comm_kind_name(CommKind(k))) + "_bytes"] = r.comm.bytes[k];
+  comm["wait_s"] = r.comm.wait_seconds;
+  comm["compute_s"] = r.seconds - r.comm.wait_seconds;
+  j["comm"] = comm;
+  if (!r.bucket_tokens.empty()) {
+    nlohmann::json bt = nlohmann::json::object();
+    for (const auto& [name, tokens] : r.bucket_tokens) bt[name] = tokens;
+    j["bucket_tokens"] = bt;
+  }
+  if (std::isfinite(r.eval_loss)) j["eval_loss"] = r.eval_loss;
+  if (!r.bucket_eval_loss.empty()) {
+    nlohmann::json be = nlohmann::json::object();
+    for (const auto& [name, loss] : r.bucket_eval_loss) be[name] = loss;
+    j["bucket_eval_loss"] = be;
+  }
   fmt::print(f, "{}\n", j.dump());
   std::fflush(f);
 }

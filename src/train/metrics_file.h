@@ -1,7 +1,10 @@
 // metrics_file.h — DIR/metrics.jsonl: one JSON object per logged step with
 // step, loss, aux_loss, z_loss, lr, grad_norm, tokens_per_s, mfu,
 // dropped_frac, step_time_s, tokens and expert_load (per MoE layer, the
-// fraction of routed choices each expert received). On resume, lines past
+// fraction of routed choices each expert received); with a dataset,
+// bucket_tokens (bucket -> tokens consumed so far); after an eval pass,
+// eval_loss and bucket_eval_loss (bucket -> held-out loss); comm (world
+// size, bytes per collective kind, wait_s and compute_s of rank 0). On resume, lines past
 // the restored step (written by the interrupted run) are dropped, so the file
 // reads like an uninterrupted run.
 #pragma once

@@ -207,9 +207,11 @@ const std::vector<Field>& fields() {
     using M = ModelConfig;
     using Tr = TrainConfig;
     using D = DataConfig;
+    using Di = DistConfig;
     auto m = [](std::string_view k, auto M::*p) { return field("model", k, &RunConfig::model, p); };
     auto t = [](std::string_view k, auto Tr::*p) { return field("train", k, &RunConfig::train, p); };
     auto d = [](std::string_view k, auto D::*p) { return field("data", k, &RunConfig::data, p); };
+    auto di = [](std::string_view k, auto Di::*p) { return field("dist", k, &RunConfig::dist, p); };
     return std::vector<Field>{
         m("vocab_size", &M::vocab_size),
         m("d_model", &M::d_model),
@@ -262,18 +264,27 @@ const std::vector<Field>& fields() {
         t("checkpoint_every", &Tr::checkpoint_every),
         t("keep_checkpoints", &Tr::keep_checkpoints),
         t("log_every", &Tr::log_every),
+        t("eval_every", &Tr::eval_every),
+        t("eval_batches", &Tr::eval_batches),
 
         d("path", &D::path),
         d("format", &D::format),
         d("extensions", &D::extensions),
         d("max_bytes", &D::max_bytes),
         d("eval_frac", &D::eval_frac),
+        d("dataset", &D::dataset),
+        d("mixture", &D::mixture),
+
+        di("ep", &Di::ep),
+        di("fsdp", &Di::fsdp),
+        di("timeout_s", &Di::timeout_s),
+        di("prefetch", &Di::prefetch),
     };
   }();
   return kFields;
 }
 
-constexpr std::array<std::string_view, 3> kSections = {"model", "train", "data"};
+constexpr std::array<std::string_view, 4> kSections = {"model", "train", "data", "dist"};
 
 bool is_section(std::string_view s) {
   return std::find(kSections.begin(), kSections.end(), s) != kSections.end();
@@ -356,12 +367,22 @@ Status validate(const RunConfig& c, const Origins& origins) {
   if (t.checkpoint_every < 0) return bad("train.checkpoint_every", "must be >= 0 (0 = only at the end)");
   if (t.keep_checkpoints < 1) return bad("train.keep_checkpoints", "must be >= 1");
   if (t.log_every < 1) return bad("train.log_every", "must be >= 1");
+  if (t.eval_every < 0) return bad("train.eval_every", "must be >= 0 (0 = no eval passes)");
+  if (t.eval_batches < 1) return bad("train.eval_batches", "must be >= 1");
 
   const DataConfig& d = c.data;
   if (d.format != "text" && d.format != "tokens")
     return bad("data.format", fmt::format("expected \"text\" or \"tokens\", got \"{}\"", d.format));
   if (d.max_bytes < 0) return bad("data.max_bytes", "must be >= 0 (0 = no cap)");
   if (!(d.eval_frac >= 0 && d.eval_frac < 1)) return bad("data.eval_frac", "must be in [0, 1)");
+  if (!d.dataset.empty() && d.mixture.empty())
+    return bad("data.mixture", "required with data.dataset (a mixture TOML: weights, total_tokens, scale)");
+  if (d.dataset.empty() && !d.mixture.empty()) return bad("data.dataset", "required with data.mixture");
+
+  const DistConfig& di = c.dist;
+  if (di.ep < 1) return bad("dist.ep", "must be >= 1");
+  if (di.fsdp < 0) return bad("dist.fsdp", "must be >= 0 (0 = ranks / dist.ep)");
+  if (!(di.timeout_s > 0)) return bad("dist.timeout_s", "must be > 0");
 
   MT_RETURN_IF_ERROR(c.model.validate(c.source, t.seq_len));
   if (c.model.n_experts > 0) {
@@ -372,7 +393,7 @@ Status validate(const RunConfig& c, const Origins& origins) {
                              t.batch_size * t.seq_len));
   }
   // The byte tokenizer uses ids 0..255 plus 3 specials.
-  if (d.format == "text" && c.model.vocab_size < 259)
+  if (d.dataset.empty() && d.format == "text" && c.model.vocab_size < 259)
     return bad("model.vocab_size",
                fmt::format("must be >= 259 for data.format = \"text\" (256 bytes + 3 specials), got {}",
                            c.model.vocab_size));
@@ -406,8 +427,8 @@ Result<RunConfig> parse_run_config(const std::string& toml_text, const std::stri
     std::string at = at_line(source, k.source());
     if (!is_section(name)) {
       if (v.is_table())
-        return Status::errorf("{}: unknown table '[{}]' (expected [model], [train] or [data])", at, name);
-      return Status::errorf("{}: unknown key '{}' (keys belong in [model], [train] or [data]){}", at,
+        return Status::errorf("{}: unknown table '[{}]' (expected [model], [train], [data] or [dist])", at, name);
+      return Status::errorf("{}: unknown key '{}' (keys belong in [model], [train], [data] or [dist]){}", at,
                             name, suggest("", name));
     }
     if (!v.is_table()) return type_error(at, name, "table", v);

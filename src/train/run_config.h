@@ -34,6 +34,8 @@ struct TrainConfig {
   int64_t checkpoint_every = 0;   // steps; 0 = only at the end
   int64_t keep_checkpoints = 3;   // keep-last-N committed checkpoints
   int64_t log_every = 1;          // metrics line every N steps
+  int64_t eval_every = 0;         // held-out eval pass (eval_loss, bucket_eval_loss) every N steps; 0 = off
+  int64_t eval_batches = 1;       // batches of batch_size eval sequences per bucket (or in all) per pass
 };
 
 struct DataConfig {
@@ -42,12 +44,24 @@ struct DataConfig {
   std::vector<std::string> extensions;  // for directories: only files with these suffixes; empty = all
   int64_t max_bytes = 64 << 20;   // cap on text read (0 = no cap)
   double eval_frac = 0.0;         // tail of the stream held out for evaluation
+  std::string dataset;            // a `moetrain data build` directory; set = train from it instead of path
+  std::string mixture;            // mixture TOML (weights, total_tokens, scale, ...); required with dataset
+};
+
+// Distributed layout (docs/distributed.md): `mpirun -np N moetrain train`
+// runs a mesh of ep x fsdp = N ranks; one process ignores this table.
+struct DistConfig {
+  int64_t ep = 1;             // expert-parallel ranks: routed experts split over them (must divide n_experts)
+  int64_t fsdp = 0;           // FSDP ranks sharing each EP rank's experts; 0 = ranks / ep
+  double timeout_s = 600.0;   // seconds a rank may wait in a collective before the job ends naming the silent ranks
+  bool prefetch = true;       // gather layer l+1 while layer l computes
 };
 
 struct RunConfig {
   ModelConfig model;
   TrainConfig train;
   DataConfig data;
+  DistConfig dist;
   std::string source;             // file the config came from ("<embedded>" for defaults)
 };
 

@@ -18,6 +18,7 @@
 #include "report/run_report.h"
 #include "train/flops.h"
 #include "train/metrics_file.h"
+#include "train/trainer_dist.h"
 
 namespace mt {
 
@@ -53,11 +54,10 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
   }
 
   const MatmulPrecision prec = tc.precision == Precision::kBf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32;
-  t->model_ = std::make_unique<Transformer>(cfg.model, tc.batch_size, tc.seq_len, prec);
+  MT_RETURN_IF_ERROR(t->setup_dist(opt));  // no-op in one process
+  t->model_ = std::make_unique<Transformer>(cfg.model, t->local_batch(), tc.seq_len, prec);
   const ParamLayout& L = t->model_->layout();
-  t->params_.assign(L.total(), 0.0f);
-  t->grads_.assign(L.total(), 0.0f);
-  init_params(t->params_.data(), L, cfg.model, tc.seed);
+  t->init_local_params();  // params_ / grads_: the whole model, or this rank's shard
   AdamWConfig ac;
   ac.beta1 = tc.beta1;
   ac.beta2 = tc.beta2;
@@ -65,12 +65,12 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
   ac.weight_decay = tc.weight_decay;
   ac.decay_embeddings = tc.decay_embeddings;
   ac.grad_clip = tc.grad_clip;
-  t->optim_ = std::make_unique<AdamW>(L, ac);
+  t->optim_ = std::make_unique<AdamW>(L, ac, t->owned_ranges());
   if (cfg.model.aux_free_bias) t->router_bias_.assign(t->model_->n_moe_layers() * cfg.model.n_experts, 0.0f);
   t->batch_.resize(tc.batch_size * (tc.seq_len + 1));
   if (prec == MatmulPrecision::kBf16) {
-    t->params_bf16_.resize(L.total());
-    gemm_register_bf16_shadow(t->params_.data(), t->params_bf16_.data(), L.total());
+    t->params_bf16_.resize(t->params_.size());
+    gemm_register_bf16_shadow(t->params_.data(), t->params_bf16_.data(), int64_t(t->params_.size()));
   }
 
   if (!opt.run_dir.empty()) {
@@ -88,14 +88,17 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
                               latest.status().message());
       }
     }
-    auto f = open_metrics_file(opt.run_dir, t->step_);
-    if (!f) return f.status();
-    t->metrics_ = f.value();
+    if (t->is_root()) {  // rank 0 writes the metrics of the whole job
+      auto f = open_metrics_file(opt.run_dir, t->step_);
+      if (!f) return f.status();
+      t->metrics_ = f.value();
+    }
   }
   t->refresh_bf16_params();
   t->peak_gflops_ = opt.peak_gflops > 0 ? opt.peak_gflops : [&] {
     PeakResult p = measure_peak(0.1);
-    return prec == MatmulPrecision::kBf16 && p.amx_bf16_gflops > 0 ? p.amx_bf16_gflops : p.fp32_gflops;
+    const double one = prec == MatmulPrecision::kBf16 && p.amx_bf16_gflops > 0 ? p.amx_bf16_gflops : p.fp32_gflops;
+    return one * double(opt.comm ? opt.comm->size() : 1);  // each rank measured its own cores
   }();
   if (opt.print_config) {
     fmt::print(stderr, "# moetrain: resolved config ({})\n{}\n", cfg.source, to_toml(cfg));
@@ -113,6 +116,7 @@ double Trainer::flops_per_step() const {
 StepResult Trainer::train_step() {
   const TrainConfig& tc = cfg_.train;
   StepResult r;
+  begin_step();
   const double t0 = now_seconds();
   {
     float* g = grads_.data();
@@ -123,10 +127,11 @@ StepResult Trainer::train_step() {
   const float grad_scale = 1.0f / float(tc.grad_accum);
   const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
   for (int64_t micro = 0; micro < tc.grad_accum; ++micro) {
-    const int64_t first = (step_ * tc.grad_accum + micro) * tc.batch_size;
-    for (int64_t b = 0; b < tc.batch_size; ++b)
+    // This rank's slice of the micro-batch (all of it in one process).
+    const int64_t first = (step_ * tc.grad_accum + micro) * tc.batch_size + batch_offset();
+    for (int64_t b = 0; b < local_batch(); ++b)
       data_->sequence(first + b, tc.seq_len, batch_.data() + b * (tc.seq_len + 1));
-    ForwardStats st = model_->forward_backward(params_.data(), grads_.data(), batch_.data(), grad_scale, bias);
+    ForwardStats st = forward_backward(grad_scale, bias);
     r.loss += st.loss / double(tc.grad_accum);
     r.aux_loss += st.aux_loss / double(tc.grad_accum);
     r.z_loss += st.z_loss / double(tc.grad_accum);
@@ -137,6 +142,7 @@ StepResult Trainer::train_step() {
       for (size_t l = 0; l < st.expert_load.size(); ++l)
         for (size_t e = 0; e < st.expert_load[l].size(); ++e) r.expert_load[l][e] += st.expert_load[l][e];
   }
+  reduce_step_stats(r);  // over ranks
   ScheduleParams sp;
   sp.kind = tc.schedule == LrSchedule::kWsd ? ScheduleKind::kWsd
             : tc.schedule == LrSchedule::kCosine ? ScheduleKind::kCosine : ScheduleKind::kConstant;
@@ -146,13 +152,14 @@ StepResult Trainer::train_step() {
   sp.total_steps = tc.steps;
   sp.decay_frac = tc.decay_frac;
   r.lr = learning_rate(sp, step_);
-  r.grad_norm = optim_->step(params_.data(), grads_.data(), r.lr, step_ + 1);
+  r.grad_norm = optimizer_step(r.lr);
   update_router_bias(r);
   refresh_bf16_params();
   ++step_;
   r.step = step_;
   r.tokens = tc.batch_size * tc.seq_len * tc.grad_accum;
   r.seconds = now_seconds() - t0;
+  finish_step(r);
   return r;
 }
 
@@ -178,15 +185,6 @@ void Trainer::update_router_bias(const StepResult& r) {
   }
 }
 
-std::string Trainer::state_hash() const {
-  Hasher h;
-  h.update(params_.data(), params_.size() * sizeof(float));
-  h.update(optim_->m().data(), optim_->m().size() * sizeof(float));
-  h.update(optim_->v().data(), optim_->v().size() * sizeof(float));
-  h.update(router_bias_.data(), router_bias_.size() * sizeof(float));
-  return hex64(h.digest());
-}
-
 void Trainer::write_metrics(const StepResult& r) {
   if (!metrics_) return;
   const double tps = double(r.tokens) / r.seconds;
@@ -202,9 +200,11 @@ void Trainer::evaluate(StepResult& r) {
   auto mean_loss = [&](auto&& fill) {
     double sum = 0.0;
     for (int64_t e = 0; e < tc.eval_batches; ++e) {
-      for (int64_t b = 0; b < B; ++b)
-        if (!fill(e * B + b, batch_.data() + b * (T + 1))) return std::nan("");
-      sum += model_->forward(params_.data(), batch_.data(), bias).loss;
+      bool ok = true;  // this rank's slice of the batch (all of it in one process)
+      for (int64_t b = 0; b < local_batch() && ok; ++b)
+        ok = fill(e * B + batch_offset() + b, batch_.data() + b * (T + 1));
+      if (!all_ranks(ok)) return std::nan("");
+      sum += forward_loss(bias);
     }
     return sum / double(tc.eval_batches);
   };
@@ -255,6 +255,7 @@ Status Trainer::run() {
     if (!opt_.run_dir.empty() && (periodic || r.step == tc.steps)) MT_RETURN_IF_ERROR(save_checkpoint());
   }
   progress.finish();
+  if (!is_root()) return Status::ok();  // rank 0 reports for the whole job
   if (!opt_.run_dir.empty()) {
     Status rep = report::write_run_report(opt_.run_dir + "/metrics.jsonl", opt_.run_dir + "/report.html",
                                           "moetrain run " + opt_.run_dir);

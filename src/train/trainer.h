@@ -1,23 +1,32 @@
-// trainer.h — the single-process training loop: data -> forward/backward over
+// trainer.h — the training loop: data -> forward/backward over
 // gradient-accumulation micro-batches -> clip + AdamW -> metrics line ->
 // checkpoint. Owns the flat parameter/gradient buffers, optimizer state and
-// the aux-loss-free router biases. Deterministic: the state after step s is a
+// the aux-loss-free router biases. Under MPI (TrainerOptions::comm with more
+// than one rank) it owns only this rank's shard of them and runs FSDP x EP
+// (trainer_dist.cpp, docs/distributed.md); every rank runs the same loop. Deterministic: the state after step s is a
 // pure function of (config, seed, s), whether or not the run was resumed.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/bf16.h"
 #include "core/status.h"
 #include "data/token_source.h"
+#include "dist/comm.h"
 #include "model/transformer.h"
 #include "optim/adamw_optimizer.h"
 #include "train/run_config.h"
 
 namespace mt {
+
+struct TensorView;
+struct LoadedCheckpoint;
 
 struct TrainerOptions {
   std::string run_dir;          // metrics.jsonl and checkpoints/ go here; empty = none
@@ -25,6 +34,7 @@ struct TrainerOptions {
   double peak_gflops = 0.0;     // MFU denominator; 0 = measure at start
   bool progress = true;         // live progress line on stderr
   bool print_config = true;
+  Comm* comm = nullptr;         // the world; null or one rank = single process
 };
 
 struct StepResult {
@@ -34,6 +44,15 @@ struct StepResult {
   int64_t tokens = 0;           // tokens in this step
   int64_t dropped = 0, assignments = 0;
   std::vector<std::vector<int64_t>> expert_load;  // per MoE layer, summed over micro-batches
+  // This rank's collectives during the step (bytes received per kind, time
+  // blocked in them); zeros in one process. compute = seconds - comm wait.
+  CommStats comm;
+  int64_t world_size = 1;
+  // Filled by run() on logged steps: tokens each bucket supplied so far
+  // (dataset runs), and held-out losses when an eval pass ran (NaN if not).
+  std::vector<std::pair<std::string, int64_t>> bucket_tokens;
+  double eval_loss = std::nan("");
+  std::vector<std::pair<std::string, double>> bucket_eval_loss;
 };
 
 // Newest valid checkpoint under DIR/checkpoints, or an error if none.
@@ -64,6 +83,29 @@ class Trainer {
   Status restore(const std::string& dir);
   void write_metrics(const StepResult& r);
   void update_router_bias(const StepResult& r);
+  void evaluate(StepResult& r);  // held-out loss per bucket (or overall) into r
+
+  // Distribution (trainer_dist.cpp); every helper is the plain one-process
+  // operation when dist_ is null.
+  struct Dist;
+  std::unique_ptr<Dist> dist_;
+  Status setup_dist(const TrainerOptions& opt);  // mesh, shard plan, start-up agreement check
+  int64_t local_batch() const;     // sequences of each micro-batch this rank computes
+  int64_t batch_offset() const;    // index of its first one within the micro-batch
+  bool is_root() const;            // rank 0 (writes metrics, prints)
+  ForwardStats forward_backward(float grad_scale, const float* bias);
+  double forward_loss(const float* bias);  // evaluation forward on batch_: global mean loss
+  bool all_ranks(bool ok);         // logical and over ranks
+  void reduce_step_stats(StepResult& r);   // sums / means over ranks
+  double optimizer_step(double lr);        // clip by the global norm + AdamW on the shard; returns the norm
+  void begin_step();                       // per-step comm accounting (and fault injection)
+  void finish_step(StepResult& r);         // comm figures of the step into r
+  std::vector<AdamW::Range> owned_ranges() const;  // the layout ranges this rank's buffers hold
+  void init_local_params();        // deterministic init of the full model, keeping this rank's shard
+  // This rank's pieces of every saved tensor (whole tensors in one process).
+  std::vector<TensorView> checkpoint_views() const;
+  Status write_checkpoint_files(const std::vector<TensorView>& views, const nlohmann::json& state);
+  Status load_checkpoint_tensors(const LoadedCheckpoint& ck);
 
   RunConfig cfg_;
   TrainerOptions opt_;

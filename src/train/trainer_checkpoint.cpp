@@ -20,7 +20,10 @@ RunConfig normalised(RunConfig c) {
   c.train.checkpoint_every = 0;
   c.train.keep_checkpoints = 0;
   c.train.log_every = 0;
+  c.train.eval_every = 0;  // evaluation never changes training
+  c.train.eval_batches = 0;
   c.train.threads = 0;
+  c.dist = DistConfig();  // any layout resumes any checkpoint (resharding)
   c.source.clear();
   return c;
 }
@@ -41,23 +44,20 @@ bool has_committed_checkpoints(const std::string& run_dir) {
 }
 
 Status Trainer::save_checkpoint() {
-  std::vector<TensorView> views;
-  const ParamLayout& L = model_->layout();
-  for (const ParamEntry& e : L.entries()) {
-    views.push_back({e.name, e.shape, params_.data() + e.offset});
-    views.push_back({"adam_m." + e.name, e.shape, optim_->m().data() + e.offset});
-    views.push_back({"adam_v." + e.name, e.shape, optim_->v().data() + e.offset});
-  }
-  if (!router_bias_.empty())
-    views.push_back({"router_bias", {int64_t(router_bias_.size())}, router_bias_.data()});
+  // Whole tensors in one process; this rank's pieces of them under MPI.
+  const std::vector<TensorView> views = checkpoint_views();
   nlohmann::json state;
   state["step"] = step_;
   state["seed"] = cfg_.train.seed;
   state["data"] = {{"next_sequence", step_ * cfg_.train.grad_accum * cfg_.train.batch_size},
                    {"source", data_->describe()}};
+  if (auto ledger = data_->ledger(step_ * cfg_.train.grad_accum * cfg_.train.batch_size); !ledger.empty()) {
+    nlohmann::json bt = nlohmann::json::object();
+    for (const auto& [name, tokens] : ledger) bt[name] = tokens;
+    state["data"]["bucket_tokens"] = bt;
+  }
   state["rng"] = {{"kind", "philox4x32-10"}, {"seed", cfg_.train.seed}, {"init_stream", "xxh64(tensor name)"}};
-  return write_checkpoint(ckpt_root(opt_.run_dir), step_, views, to_toml(cfg_), state,
-                          cfg_.train.keep_checkpoints);
+  return write_checkpoint_files(views, state);
 }
 
 Status Trainer::restore(const std::string& dir) {
@@ -69,19 +69,25 @@ Status Trainer::restore(const std::string& dir) {
   if (to_toml(normalised(saved.value())) != to_toml(normalised(cfg_)))
     return Status::errorf(
         "{}: checkpoint was written with a different config (only train.steps, checkpoint_every, "
-        "keep_checkpoints, log_every and threads may change on resume); saved config:\n{}",
+        "keep_checkpoints, log_every, eval_every, eval_batches, threads and the [dist] layout may change on "
+        "resume); saved config:\n{}",
         dir, ck.config_toml);
-  const ParamLayout& L = model_->layout();
-  for (const ParamEntry& e : L.entries()) {
-    MT_RETURN_IF_ERROR(load_into(ck, e.name, e.shape, params_.data() + e.offset));
-    MT_RETURN_IF_ERROR(load_into(ck, "adam_m." + e.name, e.shape, optim_->m().data() + e.offset));
-    MT_RETURN_IF_ERROR(load_into(ck, "adam_v." + e.name, e.shape, optim_->v().data() + e.offset));
-  }
-  if (!router_bias_.empty())
-    MT_RETURN_IF_ERROR(load_into(ck, "router_bias", {int64_t(router_bias_.size())}, router_bias_.data()));
+  // Whatever world size wrote it, each rank takes its ranges of the whole tensors.
+  MT_RETURN_IF_ERROR(load_checkpoint_tensors(ck));
   step_ = ck.state.value("step", int64_t(-1));
   if (step_ != ck.step) return Status::errorf("{}: manifest step {} and state step {} differ", dir, ck.step, step_);
-  fmt::print(stderr, "# resumed from {} (step {})\n", dir, step_);
+  // The ledger is recomputed from the step; a different one means the dataset
+  // or the mixture changed under the same paths.
+  if (ck.state.contains("data") && ck.state["data"].contains("bucket_tokens")) {
+    nlohmann::json now = nlohmann::json::object();
+    for (const auto& [name, tokens] : data_->ledger(step_ * cfg_.train.grad_accum * cfg_.train.batch_size))
+      now[name] = tokens;
+    if (now != ck.state["data"]["bucket_tokens"])
+      return Status::errorf("{}: the data stream differs from the one this checkpoint was trained on (per-bucket "
+                            "token ledger {} at save, {} now): the dataset or mixture changed",
+                            dir, ck.state["data"]["bucket_tokens"].dump(), now.dump());
+  }
+  if (is_root()) fmt::print(stderr, "# resumed from {} (step {})\n", dir, step_);
   return Status::ok();
 }
 

@@ -1,0 +1,316 @@
+// cmd_data.cpp — `moetrain data build|inspect|plan` and `moetrain tokenizer
+// train|encode`:
+//   data build --config FILE --out DATASET_DIR
+//   data inspect DATASET_DIR [--json] [--html OUT] [--no-heatmap]   (writes DATASET_DIR/heatmap.svg)
+//   data plan DATASET_DIR --mixture FILE [--seq-len N] [--json]     (exit 3 when the plan repeats data)
+//   tokenizer train --input PATH... --out MODEL [--vocab-size N]
+//   tokenizer encode --model MODEL (--text TEXT | --file FILE) [--json]
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "core/hash.h"
+#include "core/timer.h"
+#include "data/data_build.h"
+#include "data/dataset.h"
+#include "data/heatmap.h"
+#include "data/ingest.h"
+#include "data/line_reader.h"
+#include "data/mixture.h"
+#include "report/html.h"
+
+namespace mt {
+namespace {
+
+using json = nlohmann::json;
+
+int fail(const std::string& cmd, const Status& s, int code = 1) {
+  fmt::print(stderr, "moetrain {}: {}\n", cmd, s.message());
+  return code;
+}
+
+Status write_text_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return Status::errorf("{}: cannot create", tmp);
+    f << text;
+    if (!f) return Status::errorf("{}: write failed", tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return Status::errorf("{}: cannot rename into place: {}", path, ec.message());
+  return Status::ok();
+}
+
+int run_build(const std::string& config, const std::string& out, bool quiet) {
+  auto cfg = load_data_build_config(config);
+  if (!cfg) return fail("data build", cfg.status(), 2);
+  BuildReport rep;
+  const double t0 = now_seconds();
+  Status s = build_dataset(cfg.value(), out, rep, !quiet);
+  if (!s) return fail("data build", s);
+  const double dt = now_seconds() - t0;
+  const IngestStats& st = rep.ingest;
+  fmt::print("built {}: {} buckets, {} train tokens in {} documents, {} eval tokens in {} documents\n", out,
+             rep.buckets, rep.train_tokens, rep.train_docs, rep.eval_tokens, rep.eval_docs);
+  fmt::print("  input: {} files, {} records, {} documents kept ({:.1f} MB)\n", st.files, st.records, st.documents,
+             double(st.bytes) / 1e6);
+  for (const auto& [why, n] : st.dropped) fmt::print("  dropped {}: {}\n", why, n);
+  for (const auto& [why, n] : st.skipped_files) fmt::print("  skipped repository files ({}): {}\n", why, n);
+  for (const auto& [why, msg] : st.first_error) fmt::print("  first {}: {}\n", why, msg);
+  if (st.utf8_repaired) fmt::print("  invalid UTF-8 sequences replaced: {}\n", st.utf8_repaired);
+  fmt::print("  tokenizer: {} pieces; time: ingest {:.2f}s, tokenizer {:.2f}s, labels {:.2f}s, tokenize {:.2f}s "
+             "({:.2f} MB/s), write {:.2f}s, total {:.2f}s\n",
+             rep.vocab_size, rep.seconds_ingest, rep.seconds_tokenizer, rep.seconds_labels, rep.seconds_tokenize,
+             rep.seconds_tokenize > 0 ? double(st.bytes) / 1e6 / rep.seconds_tokenize : 0.0, rep.seconds_write, dt);
+  return 0;
+}
+
+int run_inspect(const std::string& dir, bool as_json, const std::string& html, bool heatmap) {
+  auto ds = Dataset::open(dir);
+  if (!ds) return fail("data inspect", ds.status());
+  const Dataset& d = *ds.value();
+  std::vector<BucketCell> cells;
+  int64_t total = 0;
+  for (const Bucket& b : d.buckets()) {
+    cells.push_back({b.topic, b.quality, b.train->n_docs(), b.train->n_tokens(), b.eval->n_tokens()});
+    total += b.train->n_tokens();
+  }
+  const std::string title = "moetrain dataset " + std::filesystem::path(dir).filename().string();
+  if (heatmap) {
+    Status s = write_text_file(dir + "/heatmap.svg", heatmap_svg(cells, title));
+    if (!s) return fail("data inspect", s);
+  }
+  if (!html.empty()) {
+    report::HtmlPage page(title);
+    page.heading(1, title);
+    page.paragraph(fmt::format("{} buckets, {} train tokens; tokenizer {} ({} pieces)", d.buckets().size(), total,
+                               d.manifest()["tokenizer"].value("hash", ""), d.tokenizer().vocab_size()));
+    page.figure(heatmap_svg(cells, title), "Share of train tokens per topic x quality bucket");
+    std::vector<std::vector<std::string>> rows;
+    for (const Bucket& b : d.buckets())
+      rows.push_back({b.name, std::to_string(b.train->n_docs()), std::to_string(b.train->n_tokens()),
+                      fmt::format("{:.2f}%", total ? 100.0 * double(b.train->n_tokens()) / double(total) : 0.0),
+                      std::to_string(b.eval->n_docs()), std::to_string(b.eval->n_tokens())});
+    page.heading(2, "Buckets");
+    page.table({"bucket", "documents", "tokens", "share", "eval documents", "eval tokens"}, rows);
+    Status s = write_text_file(html, page.render());
+    if (!s) return fail("data inspect", s);
+  }
+  if (as_json) {
+    json j;
+    j["dir"] = dir;
+    j["tokenizer"] = d.manifest()["tokenizer"];
+    j["buckets"] = json::array();
+    for (const Bucket& b : d.buckets())
+      j["buckets"].push_back({{"name", b.name}, {"topic", b.topic}, {"quality", b.quality},
+                              {"documents", b.train->n_docs()}, {"tokens", b.train->n_tokens()},
+                              {"share", total ? double(b.train->n_tokens()) / double(total) : 0.0},
+                              {"eval_documents", b.eval->n_docs()}, {"eval_tokens", b.eval->n_tokens()}});
+    j["totals"] = d.manifest().value("totals", json::object());
+    j["ingest"] = d.manifest().value("ingest", json::object());
+    j["labels"] = d.manifest().value("labels", json::object());
+    if (heatmap) j["heatmap"] = dir + "/heatmap.svg";
+    fmt::print("{}\n", j.dump(1));
+    return 0;
+  }
+  fmt::print("dataset {}: {} buckets, {} train tokens; tokenizer {} ({} pieces)\n", dir, d.buckets().size(), total,
+             d.manifest()["tokenizer"].value("hash", ""), d.tokenizer().vocab_size());
+  fmt::print("{:<28} {:>10} {:>14} {:>8} {:>10} {:>12}\n", "bucket", "documents", "tokens", "share", "eval docs",
+             "eval tokens");
+  for (const Bucket& b : d.buckets())
+    fmt::print("{:<28} {:>10} {:>14} {:>7.2f}% {:>10} {:>12}\n", b.name, b.train->n_docs(), b.train->n_tokens(),
+               total ? 100.0 * double(b.train->n_tokens()) / double(total) : 0.0, b.eval->n_docs(), b.eval->n_tokens());
+  const json& ing = d.manifest().value("ingest", json::object());
+  if (ing.contains("dropped"))
+    for (auto it = ing["dropped"].begin(); it != ing["dropped"].end(); ++it)
+      fmt::print("dropped {}: {}\n", it.key(), it.value().dump());
+  if (ing.contains("skipped_files"))
+    for (auto it = ing["skipped_files"].begin(); it != ing["skipped_files"].end(); ++it)
+      fmt::print("skipped repository files ({}): {}\n", it.key(), it.value().dump());
+  if (heatmap) fmt::print("heatmap: {}/heatmap.svg\n", dir);
+  if (!html.empty()) fmt::print("html: {}\n", html);
+  return 0;
+}
+
+int run_plan(const std::string& dir, const std::string& mixture, int64_t seq_len, bool as_json) {
+  auto ds = Dataset::open(dir, ShardVerify::kHeadersOnly);
+  if (!ds) return fail("data plan", ds.status());
+  auto mx = load_mixture(mixture);
+  if (!mx) return fail("data plan", mx.status(), 2);
+  auto plan = plan_mixture(*ds.value(), mx.value(), seq_len);
+  if (!plan) return fail("data plan", plan.status(), 2);
+  const MixturePlan& p = plan.value();
+  const Status ok = p.check(mixture);
+  if (as_json) {
+    json j;
+    j["ok"] = ok.is_ok();
+    j["seq_len"] = p.seq_len;
+    j["scale"] = fmt::format("{}/{}", p.scale_num, p.scale_den);
+    j["full_sequences"] = p.full_sequences;
+    j["sequences"] = p.sequences;
+    j["tokens"] = p.sequences * p.seq_len;
+    j["max_epochs"] = p.max_epochs;
+    j["seed"] = p.seed;
+    j["buckets"] = json::array();
+    for (const BucketPlan& b : p.buckets)
+      j["buckets"].push_back({{"name", b.name}, {"weight", b.weight}, {"full_sequences", b.full_sequences},
+                              {"sequences", b.sequences}, {"tokens_wanted", b.tokens_wanted},
+                              {"tokens_available", b.tokens_available}, {"epochs", b.epochs}});
+    j["violations"] = p.violations;
+    fmt::print("{}\n", j.dump(1));
+  } else {
+    fmt::print("mixture {} on {}: scale {}/{} of {} sequences = {} sequences of {} tokens ({} tokens), max_epochs {}, "
+               "seed {}\n",
+               mixture, dir, p.scale_num, p.scale_den, p.full_sequences, p.sequences, p.seq_len,
+               p.sequences * p.seq_len, p.max_epochs, p.seed);
+    fmt::print("{:<28} {:>8} {:>12} {:>10} {:>14} {:>14} {:>8}\n", "bucket", "weight", "full seqs", "seqs",
+               "tokens wanted", "available", "epochs");
+    for (const BucketPlan& b : p.buckets)
+      fmt::print("{:<28} {:>8.4f} {:>12} {:>10} {:>14} {:>14} {:>8.3f}{}\n", b.name, b.weight, b.full_sequences,
+                 b.sequences, b.tokens_wanted, b.tokens_available, b.epochs,
+                 b.epochs > p.max_epochs ? "  <-- repeats data" : "");
+  }
+  if (!ok) return fail("data plan", ok, 3);
+  return 0;
+}
+
+int run_tokenizer_train(const std::vector<std::string>& inputs, const std::string& out, int64_t vocab,
+                        int64_t sample_bytes) {
+  std::vector<InputSpec> specs;
+  for (const std::string& p : inputs) {
+    InputSpec in;
+    in.path = p;
+    in.on_error = OnError::kSkip;
+    in.utf8 = Utf8Policy::kRepair;
+    specs.push_back(in);
+  }
+  std::vector<Document> docs;
+  IngestStats st;
+  Status s = ingest(specs, CodeOptions(), docs, st);
+  if (!s) return fail("tokenizer train", s);
+  std::vector<std::string_view> texts;
+  for (const Document& d : docs) texts.push_back(d.text);
+  TokenizerTrainOptions opt;
+  opt.vocab_size = vocab;
+  opt.sample_bytes = sample_bytes;
+  auto model = Tokenizer::train(texts, opt);
+  if (!model) return fail("tokenizer train", model.status());
+  auto tok = Tokenizer::from_serialized(model.value(), out);
+  if (!tok) return fail("tokenizer train", tok.status());
+  s = write_text_file(out, model.value());
+  if (!s) return fail("tokenizer train", s);
+  fmt::print("tokenizer {}: {} pieces from {} documents ({:.1f} MB), hash {}\n", out, tok.value()->vocab_size(),
+             docs.size(), double(st.bytes) / 1e6, hex64(tok.value()->hash()));
+  return 0;
+}
+
+int run_tokenizer_encode(const std::string& model, const std::string& text, const std::string& file, bool as_json) {
+  auto tok = Tokenizer::load(model);
+  if (!tok) return fail("tokenizer encode", tok.status());
+  std::string input = text;
+  if (!file.empty()) {
+    auto r = LineReader::open(file);
+    if (!r) return fail("tokenizer encode", r.status());
+    Status s = r.value()->read_all(input);
+    if (!s) return fail("tokenizer encode", s);
+  }
+  if (const int64_t at = find_invalid_utf8(input); at >= 0)
+    return fail("tokenizer encode", Status::errorf("{}: invalid UTF-8 at byte {}", file.empty() ? "--text" : file, at));
+  std::vector<int32_t> ids;
+  tok.value()->encode(input, ids);
+  if (as_json) {
+    json j;
+    j["model"] = model;
+    j["hash"] = hex64(tok.value()->hash());
+    j["vocab_size"] = tok.value()->vocab_size();
+    j["ids"] = ids;
+    json sp;
+    for (int s = 0; s < kNumSpecials; ++s) sp[special_piece(Special(s))] = tok.value()->special(Special(s));
+    j["specials"] = sp;
+    fmt::print("{}\n", j.dump());
+  } else {
+    fmt::print("{}\n", fmt::join(ids, " "));
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_data(CLI::App& app, CommandAction& run) {
+  CLI::App* data = app.add_subcommand("data", "Build, inspect and plan bucketed token datasets.");
+  data->require_subcommand(1);
+
+  struct BuildArgs {
+    std::string config, out;
+    bool quiet = false;
+  };
+  auto ba = std::make_shared<BuildArgs>();
+  CLI::App* build = data->add_subcommand("build", "Ingest, tokenize, label and shard a corpus into DATASET_DIR.");
+  build->add_option("--config", ba->config, "Data build config (TOML)")->required();
+  build->add_option("--out", ba->out, "Output dataset directory (must not exist, or be empty)")->required();
+  build->add_flag("--quiet", ba->quiet, "No progress lines");
+  build->callback([ba, &run] { run = [ba] { return run_build(ba->config, ba->out, ba->quiet); }; });
+
+  struct InspectArgs {
+    std::string dir, html;
+    bool json = false, no_heatmap = false;
+  };
+  auto ia = std::make_shared<InspectArgs>();
+  CLI::App* insp = data->add_subcommand("inspect", "Bucket table (documents, tokens, share) and topic x quality heatmap.");
+  insp->add_option("dataset", ia->dir, "Dataset directory")->required();
+  insp->add_flag("--json", ia->json, "Print JSON");
+  insp->add_option("--html", ia->html, "Also write an HTML page (table + heatmap) here");
+  insp->add_flag("--no-heatmap", ia->no_heatmap, "Do not write DATASET_DIR/heatmap.svg");
+  insp->callback([ia, &run] { run = [ia] { return run_inspect(ia->dir, ia->json, ia->html, !ia->no_heatmap); }; });
+
+  struct PlanArgs {
+    std::string dir, mixture;
+    int64_t seq_len = 1024;
+    bool json = false;
+  };
+  auto pa = std::make_shared<PlanArgs>();
+  CLI::App* plan = data->add_subcommand("plan", "Per-bucket tokens wanted vs available; exit 3 if data would repeat.");
+  plan->add_option("dataset", pa->dir, "Dataset directory")->required();
+  plan->add_option("--mixture", pa->mixture, "Mixture TOML")->required();
+  plan->add_option("--seq-len", pa->seq_len, "Training sequence length (train.seq_len)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  plan->add_flag("--json", pa->json, "Print JSON");
+  plan->callback([pa, &run] { run = [pa] { return run_plan(pa->dir, pa->mixture, pa->seq_len, pa->json); }; });
+
+  CLI::App* tok = app.add_subcommand("tokenizer", "Train or apply the SentencePiece tokenizer.");
+  tok->require_subcommand(1);
+  struct TrainArgs {
+    std::vector<std::string> inputs;
+    std::string out;
+    int64_t vocab = 8000, sample_bytes = 64 << 20;
+  };
+  auto ta = std::make_shared<TrainArgs>();
+  CLI::App* tt = tok->add_subcommand("train", "Train a BPE tokenizer (byte fallback, pipeline specials).");
+  tt->add_option("--input", ta->inputs, "Files or directories (JSONL, text; .gz/.zst)")->required();
+  tt->add_option("--out", ta->out, "Model file to write")->required();
+  tt->add_option("--vocab-size", ta->vocab, "Vocabulary size (upper bound)")->capture_default_str();
+  tt->add_option("--sample-bytes", ta->sample_bytes, "Text fed to the trainer")->capture_default_str();
+  tt->callback([ta, &run] {
+    run = [ta] { return run_tokenizer_train(ta->inputs, ta->out, ta->vocab, ta->sample_bytes); };
+  });
+  struct EncodeArgs {
+    std::string model, text, file;
+    bool json = false;
+  };
+  auto ea = std::make_shared<EncodeArgs>();
+  CLI::App* te = tok->add_subcommand("encode", "Print the token ids of a text.");
+  te->add_option("--model", ea->model, "Tokenizer model (e.g. DATASET_DIR/tokenizer.model)")->required();
+  auto* text_opt = te->add_option("--text", ea->text, "Text to encode");
+  auto* file_opt = te->add_option("--file", ea->file, "File to encode (.gz/.zst too)");
+  text_opt->excludes(file_opt);
+  te->add_flag("--json", ea->json, "Print JSON (ids, hash, specials)");
+  te->callback([ea, &run] { run = [ea] { return run_tokenizer_encode(ea->model, ea->text, ea->file, ea->json); }; });
+}
+
+}  // namespace mt

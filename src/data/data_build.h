@@ -1,0 +1,53 @@
+// data_build.h — `moetrain data build`: the build config (TOML, strict) and
+// the pipeline ingest -> tokenizer (trained or given) -> topic x quality
+// labels -> eval split -> tokenize -> shards -> manifest. The dataset is
+// assembled in a temporary directory next to the output and renamed into
+// place only when complete.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "data/ingest.h"
+#include "data/labelers.h"
+#include "data/tokenizer.h"
+
+namespace mt {
+
+enum class LabelSource { kAuto, kMetadata, kComputed };  // auto: metadata where present, else computed
+
+struct DataBuildConfig {
+  std::vector<InputSpec> inputs;        // [[input]] tables, read in order
+  CodeOptions code;                     // [code]
+  std::string tokenizer_model;          // [tokenizer] model: an existing model file; "" = train one
+  TokenizerTrainOptions tokenizer;      // [tokenizer] vocab_size, sample_bytes
+  LabelSource topic_source = LabelSource::kAuto;  // [topics] source: "auto" | "metadata" | "cluster"
+  TopicOptions topics;                  // [topics] n_topics, dims, sample_docs, iterations
+  LabelSource quality_source = LabelSource::kAuto;  // [quality] source: "auto" | "metadata" | "perplexity"
+  int64_t n_quality = 5;                // [quality] levels q0 (worst) .. q{n-1} (best)
+  std::vector<InputSpec> quality_reference;  // [quality] reference: files whose n-gram model defines "good"; empty = the corpus
+  int64_t ngram_order = 4;              // [quality] order of the byte n-gram model
+  double eval_frac = 0.01;              // [split] fraction of documents held out (by document hash)
+  uint64_t seed = 1;                    // [split] seed for the eval split and clustering
+  std::string source;                   // the config file
+  std::string text;                     // its text, recorded in the manifest
+};
+
+// Relative input paths are resolved against the config file's directory.
+Result<DataBuildConfig> parse_data_build_config(const std::string& text, const std::string& source);
+Result<DataBuildConfig> load_data_build_config(const std::string& path);
+
+struct BuildReport {
+  IngestStats ingest;
+  int64_t buckets = 0, train_tokens = 0, eval_tokens = 0, train_docs = 0, eval_docs = 0;
+  int64_t vocab_size = 0;
+  double seconds_ingest = 0, seconds_tokenizer = 0, seconds_labels = 0, seconds_tokenize = 0, seconds_write = 0;
+};
+
+// Builds into out_dir (which must not exist, or be empty). Progress goes to
+// stderr when `verbose`.
+Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& report,
+                     bool verbose = false);
+
+}  // namespace mt

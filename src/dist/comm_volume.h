@@ -1,0 +1,31 @@
+// comm_volume.h — closed forms of the bytes one rank receives per optimizer
+// step (CommStats convention), shared by the trainer's tests and the
+// planner. docs/distributed.md derives them. Token all-to-all volumes depend
+// on routing, so only their bounds and the uniform-routing expectation are
+// closed forms.
+#pragma once
+#include <cstdint>
+
+#include "dist/shard_plan.h"
+#include "model/config.h"
+
+namespace mt {
+
+struct StepCommBytes {
+  int64_t allgather = 0;       // FSDP parameter gathers
+  int64_t reduce_scatter = 0;  // FSDP gradient reduce-scatters
+  int64_t allreduce = 0;       // token counts, step statistics, gradient norm
+  int64_t alltoall_counts = 0; // EP row-count exchanges (the row all-to-alls come on top)
+};
+
+// Exact figures for the rank of `plan` (grad_accum micro-batches per step,
+// n_moe_layers MoE layers of E experts).
+StepCommBytes step_comm_bytes(const ShardPlan& plan, const ModelConfig& c, int64_t grad_accum);
+
+// EP token all-to-all, per MoE layer and micro-batch, for one rank holding
+// `tokens` tokens: the four all-to-alls (dispatch, combine and their
+// gradients) each move `rows` rows of Din floats; with uniform routing a
+// rank sends (and receives) rows = tokens * K * kept_frac * (ep - 1) / ep.
+double expected_alltoall_bytes(const ModelConfig& c, int64_t ep, int64_t tokens, double kept_frac);
+
+}  // namespace mt

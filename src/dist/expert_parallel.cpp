@@ -1,0 +1,187 @@
+// expert_parallel.cpp — packing, the all-to-alls and unpacking of routed rows.
+// Data movement is whole-row memcpy per (rank, expert) segment.
+#include "dist/expert_parallel.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/check.h"
+#include "model/moe_block.h"
+
+namespace mt {
+namespace {
+
+template <typename T>
+void ensure(std::vector<T>& v, int64_t n) {
+  if (int64_t(v.size()) < n) v.resize(size_t(n));
+}
+
+int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+}  // namespace
+
+EpDispatcher::EpDispatcher(Comm& ep, const ModelConfig& c, int64_t batch, int64_t seq_len)
+    : ep_(ep), P_(ep.size()), me_(ep.rank()), E_(c.n_experts), El_(c.n_experts / ep.size()), F_(c.d_expert),
+      align_(kExpertRowAlign) {
+  MT_CHECK(E_ % P_ == 0, "{} experts over {} EP ranks", E_, P_);
+  const int64_t N = batch * seq_len, K = c.top_k, G = c.group_size(seq_len), groups = N / G;
+  const int64_t cap = c.capacity(G), Din = c.expert_in_dim();
+  int64_t sent = N * K, recv = N * K;
+  if (cap > 0) {
+    sent = std::min(N * K, groups * cap * E_);
+    recv = std::min(P_ * groups * cap * El_, P_ * N * std::min(K, El_));
+  }
+  row_bound_ = recv + El_ * (align_ - 1);
+  send_.resize(std::max(sent, recv) * Din);
+  recv_.resize(std::max(sent, recv) * Din);
+  y_.resize(row_bound_ * Din);
+  dy_.resize(row_bound_ * Din);
+  dx_.resize(row_bound_ * Din);
+  dz_.resize(row_bound_ * F_);
+  dh_.resize(row_bound_ * 2 * F_);
+  layers_.resize(c.n_layers);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    if (!c.is_moe(l)) continue;
+    LayerState& st = layers_[l];
+    st.send_rows.resize(P_ * El_);
+    st.recv_rows.resize(P_ * El_);
+    st.begin.resize(El_ + 1);
+    st.x.resize(row_bound_ * Din);
+    st.h.resize(row_bound_ * 2 * F_);
+    st.z.resize(row_bound_ * F_);
+  }
+  scounts_.resize(P_);
+  sdispls_.resize(P_);
+  rcounts_.resize(P_);
+  rdispls_.resize(P_);
+}
+
+ExpertRows EpDispatcher::rows_of(LayerState& st) {
+  ExpertRows r;
+  r.first = me_ * El_;
+  r.count = El_;
+  r.begin = st.begin.data();
+  r.x = st.x.data();
+  r.h = st.h.data();
+  r.z = st.z.data();
+  return r;
+}
+
+void EpDispatcher::to_experts(LayerState& st, const FfnActs& a, const float* src, float* dst, int64_t Din,
+                              const char* what) {
+  int64_t off = 0;
+  for (int64_t p = 0; p < P_; ++p) {
+    sdispls_[p] = off * Din;
+    for (int64_t i = 0; i < El_; ++i) {
+      const int64_t e = p * El_ + i, n = st.send_rows[e];
+      std::memcpy(send_.data() + off * Din, src + a.begin[e] * Din, sizeof(float) * size_t(n * Din));
+      off += n;
+    }
+    scounts_[p] = off * Din - sdispls_[p];
+  }
+  off = 0;
+  for (int64_t s = 0; s < P_; ++s) {
+    rdispls_[s] = off * Din;
+    for (int64_t i = 0; i < El_; ++i) off += st.recv_rows[s * El_ + i];
+    rcounts_[s] = off * Din - rdispls_[s];
+  }
+  ep_.alltoallv(send_.data(), scounts_.data(), sdispls_.data(), recv_.data(), rcounts_.data(), rdispls_.data(),
+                DType::kF32, what);
+  for (int64_t i = 0; i < El_; ++i) {
+    int64_t row = st.begin[i];
+    for (int64_t s = 0; s < P_; ++s) {
+      int64_t seg = rdispls_[s] / Din;
+      for (int64_t j = 0; j < i; ++j) seg += st.recv_rows[s * El_ + j];
+      const int64_t n = st.recv_rows[s * El_ + i];
+      std::memcpy(dst + row * Din, recv_.data() + seg * Din, sizeof(float) * size_t(n * Din));
+      row += n;
+    }
+    std::memset(dst + row * Din, 0, sizeof(float) * size_t((st.begin[i + 1] - row) * Din));
+  }
+}
+
+void EpDispatcher::from_experts(LayerState& st, const FfnActs& a, const float* src, float* dst, int64_t Din,
+                                const char* what) {
+  // Back along the forward's routes: what we received from s goes back to s.
+  int64_t off = 0;
+  for (int64_t s = 0; s < P_; ++s) {
+    sdispls_[s] = off * Din;
+    for (int64_t i = 0; i < El_; ++i) {
+      int64_t row = st.begin[i];
+      for (int64_t t = 0; t < s; ++t) row += st.recv_rows[t * El_ + i];
+      const int64_t n = st.recv_rows[s * El_ + i];
+      std::memcpy(send_.data() + off * Din, src + row * Din, sizeof(float) * size_t(n * Din));
+      off += n;
+    }
+    scounts_[s] = off * Din - sdispls_[s];
+  }
+  off = 0;
+  for (int64_t p = 0; p < P_; ++p) {
+    rdispls_[p] = off * Din;
+    for (int64_t i = 0; i < El_; ++i) off += st.send_rows[p * El_ + i];
+    rcounts_[p] = off * Din - rdispls_[p];
+  }
+  ep_.alltoallv(send_.data(), scounts_.data(), sdispls_.data(), recv_.data(), rcounts_.data(), rdispls_.data(),
+                DType::kF32, what);
+  off = 0;
+  for (int64_t e = 0; e < E_; ++e) {
+    const int64_t n = st.send_rows[e];
+    std::memcpy(dst + a.begin[e] * Din, recv_.data() + off * Din, sizeof(float) * size_t(n * Din));
+    off += n;
+  }
+}
+
+ExpertRows EpDispatcher::dispatch(int64_t layer, FfnActs& a, int64_t Din) {
+  LayerState& st = layers_[layer];
+  std::copy(a.kept.begin(), a.kept.begin() + E_, st.send_rows.begin());
+  std::vector<int64_t> c(P_, El_), d(P_);
+  for (int64_t p = 0; p < P_; ++p) d[p] = p * El_;
+  ep_.alltoallv(st.send_rows.data(), c.data(), d.data(), st.recv_rows.data(), c.data(), d.data(), DType::kI64,
+                "all-to-all (expert row counts)");
+  int64_t total = 0, sent = 0;
+  st.begin[0] = 0;
+  for (int64_t i = 0; i < El_; ++i) {
+    int64_t n = 0;
+    for (int64_t s = 0; s < P_; ++s) n += st.recv_rows[s * El_ + i];
+    total += n;
+    st.begin[i + 1] = st.begin[i] + round_up(n, align_);
+  }
+  for (int64_t e = 0; e < E_; ++e) sent += st.send_rows[e];
+  st.rows = st.begin[El_];
+  // Dropless: grow to the high-water mark (capacity runs never get here).
+  ensure(send_, std::max(sent, total) * Din);
+  ensure(recv_, std::max(sent, total) * Din);
+  ensure(st.x, st.rows * Din);
+  ensure(st.h, st.rows * 2 * F_);
+  ensure(st.z, st.rows * F_);
+  ensure(y_, st.rows * Din);
+  to_experts(st, a, a.xe.data(), st.x.data(), Din, "all-to-all (expert dispatch)");
+  ExpertRows r = rows_of(st);
+  r.y = y_.data();
+  return r;
+}
+
+void EpDispatcher::combine(int64_t layer, FfnActs& a, int64_t Din) {
+  from_experts(layers_[layer], a, y_.data(), a.ye.data(), Din, "all-to-all (expert combine)");
+}
+
+ExpertRows EpDispatcher::dispatch_grad(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) {
+  LayerState& st = layers_[layer];
+  ensure(dy_, st.rows * Din);
+  ensure(dx_, st.rows * Din);
+  ensure(dz_, st.rows * F_);
+  ensure(dh_, st.rows * 2 * F_);
+  to_experts(st, a, s.dye.data(), dy_.data(), Din, "all-to-all (expert gradient dispatch)");
+  ExpertRows r = rows_of(st);
+  r.dy = dy_.data();
+  r.dx = dx_.data();
+  r.dz = dz_.data();
+  r.dh = dh_.data();
+  return r;
+}
+
+void EpDispatcher::combine_grad(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) {
+  from_experts(layers_[layer], a, dx_.data(), s.dxe.data(), Din, "all-to-all (expert gradient combine)");
+}
+
+}  // namespace mt

@@ -1,0 +1,63 @@
+// expert_parallel.h — expert parallelism as an ExpertDispatcher: the E
+// routed experts are split into ep contiguous blocks of El = E / ep, EP rank
+// j computing experts [j*El, (j+1)*El) for the tokens of every rank of its
+// EP group. Per MoE layer and micro-batch:
+//   dispatch      counts all-to-all (El row counts per peer), then rows
+//                 all-to-all: a.xe segments -> expert-major rows on the owner
+//   combine       expert outputs travel back the same way into a.ye
+//   dispatch_grad output gradients follow the forward's routes (no counts)
+//   combine_grad  input gradients come back into s.dxe
+// Only real rows travel (padding stays home); the owner lays each expert's
+// rows out source rank by source rank, in token order, padded to
+// kExpertRowAlign with zero rows, so its GEMMs look like the one-process ones.
+// Buffers: with capacity_factor > 0 every buffer is sized once from the
+// static capacity bound and never grows; dropless runs grow them to the
+// high-water mark.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "dist/comm.h"
+#include "model/config.h"
+#include "model/parallel_hooks.h"
+
+namespace mt {
+
+class EpDispatcher final : public ExpertDispatcher {
+ public:
+  // ep: this rank's EP group; tokens: B*T tokens of one local micro-batch.
+  EpDispatcher(Comm& ep, const ModelConfig& c, int64_t batch, int64_t seq_len);
+
+  ExpertRows dispatch(int64_t layer, FfnActs& a, int64_t Din) override;
+  void combine(int64_t layer, FfnActs& a, int64_t Din) override;
+  ExpertRows dispatch_grad(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) override;
+  void combine_grad(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) override;
+
+  // Rows bound used to size the buffers (the static-capacity bound, or the
+  // dropless starting size).
+  int64_t row_bound() const { return row_bound_; }
+
+ private:
+  struct LayerState {
+    std::vector<int64_t> send_rows;  // (P, El): rows sent to rank p for its expert i
+    std::vector<int64_t> recv_rows;  // (P, El): rows from rank s for local expert i
+    std::vector<int64_t> begin;      // (El + 1): expert-major row offsets (padded)
+    std::vector<float> x, h, z;      // saved for the backward: (rows, Din), (rows, 2F), (rows, F)
+    int64_t rows = 0;
+  };
+  // Local segments (rows of `src` in FfnActs layout) -> send buffer -> peers
+  // -> expert-major `dst` (zero padding rows).
+  void to_experts(LayerState& st, const FfnActs& a, const float* src, float* dst, int64_t Din, const char* what);
+  // Expert-major `src` -> peers -> local segments of `dst` (FfnActs layout).
+  void from_experts(LayerState& st, const FfnActs& a, const float* src, float* dst, int64_t Din, const char* what);
+  ExpertRows rows_of(LayerState& st);
+
+  Comm& ep_;
+  int64_t P_, me_, E_, El_, F_, align_;
+  int64_t row_bound_ = 0;
+  std::vector<LayerState> layers_;
+  std::vector<float> send_, recv_, y_, dy_, dx_, dz_, dh_;
+  std::vector<int64_t> scounts_, sdispls_, rcounts_, rdispls_;
+};
+
+}  // namespace mt

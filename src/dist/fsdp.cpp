@@ -1,0 +1,233 @@
+// fsdp.cpp — unit buffers, gather/free, gradient reduce-scatter and the
+// prefetch schedule. Layer l uses pool slot l % 2, so the layer being
+// computed and the one being prefetched (or still reducing) never collide.
+#include "dist/fsdp.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/check.h"
+
+namespace mt {
+
+struct FsdpProvider::Unit {
+  const ShardUnit* su = nullptr;
+  Comm* comm = nullptr;
+  float* pbuf = nullptr;  // whole unit, gathered (null until a slot is assigned)
+  float* gbuf = nullptr;  // whole-unit gradient
+  float* scratch = nullptr;
+  std::unique_ptr<Request> gather;
+  enum class State { kFree, kInFlight, kReady } state = State::kFree;
+  ReduceScatter rs;
+  std::vector<float> own_p, own_g, own_scratch;  // root units only (layers use the pools)
+  bool empty() const { return su->size() == 0; }
+};
+
+struct FsdpProvider::Layer {
+  Unit dense, experts;
+};
+
+struct FsdpProvider::Pool {
+  std::vector<float> p[2], g[2], scratch[2];
+  int64_t p_owner[2] = {-1, -1}, g_owner[2] = {-1, -1};
+  void size_for(const ShardUnit& u, int64_t group) {
+    for (int i = 0; i < 2; ++i) {
+      if (int64_t(p[i].size()) < u.size()) p[i].resize(u.size());
+      if (int64_t(g[i].size()) < u.size()) g[i].resize(u.size());
+      if (int64_t(scratch[i].size()) < group * u.mine()) scratch[i].resize(group * u.mine());
+    }
+  }
+};
+
+FsdpProvider::FsdpProvider(Mesh& mesh, const ShardPlan& plan, int64_t n_layers, float* params, float* grads,
+                           Prefetch prefetch, ExpertDispatcher* dispatcher)
+    : mesh_(mesh), plan_(plan), L_(n_layers), params_(params), grads_(grads), prefetch_(prefetch),
+      dispatcher_(dispatcher), dense_pool_(std::make_unique<Pool>()), expert_pool_(std::make_unique<Pool>()) {
+  embed_ = std::make_unique<Unit>();
+  tail_ = std::make_unique<Unit>();
+  embed_->su = &plan.embed();
+  tail_->su = &plan.tail();
+  layers_.resize(L_);
+  for (int64_t l = 0; l < L_; ++l) {
+    layers_[l].dense.su = &plan.dense(l);
+    layers_[l].experts.su = &plan.experts(l);
+  }
+  for (Unit* u : {embed_.get(), tail_.get()}) u->comm = &comm_of(*u->su);
+  for (Layer& ly : layers_)
+    for (Unit* u : {&ly.dense, &ly.experts}) {
+      u->comm = &comm_of(*u->su);
+      if (u->empty() || u->su->whole()) continue;
+      (u == &ly.dense ? *dense_pool_ : *expert_pool_).size_for(*u->su, u->comm->size());
+    }
+  // Root units keep their own buffers for the whole micro-batch.
+  for (Unit* u : {embed_.get(), tail_.get()}) {
+    if (u->su->whole()) continue;
+    u->own_p.resize(u->su->size());
+    u->own_g.resize(u->su->size());
+    u->own_scratch.resize(u->comm->size() * u->su->mine());
+    u->pbuf = u->own_p.data();
+    u->gbuf = u->own_g.data();
+    u->scratch = u->own_scratch.data();
+  }
+}
+
+FsdpProvider::~FsdpProvider() = default;
+
+Comm& FsdpProvider::comm_of(const ShardUnit& u) {
+  return u.group == ShardGroup::kWorld ? mesh_.world() : mesh_.fsdp();
+}
+
+void FsdpProvider::start_gather(Unit& u) {
+  if (u.empty() || u.su->whole() || u.state != Unit::State::kFree) return;
+  const ShardUnit& s = *u.su;
+  u.gather = u.comm->iallgatherv(params_ + s.local, s.mine(), u.pbuf, s.counts.data(), s.displs.data(), DType::kF32,
+                                 CommKind::kAllGather);
+  u.state = Unit::State::kInFlight;
+}
+
+void FsdpProvider::finish_gather(Unit& u, const char* what) {
+  if (u.empty() || u.su->whole()) return;
+  if (u.state == Unit::State::kFree) start_gather(u);
+  if (u.state == Unit::State::kInFlight) {
+    u.comm->wait(u.gather.get(), what);
+    u.gather.reset();
+    u.state = Unit::State::kReady;
+  }
+}
+
+void FsdpProvider::free_params(Unit& u) {
+  if (u.empty() || u.su->whole()) return;
+  MT_CHECK(u.state == Unit::State::kReady, "freeing a unit that is not gathered");
+  u.state = Unit::State::kFree;
+}
+
+ParamSpan FsdpProvider::span(Unit& u) {
+  const ShardUnit& s = *u.su;
+  ParamSpan sp;
+  sp.lo = s.lo;
+  if (u.empty()) return sp;
+  if (s.whole()) {
+    sp.p = params_ + s.local;
+    sp.g = mode_ == Grads::kYes ? grads_ + s.local : nullptr;
+  } else {
+    sp.p = u.pbuf;
+    sp.g = mode_ == Grads::kYes ? u.gbuf : nullptr;
+  }
+  return sp;
+}
+
+void FsdpProvider::begin_grads(Unit& u) {
+  if (u.empty() || u.su->whole()) return;
+  if (u.rs.active()) finish_reduce(u);
+  std::memset(u.gbuf, 0, sizeof(float) * size_t(u.su->size()));
+}
+
+void FsdpProvider::start_reduce(Unit& u) {
+  if (u.empty() || u.su->whole()) return;
+  u.rs.start(*u.comm, u.gbuf, u.su->counts.data(), u.su->displs.data(), u.scratch);
+}
+
+void FsdpProvider::finish_reduce(Unit& u) {
+  if (!u.rs.active()) return;
+  u.rs.finish(grads_ + u.su->local, ReduceScatter::Mode::kAccumulate, "gradient reduce-scatter");
+}
+
+// Binds layer l's units to pool slot l % 2 and starts their gathers.
+void FsdpProvider::start_layer(int64_t l) {
+  if (l < 0 || l >= L_) return;
+  Layer& ly = layers_[l];
+  const int slot = int(l % 2);
+  for (int kind = 0; kind < 2; ++kind) {
+    Unit* u = kind == 0 ? &ly.dense : &ly.experts;
+    Pool* pool = kind == 0 ? dense_pool_.get() : expert_pool_.get();
+    if (u->empty() || u->su->whole() || u->state != Unit::State::kFree) continue;
+    const int64_t owner = pool->p_owner[slot];
+    MT_CHECK(owner == -1 || owner == l ||
+                 (kind == 0 ? layers_[owner].dense : layers_[owner].experts).state == Unit::State::kFree,
+             "FSDP slot {} still holds layer {} while layer {} starts", slot, owner, l);
+    pool->p_owner[slot] = l;
+    u->pbuf = pool->p[slot].data();
+    start_gather(*u);
+  }
+}
+
+RootParams FsdpProvider::acquire_root(Grads grads) {
+  mode_ = grads;
+  start_gather(*embed_);
+  start_gather(*tail_);
+  if (prefetch_ == Prefetch::kNextLayer) start_layer(0);
+  finish_gather(*embed_, "all-gather (embedding)");
+  finish_gather(*tail_, "all-gather (final norm, head)");
+  if (mode_ == Grads::kYes) {
+    begin_grads(*embed_);
+    begin_grads(*tail_);
+  }
+  return RootParams{span(*embed_), span(*tail_)};
+}
+
+LayerParams FsdpProvider::acquire_layer(int64_t l, Pass pass) {
+  Layer& ly = layers_[l];
+  start_layer(l);
+  if (prefetch_ == Prefetch::kNextLayer) start_layer(pass == Pass::kForward ? l + 1 : l - 1);
+  finish_gather(ly.dense, "all-gather (layer weights)");
+  finish_gather(ly.experts, "all-gather (expert weights)");
+  if (pass == Pass::kBackward && mode_ == Grads::kYes) {
+    const int slot = int(l % 2);
+    for (int kind = 0; kind < 2; ++kind) {
+      Unit* u = kind == 0 ? &ly.dense : &ly.experts;
+      Pool* pool = kind == 0 ? dense_pool_.get() : expert_pool_.get();
+      if (u->empty() || u->su->whole()) continue;
+      const int64_t owner = pool->g_owner[slot];
+      if (owner >= 0 && owner != l) finish_reduce(kind == 0 ? layers_[owner].dense : layers_[owner].experts);
+      pool->g_owner[slot] = l;
+      u->gbuf = pool->g[slot].data();
+      u->scratch = pool->scratch[slot].data();
+      begin_grads(*u);
+    }
+  }
+  return LayerParams{span(ly.dense), span(ly.experts)};
+}
+
+void FsdpProvider::release_layer(int64_t l, Pass pass) {
+  Layer& ly = layers_[l];
+  // The last layer's backward comes right after its forward: keep it.
+  if (pass == Pass::kForward && mode_ == Grads::kYes && l == L_ - 1) return;
+  free_params(ly.dense);
+  free_params(ly.experts);
+  if (pass == Pass::kBackward) {
+    start_reduce(ly.dense);
+    start_reduce(ly.experts);
+  }
+  mesh_.world().progress();
+}
+
+void FsdpProvider::release_root() {
+  if (mode_ == Grads::kYes) {
+    start_reduce(*embed_);
+    start_reduce(*tail_);
+    for (Layer& ly : layers_) {
+      finish_reduce(ly.dense);
+      finish_reduce(ly.experts);
+    }
+    finish_reduce(*embed_);
+    finish_reduce(*tail_);
+  }
+  for (Unit* u : {embed_.get(), tail_.get()})
+    if (!u->empty() && !u->su->whole()) u->state = Unit::State::kFree;
+  for (Layer& ly : layers_)
+    for (Unit* u : {&ly.dense, &ly.experts}) {
+      MT_CHECK(u->state != Unit::State::kInFlight, "a gather is still in flight at the end of the micro-batch");
+      u->state = Unit::State::kFree;
+    }
+  for (Pool* p : {dense_pool_.get(), expert_pool_.get()}) {
+    p->p_owner[0] = p->p_owner[1] = -1;
+    p->g_owner[0] = p->g_owner[1] = -1;
+  }
+}
+
+double FsdpProvider::sum_over_replicas(double local) {
+  mesh_.world().allreduce_sum(&local, 1, "allreduce (token count)");
+  return local;
+}
+
+}  // namespace mt

@@ -1,0 +1,127 @@
+// parallel_hooks.h — how parallelism is applied to the single-device model
+// from outside (torchtitan style). The Transformer asks a ParamProvider for
+// each unit's weights just before it uses them and tells it when it is done
+// (FSDP all-gathers and frees there, and reduce-scatters the unit's
+// gradients); the MoE block sends its routed rows through an
+// ExpertDispatcher (EP all-to-all). One process: FlatParams (views of the
+// whole flat buffers) and the identity dispatcher, so the single-device path
+// runs exactly the arithmetic it always ran. dist/ implements both for MPI.
+// Legend: E experts, F expert hidden, Din expert input dim.
+#pragma once
+#include <cstdint>
+
+namespace mt {
+
+struct FfnActs;
+struct FfnScratch;
+class ExpertDispatcher;
+
+// Values (and gradients) of the global flat-layout elements [lo, lo + n):
+// element `off` of the layout is at p[off - lo]. A span only ever serves the
+// offsets of the unit it was acquired for.
+struct ParamSpan {
+  const float* p = nullptr;
+  float* g = nullptr;  // gradients, accumulated (+=); null in forward-only passes
+  int64_t lo = 0;
+  const float* at(int64_t off) const { return p + (off - lo); }
+  float* grad(int64_t off) const { return g + (off - lo); }
+};
+
+// The tensors outside the blocks: `embed` serves the embedding (and the tied
+// head), `tail` the final norm and an untied head.
+struct RootParams {
+  ParamSpan embed, tail;
+  // The span holding tensor offset `off` (tail starts at the final norm).
+  const ParamSpan& of(int64_t off) const { return off >= tail.lo ? tail : embed; }
+};
+
+// One block: `dense` serves attention, norms, router, latent projections and
+// shared experts (everything but routed experts); `experts` serves the routed
+// experts this process computes (ExpertRows::first ...).
+struct LayerParams {
+  ParamSpan dense, experts;
+};
+
+enum class Pass { kForward, kBackward };
+enum class Grads { kNo, kYes };  // forward only (evaluation), or forward + backward
+
+// Contract, per micro-batch: acquire_root, then for each layer in order
+// acquire_layer(l, kForward) / release_layer(l, kForward); with Grads::kYes
+// then for each layer in reverse acquire_layer(l, kBackward) /
+// release_layer(l, kBackward); finally release_root. Spans stay valid until
+// the matching release. Gradients written into a span are owned by the
+// provider after release (FSDP reduce-scatters them into its shard).
+class ParamProvider {
+ public:
+  virtual ~ParamProvider() = default;
+  virtual RootParams acquire_root(Grads grads) = 0;
+  virtual void release_root() = 0;
+  virtual LayerParams acquire_layer(int64_t layer, Pass pass) = 0;
+  virtual void release_layer(int64_t layer, Pass pass) = 0;
+
+  // Data parallelism: how many replicas each process a different slice of
+  // the global batch (loss gradients are divided by it), and the sum over
+  // them of a per-replica count (the cross-entropy denominator).
+  virtual int64_t replicas() const { return 1; }
+  virtual double sum_over_replicas(double local) { return local; }
+  // Routed-expert transport; null = every expert is local (identity).
+  virtual ExpertDispatcher* dispatcher() { return nullptr; }
+};
+
+// The whole flat parameter and gradient buffers (one process).
+class FlatParams final : public ParamProvider {
+ public:
+  FlatParams(const float* params, float* grads) : span_{params, grads, 0} {}
+  RootParams acquire_root(Grads) override { return {span_, span_}; }
+  void release_root() override {}
+  LayerParams acquire_layer(int64_t, Pass) override { return {span_, span_}; }
+  void release_layer(int64_t, Pass) override {}
+
+ private:
+  ParamSpan span_;
+};
+
+// Rows the local experts work on, as laid out after dispatch: local expert i
+// (global expert first + i) owns rows [begin[i], begin[i + 1]), padded with
+// zero rows. Forward fills x and expects y, h, z to be written (h, z are
+// kept for the backward); backward fills x, h, z (saved) and dy and expects
+// dx to be written, with dz, dh as scratch.
+struct ExpertRows {
+  int64_t first = 0, count = 0;
+  const int64_t* begin = nullptr;          // (count + 1)
+  float *x = nullptr, *y = nullptr;        // (rows, Din)
+  float *h = nullptr, *z = nullptr;        // (rows, 2F), (rows, F)
+  float *dy = nullptr, *dx = nullptr;      // (rows, Din)
+  float *dz = nullptr, *dh = nullptr;      // (rows, F), (rows, 2F)
+};
+
+// Moves routed rows between this process's tokens and the experts' owners.
+// The local layout is FfnActs' (a.begin: rows grouped by global expert, the
+// a.kept real rows first in each segment, then padding).
+class ExpertDispatcher {
+ public:
+  virtual ~ExpertDispatcher() = default;
+  // Forward, after the gather into a.xe: rows to their experts.
+  virtual ExpertRows dispatch(int64_t layer, FfnActs& a, int64_t Din) = 0;
+  // Forward, after the experts wrote y: outputs back into a.ye.
+  virtual void combine(int64_t layer, FfnActs& a, int64_t Din) = 0;
+  // Backward, after moe_combine_backward filled s.dye: output gradients to the experts.
+  virtual ExpertRows dispatch_grad(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) = 0;
+  // Backward, after the experts wrote dx: input gradients back into s.dxe.
+  virtual void combine_grad(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) = 0;
+};
+
+// Every expert is local: the rows stay where they are (no copies).
+class IdentityDispatcher final : public ExpertDispatcher {
+ public:
+  explicit IdentityDispatcher(int64_t n_experts) : E_(n_experts) {}
+  ExpertRows dispatch(int64_t layer, FfnActs& a, int64_t Din) override;
+  void combine(int64_t, FfnActs&, int64_t) override {}
+  ExpertRows dispatch_grad(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) override;
+  void combine_grad(int64_t, const FfnActs&, FfnScratch&, int64_t) override {}
+
+ private:
+  int64_t E_;
+};
+
+}  // namespace mt

@@ -1,0 +1,169 @@
+// calibration.cpp — see calibration.h.
+#include "plan/calibration.h"
+
+#include <cmath>
+
+#include "core/check.h"
+#include "plan/model_stats.h"
+#include "plan/perf.h"
+
+namespace mt::plan {
+
+const std::vector<MegatronRow>& megatron_h100_rows() {
+  static const std::vector<MegatronRow> kRows = {
+      {"1.7B", 16, 2048, 24, 1, 1, 48, 192, 408.8, 0.41},
+      {"7.1B", 32, 4096, 30, 2, 1, 96, 192, 465.9, 0.47},
+      {"16B", 48, 6144, 32, 4, 1, 192, 192, 489.1, 0.49},
+      {"32B", 56, 7168, 48, 8, 1, 384, 192, 459.6, 0.46},
+      {"70B", 64, 8192, 84, 8, 2, 768, 384, 419.7, 0.42},
+      {"119B", 80, 10240, 92, 8, 4, 1536, 768, 420.5, 0.43},
+      {"177B", 96, 12288, 96, 8, 6, 2304, 1152, 432.8, 0.44},
+      {"314B", 128, 16384, 96, 8, 8, 3072, 1536, 474.4, 0.48},
+      {"462B", 144, 18432, 112, 8, 16, 6144, 3072, 459.9, 0.47},
+  };
+  return kRows;
+}
+
+double megatron_flops_per_token(int64_t hidden, int64_t layers, int64_t vocab, int64_t seq_len) {
+  const double h = double(hidden), L = double(layers);
+  return 72.0 * L * h * h * (1.0 + double(seq_len) / (6.0 * h) + double(vocab) / (12.0 * h * L));
+}
+
+CalibrationCase megatron_case(const MegatronRow& r, const EfficiencyModel& eff) {
+  CalibrationCase k;
+  ModelConfig& m = k.model;
+  m.vocab_size = 131072;
+  m.d_model = r.hidden;
+  m.n_layers = r.layers;
+  m.n_heads = r.heads;
+  m.n_kv_heads = r.heads;
+  m.layer_pattern = "G";
+  m.tied_embeddings = false;
+  m.d_ff = (8 * r.hidden + 2) / 3;  // SwiGLU with the FLOPs of a 4h GELU MLP
+  m.n_experts = 0;
+
+  ClusterConfig& c = k.cluster;
+  c.source = "<megatron calibration>";
+  c.device = *find_device("H100");
+  c.gpus_per_rack = 8;
+  c.racks = r.gpus / 8;
+  c.scaleout_gbps = 50.0;  // 8 x 400 Gb/s InfiniBand per DGX H100 node
+  c.eff = eff;
+
+  LayoutConfig& l = k.layout;
+  l.source = "<megatron calibration>";
+  l.tp = r.tp;
+  l.pp = r.pp;
+  l.zero_stage = 1;
+  // Pipelined rows: micro-batches of one sequence (m = 4 pp per step) on the interleaved schedule with
+  // two model chunks per stage. Unpipelined rows: the 4 sequences per GPU in one micro-batch.
+  l.micro_batch = r.pp == 1 ? r.batch / (r.gpus / r.tp) : 1;
+  l.global_batch = r.batch;
+  l.seq_len = k.seq_len;
+  l.grads = Precision::kFp32;  // Megatron reduces bf16 runs' gradients in fp32
+  l.tp_overlap = true;
+  l.dp_overlap = true;
+  if (r.pp > 1) {
+    l.schedule = PipeSchedule::kInterleaved;
+    l.virtual_stages = 2;
+  }
+  return k;
+}
+
+namespace {
+
+// A row's planner inputs, resolved once; only the efficiency model varies during a fit.
+struct Prepared {
+  MegatronRow row;
+  CalibrationCase k;
+  Parallel par;
+  ModelStats stats;
+  double megatron_flops_per_step = 0;
+};
+
+Prepared prepare(const MegatronRow& r) {
+  Prepared p;
+  p.row = r;
+  p.k = megatron_case(r, EfficiencyModel{});
+  auto par = resolve(p.k.layout, p.k.model, p.k.seq_len, p.k.cluster);
+  MT_CHECK(par.is_ok(), "calibration row {}: {}", r.name, par.status().message());
+  p.par = *par;
+  p.stats = model_stats(p.k.model, p.k.seq_len);
+  p.megatron_flops_per_step =
+      megatron_flops_per_token(r.hidden, r.layers, 131072, p.k.seq_len) * double(r.batch) * double(p.k.seq_len);
+  return p;
+}
+
+CalibrationResult evaluate(const Prepared& p, const EfficiencyModel& eff) {
+  ClusterConfig cl = p.k.cluster;
+  cl.eff = eff;
+  const StepTime st = step_time(p.k.model, p.stats, p.par, cl);
+  CalibrationResult out;
+  out.name = p.row.name;
+  out.step_s = st.step_s;
+  out.measured_tflops = p.row.tflops_per_gpu;
+  out.predicted_tflops = p.megatron_flops_per_step / st.step_s / double(p.row.gpus) / 1e12;
+  out.measured_mfu = p.row.mfu;
+  out.predicted_mfu = out.predicted_tflops / 989.0;
+  out.rel_error = out.predicted_tflops / out.measured_tflops - 1.0;
+  return out;
+}
+
+double log_sse(const std::vector<Prepared>& rows, const EfficiencyModel& e) {
+  double sum = 0;
+  for (const Prepared& p : rows) {
+    const double err = std::log1p(evaluate(p, e).rel_error);
+    sum += err * err;
+  }
+  return sum;
+}
+
+// Minimises f on [a, b] by golden-section search; returns the argmin.
+template <typename F>
+double golden_min(F f, double a, double b, int iters) {
+  const double phi = (std::sqrt(5.0) - 1) / 2;
+  double x1 = b - phi * (b - a), x2 = a + phi * (b - a), f1 = f(x1), f2 = f(x2);
+  for (int it = 0; it < iters; ++it) {
+    if (f1 < f2) {
+      b = x2, x2 = x1, f2 = f1;
+      x1 = b - phi * (b - a), f1 = f(x1);
+    } else {
+      a = x1, x1 = x2, f1 = f2;
+      x2 = a + phi * (b - a), f2 = f(x2);
+    }
+  }
+  return 0.5 * (a + b);
+}
+
+EfficiencyModel fit_gemm(const std::vector<Prepared>& rows, const EfficiencyModel& base) {
+  EfficiencyModel e = base;
+  e.gemm = golden_min([&](double g) { EfficiencyModel x = base; x.gemm = g; return log_sse(rows, x); }, 0.3, 1.0, 32);
+  return e;
+}
+
+std::vector<Prepared> prepare_all(const std::vector<MegatronRow>& rows) {
+  std::vector<Prepared> out;
+  for (const MegatronRow& r : rows) out.push_back(prepare(r));
+  return out;
+}
+
+}  // namespace
+
+CalibrationResult evaluate_row(const MegatronRow& r, const EfficiencyModel& eff) { return evaluate(prepare(r), eff); }
+
+EfficiencyModel fit_gemm_efficiency(const std::vector<MegatronRow>& rows, const EfficiencyModel& base) {
+  return fit_gemm(prepare_all(rows), base);
+}
+
+EfficiencyModel fit_efficiency(const std::vector<MegatronRow>& rows, const EfficiencyModel& base) {
+  const std::vector<Prepared> prepared = prepare_all(rows);
+  auto best_for = [&](double ew) {
+    EfficiencyModel x = base;
+    x.elementwise = ew;
+    return fit_gemm(prepared, x);
+  };
+  const double ew = golden_min([&](double v) { return log_sse(prepared, best_for(v)); }, 1.0, 5.0, 24);
+  return best_for(ew);
+}
+
+}  // namespace mt::plan

@@ -1,0 +1,57 @@
+// calibration.h — the published Megatron-LM H100 weak-scaling table
+// (shared/reference/hardware.md) as planner inputs, and the fit of the
+// efficiency model's one free constant (sustained GEMM efficiency) to it.
+// Every other constant is a physical figure; docs/planner.md states them.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "plan/cluster.h"
+#include "plan/layout.h"
+
+namespace mt::plan {
+
+struct MegatronRow {
+  std::string name;   // "1.7B"
+  int64_t heads, hidden, layers, tp, pp, gpus, batch;
+  double tflops_per_gpu;  // published, Megatron's FLOP count
+  double mfu;             // published, against 989 TFLOP/s
+};
+const std::vector<MegatronRow>& megatron_h100_rows();
+
+// Megatron-LM's FLOPs per token for GPT blocks (4h GELU MLP, untied
+// embeddings, attention counted over the full s x s square):
+// 72 L h^2 (1 + s / (6h) + V / (12 h L)).
+double megatron_flops_per_token(int64_t hidden, int64_t layers, int64_t vocab, int64_t seq_len);
+
+// Planner inputs for a row: the GPT block as a SwiGLU model of equal matmul
+// FLOPs (d_ff = 8h/3), vocab 131072, seq 4096, DP 48, distributed optimizer
+// (ZeRO-1, fp32 gradient reduction), sequence parallelism, TP and DP overlap;
+// pipelined rows: micro-batch 1, interleaved schedule with 2 chunks per
+// stage; others: one micro-batch per step. docs/planner.md lists them all.
+struct CalibrationCase {
+  ModelConfig model;
+  LayoutConfig layout;
+  ClusterConfig cluster;
+  int64_t seq_len = 4096;
+};
+CalibrationCase megatron_case(const MegatronRow& r, const EfficiencyModel& eff);
+
+struct CalibrationResult {
+  std::string name;
+  double measured_tflops = 0, predicted_tflops = 0;  // per GPU, Megatron's FLOP count
+  double measured_mfu = 0, predicted_mfu = 0;        // Megatron's definition (vs 989 TFLOP/s)
+  double rel_error = 0;                              // predicted / measured - 1 (throughput)
+  double step_s = 0;                                 // predicted
+};
+CalibrationResult evaluate_row(const MegatronRow& r, const EfficiencyModel& eff);
+
+// Least squares on log throughput over `rows`, for EfficiencyModel::gemm
+// (golden-section search in [0.3, 1]); other fields of `base` are kept.
+EfficiencyModel fit_gemm_efficiency(const std::vector<MegatronRow>& rows, const EfficiencyModel& base);
+// The same for gemm and the element-wise traffic factor together (factor in [1, 5]).
+EfficiencyModel fit_efficiency(const std::vector<MegatronRow>& rows, const EfficiencyModel& base);
+
+}  // namespace mt::plan

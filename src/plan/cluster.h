@@ -1,0 +1,88 @@
+// cluster.h — what the planner knows about the machines: accelerator figures
+// (built-in presets from public specifications, shared/reference/hardware.md),
+// topology (GPUs per node, NVLink domain and rack; racks owned and kept spare;
+// the per-rack SLA), link bandwidths, failure and repair rates, checkpoint
+// storage, and the efficiency model that turns peak figures into achieved ones.
+// Loaded strictly from configs/clusters/*.toml (docs/planner.md has the schema).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace mt::plan {
+
+enum class DeviceKind { kGpu, kCpu };
+
+// Turns peak figures into achieved ones. Defaults: `gemm` and `elementwise`
+// are fitted to the Megatron-LM H100 table (plan/calibration.h); the rest are
+// published microbenchmark-level figures (docs/planner.md). Device presets
+// may carry their own; a cluster file may override each.
+struct EfficiencyModel {
+  double gemm = 0.607;             // large BF16 GEMMs: fraction of peak sustained in training (fitted)
+  double gemm_k0 = 256.0;          // per-tile pipeline fill, in reduction steps: GEMM rate x K / (K + k0)
+  double elementwise = 2.06;       // element-wise traffic relative to the minimal count (fitted)
+  double attention = 0.35;         // fused attention, fraction of peak (FlashAttention-2 on Hopper)
+  double hbm = 0.80;               // memory-bound kernels: fraction of HBM bandwidth
+  double link = 0.80;              // collectives: fraction of nominal per-direction link bandwidth
+  double overlap = 0.90;           // fraction of a compute window that can hide communication
+  double kernel_latency_us = 4.0;  // fixed cost per kernel (launch gap, ramp-up and tail)
+};
+
+// Public specification of one accelerator type (dense, no sparsity).
+struct DeviceSpec {
+  std::string type;             // "H100", "GB200", "cpu", ...
+  DeviceKind kind = DeviceKind::kGpu;
+  double peak_tflops = 0;       // dense BF16 TFLOP/s per device
+  double hbm_gib = 0;           // memory per device, GiB
+  double hbm_tbps = 0;          // memory bandwidth, TB/s
+  double nvlink_gbps = 0;       // NVLink per GPU, GB/s, both directions together (vendor convention)
+  int64_t gpus_per_node = 8;
+  int64_t gpus_per_domain = 8;  // GPUs in one NVLink domain
+  EfficiencyModel eff;          // defaults for this device type
+};
+
+// Built-in device types; `find_device` returns null for an unknown name.
+const std::vector<DeviceSpec>& device_presets();
+const DeviceSpec* find_device(const std::string& type);
+
+struct ClusterConfig {
+  std::string source;           // file it came from
+  std::string name;             // [cluster] name
+  DeviceSpec device;            // [gpu] type, then per-key overrides
+  // Topology.
+  int64_t gpus_per_rack = 8;    // unit that is allocated, spared and covered by the SLA
+  int64_t racks = 1;            // racks owned
+  int64_t spare_racks = 0;      // racks held back (not in the job) to replace failed ones
+  int64_t sla_min_gpus_up = 0;  // SLA: at least this many GPUs up per rack (0 = all)
+  double scaleout_gbps = 50.0;  // per GPU, one direction, GB/s (400 Gb/s NIC = 50)
+  double host_link_gbps = 55.0; // per GPU to host memory (PCIe 5 x16), GB/s
+  // Reliability.
+  double gpu_mtbf_hours = 50000;  // mean time between job-interrupting failures, per GPU (all causes)
+  double gpu_repair_hours = 72;   // a failed GPU (or its node) is out this long
+  double rack_mtbf_hours = 0;     // whole-rack outages (power, cooling, NVLink switch); 0 = none
+  double rack_repair_hours = 24;
+  double restart_minutes = 10;    // detect, reschedule, initialise (checkpoint load is added)
+  // Checkpoint storage, aggregate over the cluster.
+  double storage_write_gbps = 500;
+  double storage_read_gbps = 1000;
+  // Cost.
+  double gpu_hour_usd = 0;        // 0 = cost not shown
+  EfficiencyModel eff;
+
+  int64_t total_gpus() const { return racks * gpus_per_rack; }
+  // GPUs per rack the job may count on: the SLA minimum when one is set.
+  int64_t usable_gpus_per_rack() const { return sla_min_gpus_up > 0 ? sla_min_gpus_up : gpus_per_rack; }
+  int64_t job_racks() const { return racks - spare_racks; }
+  int64_t usable_gpus() const { return job_racks() * usable_gpus_per_rack(); }
+};
+
+// Parses a cluster file. `[gpu] type` picks the preset whose figures are the
+// defaults; any figure given in the file overrides it. Overrides are
+// "section.key=value".
+Result<ClusterConfig> parse_cluster(const std::string& text, const std::string& source,
+                                    const std::vector<std::string>& overrides = {});
+Result<ClusterConfig> load_cluster(const std::string& path, const std::vector<std::string>& overrides = {});
+
+}  // namespace mt::plan

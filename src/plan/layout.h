@@ -1,0 +1,86 @@
+// layout.h — how a run is laid out on the cluster: tensor (TP), pipeline (PP,
+// with its schedule), expert (EP) and data parallelism (DP, with the ZeRO /
+// FSDP stage), batch geometry, activation recomputation, offload, precision,
+// overlap switches and checkpointing. Loaded strictly from
+// configs/layouts/*.toml; resolve() checks it against a model and a cluster
+// and derives the counts every formula needs.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "model/config.h"
+#include "plan/cluster.h"
+
+namespace mt::plan {
+
+enum class PipeSchedule { kGpipe, k1F1B, kInterleaved, kZeroBubble, kDualPipe };
+enum class Recompute { kNone, kSelective, kFull };
+enum class Offload { kNone, kOptimizer };
+enum class Precision { kBf16, kFp32 };
+enum class OptimizerKind { kAdamW, kMuon };
+
+struct LayoutConfig {
+  std::string source;
+  std::string name;                       // [layout] name
+  // [parallel]
+  int64_t tp = 1;                         // tensor parallel (Megatron, with sequence parallelism)
+  int64_t pp = 1;                         // pipeline stages
+  PipeSchedule schedule = PipeSchedule::k1F1B;
+  int64_t virtual_stages = 1;             // interleaved schedule: model chunks per stage
+  int64_t ep = 1;                         // expert parallel (carved out of dp x tp; experts not TP-split)
+  int64_t dp = 0;                         // data parallel; 0 = every GPU not used by tp x pp
+  int64_t zero_stage = 1;                 // 0 none, 1 optimizer, 2 + gradients, 3 + parameters (FSDP)
+  int64_t gpus = 0;                       // GPUs in the job; 0 = all usable GPUs of the cluster
+  // [batch]
+  int64_t micro_batch = 1;                // sequences per micro-batch per pipeline
+  int64_t global_batch = 0;               // sequences per optimizer step (required)
+  int64_t seq_len = 0;                    // 0 = the model file's train.seq_len
+  // [memory]
+  Recompute recompute = Recompute::kNone;
+  Offload offload = Offload::kNone;
+  bool flash_attention = true;            // false: attention probabilities are materialised
+  double fragmentation = 0.10;            // allocator allowance, fraction of dynamic memory
+  // [precision]
+  Precision params = Precision::kBf16;    // bf16 = bf16 weights, fp32 master copy in the optimizer
+  Precision grads = Precision::kFp32;     // gradient accumulation and reduction dtype
+  OptimizerKind optimizer = OptimizerKind::kAdamW;
+  // [comm]
+  bool tp_overlap = true;                 // TP collectives overlapped with GEMMs
+  bool dp_overlap = true;                 // gradient reduce / parameter gather overlapped with compute
+  double ep_overlap = 0.0;                // fraction of all-to-all time hidden (DualPipe-style ~1)
+  // [moe]
+  double expert_imbalance = 1.0;          // dropless: busiest rank's expert rows / mean
+  // [checkpoint]
+  double checkpoint_interval_minutes = 0; // 0 = Daly's optimum
+  bool checkpoint_async = false;          // training blocks only for the device-to-host copy
+};
+
+std::string to_string(PipeSchedule s);
+std::string to_string(Recompute r);
+
+Result<LayoutConfig> parse_layout(const std::string& text, const std::string& source,
+                                  const std::vector<std::string>& overrides = {});
+Result<LayoutConfig> load_layout(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// A layout checked against a model and a cluster, with derived counts.
+struct Parallel {
+  LayoutConfig cfg;
+  int64_t gpus = 0;            // tp * pp * dp
+  int64_t tp = 1, pp = 1, dp = 1, ep = 1, v = 1;
+  int64_t edp = 1;             // expert data parallel: dp * tp / ep
+  int64_t seq_len = 0;
+  int64_t micro_batch = 1;
+  int64_t global_batch = 0;
+  int64_t microbatches = 1;    // per pipeline per step: global_batch / (dp * micro_batch)
+  int64_t layers_per_stage = 0;      // largest stage (ceil)
+  int64_t tokens_per_step() const { return global_batch * seq_len; }
+  std::vector<std::string> warnings;
+};
+
+// `model_seq_len` is the model file's train.seq_len (used when the layout has none).
+Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t model_seq_len,
+                         const ClusterConfig& c);
+
+}  // namespace mt::plan

@@ -1,0 +1,236 @@
+// memory.cpp — see memory.h. Per-token activation terms (bytes, t = tp; all
+// tensors are bf16 = 2 bytes unless noted; sequence parallelism shards the
+// norm inputs/outputs by t, heads and hidden units are split by t, and MoE
+// layers work on the t-th share of the tokens):
+//   attention: norm in 2D + rstd 4 + norm out 2D + q,k,v 2(H + 2Hkv')Dh
+//              + [qk-norm inputs 2(H + Hkv')Dh + rstd 4(H + Hkv')]
+//              + output 2H Dh + logsumexp 4H
+//              + [no flash: probabilities 2H * keys]
+//   dense FFN: norm in 2D + rstd 4 + norm out 2D + gate/up 4F + SwiGLU out 2F
+//   MoE FFN:   norm in/out 4D + 4 + router logits and probabilities 8E
+//              + index/gate 8K + [latent 4Dl + 4] + [out norm 2D + 4]
+//              + rows r = K x padding: permuted input 2Din + gate/up 4F + act 2F + expert out 2Din
+//              + shared experts 6F each
+// Hkv' = max(Hkv, t): KV heads are replicated when t exceeds them. Korthikanti
+// et al. (2022) count 34 sbh + 5 a s^2 b for GPT-3 blocks with dropout and
+// materialised attention; the terms above are the same bookkeeping for this
+// architecture (see docs/planner.md).
+#include "plan/memory.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/transformer.h"
+
+namespace mt::plan {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kNcclPerGroup = 0.25 * kGiB;  // NCCL channel buffers per communicator in use
+constexpr double kRuntime = 1.0 * kGiB;        // CUDA context, cuBLAS/cuDNN workspaces
+
+// Expert rows per routed token on the busiest rank: capacity slots when
+// capacity_factor > 0 (buffers are static), else K x imbalance.
+double rows_per_token(const ModelConfig& c, const Parallel& p) {
+  if (c.capacity_factor > 0) {
+    const int64_t g = c.group_size(p.seq_len);
+    return double(c.capacity(g) * c.n_experts) / double(g);
+  }
+  return double(c.top_k) * p.cfg.expert_imbalance;
+}
+
+}  // namespace
+
+std::pair<int64_t, int64_t> stage_layers(int64_t n_layers, int64_t pp, int64_t stage) {
+  const int64_t base = n_layers / pp, rem = n_layers % pp;
+  const int64_t first = stage * base + std::min(stage, rem);
+  return {first, base + (stage < rem ? 1 : 0)};
+}
+
+double layer_activation_bytes_per_token(const ModelConfig& c, int64_t l, const Parallel& p) {
+  const double t = double(p.tp);
+  const double D = double(c.d_model), H = double(c.n_heads), Dh = double(c.head_dim());
+  const double hkv = double(std::max(c.kv_heads(l), p.tp));
+  double attn = 2 * D + 4 + 2 * D + 2 * (H + 2 * hkv) * Dh + 2 * H * Dh + 4 * H;
+  if (c.qk_norm) attn += 2 * (H + hkv) * Dh + 4 * (H + hkv);
+  if (!p.cfg.flash_attention && p.cfg.recompute == Recompute::kNone) {
+    const double keys = c.is_local(l) ? double(std::min(p.seq_len, c.window)) : double(p.seq_len);
+    attn += 2 * H * keys;
+  }
+  double ffn;
+  if (!c.is_moe(l)) {
+    const double F = double(c.d_ff);
+    ffn = 2 * D + 4 + 2 * D + 4 * F + 2 * F;
+  } else {
+    const double E = double(c.n_experts), K = double(c.top_k), F = double(c.d_expert);
+    const double Din = double(c.expert_in_dim()), r = rows_per_token(c, p);
+    ffn = 4 * D + 4 + 8 * E + 8 * K;
+    if (c.d_latent > 0) ffn += 4 * double(c.d_latent) + 4;
+    if (c.moe_out_norm) ffn += 2 * D + 4;
+    ffn += r * (2 * Din + 4 * F + 2 * F + 2 * Din);
+    ffn += double(c.n_shared_experts) * 6 * F;
+  }
+  return (attn + ffn) / t;
+}
+
+double in_flight_microbatches(const Parallel& p, int64_t stage) {
+  const double m = double(p.microbatches), pp = double(p.pp), i = double(stage), v = double(p.v);
+  if (p.pp == 1) return 1.0;
+  switch (p.cfg.schedule) {
+    case PipeSchedule::kGpipe: return m;
+    case PipeSchedule::k1F1B:
+    case PipeSchedule::kZeroBubble: return std::min(m, pp - i);
+    case PipeSchedule::kInterleaved: {
+      // Megatron: warm-up chunks = 2 (p - i - 1) + (v - 1) p, plus the one in flight; a chunk is 1/v of the stage.
+      const double chunks = std::min(m * v, 2 * (pp - i - 1) + (v - 1) * pp + 1);
+      return chunks / v;
+    }
+    case PipeSchedule::kDualPipe: return std::min(2 * m, pp + 1);  // DeepSeek-V3 report, Table 2
+  }
+  return 1.0;
+}
+
+double MemoryBreakdown::total() const {
+  return parameters + gradients + optimizer_state + master_weights + activations + comm_buffers +
+         moe_capacity_buffers + runtime + fragmentation;
+}
+
+std::vector<MemoryItem> MemoryBreakdown::items() const {
+  return {{"parameters", "parameters", parameters},
+          {"gradients", "gradients", gradients},
+          {"optimizer_state", "optimizer state", optimizer_state},
+          {"master_weights", "master weights", master_weights},
+          {"activations", "activations", activations},
+          {"comm_buffers", "communication buffers", comm_buffers},
+          {"moe_capacity_buffers", "MoE capacity buffers", moe_capacity_buffers},
+          {"runtime", "runtime (CUDA context)", runtime},
+          {"fragmentation", "fragmentation allowance", fragmentation}};
+}
+
+namespace {
+
+MemoryBreakdown cpu_memory(const ModelConfig& c, const ModelStats& s, const Parallel& p, const ClusterConfig& cl) {
+  // What train/trainer.cpp allocates: fp32 params and grads, AdamW m and v,
+  // router biases, the token batch, and the Transformer's buffers.
+  MemoryBreakdown m;
+  const double n = double(s.total);
+  m.parameters = 4 * n;
+  m.gradients = 4 * n;
+  m.optimizer_state = 8 * n + (c.aux_free_bias ? 4.0 * double(s.moe_layers * c.n_experts) : 0.0);
+  const double acts = double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len));
+  for (double& a : m.activations_by_recompute) a = acts;  // the CPU trainer does not recompute
+  m.activations = acts;
+  m.comm_buffers = 4.0 * double(p.micro_batch * (p.seq_len + 1));  // token batch
+  m.layers_in_stage = c.n_layers;
+  m.capacity = cl.device.hbm_gib * kGiB;
+  return m;
+}
+
+}  // namespace
+
+StageParams stage_params(const ModelConfig& c, const ModelStats& s, const Parallel& p, int64_t stage) {
+  StageParams sp;
+  const double t = double(p.tp);
+  auto [first, count] = stage_layers(c.n_layers, p.pp, stage);
+  for (int64_t l = first; l < first + count; ++l) {
+    const LayerParams& lp = s.layers[size_t(l)];
+    const double dense = double(lp.attn + lp.dense_ffn + lp.shared) / t + double(lp.norms + lp.router + lp.latent);
+    const double experts = double(lp.experts) / double(p.ep);
+    sp.dense += dense;
+    sp.experts += experts;
+    sp.largest_layer = std::max(sp.largest_layer, dense + experts);
+  }
+  if (stage == 0) sp.dense += double(s.embed) / t;
+  if (stage == p.pp - 1) {
+    sp.dense += double(s.final_norm);
+    // Tied embeddings: the last stage keeps its own copy of the matrix as the head.
+    if (s.head > 0) sp.dense += double(s.head) / t;
+    else if (p.pp > 1) sp.dense += double(s.embed) / t;
+  }
+  return sp;
+}
+
+namespace {
+
+MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, const Parallel& p,
+                                 const ClusterConfig& cl, int64_t stage) {
+  const LayoutConfig& L = p.cfg;
+  MemoryBreakdown m;
+  m.stage = stage;
+  m.capacity = cl.device.hbm_gib * kGiB;
+  const StageParams sp = stage_params(c, s, p, stage);
+  const double dp = double(p.dp), edp = double(p.edp);
+  auto sharded = [&](int64_t min_stage) {
+    return L.zero_stage >= min_stage ? sp.dense / dp + sp.experts / edp : sp.dense + sp.experts;
+  };
+  const double wbytes = L.params == Precision::kBf16 ? 2.0 : 4.0;
+  const double gbytes = L.grads == Precision::kBf16 ? 2.0 : 4.0;
+  const double copies = L.schedule == PipeSchedule::kDualPipe ? 2.0 : 1.0;  // DualPipe keeps two weight copies
+  m.parameters = wbytes * sharded(3) * copies;
+  m.gradients = gbytes * sharded(2);
+  const bool offload = L.offload == Offload::kOptimizer;
+  m.master_weights = (L.params == Precision::kBf16 && !offload) ? 4.0 * sharded(1) : 0.0;
+  const double opt_bytes = L.optimizer == OptimizerKind::kAdamW ? 8.0 : 4.0;
+  m.optimizer_state = offload ? 0.0 : opt_bytes * sharded(1);
+
+  // Activations.
+  auto [first, count] = stage_layers(c.n_layers, p.pp, stage);
+  m.layers_in_stage = count;
+  const double tokens = double(p.micro_batch * p.seq_len);
+  m.in_flight = in_flight_microbatches(p, stage);
+  // Selective recomputation only changes anything when attention probabilities are materialised.
+  Parallel none = p, sel = p;
+  none.cfg.recompute = Recompute::kNone;
+  sel.cfg.recompute = Recompute::kSelective;
+  double per_mb_none = 0, per_mb_sel = 0, largest_layer = 0, inputs = 0;
+  for (int64_t l = first; l < first + count; ++l) {
+    const double b = layer_activation_bytes_per_token(c, l, none) * tokens;
+    per_mb_none += b;
+    per_mb_sel += layer_activation_bytes_per_token(c, l, sel) * tokens;
+    largest_layer = std::max(largest_layer, b);
+    inputs += 2.0 * double(c.d_model) / double(p.tp) * tokens;  // layer input kept under full recompute
+  }
+  double head = 0;
+  if (stage == p.pp - 1)  // final norm in/out and fp32 logits for the loss
+    head = (4.0 * double(c.d_model) + 4.0 + 4.0 * double(c.vocab_size)) / double(p.tp) * tokens;
+  // The last stage runs the head's backward right after its forward, except under GPipe.
+  const double head_part =
+      head * (L.schedule == PipeSchedule::kGpipe && p.pp > 1 ? double(p.microbatches) : 1.0);
+  m.activations_by_recompute[size_t(Recompute::kNone)] = per_mb_none * m.in_flight + head_part;
+  m.activations_by_recompute[size_t(Recompute::kSelective)] = per_mb_sel * m.in_flight + head_part;
+  // Full: layer inputs of every micro-batch in flight, plus one layer's activations while it is recomputed.
+  m.activations_by_recompute[size_t(Recompute::kFull)] = inputs * m.in_flight + largest_layer + head_part;
+  m.activations = m.activations_by_recompute[size_t(L.recompute)];
+
+  // Communication buffers.
+  int64_t groups = 0;
+  for (int64_t g : {p.tp, p.pp, p.dp, p.ep, p.edp}) groups += g > 1 ? 1 : 0;
+  m.comm_buffers = kNcclPerGroup * double(groups);
+  if (L.zero_stage >= 3) m.comm_buffers += 2.0 * wbytes * sp.largest_layer;  // gathered layer + prefetch
+  if (L.zero_stage >= 2) m.comm_buffers += 2.0 * gbytes * sp.largest_layer;  // full-size gradient buckets
+  if (p.tp > 1) m.comm_buffers += 2.0 * 2.0 * double(c.d_model) * tokens;   // sequence-parallel all-gather
+  if (p.pp > 1) m.comm_buffers += 2.0 * 2.0 * double(c.d_model) * tokens / double(p.tp);  // p2p send + recv
+  bool has_moe = false;
+  for (int64_t l = first; l < first + count; ++l) has_moe |= c.is_moe(l);
+  if (has_moe)  // dispatch send and receive buffers of one layer (combine reuses them)
+    m.moe_capacity_buffers =
+        2.0 * 2.0 * rows_per_token(c, p) * double(c.expert_in_dim()) * tokens / double(p.tp);
+  m.runtime = kRuntime;
+  m.fragmentation = L.fragmentation * (m.activations + m.comm_buffers + m.moe_capacity_buffers);
+  return m;
+}
+
+}  // namespace
+
+MemoryBreakdown memory_per_gpu(const ModelConfig& c, const ModelStats& s, const Parallel& p,
+                               const ClusterConfig& cl) {
+  if (cl.device.kind == DeviceKind::kCpu) return cpu_memory(c, s, p, cl);
+  MemoryBreakdown worst;
+  for (int64_t st = 0; st < p.pp; ++st) {
+    MemoryBreakdown m = gpu_stage_memory(c, s, p, cl, st);
+    if (st == 0 || m.total() > worst.total()) worst = m;
+  }
+  return worst;
+}
+
+}  // namespace mt::plan

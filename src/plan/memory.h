@@ -1,0 +1,72 @@
+// memory.h — memory per GPU, itemised: parameters, gradients, optimizer
+// state, master weights, activations (with and without recomputation),
+// communication buffers, MoE capacity (all-to-all) buffers, runtime and an
+// allocator-fragmentation allowance. Every pipeline stage is evaluated and the
+// fullest one reported. GPU activations follow Korthikanti et al. 2022
+// adjusted for RMSNorm, SwiGLU, GQA, no dropout, flash attention, sliding
+// windows and MoE capacity; for CPU clusters the activation figure is the CPU
+// trainer's own allocation (model/transformer.h), so it is exact.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "plan/layout.h"
+#include "plan/model_stats.h"
+
+namespace mt::plan {
+
+struct MemoryItem {
+  std::string key;    // JSON key, e.g. "optimizer_state"
+  std::string label;  // human label
+  double bytes = 0;
+};
+
+struct MemoryBreakdown {
+  double parameters = 0;           // working weights (bf16, or fp32)
+  double gradients = 0;            // accumulated gradients
+  double optimizer_state = 0;      // AdamW m and v (Muon: momentum), fp32
+  double master_weights = 0;       // fp32 copy of bf16 weights
+  double activations = 0;          // saved for backward, all micro-batches in flight, chosen recompute
+  double comm_buffers = 0;         // NCCL workspaces, FSDP gather / reduce buckets, TP and PP buffers
+  double moe_capacity_buffers = 0; // all-to-all dispatch/combine buffers of one MoE layer
+  double runtime = 0;              // CUDA context and library workspaces
+  double fragmentation = 0;        // allowance on the dynamic part (activations and buffers)
+  // Activations under each recomputation choice (index = Recompute), same stage.
+  double activations_by_recompute[3] = {0, 0, 0};
+  int64_t stage = 0;               // pipeline stage reported (the fullest)
+  int64_t layers_in_stage = 0;
+  double in_flight = 1;            // micro-batches whose activations the stage holds at peak
+  double capacity = 0;             // device memory, bytes
+  double total() const;
+  bool fits() const { return total() <= capacity; }
+  std::vector<MemoryItem> items() const;
+};
+
+// Activation bytes one GPU stores per token of a micro-batch for layer `l`
+// (bf16 tensors, fp32 statistics), without recomputation.
+double layer_activation_bytes_per_token(const ModelConfig& c, int64_t l, const Parallel& p);
+
+// Micro-batches whose activations pipeline stage `stage` holds at its peak
+// (GPipe m; 1F1B p - stage; interleaved per Megatron's warm-up count; ...).
+double in_flight_microbatches(const Parallel& p, int64_t stage);
+
+MemoryBreakdown memory_per_gpu(const ModelConfig& c, const ModelStats& s, const Parallel& p,
+                               const ClusterConfig& cl);
+
+// Parameters one GPU of pipeline stage `stage` holds, before ZeRO sharding:
+// dense (attention, dense FFN, shared experts split by tp; norms, router and
+// latent projections replicated; embedding on the first stage, head on the
+// last) and routed experts (split by ep).
+struct StageParams {
+  double dense = 0;
+  double experts = 0;
+  double largest_layer = 0;  // one layer's dense + expert share (FSDP gather and bucket sizes)
+};
+StageParams stage_params(const ModelConfig& c, const ModelStats& s, const Parallel& p, int64_t stage);
+
+// Layers [first, first + count) of pipeline stage `stage` (the first L % pp stages get one more).
+std::pair<int64_t, int64_t> stage_layers(int64_t n_layers, int64_t pp, int64_t stage);
+
+}  // namespace mt::plan

@@ -1,0 +1,364 @@
+// perf.cpp — see perf.h. Per micro-batch, per layer, on one GPU (t = tp,
+// M = micro_batch x seq_len tokens; MoE layers see M / t tokens each):
+//   attention: norm, all-gather, QKV GEMM (M, (H + 2Hkv')Dh/t, D), RoPE,
+//              fused attention (4 M (H/t) Dh keys FLOPs), output GEMM
+//              (M, D, H Dh/t), reduce-scatter, residual add
+//   dense FFN: norm, all-gather, gate/up GEMM (M, 2F/t, D), SwiGLU,
+//              down GEMM (M, D, F/t), reduce-scatter, residual add
+//   MoE FFN:   norm, router GEMM, top-k, permute, all-to-all, grouped expert
+//              GEMMs (E/ep experts of M K r ep/(t E) rows), all-to-all,
+//              weighted combine, shared experts, latent projections
+// Backward: GEMMs twice (input and weight gradients), fused attention 2.5x
+// its forward FLOPs (it recomputes the probabilities), element-wise kernels
+// twice, the same collectives again.
+#include "plan/perf.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "plan/memory.h"
+
+namespace mt::plan {
+namespace {
+
+struct Machine {
+  double peak;      // FLOP/s
+  double gemm;      // sustained GEMM FLOP/s
+  double attn;      // sustained fused-attention FLOP/s
+  double hbm;       // sustained bytes/s
+  double lat;       // seconds per kernel
+  double k0;        // GEMM tile fill/drain, in reduction steps
+  double ew;        // element-wise traffic multiplier
+};
+
+Machine machine_of(const ClusterConfig& c) {
+  const double peak = c.device.peak_tflops * 1e12;
+  return {peak, peak * c.eff.gemm, peak * c.eff.attention, c.device.hbm_tbps * 1e12 * c.eff.hbm,
+          c.eff.kernel_latency_us * 1e-6, c.eff.gemm_k0, c.eff.elementwise};
+}
+
+double mem_s(double bytes, const Machine& mc) { return bytes * mc.ew / mc.hbm + mc.lat; }
+
+double gemm_time(double M, double N, double K, const Machine& mc) {
+  if (M <= 0 || N <= 0 || K <= 0) return 0.0;
+  const double flops = 2.0 * M * N * K;
+  const double bytes = 2.0 * (M * K + K * N + M * N);
+  return std::max(flops / mc.gemm * (K + mc.k0) / K, bytes / mc.hbm) + mc.lat;
+}
+
+// Grouped GEMM over `groups` equal problems: one kernel, each group on the roofline.
+double grouped_gemm_time(double groups, double M, double N, double K, const Machine& mc) {
+  if (groups <= 0 || M <= 0) return 0.0;
+  const double flops = 2.0 * M * N * K;
+  const double bytes = 2.0 * (M * K + K * N + M * N);
+  return groups * std::max(flops / mc.gemm * (K + mc.k0) / K, bytes / mc.hbm) + mc.lat;
+}
+
+// One layer, one micro-batch, one GPU.
+struct LayerCost {
+  double fwd = 0, bwd = 0;  // kernel time
+  double recompute = 0;     // extra forward kernel time for recomputation
+  double gemm = 0;          // GEMM time, forward + backward (the window TP collectives hide behind)
+  double tp_comm = 0;       // TP collectives, forward + backward (+ recomputed forward)
+  double a2a = 0;           // EP all-to-all, forward + backward (+ recomputed forward)
+  double hw_flops = 0;      // FLOPs executed, recomputation included
+};
+
+LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const Machine& mc, const Links& lk,
+                     const GroupSpans& g) {
+  LayerCost r;
+  const double t = double(p.tp), M = double(p.micro_batch * p.seq_len), Mt = M / t;
+  const double D = double(c.d_model), H = double(c.n_heads), Dh = double(c.head_dim());
+  const double hkv = double(std::max(c.kv_heads(l), p.tp));
+  const double act_bytes = 2.0 * M * D;  // one (M, D) bf16 activation
+  const bool full = p.cfg.recompute == Recompute::kFull;
+
+  // ---- attention sub-block
+  double fwd_gemm = gemm_time(M, (H + 2 * hkv) * Dh / t, D, mc) + gemm_time(M, D, H * Dh / t, mc);
+  double fwd_mem = mem_s(4 * D * Mt, mc) /* norm */ + mem_s(4 * (H + hkv) * Dh * Mt, mc) /* rope */ +
+                   mem_s(6 * D * Mt, mc) /* residual */;
+  if (c.qk_norm) fwd_mem += mem_s(4 * (H + hkv) * Dh * Mt, mc);
+  const double keys = mean_keys(p.seq_len, c.is_local(l) ? c.window : 0);
+  const double attn_flops = 4.0 * M * (H / t) * Dh * keys;
+  double attn_fwd, attn_bwd;
+  if (p.cfg.flash_attention) {
+    attn_fwd = attn_flops / mc.attn + mc.lat;
+    attn_bwd = 2.5 * attn_flops / mc.attn + mc.lat;
+  } else {  // two batched GEMMs plus a softmax over the materialised probabilities
+    const double probs = M * (H / t) * keys;
+    attn_fwd = attn_flops / mc.gemm + mem_s(8 * probs, mc) + 2 * mc.lat;
+    attn_bwd = 2 * attn_flops / mc.gemm + mem_s(16 * probs, mc) + 4 * mc.lat;
+  }
+  double tp_fwd = 0;
+  if (p.tp > 1) tp_fwd += all_gather_s(act_bytes, g.tp, lk) + reduce_scatter_s(act_bytes, g.tp, lk);
+  r.fwd += fwd_gemm + fwd_mem + attn_fwd;
+  r.bwd += 2 * fwd_gemm + 2 * fwd_mem + attn_bwd;
+  r.gemm += 3 * fwd_gemm;
+  r.tp_comm += 2 * tp_fwd;
+  r.hw_flops += 3 * 2.0 * M * D * ((H + 2 * hkv) * Dh + H * Dh) / t + 3.5 * attn_flops;
+  double layer_fwd = fwd_gemm + fwd_mem + attn_fwd, layer_tp_fwd = tp_fwd, layer_a2a_fwd = 0;
+  double layer_fwd_flops = 2.0 * M * D * ((H + 2 * hkv) * Dh + H * Dh) / t + attn_flops;
+  if (p.cfg.recompute == Recompute::kSelective) {
+    r.recompute += attn_fwd;
+    r.hw_flops += attn_flops;
+  }
+
+  // ---- FFN sub-block
+  if (!c.is_moe(l)) {
+    const double F = double(c.d_ff);
+    const double gm = gemm_time(M, 2 * F / t, D, mc) + gemm_time(M, D, F / t, mc);
+    const double mm = mem_s(4 * D * Mt, mc) + mem_s(6 * F * Mt, mc) + mem_s(6 * D * Mt, mc);
+    const double tp = p.tp > 1 ? all_gather_s(act_bytes, g.tp, lk) + reduce_scatter_s(act_bytes, g.tp, lk) : 0.0;
+    r.fwd += gm + mm;
+    r.bwd += 2 * gm + 2 * mm;
+    r.gemm += 3 * gm;
+    r.tp_comm += 2 * tp;
+    r.hw_flops += 3 * 2.0 * M * 3 * F * D / t;
+    layer_fwd += gm + mm;
+    layer_tp_fwd += tp;
+    layer_fwd_flops += 2.0 * M * 3 * F * D / t;
+  } else {
+    const double E = double(c.n_experts), F = double(c.d_expert);
+    const double Din = double(c.expert_in_dim()), ep = double(p.ep);
+    double rows_per_tok = double(c.top_k) * p.cfg.expert_imbalance;
+    if (c.capacity_factor > 0) {
+      const int64_t grp = c.group_size(p.seq_len);
+      rows_per_tok = double(c.capacity(grp) * c.n_experts) / double(grp);
+    }
+    const double rows = Mt * rows_per_tok;       // expert rows this GPU computes
+    const double rows_e = rows * ep / E;        // per local expert
+    double gm = gemm_time(Mt, E, D, mc);        // router
+    gm += grouped_gemm_time(E / ep, rows_e, 2 * F, Din, mc) + grouped_gemm_time(E / ep, rows_e, Din, F, mc);
+    double flops = 2.0 * Mt * E * D + 2.0 * rows * 3 * F * Din;
+    if (c.n_shared_experts > 0) {
+      const double S = double(c.n_shared_experts);
+      gm += gemm_time(Mt, 2 * F * S, D, mc) + gemm_time(Mt, D, F * S, mc);
+      flops += 2.0 * Mt * 3 * F * D * S;
+    }
+    if (c.d_latent > 0) {
+      const double Dl = double(c.d_latent);
+      gm += gemm_time(Mt, Dl, D, mc) + gemm_time(Mt, D, Dl, mc);
+      flops += 2.0 * Mt * 2 * Dl * D;
+    }
+    double mm = mem_s(4 * D * Mt, mc) /* norm */ + mem_s(12 * E * Mt, mc) /* softmax, top-k */ +
+                mem_s(2 * D * Mt + 2 * Din * rows, mc) /* permute */ + mem_s(6 * F * rows, mc) /* SwiGLU */ +
+                mem_s(2 * Din * rows + 2 * D * Mt, mc) /* combine */ + mem_s(6 * D * Mt, mc) /* residual */;
+    if (c.d_latent > 0) mm += mem_s(4 * double(c.d_latent) * Mt, mc);
+    if (c.moe_out_norm) mm += mem_s(4 * D * Mt, mc);
+    const double a2a = p.ep > 1 ? 2 * all_to_all_s(2.0 * rows * Din, g.ep, lk) : 0.0;  // dispatch + combine
+    r.fwd += gm + mm;
+    r.bwd += 2 * gm + 2 * mm;
+    r.gemm += 3 * gm;
+    r.a2a += 2 * a2a;
+    r.hw_flops += 3 * flops;
+    layer_fwd += gm + mm;
+    layer_a2a_fwd += a2a;
+    layer_fwd_flops += flops;
+  }
+  if (full) {
+    r.recompute += layer_fwd;
+    r.tp_comm += layer_tp_fwd;
+    r.a2a += layer_a2a_fwd;
+    r.hw_flops += layer_fwd_flops;
+  }
+  return r;
+}
+
+struct StageCost {
+  double fwd = 0, bwd = 0, recompute = 0, tp_comm = 0, tp_exposed = 0, a2a = 0, a2a_exposed = 0;
+  double hw_flops = 0;
+  double per_mb() const { return fwd + bwd + recompute + tp_exposed + a2a_exposed; }
+};
+
+StageCost stage_cost(const ModelConfig& c, const Parallel& p, int64_t stage, const Machine& mc, const Links& lk,
+                     const GroupSpans& g, double ov, double ep_ov) {
+  StageCost sc;
+  auto [first, count] = stage_layers(c.n_layers, p.pp, stage);
+  double gemm = 0, moe_compute = 0;
+  for (int64_t l = first; l < first + count; ++l) {
+    const LayerCost lc = layer_cost(c, l, p, mc, lk, g);
+    sc.fwd += lc.fwd;
+    sc.bwd += lc.bwd;
+    sc.recompute += lc.recompute;
+    sc.tp_comm += lc.tp_comm;
+    sc.a2a += lc.a2a;
+    sc.hw_flops += lc.hw_flops;
+    gemm += lc.gemm;
+    if (c.is_moe(l)) moe_compute += lc.fwd + lc.bwd + lc.recompute;
+  }
+  const double t = double(p.tp), M = double(p.micro_batch * p.seq_len), D = double(c.d_model);
+  if (stage == 0) {  // embedding gather and its scatter-add gradient
+    sc.fwd += mem_s(4 * D * M / t, mc);
+    sc.bwd += mem_s(8 * D * M / t, mc);
+  }
+  if (stage == p.pp - 1) {  // final norm, LM head GEMM, fused cross-entropy on fp32 logits
+    const double V = double(c.vocab_size);
+    const double gm = gemm_time(M, V / t, D, mc);
+    sc.fwd += gm + mem_s(4 * D * M / t, mc) + mem_s(8 * V * M / t, mc);
+    sc.bwd += 2 * gm + mem_s(8 * D * M / t, mc) + mem_s(8 * V * M / t, mc);
+    gemm += 3 * gm;
+    sc.hw_flops += 3 * 2.0 * M * V * D / t;
+    if (p.tp > 1) sc.tp_comm += 2 * all_gather_s(2.0 * M * D, g.tp, lk);
+  }
+  sc.tp_exposed = p.cfg.tp_overlap ? exposed_s(sc.tp_comm, gemm, ov) : sc.tp_comm;
+  sc.a2a_exposed = exposed_s(sc.a2a, moe_compute, ep_ov);
+  return sc;
+}
+
+}  // namespace
+
+Links links_of(const ClusterConfig& c) {
+  return {c.device.nvlink_gbps / 2.0 * 1e9 * c.eff.link, c.scaleout_gbps * 1e9 * c.eff.link,
+          c.eff.kernel_latency_us * 1e-6};
+}
+
+double reduce_scatter_s(double bytes, GroupSpan g, const Links& l) {
+  if (g.n <= 1 || bytes <= 0) return 0.0;
+  const double n = double(g.n), m = double(std::clamp<int64_t>(g.m, 1, g.n)), k = n / m;
+  if (k <= 1.0) return bytes * (n - 1) / n / l.nvlink_Bps + l.latency_s;
+  if (m <= 1.0) return bytes * (n - 1) / n / l.scaleout_Bps + l.latency_s;
+  // Hierarchical: inside the domain over NVLink, then 1/m of the data across domains.
+  return bytes * (m - 1) / m / l.nvlink_Bps + bytes / m * (k - 1) / k / l.scaleout_Bps + 2 * l.latency_s;
+}
+
+double all_gather_s(double bytes, GroupSpan g, const Links& l) { return reduce_scatter_s(bytes, g, l); }
+
+double all_reduce_s(double bytes, GroupSpan g, const Links& l) { return 2.0 * reduce_scatter_s(bytes, g, l); }
+
+double all_to_all_s(double bytes, GroupSpan g, const Links& l) {
+  if (g.n <= 1 || bytes <= 0) return 0.0;
+  const double n = double(g.n), m = double(std::clamp<int64_t>(g.m, 1, g.n));
+  const double intra = bytes * (m - 1) / n, inter = bytes * (n - m) / n;
+  return std::max(intra > 0 ? intra / l.nvlink_Bps : 0.0, inter > 0 ? inter / l.scaleout_Bps : 0.0) + l.latency_s;
+}
+
+double p2p_s(double bytes, bool same_domain, const Links& l) {
+  if (bytes <= 0) return 0.0;
+  return bytes / (same_domain ? l.nvlink_Bps : l.scaleout_Bps) + l.latency_s;
+}
+
+GroupSpans group_spans(const Parallel& p, int64_t dom) {
+  GroupSpans g;
+  auto per_domain = [dom](int64_t n, int64_t stride) {
+    return std::clamp<int64_t>(dom / std::max<int64_t>(stride, 1), 1, n);
+  };
+  g.tp = {p.tp, std::min(p.tp, dom)};
+  g.ep = {p.ep, std::min(p.ep, dom)};
+  g.dp = {p.dp, per_domain(p.dp, p.tp)};
+  g.edp = {p.edp, per_domain(p.edp, p.ep)};
+  g.pp = {p.pp, per_domain(p.pp, p.tp * p.dp)};
+  g.pp_same_domain = p.tp * p.dp < dom;
+  return g;
+}
+
+double exposed_s(double comm, double window, double ov) {
+  const double hideable = std::max(0.0, ov * window);
+  return std::max(0.0, comm - hideable) + (1.0 - ov) * std::min(comm, hideable);
+}
+
+double gemm_s(double M, double N, double K, const ClusterConfig& c) { return gemm_time(M, N, K, machine_of(c)); }
+
+StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p, const ClusterConfig& cl) {
+  StepTime st;
+  const Machine mc = machine_of(cl);
+  const Links lk = links_of(cl);
+  const GroupSpans g = group_spans(p, cl.device.gpus_per_domain);
+  const double ov = cl.eff.overlap, ep_ov = p.cfg.ep_overlap * cl.eff.overlap;
+  const double m = double(p.microbatches);
+
+  // Pipeline stages: the busiest sets the steady-state pace, the mean sizes the bubble.
+  StageCost worst;
+  double mean_mb = 0, hw_flops = 0;
+  int64_t worst_stage = 0;
+  for (int64_t i = 0; i < p.pp; ++i) {
+    const StageCost sc = stage_cost(c, p, i, mc, lk, g, ov, ep_ov);
+    mean_mb += sc.per_mb() / double(p.pp);
+    hw_flops += sc.hw_flops * m * double(p.tp);  // per pipeline replica... scaled to all GPUs below
+    if (i == 0 || sc.per_mb() > worst.per_mb()) worst = sc, worst_stage = i;
+  }
+  (void)worst_stage;
+  st.stage_fwd_s = worst.fwd;
+  st.stage_bwd_s = worst.bwd;
+  st.compute_s = m * (worst.fwd + worst.bwd);
+  st.recompute_s = m * worst.recompute;
+  st.tp_comm_s = m * worst.tp_comm;
+  st.tp_exposed_s = m * worst.tp_exposed;
+  st.ep_comm_s = m * worst.a2a;
+  st.ep_exposed_s = m * worst.a2a_exposed;
+  double bubble_units = 0;
+  const double pp = double(p.pp);
+  switch (p.cfg.schedule) {
+    case PipeSchedule::kGpipe:
+    case PipeSchedule::k1F1B: bubble_units = pp - 1; break;
+    case PipeSchedule::kInterleaved: bubble_units = (pp - 1) / double(p.v); break;
+    case PipeSchedule::kZeroBubble: bubble_units = (pp - 1) / 3.0; break;  // ZB-H1 (Qi et al. 2023)
+    case PipeSchedule::kDualPipe: bubble_units = std::max(0.0, pp / 2 - 1); break;
+  }
+  st.bubble_s = bubble_units * mean_mb;
+  if (p.pp > 1) {
+    const double bytes = 2.0 * double(p.micro_batch * p.seq_len * c.d_model) / double(p.tp);
+    const double t1 = p2p_s(bytes, g.pp_same_domain, lk);
+    st.pp_p2p_exposed_s = 2 * (pp - 1) * t1 + m * 2 * t1 * (1 - ov);
+  }
+
+  // Data parallelism, on the stage with the most parameters.
+  StageParams sp;
+  for (int64_t i = 0; i < p.pp; ++i) {
+    const StageParams x = stage_params(c, s, p, i);
+    if (x.dense + x.experts > sp.dense + sp.experts) sp = x;
+  }
+  const double wbytes = p.cfg.params == Precision::kBf16 ? 2.0 : 4.0;
+  const double gbytes = p.cfg.grads == Precision::kBf16 ? 2.0 : 4.0;
+  const double fwd_win = worst.fwd, bwd_win = worst.bwd + worst.recompute;
+  // Gradients are final only after the last micro-batch's backward, so that is the window. With the
+  // interleaved schedule a stage's later model chunks finish their backward passes during the cool-down
+  // and their reduction hides there; only the first chunk's share (1/v) waits for the final backward
+  // (likewise the first chunk's parameter gather at the start of the next step).
+  const double tail_share = p.cfg.schedule == PipeSchedule::kInterleaved ? 1.0 / double(p.v) : 1.0;
+  auto hide = [&](double comm, double window) {
+    return p.cfg.dp_overlap ? exposed_s(comm * tail_share, window, ov) + (1 - ov) * comm * (1 - tail_share)
+                            : comm;
+  };
+  if (p.cfg.zero_stage == 0) {
+    const double ar = all_reduce_s(gbytes * sp.dense, g.dp, lk) + all_reduce_s(gbytes * sp.experts, g.edp, lk);
+    st.dp_comm_s = ar;
+    st.dp_exposed_s = hide(ar, bwd_win);
+  } else if (p.cfg.zero_stage <= 2) {
+    const double rs = reduce_scatter_s(gbytes * sp.dense, g.dp, lk) + reduce_scatter_s(gbytes * sp.experts, g.edp, lk);
+    const double ag = all_gather_s(wbytes * sp.dense, g.dp, lk) + all_gather_s(wbytes * sp.experts, g.edp, lk);
+    st.dp_comm_s = rs + ag;
+    st.dp_exposed_s = hide(rs, bwd_win) + hide(ag, fwd_win);
+  } else {  // FSDP: gather for forward and again for backward, reduce-scatter every micro-batch
+    const double ag = all_gather_s(wbytes * sp.dense, g.dp, lk) + all_gather_s(wbytes * sp.experts, g.edp, lk);
+    const double rs = reduce_scatter_s(gbytes * sp.dense, g.dp, lk) + reduce_scatter_s(gbytes * sp.experts, g.edp, lk);
+    st.dp_comm_s = m * (2 * ag + rs);
+    st.dp_exposed_s = m * (hide(ag, fwd_win) + hide(ag + rs, bwd_win));
+  }
+
+  // Optimizer update on this GPU's shard: memory-bound (AdamW reads gradient, m, v, master; writes m, v,
+  // master, weights); Muon adds ~30 d_model FLOPs per parameter of Newton–Schulz iterations.
+  const double shard = p.cfg.zero_stage >= 1 ? sp.dense / double(p.dp) + sp.experts / double(p.edp)
+                                             : sp.dense + sp.experts;
+  const bool master = p.cfg.params == Precision::kBf16;
+  const double per_param = gbytes + 16.0 + (master ? 8.0 + wbytes : 8.0);
+  if (p.cfg.offload == Offload::kOptimizer) {
+    st.optimizer_s = (gbytes + wbytes) * shard / (cl.host_link_gbps * 1e9) + mc.lat;
+  } else {
+    // Fused multi-tensor kernels: plain streaming, no element-wise traffic multiplier.
+    st.optimizer_s = (per_param + gbytes /* gradient norm */) * shard / mc.hbm + 2 * mc.lat;
+    if (p.cfg.optimizer == OptimizerKind::kMuon) st.optimizer_s += 30.0 * double(c.d_model) * shard / mc.gemm;
+  }
+
+  st.step_s = st.compute_s + st.recompute_s + st.tp_exposed_s + st.ep_exposed_s + st.bubble_s +
+              st.pp_p2p_exposed_s + st.dp_exposed_s + st.optimizer_s;
+  const double tokens = double(p.tokens_per_step());
+  st.model_flops_per_step = s.train_flops_per_token * tokens;
+  st.tokens_per_s = tokens / st.step_s;
+  const double peak_all = mc.peak * double(p.gpus);
+  st.mfu = st.model_flops_per_step / (st.step_s * peak_all);
+  // Hardware FLOPs: every stage's executed FLOPs, for all micro-batches, over dp x tp copies.
+  st.hfu = hw_flops * double(p.dp) / (st.step_s * peak_all);
+  return st;
+}
+
+}  // namespace mt::plan

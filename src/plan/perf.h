@@ -1,0 +1,77 @@
+// perf.h — step time and MFU of a layout. Compute time is built kernel by
+// kernel from a roofline (GEMMs: max of FLOPs at the sustained tensor-core
+// rate and bytes at the sustained HBM rate, plus a fixed per-kernel latency;
+// fused attention at its own rate; element-wise kernels at the HBM rate).
+// Communication time comes from message sizes and link bandwidths (NVLink
+// inside a domain, scale-out across; hierarchical reduce-scatter/all-gather,
+// all-to-all split by where the peers are). Overlap is explicit: TP
+// collectives hide behind the layer's GEMMs, gradient reduce-scatter behind
+// the last micro-batch's backward, parameter all-gather behind the first
+// forward, all-to-all by the layout's `ep_overlap`; hidden communication still
+// costs (1 - overlap efficiency) of its time. Pipeline bubbles follow the
+// schedule. MFU uses the same FLOP count as `moetrain bench` (train/flops.h).
+#pragma once
+#include <cstdint>
+
+#include "model/config.h"
+#include "plan/cluster.h"
+#include "plan/layout.h"
+#include "plan/model_stats.h"
+
+namespace mt::plan {
+
+// Where the members of a process group sit: n GPUs, m of them per NVLink domain.
+struct GroupSpan {
+  int64_t n = 1, m = 1;
+};
+
+struct Links {
+  double nvlink_Bps = 0;    // per GPU per direction, achieved
+  double scaleout_Bps = 0;  // per GPU per direction, achieved
+  double latency_s = 0;     // fixed cost per collective
+};
+Links links_of(const ClusterConfig& c);
+
+// Collective times for a buffer of `bytes` (the full, unsharded size per GPU).
+double all_gather_s(double bytes, GroupSpan g, const Links& l);      // = reduce-scatter
+double reduce_scatter_s(double bytes, GroupSpan g, const Links& l);
+double all_reduce_s(double bytes, GroupSpan g, const Links& l);
+double all_to_all_s(double bytes, GroupSpan g, const Links& l);      // bytes = what one GPU sends in total
+double p2p_s(double bytes, bool same_domain, const Links& l);
+
+// Group spans for rank order tp (fastest), ep within dp x tp, dp, pp (slowest).
+struct GroupSpans {
+  GroupSpan tp, dp, ep, edp, pp;
+  bool pp_same_domain = false;
+};
+GroupSpans group_spans(const Parallel& p, int64_t gpus_per_domain);
+
+// Time hidden behind a compute window: exposed = max(0, comm - ov * window)
+// + (1 - ov) * min(comm, ov * window).
+double exposed_s(double comm, double window, double ov);
+
+// Roofline time of one GEMM (M, N, K) in bf16.
+double gemm_s(double M, double N, double K, const ClusterConfig& c);
+
+struct StepTime {
+  // Per step, busiest pipeline stage.
+  double compute_s = 0;       // forward + backward kernels of all micro-batches (no recompute)
+  double recompute_s = 0;     // extra forward work of activation recomputation
+  double tp_comm_s = 0, tp_exposed_s = 0;
+  double ep_comm_s = 0, ep_exposed_s = 0;
+  double dp_comm_s = 0, dp_exposed_s = 0;
+  double pp_p2p_exposed_s = 0;
+  double bubble_s = 0;
+  double optimizer_s = 0;     // optimizer update (memory-bound), offload transfers
+  double step_s = 0;
+  // Rates.
+  double model_flops_per_step = 0;  // train/flops.h count x tokens per step
+  double tokens_per_s = 0;
+  double mfu = 0;                   // model FLOPs / (step time x GPUs x peak)
+  double hfu = 0;                   // hardware FLOPs (with recomputation) / (...)
+  double stage_fwd_s = 0, stage_bwd_s = 0;  // one micro-batch on the busiest stage
+};
+
+StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p, const ClusterConfig& cl);
+
+}  // namespace mt::plan

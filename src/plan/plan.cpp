@@ -1,0 +1,396 @@
+// plan.cpp — make_plan (see plan.h), the JSON document and the terminal table.
+#include "plan/plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "plan/format.h"
+#include "plan/reliability.h"
+
+namespace mt::plan {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Bytes of one checkpoint: weights, fp32 master copy and optimizer moments.
+double checkpoint_bytes(const ModelStats& s, const LayoutConfig& l) {
+  const double opt = l.optimizer == OptimizerKind::kAdamW ? 8.0 : 4.0;
+  const double per_param = l.params == Precision::kBf16 ? 2.0 + 4.0 + opt : 4.0 + opt;
+  return per_param * double(s.total);
+}
+
+Reliability reliability(const Plan& p) {
+  const ClusterConfig& c = p.in.cluster;
+  const LayoutConfig& l = p.par.cfg;
+  Reliability r;
+  const double gpus = double(p.par.gpus);
+  const int64_t per_rack = c.usable_gpus_per_rack();
+  const int64_t racks_used = std::max<int64_t>(1, (p.par.gpus + per_rack - 1) / per_rack);
+  r.checkpoint_bytes = checkpoint_bytes(p.stats, l);
+  r.checkpoint_full_write_s = r.checkpoint_bytes / (c.storage_write_gbps * 1e9);
+  r.checkpoint_write_s = l.checkpoint_async ? r.checkpoint_bytes / gpus / (c.host_link_gbps * 1e9)
+                                            : r.checkpoint_full_write_s;
+  r.restart_s = c.restart_minutes * 60.0 + r.checkpoint_bytes / (c.storage_read_gbps * 1e9);
+  auto mtbf_for = [&](double n_gpus, double n_racks) {
+    double rate = n_gpus / (c.gpu_mtbf_hours * 3600.0);
+    if (c.rack_mtbf_hours > 0) rate += n_racks / (c.rack_mtbf_hours * 3600.0);
+    return 1.0 / rate;
+  };
+  r.mtbf_s = mtbf_for(gpus, double(racks_used));
+  r.young_interval_s = young_interval_s(r.checkpoint_write_s, r.mtbf_s);
+  r.daly_interval_s = daly_interval_s(r.checkpoint_write_s, r.mtbf_s);
+  r.checkpoint_interval_s = l.checkpoint_interval_minutes > 0 ? l.checkpoint_interval_minutes * 60.0 : r.daly_interval_s;
+  if (l.checkpoint_async)  // the next checkpoint cannot start before the previous one is persisted
+    r.checkpoint_interval_s = std::max(r.checkpoint_interval_s, r.checkpoint_full_write_s);
+  r.checkpoint_goodput = checkpoint_goodput(r.checkpoint_interval_s, r.checkpoint_write_s, r.restart_s, r.mtbf_s);
+
+  RackPolicy rp;
+  rp.racks_owned = c.racks;
+  rp.racks_used = racks_used;
+  rp.gpus_per_rack = c.gpus_per_rack;
+  rp.gpus_needed_per_rack = (p.par.gpus + racks_used - 1) / racks_used;
+  rp.sla_min_gpus_up = c.sla_min_gpus_up;
+  rp.gpu_mtbf_h = c.gpu_mtbf_hours;
+  rp.gpu_repair_h = c.gpu_repair_hours;
+  rp.rack_mtbf_h = c.rack_mtbf_hours;
+  rp.rack_repair_h = c.rack_repair_hours;
+  r.avail = availability(rp);
+  r.goodput = r.checkpoint_goodput * r.avail.job;
+  r.wall_days = p.days / r.goodput;
+  r.expected_interruptions = p.days * 86400.0 / r.checkpoint_goodput / r.mtbf_s;
+
+  for (int i = 0; i <= 60; ++i) {
+    const double lo = std::max(r.checkpoint_write_s, 0.05 * r.daly_interval_s), hi = 20.0 * r.daly_interval_s;
+    const double tau = lo * std::pow(hi / lo, double(i) / 60.0);
+    r.goodput_curve.push_back({tau, checkpoint_goodput(tau, r.checkpoint_write_s, r.restart_s, r.mtbf_s)});
+  }
+
+  // The spare-rack trade: hold s racks back (throughput scales with the GPUs left).
+  std::vector<int64_t> options = {0, 1, 2, 4, 8, 16, 32};
+  const int64_t configured = c.racks - racks_used;
+  if (std::find(options.begin(), options.end(), configured) == options.end()) options.push_back(configured);
+  std::sort(options.begin(), options.end());
+  for (int64_t s : options) {
+    if (s < 0 || s >= c.racks || (s > 2 && s > c.racks / 4 && s != configured)) continue;
+    SpareOption o;
+    o.spare_racks = s;
+    o.racks_used = c.racks - s;
+    o.configured = s == configured;
+    o.gpus = int64_t(std::llround(gpus * double(o.racks_used) / double(racks_used)));
+    RackPolicy q = rp;
+    q.racks_used = o.racks_used;
+    o.availability = availability(q).job;
+    o.mtbf_s = mtbf_for(double(o.gpus), double(o.racks_used));
+    o.checkpoint_interval_s = daly_interval_s(r.checkpoint_write_s, o.mtbf_s);
+    if (l.checkpoint_async) o.checkpoint_interval_s = std::max(o.checkpoint_interval_s, r.checkpoint_full_write_s);
+    o.checkpoint_goodput = checkpoint_goodput(o.checkpoint_interval_s, r.checkpoint_write_s, r.restart_s, o.mtbf_s);
+    o.goodput = o.availability * o.checkpoint_goodput;
+    o.compute_days = p.days * gpus / double(o.gpus);
+    o.effective_days = o.compute_days / o.goodput;
+    r.spares.push_back(o);
+  }
+  return r;
+}
+
+ChinchillaReport chinchilla(const Plan& p) {
+  ChinchillaReport c;
+  c.n_active = double(p.stats.active_params);
+  c.tokens = p.in.tokens;
+  c.compute = 6.0 * c.n_active * c.tokens;
+  c.optimal = compute_optimal(p.in.law, c.compute);
+  c.loss_at_plan = loss(p.in.law, c.n_active, c.tokens);
+  c.overtrain_k = overtrain_factor(p.in.law, c.n_active, c.tokens);
+  for (double k : {1.0, 2.0, 4.0, 8.0, 13.0, 16.0, 32.0}) c.table.push_back(overtrain(p.in.law, c.compute, k));
+  return c;
+}
+
+std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / kGiB); }
+
+
+std::string duration(double s) {
+  if (s < 120) return fmt::format("{:.1f} s", s);
+  if (s < 7200) return fmt::format("{:.1f} min", s / 60);
+  if (s < 172800) return fmt::format("{:.1f} h", s / 3600);
+  return fmt::format("{:.1f} days", s / 86400);
+}
+
+}  // namespace
+
+Result<Plan> make_plan(const PlanInputs& in) {
+  if (!(in.tokens > 0)) return Status::errorf("--tokens: must be > 0, got {}", in.tokens);
+  Plan p;
+  p.in = in;
+  auto par = resolve(in.layout, in.model, in.model_seq_len, in.cluster);
+  if (!par) return par.status();
+  p.par = *par;
+  p.warnings = p.par.warnings;
+  p.stats = model_stats(in.model, p.par.seq_len);
+  p.mem = memory_per_gpu(in.model, p.stats, p.par, in.cluster);
+  if (!p.mem.fits())
+    p.warnings.push_back(fmt::format("does not fit: stage {} needs {} per GPU, the {} has {}", p.mem.stage,
+                                     gib(p.mem.total()), in.cluster.device.type, gib(p.mem.capacity)));
+  p.time = step_time(in.model, p.stats, p.par, in.cluster);
+  const double tps = double(p.par.tokens_per_step());
+  p.steps = int64_t(std::ceil(in.tokens / tps));
+  p.days = double(p.steps) * p.time.step_s / 86400.0;
+  p.gpu_hours = p.days * 24.0 * double(p.par.gpus);
+  p.cost_usd = p.gpu_hours * in.cluster.gpu_hour_usd;
+  p.rel = reliability(p);
+  p.chin = chinchilla(p);
+  if (in.model.n_experts > 0)
+    p.warnings.push_back("param:data uses active parameters in a dense-model scaling law: a first-order view for MoE");
+  SearchMode mode = in.search;
+  if (mode == SearchMode::kAuto) mode = in.model.n_experts > 0 ? SearchMode::kExperts : SearchMode::kLayers;
+  if (mode == SearchMode::kExperts && in.model.n_experts == 0) mode = SearchMode::kLayers;
+  if (mode != SearchMode::kNone && in.cluster.device.kind == DeviceKind::kGpu)
+    p.largest = largest_model_per_domain(in.model, p.par.seq_len, in.cluster, in.layout,
+                                         mode == SearchMode::kLayers ? FamilyAxis::kLayers : FamilyAxis::kExperts);
+  if (in.sweep_layouts && in.cluster.device.kind == DeviceKind::kGpu) {
+    p.layouts = sweep_layouts(in.model, p.stats, p.par.seq_len, in.cluster, in.layout, p.par.gpus);
+    if (p.layouts.size() > 16) p.layouts.resize(16);
+  }
+  return p;
+}
+
+nlohmann::json to_json(const Plan& p) {
+  using nlohmann::json;
+  json j;
+  // The command-line contract (docs/planner.md): these keys are always present.
+  j["memory_per_gpu_bytes"] = std::llround(p.mem.total());
+  j["step_time_s"] = p.time.step_s;
+  j["mfu"] = p.time.mfu;
+  j["days"] = p.days;
+  j["gpu_hours"] = p.gpu_hours;
+  j["expected_interruptions"] = p.rel.expected_interruptions;
+  j["checkpoint_interval_s"] = p.rel.checkpoint_interval_s;
+  j["goodput"] = p.rel.goodput;
+
+  j["fits"] = p.mem.fits();
+  j["effective_days"] = p.rel.wall_days;
+  j["tokens"] = p.in.tokens;
+  j["steps"] = p.steps;
+  j["tokens_per_s"] = p.time.tokens_per_s;
+  j["hfu"] = p.time.hfu;
+  if (p.in.cluster.gpu_hour_usd > 0) j["cost_usd"] = p.cost_usd;
+  j["warnings"] = p.warnings;
+
+  const ModelStats& s = p.stats;
+  j["model"] = {{"source", p.in.model_source},
+                {"total_params", s.total},
+                {"active_params", s.active_params},
+                {"active_matmul_params", s.active_matmul},
+                {"expert_params", s.expert_params},
+                {"layers", p.in.model.n_layers},
+                {"moe_layers", s.moe_layers},
+                {"seq_len", p.par.seq_len},
+                {"train_flops_per_token", s.train_flops_per_token}};
+  j["inference"] = {{"kv_cache_bytes_per_token", s.kv_bytes_per_token},
+                    {"kv_cache_bytes_per_sequence", s.kv_bytes_per_sequence},
+                    {"context", s.seq_len},
+                    {"prefill_flops_per_token", s.prefill_flops_per_token},
+                    {"decode_flops_per_token", s.decode_flops_per_token},
+                    {"active_params", s.active_params}};
+  const ClusterConfig& c = p.in.cluster;
+  j["cluster"] = {{"source", c.source},          {"name", c.name},
+                  {"gpu", c.device.type},        {"peak_tflops", c.device.peak_tflops},
+                  {"hbm_gib", c.device.hbm_gib}, {"gpus_per_domain", c.device.gpus_per_domain},
+                  {"racks", c.racks},            {"spare_racks", c.spare_racks},
+                  {"gpus_per_rack", c.gpus_per_rack}, {"usable_gpus", c.usable_gpus()}};
+  const Parallel& par = p.par;
+  j["layout"] = {{"source", par.cfg.source},
+                 {"label", layout_label(par.cfg)},
+                 {"gpus", par.gpus},
+                 {"tp", par.tp},
+                 {"pp", par.pp},
+                 {"pp_schedule", to_string(par.cfg.schedule)},
+                 {"virtual_stages", par.v},
+                 {"ep", par.ep},
+                 {"dp", par.dp},
+                 {"expert_dp", par.edp},
+                 {"zero_stage", par.cfg.zero_stage},
+                 {"recompute", to_string(par.cfg.recompute)},
+                 {"micro_batch", par.micro_batch},
+                 {"global_batch", par.global_batch},
+                 {"microbatches", par.microbatches},
+                 {"tokens_per_step", par.tokens_per_step()}};
+  json mem;
+  for (const MemoryItem& it : p.mem.items()) mem[it.key] = std::llround(it.bytes);
+  mem["total"] = std::llround(p.mem.total());
+  mem["capacity"] = std::llround(p.mem.capacity);
+  mem["stage"] = p.mem.stage;
+  mem["in_flight_microbatches"] = p.mem.in_flight;
+  mem["activations_by_recompute"] = {{"none", std::llround(p.mem.activations_by_recompute[0])},
+                                     {"selective", std::llround(p.mem.activations_by_recompute[1])},
+                                     {"full", std::llround(p.mem.activations_by_recompute[2])}};
+  j["memory"] = mem;
+  const StepTime& t = p.time;
+  j["step_time"] = {{"compute", t.compute_s},          {"recompute", t.recompute_s},
+                    {"tp_comm", t.tp_comm_s},           {"tp_exposed", t.tp_exposed_s},
+                    {"ep_comm", t.ep_comm_s},           {"ep_exposed", t.ep_exposed_s},
+                    {"dp_comm", t.dp_comm_s},           {"dp_exposed", t.dp_exposed_s},
+                    {"pp_bubble", t.bubble_s},          {"pp_p2p_exposed", t.pp_p2p_exposed_s},
+                    {"optimizer", t.optimizer_s},       {"total", t.step_s}};
+  const Reliability& r = p.rel;
+  json spares = json::array();
+  for (const SpareOption& o : r.spares)
+    spares.push_back({{"spare_racks", o.spare_racks},
+                      {"racks_used", o.racks_used},
+                      {"gpus", o.gpus},
+                      {"availability", o.availability},
+                      {"checkpoint_goodput", o.checkpoint_goodput},
+                      {"goodput", o.goodput},
+                      {"compute_days", o.compute_days},
+                      {"effective_days", o.effective_days},
+                      {"configured", o.configured}});
+  j["failures"] = {{"job_mtbf_s", r.mtbf_s},
+                   {"checkpoint_bytes", r.checkpoint_bytes},
+                   {"checkpoint_write_s", r.checkpoint_write_s},
+                   {"checkpoint_persist_s", r.checkpoint_full_write_s},
+                   {"restart_s", r.restart_s},
+                   {"young_interval_s", r.young_interval_s},
+                   {"daly_interval_s", r.daly_interval_s},
+                   {"checkpoint_goodput", r.checkpoint_goodput},
+                   {"availability", r.avail.job},
+                   {"rack_usable", r.avail.rack_usable},
+                   {"spares", spares}};
+  const ChinchillaReport& ch = p.chin;
+  json ot = json::array();
+  for (const Overtrain& o : ch.table)
+    ot.push_back({{"k", o.k}, {"params", o.at.N}, {"tokens", o.at.D}, {"loss", o.at.loss},
+                  {"loss_penalty", o.loss_penalty}, {"inference_saving", o.inference_saving}});
+  j["param_data"] = {{"scaling_law", {{"name", p.in.law.name}, {"E", p.in.law.E}, {"A", p.in.law.A},
+                                      {"B", p.in.law.B}, {"alpha", p.in.law.alpha}, {"beta", p.in.law.beta}}},
+                     {"compute_flops", ch.compute},
+                     {"optimal_params", ch.optimal.N},
+                     {"optimal_tokens", ch.optimal.D},
+                     {"optimal_tokens_per_param", ch.optimal.tokens_per_param()},
+                     {"optimal_loss", ch.optimal.loss},
+                     {"plan_loss", ch.loss_at_plan},
+                     {"overtrain_factor", ch.overtrain_k},
+                     {"overtrain", ot}};
+  if (p.largest.found || !p.largest.binding.empty()) {
+    const LargestModel& lm = p.largest;
+    j["largest_model_per_domain"] = {{"axis", to_string(lm.axis)},
+                                     {"gpus", lm.gpus},
+                                     {"found", lm.found},
+                                     {"total_params", lm.total_params},
+                                     {"active_params", lm.active_params},
+                                     {"n_layers", lm.model.n_layers},
+                                     {"n_experts", lm.model.n_experts},
+                                     {"layout", lm.best.label},
+                                     {"mfu", lm.best.time.mfu},
+                                     {"memory_per_gpu_bytes", lm.best.mem.total()},
+                                     {"next_params", lm.next_params},
+                                     {"binding", lm.binding}};
+  }
+  json lays = json::array();
+  for (const LayoutOption& o : p.layouts)
+    lays.push_back({{"layout", o.label}, {"mfu", o.time.mfu}, {"step_time_s", o.time.step_s},
+                    {"memory_per_gpu_bytes", o.mem.total()}});
+  j["layouts"] = lays;
+  return j;
+}
+
+std::string to_text(const Plan& p) {
+  std::string o;
+  const ModelStats& s = p.stats;
+  const ModelConfig& m = p.in.model;
+  const ClusterConfig& c = p.in.cluster;
+  const Parallel& par = p.par;
+  auto line = [&o](const std::string& head, const std::string& body) {
+    o += fmt::format("{:<12}{}\n", head, body);
+  };
+  o += fmt::format("moetrain plan: {} on {} ({} x {}), {} tokens\n\n", p.in.model_source,
+                   c.name.empty() ? c.source : c.name, par.gpus, c.device.type, fmtx::count(p.in.tokens));
+  std::string arch = fmt::format("{} params, {} active; {} layers, d_model {}", fmtx::count(double(s.total)),
+                                 fmtx::count(double(s.active_params)), m.n_layers, m.d_model);
+  if (m.n_experts > 0) arch += fmt::format(", {} experts top-{}", m.n_experts, m.top_k);
+  line("Model", arch);
+  line("", fmt::format("{} training FLOP/token at seq {}", fmtx::flops(s.train_flops_per_token), par.seq_len));
+  line("Layout", fmt::format("{}: tp {} x pp {} x dp {} (ep {}, expert dp {}){}", layout_label(par.cfg), par.tp,
+                             par.pp, par.dp, par.ep, par.edp,
+                             par.pp > 1 ? fmt::format(", {} schedule{}", to_string(par.cfg.schedule),
+                                                      par.v > 1 ? fmt::format(" with {} chunks per stage", par.v) : "")
+                                        : ""));
+  line("", fmt::format("micro-batch {} x {} tokens, {} sequences/step ({} tokens), {} micro-batches", par.micro_batch,
+                       par.seq_len, par.global_batch, fmtx::count(double(par.tokens_per_step())), par.microbatches));
+  o += "\n";
+  bool first = true;
+  for (const MemoryItem& it : p.mem.items()) {
+    line(first ? "Memory/GPU" : "", fmt::format("{:<26}{:>10}", it.label, gib(it.bytes)));
+    first = false;
+  }
+  line("", fmt::format("{:<26}{:>10}  of {} ({:.0f}%): {}{}", "total", gib(p.mem.total()), gib(p.mem.capacity),
+                       100.0 * p.mem.total() / p.mem.capacity, p.mem.fits() ? "fits" : "DOES NOT FIT",
+                       par.pp > 1 ? fmt::format(", stage {}", p.mem.stage) : ""));
+  line("", fmt::format("activations without / selective / full recompute: {} / {} / {}",
+                       gib(p.mem.activations_by_recompute[0]), gib(p.mem.activations_by_recompute[1]),
+                       gib(p.mem.activations_by_recompute[2])));
+  o += "\n";
+  const StepTime& t = p.time;
+  line("Step", fmt::format("{:.3f} s: compute {:.3f}, recompute {:.3f}, bubble {:.3f}, exposed comm TP {:.3f} "
+                           "EP {:.3f} DP {:.3f} PP {:.3f}, optimizer {:.3f}",
+                           t.step_s, t.compute_s, t.recompute_s, t.bubble_s, t.tp_exposed_s, t.ep_exposed_s,
+                           t.dp_exposed_s, t.pp_p2p_exposed_s, t.optimizer_s));
+  line("", fmt::format("MFU {:.1f}% (HFU {:.1f}%), {} tokens/s", 100 * t.mfu, 100 * t.hfu, fmtx::count(t.tokens_per_s)));
+  line("Run", fmt::format("{} steps, {:.1f} days, {} GPU-hours{}", p.steps, p.days, fmtx::count(p.gpu_hours),
+                          c.gpu_hour_usd > 0 ? fmt::format(", ${}", fmtx::count(p.cost_usd)) : ""));
+  o += "\n";
+  const Reliability& r = p.rel;
+  line("Failures", fmt::format("job MTBF {}, {:.0f} interruptions expected", duration(r.mtbf_s),
+                               r.expected_interruptions));
+  line("", fmt::format("checkpoint {:.2f} TB: blocks {} (persisted in {}), restart {}",
+                       r.checkpoint_bytes / 1e12, duration(r.checkpoint_write_s), duration(r.checkpoint_full_write_s),
+                       duration(r.restart_s)));
+  line("", fmt::format("interval {} ({}; Young {}, Daly {}): checkpoint goodput {:.1f}%",
+                       duration(r.checkpoint_interval_s),
+                       par.cfg.checkpoint_interval_minutes > 0 ? "layout" : "Daly", duration(r.young_interval_s),
+                       duration(r.daly_interval_s), 100 * r.checkpoint_goodput));
+  line("", fmt::format("racks available {:.2f}%, goodput {:.1f}%, {:.1f} days end to end", 100 * r.avail.job,
+                       100 * r.goodput, r.wall_days));
+  line("Spares", fmt::format("{:>6} {:>6} {:>7} {:>12} {:>8} {:>9}", "spare", "used", "GPUs", "availability",
+                             "goodput", "days"));
+  for (const SpareOption& sp : r.spares)
+    line("", fmt::format("{:>6} {:>6} {:>7} {:>11.2f}% {:>7.1f}% {:>9.1f}{}", sp.spare_racks, sp.racks_used, sp.gpus,
+                         100 * sp.availability, 100 * sp.goodput, sp.effective_days, sp.configured ? "  <-" : ""));
+  o += "\n";
+  const ChinchillaReport& ch = p.chin;
+  line("Param:data", fmt::format("C = 6 N D = {} FLOP ({}); optimal N {} D {} ({:.1f} tokens/param), loss {:.3f}",
+                                 fmtx::flops(ch.compute), p.in.law.name, fmtx::count(ch.optimal.N), fmtx::count(ch.optimal.D),
+                                 ch.optimal.tokens_per_param(), ch.optimal.loss));
+  line("", fmt::format("this run: N {} D {} = {:.1f}x the optimal tokens/param, loss {:.3f} (+{:.3f})",
+                       fmtx::count(ch.n_active), fmtx::count(ch.tokens), ch.overtrain_k, ch.loss_at_plan,
+                       ch.loss_at_plan - ch.optimal.loss));
+  for (const Overtrain& ov : ch.table)
+    line("", fmt::format("k {:>4.0f}: N {:>7} D {:>7} loss +{:.4f}, inference FLOPs -{:.0f}%", ov.k, fmtx::count(ov.at.N),
+                         fmtx::count(ov.at.D), ov.loss_penalty, 100 * ov.inference_saving));
+  line("Inference", fmt::format("KV cache {}/token, {} per {}-token sequence; {} FLOP/token prefill, {} decode",
+                                fmtx::bytes(s.kv_bytes_per_token), fmtx::bytes(s.kv_bytes_per_sequence), s.seq_len,
+                                fmtx::flops(s.prefill_flops_per_token), fmtx::flops(s.decode_flops_per_token)));
+  if (p.largest.found || !p.largest.binding.empty()) {
+    const LargestModel& lm = p.largest;
+    o += "\n";
+    if (lm.found)
+      line("Largest", fmt::format("per NVLink domain ({} GPUs), varying {}: {} params ({} layers{}), {}, MFU {:.1f}%",
+                                  lm.gpus, to_string(lm.axis), fmtx::count(double(lm.total_params)), lm.model.n_layers,
+                                  lm.model.n_experts > 0 ? fmt::format(", {} experts", lm.model.n_experts) : "",
+                                  lm.best.label, 100 * lm.best.time.mfu));
+    else
+      line("Largest", fmt::format("per NVLink domain ({} GPUs): even the smallest member does not fit", lm.gpus));
+    if (!lm.binding.empty())
+      line("", fmt::format("next size {} binds on {}", fmtx::count(double(lm.next_params)), lm.binding));
+  }
+  if (!p.layouts.empty()) {
+    o += "\n";
+    line("Layouts", fmt::format("{} fit on {} GPUs; best by MFU:", p.layouts.size(), par.gpus));
+    for (size_t i = 0; i < std::min<size_t>(p.layouts.size(), 6); ++i)
+      line("", fmt::format("{:<34} MFU {:5.1f}%  step {:8.3f} s  {:>10}", p.layouts[i].label,
+                           100 * p.layouts[i].time.mfu, p.layouts[i].time.step_s, gib(p.layouts[i].mem.total())));
+  }
+  for (const std::string& w : p.warnings) o += "warning: " + w + "\n";
+  return o;
+}
+
+}  // namespace mt::plan

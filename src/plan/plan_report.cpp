@@ -1,0 +1,295 @@
+// plan_report.cpp — the HTML report of a plan: summary, memory stack per GPU,
+// MFU across layouts, step-time breakdown, goodput vs checkpoint interval and
+// the spare-rack trade, isoFLOP curves and over-training, inference cost, the
+// largest model per NVLink domain. Self-contained (report/html.h, report/svg.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "plan/plan.h"
+#include "plan/format.h"
+#include "report/html.h"
+#include "report/svg.h"
+
+namespace mt::plan {
+namespace {
+
+using report::Align;
+using report::Axis;
+using report::HBars;
+using report::HtmlPage;
+using report::LineChart;
+using report::Marker;
+using report::Scale;
+using report::Series;
+using report::StackedBars;
+using report::VLine;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string pct(double v) { return fmt::format("{:.1f}%", 100 * v); }
+std::string gib(double b) { return fmt::format("{:.1f} GiB", b / kGiB); }
+std::string minutes(double s) { return fmt::format("{:.1f} min", s / 60); }
+
+std::vector<double> mem_values(const MemoryBreakdown& m) {
+  std::vector<double> v;
+  for (const MemoryItem& it : m.items()) v.push_back(it.bytes / kGiB);
+  return v;
+}
+
+void summary(HtmlPage& h, const Plan& p) {
+  const ClusterConfig& c = p.in.cluster;
+  h.key_values({
+      {"model", fmt::format("{}: {} parameters, {} active", p.in.model_source, fmtx::count(double(p.stats.total)),
+                            fmtx::count(double(p.stats.active_params)))},
+      {"cluster", fmt::format("{}: {} racks x {} {} ({} spare), {} GPUs in the job", c.name.empty() ? c.source : c.name,
+                              c.racks, c.gpus_per_rack, c.device.type, c.spare_racks, p.par.gpus)},
+      {"layout", fmt::format("{} ({}), dp {}, {} sequences x {} tokens per step", layout_label(p.par.cfg),
+                             p.par.cfg.source, p.par.dp, p.par.global_batch, p.par.seq_len)},
+      {"memory per GPU", fmt::format("{} of {} ({})", gib(p.mem.total()), gib(p.mem.capacity),
+                                     p.mem.fits() ? "fits" : "does not fit")},
+      {"step time, MFU", fmt::format("{:.3f} s, MFU {} (HFU {}), {} tokens/s", p.time.step_s, pct(p.time.mfu),
+                                     pct(p.time.hfu), fmtx::count(p.time.tokens_per_s))},
+      {"token budget", fmt::format("{} tokens: {} steps, {:.1f} days, {} GPU-hours{}", fmtx::count(p.in.tokens), p.steps, p.days,
+                                   fmtx::count(p.gpu_hours), c.gpu_hour_usd > 0 ? ", $" + fmtx::count(p.cost_usd) : "")},
+      {"failures", fmt::format("{:.0f} interruptions expected, checkpoint every {}, goodput {}",
+                               p.rel.expected_interruptions, minutes(p.rel.checkpoint_interval_s), pct(p.rel.goodput))},
+      {"end to end", fmt::format("{:.1f} days", p.rel.wall_days)},
+  });
+  for (const std::string& w : p.warnings) h.note("warning: " + w);
+}
+
+void memory_section(HtmlPage& h, const Plan& p) {
+  h.heading(2, "Memory per GPU");
+  StackedBars sb;
+  sb.title = "Memory per GPU by item";
+  sb.y_label = "GiB";
+  for (const MemoryItem& it : p.mem.items()) sb.segments.push_back(it.label);
+  sb.categories.push_back("this layout");
+  sb.values.push_back(mem_values(p.mem));
+  // The same layout under the other recomputation choices.
+  for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    if (rc == p.par.cfg.recompute) continue;
+    if (rc == Recompute::kSelective && p.par.cfg.flash_attention) continue;  // same as none with flash attention
+    Parallel q = p.par;
+    q.cfg.recompute = rc;
+    sb.categories.push_back("recompute " + to_string(rc));
+    sb.values.push_back(mem_values(memory_per_gpu(p.in.model, p.stats, q, p.in.cluster)));
+  }
+  for (size_t i = 0; i < p.layouts.size() && sb.categories.size() < 7; ++i) {
+    if (p.layouts[i].label == layout_label(p.par.cfg)) continue;
+    sb.categories.push_back(p.layouts[i].label);
+    sb.values.push_back(mem_values(p.layouts[i].mem));
+  }
+  sb.limit = p.mem.capacity / kGiB;
+  sb.limit_label = p.in.cluster.device.type + " capacity";
+  sb.format = [](double v) { return fmt::format("{:.3g}", v); };
+  sb.width = 980;
+  h.figure(report::render_svg(sb),
+           fmt::format("Stage {} (the fullest) of this layout, the same layout under other recomputation choices, and "
+                       "the best layouts by MFU. Hover a segment for its size.",
+                       p.mem.stage));
+  std::vector<std::vector<std::string>> rows;
+  for (const MemoryItem& it : p.mem.items())
+    rows.push_back({it.label, gib(it.bytes), fmt::format("{:.1f}%", 100 * it.bytes / p.mem.total())});
+  rows.push_back({"total", gib(p.mem.total()), fmt::format("{:.0f}% of capacity", 100 * p.mem.total() / p.mem.capacity)});
+  h.table({"item", "per GPU", "share"}, rows, {}, int(rows.size()) - 1);
+  h.note(fmt::format("Activations: {} micro-batches in flight on stage {} ({} layers). Without / selective / full "
+                     "recomputation: {} / {} / {}.",
+                     p.mem.in_flight, p.mem.stage, p.mem.layers_in_stage, gib(p.mem.activations_by_recompute[0]),
+                     gib(p.mem.activations_by_recompute[1]), gib(p.mem.activations_by_recompute[2])));
+}
+
+void time_section(HtmlPage& h, const Plan& p) {
+  h.heading(2, "Step time and MFU");
+  const StepTime& t = p.time;
+  auto row = [&](const std::string& what, double s, const std::string& note) {
+    return std::vector<std::string>{what, fmt::format("{:.3f} s", s), fmt::format("{:.1f}%", 100 * s / t.step_s), note};
+  };
+  h.table({"part", "per step", "share", "note"},
+          {row("compute (forward + backward)", t.compute_s, "kernels of the busiest pipeline stage"),
+           row("recomputation", t.recompute_s, to_string(p.par.cfg.recompute)),
+           row("pipeline bubble", t.bubble_s, to_string(p.par.cfg.schedule)),
+           row("TP communication, exposed", t.tp_exposed_s, fmt::format("of {:.3f} s", t.tp_comm_s)),
+           row("EP all-to-all, exposed", t.ep_exposed_s, fmt::format("of {:.3f} s", t.ep_comm_s)),
+           row("DP communication, exposed", t.dp_exposed_s, fmt::format("of {:.3f} s", t.dp_comm_s)),
+           row("PP send/receive, exposed", t.pp_p2p_exposed_s, ""),
+           row("optimizer step", t.optimizer_s, ""),
+           row("step", t.step_s, fmt::format("MFU {}, HFU {}", pct(t.mfu), pct(t.hfu)))},
+          {Align::kLeft, Align::kRight, Align::kRight, Align::kLeft}, 8);
+  if (p.layouts.empty()) return;
+  HBars hb;
+  hb.title = fmt::format("MFU by layout on {} GPUs (layouts that fit)", p.par.gpus);
+  hb.x_label = "MFU";
+  const std::string mine = layout_label(p.par.cfg);
+  bool seen = false;
+  for (const LayoutOption& o : p.layouts) {
+    if (o.label == mine) hb.highlight = int(hb.labels.size()), seen = true;
+    hb.labels.push_back(o.label);
+    hb.values.push_back(o.time.mfu);
+    hb.notes.push_back(fmt::format("{:.2f} s/step, {}", o.time.step_s, gib(o.mem.total())));
+  }
+  if (!seen) {
+    hb.highlight = int(hb.labels.size());
+    hb.labels.push_back(mine + " (this layout)");
+    hb.values.push_back(p.time.mfu);
+    hb.notes.push_back(fmt::format("{:.2f} s/step, {}", p.time.step_s, gib(p.mem.total())));
+  }
+  hb.format = [](double v) { return fmt::format("{:.1f}%", 100 * v); };
+  hb.width = 900;
+  h.figure(report::render_svg(hb), "This layout in orange. Other layouts keep its batch, schedule, precision and "
+                                   "overlap settings and sweep TP, PP, EP, the ZeRO stage and recomputation.");
+}
+
+void failure_section(HtmlPage& h, const Plan& p) {
+  const Reliability& r = p.rel;
+  h.heading(2, "Failures, checkpoints and goodput");
+  LineChart lc;
+  lc.title = "Checkpoint goodput vs checkpoint interval";
+  lc.x = {"checkpoint interval (minutes)", Scale::kLog, {}, {}, {}};
+  lc.y = {"goodput (fraction of wall time training)", Scale::kLinear, {}, {}, {}};
+  Series s{"Daly (2006) expected goodput", {}, "", false, false};
+  for (auto [tau, g] : r.goodput_curve) s.points.push_back({tau / 60, g});
+  lc.series.push_back(s);
+  lc.vlines.push_back({r.young_interval_s / 60, fmt::format("Young {:.0f} min", r.young_interval_s / 60), "#009E73"});
+  lc.vlines.push_back({r.daly_interval_s / 60, fmt::format("Daly {:.0f} min", r.daly_interval_s / 60), "#D55E00"});
+  lc.markers.push_back({r.checkpoint_interval_s / 60, r.checkpoint_goodput,
+                        fmt::format("chosen: {:.1f}%", 100 * r.checkpoint_goodput), "#D55E00"});
+  lc.y.format = [](double v) { return fmt::format("{:.0f}%", 100 * v); };
+  lc.y.max = 1.0;  // headroom for the optimum's label
+  lc.x.format = [](double v) { return report::compact_number(v); };
+  h.figure(report::render_svg(lc),
+           fmt::format("Job MTBF {:.1f} h, checkpoint blocks training {:.0f} s, restart {:.1f} min (restart overhead "
+                       "plus loading {:.2f} TB).",
+                       r.mtbf_s / 3600, r.checkpoint_write_s, r.restart_s / 60, r.checkpoint_bytes / 1e12));
+  h.key_values({{"expected interruptions", fmt::format("{:.0f}", r.expected_interruptions)},
+                {"checkpoint interval", fmt::format("{} (Young {}, Daly {})", minutes(r.checkpoint_interval_s),
+                                                    minutes(r.young_interval_s), minutes(r.daly_interval_s))},
+                {"checkpoint goodput", pct(r.checkpoint_goodput)},
+                {"rack availability", fmt::format("a rack serves the job {:.3f}% of the time; enough racks {:.3f}%",
+                                                  100 * r.avail.rack_usable, 100 * r.avail.job)},
+                {"goodput", pct(r.goodput)},
+                {"days", fmt::format("{:.1f} compute, {:.1f} end to end", p.days, r.wall_days)}});
+  h.heading(3, "Spare racks");
+  std::vector<std::vector<std::string>> rows;
+  int hl = -1;
+  for (const SpareOption& o : r.spares) {
+    if (o.configured) hl = int(rows.size());
+    rows.push_back({fmt::format("{} used + {} spare{}", o.racks_used, o.spare_racks, o.configured ? " (configured)" : ""),
+                    fmt::format("{}", o.gpus), fmt::format("{:.3f}%", 100 * o.availability),
+                    fmt::format("{:.1f} h", o.mtbf_s / 3600), pct(o.checkpoint_goodput), pct(o.goodput),
+                    fmt::format("{:.1f}", o.compute_days), fmt::format("{:.1f}", o.effective_days)});
+  }
+  h.table({"racks", "GPUs", "availability", "job MTBF", "ckpt goodput", "goodput", "compute days", "effective days"},
+          rows, {}, hl);
+  h.note("Holding racks back costs throughput (proportional to GPUs) and buys availability: the job runs only while as "
+         "many racks as it uses are up with enough GPUs (guaranteed by the SLA up to its minimum).");
+}
+
+void chinchilla_section(HtmlPage& h, const Plan& p) {
+  const ChinchillaReport& ch = p.chin;
+  const ScalingLaw& law = p.in.law;
+  h.heading(2, "Parameters vs data");
+  LineChart lc;
+  lc.title = fmt::format("isoFLOP curves, L(N, D) = {} + {}/N^{} + {}/D^{} ({})", law.E, law.A, law.alpha, law.B,
+                         law.beta, law.name);
+  lc.x = {"parameters N (active)", Scale::kLog, {}, {}, [](double v) { return fmtx::count(v); }};
+  lc.y = {"predicted loss", Scale::kLinear, {}, {}, {}};
+  const double n_opt = ch.optimal.N;
+  double ymax = 0, ymin = 1e9;
+  int i = 0;
+  for (double f : {0.01, 0.1, 1.0, 10.0, 100.0}) {
+    const double C = ch.compute * f;
+    const Allocation a = compute_optimal(law, C);
+    Series s{fmt::format("C = {} FLOP", fmtx::flops(C)), isoflop_curve(law, C, a.N / 30, a.N * 30, 80), "", f != 1.0, false};
+    for (auto [n, l] : s.points) ymax = std::max(ymax, l), ymin = std::min(ymin, l);
+    lc.series.push_back(s);
+    lc.markers.push_back({a.N, a.loss, f == 1.0 ? "optimum" : "", report::palette(size_t(i))});
+    ++i;
+  }
+  lc.markers.push_back({ch.n_active, ch.loss_at_plan, fmt::format("this run ({:.1f}x)", ch.overtrain_k), "#000"});
+  lc.y.min = ymin - 0.02 * (ymax - ymin);
+  lc.y.max = std::min(ymax, ymin + 1.5);
+  lc.width = 760;
+  lc.height = 440;
+  (void)n_opt;
+  h.figure(report::render_svg(lc), "Loss against model size at fixed compute (C = 6 N D); dots mark each curve's "
+                                   "optimum, the black dot this run (active parameters, token budget).");
+  std::vector<std::vector<std::string>> rows;
+  for (const Overtrain& o : ch.table)
+    rows.push_back({fmt::format("{:.0f}x", o.k), fmtx::count(o.at.N), fmtx::count(o.at.D), fmt::format("{:.0f}", o.at.D / o.at.N),
+                    fmt::format("{:.4f}", o.at.loss), fmt::format("+{:.4f}", o.loss_penalty),
+                    fmt::format("{:.0f}%", 100 * o.inference_saving)});
+  h.table({"over-training k", "N", "D", "tokens/param", "loss", "penalty", "inference saved"}, rows);
+  h.note(fmt::format("At C = {} FLOP the optimum is N = {}, D = {} ({:.1f} tokens per parameter). Training k times "
+                     "past that ratio at the same compute shrinks the model by sqrt(k): inference FLOPs per token fall "
+                     "by 1 - 1/sqrt(k) for the loss penalty shown.",
+                     fmtx::flops(ch.compute), fmtx::count(ch.optimal.N), fmtx::count(ch.optimal.D), ch.optimal.tokens_per_param()));
+}
+
+void inference_section(HtmlPage& h, const Plan& p) {
+  const ModelStats& s = p.stats;
+  h.heading(2, "Inference cost of the architecture");
+  h.key_values({{"active parameters", fmtx::count(double(s.active_params))},
+                {"KV cache per token", fmtx::bytes(s.kv_bytes_per_token) + " (bf16, every layer)"},
+                {"KV cache per sequence", fmt::format("{} at {} tokens (sliding-window layers keep {} entries)",
+                                                      fmtx::bytes(s.kv_bytes_per_sequence), s.seq_len, p.in.model.window)},
+                {"forward FLOPs per token", fmt::format("{} prefill (mean over {} tokens), {} decode at full context",
+                                                        fmtx::flops(s.prefill_flops_per_token), s.seq_len,
+                                                        fmtx::flops(s.decode_flops_per_token))}});
+}
+
+void largest_section(HtmlPage& h, const Plan& p) {
+  const LargestModel& lm = p.largest;
+  if (!lm.found && lm.binding.empty()) return;
+  h.heading(2, "Largest model per NVLink domain");
+  if (lm.found) {
+    h.key_values({{"family", fmt::format("this architecture, varying {}", to_string(lm.axis))},
+                  {"GPUs", fmt::format("{} (one NVLink domain, as many as the SLA guarantees)", lm.gpus)},
+                  {"largest that fits", fmt::format("{} parameters ({} active): {} layers{}", fmtx::count(double(lm.total_params)),
+                                                    fmtx::count(double(lm.active_params)), lm.model.n_layers,
+                                                    lm.model.n_experts ? fmt::format(", {} experts", lm.model.n_experts)
+                                                                       : "")},
+                  {"best layout", fmt::format("{}: MFU {}, {} per GPU", lm.best.label, pct(lm.best.time.mfu),
+                                              gib(lm.best.mem.total()))},
+                  {"what binds", fmt::format("next size ({} parameters): {}", fmtx::count(double(lm.next_params)), lm.binding)}});
+    if (lm.next_mem.capacity > 0) {
+      StackedBars sb;
+      sb.title = "Largest fit vs one size up";
+      sb.y_label = "GiB";
+      for (const MemoryItem& it : lm.best.mem.items()) sb.segments.push_back(it.label);
+      sb.categories = {fmt::format("{} ({})", fmtx::count(double(lm.total_params)), lm.best.label),
+                       fmt::format("{} ({})", fmtx::count(double(lm.next_params)), lm.next_label)};
+      sb.values = {mem_values(lm.best.mem), mem_values(lm.next_mem)};
+      sb.limit = lm.next_mem.capacity / kGiB;
+      sb.limit_label = "capacity";
+      sb.format = [](double v) { return fmt::format("{:.3g}", v); };
+      h.figure(report::render_svg(sb), "Memory per GPU of the largest member that fits (best layout by MFU) and of "
+                                       "the next member (the layout needing the least memory).");
+    }
+  } else {
+    h.paragraph(fmt::format("Even the smallest member of the family does not fit {} GPUs: {}", lm.gpus, lm.binding));
+  }
+}
+
+}  // namespace
+
+std::string to_html(const Plan& p) {
+  HtmlPage h(fmt::format("Training plan: {} on {} x {}", p.in.model_source, p.par.gpus, p.in.cluster.device.type));
+  summary(h, p);
+  memory_section(h, p);
+  time_section(h, p);
+  failure_section(h, p);
+  chinchilla_section(h, p);
+  inference_section(h, p);
+  largest_section(h, p);
+  h.heading(2, "Assumptions");
+  h.note("Compute: roofline per kernel with the efficiency model of the cluster file (GEMM, fused attention, "
+         "element-wise traffic, per-kernel latency), calibrated on the Megatron-LM H100 table. Communication: ring / "
+         "hierarchical collectives at the stated link efficiency; overlap as the layout says. FLOPs: the count of "
+         "`moetrain bench` (6 x active matmul parameters + attention). See docs/planner.md.");
+  return h.render();
+}
+
+}  // namespace mt::plan

@@ -1,0 +1,81 @@
+// scaling_law.cpp — see scaling_law.h.
+#include "plan/scaling_law.h"
+
+#include <cmath>
+#include <limits>
+
+#include "plan/toml_schema.h"
+
+namespace mt::plan {
+
+ScalingLaw besiroglu2024() { return {"besiroglu2024", 1.8172, 482.01, 2085.43, 0.3478, 0.3658}; }
+ScalingLaw hoffmann2022() { return {"hoffmann2022", 1.69, 406.4, 410.7, 0.34, 0.28}; }
+
+Result<ScalingLaw> parse_scaling_law(const std::string& text, const std::string& source) {
+  ScalingLaw s;
+  s.name = source;
+  const double inf = std::numeric_limits<double>::infinity();
+  TomlSchema schema;
+  schema.add_string("fit", "name", &s.name);
+  schema.add_float("fit", "E", &s.E, 0, inf, false, Required::kYes);
+  schema.add_float("fit", "A", &s.A, 0, inf, true, Required::kYes);
+  schema.add_float("fit", "B", &s.B, 0, inf, true, Required::kYes);
+  schema.add_float("fit", "alpha", &s.alpha, 0, 5, true, Required::kYes);
+  schema.add_float("fit", "beta", &s.beta, 0, 5, true, Required::kYes);
+  MT_RETURN_IF_ERROR(schema.parse(text, source));
+  MT_RETURN_IF_ERROR(schema.check_required(source));
+  return s;
+}
+
+Result<ScalingLaw> load_scaling_law(const std::string& name_or_path) {
+  if (name_or_path.empty() || name_or_path == "besiroglu2024") return besiroglu2024();
+  if (name_or_path == "hoffmann2022") return hoffmann2022();
+  auto text = read_text_file(name_or_path);
+  if (!text)
+    return Status::errorf("{} (expected \"besiroglu2024\", \"hoffmann2022\" or a TOML file with a [fit] table)",
+                          text.status().message());
+  return parse_scaling_law(*text, name_or_path);
+}
+
+double loss(const ScalingLaw& s, double N, double D) {
+  return s.E + s.A / std::pow(N, s.alpha) + s.B / std::pow(D, s.beta);
+}
+
+Allocation compute_optimal(const ScalingLaw& s, double C) {
+  const double G = std::pow(s.alpha * s.A / (s.beta * s.B), 1.0 / (s.alpha + s.beta));
+  Allocation a;
+  a.N = G * std::pow(C / 6.0, s.beta / (s.alpha + s.beta));
+  a.D = C / (6.0 * a.N);
+  a.loss = loss(s, a.N, a.D);
+  return a;
+}
+
+Overtrain overtrain(const ScalingLaw& s, double C, double k) {
+  const Allocation opt = compute_optimal(s, C);
+  Overtrain o;
+  o.k = k;
+  o.at.N = opt.N / std::sqrt(k);
+  o.at.D = opt.D * std::sqrt(k);
+  o.at.loss = loss(s, o.at.N, o.at.D);
+  o.loss_penalty = o.at.loss - opt.loss;
+  o.inference_saving = 1.0 - o.at.N / opt.N;
+  return o;
+}
+
+double overtrain_factor(const ScalingLaw& s, double N, double D) {
+  const Allocation opt = compute_optimal(s, 6.0 * N * D);
+  return (D / N) / opt.tokens_per_param();
+}
+
+std::vector<std::pair<double, double>> isoflop_curve(const ScalingLaw& s, double C, double n_lo, double n_hi,
+                                                     int points) {
+  std::vector<std::pair<double, double>> out;
+  const double a = std::log(n_lo), b = std::log(n_hi);
+  for (int i = 0; i < points; ++i) {
+    const double N = std::exp(a + (b - a) * double(i) / double(points - 1));
+    out.push_back({N, loss(s, N, C / (6.0 * N))});
+  }
+  return out;
+}
+
+}  // namespace mt::plan

@@ -1,0 +1,340 @@
+// trainer_dist.cpp — what changes when the trainer is one rank of an MPI job
+// (docs/distributed.md): start-up agreement check, the ep x fsdp mesh, the
+// data-parallel split of each micro-batch (rank r computes sequences
+// [r*B/N, (r+1)*B/N) of every micro-batch of B, so the global batch is the
+// same for any world size), sharded parameters / gradients / AdamW moments,
+// sums of the step's statistics over ranks, and sharded checkpoints. With
+// dist_ null (one process) every helper is exactly the one-process code.
+#include <fmt/format.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ckpt/checkpoint.h"
+#include "core/hash.h"
+#include "core/threads.h"
+#include "dist/expert_parallel.h"
+#include "dist/fsdp.h"
+#include "dist/mesh.h"
+#include "dist/mpi_comm.h"
+#include "dist/shard_plan.h"
+#include "train/trainer.h"
+#include "train/trainer_dist.h"
+
+namespace mt {
+
+
+namespace {
+
+// xxh64 of this executable's bytes: ranks running different builds disagree.
+std::string binary_id() {
+  std::ifstream in("/proc/self/exe", std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  const std::string b = ss.str();
+  return hex64(xxh64(b.data(), b.size()));
+}
+
+// Every rank must hold the same value of `what`; names the first that differs.
+Status check_agreement(Comm& world, const std::string& what, const std::string& value, const std::string& hint) {
+  const std::string mine = hex64(xxh64(value.data(), value.size()));
+  const std::vector<std::string> all = world.allgather_strings(mine, "start-up agreement check");
+  for (size_t r = 1; r < all.size(); ++r)
+    if (all[r] != all[0])
+      return Status::errorf("rank {}'s {} differs from rank 0's (xxh64 {} vs {}): {}", r, what, all[r], all[0], hint);
+  return Status::ok();
+}
+
+// train.threads = 0 under MPI: the cores this rank is bound to, or an equal
+// share of the host's cores when the launcher did not bind (oversubscribed
+// runs), never OpenMP's default of every core for every rank.
+int default_rank_threads() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int online = int(sysconf(_SC_NPROCESSORS_ONLN));
+  const int mine = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : online;
+  if (mine < online) return std::max(1, mine);
+  return std::max(1, online / local_ranks_hint());
+}
+
+}  // namespace
+
+Status Trainer::setup_dist(const TrainerOptions& opt) {
+  if (!opt.comm || opt.comm->size() == 1) return Status::ok();
+  Comm& w = *opt.comm;
+  set_comm_context("start-up");
+  // Same binary, same resolved config and same run options everywhere:
+  // otherwise the ranks would disagree on every size below.
+  MT_RETURN_IF_ERROR(check_agreement(w, "moetrain binary", binary_id(),
+                                     "every rank must run the same build of moetrain"));
+  const std::string options = fmt::format("{}\nrun_dir={}\nresume={}", to_toml(cfg_), opt.run_dir, opt.resume);
+  MT_RETURN_IF_ERROR(check_agreement(w, "resolved config and run options", options,
+                                     "every rank must get the same --config, --set, --run-dir and --resume"));
+  auto shape = resolve_mesh(w.size(), cfg_.dist.ep, cfg_.dist.fsdp, cfg_.model.n_experts);
+  if (!shape) return Status::errorf("{}: {}", cfg_.source, shape.status().message());
+  const TrainConfig& tc = cfg_.train;
+  const int64_t N = w.size();
+  if (tc.batch_size % N != 0)
+    return Status::errorf(
+        "{}: train.batch_size = {} must be a multiple of the {} ranks: each micro-batch of batch_size sequences is "
+        "split evenly over the ranks",
+        cfg_.source, tc.batch_size, N);
+  const int64_t Bl = tc.batch_size / N;
+  if (cfg_.model.n_experts > 0 && (Bl * tc.seq_len) % cfg_.model.group_size(tc.seq_len) != 0)
+    return Status::errorf("{}: model.routing_group = {} tokens must divide each rank's {} tokens per micro-batch "
+                          "(batch_size / ranks x seq_len), so no routing group straddles two ranks",
+                          cfg_.source, cfg_.model.group_size(tc.seq_len), Bl * tc.seq_len);
+  if (tc.threads == 0) set_num_threads(default_rank_threads());
+  dist_ = std::make_unique<Dist>(w, shape.value());
+  dist_->local_batch = Bl;
+  dist_->offset = w.rank() * Bl;
+  dist_->mesh = std::make_unique<Mesh>(w, shape.value());
+  // Fault injection for the failure tests: MOETRAIN_FAULT=hang:RANK:STEP
+  // (the rank stops answering at the start of STEP) or kill:RANK:STEP (SIGKILL).
+  if (const char* f = std::getenv("MOETRAIN_FAULT")) {
+    char kind[8] = {0};
+    long rank = -1, step = -1;
+    if (std::sscanf(f, "%7[a-z]:%ld:%ld", kind, &rank, &step) == 3 && rank == w.rank()) {
+      dist_->fault_step = step;
+      dist_->fault_kill = std::string(kind) == "kill";
+    }
+  }
+  return Status::ok();
+}
+
+bool Trainer::is_root() const { return !dist_ || dist_->world.rank() == 0; }
+int64_t Trainer::local_batch() const { return dist_ ? dist_->local_batch : cfg_.train.batch_size; }
+int64_t Trainer::batch_offset() const { return dist_ ? dist_->offset : 0; }
+
+std::vector<AdamW::Range> Trainer::owned_ranges() const {
+  if (!dist_) return {AdamW::Range{0, model_->layout().total(), 0}};
+  std::vector<AdamW::Range> out;
+  for (const OwnedRange& r : dist_->plan->owned()) out.push_back({r.lo, r.hi, r.local});
+  return out;
+}
+
+void Trainer::init_local_params() {
+  const ParamLayout& L = model_->layout();
+  if (!dist_) {
+    params_.assign(L.total(), 0.0f);
+    grads_.assign(L.total(), 0.0f);
+    init_params(params_.data(), L, cfg_.model, cfg_.train.seed);
+    return;
+  }
+  Dist& d = *dist_;
+  d.plan = std::make_unique<ShardPlan>(L, cfg_.model, d.shape, d.world.rank());
+  // Values depend only on (seed, tensor name): initialise the whole model and keep this rank's shard.
+  std::vector<float> full(L.total());
+  init_params(full.data(), L, cfg_.model, cfg_.train.seed);
+  params_.assign(d.plan->local_size(), 0.0f);
+  grads_.assign(d.plan->local_size(), 0.0f);
+  for (const OwnedRange& r : d.plan->owned())
+    std::copy(full.begin() + r.lo, full.begin() + r.hi, params_.begin() + r.local);
+  if (d.shape.ep > 1) d.ep = std::make_unique<EpDispatcher>(d.mesh->ep(), cfg_.model, d.local_batch, cfg_.train.seq_len);
+  d.fsdp = std::make_unique<FsdpProvider>(*d.mesh, *d.plan, cfg_.model.n_layers, params_.data(), grads_.data(),
+                                          cfg_.dist.prefetch ? Prefetch::kNextLayer : Prefetch::kOff, d.ep.get());
+}
+
+void Trainer::begin_step() {
+  if (!dist_) return;
+  set_comm_context(fmt::format("step {}", step_ + 1));
+  if (dist_->fault_step == step_ + 1) {
+    fmt::print(stderr, "moetrain: rank {}: MOETRAIN_FAULT: {} at step {}\n", dist_->world.rank(),
+               dist_->fault_kill ? "killing myself" : "hanging", step_ + 1);
+    std::fflush(stderr);
+    if (dist_->fault_kill) raise(SIGKILL);
+    for (;;) pause();
+  }
+  dist_->world.stats().reset();
+}
+
+ForwardStats Trainer::forward_backward(float grad_scale, const float* bias) {
+  if (!dist_) return model_->forward_backward(params_.data(), grads_.data(), batch_.data(), grad_scale, bias);
+  return model_->forward_backward(*dist_->fsdp, batch_.data(), grad_scale, bias);
+}
+
+double Trainer::forward_loss(const float* bias) {
+  if (!dist_) return model_->forward(params_.data(), batch_.data(), bias).loss;
+  double share = model_->forward(*dist_->fsdp, batch_.data(), bias).loss;
+  dist_->world.allreduce_sum(&share, 1, "allreduce (eval loss)");
+  return share;
+}
+
+bool Trainer::all_ranks(bool ok) {
+  if (!dist_) return ok;
+  int64_t failed = ok ? 0 : 1;
+  dist_->world.allreduce_sum(&failed, 1, "allreduce (eval data)");
+  return failed == 0;
+}
+
+void Trainer::reduce_step_stats(StepResult& r) {
+  if (!dist_) return;
+  Comm& w = dist_->world;
+  // loss: shares of the global mean; router losses: per-rank means over equal token counts.
+  double d[3] = {r.loss, r.aux_loss, r.z_loss};
+  w.allreduce_sum(d, 3, "allreduce (step statistics)");
+  r.loss = d[0];
+  r.aux_loss = d[1] / double(w.size());
+  r.z_loss = d[2] / double(w.size());
+  std::vector<int64_t> n = {r.dropped, r.assignments};
+  for (const auto& layer : r.expert_load) n.insert(n.end(), layer.begin(), layer.end());
+  w.allreduce_sum(n.data(), int64_t(n.size()), "allreduce (step statistics)");
+  r.dropped = n[0];
+  r.assignments = n[1];
+  size_t k = 2;
+  for (auto& layer : r.expert_load)
+    for (auto& c : layer) c = n[k++];
+}
+
+double Trainer::optimizer_step(double lr) {
+  if (!dist_) return optim_->step(params_.data(), grads_.data(), lr, step_ + 1);
+  double ss = optim_->local_sum_squares(grads_.data());
+  dist_->world.allreduce_sum(&ss, 1, "allreduce (gradient norm)");
+  const double norm = std::sqrt(ss);
+  optim_->update(params_.data(), grads_.data(), lr, step_ + 1, norm);
+  return norm;
+}
+
+void Trainer::finish_step(StepResult& r) {
+  if (!dist_) return;
+  r.comm = dist_->world.stats();
+  r.world_size = dist_->world.size();
+}
+
+// ---- checkpoints ----------------------------------------------------------------
+
+std::vector<TensorView> Trainer::checkpoint_views() const {
+  std::vector<TensorView> views;
+  const ParamLayout& L = model_->layout();
+  if (!dist_) {
+    for (const ParamEntry& e : L.entries()) {
+      views.push_back({e.name, e.shape, params_.data() + e.offset});
+      views.push_back({"adam_m." + e.name, e.shape, optim_->m().data() + e.offset});
+      views.push_back({"adam_v." + e.name, e.shape, optim_->v().data() + e.offset});
+    }
+    if (!router_bias_.empty())
+      views.push_back({"router_bias", {int64_t(router_bias_.size())}, router_bias_.data()});
+    return views;
+  }
+  // The piece of every tensor that falls in one of this rank's owned ranges.
+  for (const OwnedRange& r : dist_->plan->owned())
+    for (const ParamEntry& e : L.entries()) {
+      const int64_t lo = std::max(r.lo, e.offset), hi = std::min(r.hi, e.offset + e.numel);
+      if (lo >= hi) continue;
+      const int64_t local = r.local + (lo - r.lo), off = lo - e.offset, count = hi - lo;
+      views.push_back({e.name, e.shape, params_.data() + local, off, count});
+      views.push_back({"adam_m." + e.name, e.shape, optim_->m().data() + local, off, count});
+      views.push_back({"adam_v." + e.name, e.shape, optim_->v().data() + local, off, count});
+    }
+  if (!router_bias_.empty() && is_root())
+    views.push_back({"router_bias", {int64_t(router_bias_.size())}, router_bias_.data()});
+  return views;
+}
+
+Status Trainer::write_checkpoint_files(const std::vector<TensorView>& views, const nlohmann::json& state) {
+  const std::string root = opt_.run_dir + "/checkpoints";
+  if (!dist_) return write_checkpoint(root, step_, views, to_toml(cfg_), state, cfg_.train.keep_checkpoints);
+  Comm& w = dist_->world;
+  nlohmann::json st = state;
+  st["dist"] = {{"world_size", w.size()}, {"ep", dist_->shape.ep}, {"fsdp", dist_->shape.fsdp}};
+  // Rank 0 stages, every rank writes its shard file, rank 0 commits once all succeeded.
+  std::string staging;
+  if (is_root()) {
+    auto s = begin_checkpoint(root, step_);
+    staging = s ? "ok:" + s.value() : "error:" + s.status().message();
+  }
+  staging = w.allgather_strings(staging, "checkpoint (staging)")[0];
+  if (staging.rfind("error:", 0) == 0) return Status::errorf("checkpoint step {}: rank 0: {}", step_, staging.substr(6));
+  staging = staging.substr(3);
+  auto shard = write_shard_file(staging, ShardRank{w.rank(), w.size()}, views);
+  const std::string mine = shard ? "ok:" + shard_to_json(shard.value()).dump() : "error:" + shard.status().message();
+  const std::vector<std::string> all = w.allgather_strings(mine, "checkpoint (shard files)");
+  std::string verdict;
+  for (size_t r = 0; r < all.size() && verdict.empty(); ++r)
+    if (all[r].rfind("error:", 0) == 0) verdict = fmt::format("error:rank {}: {}", r, all[r].substr(6));
+  if (is_root()) {
+    if (verdict.empty()) {
+      std::vector<ShardFile> shards;
+      for (const std::string& s : all) {
+        auto sf = shard_from_json(nlohmann::json::parse(s.substr(3)));
+        if (!sf) {
+          verdict = "error:" + sf.status().message();
+          break;
+        }
+        shards.push_back(sf.value());
+      }
+      if (verdict.empty()) {
+        Status c = commit_checkpoint(root, step_, staging, shards, to_toml(cfg_), st, cfg_.train.keep_checkpoints);
+        if (!c) verdict = "error:" + c.message();
+      }
+    }
+    if (!verdict.empty()) abort_checkpoint(staging);
+  }
+  verdict = w.allgather_strings(is_root() ? verdict : std::string(), "checkpoint (commit)")[0];
+  if (!verdict.empty()) return Status::errorf("checkpoint step {}: {}", step_, verdict.substr(6));
+  return Status::ok();
+}
+
+Status Trainer::load_checkpoint_tensors(const LoadedCheckpoint& ck) {
+  if (!dist_) {
+    const ParamLayout& L = model_->layout();
+    for (const ParamEntry& e : L.entries()) {
+      MT_RETURN_IF_ERROR(load_into(ck, e.name, e.shape, params_.data() + e.offset));
+      MT_RETURN_IF_ERROR(load_into(ck, "adam_m." + e.name, e.shape, optim_->m().data() + e.offset));
+      MT_RETURN_IF_ERROR(load_into(ck, "adam_v." + e.name, e.shape, optim_->v().data() + e.offset));
+    }
+  } else {
+    // Any world size wrote it: take this rank's ranges of the whole tensors.
+    for (const TensorView& v : checkpoint_views()) {
+      if (v.name == "router_bias") continue;
+      MT_RETURN_IF_ERROR(load_range_into(ck, v.name, v.offset, v.count, const_cast<float*>(v.data)));
+    }
+  }
+  if (!router_bias_.empty())
+    MT_RETURN_IF_ERROR(load_into(ck, "router_bias", {int64_t(router_bias_.size())}, router_bias_.data()));
+  return Status::ok();
+}
+
+// Whole-model hash, independent of the world size: every rank's buffers are
+// gathered and put back in layout order (each rank's plan is computable).
+std::string Trainer::state_hash() const {
+  Hasher h;
+  if (!dist_) {
+    h.update(params_.data(), params_.size() * sizeof(float));
+    h.update(optim_->m().data(), optim_->m().size() * sizeof(float));
+    h.update(optim_->v().data(), optim_->v().size() * sizeof(float));
+    h.update(router_bias_.data(), router_bias_.size() * sizeof(float));
+    return hex64(h.digest());
+  }
+  Comm& w = dist_->world;
+  const ParamLayout& L = model_->layout();
+  const int64_t P = w.size();
+  std::vector<ShardPlan> plans;
+  std::vector<int64_t> counts(P), displs(P);
+  for (int64_t r = 0; r < P; ++r) {
+    plans.emplace_back(L, cfg_.model, dist_->shape, r);
+    counts[r] = plans[r].local_size();
+    displs[r] = r ? displs[r - 1] + counts[r - 1] : 0;
+  }
+  std::vector<float> all(displs[P - 1] + counts[P - 1]), full(L.total());
+  for (const std::vector<float>* local :
+       std::initializer_list<const std::vector<float>*>{&params_, &optim_->m(), &optim_->v()}) {
+    w.allgatherv(local->data(), int64_t(local->size()), all.data(), counts.data(), displs.data(), DType::kF32,
+                 "all-gather (state hash)");
+    for (int64_t r = 0; r < P; ++r)
+      for (const OwnedRange& o : plans[r].owned())
+        std::copy(all.begin() + displs[r] + o.local, all.begin() + displs[r] + o.local + (o.hi - o.lo),
+                  full.begin() + o.lo);
+    h.update(full.data(), full.size() * sizeof(float));
+  }
+  h.update(router_bias_.data(), router_bias_.size() * sizeof(float));
+  return hex64(h.digest());
+}
+
+}  // namespace mt

@@ -1,0 +1,28 @@
+// trainer_dist.h — the trainer's distributed state (trainer_dist.cpp), shared
+// with trainer.cpp only so that Trainer's destructor sees a complete type.
+#pragma once
+#include <memory>
+
+#include "dist/comm.h"
+#include "dist/expert_parallel.h"
+#include "dist/fsdp.h"
+#include "dist/mesh.h"
+#include "dist/shard_plan.h"
+#include "train/trainer.h"
+
+namespace mt {
+
+struct Trainer::Dist {
+  Dist(Comm& w, const MeshShape& s) : world(w), shape(s) {}
+  Comm& world;
+  MeshShape shape;
+  int64_t local_batch = 0, offset = 0;
+  std::unique_ptr<Mesh> mesh;
+  std::unique_ptr<ShardPlan> plan;
+  std::unique_ptr<EpDispatcher> ep;
+  std::unique_ptr<FsdpProvider> fsdp;
+  int64_t fault_step = -1;  // fault injection (MOETRAIN_FAULT=hang|kill:rank:step)
+  bool fault_kill = false;
+};
+
+}  // namespace mt

@@ -1,0 +1,139 @@
+// plan_cli_test.cpp — `moetrain plan` as a user runs it: the documented
+// example (frontier MoE on GB200 NVL72) gives the JSON contract and an HTML
+// report; presets and files are interchangeable; the CPU trainer's own config
+// plans; bad inputs exit 2 with a message naming the field.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "support/e2e.h"
+
+namespace mt::e2e {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kSrc = MT_SOURCE_DIR;
+
+ProcessResult plan(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {moetrain_binary(), "plan"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, 120);
+}
+
+// The documented example; `replace` swaps an option's value ("--cluster" -> "FILE:..."), `extra` appends.
+std::vector<std::string> frontier(const std::vector<std::string>& extra = {},
+                                  const std::vector<std::pair<std::string, std::string>>& replace = {}) {
+  std::vector<std::string> a = {"--model", kSrc + "/configs/models/frontier-moe-1t.toml", "--cluster", "gb200-nvl72",
+                                "--layout", "frontier-moe-nvl72", "--tokens", "15T"};
+  for (const auto& [opt, value] : replace)
+    for (size_t i = 0; i + 1 < a.size(); ++i)
+      if (a[i] == opt) a[i + 1] = value;
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+TEST(PlanCli, JsonContractAndHtmlReport) {
+  TempDir tmp;
+  const std::string html = tmp / "plan.html";
+  const ProcessResult r = plan(frontier({"--json", "--html", html}));
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const json j = json::parse(r.out);
+  for (const char* key : {"memory_per_gpu_bytes", "step_time_s", "mfu", "days", "gpu_hours", "expected_interruptions",
+                          "checkpoint_interval_s", "goodput"}) {
+    ASSERT_TRUE(j.contains(key)) << key;
+    ASSERT_TRUE(j[key].is_number()) << key;
+  }
+  EXPECT_TRUE(j["fits"].get<bool>());
+  EXPECT_LE(j["memory_per_gpu_bytes"].get<double>(), 186.0 * (1 << 30));
+  EXPECT_GT(j["mfu"].get<double>(), 0.05);
+  EXPECT_LT(j["mfu"].get<double>(), 0.7);
+  EXPECT_GT(j["goodput"].get<double>(), 0.5);
+  EXPECT_LE(j["goodput"].get<double>(), 1.0);
+  EXPECT_EQ(j["layout"]["gpus"].get<int64_t>(), 704);  // 11 racks x 64 GPUs (SLA)
+  const double params = j["model"]["total_params"].get<double>();
+  EXPECT_GT(params, 0.9e12);
+  EXPECT_LT(params, 1.2e12);
+  // days x 24 x GPUs = GPU-hours; 15T tokens over tokens per step.
+  EXPECT_NEAR(j["gpu_hours"].get<double>(), j["days"].get<double>() * 24 * 704, 1e-6 * j["gpu_hours"].get<double>());
+  EXPECT_EQ(j["failures"]["spares"].size() >= 2, true);
+  const std::string page = read_file(html);
+  EXPECT_THAT(page, HasSubstr("<!DOCTYPE html>"));
+  EXPECT_THAT(page, HasSubstr("<svg"));
+  for (const char* section : {"Memory per GPU", "MFU by layout", "Checkpoint goodput vs checkpoint interval",
+                              "isoFLOP curves", "Spare racks", "Largest model per NVLink domain", "KV cache per token"})
+    EXPECT_THAT(page, HasSubstr(section)) << section;
+}
+
+TEST(PlanCli, TableOutputAndFilesForPresets) {
+  const ProcessResult r = plan({"--model", kSrc + "/configs/models/frontier-moe-1t.toml", "--cluster",
+                                kSrc + "/configs/clusters/gb200-nvl72.toml", "--layout",
+                                kSrc + "/configs/layouts/frontier-moe-nvl72.toml", "--tokens", "1.5e13",
+                                "--search", "none", "--no-sweep"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  for (const char* s : {"Memory/GPU", "optimizer state", "MFU", "GPU-hours", "interruptions", "Spares", "Param:data",
+                        "KV cache"})
+    EXPECT_THAT(r.out, HasSubstr(s)) << s;
+}
+
+TEST(PlanCli, CpuTrainerConfig) {
+  const ProcessResult r = plan({"--model", kSrc + "/configs/quickstart.toml", "--cluster", "cpu", "--layout", "cpu",
+                                "--tokens", "1M", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["layout"]["gpus"].get<int64_t>(), 1);
+  EXPECT_GT(j["memory"]["activations"].get<double>(), 0.0);
+  EXPECT_EQ(j["step_time"]["dp_comm"].get<double>(), 0.0);
+}
+
+struct Bad {
+  std::string name;
+  std::vector<std::string> args;
+  std::vector<std::string> expect;  // substrings of stderr
+};
+
+std::ostream& operator<<(std::ostream& os, const Bad& b) { return os << b.name; }
+
+class PlanBadInput : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(PlanBadInput, ExitsTwoNamingTheField) {
+  const Bad& b = GetParam();
+  TempDir tmp;
+  std::vector<std::string> args;
+  for (std::string a : b.args) {
+    if (a.rfind("FILE:", 0) == 0) {  // FILE:<toml text> -> a temp file holding it
+      const std::string path = tmp / "in.toml";
+      write_file(path, a.substr(5));
+      a = path;
+    }
+    args.push_back(a);
+  }
+  const ProcessResult r = plan(args);
+  EXPECT_EQ(r.exit_code, 2) << r;
+  for (const std::string& e : b.expect) EXPECT_THAT(r.err, HasSubstr(e)) << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, PlanBadInput,
+    ::testing::Values(
+        Bad{"UnknownGpu", frontier({}, {{"--cluster", "FILE:[gpu]\ntype = \"Z100\"\n[topology]\nracks = 2\n"}}),
+            {"in.toml", "gpu.type", "unknown GPU \"Z100\"", "GB200"}},
+        Bad{"LayoutDoesNotDivideGpus", frontier({"--set", "layout.parallel.pp=3"}),
+            {"parallel.tp", "does not divide the 704 GPUs"}},
+        Bad{"NegativeFigure", frontier({"--set", "cluster.gpu.hbm_gib=-80"}), {"gpu.hbm_gib", "must be > 0"}},
+        Bad{"MissingRequired", frontier({}, {{"--layout", "FILE:[parallel]\ntp = 1\n"}}),
+            {"missing required key 'batch.global_batch'"}},
+        Bad{"UnknownLayoutKey", frontier({}, {{"--layout", "FILE:[parallel]\ntpp = 2\n[batch]\nglobal_batch = 704\n"}}),
+            {"in.toml:2", "unknown key 'parallel.tpp'", "parallel.tp"}},
+        Bad{"EpDoesNotDivideExperts", frontier({"--set", "layout.parallel.ep=7"}),
+            {"parallel.ep", "must divide model.n_experts = 384"}},
+        Bad{"BadTokens", frontier({}, {{"--tokens", "lots"}}), {"--tokens", "lots"}},
+        Bad{"NegativeTokens", frontier({}, {{"--tokens", "0"}}), {"--tokens", "positive"}},
+        Bad{"MissingModelFile", {"--model", "/nonexistent/m.toml", "--cluster", "h100", "--layout", "cpu", "--tokens",
+                                 "1T"},
+            {"/nonexistent/m.toml", "no such file"}},
+        Bad{"UnknownClusterPreset", frontier({}, {{"--cluster", "h9000"}}), {"h9000", "gb200-nvl72"}},
+        Bad{"BadModelKey", frontier({"--set", "model.n_heads=5"}), {"model.n_heads"}}),
+    [](const ::testing::TestParamInfo<Bad>& i) { return i.param.name; });
+
+}  // namespace
+}  // namespace mt::e2e

@@ -1,0 +1,54 @@
+// data_mixture_test.cpp — mixture TOML reading: scales as fractions and
+// numbers, defaults, and errors naming file, line and key.
+#include "data/mixture.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace mt {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string error_of(const std::string& text) {
+  auto m = parse_mixture(text, "m.toml");
+  EXPECT_FALSE(m.is_ok()) << text;
+  return m.is_ok() ? "" : m.status().message();
+}
+
+TEST(Mixture, ParsesScalesAndDefaults) {
+  auto m = parse_mixture("total_tokens = 18_000_000_000_000\nscale = \"1/360\"\n[weights]\n\"code/*\" = 0.3\n\"web/q4\" = 2\n",
+                         "m.toml");
+  ASSERT_TRUE(m.is_ok()) << m.status().message();
+  EXPECT_EQ(m->total_tokens, 18000000000000);
+  EXPECT_EQ(m->scale_num, 1);
+  EXPECT_EQ(m->scale_den, 360);
+  EXPECT_EQ(m->max_epochs, 1.0);
+  EXPECT_EQ(m->weights.size(), 2u);
+  auto f = parse_mixture("total_tokens = 100\nscale = 0.25\nmax_epochs = 2\nseed = 9\n", "m.toml");
+  ASSERT_TRUE(f.is_ok());
+  EXPECT_EQ(f->scale_num, 1);
+  EXPECT_EQ(f->scale_den, 4);
+  EXPECT_EQ(f->seed, 9u);
+  auto g = parse_mixture("total_tokens = 100\nscale = \"6/8\"\n", "m.toml");
+  ASSERT_TRUE(g.is_ok());
+  EXPECT_EQ(g->scale_num, 3);
+  EXPECT_EQ(g->scale_den, 4);
+}
+
+TEST(Mixture, ErrorsNameFileLineAndKey) {
+  EXPECT_THAT(error_of("scale = \"1/2\"\n"), HasSubstr("m.toml: total_tokens: required"));
+  EXPECT_THAT(error_of("total_tokens = 10\nscale = \"2/1\"\n"), HasSubstr("m.toml:2: scale: expected a fraction"));
+  EXPECT_THAT(error_of("total_tokens = 10\nscale = 1.5\n"), HasSubstr("m.toml:2: scale: must be in (0, 1]"));
+  EXPECT_THAT(error_of("total_tokens = 10\nmax_epochs = 0\n"), HasSubstr("m.toml:2: max_epochs: must be > 0"));
+  EXPECT_THAT(error_of("total_tokens = 10\nmax_epoch = 2\n"), HasSubstr("m.toml:2: unknown key 'max_epoch'"));
+  EXPECT_THAT(error_of("total_tokens = \"lots\"\n"), HasSubstr("m.toml:1: total_tokens: expected integer"));
+  EXPECT_THAT(error_of("total_tokens = 10\n[weights]\n\"a/*\" = -1\n"), HasSubstr("m.toml:3: weights.\"a/*\": weight must be"));
+  EXPECT_THAT(error_of("total_tokens = 10\n[weights]\n\"a/*\" = \"x\"\n"), HasSubstr("expected a number"));
+  EXPECT_THAT(error_of("total_tokens = 10\n[weights]\na = 1\n[topic_weights]\nb = 1\n"), HasSubstr("not both"));
+  EXPECT_THAT(error_of("total_tokens = 10\nweights = 3\n"), HasSubstr("weights: expected a table"));
+  EXPECT_THAT(error_of("total_tokens = [\n"), HasSubstr("TOML syntax error"));
+}
+
+}  // namespace
+}  // namespace mt

@@ -1,0 +1,221 @@
+// plan_config_test.cpp — strict loading of cluster and layout files (every
+// preset under configs/ loads; unknown keys, wrong types, out-of-range and
+// missing values, unknown GPUs are errors naming file, line and key) and the
+// resolution of a layout against a model and a cluster.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "plan/cluster.h"
+#include "plan/layout.h"
+#include "train/run_config.h"
+
+namespace mt::plan {
+namespace {
+
+using ::testing::HasSubstr;
+
+const char* kCluster = R"(
+[gpu]
+type = "H100"
+[topology]
+racks = 4
+)";
+
+std::string cluster_error(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  auto r = parse_cluster(text, "c.toml", overrides);
+  EXPECT_FALSE(r.is_ok()) << text;
+  return r.is_ok() ? "" : r.status().message();
+}
+
+std::string layout_error(const std::string& text) {
+  auto r = parse_layout(text, "l.toml");
+  EXPECT_FALSE(r.is_ok()) << text;
+  return r.is_ok() ? "" : r.status().message();
+}
+
+TEST(PlanCluster, PresetSuppliesDefaults) {
+  auto c = parse_cluster(kCluster, "c.toml");
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  EXPECT_EQ(c->device.type, "H100");
+  EXPECT_DOUBLE_EQ(c->device.peak_tflops, 989.0);
+  EXPECT_DOUBLE_EQ(c->device.hbm_gib, 80.0);
+  EXPECT_DOUBLE_EQ(c->device.nvlink_gbps, 900.0);
+  EXPECT_EQ(c->device.gpus_per_domain, 8);
+  EXPECT_EQ(c->gpus_per_rack, 8);  // defaults to the NVLink domain
+  EXPECT_EQ(c->total_gpus(), 32);
+  EXPECT_EQ(c->usable_gpus(), 32);
+}
+
+TEST(PlanCluster, FileOverridesPreset) {
+  auto c = parse_cluster(std::string(kCluster) + "[efficiency]\ngemm = 0.5\n", "c.toml",
+                         {"gpu.hbm_gib=96", "topology.spare_racks=1"});
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  EXPECT_DOUBLE_EQ(c->device.hbm_gib, 96.0);
+  EXPECT_DOUBLE_EQ(c->eff.gemm, 0.5);
+  EXPECT_EQ(c->usable_gpus(), 24);
+}
+
+TEST(PlanCluster, SlaSetsUsableGpus) {
+  auto c = parse_cluster("[gpu]\ntype = \"GB200\"\n[topology]\nracks = 12\nspare_racks = 1\nsla_min_gpus_up = 64\n",
+                         "c.toml");
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  EXPECT_EQ(c->gpus_per_rack, 72);
+  EXPECT_EQ(c->usable_gpus(), 11 * 64);
+}
+
+TEST(PlanCluster, Errors) {
+  EXPECT_THAT(cluster_error("[gpu]\ntype = \"Z9000\"\n[topology]\nracks = 1\n"),
+              HasSubstr("c.toml:2: gpu.type: unknown GPU \"Z9000\" (known: \"A100\", \"H100\""));
+  EXPECT_THAT(cluster_error("[topology]\nracks = 1\n"), HasSubstr("c.toml: missing required key 'gpu.type'"));
+  EXPECT_THAT(cluster_error("[gpu]\ntype = \"H100\"\n"), HasSubstr("c.toml: missing required key 'topology.racks'"));
+  EXPECT_THAT(cluster_error(std::string(kCluster) + "hbm_gb = 3\n"),
+              HasSubstr("c.toml:6: unknown key 'topology.hbm_gb' (did you mean 'gpu.hbm_gib'?)"));
+  EXPECT_THAT(cluster_error("[gpu]\ntype = 3\n[topology]\nracks = 1\n"), HasSubstr("c.toml:2: gpu.type: expected string"));
+  EXPECT_THAT(cluster_error("[gpu]\ntype = \"H100\"\npeak_bf16_tflops = -5\n[topology]\nracks = 1\n"),
+              HasSubstr("c.toml:3: gpu.peak_bf16_tflops: must be > 0, got -5"));
+  EXPECT_THAT(cluster_error("[gpu]\ntype = \"H100\"\n[topology]\nracks = \"four\"\n"),
+              HasSubstr("c.toml:4: topology.racks: expected integer, got string"));
+  EXPECT_THAT(cluster_error("[gpu]\ntype = \"H100\"\n[topology]\nracks = 0\n"),
+              HasSubstr("topology.racks: must be in [1,"));
+  EXPECT_THAT(cluster_error("[gpu]\ntype = \"H100\"\n[topology]\nracks = 2\nspare_racks = 2\n"),
+              HasSubstr("topology.spare_racks: 2 leaves no rack for the job"));
+  EXPECT_THAT(cluster_error("[gpu]\ntype = \"H100\"\n[topology]\nracks = 2\nsla_min_gpus_up = 9\n"),
+              HasSubstr("topology.sla_min_gpus_up: 9 exceeds topology.gpus_per_rack = 8"));
+  EXPECT_THAT(cluster_error("[gpus]\ntype = \"H100\"\n"), HasSubstr("c.toml:1: unknown table '[gpus]'"));
+  EXPECT_THAT(cluster_error(kCluster, {"efficiency.gemm=1.5"}),
+              HasSubstr("c.toml: --set efficiency.gemm=1.5: efficiency.gemm: must be in (0, 1], got 1.5"));
+  EXPECT_THAT(cluster_error("[gpu\n"), HasSubstr("c.toml:1:"));
+}
+
+TEST(PlanLayout, DefaultsAndEnums) {
+  auto l = parse_layout("[parallel]\ntp = 8\npp = 4\npp_schedule = \"interleaved\"\nvirtual_stages = 2\n"
+                        "[batch]\nglobal_batch = 64\n[memory]\nrecompute = \"full\"\n[precision]\ngrads = \"bf16\"\n",
+                        "l.toml");
+  ASSERT_TRUE(l.is_ok()) << l.status().message();
+  EXPECT_EQ(l->tp, 8);
+  EXPECT_EQ(l->schedule, PipeSchedule::kInterleaved);
+  EXPECT_EQ(l->virtual_stages, 2);
+  EXPECT_EQ(l->recompute, Recompute::kFull);
+  EXPECT_EQ(l->grads, Precision::kBf16);
+  EXPECT_EQ(l->params, Precision::kBf16);
+  EXPECT_EQ(l->zero_stage, 1);
+  EXPECT_EQ(l->micro_batch, 1);
+}
+
+TEST(PlanLayout, Errors) {
+  EXPECT_THAT(layout_error("[parallel]\ntp = 2\n"), HasSubstr("l.toml: missing required key 'batch.global_batch'"));
+  EXPECT_THAT(layout_error("[batch]\nglobal_batch = 8\n[parallel]\npp_schedule = \"zigzag\"\n"),
+              HasSubstr("l.toml:4: parallel.pp_schedule: expected one of \"gpipe\", \"1f1b\""));
+  EXPECT_THAT(layout_error("[batch]\nglobal_batch = 8\n[parallel]\nzero_stage = 4\n"),
+              HasSubstr("l.toml:4: parallel.zero_stage: must be in [0, 3], got 4"));
+  EXPECT_THAT(layout_error("[batch]\nglobal_batch = -8\n"), HasSubstr("l.toml:2: batch.global_batch: must be"));
+  EXPECT_THAT(layout_error("[batch]\nglobal_batch = 8\n[parallel]\nvirtual_stages = 2\n"),
+              HasSubstr("parallel.virtual_stages: 2 needs parallel.pp_schedule = \"interleaved\""));
+  EXPECT_THAT(layout_error("[batch]\nglobal_batch = 8\n[memory]\nfragmentation = 2.0\n"),
+              HasSubstr("memory.fragmentation: must be in [0, 1], got 2"));
+  EXPECT_THAT(layout_error("[batch]\nglobal_batch = 8\n[parallel]\ntp = 2.5\n"),
+              HasSubstr("parallel.tp: expected integer, got float"));
+}
+
+ModelConfig moe_model() {
+  ModelConfig m;
+  m.vocab_size = 1024;
+  m.d_model = 256;
+  m.n_layers = 8;
+  m.n_heads = 8;
+  m.n_kv_heads = 2;
+  m.n_experts = 16;
+  m.top_k = 2;
+  m.d_expert = 128;
+  return m;
+}
+
+std::string resolve_error(const std::string& layout, const ModelConfig& m = moe_model()) {
+  auto c = parse_cluster(kCluster, "c.toml");  // 32 H100
+  auto l = parse_layout(layout, "l.toml");
+  EXPECT_TRUE(c.is_ok() && l.is_ok());
+  auto p = resolve(*l, m, 1024, *c);
+  EXPECT_FALSE(p.is_ok()) << layout;
+  return p.is_ok() ? "" : p.status().message();
+}
+
+TEST(PlanLayout, ResolveDerivesCounts) {
+  auto c = parse_cluster(kCluster, "c.toml");
+  auto l = parse_layout("[parallel]\ntp = 2\npp = 2\nep = 4\n[batch]\nglobal_batch = 64\nmicro_batch = 2\n", "l.toml");
+  ASSERT_TRUE(c.is_ok() && l.is_ok());
+  auto p = resolve(*l, moe_model(), 1024, *c);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_EQ(p->gpus, 32);
+  EXPECT_EQ(p->dp, 8);
+  EXPECT_EQ(p->edp, 4);  // dp x tp / ep
+  EXPECT_EQ(p->microbatches, 4);
+  EXPECT_EQ(p->seq_len, 1024);
+  EXPECT_EQ(p->tokens_per_step(), 64 * 1024);
+  EXPECT_EQ(p->layers_per_stage, 4);
+}
+
+TEST(PlanLayout, ResolveErrorsNameTheField) {
+  EXPECT_THAT(resolve_error("[parallel]\ntp = 3\n[batch]\nglobal_batch = 64\n"),
+              HasSubstr("l.toml: parallel.tp x parallel.pp: tp x pp = 3 x 1 = 3 does not divide the 32 GPUs of the job"));
+  EXPECT_THAT(resolve_error("[parallel]\ntp = 2\ndp = 4\n[batch]\nglobal_batch = 64\n"),
+              HasSubstr("l.toml: parallel.dp: tp x pp x dp = 2 x 1 x 4 = 8 does not match the 32 GPUs"));
+  EXPECT_THAT(resolve_error("[parallel]\ntp = 16\ngpus = 16\n[batch]\nglobal_batch = 64\n"),
+              HasSubstr("parallel.tp: 16 must divide model.n_heads = 8"));
+  EXPECT_THAT(resolve_error("[parallel]\nep = 32\n[batch]\nglobal_batch = 64\n"),
+              HasSubstr("parallel.ep: 32 must divide model.n_experts = 16"));
+  EXPECT_THAT(resolve_error("[batch]\nglobal_batch = 48\n"),
+              HasSubstr("batch.global_batch: 48 sequences must be a multiple of dp x micro_batch = 32 x 1 = 32"));
+  EXPECT_THAT(resolve_error("[parallel]\ngpus = 64\n[batch]\nglobal_batch = 64\n"),
+              HasSubstr("parallel.gpus: 64 GPUs requested but the cluster has 32"));
+  EXPECT_THAT(resolve_error("[parallel]\npp = 16\ngpus = 16\n[batch]\nglobal_batch = 64\n"),
+              HasSubstr("parallel.pp: pp x virtual_stages = 16 exceeds model.n_layers = 8"));
+  ModelConfig dense = moe_model();
+  dense.n_experts = 0;
+  EXPECT_THAT(resolve_error("[parallel]\nep = 2\n[batch]\nglobal_batch = 64\n", dense),
+              HasSubstr("parallel.ep: expert parallelism needs an MoE model"));
+}
+
+TEST(PlanLayout, CpuClusterIsOneProcess) {
+  auto c = parse_cluster("[gpu]\ntype = \"cpu\"\n[topology]\nracks = 1\n", "cpu.toml");
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  auto bf16 = parse_layout("[batch]\nglobal_batch = 8\n", "l.toml");
+  auto p = resolve(*bf16, moe_model(), 256, *c);
+  ASSERT_FALSE(p.is_ok());
+  EXPECT_THAT(p.status().message(), HasSubstr("precision.params"));
+}
+
+TEST(PlanConfigs, EveryClusterAndLayoutPresetLoads) {
+  const std::filesystem::path root = std::filesystem::path(MT_SOURCE_DIR) / "configs";
+  int clusters = 0, layouts = 0;
+  for (const auto& e : std::filesystem::directory_iterator(root / "clusters")) {
+    auto c = load_cluster(e.path().string());
+    ASSERT_TRUE(c.is_ok()) << c.status().message();
+    ++clusters;
+  }
+  for (const auto& e : std::filesystem::directory_iterator(root / "layouts")) {
+    auto l = load_layout(e.path().string());
+    ASSERT_TRUE(l.is_ok()) << l.status().message();
+    ++layouts;
+  }
+  EXPECT_GE(clusters, 6);  // H100, H200, H800, B200, GB200 NVL72, ...
+  EXPECT_GE(layouts, 2);
+  for (const char* gpu : {"H100", "H200", "H800", "B200", "GB200"}) EXPECT_NE(find_device(gpu), nullptr) << gpu;
+  auto nvl = load_cluster((root / "clusters" / "gb200-nvl72.toml").string());
+  ASSERT_TRUE(nvl.is_ok());
+  EXPECT_EQ(nvl->racks, 12);
+  EXPECT_EQ(nvl->spare_racks, 1);
+  EXPECT_EQ(nvl->usable_gpus(), 704);
+  // The frontier model preset is a trainer config and resolves against its layout.
+  auto model = load_run_config((root / "models" / "frontier-moe-1t.toml").string(), {});
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  auto lay = load_layout((root / "layouts" / "frontier-moe-nvl72.toml").string());
+  ASSERT_TRUE(lay.is_ok());
+  auto p = resolve(*lay, model->model, model->train.seq_len, *nvl);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_EQ(p->gpus, 704);
+}
+
+}  // namespace
+}  // namespace mt::plan
