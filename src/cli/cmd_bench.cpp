@@ -3,7 +3,10 @@
 // best (2048^3 through mt::gemm), then full training steps (forward +
 // backward + optimizer) of a preset on synthetic data: tokens/s, achieved
 // model GFLOP/s (train/flops.h) and MFU against the peak measured in the
-// same run, with a per-phase breakdown of where the step time goes.
+// same run, with a per-phase breakdown of where the step time goes. Under
+// mpirun every rank benchmarks its part of the distributed step (dist.*
+// keys via --set); rank 0 prints, peaks are summed over ranks, and the
+// breakdown gains comm_wait (rank 0 blocked in collectives).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,6 +19,7 @@
 #include "core/phase_timer.h"
 #include "core/threads.h"
 #include "core/timer.h"
+#include "dist/mpi_comm.h"
 #include "kernels/cpu/gemm.h"
 #include "train/flops.h"
 #include "train/trainer.h"
@@ -77,18 +81,26 @@ void register_bench(CLI::App& app, CommandAction& run) {
         fmt::print(stderr, "moetrain bench: {}\n", cfg.status().message());
         return 2;
       }
-      set_num_threads(int(args->threads));
+      std::unique_ptr<Comm> world = make_world_comm(cfg.value().dist.timeout_s);  // outlives the trainer
+      const int ranks = world->size();
+      const int threads = ranks > 1 && args->threads == 0 ? default_rank_threads() : int(args->threads);
+      set_num_threads(threads);
       const bool bf16 = args->precision == "bf16";
-      const PeakResult peak = measure_peak(0.3, int(args->threads));
+      PeakResult peak = measure_peak(0.3, threads);
+      peak.fp32_gflops *= ranks;  // every rank measured its own cores
+      peak.bf16_gflops *= ranks;
+      peak.amx_bf16_gflops *= ranks;
       const double peak_gflops = bf16 && peak.amx_bf16_gflops > 0 ? peak.amx_bf16_gflops : peak.fp32_gflops;
-      const double gemm_best = gemm_best_gflops(bf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32);
+      const double gemm_best = ranks * gemm_best_gflops(bf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32);
       TrainerOptions opt;
       opt.peak_gflops = peak_gflops;
       opt.progress = false;
       opt.print_config = false;
+      opt.comm = world.get();
       auto trainer = Trainer::create(cfg.value(), opt);
       if (!trainer) {
         fmt::print(stderr, "moetrain bench: {}\n", trainer.status().message());
+        if (ranks > 1) abort_job(*world, 1);
         return 1;
       }
       Trainer& t = *trainer.value();
@@ -107,6 +119,7 @@ void register_bench(CLI::App& app, CommandAction& run) {
       j["preset"] = args->preset;
       j["precision"] = args->precision;
       j["threads"] = num_threads();
+      j["ranks"] = ranks;
       j["tokens_per_step"] = tokens;
       j["step_time_s"] = step_s;
       j["tokens_per_s"] = tokens / step_s;
@@ -129,11 +142,13 @@ void register_bench(CLI::App& app, CommandAction& run) {
       }
       br["other"] = std::max(0.0, 1.0 - accounted / total_time);
       j["time_fraction"] = br;
+      if (world->rank() != 0) return 0;
       if (args->json) {
         fmt::print("{}\n", j.dump());
         return 0;
       }
-      fmt::print("preset {}  precision {}  threads {}\n", args->preset, args->precision, num_threads());
+      fmt::print("preset {}  precision {}  threads {}{}\n", args->preset, args->precision, num_threads(),
+                 ranks > 1 ? fmt::format(" per rank x {} ranks", ranks) : "");
       fmt::print("  peak (measured)      {:8.1f} GFLOP/s  ({})\n", peak_gflops, j["peak_kind"].get<std::string>());
       fmt::print("  gemm best 2048^3     {:8.1f} GFLOP/s\n", gemm_best);
       fmt::print("  step time (median)   {:8.3f} s   over {} steps\n", step_s, args->steps);

@@ -17,6 +17,7 @@ const char* phase_name(Phase p) {
     case Phase::kMoeDispatch: return "router_dispatch";
     case Phase::kOptimizer: return "optimizer";
     case Phase::kHeadLoss: return "head_loss_non_gemm";
+    case Phase::kComm: return "comm_wait";
     default: return "?";
   }
 }

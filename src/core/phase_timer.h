@@ -8,7 +8,8 @@
 
 namespace mt {
 
-enum class Phase : int { kGemm, kAttention, kMoeDispatch, kOptimizer, kHeadLoss, kCount };
+// kComm: blocked in a collective (distributed runs; src/dist).
+enum class Phase : int { kGemm, kAttention, kMoeDispatch, kOptimizer, kHeadLoss, kComm, kCount };
 const char* phase_name(Phase p);
 
 class PhaseTimer {

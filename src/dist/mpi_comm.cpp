@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/phase_timer.h"
 #include "core/timer.h"
 
 namespace mt {
@@ -192,6 +193,7 @@ class MpiComm final : public Comm {
 
   void wait(Request* r, const char* what) override {
     if (!r) return;
+    ScopedPhase phase(Phase::kComm);
     const double t0 = now_seconds();
     // Spin briefly (the peer is usually about to arrive), then yield the core
     // to whatever shares it (oversubscribed runs), then sleep in short naps.
@@ -238,6 +240,15 @@ int local_ranks_hint() {
   if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) return std::max(1, std::atoi(v));
   if (const char* v = std::getenv("SLURM_NTASKS_PER_NODE")) return std::max(1, std::atoi(v));
   return 1;
+}
+
+int default_rank_threads() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int online = int(sysconf(_SC_NPROCESSORS_ONLN));
+  const int mine = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : online;
+  if (mine < online) return std::max(1, mine);
+  return std::max(1, online / local_ranks_hint());
 }
 
 std::unique_ptr<Comm> make_world_comm(double timeout_s) {

@@ -18,6 +18,11 @@ bool launched_by_mpi();
 // Ranks of this job on this host (OpenMPI's local size), or 1 when unknown.
 int local_ranks_hint();
 
+// OpenMP threads for one rank when the config says 0: the cores the launcher
+// bound it to, or an equal share of the host's cores when it was not bound
+// (oversubscribed runs) — never every core for every rank.
+int default_rank_threads();
+
 // The world: MpiComm (initialising MPI) under mpirun/srun, else LocalComm.
 // MPI is finalised when the returned world is destroyed; destroy groups split
 // from it first.

@@ -269,14 +269,12 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
   // Pipeline stages: the busiest sets the steady-state pace, the mean sizes the bubble.
   StageCost worst;
   double mean_mb = 0, hw_flops = 0;
-  int64_t worst_stage = 0;
   for (int64_t i = 0; i < p.pp; ++i) {
     const StageCost sc = stage_cost(c, p, i, mc, lk, g, ov, ep_ov);
     mean_mb += sc.per_mb() / double(p.pp);
-    hw_flops += sc.hw_flops * m * double(p.tp);  // per pipeline replica... scaled to all GPUs below
-    if (i == 0 || sc.per_mb() > worst.per_mb()) worst = sc, worst_stage = i;
+    hw_flops += sc.hw_flops * m * double(p.tp);  // the stage's tp GPUs of one pipeline; x dp below
+    if (i == 0 || sc.per_mb() > worst.per_mb()) worst = sc;
   }
-  (void)worst_stage;
   st.stage_fwd_s = worst.fwd;
   st.stage_bwd_s = worst.bwd;
   st.compute_s = m * (worst.fwd + worst.bwd);

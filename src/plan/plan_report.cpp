@@ -110,7 +110,7 @@ void time_section(HtmlPage& h, const Plan& p) {
   h.table({"part", "per step", "share", "note"},
           {row("compute (forward + backward)", t.compute_s, "kernels of the busiest pipeline stage"),
            row("recomputation", t.recompute_s, to_string(p.par.cfg.recompute)),
-           row("pipeline bubble", t.bubble_s, to_string(p.par.cfg.schedule)),
+           row("pipeline bubble", t.bubble_s, p.par.pp > 1 ? to_string(p.par.cfg.schedule) : "no pipeline"),
            row("TP communication, exposed", t.tp_exposed_s, fmt::format("of {:.3f} s", t.tp_comm_s)),
            row("EP all-to-all, exposed", t.ep_exposed_s, fmt::format("of {:.3f} s", t.ep_comm_s)),
            row("DP communication, exposed", t.dp_exposed_s, fmt::format("of {:.3f} s", t.dp_comm_s)),
@@ -156,7 +156,7 @@ void failure_section(HtmlPage& h, const Plan& p) {
   lc.vlines.push_back({r.daly_interval_s / 60, fmt::format("Daly {:.0f} min", r.daly_interval_s / 60), "#D55E00"});
   lc.markers.push_back({r.checkpoint_interval_s / 60, r.checkpoint_goodput,
                         fmt::format("chosen: {:.1f}%", 100 * r.checkpoint_goodput), "#D55E00"});
-  lc.y.format = [](double v) { return fmt::format("{:.0f}%", 100 * v); };
+  lc.y.format = [](double v) { return fmt::format("{:.1f}%", 100 * v); };
   lc.y.max = 1.0;  // headroom for the optimum's label
   lc.x.format = [](double v) { return report::compact_number(v); };
   h.figure(report::render_svg(lc),

@@ -17,11 +17,11 @@ Result<ScalingLaw> parse_scaling_law(const std::string& text, const std::string&
   const double inf = std::numeric_limits<double>::infinity();
   TomlSchema schema;
   schema.add_string("fit", "name", &s.name);
-  schema.add_float("fit", "E", &s.E, 0, inf, false, Required::kYes);
-  schema.add_float("fit", "A", &s.A, 0, inf, true, Required::kYes);
-  schema.add_float("fit", "B", &s.B, 0, inf, true, Required::kYes);
-  schema.add_float("fit", "alpha", &s.alpha, 0, 5, true, Required::kYes);
-  schema.add_float("fit", "beta", &s.beta, 0, 5, true, Required::kYes);
+  schema.add_float("fit", "E", &s.E, 0, inf, Lower::kInclusive, Required::kYes);
+  schema.add_float("fit", "A", &s.A, 0, inf, Lower::kExclusive, Required::kYes);
+  schema.add_float("fit", "B", &s.B, 0, inf, Lower::kExclusive, Required::kYes);
+  schema.add_float("fit", "alpha", &s.alpha, 0, 5, Lower::kExclusive, Required::kYes);
+  schema.add_float("fit", "beta", &s.beta, 0, 5, Lower::kExclusive, Required::kYes);
   MT_RETURN_IF_ERROR(schema.parse(text, source));
   MT_RETURN_IF_ERROR(schema.check_required(source));
   return s;

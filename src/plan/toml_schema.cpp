@@ -72,7 +72,8 @@ void TomlSchema::add_int(const std::string& section, const std::string& key, int
 }
 
 void TomlSchema::add_float(const std::string& section, const std::string& key, double* dst, double lo, double hi,
-                           bool lo_exclusive, Required req) {
+                           Lower lower, Required req) {
+  const bool lo_exclusive = lower == Lower::kExclusive;
   keys_.push_back({section, key,
                    [dst, lo, hi, lo_exclusive](const void* p, const std::string& at,
                                                const std::string& name) -> Status {

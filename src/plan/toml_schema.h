@@ -16,15 +16,16 @@
 namespace mt::plan {
 
 enum class Required { kNo, kYes };
+enum class Lower { kInclusive, kExclusive };  // is the lower bound of a float range allowed?
 
 class TomlSchema {
  public:
   // Integer in [lo, hi].
   void add_int(const std::string& section, const std::string& key, int64_t* dst, int64_t lo, int64_t hi,
                Required req = Required::kNo);
-  // Float in [lo, hi] (or (lo, hi] when lo_exclusive); integers are accepted.
+  // Float in [lo, hi] (or (lo, hi] with Lower::kExclusive); integers are accepted.
   void add_float(const std::string& section, const std::string& key, double* dst, double lo, double hi,
-                 bool lo_exclusive = false, Required req = Required::kNo);
+                 Lower lower = Lower::kInclusive, Required req = Required::kNo);
   // String; when `choices` is non-empty the value must be one of them.
   void add_string(const std::string& section, const std::string& key, std::string* dst,
                   std::vector<std::string> choices = {}, Required req = Required::kNo);

@@ -51,18 +51,6 @@ Status check_agreement(Comm& world, const std::string& what, const std::string& 
   return Status::ok();
 }
 
-// train.threads = 0 under MPI: the cores this rank is bound to, or an equal
-// share of the host's cores when the launcher did not bind (oversubscribed
-// runs), never OpenMP's default of every core for every rank.
-int default_rank_threads() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  const int online = int(sysconf(_SC_NPROCESSORS_ONLN));
-  const int mine = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : online;
-  if (mine < online) return std::max(1, mine);
-  return std::max(1, online / local_ranks_hint());
-}
-
 }  // namespace
 
 Status Trainer::setup_dist(const TrainerOptions& opt) {

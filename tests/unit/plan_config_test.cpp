@@ -49,11 +49,13 @@ TEST(PlanCluster, PresetSuppliesDefaults) {
 }
 
 TEST(PlanCluster, FileOverridesPreset) {
-  auto c = parse_cluster(std::string(kCluster) + "[efficiency]\ngemm = 0.5\n", "c.toml",
+  auto c = parse_cluster(std::string(kCluster) + "[efficiency]\ngemm = 0.5\nelementwise = 1.5\n", "c.toml",
                          {"gpu.hbm_gib=96", "topology.spare_racks=1"});
   ASSERT_TRUE(c.is_ok()) << c.status().message();
   EXPECT_DOUBLE_EQ(c->device.hbm_gib, 96.0);
   EXPECT_DOUBLE_EQ(c->eff.gemm, 0.5);
+  EXPECT_DOUBLE_EQ(c->eff.elementwise, 1.5);
+  EXPECT_DOUBLE_EQ(c->eff.attention, 0.35);  // the H100 preset's
   EXPECT_EQ(c->usable_gpus(), 24);
 }
 
