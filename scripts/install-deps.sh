@@ -3,7 +3,9 @@
 # Idempotent: skips apt-get entirely when every package is already present.
 set -euo pipefail
 # The golden-reference fixtures in tests/golden/data are committed; only
-# regenerating them needs python3-torch (see tools/ref/README.md).
+# regenerating them needs python3-torch (see tools/ref/README.md). The
+# optional libFuzzer build (-DMT_FUZZ=ON) needs clang and libclang-rt-14-dev;
+# the fuzz harness also runs inside ctest with g++, so tests need neither.
 
 packages=(
   build-essential cmake ninja-build pkg-config
@@ -11,7 +13,6 @@ packages=(
   libtomlplusplus-dev libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev
   librandom123-dev                 # counter-based RNG (Philox4x32-10)
   libsentencepiece-dev libzstd-dev zlib1g-dev  # data pipeline: BPE tokenizer, .zst/.gz corpora
-  clang libclang-rt-14-dev         # optional libFuzzer build of the data fuzz harness (-DMT_FUZZ=ON)
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   python3-doc                      # quickstart corpus (Debian-shipped text)
