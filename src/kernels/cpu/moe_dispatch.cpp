@@ -7,6 +7,15 @@
 #include <vector>
 
 namespace mt {
+namespace {
+// Per-thread work buffers, grown on first use and reused (kernels do not
+// allocate in steady state).
+struct AssignScratch {
+  std::vector<int64_t> count, start, cand, fill, order;
+  std::vector<char> keep;
+};
+thread_local AssignScratch tls;
+}  // namespace
 
 int64_t moe_max_rows(const DispatchDims& d) {
   int64_t assigned = d.N * d.K;
@@ -18,18 +27,25 @@ int64_t moe_assign(int32_t* slot, int64_t* begin, int32_t* row_token, int64_t* k
                    const int32_t* idx, const float* scores, const DispatchDims& d) {
   const int64_t groups = d.N / d.group;
   // Candidates per (group, expert) as flat assignment ids n*K + k, in token order.
-  std::vector<int64_t> count(groups * d.E, 0);
+  AssignScratch& w = tls;
+  auto& count = w.count;
+  auto& start = w.start;
+  auto& cand = w.cand;
+  auto& fill = w.fill;
+  count.assign(groups * d.E, 0);
   for (int64_t a = 0; a < d.N * d.K; ++a) count[(a / d.K / d.group) * d.E + idx[a]]++;
-  std::vector<int64_t> start(groups * d.E + 1, 0);
+  start.assign(groups * d.E + 1, 0);
   for (int64_t i = 0; i < groups * d.E; ++i) start[i + 1] = start[i] + count[i];
-  std::vector<int64_t> cand(d.N * d.K), fill(start.begin(), start.end() - 1);
+  cand.resize(d.N * d.K);
+  fill.assign(start.begin(), start.end() - 1);
   for (int64_t a = 0; a < d.N * d.K; ++a) cand[fill[(a / d.K / d.group) * d.E + idx[a]]++] = a;
 
   int64_t dropped = 0;
   for (int64_t a = 0; a < d.N * d.K; ++a) slot[a] = -1;
-  std::vector<char> keep(d.N * d.K, 1);
+  auto& keep = w.keep;
+  keep.assign(d.N * d.K, 1);
   if (d.capacity > 0) {
-    std::vector<int64_t> order;
+    auto& order = w.order;
     for (int64_t ge = 0; ge < groups * d.E; ++ge) {
       if (count[ge] <= d.capacity) continue;
       order.assign(cand.begin() + start[ge], cand.begin() + start[ge + 1]);

@@ -34,6 +34,12 @@ void choice_fractions(std::vector<double>& f, const int32_t* idx, const RouterDi
   for (double& x : f) x /= double(d.group * d.K);
 }
 
+// Per-thread statistics buffers, grown on first use (no steady-state allocation).
+struct Stats {
+  std::vector<double> f, P;
+};
+thread_local Stats tls;
+
 }  // namespace
 
 void router_topk_forward(int32_t* idx, float* gate, float* scores, const float* logits,
@@ -76,9 +82,10 @@ void router_topk_forward(int32_t* idx, float* gate, float* scores, const float* 
 void router_losses(double* aux_loss, double* z_loss, const float* logits, const float* scores,
                    const int32_t* idx, const RouterDims& d) {
   const int64_t groups = d.N / d.group;
-  std::vector<double> f;
+  std::vector<double>& f = tls.f;
   choice_fractions(f, idx, d);
-  std::vector<double> P(groups * d.E, 0.0);
+  std::vector<double>& P = tls.P;
+  P.assign(groups * d.E, 0.0);
   double z = 0.0;
   for (int64_t n = 0; n < d.N; ++n) {
     const float* s = scores + n * d.E;
@@ -99,7 +106,7 @@ void router_backward(float* dlogits, const float* dgate, const float* logits, co
                      const int32_t* idx, const float* gate, const RouterDims& d, float aux_coef,
                      float z_coef) {
   const int64_t groups = d.N / d.group;
-  std::vector<double> f;
+  std::vector<double>& f = tls.f;
   if (aux_coef != 0.0f) choice_fractions(f, idx, d);
   // d(aux)/dP_e for a token of group g: E * f_{g,e} / (G * groups)
   const double aux_scale = double(d.E) / double(d.group * groups);
