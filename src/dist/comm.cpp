@@ -2,6 +2,7 @@
 // and LocalComm.
 #include "dist/comm.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/check.h"
@@ -85,8 +86,11 @@ void ReduceScatter::start(Comm& comm, const float* send, const int64_t* counts, 
   comm_ = &comm;
   scratch_ = scratch;
   n_ = counts[me];
+  own_ = send + displs[me];  // this rank's own piece is read in place, not sent to itself
   scounts_.assign(counts, counts + P);
+  scounts_[me] = 0;
   rcounts_.assign(P, n_);
+  rcounts_[me] = 0;
   rdispls_.resize(P);
   for (int64_t r = 0; r < P; ++r) rdispls_[r] = r * n_;
   req_ = comm.ialltoallv(send, scounts_.data(), displs, scratch, rcounts_.data(), rdispls_.data(), DType::kF32,
@@ -96,14 +100,33 @@ void ReduceScatter::start(Comm& comm, const float* send, const int64_t* counts, 
 void ReduceScatter::finish(float* out, Mode mode, const char* what) {
   MT_CHECK(comm_ != nullptr, "no reduce-scatter in flight");
   comm_->wait(req_.get(), what);
-  const int64_t P = comm_->size(), n = n_;
-  const float* s = scratch_;
+  const int64_t P = comm_->size(), me = comm_->rank(), n = n_;
   const bool acc = mode == Mode::kAccumulate;
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    float sum = s[i];
-    for (int64_t r = 1; r < P; ++r) sum += s[r * n + i];
-    out[i] = acc ? out[i] + sum : sum;
+  // Blocks of contiguous, vectorisable adds; per element the order is always
+  // ((piece_0 + piece_1) + ...) + piece_{P-1}, then added to out.
+  constexpr int64_t kBlock = 2048;
+#pragma omp parallel for schedule(static)
+  for (int64_t b0 = 0; b0 < n; b0 += kBlock) {
+    const int64_t m = std::min(kBlock, n - b0);
+    float sum[kBlock];
+    for (int64_t r = 0; r < P; ++r) {
+      const float* src = (r == me ? own_ : scratch_ + r * n) + b0;
+      if (r == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < m; ++i) sum[i] = src[i];
+      } else {
+#pragma omp simd
+        for (int64_t i = 0; i < m; ++i) sum[i] += src[i];
+      }
+    }
+    float* o = out + b0;
+    if (acc) {
+#pragma omp simd
+      for (int64_t i = 0; i < m; ++i) o[i] += sum[i];
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < m; ++i) o[i] = sum[i];
+    }
   }
   comm_ = nullptr;
   req_.reset();

@@ -105,7 +105,8 @@ class LocalComm final : public Comm {
 // piece r (an all-to-all) and adds them in rank order, so the result is
 // deterministic and the same whichever algorithm MPI picks. `send` holds the
 // whole vector (counts[r] elements of rank r's piece at displs[r]); `scratch`
-// must hold size() * counts[rank()] floats until finish().
+// must hold size() * counts[rank()] floats until finish(); `send` must stay
+// untouched until then too (this rank's own piece is read from it).
 class ReduceScatter {
  public:
   void start(Comm& comm, const float* send, const int64_t* counts, const int64_t* displs, float* scratch);
@@ -118,6 +119,7 @@ class ReduceScatter {
   Comm* comm_ = nullptr;
   std::unique_ptr<Request> req_;
   float* scratch_ = nullptr;
+  const float* own_ = nullptr;
   int64_t n_ = 0;
   std::vector<int64_t> scounts_, rcounts_, rdispls_;
 };

@@ -13,7 +13,8 @@ int64_t reduce(const ShardUnit& u) {
 }
 }  // namespace
 
-StepCommBytes step_comm_bytes(const ShardPlan& plan, const ModelConfig& c, int64_t grad_accum) {
+StepCommBytes step_comm_bytes(const ShardPlan& plan, const ModelConfig& c, int64_t grad_accum, int64_t local_batch,
+                              int64_t seq_len) {
   StepCommBytes b;
   const int64_t L = c.n_layers, n = plan.shape().world();
   int64_t moe_layers = 0;
@@ -33,7 +34,12 @@ StepCommBytes step_comm_bytes(const ShardPlan& plan, const ModelConfig& c, int64
     b.allreduce = (n - 1) * values * 8;
   }
   const int64_t ep = plan.shape().ep;
-  if (ep > 1) b.alltoall_counts = (ep - 1) * plan.expert_count() * 8 * moe_layers * grad_accum;
+  if (ep > 1) {
+    const int64_t El = plan.expert_count(), G = c.group_size(seq_len), cap = c.capacity(G);
+    const int64_t slot_rows = local_batch * seq_len / G * cap;  // one expert's rows from one peer, at most
+    const int64_t per_layer = cap > 0 ? (ep - 1) * (El + El * slot_rows * c.expert_in_dim()) * 4 : (ep - 1) * El * 8;
+    b.alltoall_fixed = per_layer * moe_layers * grad_accum;
+  }
   return b;
 }
 

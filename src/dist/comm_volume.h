@@ -15,12 +15,16 @@ struct StepCommBytes {
   int64_t allgather = 0;       // FSDP parameter gathers
   int64_t reduce_scatter = 0;  // FSDP gradient reduce-scatters
   int64_t allreduce = 0;       // token counts, step statistics, gradient norm
-  int64_t alltoall_counts = 0; // EP row-count exchanges (the row all-to-alls come on top)
+  // EP: the routing-independent part of the all-to-alls (capacity mode: the
+  // fixed-size dispatch; dropless: the row-count exchange). The other three
+  // (dropless: four) row all-to-alls come on top and depend on routing.
+  int64_t alltoall_fixed = 0;
 };
 
-// Exact figures for the rank of `plan` (grad_accum micro-batches per step,
-// n_moe_layers MoE layers of E experts).
-StepCommBytes step_comm_bytes(const ShardPlan& plan, const ModelConfig& c, int64_t grad_accum);
+// Exact figures for the rank of `plan`: grad_accum micro-batches per step of
+// `seq_len`-token sequences, `local_batch` of them per rank.
+StepCommBytes step_comm_bytes(const ShardPlan& plan, const ModelConfig& c, int64_t grad_accum, int64_t local_batch,
+                              int64_t seq_len);
 
 // EP token all-to-all, per MoE layer and micro-batch, for one rank holding
 // `tokens` tokens: the four all-to-alls (dispatch, combine and their

@@ -28,12 +28,15 @@ EpDispatcher::EpDispatcher(Comm& ep, const ModelConfig& c, int64_t batch, int64_
   const int64_t cap = c.capacity(G), Din = c.expert_in_dim();
   int64_t sent = N * K, recv = N * K;
   if (cap > 0) {
+    slot_rows_ = groups * cap;
     sent = std::min(N * K, groups * cap * E_);
     recv = std::min(P_ * groups * cap * El_, P_ * N * std::min(K, El_));
   }
   row_bound_ = recv + El_ * (align_ - 1);
-  send_.resize(std::max(sent, recv) * Din);
-  recv_.resize(std::max(sent, recv) * Din);
+  // Fixed-size blocks (capacity mode): per peer El counts + El * slot_rows rows.
+  const int64_t fixed = P_ * (El_ + El_ * slot_rows_ * Din);
+  send_.resize(std::max(std::max(sent, recv) * Din, fixed));
+  recv_.resize(std::max(std::max(sent, recv) * Din, fixed));
   y_.resize(row_bound_ * Din);
   dy_.resize(row_bound_ * Din);
   dx_.resize(row_bound_ * Din);
@@ -131,31 +134,70 @@ void EpDispatcher::from_experts(LayerState& st, const FfnActs& a, const float* s
   }
 }
 
-ExpertRows EpDispatcher::dispatch(int64_t layer, FfnActs& a, int64_t Din) {
-  LayerState& st = layers_[layer];
-  std::copy(a.kept.begin(), a.kept.begin() + E_, st.send_rows.begin());
-  std::vector<int64_t> c(P_, El_), d(P_);
-  for (int64_t p = 0; p < P_; ++p) d[p] = p * El_;
-  ep_.alltoallv(st.send_rows.data(), c.data(), d.data(), st.recv_rows.data(), c.data(), d.data(), DType::kI64,
-                "all-to-all (expert row counts)");
-  int64_t total = 0, sent = 0;
+void EpDispatcher::set_begin(LayerState& st) {
   st.begin[0] = 0;
   for (int64_t i = 0; i < El_; ++i) {
     int64_t n = 0;
     for (int64_t s = 0; s < P_; ++s) n += st.recv_rows[s * El_ + i];
-    total += n;
     st.begin[i + 1] = st.begin[i] + round_up(n, align_);
   }
-  for (int64_t e = 0; e < E_; ++e) sent += st.send_rows[e];
   st.rows = st.begin[El_];
-  // Dropless: grow to the high-water mark (capacity runs never get here).
-  ensure(send_, std::max(sent, total) * Din);
-  ensure(recv_, std::max(sent, total) * Din);
-  ensure(st.x, st.rows * Din);
-  ensure(st.h, st.rows * 2 * F_);
-  ensure(st.z, st.rows * F_);
-  ensure(y_, st.rows * Din);
-  to_experts(st, a, a.xe.data(), st.x.data(), Din, "all-to-all (expert dispatch)");
+}
+
+void EpDispatcher::dispatch_fixed(LayerState& st, const FfnActs& a, int64_t Din) {
+  const int64_t slot = slot_rows_ * Din, block = El_ + El_ * slot;
+  for (int64_t p = 0; p < P_; ++p) {
+    float* b = send_.data() + p * block;
+    for (int64_t i = 0; i < El_; ++i) {
+      const int64_t e = p * El_ + i, n = st.send_rows[e];
+      MT_CHECK(n <= slot_rows_, "expert {} keeps {} rows, capacity bound {}", e, n, slot_rows_);
+      b[i] = float(n);  // exact: n < 2^24
+      std::memcpy(b + El_ + i * slot, a.xe.data() + a.begin[e] * Din, sizeof(float) * size_t(n * Din));
+    }
+  }
+  for (int64_t p = 0; p < P_; ++p) {
+    scounts_[p] = rcounts_[p] = block;
+    sdispls_[p] = rdispls_[p] = p * block;
+  }
+  ep_.alltoallv(send_.data(), scounts_.data(), sdispls_.data(), recv_.data(), rcounts_.data(), rdispls_.data(),
+                DType::kF32, "all-to-all (expert dispatch, fixed capacity)");
+  for (int64_t s = 0; s < P_; ++s)
+    for (int64_t i = 0; i < El_; ++i) st.recv_rows[s * El_ + i] = int64_t(recv_[s * block + i]);
+  set_begin(st);
+  for (int64_t i = 0; i < El_; ++i) {
+    int64_t row = st.begin[i];
+    for (int64_t s = 0; s < P_; ++s) {
+      const int64_t n = st.recv_rows[s * El_ + i];
+      std::memcpy(st.x.data() + row * Din, recv_.data() + s * block + El_ + i * slot, sizeof(float) * size_t(n * Din));
+      row += n;
+    }
+    std::memset(st.x.data() + row * Din, 0, sizeof(float) * size_t((st.begin[i + 1] - row) * Din));
+  }
+}
+
+ExpertRows EpDispatcher::dispatch(int64_t layer, FfnActs& a, int64_t Din) {
+  LayerState& st = layers_[layer];
+  std::copy(a.kept.begin(), a.kept.begin() + E_, st.send_rows.begin());
+  if (slot_rows_ > 0) {
+    dispatch_fixed(st, a, Din);  // buffers were sized for the capacity bound
+  } else {
+    std::vector<int64_t> c(P_, El_), d(P_);
+    for (int64_t p = 0; p < P_; ++p) d[p] = p * El_;
+    ep_.alltoallv(st.send_rows.data(), c.data(), d.data(), st.recv_rows.data(), c.data(), d.data(), DType::kI64,
+                  "all-to-all (expert row counts)");
+    set_begin(st);
+    int64_t sent = 0, total = 0;
+    for (int64_t e = 0; e < E_; ++e) sent += st.send_rows[e];
+    for (int64_t k = 0; k < P_ * El_; ++k) total += st.recv_rows[k];
+    // Dropless: grow to the high-water mark.
+    ensure(send_, std::max(sent, total) * Din);
+    ensure(recv_, std::max(sent, total) * Din);
+    ensure(st.x, st.rows * Din);
+    ensure(st.h, st.rows * 2 * F_);
+    ensure(st.z, st.rows * F_);
+    ensure(y_, st.rows * Din);
+    to_experts(st, a, a.xe.data(), st.x.data(), Din, "all-to-all (expert dispatch)");
+  }
   ExpertRows r = rows_of(st);
   r.y = y_.data();
   return r;

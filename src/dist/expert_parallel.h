@@ -2,8 +2,11 @@
 // routed experts are split into ep contiguous blocks of El = E / ep, EP rank
 // j computing experts [j*El, (j+1)*El) for the tokens of every rank of its
 // EP group. Per MoE layer and micro-batch:
-//   dispatch      counts all-to-all (El row counts per peer), then rows
-//                 all-to-all: a.xe segments -> expert-major rows on the owner
+//   dispatch      with static capacity (capacity_factor > 0): one fixed-size
+//                 all-to-all, each peer's block holding its El row counts and
+//                 El full-capacity slots; dropless: a counts all-to-all
+//                 first (El per peer), then the rows (variable sizes).
+//                 a.xe segments -> expert-major rows on the owner
 //   combine       expert outputs travel back the same way into a.ye
 //   dispatch_grad output gradients follow the forward's routes (no counts)
 //   combine_grad  input gradients come back into s.dxe
@@ -12,7 +15,8 @@
 // kExpertRowAlign with zero rows, so its GEMMs look like the one-process ones.
 // Buffers: with capacity_factor > 0 every buffer is sized once from the
 // static capacity bound and never grows; dropless runs grow them to the
-// high-water mark.
+// high-water mark. Once the counts are known, the other three all-to-alls
+// move real rows only.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -51,9 +55,13 @@ class EpDispatcher final : public ExpertDispatcher {
   // Expert-major `src` -> peers -> local segments of `dst` (FfnActs layout).
   void from_experts(LayerState& st, const FfnActs& a, const float* src, float* dst, int64_t Din, const char* what);
   ExpertRows rows_of(LayerState& st);
+  void set_begin(LayerState& st);  // expert-major offsets from recv_rows
+  // Capacity mode: counts and rows in one fixed-size all-to-all.
+  void dispatch_fixed(LayerState& st, const FfnActs& a, int64_t Din);
 
   Comm& ep_;
   int64_t P_, me_, E_, El_, F_, align_;
+  int64_t slot_rows_ = 0;  // capacity mode: rows of one expert from one peer, at most (0 = dropless)
   int64_t row_bound_ = 0;
   std::vector<LayerState> layers_;
   std::vector<float> send_, recv_, y_, dy_, dx_, dz_, dh_;

@@ -94,7 +94,8 @@ void answer_pings(const Shared& s) {
   for (int r = 0; r < s.world_size; ++r)
     if (!answered[r]) silent += (silent.empty() ? "" : ", ") + std::to_string(r);
   const std::string verdict =
-      silent.empty() ? "every rank answered a ping, so none is dead: the ranks disagree on which collective comes next"
+      silent.empty() ? "every rank answered a ping, so none is dead or stuck outside MPI: some rank is slower than "
+                       "dist.timeout_s, or the ranks are waiting in different collectives"
                      : fmt::format("no answer within {:.0f} s from rank {} (hung or dead)", grace, silent);
   std::fprintf(stderr, "moetrain: rank %d: timed out after %.1f s (dist.timeout_s = %g) in %s during %s; %s\n",
                s.world_rank, waited, s.timeout_s, what, comm_context().c_str(), verdict.c_str());

@@ -73,7 +73,9 @@ class Trainer {
   int64_t step() const { return step_; }
   double flops_per_step() const;
   double peak_gflops() const { return peak_gflops_; }
-  // xxh64 over parameters, optimizer moments and router biases.
+  // xxh64 over parameters, optimizer moments and router biases of the whole
+  // model, in layout order: the same for any world size (under MPI a
+  // collective that gathers every rank's shard).
   std::string state_hash() const;
   const Transformer& model() const { return *model_; }
 

@@ -6,6 +6,7 @@
 // a checkpoint written as 4 ranks' shard files reloads under 2- and 1-rank
 // plans with the same tensor hash as a whole-tensor write.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
