@@ -1,5 +1,6 @@
 // data_build.cpp — the build config reader and the build pipeline.
 #include "data/data_build.h"
+#include "core/file_io.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -180,11 +181,9 @@ Result<DataBuildConfig> parse_data_build_config(const std::string& text, const s
 }
 
 Result<DataBuildConfig> load_data_build_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::errorf("{}: cannot open data build config", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_data_build_config(ss.str(), path);
+  auto text = read_file(path, "data build config");
+  if (!text) return text.status();
+  return parse_data_build_config(text.value(), path);
 }
 
 Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& rep, bool verbose) {

@@ -1,5 +1,6 @@
 // dataset.cpp — reading and cross-checking a dataset directory.
 #include "data/dataset.h"
+#include "core/file_io.h"
 
 #include <fmt/format.h>
 
@@ -14,11 +15,9 @@ namespace {
 using json = nlohmann::json;
 
 Status read_text(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::errorf("{}: cannot open", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
+  auto text = read_file(path, "file");
+  if (!text) return text.status();
+  out = std::move(text.value());
   return Status::ok();
 }
 

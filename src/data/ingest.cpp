@@ -2,6 +2,7 @@
 // rollouts), the per-record error policy, code-file filters, repository
 // stitching and exact de-duplication.
 #include "data/ingest.h"
+#include "core/file_io.h"
 
 #include <xxhash.h>
 
@@ -288,11 +289,9 @@ class Ingestor {
         ++st_.skipped_files["oversized"];
         continue;
       }
-      std::ifstream f(it->path(), std::ios::binary);
-      if (!f) return Status::errorf("{}: cannot open for reading", it->path().string());
-      std::ostringstream ss;
-      ss << f.rdbuf();
-      std::string content = ss.str();
+      auto read = read_file(it->path().string(), "for reading");
+      if (!read) return read.status();
+      std::string content = std::move(read.value());
       const std::string why = skip_reason(rel, content, code_.max_file_bytes);
       if (!why.empty()) {
         ++st_.skipped_files[why];

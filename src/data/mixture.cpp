@@ -1,6 +1,7 @@
 // mixture.cpp — mixture TOML reading, weight resolution and the plan (largest
 // remainder rounding to whole sequences, per-bucket epoch check).
 #include "data/mixture.h"
+#include "core/file_io.h"
 
 #include <fnmatch.h>
 
@@ -112,11 +113,9 @@ Result<Mixture> parse_mixture(const std::string& text, const std::string& source
 }
 
 Result<Mixture> load_mixture(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::errorf("{}: cannot open mixture file", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_mixture(ss.str(), path);
+  auto text = read_file(path, "mixture file");
+  if (!text) return text.status();
+  return parse_mixture(text.value(), path);
 }
 
 Result<MixturePlan> plan_mixture(const Dataset& ds, const Mixture& mx, int64_t seq_len) {

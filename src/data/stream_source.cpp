@@ -1,6 +1,7 @@
 // stream_source.cpp — loading (with errors naming the file) and the
 // windowed, permuted sequence read.
 #include "data/stream_source.h"
+#include "core/file_io.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -15,12 +16,10 @@ namespace mt {
 namespace fs = std::filesystem;
 namespace {
 
-Status read_file(const fs::path& p, std::string& out) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return Status::errorf("{}: cannot open for reading", p.string());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  out = ss.str();
+Status read_into(const fs::path& p, std::string& out) {
+  auto text = read_file(p.string(), "for reading");
+  if (!text) return text.status();
+  out = std::move(text.value());
   return Status::ok();
 }
 
@@ -70,7 +69,7 @@ Result<std::unique_ptr<StreamSource>> StreamSource::open(const StreamSourceOptio
     src->desc_ = "synthetic stream";
   } else if (opt.format == "tokens") {
     std::string bytes;
-    MT_RETURN_IF_ERROR(read_file(opt.path, bytes));
+    MT_RETURN_IF_ERROR(read_into(opt.path, bytes));
     if (bytes.size() % 4 != 0)
       return Status::errorf("{}: token file size {} is not a multiple of 4 (uint32 ids)", opt.path, bytes.size());
     src->tokens_.resize(bytes.size() / 4);
@@ -97,7 +96,7 @@ Result<std::unique_ptr<StreamSource>> StreamSource::open(const StreamSourceOptio
     int64_t total = 0;
     for (const auto& f : files) {
       std::string text;
-      MT_RETURN_IF_ERROR(read_file(f, text));
+      MT_RETURN_IF_ERROR(read_into(f, text));
       ByteTokenizer::append_document(src->tokens_, text);
       total += int64_t(text.size());
       if (opt.max_bytes > 0 && total >= opt.max_bytes) break;

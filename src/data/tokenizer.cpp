@@ -1,6 +1,7 @@
 // tokenizer.cpp — SentencePiece training through its C++ API (kwargs +
 // an in-memory sentence iterator), loading, encoding.
 #include "data/tokenizer.h"
+#include "core/file_io.h"
 
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
@@ -73,11 +74,9 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_serialized(std::string model,
 }
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::errorf("{}: cannot open tokenizer model", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return from_serialized(ss.str(), path);
+  auto text = read_file(path, "tokenizer model");
+  if (!text) return text.status();
+  return from_serialized(text.value(), path);
 }
 
 Result<std::string> Tokenizer::train(const std::vector<std::string_view>& texts, const TokenizerTrainOptions& opt) {

@@ -10,6 +10,9 @@
 
 #include <toml++/toml.h>
 
+#include "core/file_io.h"
+#include "core/strings.h"
+
 namespace mt::plan {
 namespace {
 
@@ -27,21 +30,6 @@ std::string type_name(const toml::node& n) {
 
 Status type_error(const std::string& at, const std::string& name, const std::string& want, const toml::node& n) {
   return Status::errorf("{}: {}: expected {}, got {}", at, name, want, type_name(n));
-}
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return row[b.size()];
 }
 
 std::string trim(const std::string& s) {
@@ -249,12 +237,7 @@ Result<std::string> TomlSchema::peek_string(const std::string& text, const std::
 }
 
 Result<std::string> read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::errorf("{}: cannot open file", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::errorf("{}: error reading file", path);
-  return ss.str();
+  return read_file(path, "file");
 }
 
 }  // namespace mt::plan

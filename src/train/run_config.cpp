@@ -18,6 +18,9 @@
 
 #include <toml++/toml.h>
 
+#include "core/file_io.h"
+#include "core/strings.h"
+
 namespace mt {
 namespace {
 
@@ -94,21 +97,6 @@ std::string toml_double(double v) {
   std::string s = fmt::format("{}", v);
   if (s.find_first_of(".eE") == std::string::npos) s += ".0";
   return s;
-}
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return row[b.size()];
 }
 
 // ---- the field table -----------------------------------------------------------
@@ -455,12 +443,9 @@ Result<RunConfig> parse_run_config(const std::string& toml_text, const std::stri
 }
 
 Result<RunConfig> load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::errorf("{}: cannot open config file", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::errorf("{}: error reading config file", path);
-  return parse_run_config(ss.str(), path, overrides);
+  auto text = read_file(path, "config file");
+  if (!text) return text.status();
+  return parse_run_config(text.value(), path, overrides);
 }
 
 std::string to_toml(const RunConfig& c) {

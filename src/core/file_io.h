@@ -1,0 +1,14 @@
+// file_io.h — whole-file reads for configs, data and models, with errors that
+// name the file (every loader used to carry its own copy of this).
+#pragma once
+#include <string>
+
+#include "core/status.h"
+
+namespace mt {
+
+// The bytes of `path`. `what` names the file's role in the message
+// ("config file" -> "x.toml: cannot open config file").
+Result<std::string> read_file(const std::string& path, const std::string& what = "file");
+
+}  // namespace mt
