@@ -1,6 +1,5 @@
 // data_build.cpp — the build config reader and the build pipeline.
 #include "data/data_build.h"
-#include "core/file_io.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,7 +11,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include <omp.h>
+
+#include <atomic>
+
+#include "core/file_io.h"
 #include "core/hash.h"
+#include "core/progress.h"
 #include "core/timer.h"
 #include "data/dataset.h"
 #include "data/shard.h"
@@ -309,8 +314,28 @@ Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, Bui
   // 4. Tokenize (documents are independent; the result does not depend on threads).
   t0 = now_seconds();
   std::vector<std::vector<int32_t>> ids(static_cast<size_t>(n));
+  {
+    // Tokenizing is the slow stage of a build: show a live line (MB/s, ETA).
+    ProgressLine progress(stderr, 20);
+    std::atomic<int64_t> done_docs{0}, done_bytes{0};
+    int64_t total_bytes = 0;
+    for (const auto& d : docs) total_bytes += int64_t(d.text.size());
+    double last = 0.0;
 #pragma omp parallel for schedule(dynamic, 8)
-  for (int64_t i = 0; i < n; ++i) encode_document(tok, docs[size_t(i)], ids[size_t(i)]);
+    for (int64_t i = 0; i < n; ++i) {
+      encode_document(tok, docs[size_t(i)], ids[size_t(i)]);
+      done_bytes += int64_t(docs[size_t(i)].text.size());
+      const int64_t d = ++done_docs;
+      if (verbose && omp_get_thread_num() == 0 && (now_seconds() - last > 0.25 || d == n)) {
+        last = now_seconds();
+        const double el = last - t0, mb = double(done_bytes) / 1e6;
+        progress.update(d, n, fmt::format("tokenizing | {:.1f} MB/s | ETA {}", mb / std::max(el, 1e-9),
+                                          ProgressLine::format_eta(el * (double(total_bytes) / 1e6 - mb) /
+                                                                   std::max(mb, 1e-9))));
+      }
+    }
+    progress.finish();
+  }
   rep.seconds_tokenize = now_seconds() - t0;
 
   // 5. Buckets (by name) and the eval split (by document hash, so it does not
