@@ -372,7 +372,22 @@ Status validate(const RunConfig& c, const Origins& origins) {
   if (di.fsdp < 0) return bad("dist.fsdp", "must be >= 0 (0 = ranks / dist.ep)");
   if (!(di.timeout_s > 0)) return bad("dist.timeout_s", "must be > 0");
 
-  MT_RETURN_IF_ERROR(c.model.validate(c.source, t.seq_len));
+  {
+    // ModelConfig::validate names the key but only knows the file; point the
+    // message at the line or the --set override that gave the value.
+    Status ms = c.model.validate(c.source, t.seq_len);
+    if (!ms) {
+      const std::string prefix = c.source + ": ";
+      const std::string& msg = ms.message();
+      if (msg.rfind(prefix, 0) == 0) {
+        const std::string rest = msg.substr(prefix.size());
+        const std::string key = rest.substr(0, rest.find(':'));
+        auto it = origins.find(key);
+        if (it != origins.end()) return Status::errorf("{}: {}", it->second, rest);
+      }
+      return ms;
+    }
+  }
   if (c.model.n_experts > 0) {
     int64_t g = c.model.group_size(t.seq_len);
     if ((t.batch_size * t.seq_len) % g != 0)
