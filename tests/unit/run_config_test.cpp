@@ -188,7 +188,7 @@ TEST(RunConfig, OutOfRangeNamesKey) {
       {"[train]\nlog_every = 0\n", "train.log_every"},
       {"[data]\nmax_bytes = -1\n", "data.max_bytes"},
       {"[data]\neval_frac = 1.0\n", "data.eval_frac"},
-      {"[model]\nn_heads = 5\n", "configs/x.toml: model.n_heads"},
+      {"[model]\nn_heads = 5\n", "configs/x.toml:2: model.n_heads"},
       {"[model]\nn_experts = 4\ntop_k = 5\n", "model.top_k"},
       // 3*64 = 192 tokens per step is not a multiple of a 128-token routing group.
       {"[model]\nn_experts = 4\nrouting_group = 128\n[train]\nbatch_size = 3\nseq_len = 64\n",
