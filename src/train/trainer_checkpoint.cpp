@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <map>
+#include <sstream>
 
 #include "ckpt/checkpoint.h"
 #include "train/trainer.h"
@@ -26,6 +28,35 @@ RunConfig normalised(RunConfig c) {
   c.dist = DistConfig();  // any layout resumes any checkpoint (resharding)
   c.source.clear();
   return c;
+}
+
+// "model.d_model = 64 -> 128" for every key whose canonical TOML line differs.
+std::string config_differences(const std::string& was, const std::string& now) {
+  auto keyed = [](const std::string& text) {
+    std::map<std::string, std::string> out;
+    std::istringstream in(text);
+    std::string line, section;
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      if (line[0] == '[') {
+        section = line.substr(1, line.find(']') - 1);
+        continue;
+      }
+      const size_t eq = line.find(" = ");
+      if (eq != std::string::npos) out[section + "." + line.substr(0, eq)] = line.substr(eq + 3);
+    }
+    return out;
+  };
+  const auto a = keyed(was), b = keyed(now);
+  std::string diff;
+  for (const auto& [key, value] : a) {
+    auto it = b.find(key);
+    const std::string other = it == b.end() ? "(absent)" : it->second;
+    if (other != value) diff += "  " + key + " = " + value + " -> " + other + "\n";
+  }
+  for (const auto& [key, value] : b)
+    if (!a.count(key)) diff += "  " + key + " = (absent) -> " + value + "\n";
+  return diff;
 }
 }  // namespace
 
@@ -66,12 +97,13 @@ Status Trainer::restore(const std::string& dir) {
   const LoadedCheckpoint& ck = loaded.value();
   auto saved = parse_run_config(ck.config_toml, dir + "/manifest.json", {});
   if (!saved) return saved.status();
-  if (to_toml(normalised(saved.value())) != to_toml(normalised(cfg_)))
+  const std::string was = to_toml(normalised(saved.value())), now = to_toml(normalised(cfg_));
+  if (was != now)
     return Status::errorf(
         "{}: checkpoint was written with a different config (only train.steps, checkpoint_every, "
         "keep_checkpoints, log_every, eval_every, eval_batches, threads and the [dist] layout may change on "
-        "resume); saved config:\n{}",
-        dir, ck.config_toml);
+        "resume); differences (checkpoint -> now):\n{}",
+        dir, config_differences(was, now));
   // Whatever world size wrote it, each rank takes its ranges of the whole tensors.
   MT_RETURN_IF_ERROR(load_checkpoint_tensors(ck));
   step_ = ck.state.value("step", int64_t(-1));
