@@ -16,6 +16,7 @@
 #include <atomic>
 
 #include "core/file_io.h"
+#include "core/toml_document.h"
 #include "core/hash.h"
 #include "core/progress.h"
 #include "core/timer.h"
@@ -99,13 +100,9 @@ Result<DataBuildConfig> parse_data_build_config(const std::string& text, const s
   c.source = source;
   c.text = text;
   const std::string base = fs::path(source).parent_path().string();
-  toml::table doc;
-  try {
-    doc = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    return Status::errorf("{}:{}:{}: TOML syntax error: {}", source, e.source().begin.line, e.source().begin.column,
-                          e.description());
-  }
+  auto parsed = parse_toml_document(text, source);
+  if (!parsed) return parsed.status();
+  toml::table doc = std::move(parsed.value());
   TomlTable top(doc, source, "");
   static const toml::table kEmpty;
   auto sub = [&](std::string_view name) -> const toml::table& {

@@ -2,6 +2,7 @@
 // remainder rounding to whole sequences, per-bucket epoch check).
 #include "data/mixture.h"
 #include "core/file_io.h"
+#include "core/toml_document.h"
 
 #include <fnmatch.h>
 
@@ -62,13 +63,9 @@ Result<Mixture> parse_mixture(const std::string& text, const std::string& source
   Mixture m;
   m.source = source;
   m.text = text;
-  toml::table doc;
-  try {
-    doc = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    return Status::errorf("{}:{}:{}: TOML syntax error: {}", source, e.source().begin.line, e.source().begin.column,
-                          e.description());
-  }
+  auto parsed = parse_toml_document(text, source);
+  if (!parsed) return parsed.status();
+  toml::table doc = std::move(parsed.value());
   TomlTable r(doc, source, "");
   MT_RETURN_IF_ERROR(r.get("total_tokens", m.total_tokens, 1));
   if (!doc.contains("total_tokens")) return Status::errorf("{}: total_tokens: required (full-scale token budget)", source);

@@ -10,6 +10,8 @@
 
 #include <toml++/toml.h>
 
+#include "core/toml_document.h"
+
 #include "core/file_io.h"
 #include "core/strings.h"
 
@@ -131,13 +133,9 @@ std::string TomlSchema::suggest(const std::string& section, const std::string& k
 }
 
 Status TomlSchema::parse(const std::string& text, const std::string& source) {
-  toml::table doc;
-  try {
-    doc = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    return Status::errorf("{}:{}:{}: TOML syntax error: {}", source, e.source().begin.line, e.source().begin.column,
-                          e.description());
-  }
+  auto parsed = parse_toml_document(text, source);
+  if (!parsed) return parsed.status();
+  toml::table doc = std::move(parsed.value());
   std::vector<std::string> sections;
   for (const Key& k : keys_)
     if (std::find(sections.begin(), sections.end(), k.section) == sections.end()) sections.push_back(k.section);
@@ -218,13 +216,9 @@ Status TomlSchema::check_required(const std::string& source) const {
 
 Result<std::string> TomlSchema::peek_string(const std::string& text, const std::string& source,
                                             const std::string& section, const std::string& key) {
-  toml::table doc;
-  try {
-    doc = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    return Status::errorf("{}:{}:{}: TOML syntax error: {}", source, e.source().begin.line, e.source().begin.column,
-                          e.description());
-  }
+  auto parsed = parse_toml_document(text, source);
+  if (!parsed) return parsed.status();
+  toml::table doc = std::move(parsed.value());
   const toml::node* sec = doc.get(section);
   if (!sec || !sec->is_table()) return std::string();
   const toml::node* n = sec->as_table()->get(key);

@@ -18,6 +18,8 @@
 
 #include <toml++/toml.h>
 
+#include "core/toml_document.h"
+
 #include "core/file_io.h"
 #include "core/strings.h"
 
@@ -409,13 +411,9 @@ Result<RunConfig> parse_run_config(const std::string& toml_text, const std::stri
                                    const std::vector<std::string>& overrides) {
   RunConfig c;
   c.source = source;
-  toml::table doc;
-  try {
-    doc = toml::parse(toml_text, source);
-  } catch (const toml::parse_error& e) {
-    return Status::errorf("{}:{}:{}: TOML syntax error: {}", source, e.source().begin.line,
-                          e.source().begin.column, e.description());
-  }
+  auto parsed = parse_toml_document(toml_text, source);
+  if (!parsed) return parsed.status();
+  toml::table doc = std::move(parsed.value());
 
   // Gather every key first, then apply in file order so the first error
   // reported is the first one in the file.

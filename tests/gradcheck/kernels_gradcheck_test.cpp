@@ -26,6 +26,7 @@
 #include "kernels/cpu/router.h"
 #include "kernels/cpu/swiglu.h"
 #include "support/gradcheck.h"
+#include "support/random.h"
 
 namespace mt {
 namespace {
@@ -33,17 +34,9 @@ namespace {
 using testing::expect_gradient_matches;
 using testing::GradCheckOptions;
 
-std::vector<float> randn(int64_t n, float std, uint64_t seed, uint64_t stream = 0) {
-  std::vector<float> v(static_cast<size_t>(n));
-  fill_normal(v.data(), n, std, seed, stream);
-  return v;
-}
+using testing::randn;
 
-uint32_t rand_u32(uint64_t seed, uint64_t i) {
-  uint32_t w[4];
-  philox_block(seed, 0x5eed, i, w);
-  return w[0];
-}
+uint32_t rand_u32(uint64_t seed, uint64_t i) { return testing::rand_u32(seed, 0x5eed, i); }
 
 double weighted(const std::vector<float>& w, const float* y) {
   double s = 0.0;

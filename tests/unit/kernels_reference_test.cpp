@@ -22,21 +22,14 @@
 #include "kernels/cpu/heads.h"
 #include "kernels/cpu/moe_dispatch.h"
 #include "kernels/cpu/router.h"
+#include "support/random.h"
 
 namespace mt {
 namespace {
 
-std::vector<float> randn(int64_t n, float std, uint64_t seed, uint64_t stream = 0) {
-  std::vector<float> v(static_cast<size_t>(n));
-  fill_normal(v.data(), n, std, seed, stream);
-  return v;
-}
+using testing::randn;
 
-uint32_t rand_u32(uint64_t seed, uint64_t i) {
-  uint32_t w[4];
-  philox_block(seed, 0xfeed, i, w);
-  return w[0];
-}
+uint32_t rand_u32(uint64_t seed, uint64_t i) { return testing::rand_u32(seed, 0xfeed, i); }
 
 template <class... A>
 std::string cat(const A&... a) {

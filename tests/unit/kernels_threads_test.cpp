@@ -28,15 +28,12 @@
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/router.h"
 #include "kernels/cpu/swiglu.h"
+#include "support/random.h"
 
 namespace mt {
 namespace {
 
-std::vector<float> randn(int64_t n, float std, uint64_t seed, uint64_t stream = 0) {
-  std::vector<float> v(static_cast<size_t>(n));
-  fill_normal(v.data(), n, std, seed, stream);
-  return v;
-}
+using testing::randn;
 
 template <class... A>
 std::string cat(const A&... a) {

@@ -72,24 +72,21 @@ bool use_skinny(const GemmShape& s, MatmulPrecision p) {
   return p == MatmulPrecision::kFp32 && (s.M <= kSkinny || s.N <= kSkinny || s.K <= kSkinny);
 }
 
+// A rows x cols operand as plain row-major: itself, or (when stored
+// transposed, i.e. cols x rows with leading dim ld) a transposed copy in `buf`.
+const float* row_major(const float* X, int64_t rows, int64_t cols, Trans t, int64_t& ld,
+                       std::vector<float>& buf) {
+  if (t == Trans::kNo) return X;
+  if (int64_t(buf.size()) < rows * cols) buf.resize(rows * cols);
+  simd::transpose(buf.data(), X, cols, rows, ld, cols);
+  ld = cols;
+  return buf.data();
+}
+
 void skinny_gemm(float* C, const float* A, const float* B, const GemmShape& s, float beta) {
-  // Bring both operands to plain row-major: A (M, K), B (K, N).
-  const float* a = A;
-  int64_t lda = s.lda;
-  if (s.ta == Trans::kYes) {
-    if (int64_t(scratch.at.size()) < s.M * s.K) scratch.at.resize(s.M * s.K);
-    simd::transpose(scratch.at.data(), A, s.K, s.M, s.lda, s.K);
-    a = scratch.at.data();
-    lda = s.K;
-  }
-  const float* b = B;
-  int64_t ldb = s.ldb;
-  if (s.tb == Trans::kYes) {
-    if (int64_t(scratch.bt.size()) < s.K * s.N) scratch.bt.resize(s.K * s.N);
-    simd::transpose(scratch.bt.data(), B, s.N, s.K, s.ldb, s.N);
-    b = scratch.bt.data();
-    ldb = s.N;
-  }
+  int64_t lda = s.lda, ldb = s.ldb;
+  const float* a = row_major(A, s.M, s.K, s.ta, lda, scratch.at);  // (M, K)
+  const float* b = row_major(B, s.K, s.N, s.tb, ldb, scratch.bt);  // (K, N)
   constexpr int64_t kRows = 32, kCols = 128;
   const int64_t row_blocks = (s.M + kRows - 1) / kRows, col_blocks = (s.N + kCols - 1) / kCols;
 #pragma omp parallel for collapse(2) schedule(static)
