@@ -28,5 +28,8 @@ inline float bf16_to_f32(bf16 b) {
 // Converts a rows x cols block with leading dimension `ld` into a dense
 // rows x cols bf16 block (leading dimension cols). Parallel over rows.
 void convert_f32_to_bf16(bf16* out, const float* in, int64_t rows, int64_t cols, int64_t ld);
+// Same rounding, but the result stays in fp32 (the bf16 value, exactly):
+// operands for an fp32 matmul that must compute what a bf16 one would.
+void round_f32_to_bf16(float* out, const float* in, int64_t rows, int64_t cols, int64_t ld);
 
 }  // namespace mt

@@ -1,4 +1,5 @@
-// machine_peak.cpp — register-only FMA / BF16-dot loops timed on all threads.
+// machine_peak.cpp — register-only FMA / BF16-dot loops timed on all threads
+// (AVX-512, or AVX2 + FMA on machines without it).
 // 16 independent zmm accumulators per thread: with a 4-cycle FMA latency and
 // two FMA ports, 8 chains are the minimum to keep both ports busy; 16 leaves
 // margin (and covers the slightly longer vdpbf16ps latency) while staying in
@@ -35,6 +36,10 @@ constexpr int kAccumulators = 16;
 volatile float g_seed = 1.0f;
 volatile float g_sink = 0.0f;
 
+#define MT_REPEAT12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define MT_REPEAT16(X) MT_REPEAT12(X) X(12) X(13) X(14) X(15)
+
+#if defined(__AVX512F__)
 // Not _mm512_reduce_add_ps: GCC 12's header trips -Wuninitialized on it.
 float horizontal_sum(__m512 v) {
   alignas(64) float lanes[16];
@@ -43,9 +48,6 @@ float horizontal_sum(__m512 v) {
   for (float x : lanes) s += x;
   return s;
 }
-
-#define MT_REPEAT16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) \
-                       X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 
 // 16 fmadd per iteration; each is 16 lanes x (mul + add) = 32 flops.
 float fp32_loop(int64_t iters) {
@@ -67,6 +69,38 @@ float fp32_loop(int64_t iters) {
   return horizontal_sum(sum);
 }
 constexpr double kFp32FlopsPerIter = kAccumulators * 16 * 2;
+#else
+// AVX2 + FMA (no AVX-512 on this build): 16 ymm registers hold 12
+// accumulators and the two operands; 12 chains still cover a 4-cycle FMA
+// latency on two ports.
+float horizontal_sum(__m256 v) {
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, v);
+  float s = 0.0f;
+  for (float x : lanes) s += x;
+  return s;
+}
+
+float fp32_loop(int64_t iters) {
+  const float seed = g_seed;
+  const __m256 a = _mm256_set1_ps(0.9999f * seed);
+  const __m256 b = _mm256_set1_ps(1e-4f * seed);
+#define MT_DECL(i) __m256 acc##i = _mm256_set1_ps(seed + float(i));
+  MT_REPEAT12(MT_DECL)
+#undef MT_DECL
+  for (int64_t it = 0; it < iters; ++it) {
+#define MT_STEP(i) acc##i = _mm256_fmadd_ps(acc##i, a, b);
+    MT_REPEAT12(MT_STEP)
+#undef MT_STEP
+  }
+  __m256 sum = _mm256_setzero_ps();
+#define MT_SUM(i) sum = _mm256_add_ps(sum, acc##i);
+  MT_REPEAT12(MT_SUM)
+#undef MT_SUM
+  return horizontal_sum(sum);
+}
+constexpr double kFp32FlopsPerIter = 12 * 8 * 2;
+#endif
 
 #if defined(__AVX512BF16__)
 // 16 vdpbf16ps per iteration; each is 32 bf16 products summed pairwise into
@@ -94,6 +128,7 @@ constexpr double kBf16FlopsPerIter = kAccumulators * 64;
 #endif
 
 #undef MT_REPEAT16
+#undef MT_REPEAT12
 
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__linux__)
 #define MT_HAVE_AMX 1

@@ -6,7 +6,7 @@
 namespace mt {
 
 struct PeakResult {
-  double fp32_gflops;      // _mm512_fmadd_ps, all threads together (GFLOP/s)
+  double fp32_gflops;      // vector FMA (AVX-512, else AVX2), all threads together (GFLOP/s)
   double bf16_gflops;      // _mm512_dpbf16_ps, all threads; 0 without AVX512_BF16
   int threads;             // threads that ran the loops
   double amx_bf16_gflops;  // AMX tdpbf16ps, all threads; 0 without AMX or when

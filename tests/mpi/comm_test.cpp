@@ -30,7 +30,8 @@ int failures = 0;
     }                                                                                      \
   } while (0)
 
-float value(int rank, int64_t i) { return float(rank) * 0.25f + float(i) * 1e-3f + 0.1f; }
+// noinline: one rounding of the same expression on every rank, whatever FMA contraction the caller allows.
+[[gnu::noinline]] float value(int rank, int64_t i) { return float(rank) * 0.25f + float(i) * 1e-3f + 0.1f; }
 
 int worker() {
   std::unique_ptr<Comm> world = make_world_comm(60);
@@ -82,7 +83,8 @@ int worker() {
   for (int64_t i = 0; i < rcnt[me]; ++i) {
     float expect = 0.0f;
     for (int r = 0; r < P; ++r) {
-      const float v = value(r, rdis[me] + i) * (r % 2 ? -3.0f : 1.0f);
+      // volatile: rounded to float as the sender's buffer was, never fused into an FMA with the sum
+      const volatile float v = value(r, rdis[me] + i) * (r % 2 ? -3.0f : 1.0f);
       expect = r == 0 ? v : expect + v;
     }
     WORKER_CHECK(out[i] == 1.0f + expect);

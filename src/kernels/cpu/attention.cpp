@@ -46,7 +46,8 @@ inline int64_t key_begin(int64_t i, int64_t window) {
 // Entries outside a row's band become exactly 0.
 void softmax_rows(float* S, int64_t rows, int64_t nk, int64_t i0, int64_t j0, int64_t window, float scale,
                   const float* lse, float* lse_out) {
-  const __m512 vscale = _mm512_set1_ps(scale);
+  using namespace simd;
+  const Vec vscale = set1(scale);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = S + r * nk;
     const int64_t i = i0 + r;
@@ -55,29 +56,29 @@ void softmax_rows(float* S, int64_t rows, int64_t nk, int64_t i0, int64_t j0, in
     if (lse) {
       m = lse[r];
     } else {
-      __m512 vm = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-      for (int64_t c = lo; c < hi; c += 16) {
-        const __mmask16 k = simd::tail_mask(hi - c);
-        vm = _mm512_mask_max_ps(vm, k, vm, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + c), vscale));
+      Vec vm = set1(-std::numeric_limits<float>::infinity());
+      for (int64_t c = lo; c < hi; c += kLanes) {
+        const Mask k = tail_mask(hi - c);
+        vm = mask_max(vm, k, mul(load(k, row + c), vscale));
       }
-      m = _mm512_reduce_max_ps(vm);
+      m = reduce_max(vm);
     }
-    const __m512 vmax = _mm512_set1_ps(m);
-    __m512 vsum = _mm512_setzero_ps();
-    for (int64_t c = lo; c < hi; c += 16) {
-      const __mmask16 k = simd::tail_mask(hi - c);
-      const __m512 p = simd::exp(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(k, row + c), vscale, vmax));
-      _mm512_mask_storeu_ps(row + c, k, p);
-      vsum = _mm512_mask_add_ps(vsum, k, vsum, p);
+    const Vec vmax = set1(m);
+    Vec vsum = zero();
+    for (int64_t c = lo; c < hi; c += kLanes) {
+      const Mask k = tail_mask(hi - c);
+      const Vec p = simd::exp(fmsub(load(k, row + c), vscale, vmax));
+      store(row + c, k, p);
+      vsum = mask_add(vsum, k, p);
     }
     std::fill(row, row + lo, 0.0f);
     std::fill(row + hi, row + nk, 0.0f);
     if (!lse) {
-      const float l = _mm512_reduce_add_ps(vsum);
-      const __m512 inv = _mm512_set1_ps(1.0f / l);
-      for (int64_t c = lo; c < hi; c += 16) {
-        const __mmask16 k = simd::tail_mask(hi - c);
-        _mm512_mask_storeu_ps(row + c, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + c), inv));
+      const float l = reduce_add(vsum);
+      const Vec inv = set1(1.0f / l);
+      for (int64_t c = lo; c < hi; c += kLanes) {
+        const Mask k = tail_mask(hi - c);
+        store(row + c, k, mul(load(k, row + c), inv));
       }
       lse_out[r] = m + std::log(l);
     }

@@ -1,4 +1,4 @@
-// cross_entropy.cpp — row-parallel log-softmax with max subtraction, AVX-512.
+// cross_entropy.cpp — row-parallel log-softmax with max subtraction, vectorised (simd.h).
 #include "kernels/cpu/cross_entropy.h"
 
 #include <algorithm>
@@ -10,19 +10,20 @@
 namespace mt {
 namespace {
 inline float row_logsumexp(const float* row, int64_t V) {
-  __m512 vm = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  for (int64_t v = 0; v < V; v += 16) {
-    const __mmask16 k = simd::tail_mask(V - v);
-    vm = _mm512_mask_max_ps(vm, k, vm, _mm512_maskz_loadu_ps(k, row + v));
+  using namespace simd;
+  Vec vm = set1(-std::numeric_limits<float>::infinity());
+  for (int64_t v = 0; v < V; v += kLanes) {
+    const Mask k = tail_mask(V - v);
+    vm = mask_max(vm, k, load(k, row + v));
   }
-  const float m = _mm512_reduce_max_ps(vm);
-  const __m512 vmax = _mm512_set1_ps(m);
-  __m512 s = _mm512_setzero_ps();
-  for (int64_t v = 0; v < V; v += 16) {
-    const __mmask16 k = simd::tail_mask(V - v);
-    s = _mm512_mask_add_ps(s, k, s, simd::exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, row + v), vmax)));
+  const float m = reduce_max(vm);
+  const Vec vmax = set1(m);
+  Vec s = zero();
+  for (int64_t v = 0; v < V; v += kLanes) {
+    const Mask k = tail_mask(V - v);
+    s = mask_add(s, k, simd::exp(sub(load(k, row + v), vmax)));
   }
-  return m + std::log(_mm512_reduce_add_ps(s));
+  return m + std::log(reduce_add(s));
 }
 }  // namespace
 
@@ -39,11 +40,11 @@ void cross_entropy_forward_backward(float* losses, float* logits, const int32_t*
     }
     const float lse = row_logsumexp(row, V);
     losses[r] = lse - row[t];
-    const __m512 vlse = _mm512_set1_ps(lse), vscale = _mm512_set1_ps(grad_scale);
-    for (int64_t v = 0; v < V; v += 16) {
-      const __mmask16 k = simd::tail_mask(V - v);
-      const __m512 p = simd::exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, row + v), vlse));
-      _mm512_mask_storeu_ps(row + v, k, _mm512_mul_ps(p, vscale));
+    const simd::Vec vlse = simd::set1(lse), vscale = simd::set1(grad_scale);
+    for (int64_t v = 0; v < V; v += simd::kLanes) {
+      const simd::Mask k = simd::tail_mask(V - v);
+      const simd::Vec p = simd::exp(simd::sub(simd::load(k, row + v), vlse));
+      simd::store(row + v, k, simd::mul(p, vscale));
     }
     row[t] -= grad_scale;
   }

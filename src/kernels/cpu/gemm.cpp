@@ -22,11 +22,29 @@ namespace {
 
 using Key = std::tuple<int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int64_t, int, int>;
 
+// Whether this CPU has a native bf16 matmul in oneDNN (AVX512-BF16/AMX, or
+// AVX-512 emulation). Debian's oneDNN 2.6 has none on AVX2-only machines
+// (e.g. AMD Zen 3): there kBf16 multiplies bf16-rounded operands held in
+// fp32 through the fp32 primitive. That is the same arithmetic (a product of
+// two bf16 values is exact in fp32, accumulation is fp32), only slower.
+bool probe_native_bf16(const dnnl::engine& eng) {
+  try {
+    const auto bf = dnnl::memory::data_type::bf16, f32 = dnnl::memory::data_type::f32;
+    dnnl::memory::desc a({16, 32}, bf, dnnl::memory::format_tag::ab), b({32, 16}, bf, dnnl::memory::format_tag::ab),
+        c({16, 16}, f32, dnnl::memory::format_tag::ab);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), eng);
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
 struct Engine {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   dnnl::stream strm{eng};
   std::map<Key, dnnl::matmul> cache;
   std::mutex mu;
+  bool native_bf16 = probe_native_bf16(eng);
 };
 
 Engine& engine() {
@@ -52,6 +70,7 @@ const bf16* shadow_of(const float* p, int64_t rows, int64_t cols, int64_t ld) {
 struct Scratch {
   std::vector<bf16> a, b;
   std::vector<float> at, bt;  // transposed fp32 operands for the skinny path
+  std::vector<float> af, bf;  // bf16-rounded fp32 operands (no native bf16 matmul)
 };
 thread_local Scratch scratch;
 
@@ -127,7 +146,19 @@ void gemm(float* C, const float* A, const float* B, const GemmShape& s0, float b
   const void* a_ptr = A;
   const void* b_ptr = B;
   auto dt = dnnl::memory::data_type::f32;
-  if (p == MatmulPrecision::kBf16) {
+  if (p == MatmulPrecision::kBf16 && !engine().native_bf16) {
+    // Dense bf16-rounded fp32 copies of the operands as stored.
+    const int64_t a_rows = s.ta == Trans::kNo ? s.M : s.K, a_cols = s.ta == Trans::kNo ? s.K : s.M;
+    const int64_t b_rows = s.tb == Trans::kNo ? s.K : s.N, b_cols = s.tb == Trans::kNo ? s.N : s.K;
+    if (int64_t(scratch.af.size()) < a_rows * a_cols) scratch.af.resize(a_rows * a_cols);
+    if (int64_t(scratch.bf.size()) < b_rows * b_cols) scratch.bf.resize(b_rows * b_cols);
+    round_f32_to_bf16(scratch.af.data(), A, a_rows, a_cols, s.lda);
+    round_f32_to_bf16(scratch.bf.data(), B, b_rows, b_cols, s.ldb);
+    s.lda = a_cols;
+    s.ldb = b_cols;
+    a_ptr = scratch.af.data();
+    b_ptr = scratch.bf.data();
+  } else if (p == MatmulPrecision::kBf16) {
     dt = dnnl::memory::data_type::bf16;
     // Dense bf16 copies of the operands as stored (rows of the stored layout).
     int64_t a_rows = s.ta == Trans::kNo ? s.M : s.K, a_cols = s.ta == Trans::kNo ? s.K : s.M;

@@ -1,63 +1,155 @@
-// simd.h — AVX-512 building blocks shared by the CPU kernels: a vectorised
-// exp accurate to ~2 ulp (Cody-Waite range reduction, degree-6 polynomial,
-// scalef), and a register-blocked small GEMM for operands that live in L1/L2
-// (attention blocks), where a library call would cost more than the math.
-// Header-only so each kernel inlines what it uses.
+// simd.h — the vector building blocks shared by the CPU kernels, for the
+// widest ISA the build targets: AVX-512 (16 float lanes, mask registers) or
+// AVX2 + FMA (8 lanes, lane masks). The kernels are written once against
+// `simd::Vec` / `simd::Mask` and the functions below; results are bitwise
+// thread-count invariant on either ISA (reductions run in a fixed lane
+// order), but an AVX-512 build and an AVX2 build round differently.
+// Also: a vectorised exp accurate to ~2 ulp (Cody-Waite range reduction,
+// degree-6 polynomial, exact power-of-two scaling) and a register-blocked
+// small GEMM for operands that live in L1/L2 (attention blocks), where a
+// library call would cost more than the math. Header-only so each kernel
+// inlines what it uses.
 #pragma once
 #include <immintrin.h>
 
 #include <cstdint>
 
+#if !defined(__AVX512F__) && !(defined(__AVX2__) && defined(__FMA__))
+#error "moetrain's CPU kernels need AVX-512F or AVX2+FMA (build with -march=native on such a machine)"
+#endif
+
 namespace mt::simd {
 
-inline __m512 exp(__m512 x) {
-  const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
-  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.3762626647949f)), _mm512_set1_ps(-103.0f));
-  const __m512 t = _mm512_mul_ps(x, log2e);
-  const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  // f = x - n ln2, in two parts for accuracy.
-  __m512 f = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-  f = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), f);
-  __m512 p = _mm512_set1_ps(1.3888889e-3f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(8.3333338e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(4.1666668e-2f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.6666667e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
+#if defined(__AVX512F__)
+using Vec = __m512;
+using Mask = __mmask16;
+constexpr int64_t kLanes = 16;
+
+inline Vec set1(float x) { return _mm512_set1_ps(x); }
+inline Vec zero() { return _mm512_setzero_ps(); }
+inline Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+inline Vec sub(Vec a, Vec b) { return _mm512_sub_ps(a, b); }
+inline Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
+inline Vec div(Vec a, Vec b) { return _mm512_div_ps(a, b); }
+inline Vec max(Vec a, Vec b) { return _mm512_max_ps(a, b); }
+inline Vec min(Vec a, Vec b) { return _mm512_min_ps(a, b); }
+inline Vec fmadd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }    // a*b + c
+inline Vec fmsub(Vec a, Vec b, Vec c) { return _mm512_fmsub_ps(a, b, c); }    // a*b - c
+inline Vec fnmadd(Vec a, Vec b, Vec c) { return _mm512_fnmadd_ps(a, b, c); }  // c - a*b
+inline Vec round_nearest(Vec a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+// p * 2^n for integral n (scalef is exact, also where 2^n is subnormal).
+inline Vec scale_pow2(Vec p, Vec n) { return _mm512_scalef_ps(p, n); }
+
+// The first min(n, kLanes) lanes.
+inline Mask tail_mask(int64_t n) { return n >= 16 ? Mask(0xFFFF) : Mask((1u << n) - 1u); }
+inline Vec load(Mask k, const float* p) { return _mm512_maskz_loadu_ps(k, p); }  // masked-off lanes read 0
+inline void store(float* p, Mask k, Vec v) { _mm512_mask_storeu_ps(p, k, v); }
+// Lanes in k take op(acc, x); the others keep acc.
+inline Vec mask_max(Vec acc, Mask k, Vec x) { return _mm512_mask_max_ps(acc, k, acc, x); }
+inline Vec mask_add(Vec acc, Mask k, Vec x) { return _mm512_mask_add_ps(acc, k, acc, x); }
+#else
+using Vec = __m256;
+using Mask = __m256i;  // all-ones lanes are active
+constexpr int64_t kLanes = 8;
+
+inline Vec set1(float x) { return _mm256_set1_ps(x); }
+inline Vec zero() { return _mm256_setzero_ps(); }
+inline Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+inline Vec sub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
+inline Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
+inline Vec div(Vec a, Vec b) { return _mm256_div_ps(a, b); }
+inline Vec max(Vec a, Vec b) { return _mm256_max_ps(a, b); }
+inline Vec min(Vec a, Vec b) { return _mm256_min_ps(a, b); }
+inline Vec fmadd(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+inline Vec fmsub(Vec a, Vec b, Vec c) { return _mm256_fmsub_ps(a, b, c); }
+inline Vec fnmadd(Vec a, Vec b, Vec c) { return _mm256_fnmadd_ps(a, b, c); }
+inline Vec round_nearest(Vec a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+// 2^n built in the exponent field; n is split in two halves so that each
+// factor stays a normal float over exp's whole clamped range (n in [-149, 128]).
+inline Vec scale_pow2(Vec p, Vec n) {
+  const __m256i ni = _mm256_cvtps_epi32(n);
+  const __m256i h1 = _mm256_srai_epi32(ni, 1), h2 = _mm256_sub_epi32(ni, h1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const Vec f1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h1, bias), 23));
+  const Vec f2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h2, bias), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, f1), f2);
 }
 
-inline __mmask16 tail_mask(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u); }
+inline Mask tail_mask(int64_t n) {
+  const int32_t k = n >= 8 ? 8 : int32_t(n);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+inline Vec load(Mask k, const float* p) { return _mm256_maskload_ps(p, k); }
+inline void store(float* p, Mask k, Vec v) { _mm256_maskstore_ps(p, k, v); }
+inline Vec mask_max(Vec acc, Mask k, Vec x) { return _mm256_blendv_ps(acc, _mm256_max_ps(acc, x), _mm256_castsi256_ps(k)); }
+inline Vec mask_add(Vec acc, Mask k, Vec x) { return _mm256_blendv_ps(acc, _mm256_add_ps(acc, x), _mm256_castsi256_ps(k)); }
+#endif
+
+// Horizontal reductions (a fixed tree over the lanes).
+#if defined(__AVX512F__)
+inline float reduce_add(Vec v) { return _mm512_reduce_add_ps(v); }
+inline float reduce_max(Vec v) { return _mm512_reduce_max_ps(v); }
+#else
+inline float reduce_add(Vec v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+inline float reduce_max(Vec v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+#endif
+
+inline Vec exp(Vec x) {
+  const Vec log2e = set1(1.44269504088896341f);
+  x = max(min(x, set1(88.3762626647949f)), set1(-103.0f));
+  const Vec n = round_nearest(mul(x, log2e));
+  // f = x - n ln2, in two parts for accuracy.
+  Vec f = fnmadd(n, set1(0.693145751953125f), x);
+  f = fnmadd(n, set1(1.428606765330187045e-06f), f);
+  Vec p = set1(1.3888889e-3f);
+  p = fmadd(p, f, set1(8.3333338e-3f));
+  p = fmadd(p, f, set1(4.1666668e-2f));
+  p = fmadd(p, f, set1(1.6666667e-1f));
+  p = fmadd(p, f, set1(0.5f));
+  p = fmadd(p, f, set1(1.0f));
+  p = fmadd(p, f, set1(1.0f));
+  return scale_pow2(p, n);
+}
 
 // C[MR x N] += A[MR x K] * B[K x N] for one strip of MR rows (MR <= 8), all
-// row-major with leading dims; N handled 32 columns at a time with masks.
+// row-major with leading dims; N handled 2 * kLanes columns at a time with masks.
 template <int MR>
 inline void gemm_strip(float* C, const float* A, const float* B, int64_t N, int64_t K, int64_t lda,
                        int64_t ldb, int64_t ldc) {
-  for (int64_t j0 = 0; j0 < N; j0 += 32) {
-    const int64_t nr = N - j0 < 32 ? N - j0 : 32;
-    const __mmask16 m0 = tail_mask(nr), m1 = tail_mask(nr > 16 ? nr - 16 : 0);
-    __m512 c0[MR], c1[MR];
+  constexpr int64_t W = 2 * kLanes;
+  for (int64_t j0 = 0; j0 < N; j0 += W) {
+    const int64_t nr = N - j0 < W ? N - j0 : W;
+    const Mask m0 = tail_mask(nr), m1 = tail_mask(nr > kLanes ? nr - kLanes : 0);
+    Vec c0[MR], c1[MR];
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
-      c0[r] = _mm512_maskz_loadu_ps(m0, C + r * ldc + j0);
-      c1[r] = _mm512_maskz_loadu_ps(m1, C + r * ldc + j0 + 16);
+      c0[r] = load(m0, C + r * ldc + j0);
+      c1[r] = load(m1, C + r * ldc + j0 + kLanes);
     }
     for (int64_t k = 0; k < K; ++k) {
-      const __m512 b0 = _mm512_maskz_loadu_ps(m0, B + k * ldb + j0);
-      const __m512 b1 = _mm512_maskz_loadu_ps(m1, B + k * ldb + j0 + 16);
+      const Vec b0 = load(m0, B + k * ldb + j0);
+      const Vec b1 = load(m1, B + k * ldb + j0 + kLanes);
 #pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) {
-        const __m512 a = _mm512_set1_ps(A[r * lda + k]);
-        c0[r] = _mm512_fmadd_ps(a, b0, c0[r]);
-        c1[r] = _mm512_fmadd_ps(a, b1, c1[r]);
+        const Vec a = set1(A[r * lda + k]);
+        c0[r] = fmadd(a, b0, c0[r]);
+        c1[r] = fmadd(a, b1, c1[r]);
       }
     }
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
-      _mm512_mask_storeu_ps(C + r * ldc + j0, m0, c0[r]);
-      _mm512_mask_storeu_ps(C + r * ldc + j0 + 16, m1, c1[r]);
+      store(C + r * ldc + j0, m0, c0[r]);
+      store(C + r * ldc + j0 + kLanes, m1, c1[r]);
     }
   }
 }
