@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "train/run_config.h"
 #include "core/hash.h"
 #include "core/timer.h"
 #include "data/data_build.h"
@@ -47,8 +48,8 @@ Status write_text_file(const std::string& path, const std::string& text) {
   return Status::ok();
 }
 
-int run_build(const std::string& config, const std::string& out, bool quiet) {
-  auto cfg = load_data_build_config(config);
+int run_build(const std::string& config, const std::vector<std::string>& sets, const std::string& out, bool quiet) {
+  auto cfg = load_data_build_config(config, sets);
   if (!cfg) return fail("data build", cfg.status(), 2);
   BuildReport rep;
   const double t0 = now_seconds();
@@ -138,10 +139,17 @@ int run_inspect(const std::string& dir, bool as_json, const std::string& html, b
   return 0;
 }
 
-int run_plan(const std::string& dir, const std::string& mixture, int64_t seq_len, bool as_json) {
+int run_plan(const std::string& dir, const std::string& mixture, const std::vector<std::string>& sets, int64_t seq_len,
+             const std::string& run_config, bool as_json) {
+  if (!run_config.empty()) {  // the run's own sequence length, unless --seq-len was given
+    auto rc = load_run_config(run_config, {});
+    if (!rc) return fail("data plan", rc.status(), 2);
+    if (seq_len == 0) seq_len = rc->train.seq_len;
+  }
+  if (seq_len == 0) seq_len = 1024;
   auto ds = Dataset::open(dir, ShardVerify::kHeadersOnly);
   if (!ds) return fail("data plan", ds.status());
-  auto mx = load_mixture(mixture);
+  auto mx = load_mixture(mixture, sets);
   if (!mx) return fail("data plan", mx.status(), 2);
   auto plan = plan_mixture(*ds.value(), mx.value(), seq_len);
   if (!plan) return fail("data plan", plan.status(), 2);
@@ -248,14 +256,16 @@ void register_data(CLI::App& app, CommandAction& run) {
 
   struct BuildArgs {
     std::string config, out;
+    std::vector<std::string> sets;
     bool quiet = false;
   };
   auto ba = std::make_shared<BuildArgs>();
   CLI::App* build = data->add_subcommand("build", "Ingest, tokenize, label and shard a corpus into DATASET_DIR.");
   build->add_option("--config", ba->config, "Data build config (TOML)")->required();
   build->add_option("--out", ba->out, "Output dataset directory (must not exist, or be empty)")->required();
+  build->add_option("--set", ba->sets, "Override a config key: KEY=VALUE (e.g. tokenizer.vocab_size=4096, input[0].path=x)");
   build->add_flag("--quiet", ba->quiet, "No progress lines");
-  build->callback([ba, &run] { run = [ba] { return run_build(ba->config, ba->out, ba->quiet); }; });
+  build->callback([ba, &run] { run = [ba] { return run_build(ba->config, ba->sets, ba->out, ba->quiet); }; });
 
   struct InspectArgs {
     std::string dir, html;
@@ -270,18 +280,23 @@ void register_data(CLI::App& app, CommandAction& run) {
   insp->callback([ia, &run] { run = [ia] { return run_inspect(ia->dir, ia->json, ia->html, !ia->no_heatmap); }; });
 
   struct PlanArgs {
-    std::string dir, mixture;
-    int64_t seq_len = 1024;
+    std::string dir, mixture, run_config;
+    std::vector<std::string> sets;
+    int64_t seq_len = 0;
     bool json = false;
   };
   auto pa = std::make_shared<PlanArgs>();
   CLI::App* plan = data->add_subcommand("plan", "Per-bucket tokens wanted vs available; exit 3 if data would repeat.");
   plan->add_option("dataset", pa->dir, "Dataset directory")->required();
   plan->add_option("--mixture", pa->mixture, "Mixture TOML")->required();
-  plan->add_option("--seq-len", pa->seq_len, "Training sequence length (train.seq_len)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+  plan->add_option("--set", pa->sets, "Override a mixture key: KEY=VALUE (e.g. scale=1/360, weights.\"t00/*\"=2)");
+  plan->add_option("--seq-len", pa->seq_len, "Training sequence length (default: --config's train.seq_len, else 1024)")
+      ->check(CLI::PositiveNumber);
+  plan->add_option("--config", pa->run_config, "The run config whose train.seq_len to use");
   plan->add_flag("--json", pa->json, "Print JSON");
-  plan->callback([pa, &run] { run = [pa] { return run_plan(pa->dir, pa->mixture, pa->seq_len, pa->json); }; });
+  plan->callback([pa, &run] {
+    run = [pa] { return run_plan(pa->dir, pa->mixture, pa->sets, pa->seq_len, pa->run_config, pa->json); };
+  });
 
   CLI::App* tok = app.add_subcommand("tokenizer", "Train or apply the SentencePiece tokenizer.");
   tok->require_subcommand(1);

@@ -13,8 +13,8 @@
 
 #include "cli/commands.h"
 #include "cli/embedded_configs.h"
+#include "core/file_io.h"
 #include "plan/plan.h"
-#include "plan/toml_schema.h"
 #include "train/run_config.h"
 
 namespace mt {
@@ -39,7 +39,7 @@ Result<double> parse_tokens(const std::string& s) {
 // A file, or else a preset compiled into the binary (configs/<dir>/<name>.toml).
 Result<std::pair<std::string, std::string>> read_file_or_preset(const std::string& arg, const std::string& dir) {
   if (std::filesystem::is_regular_file(arg)) {
-    auto text = plan::read_text_file(arg);
+    auto text = read_file(arg, "model file");
     if (!text) return text.status();
     return std::make_pair(*text, arg);
   }

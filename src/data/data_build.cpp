@@ -16,13 +16,12 @@
 #include <atomic>
 
 #include "core/file_io.h"
-#include "core/toml_document.h"
+#include "core/config_schema.h"
 #include "core/hash.h"
 #include "core/progress.h"
 #include "core/timer.h"
 #include "data/dataset.h"
 #include "data/shard.h"
-#include "data/toml_table.h"
 
 namespace mt {
 namespace fs = std::filesystem;
@@ -33,30 +32,6 @@ using json = nlohmann::json;
 std::string resolve(const std::string& base_dir, const std::string& p) {
   if (p.empty() || fs::path(p).is_absolute() || base_dir.empty()) return p;
   return (fs::path(base_dir) / p).lexically_normal().string();
-}
-
-Status parse_input(const toml::table& t, const std::string& source, const std::string& prefix,
-                   const std::string& base, InputSpec& in) {
-  TomlTable r(t, source, prefix);
-  MT_RETURN_IF_ERROR(r.get("path", in.path));
-  if (in.path.empty()) return Status::errorf("{}: {}path: required", source, prefix);
-  in.path = resolve(base, in.path);
-  MT_RETURN_IF_ERROR(r.get_enum("kind", in.kind, {"auto", "jsonl", "text", "repo", "repos", "code_jsonl", "rollouts"}));
-  MT_RETURN_IF_ERROR(r.get("text_field", in.fields.text));
-  if (in.kind == InputKind::kCodeJsonl && !t.contains("text_field")) in.fields.text = "content";
-  MT_RETURN_IF_ERROR(r.get("id_field", in.fields.id));
-  MT_RETURN_IF_ERROR(r.get("topic_field", in.fields.topic));
-  MT_RETURN_IF_ERROR(r.get("quality_field", in.fields.quality));
-  MT_RETURN_IF_ERROR(r.get("outcome_field", in.fields.outcome));
-  MT_RETURN_IF_ERROR(r.get("repo_field", in.fields.repo));
-  MT_RETURN_IF_ERROR(r.get("path_field", in.fields.path));
-  MT_RETURN_IF_ERROR(r.get("topic", in.topic));
-  MT_RETURN_IF_ERROR(r.get("quality", in.quality));
-  MT_RETURN_IF_ERROR(r.get("extensions", in.extensions));
-  MT_RETURN_IF_ERROR(r.get_enum("on_error", in.on_error, {"fail", "skip"}));
-  MT_RETURN_IF_ERROR(r.get_enum("utf8", in.utf8, {"strict", "repair"}));
-  if (in.fields.text.empty()) return Status::errorf("{}: {}text_field: must not be empty", source, prefix);
-  return r.finish();
 }
 
 Status write_small_file(const std::string& path, const std::string& content) {
@@ -95,97 +70,82 @@ std::string topic_name(int32_t c, int64_t k) { return k > 100 ? fmt::format("t{:
 
 }  // namespace
 
-Result<DataBuildConfig> parse_data_build_config(const std::string& text, const std::string& source) {
+namespace {
+
+void declare_input_keys(ConfigSchema& s, InputSpec& in) {
+  s.add("path", &in.path, "file or directory (relative to this config file)").required();
+  s.add_enum("kind", &in.kind, {"auto", "jsonl", "text", "repo", "repos", "code_jsonl", "rollouts"},
+             "auto: a directory's files by extension, *.jsonl[.gz|.zst] as JSONL, else text");
+  s.add("text_field", &in.fields.text, "JSONL field holding the text (code_jsonl default: \"content\")");
+  s.add("id_field", &in.fields.id, "JSONL field holding a document id");
+  s.add("topic_field", &in.fields.topic, "JSONL field holding a topic label");
+  s.add("quality_field", &in.fields.quality, "JSONL field holding a quality label");
+  s.add("outcome_field", &in.fields.outcome, "rollouts: JSONL field holding success/failure");
+  s.add("repo_field", &in.fields.repo, "code_jsonl: field naming the repository");
+  s.add("path_field", &in.fields.path, "code_jsonl: field naming the file path");
+  s.add("topic", &in.topic, "topic of every document of this input (\"\" = the labeler decides)");
+  s.add("quality", &in.quality, "quality level of every document of this input (\"\" = the labeler decides)");
+  s.add("extensions", &in.extensions, "directories: only files with these suffixes; empty = all");
+  s.add_enum("on_error", &in.on_error, {"fail", "skip"}, "a malformed record stops the build, or is skipped and counted");
+  s.add_enum("utf8", &in.utf8, {"strict", "repair"}, "invalid UTF-8: an error, or replaced by U+FFFD and counted");
+}
+
+}  // namespace
+
+void declare_keys(ConfigSchema& s, DataBuildConfig& c) {
+  s.add_table_array<InputSpec>("input", &c.inputs, declare_input_keys, "one [[input]] table per source, read in order")
+      .required();
+  s.add("code.max_file_bytes", &c.code.max_file_bytes, "larger source files are skipped (\"oversized\")").min(1).unit("bytes");
+  s.add("code.max_repo_bytes", &c.code.max_repo_bytes, "longer repositories are split at file boundaries").min(1).unit("bytes");
+  s.add("tokenizer.model", &c.tokenizer_model, "an existing SentencePiece model file; \"\" = train one on the corpus");
+  s.add("tokenizer.vocab_size", &c.tokenizer.vocab_size, "vocabulary of a trained tokenizer (upper bound)")
+      .min(256 + kNumSpecials + 8).unit("tokens");
+  s.add("tokenizer.sample_bytes", &c.tokenizer.sample_bytes, "text fed to tokenizer training, taken evenly").min(1).unit("bytes");
+  s.add("tokenizer.threads", &c.tokenizer.threads, "tokenizer training threads").min(1);
+  s.add_enum("topics.source", &c.topic_source, {"auto", "metadata", "cluster"},
+             "auto: metadata where present, else clustering");
+  s.add("topics.n_topics", &c.topics.n_topics, "clusters when computed").min(1);
+  s.add("topics.dims", &c.topics.dims, "hashed feature dimensions").min(16);
+  s.add("topics.sample_docs", &c.topics.sample_docs, "k-means is fitted on at most this many documents").min(1);
+  s.add("topics.iterations", &c.topics.iterations, "k-means iterations").min(1);
+  s.add_enum("quality.source", &c.quality_source, {"auto", "metadata", "perplexity"},
+             "auto: metadata where present, else n-gram perplexity");
+  s.add("quality.n_quality", &c.n_quality, "levels q0 (worst) .. q{n-1} (best)").min(1);
+  s.add("quality.order", &c.ngram_order, "order of the byte n-gram model").range(1, 8);
+  s.add("quality.reference", &c.quality_reference, "files whose n-gram model defines \"good\"; empty = the corpus")
+      .or_one_string();
+  s.add("split.eval_frac", &c.eval_frac, "fraction of documents held out (by document hash)").min(0).below(1);
+  s.add("split.seed", &c.seed, "seed of the eval split and of clustering");
+}
+
+Result<DataBuildConfig> parse_data_build_config(const std::string& text, const std::string& source,
+                                                const std::vector<std::string>& overrides) {
   DataBuildConfig c;
   c.source = source;
   c.text = text;
+  ConfigSchema s("data build config");
+  declare_keys(s, c);
+  ConfigOrigins o;
+  MT_RETURN_IF_ERROR(s.load(text, source, overrides, o));
   const std::string base = fs::path(source).parent_path().string();
-  auto parsed = parse_toml_document(text, source);
-  if (!parsed) return parsed.status();
-  toml::table doc = std::move(parsed.value());
-  TomlTable top(doc, source, "");
-  static const toml::table kEmpty;
-  auto sub = [&](std::string_view name) -> const toml::table& {
-    const toml::node* n = top.use(name);
-    return n && n->is_table() ? *n->as_table() : kEmpty;
-  };
-  for (const char* name : {"code", "tokenizer", "topics", "quality", "split"}) {
-    const toml::node* n = doc.get(name);
-    if (n && !n->is_table()) return Status::errorf("{}: {}: expected a table", top.at(*n), name);
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    InputSpec& in = c.inputs[i];
+    const std::string key = fmt::format("input[{}]", i);
+    if (in.kind == InputKind::kCodeJsonl && !o.was_set(key + ".text_field")) in.fields.text = "content";
+    if (in.fields.text.empty()) return o.error(key + ".text_field", "must not be empty");
+    in.path = resolve(base, in.path);
   }
-  const toml::node* inputs = top.use("input");
-  if (!inputs || !inputs->is_array_of_tables() || inputs->as_array()->empty())
-    return Status::errorf("{}: at least one [[input]] table is required", source);
-  for (size_t i = 0; i < inputs->as_array()->size(); ++i) {
-    InputSpec in;
-    MT_RETURN_IF_ERROR(parse_input(*(*inputs->as_array())[i].as_table(), source, fmt::format("input[{}].", i), base, in));
-    c.inputs.push_back(std::move(in));
-  }
-  {
-    TomlTable r(sub("code"), source, "code.");
-    MT_RETURN_IF_ERROR(r.get("max_file_bytes", c.code.max_file_bytes, 1));
-    MT_RETURN_IF_ERROR(r.get("max_repo_bytes", c.code.max_repo_bytes, 1));
-    MT_RETURN_IF_ERROR(r.finish());
-  }
-  {
-    TomlTable r(sub("tokenizer"), source, "tokenizer.");
-    MT_RETURN_IF_ERROR(r.get("model", c.tokenizer_model));
-    c.tokenizer_model = resolve(base, c.tokenizer_model);
-    MT_RETURN_IF_ERROR(r.get("vocab_size", c.tokenizer.vocab_size, 256 + kNumSpecials + 8));
-    MT_RETURN_IF_ERROR(r.get("sample_bytes", c.tokenizer.sample_bytes, 1));
-    MT_RETURN_IF_ERROR(r.get("threads", c.tokenizer.threads, 1));
-    MT_RETURN_IF_ERROR(r.finish());
-  }
-  {
-    TomlTable r(sub("topics"), source, "topics.");
-    MT_RETURN_IF_ERROR(r.get_enum("source", c.topic_source, {"auto", "metadata", "cluster"}));
-    MT_RETURN_IF_ERROR(r.get("n_topics", c.topics.n_topics, 1));
-    MT_RETURN_IF_ERROR(r.get("dims", c.topics.dims, 16));
-    MT_RETURN_IF_ERROR(r.get("sample_docs", c.topics.sample_docs, 1));
-    MT_RETURN_IF_ERROR(r.get("iterations", c.topics.iterations, 1));
-    MT_RETURN_IF_ERROR(r.finish());
-  }
-  {
-    TomlTable r(sub("quality"), source, "quality.");
-    MT_RETURN_IF_ERROR(r.get_enum("source", c.quality_source, {"auto", "metadata", "perplexity"}));
-    MT_RETURN_IF_ERROR(r.get("n_quality", c.n_quality, 1));
-    MT_RETURN_IF_ERROR(r.get("order", c.ngram_order, 1));
-    if (c.ngram_order > 8) return Status::errorf("{}: must be <= 8, got {}", r.where("order"), c.ngram_order);
-    std::vector<std::string> refs;
-    const toml::node* ref = doc.get("quality") && doc["quality"].as_table() ? doc["quality"].as_table()->get("reference") : nullptr;
-    if (ref && ref->is_string()) {
-      std::string one;
-      MT_RETURN_IF_ERROR(r.get("reference", one));
-      refs.push_back(one);
-    } else {
-      MT_RETURN_IF_ERROR(r.get("reference", refs));
-    }
-    for (const std::string& p : refs) {
-      InputSpec in;
-      in.path = resolve(base, p);
-      in.on_error = OnError::kSkip;
-      in.utf8 = Utf8Policy::kRepair;
-      c.quality_reference.push_back(in);
-    }
-    MT_RETURN_IF_ERROR(r.finish());
-  }
-  {
-    TomlTable r(sub("split"), source, "split.");
-    MT_RETURN_IF_ERROR(r.get("eval_frac", c.eval_frac));
-    if (!(c.eval_frac >= 0 && c.eval_frac < 1))
-      return Status::errorf("{}: must be in [0, 1), got {}", r.where("eval_frac"), c.eval_frac);
-    MT_RETURN_IF_ERROR(r.get("seed", c.seed));
-    MT_RETURN_IF_ERROR(r.finish());
-  }
+  c.tokenizer_model = resolve(base, c.tokenizer_model);
+  for (std::string& p : c.quality_reference) p = resolve(base, p);
   c.topics.seed = c.seed;
-  MT_RETURN_IF_ERROR(top.finish());
+  if (!overrides.empty()) c.text = s.to_toml();  // the manifest records what was built
   return c;
 }
 
-Result<DataBuildConfig> load_data_build_config(const std::string& path) {
+Result<DataBuildConfig> load_data_build_config(const std::string& path, const std::vector<std::string>& overrides) {
   auto text = read_file(path, "data build config");
   if (!text) return text.status();
-  return parse_data_build_config(text.value(), path);
+  return parse_data_build_config(text.value(), path, overrides);
 }
 
 Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& rep, bool verbose) {
@@ -282,7 +242,15 @@ Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, Bui
       if (!cfg.quality_reference.empty()) {
         std::vector<Document> ref;
         IngestStats rs;
-        MT_RETURN_IF_ERROR(ingest(cfg.quality_reference, cfg.code, ref, rs));
+        std::vector<InputSpec> refs;
+        for (const std::string& path : cfg.quality_reference) {
+          InputSpec in;  // reference text is read leniently: it only shapes the score
+          in.path = path;
+          in.on_error = OnError::kSkip;
+          in.utf8 = Utf8Policy::kRepair;
+          refs.push_back(in);
+        }
+        MT_RETURN_IF_ERROR(ingest(refs, cfg.code, ref, rs));
         if (ref.empty()) return Status::errorf("{}: quality.reference holds no text", cfg.source);
         int64_t used = 0;
         for (const Document& d : ref) {

@@ -26,7 +26,7 @@ struct DataBuildConfig {
   TopicOptions topics;                  // [topics] n_topics, dims, sample_docs, iterations
   LabelSource quality_source = LabelSource::kAuto;  // [quality] source: "auto" | "metadata" | "perplexity"
   int64_t n_quality = 5;                // [quality] levels q0 (worst) .. q{n-1} (best)
-  std::vector<InputSpec> quality_reference;  // [quality] reference: files whose n-gram model defines "good"; empty = the corpus
+  std::vector<std::string> quality_reference;  // [quality] reference: files whose n-gram model defines "good"; empty = the corpus
   int64_t ngram_order = 4;              // [quality] order of the byte n-gram model
   double eval_frac = 0.01;              // [split] fraction of documents held out (by document hash)
   uint64_t seed = 1;                    // [split] seed for the eval split and clustering
@@ -34,9 +34,15 @@ struct DataBuildConfig {
   std::string text;                     // its text, recorded in the manifest
 };
 
+class ConfigSchema;
+// Declares every key of a data build config, bound to `c`.
+void declare_keys(ConfigSchema& s, DataBuildConfig& c);
+
 // Relative input paths are resolved against the config file's directory.
-Result<DataBuildConfig> parse_data_build_config(const std::string& text, const std::string& source);
-Result<DataBuildConfig> load_data_build_config(const std::string& path);
+// `overrides` are --set assignments (input[0].path=..., tokenizer.vocab_size=...).
+Result<DataBuildConfig> parse_data_build_config(const std::string& text, const std::string& source,
+                                                const std::vector<std::string>& overrides = {});
+Result<DataBuildConfig> load_data_build_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 struct BuildReport {
   IngestStats ingest;

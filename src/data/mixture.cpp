@@ -2,7 +2,7 @@
 // remainder rounding to whole sequences, per-bucket epoch check).
 #include "data/mixture.h"
 #include "core/file_io.h"
-#include "core/toml_document.h"
+#include "core/config_schema.h"
 
 #include <fnmatch.h>
 
@@ -14,28 +14,9 @@
 #include <sstream>
 
 #include "data/dataset.h"
-#include "data/toml_table.h"
 
 namespace mt {
 namespace {
-
-Status read_weights(const toml::table& doc, const char* name, const std::string& source,
-                    std::vector<std::pair<std::string, double>>& out) {
-  const toml::node* n = doc.get(name);
-  if (!n) return Status::ok();
-  TomlTable top(doc, source, "");
-  if (!n->is_table()) return Status::errorf("{}: {}: expected a table of pattern = weight", top.at(*n), name);
-  for (auto&& [k, v] : *n->as_table()) {
-    double w;
-    if (v.is_floating_point()) w = v.as_floating_point()->get();
-    else if (v.is_integer()) w = double(v.as_integer()->get());
-    else return Status::errorf("{}: {}.\"{}\": expected a number", top.at(v), name, k.str());
-    if (!(w >= 0) || !std::isfinite(w))
-      return Status::errorf("{}: {}.\"{}\": weight must be finite and >= 0, got {}", top.at(v), name, k.str(), w);
-    out.emplace_back(std::string(k.str()), w);
-  }
-  return Status::ok();
-}
 
 bool glob(const std::string& pattern, const std::string& s) { return fnmatch(pattern.c_str(), s.c_str(), 0) == 0; }
 
@@ -59,60 +40,75 @@ int64_t gcd64(int64_t a, int64_t b) { return b == 0 ? a : gcd64(b, a % b); }
 
 }  // namespace
 
-Result<Mixture> parse_mixture(const std::string& text, const std::string& source) {
+namespace {
+
+// "1/360", "1", or a number in (0, 1] (kept as a fraction with denominator 1e9).
+Status read_scale(Mixture& m, const ConfigValue& v, const std::string& at) {
+  if (v.is_string()) {
+    const std::string text = v.as_string();
+    long long a = 0, b = 0;
+    char extra = 0;
+    if (std::sscanf(text.c_str(), "%lld/%lld%c", &a, &b, &extra) == 2 && a > 0 && b > 0 && a <= b) {
+      m.scale_num = a;
+      m.scale_den = b;
+    } else if (std::sscanf(text.c_str(), "%lld%c", &a, &extra) == 1 && a == 1) {
+      m.scale_num = m.scale_den = 1;
+    } else {
+      return Status::errorf("{}: scale: expected a fraction such as \"1/360\" in (0, 1], got {}", at, v.describe());
+    }
+  } else if (v.is_number()) {
+    const double x = v.as_double();
+    if (!(x > 0 && x <= 1)) return Status::errorf("{}: scale: expected a number in (0, 1], got {}", at, v.describe());
+    m.scale_den = 1000000000;
+    m.scale_num = std::max<int64_t>(1, std::llround(x * 1e9));
+  } else {
+    return Status::errorf("{}: scale: expected a fraction string (\"1/360\") or a number, got {}", at, v.describe());
+  }
+  const int64_t g = gcd64(m.scale_num, m.scale_den);
+  m.scale_num /= g;
+  m.scale_den /= g;
+  return Status::ok();
+}
+
+}  // namespace
+
+void declare_keys(ConfigSchema& s, Mixture& m) {
+  s.add("total_tokens", &m.total_tokens, "full-scale (hero run) token budget").min(1).unit("tokens").required();
+  s.add_custom(
+      "scale", "fraction string (\"1/360\") or number in (0, 1]",
+      [&m](const ConfigValue& v, const std::string& at) { return read_scale(m, v, at); },
+      [&m] { return toml_quote(fmt::format("{}/{}", m.scale_num, m.scale_den)); },
+      "this run reads this fraction of the full-scale budget, from every bucket alike");
+  s.add("max_epochs", &m.max_epochs, "passes over a bucket's documents allowed").above(0);
+  s.add("seed", &m.seed, "document order inside each bucket");
+  s.add_map("weights", &m.weights,
+            "\"glob over <topic>/<quality>\" = weight; a pattern's weight is spread over its buckets by size")
+      .min(0);
+  s.add_map("topic_weights", &m.topic_weights, "\"glob over topics\" = weight (factorised form)").min(0);
+  s.add_map("quality_weights", &m.quality_weights, "\"glob over quality levels\" = weight (factorised form)").min(0);
+}
+
+Result<Mixture> parse_mixture(const std::string& text, const std::string& source,
+                              const std::vector<std::string>& overrides) {
   Mixture m;
   m.source = source;
   m.text = text;
-  auto parsed = parse_toml_document(text, source);
-  if (!parsed) return parsed.status();
-  toml::table doc = std::move(parsed.value());
-  TomlTable r(doc, source, "");
-  MT_RETURN_IF_ERROR(r.get("total_tokens", m.total_tokens, 1));
-  if (!doc.contains("total_tokens")) return Status::errorf("{}: total_tokens: required (full-scale token budget)", source);
-  if (const toml::node* s = r.use("scale")) {
-    if (s->is_string()) {
-      const std::string v = s->as_string()->get();
-      long long a = 0, b = 0;
-      char extra = 0;
-      if (std::sscanf(v.c_str(), "%lld/%lld%c", &a, &b, &extra) == 2 && a > 0 && b > 0 && a <= b) {
-        m.scale_num = a;
-        m.scale_den = b;
-      } else if (std::sscanf(v.c_str(), "%lld%c", &a, &extra) == 1 && a == 1) {
-        m.scale_num = m.scale_den = 1;
-      } else {
-        return Status::errorf("{}: scale: expected a fraction such as \"1/360\" in (0, 1], got \"{}\"", r.at(*s), v);
-      }
-    } else if (s->is_number()) {
-      const double v = s->is_integer() ? double(s->as_integer()->get()) : s->as_floating_point()->get();
-      if (!(v > 0 && v <= 1)) return Status::errorf("{}: scale: must be in (0, 1], got {}", r.at(*s), v);
-      m.scale_den = 1000000000;
-      m.scale_num = std::max<int64_t>(1, std::llround(v * 1e9));
-    } else {
-      return Status::errorf("{}: scale: expected a fraction string (\"1/360\") or a number", r.at(*s));
-    }
-    const int64_t g = gcd64(m.scale_num, m.scale_den);
-    m.scale_num /= g;
-    m.scale_den /= g;
-  }
-  MT_RETURN_IF_ERROR(r.get("max_epochs", m.max_epochs));
-  if (!(m.max_epochs > 0)) return Status::errorf("{}: must be > 0, got {}", r.where("max_epochs"), m.max_epochs);
-  MT_RETURN_IF_ERROR(r.get("seed", m.seed));
-  r.use("weights");
-  r.use("topic_weights");
-  r.use("quality_weights");
-  MT_RETURN_IF_ERROR(read_weights(doc, "weights", source, m.weights));
-  MT_RETURN_IF_ERROR(read_weights(doc, "topic_weights", source, m.topic_weights));
-  MT_RETURN_IF_ERROR(read_weights(doc, "quality_weights", source, m.quality_weights));
+  ConfigSchema s("mixture file");
+  declare_keys(s, m);
+  ConfigOrigins o;
+  MT_RETURN_IF_ERROR(s.load(text, source, overrides, o));
   if (!m.weights.empty() && (!m.topic_weights.empty() || !m.quality_weights.empty()))
     return Status::errorf("{}: give either [weights] or [topic_weights]/[quality_weights], not both", source);
-  MT_RETURN_IF_ERROR(r.finish());
+  // The text identifies the mixture (its hash is checked on resume): with
+  // overrides, the resolved file is what was run.
+  if (!overrides.empty()) m.text = s.to_toml();
   return m;
 }
 
-Result<Mixture> load_mixture(const std::string& path) {
+Result<Mixture> load_mixture(const std::string& path, const std::vector<std::string>& overrides) {
   auto text = read_file(path, "mixture file");
   if (!text) return text.status();
-  return parse_mixture(text.value(), path);
+  return parse_mixture(text.value(), path, overrides);
 }
 
 Result<MixturePlan> plan_mixture(const Dataset& ds, const Mixture& mx, int64_t seq_len) {
@@ -156,6 +152,24 @@ Result<MixturePlan> plan_mixture(const Dataset& ds, const Mixture& mx, int64_t s
         if (glob(p, s)) return v;
       return pats.empty() ? dflt : 0.0;
     };
+    // One pattern per topic (quality), as in [weights]: an overlap is an error, never a silent precedence.
+    auto check_overlaps = [&](const std::vector<std::pair<std::string, double>>& pats, const char* table,
+                              auto&& name_of) -> Status {
+      std::map<std::string, size_t> owner;
+      for (size_t b = 0; b < nb; ++b) {
+        const std::string& name = name_of(B[b]);
+        for (size_t p = 0; p < pats.size(); ++p) {
+          if (!glob(pats[p].first, name)) continue;
+          auto [it, fresh] = owner.emplace(name, p);
+          if (!fresh && it->second != p)
+            return Status::errorf("{}: {}: \"{}\" matches both \"{}\" and \"{}\"", mx.source, table, name,
+                                  pats[it->second].first, pats[p].first);
+        }
+      }
+      return Status::ok();
+    };
+    MT_RETURN_IF_ERROR(check_overlaps(mx.topic_weights, "topic_weights", [](const Bucket& b) -> const std::string& { return b.topic; }));
+    MT_RETURN_IF_ERROR(check_overlaps(mx.quality_weights, "quality_weights", [](const Bucket& b) -> const std::string& { return b.quality; }));
     for (const auto& entry : mx.topic_weights) {
       const std::string& pat = entry.first;  // (clang 14 cannot capture structured bindings)
       if (std::none_of(B.begin(), B.end(), [&](const Bucket& b) { return glob(pat, b.topic); }))

@@ -30,7 +30,9 @@ struct Mixture {
   // Factorised form: a topic's share is topic_weights[t] (normalised); inside
   // a topic, quality q is weighted by quality_weights[q] x its natural size.
   // Absent [topic_weights] = natural topic shares; absent [quality_weights] =
-  // natural quality shares. Unlisted topics/qualities get weight 0.
+  // natural quality shares. Unlisted topics/qualities get weight 0. Patterns
+  // are fnmatch globs too, and a topic (quality) matched by two patterns of
+  // one table is an error, as in [weights].
   std::vector<std::pair<std::string, double>> topic_weights, quality_weights;
   int64_t total_tokens = 0;       // full-scale budget (tokens)
   int64_t scale_num = 1, scale_den = 1;  // this run reads scale_num / scale_den of it
@@ -40,8 +42,14 @@ struct Mixture {
   std::string text;               // TOML text (its hash identifies the mixture)
 };
 
-Result<Mixture> parse_mixture(const std::string& text, const std::string& source);
-Result<Mixture> load_mixture(const std::string& path);
+class ConfigSchema;
+// Declares every key of a mixture file, bound to `m`.
+void declare_keys(ConfigSchema& s, Mixture& m);
+
+// `overrides` are --set assignments (scale=1/360, weights."code/*"=0.3).
+Result<Mixture> parse_mixture(const std::string& text, const std::string& source,
+                              const std::vector<std::string>& overrides = {});
+Result<Mixture> load_mixture(const std::string& path, const std::vector<std::string>& overrides = {});
 
 struct BucketPlan {
   int64_t bucket = 0;             // index in Dataset::buckets()

@@ -1,6 +1,7 @@
 // stream_source.cpp — loading (with errors naming the file) and the
 // windowed, permuted sequence read.
 #include "data/stream_source.h"
+#include "core/config_schema.h"
 #include "core/file_io.h"
 
 #include <algorithm>
@@ -126,6 +127,15 @@ bool StreamSource::eval_sequence(int64_t index, int64_t seq_len, int32_t* out) c
   std::copy(tokens_.begin() + train_end_ + w * seq_len, tokens_.begin() + train_end_ + w * seq_len + seq_len + 1,
             out);
   return true;
+}
+
+void declare_keys(ConfigSchema& s, StreamSourceOptions& o, const std::string& t) {
+  s.add(t + ".path", &o.path, "file or directory of text (or tokens); empty = built-in synthetic stream");
+  s.add_choice(t + ".format", &o.format, {"text", "tokens"},
+               "text: byte tokenizer; tokens: flat little-endian uint32 token ids");
+  s.add(t + ".extensions", &o.extensions, "for directories: only files with these suffixes; empty = all");
+  s.add(t + ".max_bytes", &o.max_bytes, "cap on the bytes read").min(0).unit("bytes").note("0 = no cap");
+  s.add(t + ".eval_frac", &o.eval_frac, "tail of the stream held out for evaluation").min(0).below(1);
 }
 
 }  // namespace mt

@@ -17,14 +17,19 @@ namespace mt {
 
 struct StreamSourceOptions {
   std::string path;                     // file or directory; empty = synthetic
-  std::string format = "text";          // "text" | "tokens"
+  std::string format = "text";          // "text" (byte tokenizer) | "tokens" (flat little-endian uint32)
   std::vector<std::string> extensions;  // directory filter; empty = all files
-  int64_t max_bytes = 0;                // 0 = no cap
-  double eval_frac = 0.0;
+  int64_t max_bytes = 64 << 20;         // cap on bytes read; 0 = no cap
+  double eval_frac = 0.0;               // tail of the stream held out for evaluation
+  // Set by the trainer from the model and train keys, not read from a file:
   int64_t vocab_size = 0;               // model vocab, for range checks
   uint64_t seed = 0;
   int64_t seq_len = 0;                  // window stride used by the permutation
 };
+
+class ConfigSchema;
+// Declares path, format, extensions, max_bytes, eval_frac under `table`.
+void declare_keys(ConfigSchema& s, StreamSourceOptions& o, const std::string& table);
 
 class StreamSource final : public TokenSource {
  public:

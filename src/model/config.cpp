@@ -1,4 +1,4 @@
-// config.cpp — derived sizes and semantic validation of ModelConfig.
+// config.cpp — derived sizes, cross-field validation and the key declarations of ModelConfig.
 #include "model/config.h"
 
 #include <cmath>
@@ -10,42 +10,60 @@ int64_t ModelConfig::capacity(int64_t group_tokens) const {
   return int64_t(std::ceil(capacity_factor * double(group_tokens * top_k) / double(n_experts)));
 }
 
-Status ModelConfig::validate(const std::string& where, int64_t seq_len) const {
-  auto bad = [&](const char* key, const std::string& why) {
-    return Status::errorf("{}: model.{}: {}", where, key, why);
-  };
-  if (vocab_size < 2) return bad("vocab_size", "must be >= 2");
-  if (d_model < 2) return bad("d_model", "must be >= 2");
-  if (n_layers < 1) return bad("n_layers", "must be >= 1");
-  if (n_heads < 1 || d_model % n_heads != 0) return bad("n_heads", "must divide d_model");
+Status ModelConfig::validate(const ConfigOrigins& o, int64_t seq_len) const {
+  auto bad = [&](const char* key, const std::string& why) { return o.error(std::string("model.") + key, why); };
+  if (d_model % n_heads != 0) return bad("n_heads", fmt::format("must divide model.d_model = {}", d_model));
   if (head_dim() % 2 != 0) return bad("n_heads", "head dim d_model/n_heads must be even for RoPE");
-  if (n_kv_heads < 1 || n_heads % n_kv_heads != 0) return bad("n_kv_heads", "must divide n_heads");
-  if (n_kv_heads_local < 0 || (n_kv_heads_local > 0 && n_heads % n_kv_heads_local != 0))
-    return bad("n_kv_heads_local", "must be 0 or divide n_heads");
+  if (n_heads % n_kv_heads != 0) return bad("n_kv_heads", fmt::format("must divide model.n_heads = {}", n_heads));
+  if (n_kv_heads_local > 0 && n_heads % n_kv_heads_local != 0)
+    return bad("n_kv_heads_local", fmt::format("must be 0 or divide model.n_heads = {}", n_heads));
   if (layer_pattern.empty()) return bad("layer_pattern", "must not be empty");
   for (char c : layer_pattern)
     if (c != 'L' && c != 'G') return bad("layer_pattern", "may only contain 'L' and 'G'");
-  if (window < 1) return bad("window", "must be >= 1");
-  if (!(rope_theta > 0)) return bad("rope_theta", "must be > 0");
-  if (!(norm_eps > 0)) return bad("norm_eps", "must be > 0");
-  if (!(init_std > 0)) return bad("init_std", "must be > 0");
-  if (d_ff < 1) return bad("d_ff", "must be >= 1");
-  if (n_experts < 0) return bad("n_experts", "must be >= 0");
   if (n_experts > 0) {
-    if (top_k < 1 || top_k > n_experts) return bad("top_k", "must be in [1, n_experts]");
-    if (d_expert < 1) return bad("d_expert", "must be >= 1");
-    if (n_shared_experts < 0) return bad("n_shared_experts", "must be >= 0");
-    if (n_dense_layers < 0 || n_dense_layers > n_layers) return bad("n_dense_layers", "must be in [0, n_layers]");
-    if (capacity_factor < 0) return bad("capacity_factor", "must be >= 0 (0 = dropless)");
-    if (routing_group < 0) return bad("routing_group", "must be >= 0");
-    int64_t g = group_size(seq_len);
+    if (top_k > n_experts) return bad("top_k", fmt::format("must be <= model.n_experts = {}", n_experts));
+    if (n_dense_layers > n_layers) return bad("n_dense_layers", fmt::format("must be <= model.n_layers = {}", n_layers));
+    const int64_t g = group_size(seq_len);
     if (seq_len > 0 && g > 0 && (seq_len % g != 0 && g % seq_len != 0))
-      return bad("routing_group", "must divide seq_len or be a multiple of it");
-    if (aux_loss_coef < 0) return bad("aux_loss_coef", "must be >= 0");
-    if (z_loss_coef < 0) return bad("z_loss_coef", "must be >= 0");
-    if (d_latent < 0) return bad("d_latent", "must be >= 0");
+      return bad("routing_group", fmt::format("must divide seq_len = {} or be a multiple of it", seq_len));
   }
   return Status::ok();
+}
+
+void declare_keys(ConfigSchema& s, ModelConfig& m, const std::string& t) {
+  const std::string p = t + ".";
+  s.add(p + "vocab_size", &m.vocab_size, "V: vocabulary size (the byte tokenizer needs >= 259)").min(2).unit("tokens");
+  s.add(p + "d_model", &m.d_model, "D: model (residual stream) width").min(2);
+  s.add(p + "n_layers", &m.n_layers, "transformer blocks").min(1);
+  s.add(p + "n_heads", &m.n_heads, "H: query heads (must divide d_model; head dim even)").min(1);
+  s.add(p + "n_kv_heads", &m.n_kv_heads, "Hkv on global (G) layers; must divide n_heads").min(1);
+  s.add(p + "n_kv_heads_local", &m.n_kv_heads_local, "Hkv on local (L) layers; 0 = same as n_kv_heads").min(0);
+  s.add(p + "layer_pattern", &m.layer_pattern, "repeated over depth: L = sliding window, G = global causal");
+  s.add(p + "window", &m.window, "keys visible to a query on L layers, itself included").min(1).unit("tokens");
+  s.add(p + "tied_embeddings", &m.tied_embeddings, "the LM head shares the embedding matrix");
+  s.add(p + "qk_norm", &m.qk_norm, "RMSNorm on q and k per head");
+  s.add(p + "rope_theta", &m.rope_theta, "RoPE base").above(0);
+  s.add(p + "norm_eps", &m.norm_eps, "RMSNorm epsilon").above(0);
+  s.add(p + "init_std", &m.init_std, "N(0, init_std^2) init; output projections scaled by 1/sqrt(2 n_layers)").above(0);
+  s.add(p + "d_ff", &m.d_ff, "F: hidden size of the dense SwiGLU FFN").min(1);
+  s.add(p + "n_experts", &m.n_experts, "E: routed experts; 0 = dense model (the CPU trainer takes at most 256)").min(0);
+  s.add(p + "top_k", &m.top_k, "K: experts per token, <= n_experts (the CPU trainer takes at most 64)").min(1);
+  s.add(p + "d_expert", &m.d_expert, "hidden size of each routed and shared expert").min(1);
+  s.add(p + "n_shared_experts", &m.n_shared_experts, "always-on experts in every MoE layer").min(0);
+  s.add(p + "n_dense_layers", &m.n_dense_layers, "the first layers use the dense FFN").min(0);
+  s.add_enum(p + "router_score", &m.router_score, {"softmax", "sigmoid"}, "router scores");
+  s.add(p + "router_renormalize", &m.router_renormalize, "gates of the chosen K experts sum to 1");
+  s.add(p + "capacity_factor", &m.capacity_factor, "> 0: ceil(cf G K / E) slots per expert per routing group")
+      .min(0).note("0 = dropless");
+  s.add(p + "routing_group", &m.routing_group, "G: tokens per routing group (divides seq_len or a multiple of it)")
+      .min(0).unit("tokens").note("0 = one sequence");
+  s.add(p + "aux_loss_coef", &m.aux_loss_coef, "Switch load-balancing loss weight").min(0);
+  s.add(p + "z_loss_coef", &m.z_loss_coef, "router z-loss weight").min(0);
+  s.add(p + "aux_free_bias", &m.aux_free_bias, "DeepSeek-V3 bias balancing of the selection scores");
+  s.add(p + "bias_update_rate", &m.bias_update_rate, "step of the aux-loss-free bias per optimizer step").min(0);
+  s.add(p + "d_latent", &m.d_latent, "Dl > 0: latent MoE (down-projection, RMSNorm, experts in Dl)").min(0)
+      .note("0 = off");
+  s.add(p + "moe_out_norm", &m.moe_out_norm, "RMSNorm on the MoE block output");
 }
 
 }  // namespace mt

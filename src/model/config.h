@@ -1,5 +1,6 @@
 // config.h — ModelConfig: every architectural switch of the decoder-only MoE
-// transformer. Loaded strictly from the [model] TOML table (train/run_config).
+// transformer, and the declaration of its [model] keys (declare_keys) that
+// every file holding a model reads through (core/config_schema.h).
 // Dimension legend used across model/: B batch, T time, D model dim,
 // H heads, Hkv kv heads, Dh head dim, F ffn dim, E experts, K top-k, V vocab,
 // N = B*T tokens, Dl latent dim.
@@ -7,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/config_schema.h"
 #include "core/status.h"
 
 namespace mt {
@@ -62,8 +64,13 @@ struct ModelConfig {
   // Slots per expert per routing group; 0 when dropless.
   int64_t capacity(int64_t group_tokens) const;
 
-  // Checks ranges and divisibility; `where` prefixes messages (file name).
-  Status validate(const std::string& where, int64_t seq_len) const;
+  // Cross-field checks (divisibility, ranges relative to other keys); each
+  // error names the model.* key and where its value came from.
+  Status validate(const ConfigOrigins& origins, int64_t seq_len) const;
 };
+
+// Declares every ModelConfig field as `table`.<field> (ranges that need no
+// other key are checked by the schema).
+void declare_keys(ConfigSchema& s, ModelConfig& m, const std::string& table = "model");
 
 }  // namespace mt

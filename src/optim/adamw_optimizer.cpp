@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/config_schema.h"
 #include "core/phase_timer.h"
 #include "core/reduce.h"
 #include "kernels/cpu/adamw.h"
@@ -75,6 +76,15 @@ void AdamW::update(float* params, const float* grads, double lr, int64_t step, d
       i = end;
     }
   }
+}
+
+void declare_keys(ConfigSchema& s, AdamWConfig& c, const std::string& t) {
+  s.add(t + ".beta1", &c.beta1, "AdamW first-moment decay").min(0).below(1);
+  s.add(t + ".beta2", &c.beta2, "AdamW second-moment decay").min(0).below(1);
+  s.add(t + ".eps", &c.eps, "AdamW denominator epsilon").above(0);
+  s.add(t + ".weight_decay", &c.weight_decay, "decoupled weight decay of matrices (never norms)").min(0);
+  s.add(t + ".decay_embeddings", &c.decay_embeddings, "also decay the embedding (and the tied head)");
+  s.add(t + ".grad_clip", &c.grad_clip, "clip the global gradient L2 norm to this").min(0).note("0 = off");
 }
 
 }  // namespace mt

@@ -7,6 +7,7 @@
 // local_sum_squares over ranks and passes the global norm to update().
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "model/param_layout.h"
@@ -15,10 +16,14 @@ namespace mt {
 
 struct AdamWConfig {
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
-  double weight_decay = 0.1;
-  bool decay_embeddings = false;
-  double grad_clip = 1.0;  // 0 = off
+  double weight_decay = 0.1;      // decoupled; matrices only (never norms)
+  bool decay_embeddings = false;  // also decay the embedding (and the tied head)
+  double grad_clip = 1.0;         // global L2 norm; 0 = off
 };
+
+class ConfigSchema;
+// Declares beta1, beta2, eps, weight_decay, decay_embeddings, grad_clip under `table`.
+void declare_keys(ConfigSchema& s, AdamWConfig& c, const std::string& table);
 
 class AdamW {
  public:

@@ -5,7 +5,8 @@
 
 #include <limits>
 
-#include "plan/toml_schema.h"
+#include "core/config_schema.h"
+#include "core/file_io.h"
 
 namespace mt::plan {
 namespace {
@@ -47,94 +48,91 @@ const DeviceSpec* find_device(const std::string& type) {
   return nullptr;
 }
 
+void declare_keys(ConfigSchema& s, ClusterConfig& c) {
+  s.add("cluster.name", &c.name, "a label for reports");
+  s.add("gpu.type", &c.device.type, "device preset: A100, H100, H200, H800, B200, GB200, GB300 or cpu; it supplies "
+                                    "every [gpu] and [efficiency] default").required();
+  s.add("gpu.peak_bf16_tflops", &c.device.peak_tflops, "dense BF16 peak per device").above(0).unit("TFLOP/s");
+  s.add("gpu.hbm_gib", &c.device.hbm_gib, "memory per device").above(0).unit("GiB");
+  s.add("gpu.hbm_tbps", &c.device.hbm_tbps, "memory bandwidth per device").above(0).unit("TB/s");
+  s.add("gpu.nvlink_gbps", &c.device.nvlink_gbps, "NVLink per GPU, both directions together").min(0).unit("GB/s");
+  s.add("gpu.gpus_per_node", &c.device.gpus_per_node, "GPUs per host").range(1, 1 << 20);
+  s.add("gpu.gpus_per_domain", &c.device.gpus_per_domain, "GPUs in one NVLink domain").range(1, 1 << 20);
+  s.add("topology.gpus_per_rack", &c.gpus_per_rack, "unit allocated, spared and covered by the SLA")
+      .range(1, 1 << 20).note("default: gpu.gpus_per_domain");
+  s.add("topology.racks", &c.racks, "racks owned").range(1, 1 << 24).required();
+  s.add("topology.spare_racks", &c.spare_racks, "racks held back to replace failed ones").range(0, 1 << 24);
+  s.add("topology.sla_min_gpus_up", &c.sla_min_gpus_up, "SLA: at least this many GPUs up per rack")
+      .range(0, 1 << 20).note("0 = all");
+  s.add("topology.scaleout_gbps", &c.scaleout_gbps, "scale-out link per GPU, one direction").above(0).unit("GB/s");
+  s.add("topology.host_link_gbps", &c.host_link_gbps, "per GPU to host memory").above(0).unit("GB/s");
+  s.add("reliability.gpu_mtbf_hours", &c.gpu_mtbf_hours, "mean time between job-interrupting failures per GPU")
+      .above(0).unit("h");
+  s.add("reliability.gpu_repair_hours", &c.gpu_repair_hours, "a failed GPU (or its node) is out this long").min(0).unit("h");
+  s.add("reliability.rack_mtbf_hours", &c.rack_mtbf_hours, "whole-rack outages").min(0).unit("h").note("0 = none");
+  s.add("reliability.rack_repair_hours", &c.rack_repair_hours, "a failed rack is out this long").min(0).unit("h");
+  s.add("reliability.restart_minutes", &c.restart_minutes, "detect, reschedule, initialise (checkpoint load is added)")
+      .min(0).unit("min");
+  s.add("storage.write_gbps", &c.storage_write_gbps, "checkpoint write bandwidth, whole cluster").above(0).unit("GB/s");
+  s.add("storage.read_gbps", &c.storage_read_gbps, "checkpoint read bandwidth, whole cluster").above(0).unit("GB/s");
+  s.add("cost.gpu_hour_usd", &c.gpu_hour_usd, "price of one GPU-hour").min(0).unit("USD").note("0 = cost not shown");
+  s.add("efficiency.gemm", &c.eff.gemm, "large BF16 GEMMs: fraction of peak sustained").above(0).max(1);
+  s.add("efficiency.gemm_k0", &c.eff.gemm_k0, "GEMM pipeline fill: rate x K / (K + k0)").range(0, 1e6);
+  s.add("efficiency.elementwise", &c.eff.elementwise, "element-wise traffic relative to the minimal count")
+      .above(0).max(100);
+  s.add("efficiency.attention", &c.eff.attention, "fused attention, fraction of peak").above(0).max(1);
+  s.add("efficiency.hbm", &c.eff.hbm, "memory-bound kernels: fraction of HBM bandwidth").above(0).max(1);
+  s.add("efficiency.link", &c.eff.link, "collectives: fraction of nominal link bandwidth").above(0).max(1);
+  s.add("efficiency.overlap", &c.eff.overlap, "fraction of a compute window that can hide communication").range(0, 1);
+  s.add("efficiency.kernel_latency_us", &c.eff.kernel_latency_us, "fixed cost per kernel").min(0).unit("us");
+}
+
 Result<ClusterConfig> parse_cluster(const std::string& text, const std::string& source,
                                     const std::vector<std::string>& overrides) {
   ClusterConfig c;
   c.source = source;
   // The device type comes first: its preset supplies every default.
-  auto peeked = TomlSchema::peek_string(text, source, "gpu", "type");
+  auto peeked = ConfigSchema::peek_string(text, source, overrides, "gpu.type");
   if (!peeked) return peeked.status();
-  std::string type = *peeked;
-  for (const std::string& o : overrides)
-    if (o.rfind("gpu.type=", 0) == 0) type = o.substr(9);
+  const std::string type = peeked->value_or("");
   std::string known;
   for (const DeviceSpec& d : device_presets()) known += fmt::format("{}\"{}\"", known.empty() ? "" : ", ", d.type);
-  const size_t b = type.find_first_not_of("\" "), e = type.find_last_not_of("\" ");
-  type = b == std::string::npos ? std::string() : type.substr(b, e - b + 1);
-  // Without a (known) type the file is still parsed, so syntax errors and unknown keys are reported first.
+  // Without a (known) type the file is still read, so syntax errors and unknown keys are reported first.
   const DeviceSpec* preset = find_device(type);
   if (preset) {
     c.device = *preset;
     c.eff = preset->eff;
     c.gpus_per_rack = preset->gpus_per_domain;
   }
-  TomlSchema s;
-  s.add_string("cluster", "name", &c.name);
-  std::string type_in_file;  // checked against the presets above, with the line it came from
-  s.add_string("gpu", "type", &type_in_file, {}, Required::kYes);
-  s.add_float("gpu", "peak_bf16_tflops", &c.device.peak_tflops, 0, kInf, Lower::kExclusive);
-  s.add_float("gpu", "hbm_gib", &c.device.hbm_gib, 0, kInf, Lower::kExclusive);
-  s.add_float("gpu", "hbm_tbps", &c.device.hbm_tbps, 0, kInf, Lower::kExclusive);
-  s.add_float("gpu", "nvlink_gbps", &c.device.nvlink_gbps, 0, kInf);
-  s.add_int("gpu", "gpus_per_node", &c.device.gpus_per_node, 1, 1 << 20);
-  s.add_int("gpu", "gpus_per_domain", &c.device.gpus_per_domain, 1, 1 << 20);
-  s.add_int("topology", "gpus_per_rack", &c.gpus_per_rack, 1, 1 << 20);
-  s.add_int("topology", "racks", &c.racks, 1, 1 << 24, Required::kYes);
-  s.add_int("topology", "spare_racks", &c.spare_racks, 0, 1 << 24);
-  s.add_int("topology", "sla_min_gpus_up", &c.sla_min_gpus_up, 0, 1 << 20);
-  s.add_float("topology", "scaleout_gbps", &c.scaleout_gbps, 0, kInf, Lower::kExclusive);
-  s.add_float("topology", "host_link_gbps", &c.host_link_gbps, 0, kInf, Lower::kExclusive);
-  s.add_float("reliability", "gpu_mtbf_hours", &c.gpu_mtbf_hours, 0, kInf, Lower::kExclusive);
-  s.add_float("reliability", "gpu_repair_hours", &c.gpu_repair_hours, 0, kInf);
-  s.add_float("reliability", "rack_mtbf_hours", &c.rack_mtbf_hours, 0, kInf);
-  s.add_float("reliability", "rack_repair_hours", &c.rack_repair_hours, 0, kInf);
-  s.add_float("reliability", "restart_minutes", &c.restart_minutes, 0, kInf);
-  s.add_float("storage", "write_gbps", &c.storage_write_gbps, 0, kInf, Lower::kExclusive);
-  s.add_float("storage", "read_gbps", &c.storage_read_gbps, 0, kInf, Lower::kExclusive);
-  s.add_float("cost", "gpu_hour_usd", &c.gpu_hour_usd, 0, kInf);
-  s.add_float("efficiency", "gemm", &c.eff.gemm, 0, 1, Lower::kExclusive);
-  s.add_float("efficiency", "gemm_k0", &c.eff.gemm_k0, 0, 1e6);
-  s.add_float("efficiency", "elementwise", &c.eff.elementwise, 0, 100, Lower::kExclusive);
-  s.add_float("efficiency", "attention", &c.eff.attention, 0, 1, Lower::kExclusive);
-  s.add_float("efficiency", "hbm", &c.eff.hbm, 0, 1, Lower::kExclusive);
-  s.add_float("efficiency", "link", &c.eff.link, 0, 1, Lower::kExclusive);
-  s.add_float("efficiency", "overlap", &c.eff.overlap, 0, 1);
-  s.add_float("efficiency", "kernel_latency_us", &c.eff.kernel_latency_us, 0, kInf);
-  MT_RETURN_IF_ERROR(s.parse(text, source));
-  if (type.empty()) return Status::errorf("{}: missing required key 'gpu.type' (one of {})", source, known);
-  if (!preset) {
-    const std::string at = s.origin("gpu", "type");
-    return Status::errorf("{}: gpu.type: unknown GPU \"{}\" (known: {})", at.empty() ? source : at, type, known);
-  }
-  for (const std::string& o : overrides) MT_RETURN_IF_ERROR(s.apply_override(o, source));
-  MT_RETURN_IF_ERROR(s.check_required(source));
-  if (!s.was_set("topology", "gpus_per_rack")) c.gpus_per_rack = c.device.gpus_per_domain;
+  ConfigSchema s("cluster file");
+  declare_keys(s, c);
+  ConfigOrigins o;
+  Status loaded = s.load(text, source, overrides, o);
+  if (!loaded && !(type.empty() && loaded.message().find("gpu.type: required") != std::string::npos)) return loaded;
+  if (type.empty()) return Status::errorf("{}: gpu.type: required key missing (one of {})", source, known);
+  if (!preset) return o.error("gpu.type", fmt::format("unknown GPU \"{}\" (known: {})", type, known));
+  if (!o.was_set("topology.gpus_per_rack")) c.gpus_per_rack = c.device.gpus_per_domain;
 
-  auto at = [&](const char* sec, const char* key) {
-    std::string o = s.origin(sec, key);
-    return o.empty() ? source : o;
-  };
   const DeviceSpec& d = c.device;
   if (d.gpus_per_domain % d.gpus_per_node != 0 && d.gpus_per_node % d.gpus_per_domain != 0)
-    return Status::errorf("{}: gpu.gpus_per_domain: {} and gpu.gpus_per_node {} must divide one another",
-                          at("gpu", "gpus_per_domain"), d.gpus_per_domain, d.gpus_per_node);
+    return o.error("gpu.gpus_per_domain", fmt::format("{} and gpu.gpus_per_node {} must divide one another",
+                                                      d.gpus_per_domain, d.gpus_per_node));
   if (c.gpus_per_rack % d.gpus_per_domain != 0 && d.gpus_per_domain % c.gpus_per_rack != 0)
-    return Status::errorf("{}: topology.gpus_per_rack: {} and gpu.gpus_per_domain {} must divide one another",
-                          at("topology", "gpus_per_rack"), c.gpus_per_rack, d.gpus_per_domain);
+    return o.error("topology.gpus_per_rack", fmt::format("{} and gpu.gpus_per_domain {} must divide one another",
+                                                         c.gpus_per_rack, d.gpus_per_domain));
   if (c.spare_racks >= c.racks)
-    return Status::errorf("{}: topology.spare_racks: {} leaves no rack for the job (racks = {})",
-                          at("topology", "spare_racks"), c.spare_racks, c.racks);
+    return o.error("topology.spare_racks",
+                   fmt::format("{} leaves no rack for the job (racks = {})", c.spare_racks, c.racks));
   if (c.sla_min_gpus_up > c.gpus_per_rack)
-    return Status::errorf("{}: topology.sla_min_gpus_up: {} exceeds topology.gpus_per_rack = {}",
-                          at("topology", "sla_min_gpus_up"), c.sla_min_gpus_up, c.gpus_per_rack);
+    return o.error("topology.sla_min_gpus_up",
+                   fmt::format("{} exceeds topology.gpus_per_rack = {}", c.sla_min_gpus_up, c.gpus_per_rack));
   if (d.kind == DeviceKind::kGpu && d.nvlink_gbps <= 0 && d.gpus_per_domain > 1)
-    return Status::errorf("{}: gpu.nvlink_gbps: must be > 0 when gpu.gpus_per_domain > 1",
-                          at("gpu", "nvlink_gbps"));
+    return o.error("gpu.nvlink_gbps", "must be > 0 when gpu.gpus_per_domain > 1");
   return c;
 }
 
 Result<ClusterConfig> load_cluster(const std::string& path, const std::vector<std::string>& overrides) {
-  auto text = read_text_file(path);
+  auto text = read_file(path, "cluster file");
   if (!text) return text.status();
   return parse_cluster(*text, path, overrides);
 }

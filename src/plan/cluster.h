@@ -11,6 +11,10 @@
 
 #include "core/status.h"
 
+namespace mt {
+class ConfigSchema;
+}  // namespace mt
+
 namespace mt::plan {
 
 enum class DeviceKind { kGpu, kCpu };
@@ -81,6 +85,9 @@ struct ClusterConfig {
 // Parses a cluster file. `[gpu] type` picks the preset whose figures are the
 // defaults; any figure given in the file overrides it. Overrides are
 // "section.key=value".
+// Declares every key of a cluster file, bound to `c`.
+void declare_keys(mt::ConfigSchema& s, ClusterConfig& c);
+
 Result<ClusterConfig> parse_cluster(const std::string& text, const std::string& source,
                                     const std::vector<std::string>& overrides = {});
 Result<ClusterConfig> load_cluster(const std::string& path, const std::vector<std::string>& overrides = {});

@@ -7,76 +7,67 @@
 #include <algorithm>
 #include <limits>
 
-#include "plan/toml_schema.h"
+#include "core/config_schema.h"
+#include "core/file_io.h"
 
 namespace mt::plan {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 const std::vector<std::string> kSchedules = {"gpipe", "1f1b", "interleaved", "zero-bubble", "dualpipe"};
 const std::vector<std::string> kRecompute = {"none", "selective", "full"};
 
-template <typename E>
-E index_of(const std::vector<std::string>& names, const std::string& s) {
-  return static_cast<E>(std::find(names.begin(), names.end(), s) - names.begin());
-}
 
 }  // namespace
 
 std::string to_string(PipeSchedule s) { return kSchedules[size_t(s)]; }
 std::string to_string(Recompute r) { return kRecompute[size_t(r)]; }
 
+void declare_keys(ConfigSchema& s, LayoutConfig& l) {
+  const int64_t big = int64_t(1) << 40;
+  s.add("layout.name", &l.name, "a label for reports");
+  s.add("parallel.tp", &l.tp, "tensor parallel (Megatron, with sequence parallelism)").range(1, 1 << 16);
+  s.add("parallel.pp", &l.pp, "pipeline stages").range(1, 1 << 16);
+  s.add_enum("parallel.pp_schedule", &l.schedule, kSchedules, "pipeline schedule");
+  s.add("parallel.virtual_stages", &l.virtual_stages, "interleaved schedule: model chunks per stage").range(1, 1 << 16);
+  s.add("parallel.ep", &l.ep, "expert parallel (carved out of dp x tp; experts not TP-split)").range(1, 1 << 20);
+  s.add("parallel.dp", &l.dp, "data parallel").range(0, big).note("0 = every GPU not used by tp x pp");
+  s.add("parallel.zero_stage", &l.zero_stage, "0 none, 1 optimizer, 2 + gradients, 3 + parameters (FSDP)").range(0, 3);
+  s.add("parallel.gpus", &l.gpus, "GPUs in the job").range(0, big).note("0 = all usable GPUs of the cluster");
+  s.add("batch.micro_batch", &l.micro_batch, "sequences per micro-batch per pipeline").range(1, big);
+  s.add("batch.global_batch", &l.global_batch, "sequences per optimizer step").range(1, big).required();
+  s.add("batch.seq_len", &l.seq_len, "tokens per sequence").range(0, big).note("0 = the model file's train.seq_len");
+  s.add_enum("memory.recompute", &l.recompute, kRecompute, "activation recomputation");
+  s.add_enum("memory.offload", &l.offload, {"none", "optimizer"}, "optimizer state kept in host memory");
+  s.add("memory.flash_attention", &l.flash_attention, "false: attention probabilities are materialised");
+  s.add("memory.fragmentation", &l.fragmentation, "allocator allowance, fraction of dynamic memory").range(0, 1);
+  s.add_enum("precision.params", &l.params, {"bf16", "fp32"}, "bf16 = bf16 weights, fp32 master copy in the optimizer");
+  s.add_enum("precision.grads", &l.grads, {"bf16", "fp32"}, "gradient accumulation and reduction dtype");
+  s.add_enum("precision.optimizer", &l.optimizer, {"adamw", "muon"}, "optimizer (its state size)");
+  s.add("comm.tp_overlap", &l.tp_overlap, "TP collectives overlapped with GEMMs");
+  s.add("comm.dp_overlap", &l.dp_overlap, "gradient reduce / parameter gather overlapped with compute");
+  s.add("comm.ep_overlap", &l.ep_overlap, "fraction of all-to-all time hidden (DualPipe-style ~1)").range(0, 1);
+  s.add("moe.expert_imbalance", &l.expert_imbalance, "dropless: busiest rank's expert rows / mean").range(1, 1000);
+  s.add("checkpoint.interval_minutes", &l.checkpoint_interval_minutes, "checkpoint interval")
+      .min(0).unit("min").note("0 = Daly's optimum");
+  s.add("checkpoint.async", &l.checkpoint_async, "training blocks only for the device-to-host copy");
+}
+
 Result<LayoutConfig> parse_layout(const std::string& text, const std::string& source,
                                   const std::vector<std::string>& overrides) {
   LayoutConfig l;
   l.source = source;
-  std::string schedule = "1f1b", recompute = "none", offload = "none", params = "bf16", grads = "fp32",
-              optimizer = "adamw";
-  const int64_t big = int64_t(1) << 40;
-  TomlSchema s;
-  s.add_string("layout", "name", &l.name);
-  s.add_int("parallel", "tp", &l.tp, 1, 1 << 16);
-  s.add_int("parallel", "pp", &l.pp, 1, 1 << 16);
-  s.add_string("parallel", "pp_schedule", &schedule, kSchedules);
-  s.add_int("parallel", "virtual_stages", &l.virtual_stages, 1, 1 << 16);
-  s.add_int("parallel", "ep", &l.ep, 1, 1 << 20);
-  s.add_int("parallel", "dp", &l.dp, 0, big);
-  s.add_int("parallel", "zero_stage", &l.zero_stage, 0, 3);
-  s.add_int("parallel", "gpus", &l.gpus, 0, big);
-  s.add_int("batch", "micro_batch", &l.micro_batch, 1, big);
-  s.add_int("batch", "global_batch", &l.global_batch, 1, big, Required::kYes);
-  s.add_int("batch", "seq_len", &l.seq_len, 0, big);
-  s.add_string("memory", "recompute", &recompute, kRecompute);
-  s.add_string("memory", "offload", &offload, {"none", "optimizer"});
-  s.add_bool("memory", "flash_attention", &l.flash_attention);
-  s.add_float("memory", "fragmentation", &l.fragmentation, 0, 1);
-  s.add_string("precision", "params", &params, {"bf16", "fp32"});
-  s.add_string("precision", "grads", &grads, {"bf16", "fp32"});
-  s.add_string("precision", "optimizer", &optimizer, {"adamw", "muon"});
-  s.add_bool("comm", "tp_overlap", &l.tp_overlap);
-  s.add_bool("comm", "dp_overlap", &l.dp_overlap);
-  s.add_float("comm", "ep_overlap", &l.ep_overlap, 0, 1);
-  s.add_float("moe", "expert_imbalance", &l.expert_imbalance, 1, 1000);
-  s.add_float("checkpoint", "interval_minutes", &l.checkpoint_interval_minutes, 0, kInf);
-  s.add_bool("checkpoint", "async", &l.checkpoint_async);
-  MT_RETURN_IF_ERROR(s.parse(text, source));
-  for (const std::string& o : overrides) MT_RETURN_IF_ERROR(s.apply_override(o, source));
-  MT_RETURN_IF_ERROR(s.check_required(source));
-  l.schedule = index_of<PipeSchedule>(kSchedules, schedule);
-  l.recompute = index_of<Recompute>(kRecompute, recompute);
-  l.offload = offload == "optimizer" ? Offload::kOptimizer : Offload::kNone;
-  l.params = params == "fp32" ? Precision::kFp32 : Precision::kBf16;
-  l.grads = grads == "bf16" ? Precision::kBf16 : Precision::kFp32;
-  l.optimizer = optimizer == "muon" ? OptimizerKind::kMuon : OptimizerKind::kAdamW;
+  ConfigSchema s("layout file");
+  declare_keys(s, l);
+  ConfigOrigins o;
+  MT_RETURN_IF_ERROR(s.load(text, source, overrides, o));
   if (l.virtual_stages > 1 && l.schedule != PipeSchedule::kInterleaved)
-    return Status::errorf("{}: parallel.virtual_stages: {} needs parallel.pp_schedule = \"interleaved\"",
-                          s.origin("parallel", "virtual_stages"), l.virtual_stages);
+    return o.error("parallel.virtual_stages",
+                   fmt::format("{} needs parallel.pp_schedule = \"interleaved\"", l.virtual_stages));
   return l;
 }
 
 Result<LayoutConfig> load_layout(const std::string& path, const std::vector<std::string>& overrides) {
-  auto text = read_text_file(path);
+  auto text = read_file(path, "layout file");
   if (!text) return text.status();
   return parse_layout(*text, path, overrides);
 }
@@ -91,7 +82,7 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
   };
   p.seq_len = l.seq_len > 0 ? l.seq_len : model_seq_len;
   if (p.seq_len < 2) return bad("batch.seq_len", fmt::format("must be >= 2, got {}", p.seq_len));
-  MT_RETURN_IF_ERROR(m.validate("model", p.seq_len));
+  MT_RETURN_IF_ERROR(m.validate(ConfigOrigins("model"), p.seq_len));
 
   const int64_t usable = c.usable_gpus();
   p.gpus = l.gpus > 0 ? l.gpus : usable;

@@ -13,6 +13,10 @@
 #include "model/config.h"
 #include "plan/cluster.h"
 
+namespace mt {
+class ConfigSchema;
+}  // namespace mt
+
 namespace mt::plan {
 
 enum class PipeSchedule { kGpipe, k1F1B, kInterleaved, kZeroBubble, kDualPipe };
@@ -59,6 +63,9 @@ struct LayoutConfig {
 
 std::string to_string(PipeSchedule s);
 std::string to_string(Recompute r);
+
+// Declares every key of a layout file, bound to `l`.
+void declare_keys(mt::ConfigSchema& s, LayoutConfig& l);
 
 Result<LayoutConfig> parse_layout(const std::string& text, const std::string& source,
                                   const std::vector<std::string>& overrides = {});

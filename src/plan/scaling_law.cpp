@@ -4,33 +4,37 @@
 #include <cmath>
 #include <limits>
 
-#include "plan/toml_schema.h"
+#include "core/config_schema.h"
+#include "core/file_io.h"
 
 namespace mt::plan {
 
 ScalingLaw besiroglu2024() { return {"besiroglu2024", 1.8172, 482.01, 2085.43, 0.3478, 0.3658}; }
 ScalingLaw hoffmann2022() { return {"hoffmann2022", 1.69, 406.4, 410.7, 0.34, 0.28}; }
 
+void declare_keys(ConfigSchema& schema, ScalingLaw& s) {
+  schema.add("fit.name", &s.name, "a label for reports");
+  schema.add("fit.E", &s.E, "irreducible loss").min(0).required();
+  schema.add("fit.A", &s.A, "parameter term coefficient").above(0).required();
+  schema.add("fit.B", &s.B, "data term coefficient").above(0).required();
+  schema.add("fit.alpha", &s.alpha, "parameter exponent").above(0).max(5).required();
+  schema.add("fit.beta", &s.beta, "data exponent").above(0).max(5).required();
+}
+
 Result<ScalingLaw> parse_scaling_law(const std::string& text, const std::string& source) {
   ScalingLaw s;
   s.name = source;
-  const double inf = std::numeric_limits<double>::infinity();
-  TomlSchema schema;
-  schema.add_string("fit", "name", &s.name);
-  schema.add_float("fit", "E", &s.E, 0, inf, Lower::kInclusive, Required::kYes);
-  schema.add_float("fit", "A", &s.A, 0, inf, Lower::kExclusive, Required::kYes);
-  schema.add_float("fit", "B", &s.B, 0, inf, Lower::kExclusive, Required::kYes);
-  schema.add_float("fit", "alpha", &s.alpha, 0, 5, Lower::kExclusive, Required::kYes);
-  schema.add_float("fit", "beta", &s.beta, 0, 5, Lower::kExclusive, Required::kYes);
-  MT_RETURN_IF_ERROR(schema.parse(text, source));
-  MT_RETURN_IF_ERROR(schema.check_required(source));
+  ConfigSchema schema("scaling-law file");
+  declare_keys(schema, s);
+  ConfigOrigins o;
+  MT_RETURN_IF_ERROR(schema.load(text, source, {}, o));
   return s;
 }
 
 Result<ScalingLaw> load_scaling_law(const std::string& name_or_path) {
   if (name_or_path.empty() || name_or_path == "besiroglu2024") return besiroglu2024();
   if (name_or_path == "hoffmann2022") return hoffmann2022();
-  auto text = read_text_file(name_or_path);
+  auto text = read_file(name_or_path, "scaling-law file");
   if (!text)
     return Status::errorf("{} (expected \"besiroglu2024\", \"hoffmann2022\" or a TOML file with a [fit] table)",
                           text.status().message());

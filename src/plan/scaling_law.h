@@ -11,6 +11,10 @@
 
 #include "core/status.h"
 
+namespace mt {
+class ConfigSchema;
+}  // namespace mt
+
 namespace mt::plan {
 
 struct ScalingLaw {
@@ -24,6 +28,9 @@ ScalingLaw hoffmann2022();   // E 1.69, A 406.4, B 410.7, alpha 0.34, beta 0.28
 // A preset name ("besiroglu2024", "hoffmann2022") or a TOML file with a
 // [fit] table: name, E, A, B, alpha, beta (all required but name).
 Result<ScalingLaw> load_scaling_law(const std::string& name_or_path);
+// Declares the [fit] keys of a scaling-law file, bound to `s`.
+void declare_keys(mt::ConfigSchema& schema, ScalingLaw& s);
+
 Result<ScalingLaw> parse_scaling_law(const std::string& text, const std::string& source);
 
 double loss(const ScalingLaw& s, double N, double D);

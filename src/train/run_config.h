@@ -1,35 +1,33 @@
-// run_config.h — the whole configuration of a run: [model], [train], [data]
-// TOML tables. Loading is strict (shared/STYLE.md "Config"): unknown keys,
-// wrong types and out-of-range values are errors naming the file and key.
+// run_config.h — the whole configuration of a run: [model], [train], [data],
+// [dist]. Each component owns its struct and declares its keys
+// (core/config_schema.h); this file composes them, adds the cross-field
+// checks, and keeps the resolved config's canonical TOML (saved in every
+// checkpoint and run directory, compared on resume).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/config_schema.h"
 #include "core/status.h"
+#include "dist/dist_config.h"
+#include "kernels/cpu/gemm.h"
 #include "model/config.h"
+#include "optim/adamw_optimizer.h"
+#include "optim/lr_schedule.h"
+#include "data/stream_source.h"
 
 namespace mt {
-
-enum class Precision { kFp32, kBf16 };
-enum class LrSchedule { kWsd, kCosine, kConstant };
 
 struct TrainConfig {
   int64_t steps = 100;            // optimizer steps
   int64_t batch_size = 8;         // B sequences per micro-batch
   int64_t seq_len = 256;          // T tokens per sequence
   int64_t grad_accum = 1;         // micro-batches per optimizer step
-  double lr = 3e-3;               // peak learning rate
-  double min_lr_ratio = 0.1;      // final lr = lr * min_lr_ratio
-  int64_t warmup_steps = 10;
-  LrSchedule schedule = LrSchedule::kWsd;
-  double decay_frac = 0.2;        // WSD: last fraction of steps decays linearly
-  double weight_decay = 0.1;      // decoupled; matrices only (not norms/embeddings) by default
-  bool decay_embeddings = false;
-  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
-  double grad_clip = 1.0;         // global L2 norm; 0 = off
-  Precision precision = Precision::kFp32;
-  uint64_t seed = 1234;
+  ScheduleParams schedule;        // train.lr, min_lr_ratio, warmup_steps, schedule, decay_frac
+  AdamWConfig optim;              // train.beta1, beta2, eps, weight_decay, decay_embeddings, grad_clip
+  MatmulPrecision precision = MatmulPrecision::kFp32;  // operands of the matrix multiplies
+  uint64_t seed = 1234;           // parameter init (and the synthetic / stream data order)
   int64_t threads = 0;            // 0 = OpenMP default
   int64_t checkpoint_every = 0;   // steps; 0 = only at the end
   int64_t keep_checkpoints = 3;   // keep-last-N committed checkpoints
@@ -39,22 +37,9 @@ struct TrainConfig {
 };
 
 struct DataConfig {
-  std::string path;               // file or directory; empty = built-in synthetic stream
-  std::string format = "text";    // "text" (byte tokenizer) or "tokens" (flat little-endian uint32)
-  std::vector<std::string> extensions;  // for directories: only files with these suffixes; empty = all
-  int64_t max_bytes = 64 << 20;   // cap on text read (0 = no cap)
-  double eval_frac = 0.0;         // tail of the stream held out for evaluation
+  StreamSourceOptions stream;     // data.path, format, extensions, max_bytes, eval_frac (no dataset)
   std::string dataset;            // a `moetrain data build` directory; set = train from it instead of path
   std::string mixture;            // mixture TOML (weights, total_tokens, scale, ...); required with dataset
-};
-
-// Distributed layout (docs/distributed.md): `mpirun -np N moetrain train`
-// runs a mesh of ep x fsdp = N ranks; one process ignores this table.
-struct DistConfig {
-  int64_t ep = 1;             // expert-parallel ranks: routed experts split over them (must divide n_experts)
-  int64_t fsdp = 0;           // FSDP ranks sharing each EP rank's experts; 0 = ranks / ep
-  double timeout_s = 600.0;   // seconds a rank may wait in a collective before the job ends naming the silent ranks
-  bool prefetch = true;       // gather layer l+1 while layer l computes
 };
 
 struct RunConfig {
@@ -62,8 +47,12 @@ struct RunConfig {
   TrainConfig train;
   DataConfig data;
   DistConfig dist;
-  std::string source;             // file the config came from ("<embedded>" for defaults)
+  std::string source;             // file the config came from ("<embedded ...>" for presets)
+  ConfigOrigins origins;          // where every key got its value
 };
+
+// Declares every key of a run config, bound to `c`.
+void declare_keys(ConfigSchema& s, RunConfig& c);
 
 // Parses TOML text (`source` names it in messages), applies `overrides`
 // ("section.key=value", values in TOML syntax or bare strings), validates.

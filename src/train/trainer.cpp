@@ -32,6 +32,14 @@ Trainer::~Trainer() {
 Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const TrainerOptions& opt) {
   std::unique_ptr<Trainer> t(new Trainer(cfg, opt));
   const TrainConfig& tc = cfg.train;
+  // The CPU router keeps each token's top-k state in fixed-size arrays
+  // (kernels/cpu/router.cpp). Checked here, not in the config: the planner
+  // reads the same files for models of any size.
+  if (cfg.model.n_experts > 256)
+    return cfg.origins.error("model.n_experts", fmt::format("the CPU trainer supports at most 256, got {}",
+                                                            cfg.model.n_experts));
+  if (cfg.model.n_experts > 0 && cfg.model.top_k > 64)
+    return cfg.origins.error("model.top_k", fmt::format("the CPU trainer supports at most 64, got {}", cfg.model.top_k));
   set_num_threads(int(tc.threads));
   if (!cfg.data.dataset.empty()) {
     auto src = open_mixture_source(cfg.data.dataset, cfg.data.mixture, tc.seq_len,
@@ -39,12 +47,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
     if (!src) return src.status();
     t->data_ = std::move(src.value());
   } else {
-    StreamSourceOptions so;
-    so.path = cfg.data.path;
-    so.format = cfg.data.format;
-    so.extensions = cfg.data.extensions;
-    so.max_bytes = cfg.data.max_bytes;
-    so.eval_frac = cfg.data.eval_frac;
+    StreamSourceOptions so = cfg.data.stream;
     so.vocab_size = cfg.model.vocab_size;
     so.seed = tc.seed;
     so.seq_len = tc.seq_len;
@@ -53,19 +56,12 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
     t->data_ = std::move(src.value());
   }
 
-  const MatmulPrecision prec = tc.precision == Precision::kBf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32;
+  const MatmulPrecision prec = tc.precision;
   MT_RETURN_IF_ERROR(t->setup_dist(opt));  // no-op in one process
   t->model_ = std::make_unique<Transformer>(cfg.model, t->local_batch(), tc.seq_len, prec);
   const ParamLayout& L = t->model_->layout();
   t->init_local_params();  // params_ / grads_: the whole model, or this rank's shard
-  AdamWConfig ac;
-  ac.beta1 = tc.beta1;
-  ac.beta2 = tc.beta2;
-  ac.eps = tc.eps;
-  ac.weight_decay = tc.weight_decay;
-  ac.decay_embeddings = tc.decay_embeddings;
-  ac.grad_clip = tc.grad_clip;
-  t->optim_ = std::make_unique<AdamW>(L, ac, t->owned_ranges());
+  t->optim_ = std::make_unique<AdamW>(L, tc.optim, t->owned_ranges());
   if (cfg.model.aux_free_bias) t->router_bias_.assign(t->model_->n_moe_layers() * cfg.model.n_experts, 0.0f);
   t->batch_.resize(tc.batch_size * (tc.seq_len + 1));
   if (prec == MatmulPrecision::kBf16) {
@@ -143,15 +139,7 @@ StepResult Trainer::train_step() {
         for (size_t e = 0; e < st.expert_load[l].size(); ++e) r.expert_load[l][e] += st.expert_load[l][e];
   }
   reduce_step_stats(r);  // over ranks
-  ScheduleParams sp;
-  sp.kind = tc.schedule == LrSchedule::kWsd ? ScheduleKind::kWsd
-            : tc.schedule == LrSchedule::kCosine ? ScheduleKind::kCosine : ScheduleKind::kConstant;
-  sp.lr = tc.lr;
-  sp.min_lr_ratio = tc.min_lr_ratio;
-  sp.warmup_steps = tc.warmup_steps;
-  sp.total_steps = tc.steps;
-  sp.decay_frac = tc.decay_frac;
-  r.lr = learning_rate(sp, step_);
+  r.lr = learning_rate(tc.schedule, step_, tc.steps);
   r.grad_norm = optimizer_step(r.lr);
   update_router_bias(r);
   refresh_bf16_params();

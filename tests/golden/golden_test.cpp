@@ -114,7 +114,7 @@ bool load_golden(const std::string& name, Golden& g) {
   }
   g.B = std::stoll(meta.at("batch"));
   g.T = std::stoll(meta.at("seq_len"));
-  Status st = g.c.validate(name, g.T);
+  Status st = g.c.validate(ConfigOrigins(name), g.T);
   if (!st.is_ok()) {
     ADD_FAILURE() << st.message();
     return false;

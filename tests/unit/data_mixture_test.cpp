@@ -39,14 +39,14 @@ TEST(Mixture, ParsesScalesAndDefaults) {
 TEST(Mixture, ErrorsNameFileLineAndKey) {
   EXPECT_THAT(error_of("scale = \"1/2\"\n"), HasSubstr("m.toml: total_tokens: required"));
   EXPECT_THAT(error_of("total_tokens = 10\nscale = \"2/1\"\n"), HasSubstr("m.toml:2: scale: expected a fraction"));
-  EXPECT_THAT(error_of("total_tokens = 10\nscale = 1.5\n"), HasSubstr("m.toml:2: scale: must be in (0, 1]"));
-  EXPECT_THAT(error_of("total_tokens = 10\nmax_epochs = 0\n"), HasSubstr("m.toml:2: max_epochs: must be > 0"));
-  EXPECT_THAT(error_of("total_tokens = 10\nmax_epoch = 2\n"), HasSubstr("m.toml:2: unknown key 'max_epoch'"));
+  EXPECT_THAT(error_of("total_tokens = 10\nscale = 1.5\n"), HasSubstr("m.toml:2: scale: expected a number in (0, 1], got 1.5"));
+  EXPECT_THAT(error_of("total_tokens = 10\nmax_epochs = 0\n"), HasSubstr("m.toml:2: max_epochs: expected float > 0, got 0"));
+  EXPECT_THAT(error_of("total_tokens = 10\nmax_epoch = 2\n"), HasSubstr("m.toml:2: max_epoch: unknown key"));
   EXPECT_THAT(error_of("total_tokens = \"lots\"\n"), HasSubstr("m.toml:1: total_tokens: expected integer"));
-  EXPECT_THAT(error_of("total_tokens = 10\n[weights]\n\"a/*\" = -1\n"), HasSubstr("m.toml:3: weights.\"a/*\": weight must be"));
-  EXPECT_THAT(error_of("total_tokens = 10\n[weights]\n\"a/*\" = \"x\"\n"), HasSubstr("expected a number"));
+  EXPECT_THAT(error_of("total_tokens = 10\n[weights]\n\"a/*\" = -1\n"), HasSubstr("m.toml:3: weights.\"a/*\": expected number >= 0, got -1"));
+  EXPECT_THAT(error_of("total_tokens = 10\n[weights]\n\"a/*\" = \"x\"\n"), HasSubstr("weights.\"a/*\": expected number >= 0, got \"x\""));
   EXPECT_THAT(error_of("total_tokens = 10\n[weights]\na = 1\n[topic_weights]\nb = 1\n"), HasSubstr("not both"));
-  EXPECT_THAT(error_of("total_tokens = 10\nweights = 3\n"), HasSubstr("weights: expected a table"));
+  EXPECT_THAT(error_of("total_tokens = 10\nweights = 3\n"), HasSubstr("m.toml:2: weights: expected table of \"key\" = number >= 0, got 3"));
   EXPECT_THAT(error_of("total_tokens = [\n"), HasSubstr("TOML syntax error"));
 }
 

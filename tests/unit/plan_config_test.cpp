@@ -70,24 +70,24 @@ TEST(PlanCluster, SlaSetsUsableGpus) {
 TEST(PlanCluster, Errors) {
   EXPECT_THAT(cluster_error("[gpu]\ntype = \"Z9000\"\n[topology]\nracks = 1\n"),
               HasSubstr("c.toml:2: gpu.type: unknown GPU \"Z9000\" (known: \"A100\", \"H100\""));
-  EXPECT_THAT(cluster_error("[topology]\nracks = 1\n"), HasSubstr("c.toml: missing required key 'gpu.type'"));
-  EXPECT_THAT(cluster_error("[gpu]\ntype = \"H100\"\n"), HasSubstr("c.toml: missing required key 'topology.racks'"));
+  EXPECT_THAT(cluster_error("[topology]\nracks = 1\n"), HasSubstr("c.toml: gpu.type: required key missing"));
+  EXPECT_THAT(cluster_error("[gpu]\ntype = \"H100\"\n"), HasSubstr("c.toml: topology.racks: required key missing"));
   EXPECT_THAT(cluster_error(std::string(kCluster) + "hbm_gb = 3\n"),
-              HasSubstr("c.toml:6: unknown key 'topology.hbm_gb' (did you mean 'gpu.hbm_gib'?)"));
+              HasSubstr("c.toml:6: topology.hbm_gb: unknown key (did you mean 'gpu.hbm_gib'?)"));
   EXPECT_THAT(cluster_error("[gpu]\ntype = 3\n[topology]\nracks = 1\n"), HasSubstr("c.toml:2: gpu.type: expected string"));
   EXPECT_THAT(cluster_error("[gpu]\ntype = \"H100\"\npeak_bf16_tflops = -5\n[topology]\nracks = 1\n"),
-              HasSubstr("c.toml:3: gpu.peak_bf16_tflops: must be > 0, got -5"));
+              HasSubstr("c.toml:3: gpu.peak_bf16_tflops: expected float > 0, got -5"));
   EXPECT_THAT(cluster_error("[gpu]\ntype = \"H100\"\n[topology]\nracks = \"four\"\n"),
-              HasSubstr("c.toml:4: topology.racks: expected integer, got string"));
+              HasSubstr("c.toml:4: topology.racks: expected integer in [1, 16777216], got \"four\""));
   EXPECT_THAT(cluster_error("[gpu]\ntype = \"H100\"\n[topology]\nracks = 0\n"),
-              HasSubstr("topology.racks: must be in [1,"));
+              HasSubstr("topology.racks: expected integer in [1, 16777216], got 0"));
   EXPECT_THAT(cluster_error("[gpu]\ntype = \"H100\"\n[topology]\nracks = 2\nspare_racks = 2\n"),
               HasSubstr("topology.spare_racks: 2 leaves no rack for the job"));
   EXPECT_THAT(cluster_error("[gpu]\ntype = \"H100\"\n[topology]\nracks = 2\nsla_min_gpus_up = 9\n"),
               HasSubstr("topology.sla_min_gpus_up: 9 exceeds topology.gpus_per_rack = 8"));
-  EXPECT_THAT(cluster_error("[gpus]\ntype = \"H100\"\n"), HasSubstr("c.toml:1: unknown table '[gpus]'"));
+  EXPECT_THAT(cluster_error("[gpus]\ntype = \"H100\"\n"), HasSubstr("c.toml:1: gpus: unknown table"));
   EXPECT_THAT(cluster_error(kCluster, {"efficiency.gemm=1.5"}),
-              HasSubstr("c.toml: --set efficiency.gemm=1.5: efficiency.gemm: must be in (0, 1], got 1.5"));
+              HasSubstr("c.toml: --set efficiency.gemm=1.5: efficiency.gemm: expected float in (0, 1], got 1.5"));
   EXPECT_THAT(cluster_error("[gpu\n"), HasSubstr("c.toml:1:"));
 }
 
@@ -107,18 +107,18 @@ TEST(PlanLayout, DefaultsAndEnums) {
 }
 
 TEST(PlanLayout, Errors) {
-  EXPECT_THAT(layout_error("[parallel]\ntp = 2\n"), HasSubstr("l.toml: missing required key 'batch.global_batch'"));
+  EXPECT_THAT(layout_error("[parallel]\ntp = 2\n"), HasSubstr("l.toml: batch.global_batch: required key missing"));
   EXPECT_THAT(layout_error("[batch]\nglobal_batch = 8\n[parallel]\npp_schedule = \"zigzag\"\n"),
               HasSubstr("l.toml:4: parallel.pp_schedule: expected one of \"gpipe\", \"1f1b\""));
   EXPECT_THAT(layout_error("[batch]\nglobal_batch = 8\n[parallel]\nzero_stage = 4\n"),
-              HasSubstr("l.toml:4: parallel.zero_stage: must be in [0, 3], got 4"));
-  EXPECT_THAT(layout_error("[batch]\nglobal_batch = -8\n"), HasSubstr("l.toml:2: batch.global_batch: must be"));
+              HasSubstr("l.toml:4: parallel.zero_stage: expected integer in [0, 3], got 4"));
+  EXPECT_THAT(layout_error("[batch]\nglobal_batch = -8\n"), HasSubstr("l.toml:2: batch.global_batch: expected integer in [1, 1099511627776], got -8"));
   EXPECT_THAT(layout_error("[batch]\nglobal_batch = 8\n[parallel]\nvirtual_stages = 2\n"),
               HasSubstr("parallel.virtual_stages: 2 needs parallel.pp_schedule = \"interleaved\""));
   EXPECT_THAT(layout_error("[batch]\nglobal_batch = 8\n[memory]\nfragmentation = 2.0\n"),
-              HasSubstr("memory.fragmentation: must be in [0, 1], got 2"));
+              HasSubstr("memory.fragmentation: expected float in [0, 1], got 2.0"));
   EXPECT_THAT(layout_error("[batch]\nglobal_batch = 8\n[parallel]\ntp = 2.5\n"),
-              HasSubstr("parallel.tp: expected integer, got float"));
+              HasSubstr("parallel.tp: expected integer in [1, 65536], got 2.5"));
 }
 
 ModelConfig moe_model() {

@@ -64,13 +64,13 @@ TEST(PlanScalingLaw, LoadFromToml) {
   EXPECT_EQ(fit->name, "mine");
   auto missing = parse_scaling_law("[fit]\nE = 1.7\nA = 400\nB = 400\nalpha = 0.3\n", "f.toml");
   ASSERT_FALSE(missing.is_ok());
-  EXPECT_THAT(missing.status().message(), HasSubstr("f.toml: missing required key 'fit.beta'"));
+  EXPECT_THAT(missing.status().message(), HasSubstr("f.toml: fit.beta: required key missing"));
   auto negative = parse_scaling_law("[fit]\nE = 1.7\nA = -4\nB = 400\nalpha = 0.3\nbeta = 0.3\n", "f.toml");
   ASSERT_FALSE(negative.is_ok());
-  EXPECT_THAT(negative.status().message(), HasSubstr("f.toml:3: fit.A: must be > 0"));
+  EXPECT_THAT(negative.status().message(), HasSubstr("f.toml:3: fit.A: expected float > 0, got -4"));
   auto nofile = load_scaling_law("/nonexistent/fit.toml");
   ASSERT_FALSE(nofile.is_ok());
-  EXPECT_THAT(nofile.status().message(), HasSubstr("/nonexistent/fit.toml: cannot open file"));
+  EXPECT_THAT(nofile.status().message(), HasSubstr("/nonexistent/fit.toml: cannot open scaling-law file"));
 }
 
 }  // namespace
