@@ -5,6 +5,8 @@
 // leaves the run directory as it was.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "support/e2e.h"
 
 namespace mt::e2e {
@@ -147,6 +149,27 @@ TEST(BadConfigControl, ResumeWithChangedModelIsRefused) {
   EXPECT_EQ(ok.exit_code, 0) << ok;
   EXPECT_EQ(resumed_from(ok.err).second, 4) << ok;
   EXPECT_TRUE(has_steps_1_to_n(read_metrics(run), 6));
+}
+
+}  // namespace
+}  // namespace mt::e2e
+
+namespace mt::e2e {
+namespace {
+
+// docs/config.md is generated from the schemas; a key added without
+// regenerating it (moetrain config reference > docs/config.md) fails here.
+TEST(ConfigReference, DocsAreCurrent) {
+  const ProcessResult r = run_process({moetrain_binary(), "config", "reference"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  std::ifstream in(std::string(MT_SOURCE_DIR) + "/docs/config.md");
+  ASSERT_TRUE(in) << "docs/config.md missing";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_TRUE(ss.str() == r.out) << "docs/config.md is out of date: run `moetrain config reference > docs/config.md`";
+  for (const char* key : {"`train.lr`", "`input[].path`", "`total_tokens`", "`topology.racks`", "`batch.global_batch`",
+                          "`fit.alpha`", "`dist.ep`", "`weights`"})
+    EXPECT_NE(r.out.find(key), std::string::npos) << key;
 }
 
 }  // namespace
