@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   mt::register_report(app, run);
   mt::register_data(app, run);
   mt::register_plan(app, run);
+  mt::register_ladder(app, run);
   CLI11_PARSE(app, argc, argv);
   return run ? run() : 0;
 }
