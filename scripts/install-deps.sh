@@ -12,6 +12,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers  # GEMM (fp32 + bf16/AMX); its CMake config wants OpenCL
   libtomlplusplus-dev libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev
   librandom123-dev                 # counter-based RNG (Philox4x32-10)
+  liblbfgs-dev                     # L-BFGS for the scaling-law fits (src/ladder)
   libsentencepiece-dev libzstd-dev zlib1g-dev  # data pipeline: BPE tokenizer, .zst/.gz corpora
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin

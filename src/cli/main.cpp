@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   mt::register_data(app, run);
   mt::register_plan(app, run);
   mt::register_config(app, run);
+  mt::register_ladder(app, run);
   CLI11_PARSE(app, argc, argv);
   return run ? run() : 0;
 }

@@ -1,0 +1,131 @@
+// cmd_ladder.cpp — `moetrain ladder fit RESULTS [options]`: fits L(N, D) to a
+// scaling ladder's finished runs (src/ladder/), prints the law with bootstrap
+// errors, the isoFLOP fit when the data allow it and the projections asked
+// for; --out writes the JSON fit file (docs/ladder.md). Exit 2 for bad input
+// (file, field or option), 1 when the fit file cannot be written.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "ladder/analysis.h"
+#include "ladder/fit_report.h"
+
+namespace mt {
+namespace {
+
+struct LadderFitArgs {
+  std::string results, n = "active", sparsity_g = "total-over-active", out;
+  bool sparsity_term = false, json = false;
+  double huber_delta = 1e-3, level = 0.95;
+  int64_t bootstrap = 200, drop = 0;
+  uint64_t seed = 0;
+  double target_params = 0, target_tokens = 0, target_flops = 0, tokens_per_param = 0, target_sparsity = 0;
+  std::vector<std::string> chance;
+};
+
+// "TASK=P" pairs into task -> chance accuracy.
+Result<std::map<std::string, double>> parse_chance(const std::vector<std::string>& items) {
+  std::map<std::string, double> out;
+  for (const std::string& s : items) {
+    const size_t eq = s.rfind('=');
+    char* end = nullptr;
+    const double p = eq == std::string::npos ? 0 : std::strtod(s.c_str() + eq + 1, &end);
+    if (eq == std::string::npos || eq == 0 || end == s.c_str() + eq + 1 || *end != '\0' || !(p >= 0 && p < 1))
+      return Status::errorf("--chance: expected TASK=P with P in [0, 1), got '{}'", s);
+    out[s.substr(0, eq)] = p;
+  }
+  return out;
+}
+
+int run_ladder_fit(const LadderFitArgs& args) {
+  auto fail = [](const Status& s) {
+    fmt::print(stderr, "moetrain ladder fit: {}\n", s.message());
+    return 2;
+  };
+  ladder::LadderOptions opt;
+  opt.param_count = args.n == "total" ? ladder::ParamCount::kTotal : ladder::ParamCount::kActive;
+  if (args.sparsity_term)
+    opt.sparsity = args.sparsity_g == "n-experts" ? ladder::Sparsity::kExperts : ladder::Sparsity::kTotalOverActive;
+  opt.fit.huber_delta = args.huber_delta;
+  opt.drop_highest_loss = args.drop;
+  opt.bootstrap = {args.bootstrap, args.seed, args.level};
+  opt.target = {args.target_params, args.target_tokens, args.target_flops, args.tokens_per_param, args.target_sparsity};
+  auto chance = parse_chance(args.chance);
+  if (!chance) return fail(chance.status());
+  opt.chance = *chance;
+
+  auto runs = ladder::load_results(args.results);
+  if (!runs) return fail(runs.status());
+  auto analysis = ladder::analyze(*runs, opt);
+  if (!analysis) return fail(analysis.status());
+
+  const nlohmann::json j = ladder::to_json(*analysis);
+  if (!args.out.empty()) {
+    std::ofstream out(args.out, std::ios::binary | std::ios::trunc);
+    out << j.dump(2) << "\n";
+    if (!out) {
+      fmt::print(stderr, "moetrain ladder fit: --out: cannot write {}\n", args.out);
+      return 1;
+    }
+  }
+  if (args.json)
+    fmt::print("{}\n", j.dump(2));
+  else
+    fmt::print("{}", ladder::to_text(*analysis, args.results));
+  return 0;
+}
+
+}  // namespace
+
+void register_ladder(CLI::App& app, CommandAction& run) {
+  CLI::App* ladder = app.add_subcommand("ladder", "Scaling ladders: fit L(N, D) to finished runs and project.");
+  ladder->require_subcommand(1);
+
+  auto a = std::make_shared<LadderFitArgs>();
+  CLI::App* fit = ladder->add_subcommand(
+      "fit", "Fit L(N, D) = E + A/N^alpha + B/D^beta (Besiroglu et al. 2024 method) with bootstrap errors; project.");
+  fit->add_option("results", a->results, "RESULTS file: JSONL (one run per line) or CSV (docs/ladder.md)")->required();
+  fit->add_option("--n", a->n, "Which parameter count is N: active or total")
+      ->check(CLI::IsMember({"active", "total"}))
+      ->capture_default_str();
+  fit->add_flag("--sparsity-term", a->sparsity_term,
+                "Fit L = E + A/(N_active^alpha G^gamma) + B/D^beta (one more parameter, gamma)");
+  fit->add_option("--sparsity-g", a->sparsity_g, "G of the sparsity term: total-over-active or n-experts")
+      ->check(CLI::IsMember({"total-over-active", "n-experts"}))
+      ->capture_default_str();
+  fit->add_option("--huber-delta", a->huber_delta, "Huber threshold on log-loss residuals")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  fit->add_option("--bootstrap", a->bootstrap, "Bootstrap resamples for errors and intervals (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  fit->add_option("--seed", a->seed, "Bootstrap seed")->capture_default_str();
+  fit->add_option("--level", a->level, "Interval level")->check(CLI::Range(0.5, 0.999))->capture_default_str();
+  fit->add_option("--drop-highest-loss", a->drop, "Leave out the K runs with the highest loss")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  CLI::Option* tp = fit->add_option("--target-params", a->target_params, "Project a run of N parameters...")
+                        ->check(CLI::PositiveNumber);
+  CLI::Option* tt =
+      fit->add_option("--target-tokens", a->target_tokens, "...trained on D tokens")->check(CLI::PositiveNumber);
+  CLI::Option* tf =
+      fit->add_option("--target-flops", a->target_flops, "Project at compute C = 6 N D: the compute-optimal split")
+          ->check(CLI::PositiveNumber);
+  CLI::Option* tr = fit->add_option("--tokens-per-param", a->tokens_per_param,
+                                    "With --target-flops: also the split at R tokens per parameter")
+                        ->check(CLI::PositiveNumber);
+  fit->add_option("--target-sparsity", a->target_sparsity, "G at the target (needed with --sparsity-term)")
+      ->check(CLI::Range(1.0, 1e12));
+  fit->add_option("--chance", a->chance, "TASK=P: chance accuracy of a task, the sigmoid's floor (repeatable)");
+  fit->add_flag("--json", a->json, "Print the JSON fit instead of the table");
+  fit->add_option("--out", a->out, "Write the JSON fit file here");
+  tp->needs(tt);
+  tt->needs(tp);
+  tr->needs(tf);
+  tf->excludes(tp);
+  fit->callback([a, &run] { run = [a] { return run_ladder_fit(*a); }; });
+}
+
+}  // namespace mt
