@@ -2,7 +2,7 @@
 // Measures the machine's peak (FMA loops; AMX for bf16), the GEMM library's
 // best (2048^3 through mt::gemm), then full training steps (forward +
 // backward + optimizer) of a preset on synthetic data: tokens/s, achieved
-// model GFLOP/s (train/flops.h) and MFU against the peak measured in the
+// model GFLOP/s (model/flops.h) and MFU against the peak measured in the
 // same run, with a per-phase breakdown of where the step time goes. Under
 // mpirun every rank benchmarks its part of the distributed step (dist.*
 // keys via --set); rank 0 prints, peaks are summed over ranks, and the
@@ -21,7 +21,7 @@
 #include "core/timer.h"
 #include "dist/mpi_comm.h"
 #include "kernels/cpu/gemm.h"
-#include "train/flops.h"
+#include "model/flops.h"
 #include "train/trainer.h"
 
 namespace mt {

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "model/weights.h"
-#include "train/flops.h"
+#include "model/flops.h"
 
 namespace mt::plan {
 

@@ -1,6 +1,6 @@
 // model_stats.h — parameter counts of a ModelConfig by layer and kind (the
 // same tensors model/weights.cpp lays out), training FLOPs per token (the
-// count `moetrain bench` uses, train/flops.h) and the inference cost of the
+// count `moetrain bench` uses, model/flops.h) and the inference cost of the
 // architecture: KV-cache bytes and forward FLOPs per token.
 // Legend: D model dim, H heads, Hkv kv heads, Dh head dim, F ffn/expert
 // hidden, E experts, K top-k, Dl latent dim, V vocab, S context length.
@@ -38,7 +38,7 @@ struct ModelStats {
   int64_t active_matmul = 0;    // model/weights.h active_matmul_params
   int64_t active_params = 0;    // active_matmul + norms (the LM head counts; the embedding lookup does not)
   int64_t moe_layers = 0;
-  double train_flops_per_token = 0;     // train/flops.h flops_per_token (forward + backward)
+  double train_flops_per_token = 0;     // model/flops.h flops_per_token (forward + backward)
   // Inference, bf16 cache, context S = seq_len.
   double kv_bytes_per_token = 0;        // every layer's K and V for one token
   double kv_bytes_per_sequence = 0;     // S tokens; sliding-window layers keep only `window` entries

@@ -9,7 +9,7 @@
 // the last micro-batch's backward, parameter all-gather behind the first
 // forward, all-to-all by the layout's `ep_overlap`; hidden communication still
 // costs (1 - overlap efficiency) of its time. Pipeline bubbles follow the
-// schedule. MFU uses the same FLOP count as `moetrain bench` (train/flops.h).
+// schedule. MFU uses the same FLOP count as `moetrain bench` (model/flops.h).
 #pragma once
 #include <cstdint>
 
@@ -65,7 +65,7 @@ struct StepTime {
   double optimizer_s = 0;     // optimizer update (memory-bound), offload transfers
   double step_s = 0;
   // Rates.
-  double model_flops_per_step = 0;  // train/flops.h count x tokens per step
+  double model_flops_per_step = 0;  // model/flops.h count x tokens per step
   double tokens_per_s = 0;
   double mfu = 0;                   // model FLOPs / (step time x GPUs x peak)
   double hfu = 0;                   // hardware FLOPs (with recomputation) / (...)

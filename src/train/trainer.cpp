@@ -16,7 +16,7 @@
 #include "data/stream_source.h"
 #include "optim/lr_schedule.h"
 #include "report/run_report.h"
-#include "train/flops.h"
+#include "model/flops.h"
 #include "train/metrics_file.h"
 #include "train/trainer_dist.h"
 

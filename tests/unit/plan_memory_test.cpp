@@ -12,7 +12,7 @@
 #include "model/weights.h"
 #include "plan/memory.h"
 #include "plan/model_stats.h"
-#include "train/flops.h"
+#include "model/flops.h"
 #include "train/run_config.h"
 
 namespace mt::plan {

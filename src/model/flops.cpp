@@ -1,5 +1,5 @@
 // flops.cpp — see flops.h.
-#include "train/flops.h"
+#include "model/flops.h"
 
 #include "kernels/cpu/attention.h"
 #include "model/weights.h"
