@@ -16,6 +16,7 @@ void register_train(CLI::App& app, CommandAction& run) {
   struct Args {
     std::string config, run_dir = "runs/quickstart", preset;
     std::vector<std::string> sets;
+    std::string inject_fault;
     bool resume = false, no_progress = false;
   };
   auto args = std::make_shared<Args>();
@@ -26,6 +27,8 @@ void register_train(CLI::App& app, CommandAction& run) {
   sub->add_option("--set", args->sets, "Override a config key: section.key=value (repeatable)");
   sub->add_flag("--resume", args->resume, "Continue from the newest valid checkpoint in the run dir");
   sub->add_flag("--no-progress", args->no_progress, "No live progress line");
+  sub->add_option("--inject-fault", args->inject_fault,
+                  "Testing only: hang:RANK:STEP or kill:RANK:STEP makes that rank hang or SIGKILL itself at STEP");
   sub->callback([args, &run] {
     run = [args]() -> int {
       Result<RunConfig> cfg = Status::ok();
@@ -40,9 +43,22 @@ void register_train(CLI::App& app, CommandAction& run) {
         }
         cfg = parse_run_config(e->text, "<embedded " + name + ".toml>", args->sets);
       }
+      if (cfg) {
+        Status limits = check_trainer_limits(cfg.value());
+        if (!limits) cfg = limits;
+      }
       if (!cfg) {
         fmt::print(stderr, "moetrain train: {}\n", cfg.status().message());
         return 2;
+      }
+      std::unique_ptr<FaultInjector> faults;
+      if (!args->inject_fault.empty()) {
+        auto f = parse_fault_spec(args->inject_fault);
+        if (!f) {
+          fmt::print(stderr, "moetrain train: {}\n", f.status().message());
+          return 2;
+        }
+        faults = std::move(f.value());
       }
       // The world outlives the trainer (MPI is finalised when it goes).
       std::unique_ptr<Comm> world = make_world_comm(cfg.value().dist.timeout_s);
@@ -60,6 +76,7 @@ void register_train(CLI::App& app, CommandAction& run) {
       opt.progress = !args->no_progress && root;
       opt.print_config = root;
       opt.comm = world.get();
+      opt.faults = faults.get();
       auto trainer = Trainer::create(cfg.value(), opt);
       if (!trainer) return fail(trainer.status().message());
       Status s = trainer.value()->run();

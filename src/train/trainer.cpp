@@ -29,9 +29,7 @@ Trainer::~Trainer() {
   if (metrics_) std::fclose(metrics_);
 }
 
-Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const TrainerOptions& opt) {
-  std::unique_ptr<Trainer> t(new Trainer(cfg, opt));
-  const TrainConfig& tc = cfg.train;
+Status check_trainer_limits(const RunConfig& cfg) {
   // The CPU router keeps each token's top-k state in fixed-size arrays
   // (kernels/cpu/router.cpp). Checked here, not in the config: the planner
   // reads the same files for models of any size.
@@ -40,6 +38,13 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
                                                             cfg.model.n_experts));
   if (cfg.model.n_experts > 0 && cfg.model.top_k > 64)
     return cfg.origins.error("model.top_k", fmt::format("the CPU trainer supports at most 64, got {}", cfg.model.top_k));
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const TrainerOptions& opt) {
+  MT_RETURN_IF_ERROR(check_trainer_limits(cfg));
+  std::unique_ptr<Trainer> t(new Trainer(cfg, opt));
+  const TrainConfig& tc = cfg.train;
   set_num_threads(int(tc.threads));
   if (!cfg.data.dataset.empty()) {
     auto src = open_mixture_source(cfg.data.dataset, cfg.data.mixture, tc.seq_len,
@@ -94,7 +99,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
   t->peak_gflops_ = opt.peak_gflops > 0 ? opt.peak_gflops : [&] {
     PeakResult p = measure_peak(0.1);
     const double one = prec == MatmulPrecision::kBf16 && p.amx_bf16_gflops > 0 ? p.amx_bf16_gflops : p.fp32_gflops;
-    return one * double(opt.comm ? opt.comm->size() : 1);  // each rank measured its own cores
+    return one * double(t->dist_->world.size());  // each rank measured its own cores
   }();
   if (opt.print_config) {
     fmt::print(stderr, "# moetrain: resolved config ({})\n{}\n", cfg.source, to_toml(cfg));

@@ -1,10 +1,11 @@
 // trainer.h — the training loop: data -> forward/backward over
 // gradient-accumulation micro-batches -> clip + AdamW -> metrics line ->
-// checkpoint. Owns the flat parameter/gradient buffers, optimizer state and
-// the aux-loss-free router biases. Under MPI (TrainerOptions::comm with more
-// than one rank) it owns only this rank's shard of them and runs FSDP x EP
-// (trainer_dist.cpp, docs/distributed.md); every rank runs the same loop. Deterministic: the state after step s is a
-// pure function of (config, seed, s), whether or not the run was resumed.
+// checkpoint. Owns this rank's shard of the flat parameter/gradient buffers,
+// optimizer state and the aux-loss-free router biases, and runs FSDP x EP
+// (trainer_dist.cpp, docs/distributed.md); one process is a world of one
+// whose shard is the whole model, so every rank of every world size runs the
+// same code. Deterministic: the state after step s is a pure function of
+// (config, seed, s), whether or not the run was resumed.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "dist/comm.h"
 #include "model/transformer.h"
 #include "optim/adamw_optimizer.h"
+#include "train/fault_injection.h"
 #include "train/run_config.h"
 
 namespace mt {
@@ -34,7 +36,8 @@ struct TrainerOptions {
   double peak_gflops = 0.0;     // MFU denominator; 0 = measure at start
   bool progress = true;         // live progress line on stderr
   bool print_config = true;
-  Comm* comm = nullptr;         // the world; null or one rank = single process
+  Comm* comm = nullptr;         // the world; null = a world of one (the trainer owns a LocalComm)
+  FaultInjector* faults = nullptr;  // test hook called at fixed points; null = none
 };
 
 struct StepResult {
@@ -54,6 +57,10 @@ struct StepResult {
   double eval_loss = std::nan("");
   std::vector<std::pair<std::string, double>> bucket_eval_loss;
 };
+
+// Limits of the CPU kernels on a valid config (at most 256 experts, top-k
+// at most 64), as errors naming the key.
+Status check_trainer_limits(const RunConfig& cfg);
 
 // Newest valid checkpoint under DIR/checkpoints, or an error if none.
 Result<std::string> find_latest_checkpoint_dir(const std::string& run_dir);
@@ -87,9 +94,10 @@ class Trainer {
   void update_router_bias(const StepResult& r);
   void evaluate(StepResult& r);  // held-out loss per bucket (or overall) into r
 
-  // Distribution (trainer_dist.cpp); every helper is the plain one-process
-  // operation when dist_ is null.
+  // Distribution (trainer_dist.cpp): one path for any world size; a single
+  // process runs it as a world of one.
   struct Dist;
+  std::unique_ptr<Comm> own_comm_;  // the LocalComm of a world of one
   std::unique_ptr<Dist> dist_;
   Status setup_dist(const TrainerOptions& opt);  // mesh, shard plan, start-up agreement check
   int64_t local_batch() const;     // sequences of each micro-batch this rank computes

@@ -3,15 +3,14 @@
 // data-parallel split of each micro-batch (rank r computes sequences
 // [r*B/N, (r+1)*B/N) of every micro-batch of B, so the global batch is the
 // same for any world size), sharded parameters / gradients / AdamW moments,
-// sums of the step's statistics over ranks, and sharded checkpoints. With
-// dist_ null (one process) every helper is exactly the one-process code.
+// sums of the step's statistics over ranks, and sharded checkpoints. One
+// process runs the same code as a world of one: a LocalComm, a 1 x 1 mesh and
+// a shard plan that owns every element, whose FSDP units are used in place.
 #include <fmt/format.h>
 #include <sched.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -54,16 +53,18 @@ Status check_agreement(Comm& world, const std::string& what, const std::string& 
 }  // namespace
 
 Status Trainer::setup_dist(const TrainerOptions& opt) {
-  if (!opt.comm || opt.comm->size() == 1) return Status::ok();
-  Comm& w = *opt.comm;
+  if (!opt.comm) own_comm_ = std::make_unique<LocalComm>();
+  Comm& w = opt.comm ? *opt.comm : *own_comm_;
   set_comm_context("start-up");
-  // Same binary, same resolved config and same run options everywhere:
-  // otherwise the ranks would disagree on every size below.
-  MT_RETURN_IF_ERROR(check_agreement(w, "moetrain binary", binary_id(),
-                                     "every rank must run the same build of moetrain"));
-  const std::string options = fmt::format("{}\nrun_dir={}\nresume={}", to_toml(cfg_), opt.run_dir, opt.resume);
-  MT_RETURN_IF_ERROR(check_agreement(w, "resolved config and run options", options,
-                                     "every rank must get the same --config, --set, --run-dir and --resume"));
+  if (w.size() > 1) {
+    // Same binary, same resolved config and same run options everywhere:
+    // otherwise the ranks would disagree on every size below.
+    MT_RETURN_IF_ERROR(check_agreement(w, "moetrain binary", binary_id(),
+                                       "every rank must run the same build of moetrain"));
+    const std::string options = fmt::format("{}\nrun_dir={}\nresume={}", to_toml(cfg_), opt.run_dir, opt.resume);
+    MT_RETURN_IF_ERROR(check_agreement(w, "resolved config and run options", options,
+                                       "every rank must get the same --config, --set, --run-dir and --resume"));
+  }
   auto shape = resolve_mesh(w.size(), cfg_.dist.ep, cfg_.dist.fsdp, cfg_.model.n_experts);
   if (!shape) return Status::errorf("{}: {}", cfg_.source, shape.status().message());
   const TrainConfig& tc = cfg_.train;
@@ -78,30 +79,19 @@ Status Trainer::setup_dist(const TrainerOptions& opt) {
     return Status::errorf("{}: model.routing_group = {} tokens must divide each rank's {} tokens per micro-batch "
                           "(batch_size / ranks x seq_len), so no routing group straddles two ranks",
                           cfg_.source, cfg_.model.group_size(tc.seq_len), Bl * tc.seq_len);
-  if (tc.threads == 0) set_num_threads(default_rank_threads());
+  if (tc.threads == 0 && N > 1) set_num_threads(default_rank_threads());
   dist_ = std::make_unique<Dist>(w, shape.value());
   dist_->local_batch = Bl;
   dist_->offset = w.rank() * Bl;
   dist_->mesh = std::make_unique<Mesh>(w, shape.value());
-  // Fault injection for the failure tests: MOETRAIN_FAULT=hang:RANK:STEP
-  // (the rank stops answering at the start of STEP) or kill:RANK:STEP (SIGKILL).
-  if (const char* f = std::getenv("MOETRAIN_FAULT")) {
-    char kind[8] = {0};
-    long rank = -1, step = -1;
-    if (std::sscanf(f, "%7[a-z]:%ld:%ld", kind, &rank, &step) == 3 && rank == w.rank()) {
-      dist_->fault_step = step;
-      dist_->fault_kill = std::string(kind) == "kill";
-    }
-  }
   return Status::ok();
 }
 
-bool Trainer::is_root() const { return !dist_ || dist_->world.rank() == 0; }
-int64_t Trainer::local_batch() const { return dist_ ? dist_->local_batch : cfg_.train.batch_size; }
-int64_t Trainer::batch_offset() const { return dist_ ? dist_->offset : 0; }
+bool Trainer::is_root() const { return dist_->world.rank() == 0; }
+int64_t Trainer::local_batch() const { return dist_->local_batch; }
+int64_t Trainer::batch_offset() const { return dist_->offset; }
 
 std::vector<AdamW::Range> Trainer::owned_ranges() const {
-  if (!dist_) return {AdamW::Range{0, model_->layout().total(), 0}};
   std::vector<AdamW::Range> out;
   for (const OwnedRange& r : dist_->plan->owned()) out.push_back({r.lo, r.hi, r.local});
   return out;
@@ -109,60 +99,48 @@ std::vector<AdamW::Range> Trainer::owned_ranges() const {
 
 void Trainer::init_local_params() {
   const ParamLayout& L = model_->layout();
-  if (!dist_) {
-    params_.assign(L.total(), 0.0f);
-    grads_.assign(L.total(), 0.0f);
-    init_params(params_.data(), L, cfg_.model, cfg_.train.seed);
-    return;
-  }
   Dist& d = *dist_;
   d.plan = std::make_unique<ShardPlan>(L, cfg_.model, d.shape, d.world.rank());
-  // Values depend only on (seed, tensor name): initialise the whole model and keep this rank's shard.
-  std::vector<float> full(L.total());
-  init_params(full.data(), L, cfg_.model, cfg_.train.seed);
   params_.assign(d.plan->local_size(), 0.0f);
   grads_.assign(d.plan->local_size(), 0.0f);
-  for (const OwnedRange& r : d.plan->owned())
-    std::copy(full.begin() + r.lo, full.begin() + r.hi, params_.begin() + r.local);
+  if (d.plan->local_size() == L.total()) {
+    // A world of one owns every element in layout order: initialise in place.
+    init_params(params_.data(), L, cfg_.model, cfg_.train.seed);
+  } else {
+    // Values depend only on (seed, tensor name): initialise the whole model and keep this rank's shard.
+    std::vector<float> full(L.total());
+    init_params(full.data(), L, cfg_.model, cfg_.train.seed);
+    for (const OwnedRange& r : d.plan->owned())
+      std::copy(full.begin() + r.lo, full.begin() + r.hi, params_.begin() + r.local);
+  }
   if (d.shape.ep > 1) d.ep = std::make_unique<EpDispatcher>(d.mesh->ep(), cfg_.model, d.local_batch, cfg_.train.seq_len);
   d.fsdp = std::make_unique<FsdpProvider>(*d.mesh, *d.plan, cfg_.model.n_layers, params_.data(), grads_.data(),
                                           cfg_.dist.prefetch ? Prefetch::kNextLayer : Prefetch::kOff, d.ep.get());
 }
 
 void Trainer::begin_step() {
-  if (!dist_) return;
   set_comm_context(fmt::format("step {}", step_ + 1));
-  if (dist_->fault_step == step_ + 1) {
-    fmt::print(stderr, "moetrain: rank {}: MOETRAIN_FAULT: {} at step {}\n", dist_->world.rank(),
-               dist_->fault_kill ? "killing myself" : "hanging", step_ + 1);
-    std::fflush(stderr);
-    if (dist_->fault_kill) raise(SIGKILL);
-    for (;;) pause();
-  }
+  if (opt_.faults) opt_.faults->at_step_begin(dist_->world.rank(), step_ + 1);
   dist_->world.stats().reset();
 }
 
 ForwardStats Trainer::forward_backward(float grad_scale, const float* bias) {
-  if (!dist_) return model_->forward_backward(params_.data(), grads_.data(), batch_.data(), grad_scale, bias);
   return model_->forward_backward(*dist_->fsdp, batch_.data(), grad_scale, bias);
 }
 
 double Trainer::forward_loss(const float* bias) {
-  if (!dist_) return model_->forward(params_.data(), batch_.data(), bias).loss;
   double share = model_->forward(*dist_->fsdp, batch_.data(), bias).loss;
   dist_->world.allreduce_sum(&share, 1, "allreduce (eval loss)");
   return share;
 }
 
 bool Trainer::all_ranks(bool ok) {
-  if (!dist_) return ok;
   int64_t failed = ok ? 0 : 1;
   dist_->world.allreduce_sum(&failed, 1, "allreduce (eval data)");
   return failed == 0;
 }
 
 void Trainer::reduce_step_stats(StepResult& r) {
-  if (!dist_) return;
   Comm& w = dist_->world;
   // loss: shares of the global mean; router losses: per-rank means over equal token counts.
   double d[3] = {r.loss, r.aux_loss, r.z_loss};
@@ -181,7 +159,6 @@ void Trainer::reduce_step_stats(StepResult& r) {
 }
 
 double Trainer::optimizer_step(double lr) {
-  if (!dist_) return optim_->step(params_.data(), grads_.data(), lr, step_ + 1);
   double ss = optim_->local_sum_squares(grads_.data());
   dist_->world.allreduce_sum(&ss, 1, "allreduce (gradient norm)");
   const double norm = std::sqrt(ss);
@@ -190,7 +167,6 @@ double Trainer::optimizer_step(double lr) {
 }
 
 void Trainer::finish_step(StepResult& r) {
-  if (!dist_) return;
   r.comm = dist_->world.stats();
   r.world_size = dist_->world.size();
 }
@@ -200,16 +176,6 @@ void Trainer::finish_step(StepResult& r) {
 std::vector<TensorView> Trainer::checkpoint_views() const {
   std::vector<TensorView> views;
   const ParamLayout& L = model_->layout();
-  if (!dist_) {
-    for (const ParamEntry& e : L.entries()) {
-      views.push_back({e.name, e.shape, params_.data() + e.offset});
-      views.push_back({"adam_m." + e.name, e.shape, optim_->m().data() + e.offset});
-      views.push_back({"adam_v." + e.name, e.shape, optim_->v().data() + e.offset});
-    }
-    if (!router_bias_.empty())
-      views.push_back({"router_bias", {int64_t(router_bias_.size())}, router_bias_.data()});
-    return views;
-  }
   // The piece of every tensor that falls in one of this rank's owned ranges.
   for (const OwnedRange& r : dist_->plan->owned())
     for (const ParamEntry& e : L.entries()) {
@@ -227,7 +193,6 @@ std::vector<TensorView> Trainer::checkpoint_views() const {
 
 Status Trainer::write_checkpoint_files(const std::vector<TensorView>& views, const nlohmann::json& state) {
   const std::string root = opt_.run_dir + "/checkpoints";
-  if (!dist_) return write_checkpoint(root, step_, views, to_toml(cfg_), state, cfg_.train.keep_checkpoints);
   Comm& w = dist_->world;
   nlohmann::json st = state;
   st["dist"] = {{"world_size", w.size()}, {"ep", dist_->shape.ep}, {"fsdp", dist_->shape.fsdp}};
@@ -270,19 +235,10 @@ Status Trainer::write_checkpoint_files(const std::vector<TensorView>& views, con
 }
 
 Status Trainer::load_checkpoint_tensors(const LoadedCheckpoint& ck) {
-  if (!dist_) {
-    const ParamLayout& L = model_->layout();
-    for (const ParamEntry& e : L.entries()) {
-      MT_RETURN_IF_ERROR(load_into(ck, e.name, e.shape, params_.data() + e.offset));
-      MT_RETURN_IF_ERROR(load_into(ck, "adam_m." + e.name, e.shape, optim_->m().data() + e.offset));
-      MT_RETURN_IF_ERROR(load_into(ck, "adam_v." + e.name, e.shape, optim_->v().data() + e.offset));
-    }
-  } else {
-    // Any world size wrote it: take this rank's ranges of the whole tensors.
-    for (const TensorView& v : checkpoint_views()) {
-      if (v.name == "router_bias") continue;
-      MT_RETURN_IF_ERROR(load_range_into(ck, v.name, v.offset, v.count, const_cast<float*>(v.data)));
-    }
+  // Any world size wrote it: take this rank's ranges of the whole tensors.
+  for (const TensorView& v : checkpoint_views()) {
+    if (v.name == "router_bias") continue;
+    MT_RETURN_IF_ERROR(load_range_into(ck, v.name, v.offset, v.count, const_cast<float*>(v.data)));
   }
   if (!router_bias_.empty())
     MT_RETURN_IF_ERROR(load_into(ck, "router_bias", {int64_t(router_bias_.size())}, router_bias_.data()));
@@ -293,13 +249,6 @@ Status Trainer::load_checkpoint_tensors(const LoadedCheckpoint& ck) {
 // gathered and put back in layout order (each rank's plan is computable).
 std::string Trainer::state_hash() const {
   Hasher h;
-  if (!dist_) {
-    h.update(params_.data(), params_.size() * sizeof(float));
-    h.update(optim_->m().data(), optim_->m().size() * sizeof(float));
-    h.update(optim_->v().data(), optim_->v().size() * sizeof(float));
-    h.update(router_bias_.data(), router_bias_.size() * sizeof(float));
-    return hex64(h.digest());
-  }
   Comm& w = dist_->world;
   const ParamLayout& L = model_->layout();
   const int64_t P = w.size();

@@ -1,5 +1,7 @@
-// trainer_dist.h — the trainer's distributed state (trainer_dist.cpp), shared
-// with trainer.cpp only so that Trainer's destructor sees a complete type.
+// trainer_dist.h — the trainer's place in the world (trainer_dist.cpp):
+// always present; one process is a world of one (LocalComm, a 1 x 1 mesh,
+// a one-rank shard plan that owns everything). Shared with trainer.cpp only
+// so that Trainer's destructor sees a complete type.
 #pragma once
 #include <memory>
 
@@ -21,8 +23,6 @@ struct Trainer::Dist {
   std::unique_ptr<ShardPlan> plan;
   std::unique_ptr<EpDispatcher> ep;
   std::unique_ptr<FsdpProvider> fsdp;
-  int64_t fault_step = -1;  // fault injection (MOETRAIN_FAULT=hang|kill:rank:step)
-  bool fault_kill = false;
 };
 
 }  // namespace mt

@@ -217,7 +217,9 @@ TEST(Checkpoints, ResumeAndReshardAcrossWorldSizes) {
 TEST(Failures, HungRankEndsTheJobNamingIt) {
   TempDir tmp;
   const double t0 = now_s();
-  const auto r = mpi_train(2, tiny(tmp / "h", {"dist.timeout_s=5"}), 120, {"MOETRAIN_FAULT=hang:1:3"});
+  std::vector<std::string> args = tiny(tmp / "h", {"dist.timeout_s=5"});
+  args.insert(args.end(), {"--inject-fault", "hang:1:3"});
+  const auto r = mpi_train(2, args, 120);
   EXPECT_FALSE(r.timed_out) << r;
   EXPECT_NE(r.exit_code, 0) << r;
   EXPECT_LT(now_s() - t0, 60.0);
@@ -227,7 +229,9 @@ TEST(Failures, HungRankEndsTheJobNamingIt) {
 
 TEST(Failures, DeadRankEndsTheJobNamingIt) {
   TempDir tmp;
-  const auto r = mpi_train(2, tiny(tmp / "k", {"dist.timeout_s=10"}), 120, {"MOETRAIN_FAULT=kill:1:3"});
+  std::vector<std::string> args = tiny(tmp / "k", {"dist.timeout_s=10"});
+  args.insert(args.end(), {"--inject-fault", "kill:1:3"});
+  const auto r = mpi_train(2, args, 120);
   EXPECT_FALSE(r.timed_out) << r;
   EXPECT_NE(r.exit_code, 0) << r;
   const std::string all = r.out + r.err;

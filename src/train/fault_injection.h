@@ -1,0 +1,27 @@
+// fault_injection.h — where the trainer lets a test break it, in the spirit
+// of ckpt/file_system.h: production code calls the hook at fixed points and
+// the default does nothing; tests install an injector (in process, or from
+// the command line with `moetrain train --inject-fault`, which the MPI and
+// supervisor tests use). The trainer never reads the environment for faults.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+
+namespace mt {
+
+class FaultInjector {
+ public:
+  virtual ~FaultInjector() = default;
+  // Called by every rank at the start of optimizer step `step` (1-based),
+  // before any collective of that step.
+  virtual void at_step_begin(int64_t rank, int64_t step) = 0;
+};
+
+// "KIND:RANK:STEP" with KIND hang (the rank stops answering) or kill (the
+// rank raises SIGKILL), as given to --inject-fault.
+Result<std::unique_ptr<FaultInjector>> parse_fault_spec(const std::string& spec);
+
+}  // namespace mt
