@@ -34,6 +34,7 @@ struct Scratch {
     }
   }
 };
+// Per-thread, grow-only (docs/kernels.md): the block each task works on stays in L2.
 thread_local Scratch tls;
 
 inline int64_t key_begin(int64_t i, int64_t window) {

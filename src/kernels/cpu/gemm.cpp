@@ -72,6 +72,7 @@ struct Scratch {
   std::vector<float> at, bt;  // transposed fp32 operands for the skinny path
   std::vector<float> af, bf;  // bf16-rounded fp32 operands (no native bf16 matmul)
 };
+// Per-thread, grow-only operand conversions (docs/kernels.md).
 thread_local Scratch scratch;
 
 dnnl::memory::desc operand_desc(int64_t rows, int64_t cols, Trans t, int64_t ld,

@@ -8,8 +8,8 @@
 
 namespace mt {
 namespace {
-// Per-thread work buffers, grown on first use and reused (kernels do not
-// allocate in steady state).
+// Per-thread work buffers, grown on first use and reused: no allocation after
+// the first step (docs/kernels.md lists every kernel that does this).
 struct AssignScratch {
   std::vector<int64_t> count, start, cand, fill, order;
   std::vector<char> keep;

@@ -34,7 +34,8 @@ void choice_fractions(std::vector<double>& f, const int32_t* idx, const RouterDi
   for (double& x : f) x /= double(d.group * d.K);
 }
 
-// Per-thread statistics buffers, grown on first use (no steady-state allocation).
+// Per-thread statistics buffers, grown on first use: no allocation after the
+// first step (docs/kernels.md lists every kernel that does this).
 struct Stats {
   std::vector<double> f, P;
 };
