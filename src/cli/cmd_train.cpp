@@ -4,7 +4,10 @@
 // and writes metrics; any rank's error ends the whole job.
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "cli/commands.h"
+#include "train/run_dir.h"
 #include "cli/embedded_configs.h"
 #include "dist/mpi_comm.h"
 #include "train/run_config.h"
@@ -17,7 +20,7 @@ void register_train(CLI::App& app, CommandAction& run) {
     std::string config, run_dir = "runs/quickstart", preset;
     std::vector<std::string> sets;
     std::string inject_fault;
-    bool resume = false, no_progress = false;
+    bool resume = false, no_progress = false, move_aside = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand("train", "Train a model (one process, or every rank of mpirun -np N).");
@@ -25,15 +28,34 @@ void register_train(CLI::App& app, CommandAction& run) {
   sub->add_option("--preset", args->preset, "Embedded preset instead of a file, e.g. quickstart, bench/tiny");
   sub->add_option("--run-dir", args->run_dir, "Where metrics.jsonl and checkpoints/ go")->capture_default_str();
   sub->add_option("--set", args->sets, "Override a config key: section.key=value (repeatable)");
-  sub->add_flag("--resume", args->resume, "Continue from the newest valid checkpoint in the run dir");
+  sub->add_flag("--resume", args->resume,
+                "Continue the run in --run-dir from its newest valid checkpoint, with its saved config.toml unless "
+                "--config/--preset is given (--set may change only the keys docs/training.md lists as safe)");
+  sub->add_flag("--move-aside", args->move_aside,
+                "Start a new run even if --run-dir holds one: the old run is renamed to RUN_DIR.prev-N (never deleted)");
   sub->add_flag("--no-progress", args->no_progress, "No live progress line");
   sub->add_option("--inject-fault", args->inject_fault,
                   "Testing only: hang:RANK:STEP or kill:RANK:STEP makes that rank hang or SIGKILL itself at STEP");
   sub->callback([args, &run] {
     run = [args]() -> int {
+      if (args->resume && args->move_aside) {
+        fmt::print(stderr, "moetrain train: --resume and --move-aside exclude each other\n");
+        return 2;
+      }
       Result<RunConfig> cfg = Status::ok();
+      const std::string saved = saved_config_path(args->run_dir);
       if (!args->config.empty()) {
         cfg = load_run_config(args->config, args->sets);
+      } else if (args->resume && args->preset.empty()) {
+        // Continue the run as it was: its own resolved config is the default.
+        if (!std::filesystem::exists(saved)) {
+          fmt::print(stderr,
+                     "moetrain train: {}: no saved config.toml to resume from (is this a run directory?); give "
+                     "--config or --preset to start one\n",
+                     args->run_dir);
+          return 2;
+        }
+        cfg = load_run_config(saved, args->sets);
       } else {
         const std::string name = args->preset.empty() ? "quickstart" : args->preset;
         const EmbeddedConfig* e = find_embedded_config(name);
@@ -63,6 +85,22 @@ void register_train(CLI::App& app, CommandAction& run) {
       // The world outlives the trainer (MPI is finalised when it goes).
       std::unique_ptr<Comm> world = make_world_comm(cfg.value().dist.timeout_s);
       const bool root = world->rank() == 0, multi = world->size() > 1;
+      {
+        // A run directory belongs to one run. Every rank checks before any
+        // rank can write (the trainer's start-up is collective); only rank 0
+        // moves an old run aside.
+        const RunDirMode mode =
+            args->resume ? RunDirMode::kResume : args->move_aside ? RunDirMode::kMoveAside : RunDirMode::kFresh;
+        if (mode != RunDirMode::kMoveAside || root) {
+          auto moved = prepare_run_dir(args->run_dir, mode);
+          if (!moved) {
+            fmt::print(stderr, "moetrain train: {}\n", moved.status().message());
+            if (multi) abort_job(*world, 2);
+            return 2;
+          }
+          if (!moved->empty()) fmt::print(stderr, "# moved the previous run in {} to {}\n", args->run_dir, *moved);
+        }
+      }
       const std::string who = multi ? fmt::format("rank {}: ", world->rank()) : "";
       // One rank failing ends the job (the others would wait for it).
       auto fail = [&](const std::string& msg) {

@@ -11,4 +11,8 @@ namespace mt {
 // ("config file" -> "x.toml: cannot open config file").
 Result<std::string> read_file(const std::string& path, const std::string& what = "file");
 
+// Writes `content` to path.tmp-PID, fsyncs it and renames it over `path`:
+// readers see the old file or the new one, never a torn one.
+Status write_file_atomic(const std::string& path, const std::string& content);
+
 }  // namespace mt

@@ -6,8 +6,8 @@
 namespace mt {
 
 void declare_keys(ConfigSchema& s, DistConfig& d, const std::string& t) {
-  s.add(t + ".ep", &d.ep, "expert-parallel ranks: routed experts split over them (must divide n_experts)").min(1);
-  s.add(t + ".fsdp", &d.fsdp, "FSDP ranks sharing each EP rank's experts").min(0).note("0 = ranks / ep");
+  s.add(t + ".ep", &d.ep, "expert-parallel ranks: routed experts split over them (must divide n_experts)").range(1, 1 << 20);
+  s.add(t + ".fsdp", &d.fsdp, "FSDP ranks sharing each EP rank's experts").range(0, 1 << 20).note("0 = ranks / ep");
   s.add(t + ".timeout_s", &d.timeout_s, "a rank waiting longer in a collective ends the job, naming the silent ranks")
       .above(0).unit("s");
   s.add(t + ".prefetch", &d.prefetch, "gather layer l+1 while layer l computes");

@@ -32,36 +32,36 @@ Status ModelConfig::validate(const ConfigOrigins& o, int64_t seq_len) const {
 
 void declare_keys(ConfigSchema& s, ModelConfig& m, const std::string& t) {
   const std::string p = t + ".";
-  s.add(p + "vocab_size", &m.vocab_size, "V: vocabulary size (the byte tokenizer needs >= 259)").min(2).unit("tokens");
-  s.add(p + "d_model", &m.d_model, "D: model (residual stream) width").min(2);
-  s.add(p + "n_layers", &m.n_layers, "transformer blocks").min(1);
-  s.add(p + "n_heads", &m.n_heads, "H: query heads (must divide d_model; head dim even)").min(1);
-  s.add(p + "n_kv_heads", &m.n_kv_heads, "Hkv on global (G) layers; must divide n_heads").min(1);
-  s.add(p + "n_kv_heads_local", &m.n_kv_heads_local, "Hkv on local (L) layers; 0 = same as n_kv_heads").min(0);
+  s.add(p + "vocab_size", &m.vocab_size, "V: vocabulary size (the byte tokenizer needs >= 259)").range(2, 2147483647).unit("tokens");
+  s.add(p + "d_model", &m.d_model, "D: model (residual stream) width").range(2, 1 << 20);
+  s.add(p + "n_layers", &m.n_layers, "transformer blocks").range(1, 1 << 14);
+  s.add(p + "n_heads", &m.n_heads, "H: query heads (must divide d_model; head dim even)").range(1, 1 << 16);
+  s.add(p + "n_kv_heads", &m.n_kv_heads, "Hkv on global (G) layers; must divide n_heads").range(1, 1 << 16);
+  s.add(p + "n_kv_heads_local", &m.n_kv_heads_local, "Hkv on local (L) layers; 0 = same as n_kv_heads").range(0, 1 << 16);
   s.add(p + "layer_pattern", &m.layer_pattern, "repeated over depth: L = sliding window, G = global causal");
-  s.add(p + "window", &m.window, "keys visible to a query on L layers, itself included").min(1).unit("tokens");
+  s.add(p + "window", &m.window, "keys visible to a query on L layers, itself included").range(1, int64_t(1) << 31).unit("tokens");
   s.add(p + "tied_embeddings", &m.tied_embeddings, "the LM head shares the embedding matrix");
   s.add(p + "qk_norm", &m.qk_norm, "RMSNorm on q and k per head");
   s.add(p + "rope_theta", &m.rope_theta, "RoPE base").above(0);
   s.add(p + "norm_eps", &m.norm_eps, "RMSNorm epsilon").above(0);
   s.add(p + "init_std", &m.init_std, "N(0, init_std^2) init; output projections scaled by 1/sqrt(2 n_layers)").above(0);
-  s.add(p + "d_ff", &m.d_ff, "F: hidden size of the dense SwiGLU FFN").min(1);
-  s.add(p + "n_experts", &m.n_experts, "E: routed experts; 0 = dense model (the CPU trainer takes at most 256)").min(0);
-  s.add(p + "top_k", &m.top_k, "K: experts per token, <= n_experts (the CPU trainer takes at most 64)").min(1);
-  s.add(p + "d_expert", &m.d_expert, "hidden size of each routed and shared expert").min(1);
-  s.add(p + "n_shared_experts", &m.n_shared_experts, "always-on experts in every MoE layer").min(0);
-  s.add(p + "n_dense_layers", &m.n_dense_layers, "the first layers use the dense FFN").min(0);
+  s.add(p + "d_ff", &m.d_ff, "F: hidden size of the dense SwiGLU FFN").range(1, 1 << 24);
+  s.add(p + "n_experts", &m.n_experts, "E: routed experts; 0 = dense model (the CPU trainer takes at most 256)").range(0, 1 << 20);
+  s.add(p + "top_k", &m.top_k, "K: experts per token, <= n_experts (the CPU trainer takes at most 64)").range(1, 1 << 20);
+  s.add(p + "d_expert", &m.d_expert, "hidden size of each routed and shared expert").range(1, 1 << 24);
+  s.add(p + "n_shared_experts", &m.n_shared_experts, "always-on experts in every MoE layer").range(0, 1 << 10);
+  s.add(p + "n_dense_layers", &m.n_dense_layers, "the first layers use the dense FFN").range(0, 1 << 14);
   s.add_enum(p + "router_score", &m.router_score, {"softmax", "sigmoid"}, "router scores");
   s.add(p + "router_renormalize", &m.router_renormalize, "gates of the chosen K experts sum to 1");
   s.add(p + "capacity_factor", &m.capacity_factor, "> 0: ceil(cf G K / E) slots per expert per routing group")
       .min(0).note("0 = dropless");
   s.add(p + "routing_group", &m.routing_group, "G: tokens per routing group (divides seq_len or a multiple of it)")
-      .min(0).unit("tokens").note("0 = one sequence");
+      .range(0, int64_t(1) << 31).unit("tokens").note("0 = one sequence");
   s.add(p + "aux_loss_coef", &m.aux_loss_coef, "Switch load-balancing loss weight").min(0);
   s.add(p + "z_loss_coef", &m.z_loss_coef, "router z-loss weight").min(0);
   s.add(p + "aux_free_bias", &m.aux_free_bias, "DeepSeek-V3 bias balancing of the selection scores");
   s.add(p + "bias_update_rate", &m.bias_update_rate, "step of the aux-loss-free bias per optimizer step").min(0);
-  s.add(p + "d_latent", &m.d_latent, "Dl > 0: latent MoE (down-projection, RMSNorm, experts in Dl)").min(0)
+  s.add(p + "d_latent", &m.d_latent, "Dl > 0: latent MoE (down-projection, RMSNorm, experts in Dl)").range(0, 1 << 20)
       .note("0 = off");
   s.add(p + "moe_out_norm", &m.moe_out_norm, "RMSNorm on the MoE block output");
 }

@@ -34,7 +34,7 @@ double learning_rate(const ScheduleParams& p, int64_t step, int64_t total_steps)
 void declare_keys(ConfigSchema& s, ScheduleParams& p, const std::string& t) {
   s.add(t + ".lr", &p.lr, "peak learning rate").above(0);
   s.add(t + ".min_lr_ratio", &p.min_lr_ratio, "final lr = lr * min_lr_ratio").range(0, 1);
-  s.add(t + ".warmup_steps", &p.warmup_steps, "linear warmup from 0").min(0).unit("steps");
+  s.add(t + ".warmup_steps", &p.warmup_steps, "linear warmup from 0").range(0, int64_t(1) << 40).unit("steps");
   s.add_enum(t + ".schedule", &p.kind, {"wsd", "cosine", "constant"},
              "after warmup: warmup-stable-decay, cosine to min_lr, or constant");
   s.add(t + ".decay_frac", &p.decay_frac, "wsd: the last fraction of the steps decays linearly to min_lr").range(0, 1);

@@ -11,23 +11,23 @@ namespace mt {
 namespace {
 
 void declare_train_keys(ConfigSchema& s, TrainConfig& t) {
-  s.add("train.steps", &t.steps, "optimizer steps of the whole run").min(1).unit("steps");
-  s.add("train.batch_size", &t.batch_size, "B: sequences per micro-batch (all ranks together)").min(1);
-  s.add("train.seq_len", &t.seq_len, "T: tokens per sequence").min(2).unit("tokens");
-  s.add("train.grad_accum", &t.grad_accum, "micro-batches per optimizer step").min(1);
+  s.add("train.steps", &t.steps, "optimizer steps of the whole run").range(1, int64_t(1) << 40).unit("steps");
+  s.add("train.batch_size", &t.batch_size, "B: sequences per micro-batch (all ranks together)").range(1, 1 << 24);
+  s.add("train.seq_len", &t.seq_len, "T: tokens per sequence").range(2, 1 << 24).unit("tokens");
+  s.add("train.grad_accum", &t.grad_accum, "micro-batches per optimizer step").range(1, 1 << 24);
   declare_keys(s, t.schedule, "train");
   declare_keys(s, t.optim, "train");
   s.add_enum("train.precision", &t.precision, {"fp32", "bf16"},
              "matrix-multiply operands (bf16: fp32 accumulate, fp32 master weights and optimizer state)");
   s.add("train.seed", &t.seed, "parameter init; also the order of the synthetic and stream data");
-  s.add("train.threads", &t.threads, "OpenMP threads").min(0).note("0 = OpenMP default");
+  s.add("train.threads", &t.threads, "OpenMP threads").range(0, 4096).note("0 = OpenMP default");
   s.add("train.checkpoint_every", &t.checkpoint_every, "commit a checkpoint every N steps")
-      .min(0).unit("steps").note("0 = only at the end");
-  s.add("train.keep_checkpoints", &t.keep_checkpoints, "keep the newest N committed checkpoints").min(1);
-  s.add("train.log_every", &t.log_every, "metrics line every N steps").min(1).unit("steps");
+      .range(0, int64_t(1) << 40).unit("steps").note("0 = only at the end");
+  s.add("train.keep_checkpoints", &t.keep_checkpoints, "keep the newest N committed checkpoints").range(1, 1 << 20);
+  s.add("train.log_every", &t.log_every, "metrics line every N steps").range(1, int64_t(1) << 40).unit("steps");
   s.add("train.eval_every", &t.eval_every, "held-out eval pass every N steps (and at the end)")
-      .min(0).unit("steps").note("0 = off");
-  s.add("train.eval_batches", &t.eval_batches, "batches of batch_size eval sequences per bucket per pass").min(1);
+      .range(0, int64_t(1) << 40).unit("steps").note("0 = off");
+  s.add("train.eval_batches", &t.eval_batches, "batches of batch_size eval sequences per bucket per pass").range(1, 1 << 20);
 }
 
 void declare_data_keys(ConfigSchema& s, DataConfig& d) {

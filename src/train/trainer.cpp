@@ -7,6 +7,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include <unistd.h>
+
 #include "core/hash.h"
 #include "core/machine_peak.h"
 #include "core/progress.h"
@@ -18,6 +20,7 @@
 #include "report/run_report.h"
 #include "model/flops.h"
 #include "train/metrics_file.h"
+#include "train/run_dir.h"
 #include "train/trainer_dist.h"
 
 namespace mt {
@@ -29,6 +32,32 @@ Trainer::~Trainer() {
   if (metrics_) std::fclose(metrics_);
 }
 
+namespace {
+
+// Parameters of the model, in double so that any size the schema accepts
+// stays finite (the int64 layout is built only once this says it fits).
+double approx_params(const ModelConfig& c) {
+  const double D = double(c.d_model), H = double(c.n_heads), Dh = D / H;
+  double total = double(c.vocab_size) * D * (c.tied_embeddings ? 1.0 : 2.0);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    total += 2.0 * D * H * Dh + 2.0 * D * double(c.kv_heads(l)) * Dh;  // q, o; k, v
+    if (c.is_moe(l)) {
+      const double Din = double(c.expert_in_dim()), F = double(c.d_expert);
+      total += double(c.n_experts) * (3.0 * Din * F + D) + double(c.n_shared_experts) * 3.0 * D * F;
+      if (c.d_latent > 0) total += 2.0 * D * Din;
+    } else {
+      total += 3.0 * D * double(c.d_ff);
+    }
+  }
+  return total;
+}
+
+double physical_memory_bytes() {
+  return double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
 Status check_trainer_limits(const RunConfig& cfg) {
   // The CPU router keeps each token's top-k state in fixed-size arrays
   // (kernels/cpu/router.cpp). Checked here, not in the config: the planner
@@ -38,6 +67,22 @@ Status check_trainer_limits(const RunConfig& cfg) {
                                                             cfg.model.n_experts));
   if (cfg.model.n_experts > 0 && cfg.model.top_k > 64)
     return cfg.origins.error("model.top_k", fmt::format("the CPU trainer supports at most 64, got {}", cfg.model.top_k));
+  // Fits in this machine's memory? (An allocation past it would not fail
+  // cleanly: Linux overcommits and the OOM killer ends the process later.)
+  // Parameters, gradients and both AdamW moments in fp32, a bf16 shadow,
+  // then the activations of one micro-batch as the sizing pass counts them.
+  const TrainConfig& tc = cfg.train;
+  const double param_bytes = approx_params(cfg.model) * (16.0 + (tc.precision == MatmulPrecision::kBf16 ? 2.0 : 0.0));
+  const double tokens = double(tc.batch_size) * double(tc.seq_len);
+  const double rough_acts = tokens * double(cfg.model.n_layers) * double(cfg.model.d_model) * 64.0;
+  const double limit = physical_memory_bytes();
+  double need = param_bytes + rough_acts;
+  if (need < limit) need = param_bytes + double(Transformer::activation_bytes(cfg.model, tc.batch_size, tc.seq_len));
+  if (need > limit)
+    return Status::errorf(
+        "{}: the run needs about {:.3g} GiB (parameters, gradients, AdamW moments and activations of one "
+        "micro-batch: model.* sizes, train.batch_size, train.seq_len), this machine has {:.3g} GiB",
+        cfg.source, need / double(1 << 30), limit / double(1 << 30));
   return Status::ok();
 }
 
@@ -89,10 +134,11 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
                               latest.status().message());
       }
     }
-    if (t->is_root()) {  // rank 0 writes the metrics of the whole job
+    if (t->is_root()) {  // rank 0 writes the metrics and the resolved config of the whole job
       auto f = open_metrics_file(opt.run_dir, t->step_);
       if (!f) return f.status();
       t->metrics_ = f.value();
+      MT_RETURN_IF_ERROR(save_run_config(opt.run_dir, to_toml(cfg)));
     }
   }
   t->refresh_bf16_params();

@@ -62,6 +62,10 @@ struct StepResult {
 // at most 64), as errors naming the key.
 Status check_trainer_limits(const RunConfig& cfg);
 
+// On resume: whether train.steps may change from `was` to `now` at `step`
+// (only if every learning rate already applied is unchanged).
+Status check_run_length_change(const std::string& dir, const TrainConfig& was, const TrainConfig& now, int64_t step);
+
 // Newest valid checkpoint under DIR/checkpoints, or an error if none.
 Result<std::string> find_latest_checkpoint_dir(const std::string& run_dir);
 // True when DIR/checkpoints holds any committed (step_*) directory, valid or not.

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "ckpt/checkpoint.h"
+#include "optim/lr_schedule.h"
 #include "train/trainer.h"
 
 namespace mt {
@@ -29,6 +30,35 @@ RunConfig normalised(RunConfig c) {
   c.source.clear();
   return c;
 }
+
+}  // namespace
+
+// A resumed run may change train.steps only if every learning rate already
+// applied stays what it was: the warmup-stable-decay way of extending a run
+// (continue the stable phase, decay over the new end). Anything else would
+// make the continuation a different run than the one trained so far.
+Status check_run_length_change(const std::string& dir, const TrainConfig& was, const TrainConfig& now,
+                               int64_t step) {
+  if (was.steps == now.steps) return Status::ok();
+  if (now.steps < step)
+    return Status::errorf("{}: train.steps = {} is below the checkpoint's step {}", dir, now.steps, step);
+  for (int64_t s = 0; s < step; ++s) {
+    const double a = learning_rate(was.schedule, s, was.steps), b = learning_rate(now.schedule, s, now.steps);
+    if (a != b)
+      return Status::errorf(
+          "{}: train.steps {} -> {} would change the learning rate already applied at step {} ({:.6g} -> {:.6g}); a "
+          "run can be extended only while no applied rate depends on its length (schedule = \"wsd\" before its "
+          "decay starts, or \"constant\"). Keep train.steps = {}, or start a new run (--move-aside)",
+          dir, was.steps, now.steps, s + 1, a, b, was.steps);
+  }
+  fmt::print(stderr, "# train.steps {} -> {}: the learning rates of steps 1..{} are unchanged; the schedule ({}) now "
+                     "ends at step {}\n",
+             was.steps, now.steps, step, now.schedule.kind == ScheduleKind::kWsd ? "warmup-stable-decay" : "constant",
+             now.steps);
+  return Status::ok();
+}
+
+namespace {
 
 // "model.d_model = 64 -> 128" for every key whose canonical TOML line differs.
 std::string config_differences(const std::string& was, const std::string& now) {
@@ -108,6 +138,7 @@ Status Trainer::restore(const std::string& dir) {
   MT_RETURN_IF_ERROR(load_checkpoint_tensors(ck));
   step_ = ck.state.value("step", int64_t(-1));
   if (step_ != ck.step) return Status::errorf("{}: manifest step {} and state step {} differ", dir, ck.step, step_);
+  MT_RETURN_IF_ERROR(check_run_length_change(dir, saved.value().train, cfg_.train, step_));
   // The ledger is recomputed from the step; a different one means the dataset
   // or the mixture changed under the same paths.
   if (ck.state.contains("data") && ck.state["data"].contains("bucket_tokens")) {
