@@ -1,13 +1,17 @@
 // config.cpp — derived sizes, cross-field validation and the key declarations of ModelConfig.
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mt {
 
 int64_t ModelConfig::capacity(int64_t group_tokens) const {
   if (capacity_factor <= 0.0 || n_experts == 0) return 0;
-  return int64_t(std::ceil(capacity_factor * double(group_tokens * top_k) / double(n_experts)));
+  // More slots than the group's G*K assignments can never fill: the same
+  // routing with smaller buffers (and no int64 overflow for huge factors).
+  const double slots = std::ceil(capacity_factor * double(group_tokens) * double(top_k) / double(n_experts));
+  return int64_t(std::min(slots, double(group_tokens) * double(top_k)));
 }
 
 Status ModelConfig::validate(const ConfigOrigins& o, int64_t seq_len) const {

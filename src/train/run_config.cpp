@@ -20,7 +20,7 @@ void declare_train_keys(ConfigSchema& s, TrainConfig& t) {
   s.add_enum("train.precision", &t.precision, {"fp32", "bf16"},
              "matrix-multiply operands (bf16: fp32 accumulate, fp32 master weights and optimizer state)");
   s.add("train.seed", &t.seed, "parameter init; also the order of the synthetic and stream data");
-  s.add("train.threads", &t.threads, "OpenMP threads").range(0, 4096).note("0 = OpenMP default");
+  s.add("train.threads", &t.threads, "OpenMP threads").range(0, 256).note("0 = OpenMP default");
   s.add("train.checkpoint_every", &t.checkpoint_every, "commit a checkpoint every N steps")
       .range(0, int64_t(1) << 40).unit("steps").note("0 = only at the end");
   s.add("train.keep_checkpoints", &t.keep_checkpoints, "keep the newest N committed checkpoints").range(1, 1 << 20);
