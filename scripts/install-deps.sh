@@ -16,7 +16,7 @@ packages=(
   libsentencepiece-dev libzstd-dev zlib1g-dev  # data pipeline: BPE tokenizer, .zst/.gz corpora
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
-  python3-doc                      # quickstart corpus (Debian-shipped text)
+  python3-doc manpages-dev         # quickstart corpus (Debian-shipped text; also base-files' licences)
 )
 
 missing=()

@@ -65,7 +65,8 @@ std::string trainer_hash(const RunConfig& cfg, int64_t steps) {
 }
 
 RunConfig preset(const std::string& name, std::vector<std::string> sets) {
-  sets.push_back("data.path=");  // synthetic data: the architecture is what matters
+  // Synthetic data: the architecture is what matters.
+  sets.insert(sets.end(), {"data.path=", "data.dataset=", "data.mixture="});
   sets.push_back("train.threads=2");
   auto cfg = load_run_config(std::string(MT_SOURCE_DIR) + "/configs/" + name, sets);
   EXPECT_TRUE(cfg.is_ok()) << cfg.status().message();

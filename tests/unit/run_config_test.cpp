@@ -280,7 +280,7 @@ TEST(RunConfig, EveryPresetLoadsAndRoundTrips) {
     if (!e.is_regular_file() || e.path().extension() != ".toml") continue;
     // Cluster and layout files have the planner's own schemas (plan_config_test).
     const std::string dir = e.path().parent_path().filename().string();
-    if (dir == "clusters" || dir == "layouts") continue;
+    if (dir == "clusters" || dir == "layouts" || dir == "data") continue;
     ++n;
     Result<RunConfig> r = load_run_config(e.path().string(), {});
     ASSERT_TRUE(r.is_ok()) << r.status().message();
@@ -307,10 +307,11 @@ TEST(RunConfig, PresetValues) {
   EXPECT_EQ(dense->model.n_kv_heads, 2);
   Result<RunConfig> quick = load_run_config(dir + "quickstart.toml", {});
   ASSERT_TRUE(quick.is_ok()) << quick.status().message();
-  EXPECT_EQ(quick->model.vocab_size, 384);
-  EXPECT_EQ(quick->train.steps, 600);
+  EXPECT_EQ(quick->model.vocab_size, 2048);
+  EXPECT_EQ(quick->train.steps, 300);
   EXPECT_EQ(quick->train.precision, MatmulPrecision::kFp32);
-  EXPECT_EQ(quick->data.stream.extensions, std::vector<std::string>{".txt"});
+  EXPECT_EQ(quick->data.dataset, "runs/quickstart-data");
+  EXPECT_EQ(quick->data.mixture, "configs/data/quickstart-mixture.toml");
   Result<RunConfig> tiny = load_run_config(dir + "tiny-test.toml", {});
   ASSERT_TRUE(tiny.is_ok()) << tiny.status().message();
   EXPECT_EQ(tiny->data.stream.path, "");
