@@ -1,6 +1,7 @@
 // main.cpp — `moetrain <command>`: dispatches to one cmd_<name>.cpp each.
 #include <CLI/CLI.hpp>
 
+#include "cli/cli_reference.h"
 #include "cli/commands.h"
 #include "cli/embedded_configs.h"
 
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   mt::register_plan(app, run);
   mt::register_config(app, run);
   mt::register_ladder(app, run);
+  mt::register_cli_reference(app, run);  // docs/cli.md: the tree above
   CLI11_PARSE(app, argc, argv);
   return run ? run() : 0;
 }

@@ -2,11 +2,14 @@
 #include "data/data_build.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -67,6 +70,60 @@ json stats_json(const IngestStats& s) {
 }
 
 std::string topic_name(int32_t c, int64_t k) { return k > 100 ? fmt::format("t{:03d}", c) : fmt::format("t{:02d}", c); }
+
+// out_dir without a trailing separator, so that the build directory of
+// "ds/" is "ds.tmp-PID" beside it (inside it, the final rename would fail).
+fs::path output_path(const std::string& out_dir) {
+  fs::path p = fs::path(out_dir).lexically_normal();
+  return p.has_filename() ? p : p.parent_path();
+}
+
+// "<out_dir>.tmp-<pid>": where the build run by process `pid` assembles.
+std::string build_dir_of(const std::string& out_dir, int64_t pid) {
+  return output_path(out_dir).string() + ".tmp-" + std::to_string(pid);
+}
+
+// The pid in a build directory's name ("ds.tmp-1234" -> 1234), or -1 when
+// the name is not exactly that pattern. Nothing but digits after the prefix,
+// and a pid > 0: kill(0, 0) and kill(-1, 0) would ask about process groups.
+int64_t pid_of_build_dir(const std::string& name, const std::string& prefix) {
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return -1;
+  const std::string digits = name.substr(prefix.size());
+  if (digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return -1;  // 9 digits fit a pid_t; longer is not a pid
+  const int64_t pid = std::stoll(digits);
+  return pid > 0 ? pid : -1;
+}
+
+// Removes the build directories of out_dir left by builds that crashed:
+// every "<out_dir>.tmp-<pid>" whose process no longer exists. A process is
+// gone only when kill(pid, 0) fails with ESRCH; EPERM (another user's
+// process) and success (a concurrent build, or a reused pid) keep the
+// directory, so the worst a mistake costs is a leftover, never a live
+// build's files. The pids are this machine's: two hosts building the same
+// out_dir on a shared file system would see each other's builds as gone.
+void remove_stale_build_dirs(const std::string& out_dir, const std::function<void(const std::string&)>& say) {
+  const fs::path out = output_path(out_dir);
+  const std::string prefix = out.filename().string() + ".tmp-";
+  const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  std::error_code ec;
+  std::vector<std::pair<fs::path, int64_t>> stale;
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+    const int64_t pid = pid_of_build_dir(it->path().filename().string(), prefix);
+    if (pid < 0 || pid == int64_t(::getpid())) continue;  // our own is cleared by the build itself
+    std::error_code st;
+    if (!fs::is_directory(it->symlink_status(st))) continue;  // builds make directories; never follow a link
+    if (::kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;
+    stale.emplace_back(it->path(), pid);
+  }
+  for (const auto& [dir, pid] : stale) {  // after the scan: removing while iterating is unspecified
+    const std::string shown = (out.has_parent_path() ? dir : dir.filename()).string();
+    std::error_code rm;
+    fs::remove_all(dir, rm);
+    if (rm) say(fmt::format("cannot remove stale {} (process {} is gone): {}", shown, pid, rm.message()));
+    else say(fmt::format("removed stale {} (process {} is gone)", shown, pid));
+  }
+}
 
 }  // namespace
 
@@ -155,7 +212,8 @@ Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, Bui
   std::error_code ec;
   if (fs::exists(out_dir, ec) && !(fs::is_directory(out_dir, ec) && fs::is_empty(out_dir, ec)))
     return Status::errorf("{}: output exists and is not an empty directory (remove it first)", out_dir);
-  const std::string tmp = fs::path(out_dir).lexically_normal().string() + ".tmp-" + std::to_string(::getpid());
+  remove_stale_build_dirs(out_dir, say);
+  const std::string tmp = build_dir_of(out_dir, ::getpid());
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp + "/buckets", ec);
   if (ec) return Status::errorf("{}: cannot create: {}", tmp, ec.message());

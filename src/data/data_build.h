@@ -51,8 +51,10 @@ struct BuildReport {
   double seconds_ingest = 0, seconds_tokenizer = 0, seconds_labels = 0, seconds_tokenize = 0, seconds_write = 0;
 };
 
-// Builds into out_dir (which must not exist, or be empty). Progress goes to
-// stderr when `verbose`.
+// Builds into out_dir (which must not exist, or be empty), assembling in
+// "<out_dir>.tmp-<pid>" beside it. First removes every "<out_dir>.tmp-<pid>"
+// whose process is gone (a crashed build's leftovers), never one whose
+// process is alive. Progress, and each removal, go to stderr when `verbose`.
 Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& report,
                      bool verbose = false);
 

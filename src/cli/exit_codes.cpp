@@ -1,0 +1,71 @@
+// exit_codes.cpp — the exit codes of every leaf command, read off the code
+// named in `where`. When a command's returns change, change its entry here
+// and regenerate docs/cli.md (`moetrain cli-reference > docs/cli.md`).
+#include "cli/exit_codes.h"
+
+namespace mt {
+
+const std::vector<CommandExitCodes>& command_exit_codes() {
+  // Under mpirun, MpiComm's collectives abort the whole job with code 3 when
+  // one waits longer than dist.timeout_s (diagnose_timeout); only the
+  // commands that build a world communicator (train, bench) can get there.
+  static const std::string kMpiTimeout =
+      "under mpirun only: a collective waited longer than `dist.timeout_s`; the job is aborted with "
+      "`MPI_Abort(3)` (src/dist/mpi_comm.cpp, `diagnose_timeout`)";
+  static const std::vector<CommandExitCodes> kCodes = {
+      {"train",
+       "src/cli/cmd_train.cpp",
+       {{1, "the trainer could not start or a step failed (run directory, `--resume` without a valid checkpoint, "
+            "dataset, distributed layout, diverged loss, checkpoint I/O); under mpirun the failing rank ends the "
+            "job with `MPI_Abort(1)`"},
+        {2, "config error: no such `--preset`, the `--config` file cannot be read or parsed, a bad `--set`, "
+            "limits of the trainer (`check_trainer_limits`), or a malformed `--inject-fault`"},
+        {3, kMpiTimeout}}},
+      {"bench",
+       "src/cli/cmd_bench.cpp",
+       {{1, "the trainer could not be created for the preset; under mpirun the job is ended with `MPI_Abort(1)`"},
+        {2, "unknown `--preset`, or the preset with the `--set` overrides does not parse"},
+        {3, kMpiTimeout}}},
+      {"ckpt inspect",
+       "src/cli/cmd_ckpt.cpp",
+       {{1, "the checkpoint is missing, incomplete or fails validation"}}},
+      {"report", "src/cli/cmd_report.cpp", {{1, "`RUN_DIR/metrics.jsonl` cannot be read, or the report cannot be written"}}},
+      {"data build",
+       "src/cli/cmd_data.cpp (`run_build`)",
+       {{1, "the build failed (inputs, tokenizer, output directory exists and is not empty, write errors)"},
+        {2, "the `--config` file cannot be read or parsed, or a bad `--set`"}}},
+      {"data inspect",
+       "src/cli/cmd_data.cpp (`run_inspect`)",
+       {{1, "the dataset cannot be opened or verified, or `heatmap.svg` / `--html` cannot be written"}}},
+      {"data plan",
+       "src/cli/cmd_data.cpp (`run_plan`)",
+       {{1, "the dataset cannot be opened"},
+        {2, "the `--config` run config or the `--mixture` file is bad (a bad `--set` too), or the mixture does not "
+            "fit the dataset (e.g. an unknown bucket)"},
+        {3, "the plan would repeat data: some bucket needs more epochs than the mixture's `max_epochs` (the table "
+            "or JSON is printed first)"}}},
+      {"tokenizer train",
+       "src/cli/cmd_data.cpp (`run_tokenizer_train`)",
+       {{1, "any failure: inputs, training, or writing `--out`"}}},
+      {"tokenizer encode",
+       "src/cli/cmd_data.cpp (`run_tokenizer_encode`)",
+       {{1, "any failure: the model cannot be loaded, `--file` cannot be read, or the text is not valid UTF-8"}}},
+      {"plan",
+       "src/cli/cmd_plan.cpp",
+       {{2, "any failure, input or output: a bad `--tokens`; a model, cluster, layout or scaling-law file (or "
+            "`--set`) that cannot be read or parsed; a layout the model and cluster cannot take; or `--html` cannot "
+            "be written. A plan that does not fit in memory is a warning in the output, exit 0"}}},
+      {"config reference", "src/cli/cmd_config.cpp", {}},
+      {"config show",
+       "src/cli/cmd_config.cpp (`show`)",
+       {{2, "any failure: unknown KIND, the file cannot be read or parsed, or a bad `--set`"}}},
+      {"ladder fit",
+       "src/cli/cmd_ladder.cpp",
+       {{1, "the `--out` fit file cannot be written"},
+        {2, "bad input: the results file, an option (e.g. `--chance`), or data that cannot identify the law"}}},
+      {"cli-reference", "src/cli/cli_reference.cpp", {}},
+  };
+  return kCodes;
+}
+
+}  // namespace mt
