@@ -18,8 +18,10 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
        {{1, "the trainer could not start or a step failed (run directory, `--resume` without a valid checkpoint, "
             "dataset, distributed layout, diverged loss, checkpoint I/O); under mpirun the failing rank ends the "
             "job with `MPI_Abort(1)`"},
-        {2, "config error: no such `--preset`, the `--config` file cannot be read or parsed, a bad `--set`, "
-            "limits of the trainer (`check_trainer_limits`), or a malformed `--inject-fault`"},
+        {2, "config or usage error: no such `--preset`, the `--config` file cannot be read or parsed, a bad "
+            "`--set`, limits of the trainer (`check_trainer_limits`), a malformed `--inject-fault`, a `--run-dir` "
+            "that already holds a run (without `--resume` or `--move-aside`), `--resume` with no saved "
+            "`config.toml` and no `--config`, or `--resume` with `--move-aside`"},
         {3, kMpiTimeout}}},
       {"bench",
        "src/cli/cmd_bench.cpp",
