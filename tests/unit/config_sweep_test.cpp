@@ -16,6 +16,7 @@
 #include "plan/layout.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
+#include "fuzz/config_fuzz_target.h"
 
 namespace mt {
 namespace {
@@ -76,25 +77,22 @@ TEST(ConfigSweep, EveryNumericValueIsRefusedCleanlyOrTrains) {
   EXPECT_GT(trained, 100);
 }
 
-// Byte mutations of valid files: every parser returns (a value or a Status).
+// Byte mutations of valid files, through the fuzz target libFuzzer also
+// drives (tests/fuzz/config_fuzzer.cpp): every parser returns.
 TEST(ConfigSweep, MutatedFilesNeverCrashAParser) {
-  const std::vector<std::pair<std::string, std::function<void(const std::string&)>>> parsers = {
-      {kTiny, [](const std::string& t) { (void)parse_run_config(t, "f.toml", {}); }},
-      {"[[input]]\npath = \"a.jsonl\"\nkind = \"jsonl\"\n[tokenizer]\nvocab_size = 4096\n[quality]\nreference = \"r\"\n",
-       [](const std::string& t) { (void)parse_data_build_config(t, "f.toml", {}); }},
-      {"total_tokens = 1000\nscale = \"1/360\"\n[weights]\n\"t0/*\" = 0.5\n\"t1/q4\" = 2\n",
-       [](const std::string& t) { (void)parse_mixture(t, "f.toml", {}); }},
-      {"[gpu]\ntype = \"H100\"\n[topology]\nracks = 4\nspare_racks = 1\n",
-       [](const std::string& t) { (void)plan::parse_cluster(t, "f.toml", {}); }},
-      {"[parallel]\ntp = 2\npp = 2\n[batch]\nglobal_batch = 64\n",
-       [](const std::string& t) { (void)plan::parse_layout(t, "f.toml", {}); }},
+  const std::vector<std::string> seeds = {
+      kTiny,
+      "[[input]]\npath = \"a.jsonl\"\nkind = \"jsonl\"\n[tokenizer]\nvocab_size = 4096\n[quality]\nreference = \"r\"\n",
+      "total_tokens = 1000\nscale = \"1/360\"\n[weights]\n\"t0/*\" = 0.5\n\"t1/q4\" = 2\n",
+      "[gpu]\ntype = \"H100\"\n[topology]\nracks = 4\nspare_racks = 1\n",
+      "[parallel]\ntp = 2\npp = 2\n[batch]\nglobal_batch = 64\n",
   };
   std::mt19937_64 rng(12345);
   const std::string alphabet = "[]=\".0123456789-+eEinfa_tzq\n #,{}'\\";
   int runs = 0;
-  for (const auto& [text, parse] : parsers)
+  for (size_t kind = 0; kind < seeds.size(); ++kind)
     for (int i = 0; i < 600; ++i) {
-      std::string t = text;
+      std::string t = seeds[kind];
       const int edits = 1 + int(rng() % 4);
       for (int e = 0; e < edits && !t.empty(); ++e) {
         const size_t at = rng() % t.size();
@@ -104,7 +102,8 @@ TEST(ConfigSweep, MutatedFilesNeverCrashAParser) {
           default: t.erase(at, 1); break;
         }
       }
-      parse(t);
+      const std::string input = std::string(1, char(kind)) + t;
+      fuzz::config_fuzz_one(reinterpret_cast<const uint8_t*>(input.data()), input.size());
       ++runs;
     }
   EXPECT_EQ(runs, 3000);

@@ -5,10 +5,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "data/data_build.h"
+#include "data/dataset.h"
+#include "support/data_fixtures.h"
+
 namespace mt {
 namespace {
 
 using ::testing::HasSubstr;
+namespace td = testdata;
 
 std::string error_of(const std::string& text) {
   auto m = parse_mixture(text, "m.toml");
@@ -48,6 +53,29 @@ TEST(Mixture, ErrorsNameFileLineAndKey) {
   EXPECT_THAT(error_of("total_tokens = 10\n[weights]\na = 1\n[topic_weights]\nb = 1\n"), HasSubstr("not both"));
   EXPECT_THAT(error_of("total_tokens = 10\nweights = 3\n"), HasSubstr("m.toml:2: weights: expected table of \"key\" = number >= 0, got 3"));
   EXPECT_THAT(error_of("total_tokens = [\n"), HasSubstr("TOML syntax error"));
+}
+
+// A bucket (topic, quality) matched by two patterns of one table is an
+// error in every table: there is no precedence by key order.
+TEST(Mixture, OverlappingPatternsAreRefusedInEveryTable) {
+  td::TempDir dir;
+  const std::string path = td::build_labelled_dataset(dir.path, td::labelled_jsonl({"web", "code"}, 2, 6), 0.0, 320);
+  auto ds = Dataset::open(path);
+  ASSERT_TRUE(ds.is_ok()) << ds.status().message();
+  auto plan_error = [&](const std::string& text) {
+    auto m = parse_mixture(text, "m.toml");
+    EXPECT_TRUE(m.is_ok()) << m.status().message();
+    auto p = plan_mixture(*ds.value(), m.value(), 16);
+    return p.is_ok() ? std::string() : p.status().message();
+  };
+  EXPECT_THAT(plan_error("total_tokens = 64\n[weights]\n\"web/*\" = 1\n\"*/q1\" = 1\n"),
+              HasSubstr("weights: bucket \"web/q1\" matches both \"web/*\" and \"*/q1\""));
+  EXPECT_THAT(plan_error("total_tokens = 64\n[topic_weights]\n\"w*\" = 1\nweb = 2\n"),
+              HasSubstr("topic_weights: \"web\" matches both \"w*\" and \"web\""));
+  EXPECT_THAT(plan_error("total_tokens = 64\n[quality_weights]\n\"q?\" = 1\nq0 = 3\n"),
+              HasSubstr("quality_weights: \"q0\" matches both \"q?\" and \"q0\""));
+  // Disjoint patterns plan.
+  EXPECT_EQ(plan_error("total_tokens = 64\n[topic_weights]\n\"w*\" = 1\ncode = 2\n"), "");
 }
 
 }  // namespace
