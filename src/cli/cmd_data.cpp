@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "core/file_io.h"
 #include "train/run_config.h"
 #include "core/hash.h"
 #include "core/timer.h"
@@ -32,20 +33,6 @@ using json = nlohmann::json;
 int fail(const std::string& cmd, const Status& s, int code = 1) {
   fmt::print(stderr, "moetrain {}: {}\n", cmd, s.message());
   return code;
-}
-
-Status write_text_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return Status::errorf("{}: cannot create", tmp);
-    f << text;
-    if (!f) return Status::errorf("{}: write failed", tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::errorf("{}: cannot rename into place: {}", path, ec.message());
-  return Status::ok();
 }
 
 int run_build(const std::string& config, const std::vector<std::string>& sets, const std::string& out, bool quiet) {
@@ -84,7 +71,7 @@ int run_inspect(const std::string& dir, bool as_json, const std::string& html, b
   }
   const std::string title = "moetrain dataset " + std::filesystem::path(dir).filename().string();
   if (heatmap) {
-    Status s = write_text_file(dir + "/heatmap.svg", heatmap_svg(cells, title));
+    Status s = write_file_atomic(dir + "/heatmap.svg", heatmap_svg(cells, title));
     if (!s) return fail("data inspect", s);
   }
   if (!html.empty()) {
@@ -100,7 +87,7 @@ int run_inspect(const std::string& dir, bool as_json, const std::string& html, b
                       std::to_string(b.eval->n_docs()), std::to_string(b.eval->n_tokens())});
     page.heading(2, "Buckets");
     page.table({"bucket", "documents", "tokens", "share", "eval documents", "eval tokens"}, rows);
-    Status s = write_text_file(html, page.render());
+    Status s = write_file_atomic(html, page.render());
     if (!s) return fail("data inspect", s);
   }
   if (as_json) {
@@ -211,7 +198,7 @@ int run_tokenizer_train(const std::vector<std::string>& inputs, const std::strin
   if (!model) return fail("tokenizer train", model.status());
   auto tok = Tokenizer::from_serialized(model.value(), out);
   if (!tok) return fail("tokenizer train", tok.status());
-  s = write_text_file(out, model.value());
+  s = write_file_atomic(out, model.value());
   if (!s) return fail("tokenizer train", s);
   fmt::print("tokenizer {}: {} pieces from {} documents ({:.1f} MB), hash {}\n", out, tok.value()->vocab_size(),
              docs.size(), double(st.bytes) / 1e6, hex64(tok.value()->hash()));

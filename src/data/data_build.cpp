@@ -37,25 +37,6 @@ std::string resolve(const std::string& base_dir, const std::string& p) {
   return (fs::path(base_dir) / p).lexically_normal().string();
 }
 
-Status write_small_file(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return Status::errorf("{}: cannot create", tmp);
-    f.write(content.data(), std::streamsize(content.size()));
-    if (!f) return Status::errorf("{}: write failed", tmp);
-  }
-  int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Status::errorf("{}: rename failed: {}", path, ec.message());
-  return Status::ok();
-}
-
 json stats_json(const IngestStats& s) {
   json j;
   j["files"] = s.files;
@@ -398,7 +379,7 @@ Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, Bui
     mb.push_back(jb);
   }
   rep.buckets = int64_t(buckets.size());
-  MT_RETURN_IF_ERROR(write_small_file(tmp + "/tokenizer.model", model));
+  MT_RETURN_IF_ERROR(write_file_atomic(tmp + "/tokenizer.model", model));
   json m;
   m["format"] = "moetrain-dataset";
   m["version"] = kDatasetVersion;
@@ -416,7 +397,7 @@ Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, Bui
                  {"train_documents", rep.train_docs}, {"eval_documents", rep.eval_docs}};
   m["ingest"] = stats_json(rep.ingest);
   m["build_config"] = cfg.text;
-  MT_RETURN_IF_ERROR(write_small_file(tmp + "/manifest.json", m.dump(1) + "\n"));
+  MT_RETURN_IF_ERROR(write_file_atomic(tmp + "/manifest.json", m.dump(1) + "\n"));
   rep.seconds_write = now_seconds() - t0;
 
   // Everything is durable before the rename publishes it.
