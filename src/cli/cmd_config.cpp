@@ -71,56 +71,39 @@ std::string reference() {
   return out;
 }
 
+// The canonical TOML of a value `load` returns, through the keys its type declares.
+template <typename Load>
+Result<std::string> resolved(const char* kind, Load load) {
+  auto value = load();
+  if (!value) return value.status();
+  ConfigSchema s(kind);
+  declare_keys(s, value.value());
+  return s.to_toml();
+}
+
 int show(const std::string& kind, const std::string& path, const std::vector<std::string>& sets) {
-  auto print_or_fail = [](const Status& s, const std::string& text) {
-    if (!s) {
-      fmt::print(stderr, "moetrain config show: {}\n", s.message());
-      return 2;
-    }
-    fmt::print("{}", text);
-    return 0;
-  };
+  Result<std::string> text = Status::errorf("unknown file type '{}' (run, data, mixture, cluster, layout, law)", kind);
   if (kind == "run") {
     auto c = load_run_config(path, sets);
-    return print_or_fail(c.status(), c ? to_toml(c.value()) : "");
+    text = c ? Result<std::string>(to_toml(c.value())) : Result<std::string>(c.status());
+  } else if (kind == "data") {
+    text = resolved("data build config", [&] { return load_data_build_config(path, sets); });
+  } else if (kind == "mixture") {
+    text = resolved("mixture file", [&] { return load_mixture(path, sets); });
+  } else if (kind == "cluster") {
+    text = resolved("cluster file", [&] { return plan::load_cluster(path, sets); });
+  } else if (kind == "layout") {
+    text = resolved("layout file", [&] { return plan::load_layout(path, sets); });
+  } else if (kind == "law") {
+    text = sets.empty() ? resolved("scaling-law file", [&] { return plan::load_scaling_law(path); })
+                        : Result<std::string>(Status::error("--set is not taken by scaling-law files"));
   }
-  if (kind == "data") {
-    auto c = load_data_build_config(path, sets);
-    if (!c) return print_or_fail(c.status(), "");
-    ConfigSchema s("data build config");
-    declare_keys(s, c.value());
-    return print_or_fail(Status::ok(), s.to_toml());
+  if (!text) {
+    fmt::print(stderr, "moetrain config show: {}\n", text.status().message());
+    return 2;
   }
-  if (kind == "mixture") {
-    auto m = load_mixture(path, sets);
-    if (!m) return print_or_fail(m.status(), "");
-    ConfigSchema s("mixture file");
-    declare_keys(s, m.value());
-    return print_or_fail(Status::ok(), s.to_toml());
-  }
-  if (kind == "cluster") {
-    auto c = plan::load_cluster(path, sets);
-    if (!c) return print_or_fail(c.status(), "");
-    ConfigSchema s("cluster file");
-    plan::declare_keys(s, c.value());
-    return print_or_fail(Status::ok(), s.to_toml());
-  }
-  if (kind == "layout") {
-    auto l = plan::load_layout(path, sets);
-    if (!l) return print_or_fail(l.status(), "");
-    ConfigSchema s("layout file");
-    plan::declare_keys(s, l.value());
-    return print_or_fail(Status::ok(), s.to_toml());
-  }
-  if (kind == "law") {
-    if (!sets.empty()) return print_or_fail(Status::error("--set is not taken by scaling-law files"), "");
-    auto l = plan::load_scaling_law(path);
-    if (!l) return print_or_fail(l.status(), "");
-    ConfigSchema s("scaling-law file");
-    plan::declare_keys(s, l.value());
-    return print_or_fail(Status::ok(), s.to_toml());
-  }
-  return print_or_fail(Status::errorf("unknown file type '{}' (run, data, mixture, cluster, layout, law)", kind), "");
+  fmt::print("{}", text.value());
+  return 0;
 }
 
 }  // namespace
