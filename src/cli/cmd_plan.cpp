@@ -76,7 +76,7 @@ void register_plan(CLI::App& app, CommandAction& run) {
   sub->add_option("--set", args->sets,
                   "Override a key: model.KEY / train.KEY (model file), cluster.SECTION.KEY, layout.SECTION.KEY "
                   "(repeatable)");
-  sub->add_option("--scaling-law", args->law, "L(N, D) fit: besiroglu2024 (default), hoffmann2022, or a TOML file")
+  sub->add_option("--scaling-law", args->law, "L(N, D) fit: besiroglu2024 (default), hoffmann2022, a TOML file with a [fit] table, or FIT.json from `moetrain ladder fit --out`")
       ->capture_default_str();
   sub->add_option("--search", args->search, "Largest model per NVLink domain, varying: auto, layers, experts, none")
       ->check(CLI::IsMember({"auto", "layers", "experts", "none"}))

@@ -7,6 +7,9 @@
 #include "core/config_schema.h"
 #include "core/file_io.h"
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 namespace mt::plan {
 
 ScalingLaw besiroglu2024() { return {"besiroglu2024", 1.8172, 482.01, 2085.43, 0.3478, 0.3658}; }
@@ -31,12 +34,38 @@ Result<ScalingLaw> parse_scaling_law(const std::string& text, const std::string&
   return s;
 }
 
+namespace {
+
+// The `law` object of a `moetrain ladder fit --out FIT.json` file, as the
+// [fit] table the planner reads (same checks, same messages).
+Result<ScalingLaw> scaling_law_from_fit_json(const std::string& text, const std::string& path) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("law") || !j["law"].is_object())
+    return Status::errorf("{}: not a `moetrain ladder fit` result (no \"law\" object)", path);
+  const nlohmann::json& law = j["law"];
+  if (law.contains("gamma") && !law["gamma"].is_null())
+    return Status::errorf("{}: law: fitted with a sparsity term (gamma); the planner's param:data section takes "
+                          "the two-term law L = E + A/N^alpha + B/D^beta: refit without --sparsity-term",
+                          path);
+  std::string toml = "[fit]\nname = " + toml_quote("ladder fit " + path) + "\n";
+  for (const char* key : {"E", "A", "B", "alpha", "beta"}) {
+    if (!law.contains(key) || !law[key].is_number())
+      return Status::errorf("{}: law.{}: expected a number", path, key);
+    toml += fmt::format("{} = {}\n", key, toml_double(law[key].get<double>()));
+  }
+  return parse_scaling_law(toml, path);
+}
+
+}  // namespace
+
 Result<ScalingLaw> load_scaling_law(const std::string& name_or_path) {
   if (name_or_path.empty() || name_or_path == "besiroglu2024") return besiroglu2024();
   if (name_or_path == "hoffmann2022") return hoffmann2022();
   auto text = read_file(name_or_path, "scaling-law file");
+  if (text && name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0)
+    return scaling_law_from_fit_json(*text, name_or_path);
   if (!text)
-    return Status::errorf("{} (expected \"besiroglu2024\", \"hoffmann2022\" or a TOML file with a [fit] table)",
+    return Status::errorf("{} (expected \"besiroglu2024\", \"hoffmann2022\", a TOML file with a [fit] table, or the JSON of `moetrain ladder fit --out`)",
                           text.status().message());
   return parse_scaling_law(*text, name_or_path);
 }

@@ -73,5 +73,27 @@ TEST(PlanScalingLaw, LoadFromToml) {
   EXPECT_THAT(nofile.status().message(), HasSubstr("/nonexistent/fit.toml: cannot open scaling-law file"));
 }
 
+// The planner reads the law a ladder fit wrote (`moetrain ladder fit --out`),
+// through the same checks as a [fit] table; a fit with a sparsity term is refused.
+TEST(PlanScalingLaw, LoadsALadderFitJson) {
+  const std::string dir = ::testing::TempDir();
+  const std::string ok = dir + "/fit.json", sparse = dir + "/sparse.json", bad = dir + "/bad.json";
+  std::ofstream(ok) << R"({"law": {"E": 1.8, "A": 480.0, "B": 2100.0, "alpha": 0.35, "beta": 0.37, "n": "active"}})";
+  std::ofstream(sparse) << R"({"law": {"E": 1.8, "A": 480.0, "B": 2100.0, "alpha": 0.35, "beta": 0.37, "gamma": 0.1}})";
+  std::ofstream(bad) << R"({"law": {"E": 1.8, "A": -1.0, "B": 2100.0, "alpha": 0.35, "beta": 0.37}})";
+  auto law = load_scaling_law(ok);
+  ASSERT_TRUE(law.is_ok()) << law.status().message();
+  EXPECT_EQ(law->E, 1.8);
+  EXPECT_EQ(law->alpha, 0.35);
+  EXPECT_EQ(law->name, "ladder fit " + ok);
+  EXPECT_NEAR(loss(*law, 1e9, 2e10), 1.8 + 480.0 / std::pow(1e9, 0.35) + 2100.0 / std::pow(2e10, 0.37), 1e-12);
+  auto s = load_scaling_law(sparse);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.status().message().find("sparsity term"), std::string::npos) << s.status().message();
+  auto b = load_scaling_law(bad);
+  ASSERT_FALSE(b.is_ok());
+  EXPECT_NE(b.status().message().find("fit.A: expected float > 0, got -1"), std::string::npos) << b.status().message();
+}
+
 }  // namespace
 }  // namespace mt::plan
