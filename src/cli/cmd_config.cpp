@@ -13,6 +13,7 @@
 #include "core/config_schema.h"
 #include "data/data_build.h"
 #include "data/mixture.h"
+#include "ladder/runner/ladder_run.h"
 #include "plan/cluster.h"
 #include "plan/layout.h"
 #include "plan/scaling_law.h"
@@ -38,6 +39,7 @@ const std::vector<FileType>& file_types() {
   static plan::ClusterConfig cluster;
   static plan::LayoutConfig layout;
   static plan::ScalingLaw law;
+  static LadderConfig ladder;
   static const std::vector<FileType> kTypes = {
       {"run", "Run config", "`moetrain train --config`, `bench`, `plan --model`",
        [](ConfigSchema& s) { declare_keys(s, run); }},
@@ -47,7 +49,8 @@ const std::vector<FileType>& file_types() {
       {"cluster", "Cluster file", "`moetrain plan --cluster` (defaults come from the `gpu.type` preset)",
        [](ConfigSchema& s) { plan::declare_keys(s, cluster); }},
       {"layout", "Layout file", "`moetrain plan --layout`", [](ConfigSchema& s) { plan::declare_keys(s, layout); }},
-      {"law", "Scaling-law file", "`moetrain plan --law`", [](ConfigSchema& s) { plan::declare_keys(s, law); }},
+      {"law", "Scaling-law file", "`moetrain plan --scaling-law`", [](ConfigSchema& s) { plan::declare_keys(s, law); }},
+      {"ladder", "Ladder file", "`moetrain ladder run`", [](ConfigSchema& s) { declare_keys(s, ladder); }},
   };
   return kTypes;
 }
@@ -82,7 +85,7 @@ Result<std::string> resolved(const char* kind, Load load) {
 }
 
 int show(const std::string& kind, const std::string& path, const std::vector<std::string>& sets) {
-  Result<std::string> text = Status::errorf("unknown file type '{}' (run, data, mixture, cluster, layout, law)", kind);
+  Result<std::string> text = Status::errorf("unknown file type '{}' (run, data, mixture, cluster, layout, law, ladder)", kind);
   if (kind == "run") {
     auto c = load_run_config(path, sets);
     text = c ? Result<std::string>(to_toml(c.value())) : Result<std::string>(c.status());
@@ -94,6 +97,8 @@ int show(const std::string& kind, const std::string& path, const std::vector<std
     text = resolved("cluster file", [&] { return plan::load_cluster(path, sets); });
   } else if (kind == "layout") {
     text = resolved("layout file", [&] { return plan::load_layout(path, sets); });
+  } else if (kind == "ladder") {
+    text = resolved("ladder file", [&] { return load_ladder_config(path, sets); });
   } else if (kind == "law") {
     text = sets.empty() ? resolved("scaling-law file", [&] { return plan::load_scaling_law(path); })
                         : Result<std::string>(Status::error("--set is not taken by scaling-law files"));
@@ -124,7 +129,7 @@ void register_config(CLI::App& app, CommandAction& run) {
   };
   auto a = std::make_shared<ShowArgs>();
   CLI::App* sh = cfg->add_subcommand("show", "Print a file resolved (defaults filled in, --set applied) as TOML.");
-  sh->add_option("kind", a->kind, "File type: run, data, mixture, cluster, layout or law")->required();
+  sh->add_option("kind", a->kind, "File type: run, data, mixture, cluster, layout, law or ladder")->required();
   sh->add_option("file", a->path, "The file")->required();
   sh->add_option("--set", a->sets, "Override a key: KEY=VALUE");
   sh->callback([a, &run] { run = [a] { return show(a->kind, a->path, a->sets); }; });

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "ladder/runner/ladder_run.h"
 #include "ladder/analysis.h"
 #include "ladder/fit_report.h"
 
@@ -126,6 +127,38 @@ void register_ladder(CLI::App& app, CommandAction& run) {
   tr->needs(tf);
   tf->excludes(tp);
   fit->callback([a, &run] { run = [a] { return run_ladder_fit(*a); }; });
+
+  struct RunArgs {
+    std::string ladder, out = "runs/ladder";
+    std::vector<std::string> sets;
+    bool no_progress = false;
+  };
+  auto ra = std::make_shared<RunArgs>();
+  CLI::App* lr = ladder->add_subcommand(
+      "run", "Train every rung of a ladder (resumable) and write OUT/results.jsonl for `ladder fit`.");
+  lr->add_option("ladder", ra->ladder, "Ladder file (TOML, docs/ladder.md)")->required();
+  lr->add_option("--out", ra->out, "Rung run directories and results.jsonl")->capture_default_str();
+  lr->add_option("--set", ra->sets, "Override a ladder key: KEY=VALUE (e.g. ladder.tokens_per_param=10)");
+  lr->add_flag("--no-progress", ra->no_progress, "No live progress line");
+  lr->callback([ra, &run] {
+    run = [ra]() -> int {
+      auto cfg = load_ladder_config(ra->ladder, ra->sets);
+      if (!cfg) {
+        fmt::print(stderr, "moetrain ladder run: {}\n", cfg.status().message());
+        return 2;
+      }
+      LadderRunOptions opt;
+      opt.out_dir = ra->out;
+      opt.progress = !ra->no_progress;
+      auto results = run_ladder(cfg.value(), opt);
+      if (!results) {
+        fmt::print(stderr, "moetrain ladder run: {}\n", results.status().message());
+        return 1;
+      }
+      fmt::print("{}\n", results.value());
+      return 0;
+    };
+  });
 }
 
 }  // namespace mt

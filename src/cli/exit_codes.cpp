@@ -65,6 +65,10 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
        "src/cli/cmd_ladder.cpp",
        {{1, "the `--out` fit file cannot be written"},
         {2, "bad input: the results file, an option (e.g. `--chance`), or data that cannot identify the law"}}},
+      {"ladder run",
+       "src/cli/cmd_ladder.cpp",
+       {{1, "a rung could not be planned, trained or evaluated (no held-out data), or results.jsonl cannot be written"},
+        {2, "the ladder file or a `--set` is invalid"}}},
       {"cli-reference", "src/cli/cli_reference.cpp", {}},
   };
   return kCodes;

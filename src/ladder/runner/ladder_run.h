@@ -1,0 +1,52 @@
+// ladder_run.h — `moetrain ladder run LADDER.toml`: a scaling ladder of small
+// runs, each a model of the same family scaled by a width/depth rule
+// (d_model, n_layers per rung; heads from a fixed head dim; expert and FFN
+// widths proportional to d_model), trained on the same data mixture for a
+// token budget set by a tokens-per-parameter ratio (or a compute budget) per
+// rung. Every rung reads a prefix of the same mixture schedule, so a smaller
+// rung's data is a proportional subset of a larger one's (data/sampler.h).
+// Each rung ends with a held-out loss (per bucket with a dataset), appended
+// to OUT/results.jsonl in the format `moetrain ladder fit` reads. A ladder
+// killed at any point and started again skips finished rungs and resumes the
+// current one from its checkpoint, ending with the same results file.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace mt {
+
+class ConfigSchema;
+
+struct LadderRung {
+  std::string name;      // rung label (its run directory is OUT/NAME)
+  int64_t d_model = 0;   // width
+  int64_t n_layers = 0;  // depth
+  double flops = 0;      // compute budget (6ND-style model FLOPs); 0 = use ladder.tokens_per_param
+};
+
+struct LadderConfig {
+  std::string base;                  // run config every rung starts from (relative to the ladder file)
+  std::vector<std::string> set;      // overrides applied to every rung ("train.lr=1e-3")
+  double tokens_per_param = 20.0;    // D = ratio x active matmul parameters
+  int64_t head_dim = 32;             // n_heads = d_model / head_dim
+  double expert_ratio = 0.0;         // d_expert = ratio x d_model; 0 = the base's
+  double ffn_ratio = 0.0;            // d_ff = ratio x d_model; 0 = the base's
+  std::vector<LadderRung> rungs;     // [[rung]] tables, run in order
+  std::string source;                // the ladder file
+};
+
+void declare_keys(ConfigSchema& s, LadderConfig& c);
+Result<LadderConfig> load_ladder_config(const std::string& path, const std::vector<std::string>& overrides);
+
+struct LadderRunOptions {
+  std::string out_dir;    // rung run directories and results.jsonl
+  bool progress = true;
+};
+
+// Runs every rung not yet in OUT/results.jsonl; returns the results path.
+Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& opt);
+
+}  // namespace mt
