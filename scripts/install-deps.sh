@@ -17,6 +17,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   python3-doc manpages-dev         # quickstart corpus (Debian-shipped text; also base-files' licences)
+  chromium                         # tests render the HTML reports in a real headless browser
 )
 
 missing=()

@@ -9,6 +9,8 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "core/file_io.h"
+#include "ladder/fit_html.h"
 #include "ladder/runner/ladder_run.h"
 #include "ladder/analysis.h"
 #include "ladder/fit_report.h"
@@ -17,7 +19,7 @@ namespace mt {
 namespace {
 
 struct LadderFitArgs {
-  std::string results, n = "active", sparsity_g = "total-over-active", out;
+  std::string results, n = "active", sparsity_g = "total-over-active", out, html;
   bool sparsity_term = false, json = false;
   double huber_delta = 1e-3, level = 0.95;
   int64_t bootstrap = 200, drop = 0;
@@ -64,10 +66,16 @@ int run_ladder_fit(const LadderFitArgs& args) {
 
   const nlohmann::json j = ladder::to_json(*analysis);
   if (!args.out.empty()) {
-    std::ofstream out(args.out, std::ios::binary | std::ios::trunc);
-    out << j.dump(2) << "\n";
-    if (!out) {
-      fmt::print(stderr, "moetrain ladder fit: --out: cannot write {}\n", args.out);
+    Status w = write_file_atomic(args.out, j.dump(2) + "\n");
+    if (!w) {
+      fmt::print(stderr, "moetrain ladder fit: --out: {}\n", w.message());
+      return 1;
+    }
+  }
+  if (!args.html.empty()) {
+    Status w = write_file_atomic(args.html, ladder::fit_html(*analysis, args.results));
+    if (!w) {
+      fmt::print(stderr, "moetrain ladder fit: --html: {}\n", w.message());
       return 1;
     }
   }
@@ -122,6 +130,7 @@ void register_ladder(CLI::App& app, CommandAction& run) {
   fit->add_option("--chance", a->chance, "TASK=P: chance accuracy of a task, the sigmoid's floor (repeatable)");
   fit->add_flag("--json", a->json, "Print the JSON fit instead of the table");
   fit->add_option("--out", a->out, "Write the JSON fit file here");
+  fit->add_option("--html", a->html, "Write an HTML report here (log-log loss vs compute with the fit and projection)");
   tp->needs(tt);
   tt->needs(tp);
   tr->needs(tf);

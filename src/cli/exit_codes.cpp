@@ -63,7 +63,7 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
        {{2, "any failure: unknown KIND, the file cannot be read or parsed, or a bad `--set`"}}},
       {"ladder fit",
        "src/cli/cmd_ladder.cpp",
-       {{1, "the `--out` fit file cannot be written"},
+       {{1, "the `--out` fit file or the `--html` report cannot be written"},
         {2, "bad input: the results file, an option (e.g. `--chance`), or data that cannot identify the law"}}},
       {"ladder run",
        "src/cli/cmd_ladder.cpp",
