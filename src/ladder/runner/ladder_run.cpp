@@ -65,20 +65,14 @@ Result<LadderConfig> load_ladder_config(const std::string& path, const std::vect
 
 namespace {
 
-// The rung's run config: the base, the ladder's overrides, its shape, and
-// (once the steps are known) its length and end-of-run evaluation.
-Result<RunConfig> rung_config(const LadderConfig& c, const LadderRung& r, int64_t steps) {
+// The rung's run config: the base, the ladder's overrides and its shape.
+Result<RunConfig> rung_config(const LadderConfig& c, const LadderRung& r) {
   std::vector<std::string> sets = c.set;
   sets.push_back(fmt::format("model.d_model={}", r.d_model));
   sets.push_back(fmt::format("model.n_layers={}", r.n_layers));
   sets.push_back(fmt::format("model.n_heads={}", r.d_model / c.head_dim));
   if (c.expert_ratio > 0) sets.push_back(fmt::format("model.d_expert={}", std::max<int64_t>(1, std::llround(c.expert_ratio * double(r.d_model)))));
   if (c.ffn_ratio > 0) sets.push_back(fmt::format("model.d_ff={}", std::max<int64_t>(1, std::llround(c.ffn_ratio * double(r.d_model)))));
-  if (steps > 0) {
-    sets.push_back(fmt::format("train.steps={}", steps));
-    sets.push_back(fmt::format("train.eval_every={}", steps));  // one held-out pass, at the end
-    sets.push_back(fmt::format("train.checkpoint_every={}", std::max<int64_t>(1, steps / 4)));
-  }
   auto cfg = load_run_config(c.base, sets);
   if (!cfg) return Status::errorf("{}: rung {}: {}", c.source, r.name, cfg.status().message());
   return cfg;
@@ -124,18 +118,21 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& op
   std::vector<Plan> plans;
   double total_flops = 0, done_flops = 0;
   for (const LadderRung& r : c.rungs) {
-    auto shape = rung_config(c, r, 0);
+    auto shape = rung_config(c, r);
     if (!shape) return shape.status();
-    const TrainConfig& tc = shape->train;
+    TrainConfig& tc = shape->train;
     const double per_token = flops_per_token(shape->model, tc.seq_len);
     const double active = double(active_matmul_params(shape->model));
     const double want_tokens = r.flops > 0 ? r.flops / per_token : c.tokens_per_param * active;
     const double tokens_per_step = double(tc.batch_size * tc.seq_len * tc.grad_accum);
     const int64_t steps = std::max<int64_t>(1, std::llround(want_tokens / tokens_per_step));
-    auto cfg = rung_config(c, r, steps);
-    if (!cfg) return cfg.status();
+    // The length, one held-out pass at the end, and four checkpoints: none of
+    // them changes a cross-field check the load above ran.
+    tc.steps = steps;
+    tc.eval_every = steps;
+    tc.checkpoint_every = std::max<int64_t>(1, steps / 4);
     const double tokens = double(steps) * tokens_per_step;
-    plans.push_back({cfg.value(), steps, active, tokens, per_token * tokens});
+    plans.push_back({shape.value(), steps, active, tokens, per_token * tokens});
     total_flops += plans.back().flops;
     if (done.count(r.name)) done_flops += plans.back().flops;
   }
