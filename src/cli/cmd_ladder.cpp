@@ -141,6 +141,7 @@ void register_ladder(CLI::App& app, CommandAction& run) {
     std::string ladder, out = "runs/ladder";
     std::vector<std::string> sets;
     bool no_progress = false;
+    int64_t jobs = 1;
   };
   auto ra = std::make_shared<RunArgs>();
   CLI::App* lr = ladder->add_subcommand(
@@ -148,6 +149,11 @@ void register_ladder(CLI::App& app, CommandAction& run) {
   lr->add_option("ladder", ra->ladder, "Ladder file (TOML, docs/ladder.md)")->required();
   lr->add_option("--out", ra->out, "Rung run directories and results.jsonl")->capture_default_str();
   lr->add_option("--set", ra->sets, "Override a ladder key: KEY=VALUE (e.g. ladder.tokens_per_param=10)");
+  lr->add_option("--jobs", ra->jobs,
+                 "Runs trained at once, as separate processes sharing the machine's threads (results do not depend "
+                 "on it)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   lr->add_flag("--no-progress", ra->no_progress, "No live progress line");
   lr->callback([ra, &run] {
     run = [ra]() -> int {
@@ -159,6 +165,7 @@ void register_ladder(CLI::App& app, CommandAction& run) {
       LadderRunOptions opt;
       opt.out_dir = ra->out;
       opt.progress = !ra->no_progress;
+      opt.jobs = ra->jobs;
       auto results = run_ladder(cfg.value(), opt);
       if (!results) {
         fmt::print(stderr, "moetrain ladder run: {}\n", results.status().message());

@@ -20,6 +20,7 @@ void register_train(CLI::App& app, CommandAction& run) {
     std::string config, run_dir = "runs/quickstart", preset;
     std::vector<std::string> sets;
     std::string inject_fault;
+    int64_t stop_at = 0;
     bool resume = false, no_progress = false, move_aside = false;
   };
   auto args = std::make_shared<Args>();
@@ -34,6 +35,10 @@ void register_train(CLI::App& app, CommandAction& run) {
   sub->add_flag("--move-aside", args->move_aside,
                 "Start a new run even if --run-dir holds one: the old run is renamed to RUN_DIR.prev-N (never deleted)");
   sub->add_flag("--no-progress", args->no_progress, "No live progress line");
+  sub->add_option("--stop-at", args->stop_at,
+                  "Stop after this step with a checkpoint, as if interrupted (the schedule keeps train.steps; "
+                  "--resume continues)")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--inject-fault", args->inject_fault,
                   "Testing only: hang:RANK:STEP or kill:RANK:STEP makes that rank hang or SIGKILL itself at STEP");
   sub->callback([args, &run] {
@@ -115,6 +120,7 @@ void register_train(CLI::App& app, CommandAction& run) {
       opt.print_config = root;
       opt.comm = world.get();
       opt.faults = faults.get();
+      opt.stop_at_step = args->stop_at;
       auto trainer = Trainer::create(cfg.value(), opt);
       if (!trainer) return fail(trainer.status().message());
       Status s = trainer.value()->run();

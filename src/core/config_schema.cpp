@@ -279,6 +279,9 @@ ConfigKey& ConfigSchema::add(const std::string& name, std::string* f, std::strin
 ConfigKey& ConfigSchema::add(const std::string& name, std::vector<std::string>* f, std::string doc) {
   return declare(name, ConfigKey::Kind::kStringList, f, "array of strings", std::move(doc));
 }
+ConfigKey& ConfigSchema::add(const std::string& name, std::vector<double>* f, std::string doc) {
+  return declare(name, ConfigKey::Kind::kFloatList, f, "array of numbers", std::move(doc));
+}
 
 namespace {
 std::string choice_list(const std::vector<std::string>& c) {
@@ -378,6 +381,12 @@ std::string ConfigSchema::write_value(const ConfigKey& k) const {
       for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + toml_quote(v[i]);
       return out + "]";
     }
+    case K::kFloatList: {
+      const auto& v = *static_cast<std::vector<double>*>(k.field_);
+      std::string out = "[";
+      for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + toml_double(v[i]);
+      return out + "]";
+    }
     case K::kEnum: {
       const int i = *static_cast<int*>(k.field_);
       return i >= 0 && size_t(i) < k.choices_.size() ? toml_quote(k.choices_[size_t(i)]) : "\"?\"";
@@ -455,6 +464,18 @@ struct ConfigReader {
           v.emplace_back(e.as_string()->get());
         }
         *static_cast<std::vector<std::string>*>(k.field_) = std::move(v);
+        return Status::ok();
+      }
+      case K::kFloatList: {
+        if (!n.is_array()) return type_error(at, k, n);
+        std::vector<double> v;
+        for (const toml::node& e : *n.as_array()) {
+          if (!e.is_integer() && !e.is_floating_point()) return type_error(at, k, n);
+          const double x = TomlValue(e).as_double();
+          if (!std::isfinite(x) || !check(x)) return type_error(at, k, n);
+          v.push_back(x);
+        }
+        *static_cast<std::vector<double>*>(k.field_) = std::move(v);
         return Status::ok();
       }
       case K::kEnum: {

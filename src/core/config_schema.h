@@ -89,7 +89,7 @@ class ConfigKey {
  private:
   friend class ConfigSchema;
   friend struct ConfigReader;
-  enum class Kind { kInt, kUint, kFloat, kBool, kString, kStringList, kEnum, kMap, kCustom, kTableArray };
+  enum class Kind { kInt, kUint, kFloat, kBool, kString, kStringList, kFloatList, kEnum, kMap, kCustom, kTableArray };
   Kind kind_ = Kind::kInt;
   std::string name_, type_, doc_, unit_, default_, note_;
   bool required_ = false;
@@ -123,6 +123,8 @@ class ConfigSchema {
   ConfigKey& add(const std::string& name, bool* field, std::string doc);
   ConfigKey& add(const std::string& name, std::string* field, std::string doc);
   ConfigKey& add(const std::string& name, std::vector<std::string>* field, std::string doc);
+  // An array of numbers; the key's range applies to every element.
+  ConfigKey& add(const std::string& name, std::vector<double>* field, std::string doc);
   // A string limited to `choices`.
   ConfigKey& add_choice(const std::string& name, std::string* field, std::vector<std::string> choices,
                         std::string doc);

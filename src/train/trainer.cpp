@@ -269,14 +269,15 @@ Status Trainer::run() {
   ProgressLine progress(stderr, std::max<int64_t>(1, tc.steps / 20));
   double ema_seconds = 0.0;
   std::vector<double> losses;  // this invocation's, for the closing summary
-  while (step_ < tc.steps) {
+  const int64_t last = opt_.stop_at_step > 0 ? std::min(opt_.stop_at_step, tc.steps) : tc.steps;
+  while (step_ < last) {
     StepResult r = train_step();
     losses.push_back(r.loss);
     if (!std::isfinite(r.loss))
       return Status::errorf("step {}: loss is {} (diverged); last checkpoint is kept", r.step, r.loss);
     const bool eval = tc.eval_every > 0 && (r.step % tc.eval_every == 0 || r.step == tc.steps);
     if (eval) evaluate(r);
-    if (eval || r.step % tc.log_every == 0 || r.step == tc.steps) {
+    if (eval || r.step % tc.log_every == 0 || r.step == tc.steps || r.step == last) {
       r.bucket_tokens = data_->ledger(r.step * tc.grad_accum * tc.batch_size);
       write_metrics(r);
     }
@@ -291,9 +292,13 @@ Status Trainer::run() {
                                   ProgressLine::format_eta(ema_seconds * double(tc.steps - r.step))));
     }
     const bool periodic = tc.checkpoint_every > 0 && r.step % tc.checkpoint_every == 0;
-    if (!opt_.run_dir.empty() && (periodic || r.step == tc.steps)) MT_RETURN_IF_ERROR(save_checkpoint());
+    if (!opt_.run_dir.empty() && (periodic || r.step == tc.steps || r.step == last)) MT_RETURN_IF_ERROR(save_checkpoint());
   }
   progress.finish();
+  if (last < tc.steps) {
+    if (is_root()) fmt::print(stderr, "# stopped at step {} of {} (--stop-at); resume to continue\n", step_, tc.steps);
+    return Status::ok();
+  }
   if (!is_root()) return Status::ok();  // rank 0 reports for the whole job
   if (!opt_.run_dir.empty()) {
     Status rep = report::write_run_report(opt_.run_dir + "/metrics.jsonl", opt_.run_dir + "/report.html",

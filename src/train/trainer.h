@@ -38,6 +38,10 @@ struct TrainerOptions {
   bool print_config = true;
   Comm* comm = nullptr;         // the world; null = a world of one (the trainer owns a LocalComm)
   FaultInjector* faults = nullptr;  // test hook called at fixed points; null = none
+  // Stop after this step (with a checkpoint there) as if interrupted; the
+  // schedule is still train.steps', so a resume continues the same run. A
+  // ladder takes cooldown branches from such stops. 0 = run to the end.
+  int64_t stop_at_step = 0;
 };
 
 struct StepResult {

@@ -1,7 +1,9 @@
 // ladder_run_test.cpp — `moetrain ladder run`: three rungs of the tiny-test
 // family (width/depth rule, tokens-per-parameter budget) write a results
 // file that `ladder fit` reads; a ladder SIGKILLed in the middle of a rung
-// and started again ends with the same results file, byte for byte.
+// and started again ends with the same results file, byte for byte; a
+// cooldown branch is bitwise the run trained for its budget from scratch,
+// and running rungs in parallel changes nothing.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -11,12 +13,12 @@
 namespace mt::e2e {
 namespace {
 
-std::string ladder_file(const std::string& dir) {
+std::string ladder_file(const std::string& dir, const std::string& extra = "") {
   const std::string path = dir + "/ladder.toml";
   write_file(path, std::string("[ladder]\nbase = \"") + MT_SOURCE_DIR +
                        "/configs/tiny-test.toml\"\n"
                        "set = [\"data.eval_frac=0.1\", \"train.threads=1\"]\n"
-                       "tokens_per_param = 0.5\nhead_dim = 16\nexpert_ratio = 1.0\n"
+                       "tokens_per_param = 0.5\nhead_dim = 16\nexpert_ratio = 1.0\n" + extra +
                        "[[rung]]\nname = \"r1\"\nd_model = 32\nn_layers = 1\n"
                        "[[rung]]\nname = \"r2\"\nd_model = 64\nn_layers = 2\n"
                        "[[rung]]\nname = \"r3\"\nd_model = 96\nn_layers = 2\n");
@@ -58,7 +60,7 @@ TEST(LadderRun, RungsGrowAndTheResultsFeedTheFit) {
 
 TEST(LadderRun, KilledLadderResumesToTheSameResults) {
   TempDir tmp;
-  const std::string ladder = ladder_file(tmp.path());
+  const std::string ladder = ladder_file(tmp.path(), "cooldowns = [0.5]\n");
   const auto clean = run_process({moetrain_binary(), "ladder", "run", ladder, "--out", tmp / "a", "--no-progress"}, 300);
   ASSERT_EQ(clean.exit_code, 0) << clean;
   // Kill the second ladder once rung r3 has committed a checkpoint (mid-rung).
@@ -71,6 +73,57 @@ TEST(LadderRun, KilledLadderResumesToTheSameResults) {
   const auto resumed = run_process({moetrain_binary(), "ladder", "run", ladder, "--out", tmp / "b", "--no-progress"}, 300);
   ASSERT_EQ(resumed.exit_code, 0) << resumed;
   EXPECT_EQ(read_file(tmp / "b/results.jsonl"), read_file(tmp / "a/results.jsonl"));
+}
+
+std::vector<nlohmann::json> rows_of(const std::string& text) {
+  std::vector<nlohmann::json> rows;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
+
+TEST(LadderRun, CooldownBranchIsTheRunOfItsBudgetAndJobsChangeNothing) {
+  TempDir tmp;
+  const std::string ladder = ladder_file(tmp.path(), "cooldowns = [0.5]\n");
+  const auto two = run_process({moetrain_binary(), "ladder", "run", ladder, "--out", tmp / "two", "--jobs", "2",
+                                "--no-progress"},
+                               300);
+  ASSERT_EQ(two.exit_code, 0) << two;
+  const std::string results = read_file(tmp / "two/results.jsonl");
+  const auto rows = rows_of(results);
+  ASSERT_EQ(rows.size(), 6u);  // per rung: the half-budget branch, then the full run
+  const std::vector<std::string> names = {"r1@0.5", "r1", "r2@0.5", "r2", "r3@0.5", "r3"};
+  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i]["name"], names[i]);
+  for (size_t i = 0; i < rows.size(); i += 2) {
+    EXPECT_EQ(rows[i]["meta"]["steps"].get<int64_t>() * 2 - rows[i + 1]["meta"]["steps"].get<int64_t>(),
+              rows[i + 1]["meta"]["steps"].get<int64_t>() % 2 ? 1 : 0);
+    EXPECT_GT(rows[i]["loss"].get<double>(), rows[i + 1]["loss"].get<double>());  // half the tokens: higher loss
+    EXPECT_EQ(rows[i]["active_params"], rows[i + 1]["active_params"]);
+  }
+  // The branch of r2 is bitwise the r2 shape trained for the branch's steps from scratch.
+  const int64_t steps = rows[2]["meta"]["steps"].get<int64_t>();
+  const auto fresh = run_process({moetrain_binary(), "train", "--config", std::string(MT_SOURCE_DIR) + "/configs/tiny-test.toml",
+                                  "--set", "data.eval_frac=0.1", "--set", "train.threads=1", "--set", "model.d_model=64",
+                                  "--set", "model.n_layers=2", "--set", "model.n_heads=4", "--set", "model.d_expert=64",
+                                  "--set", "train.steps=" + std::to_string(steps), "--set",
+                                  "train.eval_every=" + std::to_string(steps), "--run-dir", tmp / "fresh", "--no-progress"},
+                                 300);
+  ASSERT_EQ(fresh.exit_code, 0) << fresh;
+  EXPECT_NE(fresh.err.find("state hash " + rows[2]["meta"]["state_hash"].get<std::string>()), std::string::npos)
+      << fresh.err << "\nbranch: " << rows[2].dump();
+  // One run at a time: the same file, byte for byte.
+  const auto one = run_process({moetrain_binary(), "ladder", "run", ladder, "--out", tmp / "one", "--no-progress"}, 300);
+  ASSERT_EQ(one.exit_code, 0) << one;
+  EXPECT_EQ(read_file(tmp / "one/results.jsonl"), results);
+}
+
+TEST(LadderRun, CooldownsNeedRoomBeforeTheirDecay) {
+  TempDir tmp;
+  const auto r = run_process({moetrain_binary(), "ladder", "run", ladder_file(tmp.path(), "cooldowns = [0.01]\n"),
+                              "--out", tmp / "out", "--no-progress"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_NE(r.err.find("cooldown 0.01"), std::string::npos) << r;
+  EXPECT_FALSE(fs::exists(tmp / "out/r1/checkpoints"));  // refused before any training
 }
 
 }  // namespace

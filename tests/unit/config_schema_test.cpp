@@ -244,3 +244,25 @@ TEST(ConfigSchema, ReferenceListsEveryKeyWithDefaultsAndRanges) {
 
 }  // namespace
 }  // namespace mt
+
+namespace mt {
+namespace {
+
+TEST(ConfigSchema, NumberListsCheckEveryElementAndRoundTrip) {
+  std::vector<double> v;
+  ConfigSchema s("test file");
+  s.add("a.fractions", &v, "fractions").above(0).below(1);
+  ConfigOrigins o;
+  ASSERT_TRUE(s.load("[a]\nfractions = [0.25, 0.5]\n", "f.toml", {}, o));
+  EXPECT_EQ(v, (std::vector<double>{0.25, 0.5}));
+  EXPECT_THAT(s.to_toml(), ::testing::HasSubstr("fractions = [0.25, 0.5]"));
+  Status bad = s.load("[a]\nfractions = [0.5, 1.5]\n", "f.toml", {}, o);
+  ASSERT_FALSE(bad);
+  EXPECT_THAT(bad.message(), ::testing::HasSubstr("f.toml:2: a.fractions: expected array of numbers in (0, 1), got"));
+  EXPECT_FALSE(s.load("[a]\nfractions = [\"x\"]\n", "f.toml", {}, o));
+  ASSERT_TRUE(s.load("[a]\n", "f.toml", {"a.fractions=[0.1]"}, o));
+  EXPECT_EQ(v, (std::vector<double>{0.1}));
+}
+
+}  // namespace
+}  // namespace mt

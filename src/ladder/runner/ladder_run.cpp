@@ -1,21 +1,28 @@
-// ladder_run.cpp — see ladder_run.h. Orchestration only: each rung is a
-// plain Trainer run in its own run directory (resumable like any run).
+// ladder_run.cpp — see ladder_run.h. Orchestration only: the ladder is
+// planned here (shapes, budgets, branch points), each piece of training is a
+// `moetrain train` child process (train/run_queue.h), and the results file
+// is rewritten in one canonical order whenever a run finishes.
 #include "ladder/runner/ladder_run.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/config_schema.h"
 #include "core/file_io.h"
-#include "core/timer.h"
+#include "core/subprocess.h"
 #include "model/flops.h"
 #include "model/weights.h"
+#include "optim/lr_schedule.h"
 #include "train/run_config.h"
+#include "train/run_dir.h"
+#include "train/run_queue.h"
 #include "train/trainer.h"
 
 namespace mt {
@@ -30,6 +37,12 @@ void declare_keys(ConfigSchema& s, LadderConfig& c) {
   s.add("ladder.head_dim", &c.head_dim, "n_heads = d_model / head_dim").range(2, 1 << 16);
   s.add("ladder.expert_ratio", &c.expert_ratio, "d_expert = ratio x d_model").min(0).note("0 = the base's");
   s.add("ladder.ffn_ratio", &c.ffn_ratio, "d_ff = ratio x d_model").min(0).note("0 = the base's");
+  s.add("ladder.cooldowns", &c.cooldowns,
+        "fractions of each rung's budget that also get a result: the rung's run stopped at the start of that "
+        "budget's decay and cooled down from there (needs train.schedule = \"wsd\")")
+      .above(0)
+      .below(1)
+      .note("[] = none");
   s.add_table_array<LadderRung>(
       "rung", &c.rungs,
       [](ConfigSchema& r, LadderRung& g) {
@@ -55,28 +68,68 @@ Result<LadderConfig> load_ladder_config(const std::string& path, const std::vect
   for (size_t i = 0; i < c.rungs.size(); ++i) {
     const LadderRung& r = c.rungs[i];
     if (!names.insert(r.name).second) return o.error(fmt::format("rung[{}].name", i), "names a rung twice");
-    if (r.name.empty() || r.name.find('/') != std::string::npos)
-      return o.error(fmt::format("rung[{}].name", i), "must be a non-empty file name");
+    if (r.name.empty() || r.name.find_first_of("/@") != std::string::npos || r.name == "logs")
+      return o.error(fmt::format("rung[{}].name", i), "must be a file name without '/' or '@' (and not \"logs\")");
     if (r.d_model % c.head_dim != 0)
       return o.error(fmt::format("rung[{}].d_model", i), fmt::format("must be a multiple of ladder.head_dim = {}", c.head_dim));
   }
+  std::sort(c.cooldowns.begin(), c.cooldowns.end());
+  if (std::adjacent_find(c.cooldowns.begin(), c.cooldowns.end()) != c.cooldowns.end())
+    return o.error("ladder.cooldowns", "lists a fraction twice");
   return c;
 }
 
 namespace {
 
-// The rung's run config: the base, the ladder's overrides and its shape.
-Result<RunConfig> rung_config(const LadderConfig& c, const LadderRung& r) {
+// One result of the ladder: a rung's full run, or one of its cooldown branches.
+struct Unit {
+  std::string name;         // "r3", or "r3@0.5" for the branch at half the budget
+  std::string dir;          // its run directory
+  size_t rung = 0;
+  int64_t steps = 0;        // its schedule's length
+  int64_t branch_step = 0;  // the full run's step it branches from (0: the full run itself)
+  double cooldown = 1.0;    // fraction of the rung's budget
+  double tokens = 0, flops = 0;
+  std::vector<std::string> sets;  // its overrides of the base config
+};
+
+struct RungPlan {
+  RunConfig cfg;           // the full run's config
+  double active = 0, total = 0;
+  int64_t steps = 0;
+  std::vector<std::string> sets;
+  std::vector<size_t> units;  // branches in budget order, then the full run
+};
+
+// The rung's overrides: the ladder's, then its shape.
+std::vector<std::string> shape_sets(const LadderConfig& c, const LadderRung& r) {
   std::vector<std::string> sets = c.set;
   sets.push_back(fmt::format("model.d_model={}", r.d_model));
   sets.push_back(fmt::format("model.n_layers={}", r.n_layers));
   sets.push_back(fmt::format("model.n_heads={}", r.d_model / c.head_dim));
   if (c.expert_ratio > 0) sets.push_back(fmt::format("model.d_expert={}", std::max<int64_t>(1, std::llround(c.expert_ratio * double(r.d_model)))));
   if (c.ffn_ratio > 0) sets.push_back(fmt::format("model.d_ff={}", std::max<int64_t>(1, std::llround(c.ffn_ratio * double(r.d_model)))));
-  auto cfg = load_run_config(c.base, sets);
-  if (!cfg) return Status::errorf("{}: rung {}: {}", c.source, r.name, cfg.status().message());
-  return cfg;
+  return sets;
 }
+
+// A run of `steps` steps: one held-out pass at its end and four checkpoints
+// (keys a resume may change, so a branch can differ from its full run).
+std::vector<std::string> length_sets(std::vector<std::string> sets, int64_t steps) {
+  sets.push_back(fmt::format("train.steps={}", steps));
+  sets.push_back(fmt::format("train.eval_every={}", steps));
+  sets.push_back(fmt::format("train.checkpoint_every={}", std::max<int64_t>(1, steps / 4)));
+  return sets;
+}
+
+// The first step of a WSD schedule's decay (optim/lr_schedule.cpp): until
+// then the learning rate is the peak's whatever the run's length.
+int64_t decay_start(const ScheduleParams& p, int64_t steps) {
+  int64_t b = 0;
+  while (b < steps && learning_rate(p, b, steps) == learning_rate(p, b, std::numeric_limits<int32_t>::max())) ++b;
+  return b;
+}
+
+std::string cooldown_label(double f) { return fmt::format("{:g}", f); }
 
 Result<std::vector<json>> read_results(const std::string& path) {
   std::vector<json> out;
@@ -91,107 +144,284 @@ Result<std::vector<json>> read_results(const std::string& path) {
     ++line;
     if (l.empty()) continue;
     json j = json::parse(l, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object() || !j.contains("name")) return Status::errorf("{}:{}: not a ladder result", path, line);
+    if (!j.is_object() || !j.contains("name") || !j["name"].is_string())
+      return Status::errorf("{}:{}: not a ladder result", path, line);
     out.push_back(std::move(j));
   }
   return out;
+}
+
+// The last metrics line of a finished run (it carries the final held-out loss).
+Result<json> final_metrics(const std::string& dir, int64_t steps) {
+  std::ifstream in(dir + "/metrics.jsonl");
+  json last;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) last = json::parse(line, nullptr, false);
+  if (!last.is_object() || last.value("step", int64_t(-1)) != steps)
+    return Status::errorf("{}/metrics.jsonl: no line for the final step {}", dir, steps);
+  if (!last.contains("eval_loss") || !last["eval_loss"].is_number())
+    return Status::error(
+        "no held-out loss: the base config needs held-out data (data.dataset with eval documents, or "
+        "data.eval_frac > 0)");
+  return last;
+}
+
+// The state hash the child printed last ("# done: step N, state hash H").
+std::string logged_state_hash(const std::string& log) {
+  const std::string tail = file_tail(log, 1 << 16);
+  const std::string key = "state hash ";
+  const size_t at = tail.rfind(key);
+  if (at == std::string::npos) return {};
+  const size_t from = at + key.size();
+  return tail.substr(from, tail.find_first_of(", \n", from) - from);
+}
+
+// A branch starts as a copy of the full run at its branch step: the
+// checkpoint, the resolved config and the metrics so far. Copied under a
+// temporary name and renamed, so a kill never leaves half a branch.
+Status make_branch(const std::string& full_dir, const std::string& branch_dir, int64_t step) {
+  if (fs::exists(branch_dir)) return Status::ok();
+  auto ckpt = find_latest_checkpoint_dir(full_dir);
+  if (!ckpt) return Status::errorf("{}: no checkpoint to branch from", full_dir);
+  const std::string tmp = branch_dir + ".tmp";
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp + "/checkpoints", ec);
+  if (!ec) fs::copy(ckpt.value(), tmp + "/checkpoints/" + fs::path(ckpt.value()).filename().string(),
+                    fs::copy_options::recursive, ec);
+  if (!ec) fs::copy_file(saved_config_path(full_dir), saved_config_path(tmp), ec);
+  if (ec) return Status::errorf("{}: cannot copy the run at step {}: {}", branch_dir, step, ec.message());
+  std::ifstream in(full_dir + "/metrics.jsonl");
+  std::string kept;
+  for (std::string line; std::getline(in, line);) {
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("step", int64_t(0)) <= step) kept += line + "\n";
+  }
+  MT_RETURN_IF_ERROR(write_file_atomic(tmp + "/metrics.jsonl", kept));
+  fs::rename(tmp, branch_dir, ec);
+  if (ec) return Status::errorf("{}: {}", branch_dir, ec.message());
+  return Status::ok();
+}
+
+std::vector<std::string> train_args(const LadderConfig& c, const std::vector<std::string>& sets,
+                                    const std::string& dir) {
+  std::vector<std::string> a = {"train", "--config", c.base};
+  for (const std::string& s : sets) {
+    a.push_back("--set");
+    a.push_back(s);
+  }
+  a.insert(a.end(), {"--run-dir", dir, "--resume", "--no-progress"});
+  return a;
 }
 
 }  // namespace
 
 Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& opt) {
   std::error_code ec;
-  fs::create_directories(opt.out_dir, ec);
+  fs::create_directories(opt.out_dir + "/logs", ec);
   if (ec) return Status::errorf("{}: cannot create: {}", opt.out_dir, ec.message());
   const std::string results_path = opt.out_dir + "/results.jsonl";
-  auto results = read_results(results_path);
-  if (!results) return results.status();
-  std::set<std::string> done;
-  for (const json& j : results.value()) done.insert(j["name"].get<std::string>());
 
-  // Plan every rung first (sizes, steps, FLOPs): errors surface before any training.
-  struct Plan {
-    RunConfig cfg;
-    int64_t steps = 0;
-    double active = 0, tokens = 0, flops = 0;
-  };
-  std::vector<Plan> plans;
-  double total_flops = 0, done_flops = 0;
-  for (const LadderRung& r : c.rungs) {
-    auto shape = rung_config(c, r);
-    if (!shape) return shape.status();
-    TrainConfig& tc = shape->train;
-    const double per_token = flops_per_token(shape->model, tc.seq_len);
-    const double active = double(active_matmul_params(shape->model));
-    const double want_tokens = r.flops > 0 ? r.flops / per_token : c.tokens_per_param * active;
+  // Plan every rung and branch first: errors surface before any training.
+  std::vector<RungPlan> rungs;
+  std::vector<Unit> units;
+  double total_flops = 0;
+  for (size_t ri = 0; ri < c.rungs.size(); ++ri) {
+    const LadderRung& r = c.rungs[ri];
+    RungPlan p;
+    p.sets = shape_sets(c, r);
+    auto cfg = load_run_config(c.base, p.sets);
+    if (!cfg) return Status::errorf("{}: rung {}: {}", c.source, r.name, cfg.status().message());
+    p.cfg = std::move(cfg.value());
+    MT_RETURN_IF_ERROR(check_trainer_limits(p.cfg));
+    const TrainConfig& tc = p.cfg.train;
+    const double per_token = flops_per_token(p.cfg.model, tc.seq_len);
+    p.active = double(active_matmul_params(p.cfg.model));
+    ParamLayout layout;
+    build_layout(p.cfg.model, layout);
+    p.total = double(layout.total());
+    const double want_tokens = r.flops > 0 ? r.flops / per_token : c.tokens_per_param * p.active;
     const double tokens_per_step = double(tc.batch_size * tc.seq_len * tc.grad_accum);
-    const int64_t steps = std::max<int64_t>(1, std::llround(want_tokens / tokens_per_step));
-    // The length, one held-out pass at the end, and four checkpoints: none of
-    // them changes a cross-field check the load above ran.
-    tc.steps = steps;
-    tc.eval_every = steps;
-    tc.checkpoint_every = std::max<int64_t>(1, steps / 4);
-    const double tokens = double(steps) * tokens_per_step;
-    plans.push_back({shape.value(), steps, active, tokens, per_token * tokens});
-    total_flops += plans.back().flops;
-    if (done.count(r.name)) done_flops += plans.back().flops;
+    p.steps = std::max<int64_t>(1, std::llround(want_tokens / tokens_per_step));
+    if (!c.cooldowns.empty() && tc.schedule.kind != ScheduleKind::kWsd)
+      return Status::errorf("{}: ladder.cooldowns needs train.schedule = \"wsd\" (rung {} has another schedule)",
+                            c.source, r.name);
+    const std::string full_dir = opt.out_dir + "/" + r.name;
+    int64_t prev_steps = 0;
+    for (double f : c.cooldowns) {
+      Unit u;
+      u.name = r.name + "@" + cooldown_label(f);
+      u.dir = opt.out_dir + "/" + u.name;
+      u.rung = ri;
+      u.cooldown = f;
+      u.steps = std::llround(f * double(p.steps));
+      u.branch_step = decay_start(tc.schedule, u.steps);
+      if (u.steps <= prev_steps || u.steps >= p.steps || u.branch_step < 1 || u.branch_step >= u.steps)
+        return Status::errorf(
+            "{}: rung {}: cooldown {} gives a run of {} of the rung's {} steps with its decay from step {}: each "
+            "cooldown needs its own length, shorter than the rung's, and at least one step before its decay "
+            "(raise the budget or drop the fraction)",
+            c.source, r.name, cooldown_label(f), u.steps, p.steps, u.branch_step);
+      prev_steps = u.steps;
+      u.sets = length_sets(p.sets, u.steps);
+      u.tokens = double(u.steps) * tokens_per_step;
+      u.flops = per_token * u.tokens;
+      p.units.push_back(units.size());
+      units.push_back(std::move(u));
+    }
+    Unit full;
+    full.name = r.name;
+    full.dir = full_dir;
+    full.rung = ri;
+    full.steps = p.steps;
+    full.sets = length_sets(p.sets, p.steps);
+    full.tokens = double(p.steps) * tokens_per_step;
+    full.flops = per_token * full.tokens;
+    total_flops += full.flops;
+    for (size_t u : p.units) total_flops += units[u].flops - per_token * double(units[u].branch_step) * tokens_per_step;
+    p.units.push_back(units.size());
+    units.push_back(std::move(full));
+    rungs.push_back(std::move(p));
   }
 
-  const double t0 = now_seconds();
-  double run_flops = 0;  // trained in this invocation, for the ETA
-  for (size_t i = 0; i < c.rungs.size(); ++i) {
-    const LadderRung& r = c.rungs[i];
-    Plan& p = plans[i];
-    if (done.count(r.name)) {
-      fmt::print(stderr, "# ladder: rung {}/{} {} already in {}\n", i + 1, c.rungs.size(), r.name, results_path);
-      continue;
-    }
-    const double elapsed = now_seconds() - t0;
-    const double left = total_flops - done_flops;
-    fmt::print(stderr,
-               "# ladder: rung {}/{} {} (d_model {}, {} layers): {:.3g} active params, {:.3g} tokens, {} steps, "
-               "{:.3g} FLOP; {:.0f}% of the ladder's compute done{}\n",
-               i + 1, c.rungs.size(), r.name, r.d_model, r.n_layers, p.active, p.tokens, p.steps, p.flops,
-               100.0 * done_flops / total_flops,
-               run_flops > 0 ? fmt::format(", ladder ETA {:.0f} s", elapsed / run_flops * left) : std::string());
-    TrainerOptions topt;
-    topt.run_dir = opt.out_dir + "/" + r.name;
-    topt.resume = true;  // a killed ladder continues the rung from its checkpoint
-    topt.progress = opt.progress;
-    topt.print_config = false;
-    auto trainer = Trainer::create(p.cfg, topt);
-    if (!trainer) return Status::errorf("rung {}: {}", r.name, trainer.status().message());
-    MT_RETURN_IF_ERROR(trainer.value()->run());
-    // The held-out loss of the last step (the eval pass at the end).
-    std::ifstream in(topt.run_dir + "/metrics.jsonl");
-    json last;
-    for (std::string line; std::getline(in, line);)
-      if (!line.empty()) last = json::parse(line, nullptr, false);
-    if (!last.is_object() || !last.contains("eval_loss") || !last["eval_loss"].is_number())
-      return Status::errorf("rung {}: no held-out loss: the base config needs held-out data (data.dataset with eval "
-                            "documents, or data.eval_frac > 0)",
-                            r.name);
-    json rec;
-    rec["name"] = r.name;
-    rec["active_params"] = p.active;
-    rec["total_params"] = double(trainer.value()->model().layout().total());
-    if (p.cfg.model.n_experts > 0) rec["n_experts"] = p.cfg.model.n_experts;
-    rec["tokens"] = p.tokens;
-    rec["flops"] = p.flops;
-    rec["loss"] = last["eval_loss"];
-    rec["meta"] = {{"d_model", r.d_model},
-                   {"n_layers", r.n_layers},
-                   {"steps", p.steps},
-                   {"train_loss", last.value("loss", 0.0)},
-                   {"state_hash", trainer.value()->state_hash()}};
-    if (last.contains("bucket_eval_loss")) rec["meta"]["bucket_eval_loss"] = last["bucket_eval_loss"];
-    results->push_back(rec);
-    std::string text;
-    for (const json& j : results.value()) text += j.dump() + "\n";
-    MT_RETURN_IF_ERROR(write_file_atomic(results_path, text));
-    done_flops += p.flops;
-    run_flops += p.flops;
+  // What an earlier invocation recorded.
+  auto previous = read_results(results_path);
+  if (!previous) return previous.status();
+  std::map<std::string, json> recorded;
+  std::vector<json> foreign;  // records of runs this ladder does not plan: kept, after ours
+  std::set<std::string> planned;
+  for (const Unit& u : units) planned.insert(u.name);
+  for (json& j : previous.value()) {
+    const std::string name = j["name"].get<std::string>();
+    if (planned.count(name)) recorded[name] = std::move(j);
+    else foreign.push_back(std::move(j));
   }
+  auto write_results = [&]() -> Status {
+    std::string text;
+    for (const Unit& u : units)
+      if (recorded.count(u.name)) text += recorded[u.name].dump() + "\n";
+    for (const json& j : foreign) text += j.dump() + "\n";
+    return write_file_atomic(results_path, text);
+  };
+
+  auto record = [&](const Unit& u) -> Status {
+    const RungPlan& p = rungs[u.rung];
+    const LadderRung& r = c.rungs[u.rung];
+    auto last = final_metrics(u.dir, u.steps);
+    if (!last) return Status::errorf("{}: {}", u.name, last.status().message());
+    json rec;
+    rec["name"] = u.name;
+    rec["active_params"] = p.active;
+    rec["total_params"] = p.total;
+    if (p.cfg.model.n_experts > 0) rec["n_experts"] = p.cfg.model.n_experts;
+    rec["tokens"] = u.tokens;
+    rec["flops"] = u.flops;
+    rec["loss"] = (*last)["eval_loss"];
+    rec["meta"] = {{"rung", r.name},
+                   {"d_model", r.d_model},
+                   {"n_layers", r.n_layers},
+                   {"steps", u.steps},
+                   {"train_loss", last->value("loss", 0.0)},
+                   {"state_hash", logged_state_hash(opt.out_dir + "/logs/" + u.name + ".log")}};
+    if (u.branch_step > 0) {
+      rec["meta"]["cooldown"] = u.cooldown;
+      rec["meta"]["branch_step"] = u.branch_step;
+    }
+    if (last->contains("bucket_eval_loss")) rec["meta"]["bucket_eval_loss"] = (*last)["bucket_eval_loss"];
+    recorded[u.name] = rec;
+    return write_results();
+  };
+
+  // The queue: per rung, the full run in segments that stop at each branch
+  // step (a branch is copied when its segment ends), each branch, and the
+  // full run's last segment.
+  std::vector<QueuedRun> queue;
+  for (size_t ri = 0; ri < rungs.size(); ++ri) {
+    const RungPlan& p = rungs[ri];
+    const Unit& full = units[p.units.back()];
+    const double per_step = full.flops / double(full.steps);
+    std::vector<size_t> prev;  // the full run's previous segment
+    int64_t seg_from = 0;
+    std::map<int64_t, size_t> segment_at;  // branch step -> its segment's index
+    for (size_t k = 0; k + 1 < p.units.size(); ++k) {
+      const Unit& b = units[p.units[k]];
+      if (!segment_at.count(b.branch_step)) {
+        QueuedRun seg;
+        seg.name = fmt::format("{} to step {}", full.name, b.branch_step);
+        seg.args = train_args(c, full.sets, full.dir);
+        seg.args.insert(seg.args.end(), {"--stop-at", std::to_string(b.branch_step)});
+        seg.run_dir = full.dir;
+        seg.log_path = opt.out_dir + "/logs/" + full.name + ".log";
+        seg.first_step = seg_from;
+        seg.last_step = b.branch_step;
+        seg.work = per_step * double(b.branch_step - seg_from);
+        seg.after = prev;
+        seg.done = recorded.count(full.name) > 0;
+        const std::string full_dir = full.dir;
+        std::vector<std::pair<std::string, int64_t>> copies;
+        for (size_t q = k; q + 1 < p.units.size(); ++q)
+          if (units[p.units[q]].branch_step == b.branch_step) copies.emplace_back(units[p.units[q]].dir, b.branch_step);
+        bool all_copied = true;
+        for (const auto& [dir, step] : copies) all_copied = all_copied && fs::exists(dir);
+        seg.done = seg.done || all_copied;
+        seg.on_done = [full_dir, copies]() -> Status {
+          for (const auto& [dir, step] : copies) MT_RETURN_IF_ERROR(make_branch(full_dir, dir, step));
+          return Status::ok();
+        };
+        segment_at[b.branch_step] = queue.size();
+        prev = {queue.size()};
+        seg_from = b.branch_step;
+        queue.push_back(std::move(seg));
+      }
+      QueuedRun br;
+      br.name = b.name;
+      br.args = train_args(c, b.sets, b.dir);
+      br.run_dir = b.dir;
+      br.log_path = opt.out_dir + "/logs/" + b.name + ".log";
+      br.first_step = b.branch_step;
+      br.last_step = b.steps;
+      br.work = per_step * double(b.steps - b.branch_step);
+      br.after = {segment_at[b.branch_step]};
+      br.done = recorded.count(b.name) > 0;
+      const size_t ui = p.units[k];
+      br.on_done = [&, ui] { return record(units[ui]); };
+      queue.push_back(std::move(br));
+    }
+    QueuedRun last;
+    last.name = full.name;
+    last.args = train_args(c, full.sets, full.dir);
+    last.run_dir = full.dir;
+    last.log_path = opt.out_dir + "/logs/" + full.name + ".log";
+    last.first_step = seg_from;
+    last.last_step = full.steps;
+    last.work = per_step * double(full.steps - seg_from);
+    last.after = prev;
+    last.done = recorded.count(full.name) > 0;
+    const size_t ui = p.units.back();
+    last.on_done = [&, ui] { return record(units[ui]); };
+    queue.push_back(std::move(last));
+  }
+
+  for (size_t ri = 0; ri < rungs.size(); ++ri) {
+    const RungPlan& p = rungs[ri];
+    const Unit& full = units[p.units.back()];
+    std::string branches;
+    for (size_t k = 0; k + 1 < p.units.size(); ++k)
+      branches += fmt::format("{}{} ({} steps from step {})", k ? ", " : "; cooldowns ", units[p.units[k]].name,
+                              units[p.units[k]].steps, units[p.units[k]].branch_step);
+    fmt::print(stderr, "# ladder: rung {}/{} {} (d_model {}, {} layers): {:.3g} active params, {:.3g} tokens, {} steps, {:.3g} FLOP{}{}\n",
+               ri + 1, rungs.size(), full.name, c.rungs[ri].d_model, c.rungs[ri].n_layers, p.active, full.tokens,
+               full.steps, full.flops, branches, recorded.count(full.name) ? " — already in " + results_path : "");
+  }
+  fmt::print(stderr, "# ladder: {:.3g} FLOP in all, {} runs at once; logs in {}/logs\n", total_flops, opt.jobs,
+             opt.out_dir);
+
+  RunQueueOptions qo;
+  qo.jobs = opt.jobs;
+  qo.progress = opt.progress;
+  qo.label = "ladder";
+  MT_RETURN_IF_ERROR(run_queue(queue, qo));
+  MT_RETURN_IF_ERROR(write_results());
   return results_path;
 }
 

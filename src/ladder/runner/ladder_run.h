@@ -5,10 +5,20 @@
 // token budget set by a tokens-per-parameter ratio (or a compute budget) per
 // rung. Every rung reads a prefix of the same mixture schedule, so a smaller
 // rung's data is a proportional subset of a larger one's (data/sampler.h).
-// Each rung ends with a held-out loss (per bucket with a dataset), appended
-// to OUT/results.jsonl in the format `moetrain ladder fit` reads. A ladder
-// killed at any point and started again skips finished rungs and resumes the
-// current one from its checkpoint, ending with the same results file.
+// Each rung ends with a held-out loss (per bucket with a dataset), written
+// to OUT/results.jsonl in the format `moetrain ladder fit` reads.
+//
+// Cooldown branches (ladder.cooldowns, fractions f of a rung's budget T): a
+// warmup-stable-decay run of f*T steps has the learning rate of the full
+// run until its own decay starts at step B = f*T - decay, so the branch is
+// the full run stopped at B (a checkpoint) and resumed with train.steps =
+// f*T: one rung yields several token budgets for the price of the decays
+// (Hagele et al. 2024, "Scaling laws and compute-optimal training beyond
+// fixed training durations"). Every rung and branch runs as a `moetrain
+// train` child process, `jobs` at once; results do not depend on `jobs`.
+// A ladder killed at any point and started again skips what is recorded and
+// resumes every unfinished run from its checkpoint, ending with the same
+// results file, byte for byte.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -34,6 +44,7 @@ struct LadderConfig {
   int64_t head_dim = 32;             // n_heads = d_model / head_dim
   double expert_ratio = 0.0;         // d_expert = ratio x d_model; 0 = the base's
   double ffn_ratio = 0.0;            // d_ff = ratio x d_model; 0 = the base's
+  std::vector<double> cooldowns;     // fractions in (0, 1) of each rung's budget that also get a decayed result
   std::vector<LadderRung> rungs;     // [[rung]] tables, run in order
   std::string source;                // the ladder file
 };
@@ -42,11 +53,12 @@ void declare_keys(ConfigSchema& s, LadderConfig& c);
 Result<LadderConfig> load_ladder_config(const std::string& path, const std::vector<std::string>& overrides);
 
 struct LadderRunOptions {
-  std::string out_dir;    // rung run directories and results.jsonl
+  std::string out_dir;    // rung run directories, logs/ and results.jsonl
+  int64_t jobs = 1;       // runs trained at once (child processes); the machine's threads are split between them
   bool progress = true;
 };
 
-// Runs every rung not yet in OUT/results.jsonl; returns the results path.
+// Trains every rung and branch not yet in OUT/results.jsonl; returns the results path.
 Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& opt);
 
 }  // namespace mt
