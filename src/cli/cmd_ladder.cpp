@@ -25,7 +25,7 @@ struct LadderFitArgs {
   int64_t bootstrap = 200, drop = 0;
   uint64_t seed = 0;
   double target_params = 0, target_tokens = 0, target_flops = 0, tokens_per_param = 0, target_sparsity = 0;
-  std::vector<std::string> chance;
+  std::vector<std::string> chance, hold_out;
 };
 
 // "TASK=P" pairs into task -> chance accuracy.
@@ -54,6 +54,7 @@ int run_ladder_fit(const LadderFitArgs& args) {
   opt.fit.huber_delta = args.huber_delta;
   opt.drop_highest_loss = args.drop;
   opt.bootstrap = {args.bootstrap, args.seed, args.level};
+  opt.hold_out = args.hold_out;
   opt.target = {args.target_params, args.target_tokens, args.target_flops, args.tokens_per_param, args.target_sparsity};
   auto chance = parse_chance(args.chance);
   if (!chance) return fail(chance.status());
@@ -128,6 +129,8 @@ void register_ladder(CLI::App& app, CommandAction& run) {
   fit->add_option("--target-sparsity", a->target_sparsity, "G at the target (needed with --sparsity-term)")
       ->check(CLI::Range(1.0, 1e12));
   fit->add_option("--chance", a->chance, "TASK=P: chance accuracy of a task, the sigmoid's floor (repeatable)");
+  fit->add_option("--hold-out", a->hold_out,
+                  "Leave the run NAME out of the fit and report its predicted loss, interval and error (repeatable)");
   fit->add_flag("--json", a->json, "Print the JSON fit instead of the table");
   fit->add_option("--out", a->out, "Write the JSON fit file here");
   fit->add_option("--html", a->html, "Write an HTML report here (log-log loss vs compute with the fit and projection)");

@@ -159,7 +159,14 @@ Result<Analysis> analyze(const std::vector<Run>& runs, const LadderOptions& opt)
   Analysis a;
   a.options = opt;
   a.runs_read = int64_t(runs.size());
-  MT_RETURN_IF_ERROR(split_dropped(runs, opt.drop_highest_loss, &a));
+  std::vector<Run> fitted;
+  std::vector<Run> held;
+  for (const std::string& name : opt.hold_out)
+    if (std::none_of(runs.begin(), runs.end(), [&](const Run& r) { return r.name == name; }))
+      return Status::errorf("--hold-out {}: no run of that name", name);
+  for (const Run& r : runs)
+    (std::find(opt.hold_out.begin(), opt.hold_out.end(), r.name) != opt.hold_out.end() ? held : fitted).push_back(r);
+  MT_RETURN_IF_ERROR(split_dropped(fitted, opt.drop_highest_loss, &a));
 
   auto points = make_fit_points(a.used, opt.param_count, opt.sparsity);
   if (!points) return points.status();
@@ -176,6 +183,18 @@ Result<Analysis> analyze(const std::vector<Run>& runs, const LadderOptions& opt)
   a.estimates = estimate_law(law, s, opt.bootstrap.level);
   a.isoflop = fit_isoflop(a.used, opt.param_count, opt.isoflop);
   a.projection = project_targets(a, s);
+  for (const Run& r : held) {
+    const double n = opt.param_count == ParamCount::kActive ? r.active_params : r.total_params;
+    const double g = opt.sparsity == Sparsity::kNone      ? 1.0
+                     : opt.sparsity == Sparsity::kExperts ? r.n_experts
+                                                          : r.total_params / r.active_params;
+    HeldOutRun h;
+    h.run = r;
+    h.predicted = project(a, s, [&](const Law& l) { return at_size(l, n, r.tokens, g); }).loss;
+    h.error = h.predicted.value / r.loss - 1.0;
+    h.inside = r.loss >= h.predicted.lo && r.loss <= h.predicted.hi;
+    a.held_out.push_back(h);
+  }
   return a;
 }
 

@@ -37,6 +37,9 @@ struct LadderOptions {
   BootstrapOptions bootstrap;
   IsoflopOptions isoflop;
   Target target;
+  // Runs left out of the fit and predicted from it instead (by name): the
+  // check that a ladder predicts a larger rung it never saw.
+  std::vector<std::string> hold_out;
   std::map<std::string, double> chance;  // task -> chance accuracy, the sigmoid's floor (default 0)
 };
 
@@ -58,11 +61,20 @@ struct Projection {
   std::optional<double> isoflop_N, isoflop_D;
 };
 
+// A held-out run: the law's prediction at its (N, D) against what it measured.
+struct HeldOutRun {
+  Run run;
+  Estimate predicted;   // loss, with its bootstrap interval
+  double error = 0;     // predicted / observed - 1
+  bool inside = false;  // observed within the interval
+};
+
 struct Analysis {
   LadderOptions options;
   int64_t runs_read = 0;
   std::vector<Run> used;     // runs fitted
   std::vector<Run> dropped;  // highest-loss runs left out
+  std::vector<HeldOutRun> held_out;
   LawFit fit;
   LawEstimates estimates;
   IsoflopFit isoflop;

@@ -55,6 +55,7 @@ std::string fit_html(const Analysis& a, const std::string& source) {
   double c_lo = INFINITY, c_hi = 0;
   for (const Run& r : a.used) c_lo = std::min(c_lo, r.flops), c_hi = std::max(c_hi, r.flops);
   if (target_c > 0) c_hi = std::max(c_hi, target_c);
+  for (const HeldOutRun& h : a.held_out) c_hi = std::max(c_hi, h.run.flops);
   LineChart loss_chart;
   loss_chart.title = "Loss against training compute";
   loss_chart.x = {"training compute C (FLOP)", Scale::kLog, std::nullopt, std::nullopt, nullptr};
@@ -75,6 +76,16 @@ std::string fit_html(const Analysis& a, const std::string& source) {
       interval.name = "projection interval";
       interval.points = {{target_c, proj->loss.lo}, {target_c, proj->loss.hi}};
       interval.color = "#000";
+      loss_chart.series.push_back(interval);
+    }
+  }
+  for (const HeldOutRun& h : a.held_out) {
+    loss_chart.markers.push_back({h.run.flops, h.run.loss, h.run.name + " (held out)", palette(3)});
+    if (std::isfinite(h.predicted.lo) && std::isfinite(h.predicted.hi)) {
+      Series interval;
+      interval.name = h.run.name + ": predicted interval";
+      interval.points = {{h.run.flops, h.predicted.lo}, {h.run.flops, h.predicted.hi}};
+      interval.color = palette(3);
       loss_chart.series.push_back(interval);
     }
   }
@@ -106,6 +117,16 @@ std::string fit_html(const Analysis& a, const std::string& source) {
   page.end_row();
   page.heading(2, "Runs");
   page.table({"run", "N", "D (tokens)", "C (FLOP)", "loss", "fitted", "residual"}, rows);
+  if (!a.held_out.empty()) {
+    page.heading(2, "Held-out runs (not fitted, predicted)");
+    std::vector<std::vector<std::string>> held;
+    for (const HeldOutRun& h : a.held_out)
+      held.push_back({h.run.name, fmt::format("{:.3g}", run_n(a, h.run)), fmt::format("{:.3g}", h.run.tokens),
+                      fmt::format("{:.4f}", h.run.loss), fmt::format("{:.4f}", h.predicted.value),
+                      fmt::format("[{:.4f}, {:.4f}]", h.predicted.lo, h.predicted.hi),
+                      fmt::format("{:+.2f}%", 100.0 * h.error), h.inside ? "yes" : "no"});
+    page.table({"run", "N", "D (tokens)", "observed", "predicted", "interval", "error", "inside"}, held);
+  }
   for (const std::string& n : a.notes) page.note(n);
   return page.render();
 }

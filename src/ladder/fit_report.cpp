@@ -181,6 +181,17 @@ json to_json(const Analysis& a) {
   } else {
     j["projection"] = nullptr;
   }
+  j["held_out"] = nlohmann::json::array();
+  for (const HeldOutRun& h : a.held_out)
+    j["held_out"].push_back({{"name", h.run.name},
+                             {"N", h.run.active_params},
+                             {"D", h.run.tokens},
+                             {"observed", h.run.loss},
+                             {"predicted", h.predicted.value},
+                             {"lo", std::isfinite(h.predicted.lo) ? nlohmann::json(h.predicted.lo) : nlohmann::json()},
+                             {"hi", std::isfinite(h.predicted.hi) ? nlohmann::json(h.predicted.hi) : nlohmann::json()},
+                             {"error", h.error},
+                             {"inside_interval", h.inside}});
   j["notes"] = a.notes;
   return j;
 }
@@ -238,6 +249,10 @@ std::string to_text(const Analysis& a, const std::string& source) {
   if (p.isoflop_N)
     s += fmt::format("  approach 2 at C = {}: N* = {}, D* = {}, D/N = {}\n", g4(t.flops), g4(*p.isoflop_N),
                      g4(*p.isoflop_D), g4(*p.isoflop_D / *p.isoflop_N));
+  for (const HeldOutRun& h : a.held_out)
+    s += fmt::format("held out {}: observed {:.4f}, predicted {:.4f} [{:.4f}, {:.4f}], error {:+.2f}%{}\n", h.run.name,
+                     h.run.loss, h.predicted.value, h.predicted.lo, h.predicted.hi, 100.0 * h.error,
+                     h.inside ? "" : " (outside the interval)");
   for (const std::string& n : a.notes) s += fmt::format("note: {}\n", n);
   return s;
 }
