@@ -3,7 +3,9 @@
 // 2024, used LightGBM; XGBoost is the same family and packaged by Debian).
 // Deterministic: one thread, exact split finding, no row or column sampling
 // unless asked, a fixed seed; two fits of the same data give the same bits.
-// The only file that includes <xgboost/c_api.h>.
+// The only file that includes <xgboost/c_api.h>. Fits of different objects
+// may run on different threads (TargetModel does); predict on one object from
+// one thread at a time (XGBoost 1.7 keeps its output buffer per booster and thread).
 #pragma once
 #include <cstdint>
 #include <memory>

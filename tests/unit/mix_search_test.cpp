@@ -78,6 +78,30 @@ double noise(double amp, uint64_t run, uint64_t target) {
   return amp * (2 * ((rand_u32(99, target, run) + 0.5) / 4294967296.0) - 1);
 }
 
+// Optimality on the capped simplex, checked independently of the solver:
+// some mu has g_i = mu where 0 < w_i < cap_i, g_i >= mu at 0, g_i <= mu at the cap.
+void expect_kkt(const SimplexObjective& f, const std::vector<double>& w, const std::vector<double>& cap) {
+  std::vector<double> g;
+  f(w, &g);
+  double mu_lo = -INFINITY, mu_hi = INFINITY;  // bounds on mu from each kind of coordinate
+  double free_lo = INFINITY, free_hi = -INFINITY;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (w[i] <= 1e-12) {
+      mu_hi = std::min(mu_hi, g[i]);
+    } else if (w[i] >= cap[i] - 1e-12) {
+      mu_lo = std::max(mu_lo, g[i]);
+    } else {
+      free_lo = std::min(free_lo, g[i]);
+      free_hi = std::max(free_hi, g[i]);
+    }
+  }
+  ASSERT_TRUE(std::isfinite(free_lo)) << "no free coordinate";
+  const double scale = 1e-6 * (1 + std::fabs(free_lo));
+  EXPECT_LT(free_hi - free_lo, scale);
+  EXPECT_LE(mu_lo, free_lo + scale);
+  EXPECT_GE(mu_hi, free_hi - scale);
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -91,7 +115,8 @@ TEST(MixSearch, LogLinearFindsTheTrueConstrainedOptimumWith200Buckets) {
   std::vector<std::vector<double>> Y;
   for (int64_t k = 0; k < K; ++k) {
     Y.push_back(oracle.losses(X[size_t(k)]));
-    for (int64_t j = 0; j < T; ++j) Y.back()[size_t(j)] += noise(0.002, uint64_t(k), uint64_t(j));
+    // Proxy-to-proxy noise of held-out losses is of this order (+-0.01 nats).
+    for (int64_t j = 0; j < T; ++j) Y.back()[size_t(j)] += noise(0.01, uint64_t(k), uint64_t(j));
   }
   auto t0 = std::chrono::steady_clock::now();
   TargetModel model;
@@ -117,6 +142,7 @@ TEST(MixSearch, LogLinearFindsTheTrueConstrainedOptimumWith200Buckets) {
     return oracle.objective(w, g);
   };
   const std::vector<double> best = minimize_on_capped_simplex(truth_f, center, cap, 20000);
+  expect_kkt(truth_f, best, cap);
   const double f_best = oracle.objective(best), f_center = oracle.objective(center);
   const double f_found = oracle.objective(r.weights);
   const double regret = (f_found - f_best) / (f_center - f_best);
@@ -138,8 +164,10 @@ TEST(MixSearch, LogLinearFindsTheTrueConstrainedOptimumWith200Buckets) {
     ASSERT_GE(r.weights[size_t(i)], 0.0);
     ASSERT_LE(r.weights[size_t(i)], cap[size_t(i)]);
   }
-  EXPECT_LT(regret, 1.0);
-  EXPECT_LT(l1, 2.0);
+  // Measured: regret 0.0005, L1 0.05 (of at most 2); the best candidate alone
+  // leaves ~60% of the gap, so these bounds need the refinement to work.
+  EXPECT_LT(regret, 0.01);
+  EXPECT_LT(l1, 0.2);
 }
 
 TEST(MixSearch, XGBoostRanksAndImprovesOnTheNaturalMixture) {
@@ -170,7 +198,7 @@ TEST(MixSearch, XGBoostRanksAndImprovesOnTheNaturalMixture) {
   std::sort(proxy_truth.begin(), proxy_truth.end());
   std::printf("xgboost m=10: held-out spearman %.4f; true objective natural %.5f, best proxy %.5f, found %.5f (%s)\n",
               rho, oracle.objective(center), proxy_truth[0], f_found, r.method.c_str());
-  EXPECT_GT(rho, 0.0);
+  EXPECT_GT(rho, 0.8);  // measured 0.917
   EXPECT_TRUE(std::isnan(r.refined_predicted));  // no gradient for trees
   EXPECT_NE(r.method, "gradient-refined");
   EXPECT_LT(f_found, oracle.objective(center));
