@@ -13,6 +13,7 @@ packages=(
   libtomlplusplus-dev libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev
   librandom123-dev                 # counter-based RNG (Philox4x32-10)
   liblbfgs-dev                     # L-BFGS for the scaling-law fits (src/ladder)
+  libxgboost-dev                   # gradient-boosted trees for the mixture search (src/mix)
   libsentencepiece-dev libzstd-dev zlib1g-dev  # data pipeline: BPE tokenizer, .zst/.gz corpora
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
