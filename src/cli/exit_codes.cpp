@@ -69,6 +69,11 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
        "src/cli/cmd_ladder.cpp",
        {{1, "a rung could not be planned, trained or evaluated (no held-out data), or results.jsonl cannot be written"},
         {2, "the ladder file or a `--set` is invalid"}}},
+      {"mix search",
+       "src/cli/cmd_mix.cpp",
+       {{1, "the search could not be planned (dataset, hero budget, domains, target), a proxy failed or broke its "
+            "ledger check, a fit failed, or an output cannot be written"},
+        {2, "the search file or a `--set` is invalid"}}},
       {"cli-reference", "src/cli/cli_reference.cpp", {}},
   };
   return kCodes;

@@ -1,0 +1,60 @@
+// cmd_mix.cpp — `moetrain mix search MIX.toml --out DIR [--jobs N]`: the
+// mixture search (src/mix/runner/mix_search.h). Exit 2 for a bad search file
+// or --set, 1 when the search cannot plan, train, fit or write.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "cli/commands.h"
+#include "mix/runner/mix_search.h"
+
+namespace mt {
+
+void register_mix(CLI::App& app, CommandAction& run) {
+  CLI::App* mix = app.add_subcommand("mix", "Data mixtures: search the mixture with small proxy runs.");
+  mix->require_subcommand(1);
+  struct Args {
+    std::string file, out = "runs/mix";
+    std::vector<std::string> sets;
+    int64_t jobs = 1;
+    bool no_progress = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* search = mix->add_subcommand(
+      "search",
+      "Sample mixtures around the natural shares (no data repeated at the hero scale), train a proxy on each, fit "
+      "log-linear and XGBoost regressors, check their held-out rank correlation, write the predicted best mixture "
+      "(resumable).");
+  search->add_option("file", a->file, "Mixture search file (TOML, docs/mix.md)")->required();
+  search->add_option("--out", a->out, "Proxy run directories, proxies.jsonl, search.json, best-mixture.toml, report.html")
+      ->capture_default_str();
+  search->add_option("--set", a->sets, "Override a search key: KEY=VALUE (e.g. search.proxies=32)");
+  search->add_option("--jobs", a->jobs,
+                     "Proxies trained at once, as separate processes sharing the machine's threads (results do not "
+                     "depend on it)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  search->add_flag("--no-progress", a->no_progress, "No live progress line");
+  search->callback([a, &run] {
+    run = [a]() -> int {
+      auto cfg = load_mix_search_config(a->file, a->sets);
+      if (!cfg) {
+        fmt::print(stderr, "moetrain mix search: {}\n", cfg.status().message());
+        return 2;
+      }
+      MixSearchOptions opt;
+      opt.out_dir = a->out;
+      opt.jobs = a->jobs;
+      opt.progress = !a->no_progress;
+      auto best = run_mix_search(cfg.value(), opt);
+      if (!best) {
+        fmt::print(stderr, "moetrain mix search: {}\n", best.status().message());
+        return 1;
+      }
+      fmt::print("{}\n", best.value());
+      return 0;
+    };
+  });
+}
+
+}  // namespace mt

@@ -1,0 +1,75 @@
+// mix_config.cpp — keys of the mixture-search file and their cross checks.
+#include "mix/runner/mix_config.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "core/config_schema.h"
+
+namespace mt {
+namespace fs = std::filesystem;
+
+void declare_keys(ConfigSchema& s, MixSearchConfig& c) {
+  s.add("search.base", &c.base, "run config every proxy trains (relative to this file); needs data.dataset")
+      .required();
+  s.add("search.mixture", &c.mixture,
+        "the hero mixture (relative to this file): its total_tokens and max_epochs bound every sampled mixture, so "
+        "no proxy and no hero run repeats data; its seed orders documents")
+      .required();
+  s.add("search.set", &c.set, "overrides applied to every proxy, as with --set");
+  s.add("search.proxies", &c.proxies, "K: mixtures sampled and trained").range(4, 100000);
+  s.add("search.holdout", &c.holdout, "the last proxies, not fitted: the rank-correlation check").range(1, 100000);
+  s.add("search.concentration", &c.concentration,
+        "Dirichlet concentration around the natural token shares (1: alpha_i = m x share_i; higher: closer)")
+      .above(0)
+      .max(1e6);
+  s.add("search.seed", &c.seed, "sampling seed; proxy k's mixture depends only on (seed, k)");
+  s.add_choice("search.domains", &c.domains, {"bucket", "topic", "quality"},
+               "what the search varies: every bucket, or topics / quality levels as natural blends of their buckets");
+  s.add_choice("search.regressor", &c.regressor, {"loglinear", "xgboost"},
+               "the regressor the search trusts (both are fitted and reported)");
+  s.add("search.candidates", &c.candidates, "mixtures the search predicts").range(1, 100000000);
+  s.add("search.top_k", &c.top_k, "best candidates averaged (RegMix)").range(1, 100000000);
+  s.add("search.verify", &c.verify, "also train the natural mixture and the chosen one: predicted against actual");
+  s.add_map("target", &c.target,
+            "\"glob over <topic>/<quality>\" = weight of that bucket's held-out loss in the target; empty = every "
+            "bucket with held-out data, equally")
+      .min(0);
+  s.add("reuse.previous", &c.reuse_previous,
+        "an earlier mixture file (relative to this file): keep its proportions for the unchanged buckets")
+      .note("\"\" = search from scratch");
+  s.add("reuse.changed", &c.reuse_changed, "globs of the buckets whose data changed (new buckets count as changed)")
+      .or_one_string();
+}
+
+Result<MixSearchConfig> load_mix_search_config(const std::string& path, const std::vector<std::string>& overrides) {
+  MixSearchConfig c;
+  c.source = path;
+  ConfigSchema s("mixture search file");
+  declare_keys(s, c);
+  ConfigOrigins o;
+  MT_RETURN_IF_ERROR(s.load_file(path, overrides, o));
+  auto resolve = [&](std::string& p) {
+    if (!p.empty() && !fs::path(p).is_absolute()) p = (fs::path(path).parent_path() / p).lexically_normal().string();
+  };
+  resolve(c.base);
+  resolve(c.mixture);
+  resolve(c.reuse_previous);
+  if (c.holdout >= c.proxies)
+    return o.error("search.holdout", fmt::format("must leave proxies to fit: it is {} of search.proxies = {}",
+                                                 c.holdout, c.proxies));
+  if (c.proxies - c.holdout < 3)
+    return o.error("search.proxies", "needs at least 3 fitted proxies besides search.holdout");
+  if (c.top_k > c.candidates) return o.error("search.top_k", "must not exceed search.candidates");
+  if (c.reuse_previous.empty() && !c.reuse_changed.empty())
+    return o.error("reuse.changed", "needs reuse.previous (the mixture being reused)");
+  if (!c.reuse_previous.empty() && c.domains != "bucket")
+    return o.error("search.domains", "must be \"bucket\" with [reuse] (the changed buckets are the domains)");
+  double sum = 0;
+  for (const auto& [glob, w] : c.target) sum += w;
+  if (!c.target.empty() && !(sum > 0)) return o.error("target", "needs a positive weight");
+  return c;
+}
+
+}  // namespace mt

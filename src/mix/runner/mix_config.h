@@ -1,0 +1,41 @@
+// mix_config.h — the mixture-search file (`moetrain mix search MIX.toml`):
+// which run config every proxy trains (base + overrides), the hero mixture
+// whose budget and epoch limit bound every sampled mixture, how many proxies
+// to sample and how, what to predict (a weighted set of per-bucket held-out
+// losses), how to search, and optionally an earlier mixture to reuse.
+// Every key: docs/config.md, "Mixture search file"; the method: docs/mix.md.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace mt {
+
+class ConfigSchema;
+
+struct MixSearchConfig {
+  std::string base;                 // run config of every proxy (relative to this file); needs data.dataset
+  std::string mixture;              // the hero mixture (relative to this file): total_tokens, max_epochs, seed
+  std::vector<std::string> set;     // overrides applied to every proxy ("train.steps=100")
+  int64_t proxies = 16;             // K mixtures sampled and trained
+  int64_t holdout = 4;              // the last `holdout` proxies are not fitted: the rank-correlation check
+  double concentration = 1.0;       // Dirichlet concentration around the natural shares (higher = closer)
+  uint64_t seed = 1;                // sampling seed (proxy k's mixture depends only on seed and k)
+  std::string domains = "bucket";   // what varies: "bucket", "topic" or "quality" (blends of buckets)
+  std::string regressor = "loglinear";  // the model the search uses: "loglinear" or "xgboost"
+  int64_t candidates = 100000;      // mixtures predicted by the search
+  int64_t top_k = 100;              // best candidates averaged
+  bool verify = true;               // also train the natural and the chosen mixture, for predicted vs actual
+  std::vector<std::pair<std::string, double>> target;  // [target] "glob" = weight over held-out bucket losses; {} = all, equal
+  std::string reuse_previous;       // [reuse] previous: an earlier mixture file; "" = search from scratch
+  std::vector<std::string> reuse_changed;  // [reuse] changed: globs of buckets whose data changed
+  std::string source;               // this file
+};
+
+void declare_keys(ConfigSchema& s, MixSearchConfig& c);
+Result<MixSearchConfig> load_mix_search_config(const std::string& path, const std::vector<std::string>& overrides);
+
+}  // namespace mt

@@ -1,0 +1,317 @@
+// mix_search.cpp — see mix_search.h. Orchestration: the space and the
+// sampled mixtures are planned before any training; proxies run through the
+// run queue (train/run_queue.h); the fits and the search are mix/'s.
+#include "mix/runner/mix_search.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/file_io.h"
+#include "core/subprocess.h"
+#include "mix/dirichlet.h"
+#include "mix/rank.h"
+#include "mix/runner/mix_report.h"
+#include "mix/runner/mix_space.h"
+#include "mix/search.h"
+#include "mix/target_model.h"
+#include "train/run_config.h"
+#include "train/run_queue.h"
+#include "train/trainer.h"
+
+namespace mt {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+// One mixture to train: a sampled proxy, or a verification run.
+struct MixRun {
+  std::string name;             // p000.., "natural", "best"
+  std::vector<double> domain_w; // (domains) empty for verification runs
+  std::vector<double> bucket_w; // (buckets)
+};
+
+std::string proxy_name(int64_t k) { return fmt::format("p{:03d}", k); }
+
+// The held-out losses and ledger of a finished run, checked against its plan.
+Result<json> read_run(const MixSpace& s, const MixRun& r, const MixturePlan& plan, const std::string& dir,
+                      int64_t steps, const std::string& log) {
+  std::ifstream in(dir + "/metrics.jsonl");
+  json last;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) last = json::parse(line, nullptr, false);
+  if (!last.is_object() || last.value("step", int64_t(-1)) != steps || !last.contains("bucket_eval_loss"))
+    return Status::errorf("{}/metrics.jsonl: no held-out losses per bucket at the final step {}", dir, steps);
+  json rec;
+  rec["name"] = r.name;
+  if (!r.domain_w.empty()) rec["domain_weights"] = r.domain_w;
+  rec["weights"] = r.bucket_w;
+  std::vector<double> loss(s.buckets.size(), NAN);
+  for (const auto& [name, v] : last["bucket_eval_loss"].items()) {
+    const auto it = std::find(s.buckets.begin(), s.buckets.end(), name);
+    if (it != s.buckets.end() && v.is_number()) loss[size_t(it - s.buckets.begin())] = v.get<double>();
+  }
+  double target = 0;
+  for (size_t b = 0; b < s.buckets.size(); ++b) {
+    if (s.target[b] == 0) continue;
+    if (!std::isfinite(loss[b])) return Status::errorf("{}: no held-out loss for target bucket {}", dir, s.buckets[b]);
+    target += s.target[b] * loss[b];
+  }
+  rec["bucket_loss"] = json::array();
+  for (double l : loss) rec["bucket_loss"].push_back(std::isfinite(l) ? json(l) : json());
+  rec["target"] = target;
+  // The ledger: bucket b supplied n Q_b / N_full of the n sequences read, to within one.
+  const double n = double(s.proxy_sequences);
+  double worst = 0;
+  std::map<std::string, int64_t> ledger;
+  if (last.contains("bucket_tokens"))
+    for (const auto& [name, v] : last["bucket_tokens"].items()) ledger[name] = v.get<int64_t>();
+  for (const BucketPlan& b : plan.buckets) {
+    const double got = double(ledger.count(b.name) ? ledger[b.name] : 0) / double(s.seq_len);
+    const double want = n * double(b.full_sequences) / double(plan.full_sequences);
+    worst = std::max(worst, std::abs(got - want));
+  }
+  if (worst > 1.0 + 1e-9)
+    return Status::errorf("{}: a bucket's ledger is {:.2f} sequences from its mixture (the sampler guarantees one)",
+                          dir, worst);
+  rec["ledger_max_deviation"] = worst;  // in sequences
+  const std::string tail = file_tail(log, 1 << 16);
+  const size_t at = tail.rfind("state hash ");
+  if (at != std::string::npos) rec["state_hash"] = tail.substr(at + 11, tail.find_first_of(", \n", at + 11) - at - 11);
+  return rec;
+}
+
+// Regressor fits on the fitted proxies, checked on the held-out ones.
+json check_regressors(const MixSearchConfig& c, const MixSpace& s, const std::vector<json>& proxies,
+                      const std::vector<std::vector<double>>& X, const std::vector<std::vector<double>>& Y,
+                      const std::vector<double>& lambda) {
+  const size_t fit_n = size_t(c.proxies - c.holdout);
+  std::vector<std::vector<double>> Xf(X.begin(), X.begin() + std::ptrdiff_t(fit_n)), Yf(Y.begin(), Y.begin() + std::ptrdiff_t(fit_n));
+  std::vector<std::vector<double>> Xh(X.begin() + std::ptrdiff_t(fit_n), X.end());
+  std::vector<double> actual;
+  for (size_t k = fit_n; k < proxies.size(); ++k) actual.push_back(proxies[k]["target"].get<double>());
+  json out = json::object();
+  for (const std::string kind_name : {"loglinear", "xgboost"}) {
+    const mix::RegressorKind kind = mix::parse_regressor_kind(kind_name).value();
+    mix::TargetModel m;
+    Status st = m.fit(kind, Xf, Yf, lambda, c.seed);
+    json r;
+    if (!st) {
+      r["error"] = st.message();
+      out[kind_name] = r;
+      continue;
+    }
+    const std::vector<double> pred = m.predict_batch(Xh);
+    double mae = 0;
+    for (size_t i = 0; i < pred.size(); ++i) mae += std::abs(pred[i] - actual[i]) / double(pred.size());
+    const double rho = mix::spearman(pred, actual), r_p = mix::pearson(pred, actual);
+    r["spearman"] = std::isfinite(rho) ? json(rho) : json();
+    r["pearson"] = std::isfinite(r_p) ? json(r_p) : json();
+    r["mean_abs_error"] = mae;
+    r["predicted"] = pred;
+    out[kind_name] = r;
+  }
+  out["actual"] = actual;
+  (void)s;
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> run_mix_search(const MixSearchConfig& c, const MixSearchOptions& opt) {
+  const std::string out = opt.out_dir;
+  std::error_code ec;
+  fs::create_directories(out + "/logs", ec);
+  fs::create_directories(out + "/mixtures", ec);
+  if (ec) return Status::errorf("{}: cannot create: {}", out, ec.message());
+
+  // The proxies' run config, the space, the sampled mixtures: all before training.
+  auto base = load_run_config(c.base, c.set);
+  if (!base) return Status::errorf("{}: search.base: {}", c.source, base.status().message());
+  MT_RETURN_IF_ERROR(check_trainer_limits(base.value()));
+  const TrainConfig& tc = base->train;
+  if (base->data.dataset.empty())
+    return Status::errorf("{}: search.base {} trains without data.dataset: a mixture search needs a bucketed dataset",
+                          c.source, c.base);
+  auto space = make_mix_space(c, base->data.dataset, tc.seq_len, tc.steps * tc.grad_accum * tc.batch_size);
+  if (!space) return space.status();
+  const MixSpace& s = space.value();
+  const int64_t m = int64_t(s.domains.size());
+  if (m < 2) return Status::errorf("{}: only {} domain to vary: nothing to search", c.source, m);
+
+  std::vector<MixRun> runs;
+  const auto samples = mix::sample_mixtures(s.center, s.domain_cap, c.proxies, c.concentration, c.seed);
+  for (int64_t k = 0; k < c.proxies; ++k)
+    runs.push_back({proxy_name(k), samples[size_t(k)], mix::expand(s.domains, samples[size_t(k)], int64_t(s.buckets.size()))});
+  if (c.verify) {
+    std::vector<double> nat = mix::within_caps(s.natural, s.cap) ? s.natural : mix::project_capped_simplex(s.natural, s.cap);
+    runs.push_back({"natural", {}, nat});
+  }
+
+  // Each mixture as a file, planned at the hero scale (never repeats data).
+  std::map<std::string, MixturePlan> plans;
+  auto write_mixture = [&](const MixRun& r, const std::string& what) -> Status {
+    const std::string path = out + "/mixtures/" + r.name + ".toml";
+    const std::string text = mixture_file_text(s, r.bucket_w, what);
+    auto plan = plan_at_hero_scale(s, text, path);
+    if (!plan) return Status::errorf("{}: {}", r.name, plan.status().message());
+    plans[r.name] = plan.value();
+    if (fs::exists(path)) {
+      auto old = read_file(path, "mixture");
+      if (old && old.value() == text) return Status::ok();  // as an earlier invocation wrote it
+    }
+    return write_file_atomic(path, text);
+  };
+  for (const MixRun& r : runs)
+    MT_RETURN_IF_ERROR(write_mixture(r, r.name == "natural" ? "natural token shares (moetrain mix search)"
+                                                            : "sampled proxy mixture (moetrain mix search)"));
+
+  // What an earlier invocation finished.
+  const std::string proxies_path = out + "/proxies.jsonl";
+  std::map<std::string, json> recorded;
+  if (fs::exists(proxies_path)) {
+    std::ifstream in(proxies_path);
+    for (std::string line; std::getline(in, line);) {
+      json j = json::parse(line, nullptr, false);
+      if (j.is_object() && j.contains("name") && j["name"].is_string()) recorded[j["name"].get<std::string>()] = j;
+    }
+  }
+  auto write_proxies = [&](const std::vector<MixRun>& all) {
+    std::string text;
+    for (const MixRun& r : all)
+      if (recorded.count(r.name)) text += recorded[r.name].dump() + "\n";
+    return write_file_atomic(proxies_path, text);
+  };
+
+  auto queue_of = [&](const std::vector<MixRun>& todo, const std::vector<MixRun>& all) {
+    std::vector<QueuedRun> q;
+    for (const MixRun& r : todo) {
+      QueuedRun qr;
+      qr.name = r.name;
+      qr.args = {"train", "--config", c.base};
+      std::vector<std::string> sets = c.set;
+      sets.push_back("data.mixture=" + fs::absolute(out + "/mixtures/" + r.name + ".toml").string());
+      sets.push_back(fmt::format("train.eval_every={}", tc.steps));
+      for (const std::string& x : sets) qr.args.insert(qr.args.end(), {"--set", x});
+      qr.run_dir = out + "/" + r.name;
+      qr.log_path = out + "/logs/" + r.name + ".log";
+      qr.args.insert(qr.args.end(), {"--run-dir", qr.run_dir, "--resume", "--no-progress"});
+      qr.last_step = tc.steps;
+      qr.done = recorded.count(r.name) > 0;
+      const MixRun run = r;
+      const std::string dir = qr.run_dir, log = qr.log_path;
+      qr.on_done = [&, run, dir, log]() -> Status {
+        auto rec = read_run(s, run, plans.at(run.name), dir, tc.steps, log);
+        if (!rec) return rec.status();
+        recorded[run.name] = rec.value();
+        return write_proxies(all);
+      };
+      q.push_back(std::move(qr));
+    }
+    return q;
+  };
+
+  fmt::print(stderr,
+             "# mix search: {} buckets, {} domains ({}), {} proxies of {} sequences x {} tokens ({} held out), hero "
+             "budget {} tokens; {} at once; logs in {}/logs\n",
+             s.buckets.size(), m, c.reuse_previous.empty() ? c.domains : "reuse", c.proxies, s.proxy_sequences,
+             s.seq_len, c.holdout, s.hero.total_tokens, opt.jobs, out);
+  RunQueueOptions qo;
+  qo.jobs = opt.jobs;
+  qo.progress = opt.progress;
+  qo.label = "proxies";
+  {
+    auto q = queue_of(runs, runs);
+    MT_RETURN_IF_ERROR(run_queue(q, qo));
+  }
+
+  // Fit: weights -> per-bucket target losses, checked on the held-out proxies.
+  std::vector<json> proxies;
+  std::vector<std::vector<double>> X, Y;
+  std::vector<double> lambda;
+  std::vector<size_t> target_buckets;
+  for (size_t b = 0; b < s.buckets.size(); ++b)
+    if (s.target[b] > 0) target_buckets.push_back(b), lambda.push_back(s.target[b]);
+  for (int64_t k = 0; k < c.proxies; ++k) {
+    const json& j = recorded.at(proxy_name(k));
+    proxies.push_back(j);
+    X.push_back(runs[size_t(k)].domain_w);
+    std::vector<double> y;
+    for (size_t b : target_buckets) y.push_back(j["bucket_loss"][b].get<double>());
+    Y.push_back(std::move(y));
+  }
+  json result;
+  result["regressors"] = check_regressors(c, s, proxies, X, Y, lambda);
+
+  auto kind = mix::parse_regressor_kind(c.regressor);
+  if (!kind) return kind.status();
+  mix::TargetModel model;
+  MT_RETURN_IF_ERROR(model.fit(kind.value(), X, Y, lambda, c.seed));
+  mix::SearchOptions so;
+  so.candidates = c.candidates;
+  so.top_k = c.top_k;
+  so.concentration = c.concentration;
+  so.seed = c.seed;
+  const mix::SearchResult best = mix::search_simplex(model, s.center, s.domain_cap, so);
+  MixRun best_run{"best", {}, mix::expand(s.domains, best.weights, int64_t(s.buckets.size()))};
+  MT_RETURN_IF_ERROR(write_mixture(best_run, fmt::format("the mixture search's choice: predicted target {:.5f} "
+                                                         "({}, {} regressor on {} proxies)",
+                                                         best.predicted, best.method, c.regressor, c.proxies)));
+  const std::string best_path = out + "/best-mixture.toml";
+  MT_RETURN_IF_ERROR(write_file_atomic(best_path, read_file(out + "/mixtures/best.toml", "mixture").value()));
+
+  if (c.verify) {
+    runs.push_back(best_run);
+    std::vector<MixRun> todo = {best_run};
+    auto q = queue_of(todo, runs);
+    MT_RETURN_IF_ERROR(run_queue(q, qo));
+  }
+
+  // search.json: everything the report and a reader need.
+  result["config"] = {{"source", c.source},       {"base", c.base},         {"mixture", c.mixture},
+                      {"proxies", c.proxies},     {"holdout", c.holdout},   {"concentration", c.concentration},
+                      {"seed", c.seed},           {"domains", c.reuse_previous.empty() ? c.domains : "reuse"},
+                      {"regressor", c.regressor}, {"candidates", c.candidates}, {"top_k", c.top_k}};
+  result["hero_tokens"] = s.hero.total_tokens;
+  result["proxy_tokens"] = s.proxy_sequences * s.seq_len;
+  result["buckets"] = {{"names", s.buckets}, {"natural", s.natural}, {"cap", s.cap}, {"target", s.target}};
+  json doms = json::array();
+  for (size_t d = 0; d < s.domains.size(); ++d)
+    doms.push_back({{"name", s.domains[d].name}, {"center", s.center[d]}, {"cap", s.domain_cap[d]}, {"best", best.weights[d]}});
+  result["domains"] = doms;
+  result["proxies"] = proxies;
+  result["best"] = {{"weights", best_run.bucket_w},
+                    {"domain_weights", best.weights},
+                    {"predicted", best.predicted},
+                    {"method", best.method},
+                    {"best_candidate_predicted", best.best_candidate_predicted},
+                    {"top_k_average_predicted", best.top_k_average_predicted},
+                    {"mixture_file", best_path}};
+  const double natural_pred = model.predict(s.center);
+  result["natural_predicted"] = natural_pred;
+  if (c.verify) {
+    result["verify"] = {{"natural", {{"predicted", natural_pred}, {"actual", recorded.at("natural")["target"]}}},
+                        {"best", {{"predicted", best.predicted}, {"actual", recorded.at("best")["target"]}}}};
+  }
+  MT_RETURN_IF_ERROR(write_file_atomic(out + "/search.json", result.dump(2) + "\n"));
+  MT_RETURN_IF_ERROR(write_file_atomic(out + "/report.html", mix_search_html(result)));
+
+  const json& reg = result["regressors"];
+  fmt::print(stderr, "# held-out rank correlation (Spearman, {} proxies): log-linear {}, xgboost {}\n", c.holdout,
+             reg["loglinear"].value("spearman", json()).dump(), reg["xgboost"].value("spearman", json()).dump());
+  fmt::print(stderr, "# chosen mixture: predicted target {:.5f} (natural shares: {:.5f}){}\n", best.predicted,
+             natural_pred,
+             c.verify ? fmt::format("; trained: {:.5f} (natural {:.5f})", recorded.at("best")["target"].get<double>(),
+                                    recorded.at("natural")["target"].get<double>())
+                      : "");
+  fmt::print(stderr, "# report: {}/report.html\n", out);
+  return best_path;
+}
+
+}  // namespace mt

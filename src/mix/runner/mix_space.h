@@ -1,0 +1,48 @@
+// mix_space.h — what a mixture search can choose from, read off the dataset
+// and the hero mixture: the buckets, their natural token shares, each
+// bucket's cap (the largest weight the hero run can give it without reading
+// past max_epochs of its documents), the domains that vary (mix/domains.h)
+// with their caps and centre, and the target's weight on each bucket's
+// held-out loss. Also writes and checks a mixture file for a weight vector.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "data/dataset.h"
+#include "data/mixture.h"
+#include "mix/domains.h"
+#include "mix/runner/mix_config.h"
+
+namespace mt {
+
+struct MixSpace {
+  std::unique_ptr<Dataset> dataset;
+  Mixture hero;                        // the hero mixture file as read
+  int64_t seq_len = 0;
+  int64_t hero_sequences = 0;          // N_full = total_tokens / seq_len
+  int64_t proxy_sequences = 0;         // sequences one proxy reads
+  std::vector<std::string> buckets;    // dataset order
+  std::vector<double> available;       // tokens one epoch of each bucket gives (train tokens + separators)
+  std::vector<double> natural;         // available / sum
+  std::vector<double> cap;             // per bucket, on the weight
+  std::vector<double> target;          // per bucket: normalised weight of its held-out loss (0: not in the target)
+  std::vector<mix::Domain> domains;
+  std::vector<double> domain_cap, center;  // per domain
+  std::vector<double> previous;        // with [reuse]: the earlier mixture's weight per bucket
+};
+
+// `proxy_sequences`: what one proxy run reads (steps x grad_accum x batch).
+Result<MixSpace> make_mix_space(const MixSearchConfig& c, const std::string& dataset_dir, int64_t seq_len,
+                                int64_t proxy_sequences);
+
+// A hero-scale mixture file giving bucket b weight w[b] (zeros left out).
+std::string mixture_file_text(const MixSpace& s, const std::vector<double>& w, const std::string& comment);
+
+// Plans that text against the dataset at the hero scale: an error if any
+// bucket would be read past max_epochs (it never should: caps prevent it).
+Result<MixturePlan> plan_at_hero_scale(const MixSpace& s, const std::string& text, const std::string& name);
+
+}  // namespace mt
