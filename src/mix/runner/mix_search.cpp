@@ -292,7 +292,7 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, const MixSearchOpti
                     {"method", best.method},
                     {"best_candidate_predicted", best.best_candidate_predicted},
                     {"top_k_average_predicted", best.top_k_average_predicted},
-                    {"mixture_file", best_path}};
+                    {"mixture_file", "best-mixture.toml"}};
   const double natural_pred = model.predict(s.center);
   result["natural_predicted"] = natural_pred;
   if (c.verify) {

@@ -1,0 +1,141 @@
+// mix_search_cli_test.cpp — `moetrain mix search` through the real binary on
+// synthetic corpora: (1) three topics of disjoint vocabularies and a target
+// that is the held-out loss of topic a alone, with a hero budget that lets a
+// be at most about half of the mixture — the best mixture is known by
+// construction (a at its cap), and the search must find it; every proxy's
+// mixture passes `data plan` at the hero scale (no data repeated) and every
+// ledger matches its mixture within one sequence; (2) a search SIGKILLed in
+// the middle and restarted ends with the same files as an uninterrupted one;
+// (3) 200 buckets (40 topics x 5 quality levels), searched by topic.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/data_fixtures.h"
+#include "support/e2e.h"
+
+namespace mt::e2e {
+namespace {
+
+using nlohmann::json;
+
+// Train tokens + documents of one bucket (what one epoch of it gives).
+double available_tokens(const std::string& dataset, const std::string& bucket) {
+  const json m = json::parse(read_file(dataset + "/manifest.json"));
+  for (const json& b : m["buckets"])
+    if (b["name"] == bucket) return b["train"]["tokens"].get<double>() + b["train"]["documents"].get<double>();
+  ADD_FAILURE() << "no bucket " << bucket;
+  return 0;
+}
+
+struct SearchFiles {
+  std::string dataset, base, search;
+};
+
+// A dataset, a hero mixture, a base run config and a search file in `dir`.
+SearchFiles make_setup(const std::string& dir, const std::vector<std::string>& topics, int n_quality, int per_bucket,
+                 int words, int64_t hero_tokens, const std::string& search_keys) {
+  SearchFiles s;
+  s.dataset = testdata::build_labelled_dataset(dir, testdata::labelled_jsonl(topics, n_quality, per_bucket, 5, words),
+                                               0.25, 320);
+  write_file(dir + "/hero.toml", "total_tokens = " + std::to_string(hero_tokens) +
+                                     "\nscale = \"1\"\nmax_epochs = 1\nseed = 3\n[weights]\n\"*\" = 1\n");
+  s.base = dir + "/base.toml";
+  write_file(s.base, read_file(std::string(MT_SOURCE_DIR) + "/configs/tiny-test.toml") +
+                         "dataset = \"" + s.dataset + "\"\nmixture = \"" + dir + "/hero.toml\"\n");
+  // tiny-test's [data] table ends the file: the two keys above land in it.
+  s.search = dir + "/search.toml";
+  write_file(s.search, "[search]\nbase = \"base.toml\"\nmixture = \"hero.toml\"\n" +
+                           search_keys);
+  return s;
+}
+
+json search_json(const std::string& out) { return json::parse(read_file(out + "/search.json")); }
+
+TEST(MixSearch, FindsTheMixtureKnownBestByConstruction) {
+  TempDir tmp;
+  // Cap a at about half: the hero budget is twice what bucket a holds.
+  std::string probe_dir = tmp / "probe";
+  const std::string probe = testdata::build_labelled_dataset(
+      probe_dir, testdata::labelled_jsonl({"a", "b", "c"}, 1, 160, 5, 70), 0.25, 320);
+  const double avail_a = available_tokens(probe, "a/q0");
+  const SearchFiles s = make_setup(tmp.path(), {"a", "b", "c"}, 1, 160, 70, int64_t(2 * avail_a),
+                             "proxies = 10\nholdout = 3\nconcentration = 2.0\n"
+                             "[target]\n\"a/*\" = 1\n");
+  const auto r = run_process({moetrain_binary(), "mix", "search", s.search, "--out", tmp / "out", "--jobs", "2",
+                              "--no-progress"},
+                             600);
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const json j = search_json(tmp / "out");
+  const auto names = j["buckets"]["names"].get<std::vector<std::string>>();
+  ASSERT_EQ(names.size(), 3u);
+  const size_t a = size_t(std::find(names.begin(), names.end(), "a/q0") - names.begin());
+  ASSERT_LT(a, names.size());
+  const double cap = j["buckets"]["cap"][a].get<double>();
+  const double best_a = j["best"]["weights"][a].get<double>();
+  EXPECT_GT(cap, 0.4);
+  EXPECT_LT(cap, 0.5);
+  EXPECT_LE(best_a, cap + 1e-9);          // never past what the hero run can read once
+  EXPECT_GT(best_a, cap - 0.05) << j["best"].dump();  // and as much of a as allowed: the known best
+  EXPECT_GT(best_a, j["buckets"]["natural"][a].get<double>() + 0.05);
+  // Trained, the chosen mixture beats the natural one on the target.
+  EXPECT_LT(j["verify"]["best"]["actual"].get<double>(), j["verify"]["natural"]["actual"].get<double>());
+  // No proxy repeats data at the hero scale; every ledger matches its mixture.
+  for (const std::string& f : list_dir(tmp / "out/mixtures")) {
+    const auto plan = run_process({moetrain_binary(), "data", "plan", s.dataset, "--mixture", tmp / ("out/mixtures/" + f),
+                                   "--config", s.base});
+    EXPECT_EQ(plan.exit_code, 0) << f << "\n" << plan;
+  }
+  std::istringstream in(read_file(tmp / "out/proxies.jsonl"));
+  int n = 0;
+  for (std::string line; std::getline(in, line); ++n) {
+    const json p = json::parse(line);
+    EXPECT_LE(p["ledger_max_deviation"].get<double>(), 1.0) << line;
+  }
+  EXPECT_EQ(n, 12);  // 10 proxies, natural, best
+  EXPECT_TRUE(j["regressors"]["loglinear"].contains("spearman"));
+  const std::string html = read_file(tmp / "out/report.html");
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+}
+
+TEST(MixSearch, KilledSearchResumesToTheSameFiles) {
+  TempDir tmp;
+  const SearchFiles s = make_setup(tmp.path(), {"a", "b", "c"}, 1, 100, 60, 40000,
+                             "proxies = 6\nholdout = 2\nverify = false\ncandidates = 2000\ntop_k = 20\n");
+  const auto clean = run_process({moetrain_binary(), "mix", "search", s.search, "--out", tmp / "a", "--no-progress"}, 600);
+  ASSERT_EQ(clean.exit_code, 0) << clean;
+  Background bg({moetrain_binary(), "mix", "search", s.search, "--out", tmp / "b", "--no-progress"}, tmp / "b.out",
+                tmp / "b.err");
+  const double t0 = now_s();
+  while (bg.running() && !fs::exists(tmp / "b/p003/checkpoints") && now_s() - t0 < 120) sleep_s(0.005);
+  if (!bg.kill9()) GTEST_SKIP() << "the search finished before it could be killed";
+  const auto resumed = run_process({moetrain_binary(), "mix", "search", s.search, "--out", tmp / "b", "--no-progress"}, 600);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed;
+  for (const char* f : {"proxies.jsonl", "search.json", "best-mixture.toml", "report.html"})
+    EXPECT_EQ(read_file(tmp / (std::string("b/") + f)), read_file(tmp / (std::string("a/") + f))) << f;
+}
+
+TEST(MixSearch, TwoHundredBucketsSearchedByTopic) {
+  TempDir tmp;
+  std::vector<std::string> topics;
+  for (int t = 0; t < 40; ++t) topics.push_back("t" + std::to_string(t));
+  const SearchFiles s = make_setup(tmp.path(), topics, 5, 4, 40, 20000,
+                             "proxies = 6\nholdout = 2\ndomains = \"topic\"\nverify = false\ncandidates = 5000\n"
+                             "set = [\"train.steps=4\"]\n");
+  const auto r = run_process({moetrain_binary(), "mix", "search", s.search, "--out", tmp / "out", "--jobs", "2",
+                              "--no-progress"},
+                             600);
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const json j = search_json(tmp / "out");
+  EXPECT_EQ(j["buckets"]["names"].size(), 200u);
+  EXPECT_EQ(j["domains"].size(), 40u);
+  double sum = 0;
+  for (const json& w : j["best"]["weights"]) sum += w.get<double>();
+  EXPECT_NEAR(sum, 1.0, 1e-9);
+  const auto plan = run_process({moetrain_binary(), "data", "plan", s.dataset, "--mixture", tmp / "out/best-mixture.toml",
+                                 "--config", s.base});
+  EXPECT_EQ(plan.exit_code, 0) << plan;
+}
+
+}  // namespace
+}  // namespace mt::e2e
