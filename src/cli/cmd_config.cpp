@@ -14,6 +14,7 @@
 #include "data/data_build.h"
 #include "data/mixture.h"
 #include "ladder/runner/ladder_run.h"
+#include "mix/runner/mix_config.h"
 #include "plan/cluster.h"
 #include "plan/layout.h"
 #include "plan/scaling_law.h"
@@ -40,6 +41,7 @@ const std::vector<FileType>& file_types() {
   static plan::LayoutConfig layout;
   static plan::ScalingLaw law;
   static LadderConfig ladder;
+  static MixSearchConfig mix;
   static const std::vector<FileType> kTypes = {
       {"run", "Run config", "`moetrain train --config`, `bench`, `plan --model`",
        [](ConfigSchema& s) { declare_keys(s, run); }},
@@ -51,6 +53,7 @@ const std::vector<FileType>& file_types() {
       {"layout", "Layout file", "`moetrain plan --layout`", [](ConfigSchema& s) { plan::declare_keys(s, layout); }},
       {"law", "Scaling-law file", "`moetrain plan --scaling-law`", [](ConfigSchema& s) { plan::declare_keys(s, law); }},
       {"ladder", "Ladder file", "`moetrain ladder run`", [](ConfigSchema& s) { declare_keys(s, ladder); }},
+      {"mix", "Mixture search file", "`moetrain mix search`", [](ConfigSchema& s) { declare_keys(s, mix); }},
   };
   return kTypes;
 }
@@ -85,7 +88,7 @@ Result<std::string> resolved(const char* kind, Load load) {
 }
 
 int show(const std::string& kind, const std::string& path, const std::vector<std::string>& sets) {
-  Result<std::string> text = Status::errorf("unknown file type '{}' (run, data, mixture, cluster, layout, law, ladder)", kind);
+  Result<std::string> text = Status::errorf("unknown file type '{}' (run, data, mixture, cluster, layout, law, ladder, mix)", kind);
   if (kind == "run") {
     auto c = load_run_config(path, sets);
     text = c ? Result<std::string>(to_toml(c.value())) : Result<std::string>(c.status());
@@ -99,6 +102,8 @@ int show(const std::string& kind, const std::string& path, const std::vector<std
     text = resolved("layout file", [&] { return plan::load_layout(path, sets); });
   } else if (kind == "ladder") {
     text = resolved("ladder file", [&] { return load_ladder_config(path, sets); });
+  } else if (kind == "mix") {
+    text = resolved("mixture search file", [&] { return load_mix_search_config(path, sets); });
   } else if (kind == "law") {
     text = sets.empty() ? resolved("scaling-law file", [&] { return plan::load_scaling_law(path); })
                         : Result<std::string>(Status::error("--set is not taken by scaling-law files"));
@@ -129,7 +134,7 @@ void register_config(CLI::App& app, CommandAction& run) {
   };
   auto a = std::make_shared<ShowArgs>();
   CLI::App* sh = cfg->add_subcommand("show", "Print a file resolved (defaults filled in, --set applied) as TOML.");
-  sh->add_option("kind", a->kind, "File type: run, data, mixture, cluster, layout, law or ladder")->required();
+  sh->add_option("kind", a->kind, "File type: run, data, mixture, cluster, layout, law, ladder or mix")->required();
   sh->add_option("file", a->path, "The file")->required();
   sh->add_option("--set", a->sets, "Override a key: KEY=VALUE");
   sh->callback([a, &run] { run = [a] { return show(a->kind, a->path, a->sets); }; });

@@ -31,7 +31,7 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
       {"ckpt inspect",
        "src/cli/cmd_ckpt.cpp",
        {{1, "the checkpoint is missing, incomplete or fails validation"}}},
-      {"report", "src/cli/cmd_report.cpp", {{1, "`RUN_DIR/metrics.jsonl` cannot be read, or the report cannot be written"}}},
+      {"report", "src/cli/cmd_report.cpp", {{1, "what DIR holds cannot be read (`metrics.jsonl`, a ladder's `results.jsonl` that cannot be fitted, `search.json`), or the report cannot be written"}}},
       {"data build",
        "src/cli/cmd_data.cpp (`run_build`)",
        {{1, "the build failed (inputs, tokenizer, output directory exists and is not empty, write errors)"},

@@ -195,3 +195,31 @@ TEST(LadderCli, BadInputExitsTwoNamingFileLineField) {
 
 }  // namespace
 }  // namespace mt::e2e
+
+namespace mt::e2e {
+namespace {
+
+// `moetrain report DIR` on a ladder directory (DIR/results.jsonl): the fit,
+// with a held-out rung shown predicted; `ladder fit --hold-out` prints it.
+TEST(LadderCli, ReportOfALadderDirectoryShowsTheHeldOutRung) {
+  TempDir tmp;
+  fs::create_directories(tmp / "ladder");
+  write_file(tmp / "ladder/results.jsonl",
+             read_file(std::string(MT_SOURCE_DIR) + "/tests/golden/data/ladder_quickstart_results.jsonl"));
+  const ProcessResult r = run_process({moetrain_binary(), "report", tmp / "ladder", "--hold-out", "r5"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const std::string page = read_file(tmp / "ladder/report.html");
+  EXPECT_NE(page.find("Held-out runs (not fitted, predicted)"), std::string::npos);
+  EXPECT_NE(page.find("r5 (held out)"), std::string::npos);
+  const ProcessResult fit = run_process({moetrain_binary(), "ladder", "fit", tmp / "ladder/results.jsonl", "--hold-out",
+                                         "r5", "--bootstrap", "20"});
+  ASSERT_EQ(fit.exit_code, 0) << fit;
+  EXPECT_NE(fit.out.find("held out r5: observed 4.0428"), std::string::npos) << fit.out;
+  const ProcessResult bad = run_process({moetrain_binary(), "ladder", "fit", tmp / "ladder/results.jsonl", "--hold-out",
+                                         "r9"});
+  EXPECT_EQ(bad.exit_code, 2) << bad;
+  EXPECT_NE(bad.err.find("--hold-out r9: no run of that name"), std::string::npos) << bad;
+}
+
+}  // namespace
+}  // namespace mt::e2e

@@ -94,8 +94,23 @@ TEST(MixSearch, FindsTheMixtureKnownBestByConstruction) {
   }
   EXPECT_EQ(n, 12);  // 10 proxies, natural, best
   EXPECT_TRUE(j["regressors"]["loglinear"].contains("spearman"));
+  // The report, as `moetrain report` writes it again, in a real headless browser:
+  // 3 held-out proxies x 2 regressors and the 2 trained mixtures are points.
   const std::string html = read_file(tmp / "out/report.html");
-  EXPECT_NE(html.find("<svg"), std::string::npos);
+  const auto again = run_process({moetrain_binary(), "report", tmp / "out", "--out", tmp / "again.html"});
+  ASSERT_EQ(again.exit_code, 0) << again;
+  EXPECT_EQ(read_file(tmp / "again.html"), html);
+  ASSERT_TRUE(fs::exists("/usr/bin/chromium")) << "chromium missing: scripts/install-deps.sh installs it";
+  const auto dom = run_process({"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                                "--user-data-dir=" + (tmp / "profile"), "--enable-logging=stderr", "--v=0",
+                                "--dump-dom", "file://" + tmp / "out/report.html"},
+                               120);
+  ASSERT_EQ(dom.exit_code, 0) << dom;
+  size_t circles = 0;
+  for (size_t at = dom.out.find("<circle"); at != std::string::npos; at = dom.out.find("<circle", at + 1)) ++circles;
+  EXPECT_EQ(circles, 3 * 2 + 2u) << "the browser's DOM lacks points";
+  EXPECT_NE(dom.out.find("Predicted against actual target"), std::string::npos);
+  EXPECT_EQ(dom.err.find("Uncaught"), std::string::npos) << dom.err;
 }
 
 TEST(MixSearch, KilledSearchResumesToTheSameFiles) {
