@@ -123,7 +123,7 @@ SearchResult search_simplex(const TargetModel& model, const std::vector<double>&
   r.weights = best_w;
   r.predicted = best_p;
   r.method = "best-candidate";
-  if (r.top_k_average_predicted <= r.predicted) {  // ties prefer the average: it is the more robust choice
+  if (r.top_k_average_predicted <= r.predicted || opt.choice == SearchChoice::kTopKAverage) {  // ties prefer the average: it is the more robust choice
     r.weights = avg;
     r.predicted = r.top_k_average_predicted;
     r.method = "top-k-average";
@@ -135,7 +135,7 @@ SearchResult search_simplex(const TargetModel& model, const std::vector<double>&
     };
     std::vector<double> refined = minimize_on_capped_simplex(f, avg, cap, opt.gradient_steps, &r.refine_steps);
     r.refined_predicted = model.predict(refined);
-    if (r.refined_predicted < r.predicted) {
+    if (r.refined_predicted < r.predicted && opt.choice == SearchChoice::kModelOptimum) {
       r.weights = std::move(refined);
       r.predicted = r.refined_predicted;
       r.method = "gradient-refined";

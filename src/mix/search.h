@@ -18,7 +18,14 @@
 
 namespace mt::mix {
 
+// What the search returns: RegMix's average of the top_k candidates (stays
+// among mixtures like the proxies', where the regressor was fitted), or the
+// lowest prediction among best candidate, average and refinement (the
+// model's own optimum, possibly at the simplex's edge).
+enum class SearchChoice { kTopKAverage, kModelOptimum };
+
 struct SearchOptions {
+  SearchChoice choice = SearchChoice::kModelOptimum;
   int64_t candidates = 100000;  // mixtures drawn and predicted
   int64_t top_k = 100;          // best candidates averaged (clamped to candidates)
   double concentration = 1.0;   // of the candidates' Dirichlet (dirichlet.h)

@@ -60,7 +60,7 @@ TEST(MixSearch, FindsTheMixtureKnownBestByConstruction) {
       probe_dir, testdata::labelled_jsonl({"a", "b", "c"}, 1, 160, 5, 70), 0.25, 320);
   const double avail_a = available_tokens(probe, "a/q0");
   const SearchFiles s = make_setup(tmp.path(), {"a", "b", "c"}, 1, 160, 70, int64_t(2 * avail_a),
-                             "proxies = 10\nholdout = 3\nconcentration = 2.0\n"
+                             "proxies = 10\nholdout = 3\nconcentration = 2.0\nregressor = \"loglinear\"\nmethod = \"optimum\"\n"
                              "[target]\n\"a/*\" = 1\n");
   const auto r = run_process({moetrain_binary(), "mix", "search", s.search, "--out", tmp / "out", "--jobs", "2",
                               "--no-progress"},
@@ -128,6 +128,36 @@ TEST(MixSearch, KilledSearchResumesToTheSameFiles) {
   ASSERT_EQ(resumed.exit_code, 0) << resumed;
   for (const char* f : {"proxies.jsonl", "search.json", "best-mixture.toml", "report.html"})
     EXPECT_EQ(read_file(tmp / (std::string("b/") + f)), read_file(tmp / (std::string("a/") + f))) << f;
+}
+
+// Mixture reuse: with bucket c marked changed, only c and one virtual domain
+// holding a and b at the previous mixture's proportions vary.
+TEST(MixSearch, ReuseVariesOnlyTheChangedBuckets) {
+  TempDir tmp;
+  const SearchFiles s = make_setup(tmp.path(), {"a", "b", "c"}, 1, 100, 60, 40000,
+                                   "proxies = 5\nholdout = 1\nverify = false\ncandidates = 2000\ntop_k = 20\n"
+                                   "[reuse]\nprevious = \"previous.toml\"\nchanged = [\"c/*\"]\n");
+  write_file(tmp / "previous.toml", "total_tokens = 40000\nscale = \"1\"\n[weights]\n\"a/q0\" = 0.6\n\"b/q0\" = 0.2\n"
+                                    "\"c/q0\" = 0.2\n");
+  const auto r = run_process({moetrain_binary(), "mix", "search", s.search, "--out", tmp / "out", "--no-progress"}, 600);
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const json j = search_json(tmp / "out");
+  ASSERT_EQ(j["domains"].size(), 2u);
+  EXPECT_EQ(j["domains"][0]["name"], "c/q0");
+  EXPECT_EQ(j["domains"][1]["name"], "unchanged");
+  const auto names = j["buckets"]["names"].get<std::vector<std::string>>();
+  auto at = [&](const std::string& n) { return size_t(std::find(names.begin(), names.end(), n) - names.begin()); };
+  const json& w = j["best"]["weights"];
+  EXPECT_NEAR(w[at("a/q0")].get<double>() / w[at("b/q0")].get<double>(), 3.0, 1e-9);  // kept as before
+  for (const json& p : j["proxies"])
+    EXPECT_NEAR(p["weights"][at("a/q0")].get<double>() / p["weights"][at("b/q0")].get<double>(), 3.0, 1e-9);
+  // Nothing changed: a clear refusal before any training.
+  write_file(tmp / "search2.toml", "[search]\nbase = \"base.toml\"\nmixture = \"hero.toml\"\nproxies = 5\nholdout = 1\n"
+                                   "[reuse]\nprevious = \"previous.toml\"\n");
+  const auto none = run_process({moetrain_binary(), "mix", "search", tmp / "search2.toml", "--out", tmp / "out2"});
+  EXPECT_EQ(none.exit_code, 1) << none;
+  EXPECT_NE(none.err.find("[reuse]"), std::string::npos) << none;
+  EXPECT_FALSE(fs::exists(tmp / "out2/p000"));
 }
 
 TEST(MixSearch, TwoHundredBucketsSearchedByTopic) {

@@ -27,8 +27,12 @@ void declare_keys(ConfigSchema& s, MixSearchConfig& c) {
   s.add("search.seed", &c.seed, "sampling seed; proxy k's mixture depends only on (seed, k)");
   s.add_choice("search.domains", &c.domains, {"bucket", "topic", "quality"},
                "what the search varies: every bucket, or topics / quality levels as natural blends of their buckets");
-  s.add_choice("search.regressor", &c.regressor, {"loglinear", "xgboost"},
-               "the regressor the search trusts (both are fitted and reported)");
+  s.add_choice("search.regressor", &c.regressor, {"auto", "loglinear", "xgboost"},
+               "the regressor the search trusts (both are fitted and checked; auto: the one with the higher held-out "
+               "Spearman, log-linear on a tie)");
+  s.add_choice("search.method", &c.method, {"top-k-average", "optimum"},
+               "the choice: the average of the top_k predicted candidates (RegMix; stays near the proxies' mixtures) "
+               "or the regressor's own optimum on the capped simplex (may sit at a cap)");
   s.add("search.candidates", &c.candidates, "mixtures the search predicts").range(1, 100000000);
   s.add("search.top_k", &c.top_k, "best candidates averaged (RegMix)").range(1, 100000000);
   s.add("search.verify", &c.verify, "also train the natural mixture and the chosen one: predicted against actual");

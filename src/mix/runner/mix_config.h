@@ -25,7 +25,8 @@ struct MixSearchConfig {
   double concentration = 1.0;       // Dirichlet concentration around the natural shares (higher = closer)
   uint64_t seed = 1;                // sampling seed (proxy k's mixture depends only on seed and k)
   std::string domains = "bucket";   // what varies: "bucket", "topic" or "quality" (blends of buckets)
-  std::string regressor = "loglinear";  // the model the search uses: "loglinear" or "xgboost"
+  std::string regressor = "auto";   // the model the search uses: "loglinear", "xgboost", or "auto" (best held-out rank correlation)
+  std::string method = "top-k-average";  // "top-k-average" (RegMix) or "optimum" (the regressor's own minimum)
   int64_t candidates = 100000;      // mixtures predicted by the search
   int64_t top_k = 100;              // best candidates averaged
   bool verify = true;               // also train the natural and the chosen mixture, for predicted vs actual

@@ -249,7 +249,16 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, const MixSearchOpti
   json result;
   result["regressors"] = check_regressors(c, s, proxies, X, Y, lambda);
 
-  auto kind = mix::parse_regressor_kind(c.regressor);
+  std::string chosen = c.regressor;
+  if (chosen == "auto") {
+    auto rho = [&](const char* k) {
+      const json& r = result["regressors"][k];
+      return r.contains("spearman") && r["spearman"].is_number() ? r["spearman"].get<double>() : -2.0;
+    };
+    chosen = rho("xgboost") > rho("loglinear") ? "xgboost" : "loglinear";
+  }
+  result["regressor"] = chosen;
+  auto kind = mix::parse_regressor_kind(chosen);
   if (!kind) return kind.status();
   mix::TargetModel model;
   MT_RETURN_IF_ERROR(model.fit(kind.value(), X, Y, lambda, c.seed));
@@ -258,11 +267,12 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, const MixSearchOpti
   so.top_k = c.top_k;
   so.concentration = c.concentration;
   so.seed = c.seed;
+  so.choice = c.method == "optimum" ? mix::SearchChoice::kModelOptimum : mix::SearchChoice::kTopKAverage;
   const mix::SearchResult best = mix::search_simplex(model, s.center, s.domain_cap, so);
   MixRun best_run{"best", {}, mix::expand(s.domains, best.weights, int64_t(s.buckets.size()))};
   MT_RETURN_IF_ERROR(write_mixture(best_run, fmt::format("the mixture search's choice: predicted target {:.5f} "
                                                          "({}, {} regressor on {} proxies)",
-                                                         best.predicted, best.method, c.regressor, c.proxies)));
+                                                         best.predicted, best.method, chosen, c.proxies)));
   const std::string best_path = out + "/best-mixture.toml";
   MT_RETURN_IF_ERROR(write_file_atomic(best_path, read_file(out + "/mixtures/best.toml", "mixture").value()));
 
@@ -277,7 +287,7 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, const MixSearchOpti
   result["config"] = {{"source", c.source},       {"base", c.base},         {"mixture", c.mixture},
                       {"proxies", c.proxies},     {"holdout", c.holdout},   {"concentration", c.concentration},
                       {"seed", c.seed},           {"domains", c.reuse_previous.empty() ? c.domains : "reuse"},
-                      {"regressor", c.regressor}, {"candidates", c.candidates}, {"top_k", c.top_k}};
+                      {"regressor", chosen}, {"method", c.method}, {"candidates", c.candidates}, {"top_k", c.top_k}};
   result["hero_tokens"] = s.hero.total_tokens;
   result["proxy_tokens"] = s.proxy_sequences * s.seq_len;
   result["buckets"] = {{"names", s.buckets}, {"natural", s.natural}, {"cap", s.cap}, {"target", s.target}};
