@@ -19,6 +19,8 @@ class TokenSource {
   // Evaluation (held-out) sequence `index`; false if there is no eval split.
   virtual bool eval_sequence(int64_t index, int64_t seq_len, int32_t* out) const { return false; }
   virtual int64_t vocab_size() const = 0;
+  // Training sequences it can give (an index past it is a bug); unbounded streams: INT64_MAX.
+  virtual int64_t capacity() const { return INT64_MAX; }
   virtual std::string describe() const = 0;
 
   // Bucketed sources: tokens (seq_len per sequence) each bucket contributed

@@ -18,10 +18,15 @@ class FaultInjector {
   // Called by every rank at the start of optimizer step `step` (1-based),
   // before any collective of that step.
   virtual void at_step_begin(int64_t rank, int64_t step) = 0;
+  // Called by every rank once the step's gradients (its shard) are complete,
+  // before the global norm.
+  virtual void on_gradients(int64_t rank, int64_t step, float* grads, int64_t n) {}
 };
 
-// "KIND:RANK:STEP" with KIND hang (the rank stops answering) or kill (the
-// rank raises SIGKILL), as given to --inject-fault.
+// "KIND:RANK:STEP", as given to --inject-fault. KIND: hang (the rank stops
+// answering), kill (it raises SIGKILL), slow (from STEP on, each step of the
+// rank sleeps 0.5 s), nan (a NaN in its gradient at STEP), spike (its
+// gradient scaled by 1e4 at STEP).
 Result<std::unique_ptr<FaultInjector>> parse_fault_spec(const std::string& spec);
 
 }  // namespace mt

@@ -70,6 +70,12 @@ void append_metrics_line(std::FILE* f, const StepResult& r, double tokens_per_s,
     for (const auto& [name, tokens] : r.bucket_tokens) bt[name] = tokens;
     j["bucket_tokens"] = bt;
   }
+  if (!r.spike.empty()) j["spike"] = {{"why", r.spike}, {"loss_z", r.loss_z}, {"norm_z", r.norm_z}, {"applied", false}};
+  if (!r.skipped_bucket_tokens.empty()) {
+    nlohmann::json sk = nlohmann::json::object();
+    for (const auto& [name, tokens] : r.skipped_bucket_tokens) sk[name] = tokens;
+    j["skipped_bucket_tokens"] = sk;
+  }
   if (std::isfinite(r.eval_loss)) j["eval_loss"] = r.eval_loss;
   if (!r.bucket_eval_loss.empty()) {
     nlohmann::json be = nlohmann::json::object();

@@ -1,5 +1,6 @@
 // trainer.cpp — construction, the step, the loop.
 #include "train/trainer.h"
+#include "train/events.h"
 
 #include <fmt/format.h>
 
@@ -25,7 +26,7 @@
 
 namespace mt {
 
-Trainer::Trainer(const RunConfig& cfg, const TrainerOptions& opt) : cfg_(cfg), opt_(opt) {}
+Trainer::Trainer(const RunConfig& cfg, const TrainerOptions& opt) : cfg_(cfg), opt_(opt), spike_(cfg.train.spike) {}
 
 Trainer::~Trainer() {
   if (!params_bf16_.empty()) gemm_register_bf16_shadow(nullptr, nullptr, 0);
@@ -175,7 +176,7 @@ StepResult Trainer::train_step() {
   const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
   for (int64_t micro = 0; micro < tc.grad_accum; ++micro) {
     // This rank's slice of the micro-batch (all of it in one process).
-    const int64_t first = (step_ * tc.grad_accum + micro) * tc.batch_size + batch_offset();
+    const int64_t first = (data_step() * tc.grad_accum + micro) * tc.batch_size + batch_offset();
     for (int64_t b = 0; b < local_batch(); ++b)
       data_->sequence(first + b, tc.seq_len, batch_.data() + b * (tc.seq_len + 1));
     ForwardStats st = forward_backward(grad_scale, bias);
@@ -189,11 +190,27 @@ StepResult Trainer::train_step() {
       for (size_t l = 0; l < st.expert_load.size(); ++l)
         for (size_t e = 0; e < st.expert_load[l].size(); ++e) r.expert_load[l][e] += st.expert_load[l][e];
   }
+  if (opt_.faults) opt_.faults->on_gradients(dist_->world.rank(), step_ + 1, grads_.data(), int64_t(grads_.size()));
   reduce_step_stats(r);  // over ranks
-  r.lr = learning_rate(tc.schedule, step_, tc.steps);
-  r.grad_norm = optimizer_step(r.lr);
-  update_router_bias(r);
-  refresh_bf16_params();
+  r.lr = learning_rate(tc.schedule, step_, tc.steps) * spike_.lr_factor(step_);
+  r.grad_norm = global_grad_norm();
+  // Loss and norm are global: every rank reaches the same verdict.
+  const SpikeVerdict v = spike_.check(r.loss, r.grad_norm);
+  r.loss_z = v.loss_z;
+  r.norm_z = v.norm_z;
+  if (!v.spike) {
+    apply_update(r.lr, r.grad_norm);
+    spike_.accept(r.loss, r.grad_norm);
+    update_router_bias(r);
+    refresh_bf16_params();
+  } else {
+    r.spike = v.why + (grad_culprits_.empty() ? "" : " (non-finite gradient on rank " + grad_culprits_ + ")");
+    ++spike_.in_a_row;
+    ++spike_.total;
+    if (tc.spike.policy == SpikePolicy::kLrCooldown) spike_.start_cooldown(step_ + 1);
+    if (tc.spike.policy != SpikePolicy::kRollback)  // rollback records its whole window in run()
+      record_skipped(data_step() * tc.grad_accum * tc.batch_size, tc.grad_accum * tc.batch_size);
+  }
   ++step_;
   r.step = step_;
   r.tokens = tc.batch_size * tc.seq_len * tc.grad_accum;
@@ -272,13 +289,45 @@ Status Trainer::run() {
   const int64_t last = opt_.stop_at_step > 0 ? std::min(opt_.stop_at_step, tc.steps) : tc.steps;
   while (step_ < last) {
     StepResult r = train_step();
+    if (!r.spike.empty()) {
+      const SpikeConfig& sc = tc.spike;
+      if (is_root())
+        fmt::print(stderr, "\n# step {}: spike: {}; policy {}: the update is not applied\n", r.step, r.spike,
+                   spike_policy_name(sc.policy));
+      if (sc.policy == SpikePolicy::kOff)
+        return Status::errorf("step {}: {} (diverged; spike.policy = \"off\"); the last checkpoint is kept", r.step,
+                              r.spike);
+      if (spike_.in_a_row >= sc.max_in_a_row)
+        return Status::errorf("step {}: {} spikes in a row (spike.max_in_a_row), the last: {}; stopping with the last "
+                              "checkpoint kept",
+                              r.step, spike_.in_a_row, r.spike);
+      if (is_root())
+        append_event(opt_.run_dir, {{"event", "spike"},
+                                    {"step", r.step},
+                                    {"why", r.spike},
+                                    {"loss", r.loss},
+                                    {"grad_norm", r.grad_norm},
+                                    {"policy", spike_policy_name(sc.policy)}});
+      if (sc.policy == SpikePolicy::kRollback) {
+        MT_RETURN_IF_ERROR(rollback(r.step));
+        continue;
+      }
+      r.skipped_bucket_tokens.assign(skipped_tokens_.begin(), skipped_tokens_.end());
+      r.bucket_tokens = data_->ledger(data_step() * tc.grad_accum * tc.batch_size);
+      write_metrics(r);  // every skipped step is logged
+      const bool periodic = tc.checkpoint_every > 0 && r.step % tc.checkpoint_every == 0;
+      if (!opt_.run_dir.empty() && (periodic || r.step == tc.steps || r.step == last))
+        MT_RETURN_IF_ERROR(save_checkpoint());
+      continue;
+    }
     losses.push_back(r.loss);
     if (!std::isfinite(r.loss))
       return Status::errorf("step {}: loss is {} (diverged); last checkpoint is kept", r.step, r.loss);
     const bool eval = tc.eval_every > 0 && (r.step % tc.eval_every == 0 || r.step == tc.steps);
     if (eval) evaluate(r);
     if (eval || r.step % tc.log_every == 0 || r.step == tc.steps || r.step == last) {
-      r.bucket_tokens = data_->ledger(r.step * tc.grad_accum * tc.batch_size);
+      r.bucket_tokens = data_->ledger(data_step() * tc.grad_accum * tc.batch_size);
+      if (!skipped_tokens_.empty()) r.skipped_bucket_tokens.assign(skipped_tokens_.begin(), skipped_tokens_.end());
       write_metrics(r);
     }
     ema_seconds = ema_seconds == 0.0 ? r.seconds : 0.9 * ema_seconds + 0.1 * r.seconds;

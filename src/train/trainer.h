@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "core/bf16.h"
+#include <map>
+
 #include "core/status.h"
 #include "data/token_source.h"
 #include "dist/comm.h"
@@ -60,6 +62,11 @@ struct StepResult {
   std::vector<std::pair<std::string, int64_t>> bucket_tokens;
   double eval_loss = std::nan("");
   std::vector<std::pair<std::string, double>> bucket_eval_loss;
+  // Spike guard: a non-empty `spike` says the update was not applied and why;
+  // skipped_bucket_tokens (logged steps) is the data skipped so far per bucket.
+  std::string spike;
+  double loss_z = 0, norm_z = 0;
+  std::vector<std::pair<std::string, int64_t>> skipped_bucket_tokens;
 };
 
 // Limits of the CPU kernels on a valid config (at most 256 experts, top-k
@@ -115,7 +122,11 @@ class Trainer {
   double forward_loss(const float* bias);  // evaluation forward on batch_: global mean loss
   bool all_ranks(bool ok);         // logical and over ranks
   void reduce_step_stats(StepResult& r);   // sums / means over ranks
-  double optimizer_step(double lr);        // clip by the global norm + AdamW on the shard; returns the norm
+  double global_grad_norm();               // pre-clip L2 norm of the whole gradient (all ranks)
+  void apply_update(double lr, double norm);  // clip by the global norm + AdamW on the shard
+  Status rollback(int64_t spike_step);     // spike policy rollback: newest checkpoint, skip the data since
+  void record_skipped(int64_t first_sequence, int64_t count);  // per-bucket tokens of skipped data
+  int64_t data_step() const { return step_ + data_offset_steps_; }  // the data position of the next step
   void begin_step();                       // per-step comm accounting (and fault injection)
   void finish_step(StepResult& r);         // comm figures of the step into r
   std::vector<AdamW::Range> owned_ranges() const;  // the layout ranges this rank's buffers hold
@@ -135,6 +146,11 @@ class Trainer {
   void refresh_bf16_params();
   std::vector<int32_t> batch_;
   int64_t step_ = 0;
+  int64_t data_offset_steps_ = 0;  // steps of data skipped by rollbacks: step t reads data step t + offset
+  SpikeGuard spike_;
+  std::map<int64_t, int64_t> rollbacks_to_;  // checkpoint step -> rollbacks to it in this process
+  std::string grad_culprits_;  // ranks whose gradient shard was not finite this step ("" if none)
+  std::map<std::string, int64_t> skipped_tokens_;  // per bucket, skipped by the spike guard
   double peak_gflops_ = 0.0;
   std::FILE* metrics_ = nullptr;
 };

@@ -11,6 +11,8 @@
 #include "ckpt/checkpoint.h"
 #include "optim/lr_schedule.h"
 #include "train/trainer.h"
+#include "train/events.h"
+#include "train/metrics_file.h"
 
 namespace mt {
 
@@ -110,9 +112,12 @@ Status Trainer::save_checkpoint() {
   nlohmann::json state;
   state["step"] = step_;
   state["seed"] = cfg_.train.seed;
-  state["data"] = {{"next_sequence", step_ * cfg_.train.grad_accum * cfg_.train.batch_size},
+  state["data"] = {{"next_sequence", data_step() * cfg_.train.grad_accum * cfg_.train.batch_size},
+                   {"offset_steps", data_offset_steps_},
                    {"source", data_->describe()}};
-  if (auto ledger = data_->ledger(step_ * cfg_.train.grad_accum * cfg_.train.batch_size); !ledger.empty()) {
+  if (!skipped_tokens_.empty()) state["data"]["skipped_bucket_tokens"] = skipped_tokens_;
+  state["spike"] = spike_.to_json();
+  if (auto ledger = data_->ledger(data_step() * cfg_.train.grad_accum * cfg_.train.batch_size); !ledger.empty()) {
     nlohmann::json bt = nlohmann::json::object();
     for (const auto& [name, tokens] : ledger) bt[name] = tokens;
     state["data"]["bucket_tokens"] = bt;
@@ -139,11 +144,20 @@ Status Trainer::restore(const std::string& dir) {
   step_ = ck.state.value("step", int64_t(-1));
   if (step_ != ck.step) return Status::errorf("{}: manifest step {} and state step {} differ", dir, ck.step, step_);
   MT_RETURN_IF_ERROR(check_run_length_change(dir, saved.value().train, cfg_.train, step_));
+  data_offset_steps_ = 0;
+  skipped_tokens_.clear();
+  spike_ = SpikeGuard(cfg_.train.spike);
+  if (ck.state.contains("data")) {
+    data_offset_steps_ = ck.state["data"].value("offset_steps", int64_t(0));
+    if (ck.state["data"].contains("skipped_bucket_tokens"))
+      skipped_tokens_ = ck.state["data"]["skipped_bucket_tokens"].get<std::map<std::string, int64_t>>();
+  }
+  if (ck.state.contains("spike")) MT_RETURN_IF_ERROR(spike_.from_json(ck.state["spike"]));
   // The ledger is recomputed from the step; a different one means the dataset
   // or the mixture changed under the same paths.
   if (ck.state.contains("data") && ck.state["data"].contains("bucket_tokens")) {
     nlohmann::json now = nlohmann::json::object();
-    for (const auto& [name, tokens] : data_->ledger(step_ * cfg_.train.grad_accum * cfg_.train.batch_size))
+    for (const auto& [name, tokens] : data_->ledger(data_step() * cfg_.train.grad_accum * cfg_.train.batch_size))
       now[name] = tokens;
     if (now != ck.state["data"]["bucket_tokens"])
       return Status::errorf("{}: the data stream differs from the one this checkpoint was trained on (per-bucket "
@@ -151,6 +165,64 @@ Status Trainer::restore(const std::string& dir) {
                             dir, ck.state["data"]["bucket_tokens"].dump(), now.dump());
   }
   if (is_root()) fmt::print(stderr, "# resumed from {} (step {})\n", dir, step_);
+  return Status::ok();
+}
+
+void Trainer::record_skipped(int64_t first_sequence, int64_t count) {
+  const auto before = data_->ledger(first_sequence), after = data_->ledger(first_sequence + count);
+  for (size_t b = 0; b < before.size() && b < after.size(); ++b)
+    if (after[b].second > before[b].second) skipped_tokens_[after[b].first] += after[b].second - before[b].second;
+}
+
+// PaLM's recipe: back to the newest checkpoint, and on from the data after
+// the spike. The data in between (the steps since the checkpoint and the
+// spike's own) is recorded as skipped, so the ledger stays exact and the
+// no-repeat guarantee holds: data positions only move forward.
+Status Trainer::rollback(int64_t spike_step) {
+  const TrainConfig& tc = cfg_.train;
+  const int64_t spike_data_step = data_step() - 1;  // the data the spike step read
+  auto latest = find_latest_checkpoint_dir(opt_.run_dir);
+  if (opt_.run_dir.empty() || !latest)
+    return Status::errorf("step {}: spike.policy = \"rollback\" needs a checkpoint to return to (none yet)", spike_step);
+  const SpikeGuard kept = spike_;  // the spike counters survive the restore
+  MT_RETURN_IF_ERROR(restore(latest.value()));
+  spike_.in_a_row = kept.in_a_row;
+  spike_.total = kept.total;
+  // Spikes that come back after every rollback to the same checkpoint are
+  // not the data's fault: stop rather than skip data forever.
+  rollbacks_to_[step_] += 1;
+  if (rollbacks_to_[step_] > cfg_.train.spike.max_in_a_row)
+    return Status::errorf("step {}: rolled back to step {} {} times (spike.max_in_a_row) and the spikes keep coming; "
+                          "stopping with the checkpoints kept",
+                          spike_step, step_, rollbacks_to_[step_] - 1);
+  const int64_t from = data_step() * tc.grad_accum * tc.batch_size;
+  const int64_t new_offset = spike_data_step + 1 - step_;
+  const int64_t to = (step_ + new_offset) * tc.grad_accum * tc.batch_size;
+  const int64_t needed = (tc.steps + new_offset) * tc.grad_accum * tc.batch_size;
+  if (needed > data_->capacity())
+    return Status::errorf("step {}: rolling back to step {} skips {} sequences, and the run would then need {} "
+                          "sequences, more than its data plans ({}): give the mixture headroom (a larger scale or "
+                          "total_tokens) or use spike.policy = \"skip\"",
+                          spike_step, step_, to - from, needed, data_->capacity());
+  record_skipped(from, to - from);
+  data_offset_steps_ = new_offset;
+  refresh_bf16_params();
+  if (is_root()) {
+    // metrics.jsonl holds the run as it stands: the steps rolled back go.
+    if (metrics_) std::fclose(metrics_);
+    metrics_ = nullptr;
+    auto f = open_metrics_file(opt_.run_dir, step_);
+    if (!f) return f.status();
+    metrics_ = f.value();
+    append_event(opt_.run_dir, {{"event", "rollback"},
+                                {"spike_step", spike_step},
+                                {"to_step", step_},
+                                {"skipped_sequences", to - from},
+                                {"data_offset_steps", data_offset_steps_}});
+  }
+  if (is_root())
+    fmt::print(stderr, "# rollback: back to step {} ({}); data resumes after the spike's (data step {})\n", step_,
+               latest.value(), data_step());
   return Status::ok();
 }
 

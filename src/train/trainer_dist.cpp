@@ -158,12 +158,27 @@ void Trainer::reduce_step_stats(StepResult& r) {
     for (auto& c : layer) c = n[k++];
 }
 
-double Trainer::optimizer_step(double lr) {
-  double ss = optim_->local_sum_squares(grads_.data());
+double Trainer::global_grad_norm() {
+  const double local = optim_->local_sum_squares(grads_.data());
+  double ss = local;
   dist_->world.allreduce_sum(&ss, 1, "allreduce (gradient norm)");
-  const double norm = std::sqrt(ss);
+  grad_culprits_.clear();
+  if (!std::isfinite(ss)) {
+    // Every rank takes this branch (the sum is global): find whose shard it is.
+    const int n = dist_->world.size();
+    std::vector<double> all(size_t(n), 0.0);
+    std::vector<int64_t> counts(static_cast<size_t>(n), 1), offsets(static_cast<size_t>(n), 0);
+    for (int r = 0; r < n; ++r) offsets[size_t(r)] = r;
+    dist_->world.allgatherv(&local, 1, all.data(), counts.data(), offsets.data(), DType::kF64,
+                            "allgather (non-finite gradient)");
+    for (int r = 0; r < n; ++r)
+      if (!std::isfinite(all[size_t(r)])) grad_culprits_ += (grad_culprits_.empty() ? "" : ", ") + std::to_string(r);
+  }
+  return std::sqrt(ss);
+}
+
+void Trainer::apply_update(double lr, double norm) {
   optim_->update(params_.data(), grads_.data(), lr, step_ + 1, norm);
-  return norm;
 }
 
 void Trainer::finish_step(StepResult& r) {
