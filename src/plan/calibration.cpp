@@ -166,4 +166,15 @@ EfficiencyModel fit_efficiency(const std::vector<MegatronRow>& rows, const Effic
   return best_for(ew);
 }
 
+std::vector<CalibrationResult> leave_one_out(const std::vector<MegatronRow>& rows, const EfficiencyModel& base) {
+  std::vector<CalibrationResult> out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::vector<MegatronRow> others;
+    for (size_t j = 0; j < rows.size(); ++j)
+      if (j != i) others.push_back(rows[j]);
+    out.push_back(evaluate_row(rows[i], fit_efficiency(others, base)));
+  }
+  return out;
+}
+
 }  // namespace mt::plan

@@ -54,4 +54,9 @@ EfficiencyModel fit_gemm_efficiency(const std::vector<MegatronRow>& rows, const 
 // The same for gemm and the element-wise traffic factor together (factor in [1, 5]).
 EfficiencyModel fit_efficiency(const std::vector<MegatronRow>& rows, const EfficiencyModel& base);
 
+// Leave-one-out: for each row, fit_efficiency on the other rows, then predict
+// that row. The errors are the planner's stated out-of-sample error on the
+// only calibration data it is given.
+std::vector<CalibrationResult> leave_one_out(const std::vector<MegatronRow>& rows, const EfficiencyModel& base);
+
 }  // namespace mt::plan

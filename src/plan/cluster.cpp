@@ -30,14 +30,15 @@ const std::vector<DeviceSpec>& device_presets() {
   cpu.elementwise = 1.0;
   cpu.kernel_latency_us = 20;
   static const std::vector<DeviceSpec> kPresets = {
-      {"A100", DeviceKind::kGpu, 312.0, 80.0, 2.039, 600.0, 8, 8, ampere},
-      {"H100", DeviceKind::kGpu, 989.0, 80.0, 3.35, 900.0, 8, 8, hopper},
-      {"H200", DeviceKind::kGpu, 989.0, 141.0, 4.8, 900.0, 8, 8, hopper},
-      {"H800", DeviceKind::kGpu, 989.0, 80.0, 3.35, 400.0, 8, 8, hopper},
-      {"B200", DeviceKind::kGpu, 2250.0, 180.0, 8.0, 1800.0, 8, 8, hopper},
-      {"GB200", DeviceKind::kGpu, 2500.0, 186.0, 8.0, 1800.0, 4, 72, hopper},
-      {"GB300", DeviceKind::kGpu, 2500.0, 288.0, 8.0, 1800.0, 4, 72, hopper},
-      {"cpu", DeviceKind::kCpu, 0.433, 16.0, 0.02, 0.0, 1, 1, cpu},
+      // FP8: dense FP8 is twice dense BF16 on Hopper and Blackwell (NVIDIA datasheets); Ampere has none.
+      {"A100", DeviceKind::kGpu, 312.0, 80.0, 2.039, 600.0, 8, 8, ampere, 0.0},
+      {"H100", DeviceKind::kGpu, 989.0, 80.0, 3.35, 900.0, 8, 8, hopper, 1979.0},
+      {"H200", DeviceKind::kGpu, 989.0, 141.0, 4.8, 900.0, 8, 8, hopper, 1979.0},
+      {"H800", DeviceKind::kGpu, 989.0, 80.0, 3.35, 400.0, 8, 8, hopper, 1979.0},
+      {"B200", DeviceKind::kGpu, 2250.0, 180.0, 8.0, 1800.0, 8, 8, hopper, 4500.0},
+      {"GB200", DeviceKind::kGpu, 2500.0, 186.0, 8.0, 1800.0, 4, 72, hopper, 5000.0},
+      {"GB300", DeviceKind::kGpu, 2500.0, 288.0, 8.0, 1800.0, 4, 72, hopper, 5000.0},
+      {"cpu", DeviceKind::kCpu, 0.433, 16.0, 0.02, 0.0, 1, 1, cpu, 0.0},
   };
   return kPresets;
 }
@@ -53,6 +54,8 @@ void declare_keys(ConfigSchema& s, ClusterConfig& c) {
   s.add("gpu.type", &c.device.type, "device preset: A100, H100, H200, H800, B200, GB200, GB300 or cpu; it supplies "
                                     "every [gpu] and [efficiency] default").required();
   s.add("gpu.peak_bf16_tflops", &c.device.peak_tflops, "dense BF16 peak per device").above(0).unit("TFLOP/s");
+  s.add("gpu.peak_fp8_tflops", &c.device.peak_fp8_tflops, "dense FP8 peak per device (layouts with precision.gemm = "
+        "\"fp8\")").min(0).unit("TFLOP/s").note("0 = no FP8");
   s.add("gpu.hbm_gib", &c.device.hbm_gib, "memory per device").above(0).unit("GiB");
   s.add("gpu.hbm_tbps", &c.device.hbm_tbps, "memory bandwidth per device").above(0).unit("TB/s");
   s.add("gpu.nvlink_gbps", &c.device.nvlink_gbps, "NVLink per GPU, both directions together").min(0).unit("GB/s");
@@ -68,11 +71,22 @@ void declare_keys(ConfigSchema& s, ClusterConfig& c) {
   s.add("topology.host_link_gbps", &c.host_link_gbps, "per GPU to host memory").above(0).unit("GB/s");
   s.add("reliability.gpu_mtbf_hours", &c.gpu_mtbf_hours, "mean time between job-interrupting failures per GPU")
       .above(0).unit("h");
-  s.add("reliability.gpu_repair_hours", &c.gpu_repair_hours, "a failed GPU (or its node) is out this long").min(0).unit("h");
+  s.add("reliability.gpu_repair_hours", &c.gpu_repair_hours,
+        "a node taken out by a hardware failure is back after this long (repair or replacement)").min(0).unit("h");
   s.add("reliability.rack_mtbf_hours", &c.rack_mtbf_hours, "whole-rack outages").min(0).unit("h").note("0 = none");
   s.add("reliability.rack_repair_hours", &c.rack_repair_hours, "a failed rack is out this long").min(0).unit("h");
   s.add("reliability.restart_minutes", &c.restart_minutes, "detect, reschedule, initialise (checkpoint load is added)")
       .min(0).unit("min");
+  s.add_enum("reliability.on_shortage", &c.on_shortage, {"wait", "shrink"},
+             "a unit is lost and no spare is free: wait for a repair, or run on fewer data-parallel replicas");
+  c.failure_cause_weights.resize(failure_causes().size(), 0.0);
+  for (size_t i = 0; i < failure_causes().size(); ++i) {
+    const FailureCause& f = failure_causes()[i];
+    s.add("failure_causes." + f.key, &c.failure_cause_weights[i],
+          fmt::format("relative weight of \"{}\" interruptions ({})", f.label,
+                      f.takes_node ? "takes the node out" : "restart only"))
+        .min(0).note(fmt::format("Llama 3: {:g} of 419", f.llama3_count));
+  }
   s.add("storage.write_gbps", &c.storage_write_gbps, "checkpoint write bandwidth, whole cluster").above(0).unit("GB/s");
   s.add("storage.read_gbps", &c.storage_read_gbps, "checkpoint read bandwidth, whole cluster").above(0).unit("GB/s");
   s.add("cost.gpu_hour_usd", &c.gpu_hour_usd, "price of one GPU-hour").min(0).unit("USD").note("0 = cost not shown");
@@ -126,6 +140,9 @@ Result<ClusterConfig> parse_cluster(const std::string& text, const std::string& 
   if (c.sla_min_gpus_up > c.gpus_per_rack)
     return o.error("topology.sla_min_gpus_up",
                    fmt::format("{} exceeds topology.gpus_per_rack = {}", c.sla_min_gpus_up, c.gpus_per_rack));
+  double weight = 0;
+  for (double w : c.failure_cause_weights) weight += w;
+  if (!(weight > 0)) return o.error("failure_causes", "the weights must not all be 0");
   if (d.kind == DeviceKind::kGpu && d.nvlink_gbps <= 0 && d.gpus_per_domain > 1)
     return o.error("gpu.nvlink_gbps", "must be > 0 when gpu.gpus_per_domain > 1");
   return c;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "plan/reliability.h"
 
 namespace mt {
 class ConfigSchema;
@@ -45,6 +46,7 @@ struct DeviceSpec {
   int64_t gpus_per_node = 8;
   int64_t gpus_per_domain = 8;  // GPUs in one NVLink domain
   EfficiencyModel eff;          // defaults for this device type
+  double peak_fp8_tflops = 0;   // dense FP8 TFLOP/s per device; 0 = no FP8 tensor cores
 };
 
 // Built-in device types; `find_device` returns null for an unknown name.
@@ -64,10 +66,20 @@ struct ClusterConfig {
   double host_link_gbps = 55.0; // per GPU to host memory (PCIe 5 x16), GB/s
   // Reliability.
   double gpu_mtbf_hours = 50000;  // mean time between job-interrupting failures, per GPU (all causes)
-  double gpu_repair_hours = 72;   // a failed GPU (or its node) is out this long
+  double gpu_repair_hours = 72;   // a node taken out by a hardware failure is back after this long (repair or replacement)
   double rack_mtbf_hours = 0;     // whole-rack outages (power, cooling, NVLink switch); 0 = none
   double rack_repair_hours = 24;
   double restart_minutes = 10;    // detect, reschedule, initialise (checkpoint load is added)
+  Shortage on_shortage = Shortage::kShrink;  // no spare free: wait for a repair, or drop data-parallel replicas
+  // Relative weights of the root causes of interruptions, aligned with
+  // failure_causes() (default: the Llama 3 counts); only their shares matter.
+  std::vector<double> failure_cause_weights = default_cause_weights();
+  static std::vector<double> default_cause_weights() {
+    std::vector<double> w;
+    for (const FailureCause& f : failure_causes()) w.push_back(f.llama3_count);
+    return w;
+  }
+  double node_share() const { return node_taking_share(failure_cause_weights); }
   // Checkpoint storage, aggregate over the cluster.
   double storage_write_gbps = 500;
   double storage_read_gbps = 1000;

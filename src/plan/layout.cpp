@@ -29,9 +29,18 @@ void declare_keys(ConfigSchema& s, LayoutConfig& l) {
   s.add("parallel.pp", &l.pp, "pipeline stages").range(1, 1 << 16);
   s.add_enum("parallel.pp_schedule", &l.schedule, kSchedules, "pipeline schedule");
   s.add("parallel.virtual_stages", &l.virtual_stages, "interleaved schedule: model chunks per stage").range(1, 1 << 16);
+  s.add("parallel.first_stage_layers", &l.first_stage_layers,
+        "transformer layers on the first pipeline stage (0 = the embedding only)").range(-1, 1 << 20)
+      .note("-1 = even split");
+  s.add("parallel.last_stage_layers", &l.last_stage_layers,
+        "transformer layers on the last pipeline stage (0 = the head only)").range(-1, 1 << 20)
+      .note("-1 = even split");
   s.add("parallel.ep", &l.ep, "expert parallel (carved out of dp x tp; experts not TP-split)").range(1, 1 << 20);
   s.add("parallel.dp", &l.dp, "data parallel").range(0, big).note("0 = every GPU not used by tp x pp");
   s.add("parallel.zero_stage", &l.zero_stage, "0 none, 1 optimizer, 2 + gradients, 3 + parameters (FSDP)").range(0, 3);
+  s.add("parallel.reshard_after_forward", &l.reshard_after_forward,
+        "ZeRO-3: free gathered weights after forward and gather again for backward (false: keep the stage's "
+        "weights gathered from forward to backward)");
   s.add("parallel.gpus", &l.gpus, "GPUs in the job").range(0, big).note("0 = all usable GPUs of the cluster");
   s.add("batch.micro_batch", &l.micro_batch, "sequences per micro-batch per pipeline").range(1, big);
   s.add("batch.global_batch", &l.global_batch, "sequences per optimizer step").range(1, big).required();
@@ -42,6 +51,8 @@ void declare_keys(ConfigSchema& s, LayoutConfig& l) {
   s.add("memory.fragmentation", &l.fragmentation, "allocator allowance, fraction of dynamic memory").range(0, 1);
   s.add_enum("precision.params", &l.params, {"bf16", "fp32"}, "bf16 = bf16 weights, fp32 master copy in the optimizer");
   s.add_enum("precision.grads", &l.grads, {"bf16", "fp32"}, "gradient accumulation and reduction dtype");
+  s.add_enum("precision.gemm", &l.gemm, {"bf16", "fp8"},
+             "linear-layer GEMMs: fp8 runs them at gpu.peak_fp8_tflops (router, LM head and attention stay bf16)");
   s.add_enum("precision.optimizer", &l.optimizer, {"adamw", "muon"}, "optimizer (its state size)");
   s.add("comm.tp_overlap", &l.tp_overlap, "TP collectives overlapped with GEMMs");
   s.add("comm.dp_overlap", &l.dp_overlap, "gradient reduce / parameter gather overlapped with compute");
@@ -70,6 +81,18 @@ Result<LayoutConfig> load_layout(const std::string& path, const std::vector<std:
   auto text = read_file(path, "layout file");
   if (!text) return text.status();
   return parse_layout(*text, path, overrides);
+}
+
+std::pair<int64_t, int64_t> stage_layers(const Parallel& p, int64_t n_layers, int64_t stage) {
+  const int64_t f = p.first_stage_layers, l = p.last_stage_layers, pp = p.pp;
+  const bool fix_first = f >= 0 && pp > 1, fix_last = l >= 0 && pp > 1;
+  if (fix_first && stage == 0) return {0, f};
+  if (fix_last && stage == pp - 1) return {n_layers - l, l};
+  const int64_t lo = fix_first ? 1 : 0, k = pp - lo - (fix_last ? 1 : 0);
+  const int64_t rest = n_layers - (fix_first ? f : 0) - (fix_last ? l : 0);
+  if (k <= 0) return {fix_first ? f : 0, 0};
+  const int64_t j = stage - lo, base = rest / k, rem = rest % k;
+  return {(fix_first ? f : 0) + j * base + std::min(j, rem), base + (j < rem ? 1 : 0)};
 }
 
 Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t model_seq_len,
@@ -110,6 +133,9 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
     if (l.params != Precision::kFp32)
       return bad("precision.params", "the CPU trainer keeps fp32 parameters: set precision.params = \"fp32\"");
   }
+  if (l.gemm == GemmPrecision::kFp8 && !(c.device.peak_fp8_tflops > 0))
+    return bad("precision.gemm", fmt::format("fp8 needs FP8 tensor cores: the {} has gpu.peak_fp8_tflops = 0",
+                                             c.device.type));
   if (m.n_heads % p.tp != 0)
     return bad("parallel.tp", fmt::format("{} must divide model.n_heads = {}", p.tp, m.n_heads));
   for (int64_t hkv : {m.n_kv_heads, m.n_kv_heads_local > 0 ? m.n_kv_heads_local : m.n_kv_heads})
@@ -118,12 +144,37 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
   if (p.tp > c.device.gpus_per_domain)
     p.warnings.push_back(fmt::format("tp = {} spans more than one NVLink domain ({} GPUs): TP traffic crosses the "
                                      "scale-out network", p.tp, c.device.gpus_per_domain));
-  if (p.pp * p.v > m.n_layers)
-    return bad("parallel.pp", fmt::format("pp x virtual_stages = {} exceeds model.n_layers = {}", p.pp * p.v,
-                                          m.n_layers));
+  p.first_stage_layers = l.first_stage_layers;
+  p.last_stage_layers = l.last_stage_layers;
+  const bool uneven = l.first_stage_layers >= 0 || l.last_stage_layers >= 0;
+  if (uneven) {
+    const char* key = l.first_stage_layers >= 0 ? "parallel.first_stage_layers" : "parallel.last_stage_layers";
+    if (p.pp < 2) return bad(key, "needs parallel.pp >= 2");
+    const int64_t fixed = std::max<int64_t>(l.first_stage_layers, 0) + std::max<int64_t>(l.last_stage_layers, 0);
+    const int64_t free_stages = p.pp - (l.first_stage_layers >= 0) - (l.last_stage_layers >= 0);
+    if (fixed > m.n_layers || (free_stages == 0 && fixed != m.n_layers))
+      return bad(key, fmt::format("the first and last stages hold {} layers, leaving {} for {} other stages of a "
+                                  "{}-layer model", fixed, m.n_layers - fixed, free_stages, m.n_layers));
+    // Every stage that holds layers needs at least one per model chunk; embedding- or head-only stages hold none.
+    for (int64_t st = 0; st < p.pp; ++st) {
+      const int64_t n = stage_layers(p, m.n_layers, st).second;
+      if (n == 0 && st != 0 && st != p.pp - 1)
+        return bad("parallel.pp", fmt::format("stage {} holds no layer: {} layers do not fill {} stages", st,
+                                              m.n_layers, p.pp));
+      if (n > 0 && n < p.v)
+        return bad("parallel.virtual_stages", fmt::format("stage {} holds {} layers, fewer than the {} model chunks",
+                                                          st, n, p.v));
+    }
+  } else if (p.pp * p.v > m.n_layers) {
+    return bad("parallel.pp", fmt::format("pp x virtual_stages = {} exceeds model.n_layers = {} (stages holding only "
+                                          "the embedding or the head: parallel.first_stage_layers / "
+                                          "last_stage_layers = 0)", p.pp * p.v, m.n_layers));
+  }
   if (l.schedule == PipeSchedule::kDualPipe && p.pp % 2 != 0)
     return bad("parallel.pp_schedule", fmt::format("dualpipe needs an even pp, got {}", p.pp));
-  p.layers_per_stage = (m.n_layers + p.pp - 1) / p.pp;
+  p.layers_per_stage = 0;
+  for (int64_t st = 0; st < p.pp; ++st)
+    p.layers_per_stage = std::max(p.layers_per_stage, stage_layers(p, m.n_layers, st).second);
   if (p.ep > 1) {
     if (m.n_experts == 0) return bad("parallel.ep", "expert parallelism needs an MoE model (model.n_experts > 0)");
     if (m.n_experts % p.ep != 0)

@@ -23,6 +23,7 @@ enum class PipeSchedule { kGpipe, k1F1B, kInterleaved, kZeroBubble, kDualPipe };
 enum class Recompute { kNone, kSelective, kFull };
 enum class Offload { kNone, kOptimizer };
 enum class Precision { kBf16, kFp32 };
+enum class GemmPrecision { kBf16, kFp8 };
 enum class OptimizerKind { kAdamW, kMuon };
 
 struct LayoutConfig {
@@ -33,9 +34,12 @@ struct LayoutConfig {
   int64_t pp = 1;                         // pipeline stages
   PipeSchedule schedule = PipeSchedule::k1F1B;
   int64_t virtual_stages = 1;             // interleaved schedule: model chunks per stage
+  int64_t first_stage_layers = -1;        // transformer layers on the first stage (0 = embedding only); -1 = even split
+  int64_t last_stage_layers = -1;         // transformer layers on the last stage (0 = head only); -1 = even split
   int64_t ep = 1;                         // expert parallel (carved out of dp x tp; experts not TP-split)
   int64_t dp = 0;                         // data parallel; 0 = every GPU not used by tp x pp
   int64_t zero_stage = 1;                 // 0 none, 1 optimizer, 2 + gradients, 3 + parameters (FSDP)
+  bool reshard_after_forward = true;      // ZeRO-3: free gathered weights after forward (false: keep them to backward)
   int64_t gpus = 0;                       // GPUs in the job; 0 = all usable GPUs of the cluster
   // [batch]
   int64_t micro_batch = 1;                // sequences per micro-batch per pipeline
@@ -50,6 +54,7 @@ struct LayoutConfig {
   Precision params = Precision::kBf16;    // bf16 = bf16 weights, fp32 master copy in the optimizer
   Precision grads = Precision::kFp32;     // gradient accumulation and reduction dtype
   OptimizerKind optimizer = OptimizerKind::kAdamW;
+  GemmPrecision gemm = GemmPrecision::kBf16;  // fp8: linear-layer GEMMs at the FP8 peak (router, head, attention stay bf16)
   // [comm]
   bool tp_overlap = true;                 // TP collectives overlapped with GEMMs
   bool dp_overlap = true;                 // gradient reduce / parameter gather overlapped with compute
@@ -81,10 +86,17 @@ struct Parallel {
   int64_t micro_batch = 1;
   int64_t global_batch = 0;
   int64_t microbatches = 1;    // per pipeline per step: global_batch / (dp * micro_batch)
-  int64_t layers_per_stage = 0;      // largest stage (ceil)
+  int64_t layers_per_stage = 0;      // largest stage
+  int64_t first_stage_layers = -1, last_stage_layers = -1;  // as in LayoutConfig
   int64_t tokens_per_step() const { return global_batch * seq_len; }
   std::vector<std::string> warnings;
 };
+
+// Layers [first, first + count) of pipeline stage `stage` of an `n_layers`
+// model: the first and last stages hold the counts the layout fixes (0: only
+// the embedding or the head), the others share the rest evenly (the first
+// rest % stages get one more).
+std::pair<int64_t, int64_t> stage_layers(const Parallel& p, int64_t n_layers, int64_t stage);
 
 // `model_seq_len` is the model file's train.seq_len (used when the layout has none).
 Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t model_seq_len,

@@ -42,9 +42,9 @@ double rows_per_token(const ModelConfig& c, const Parallel& p) {
 }  // namespace
 
 std::pair<int64_t, int64_t> stage_layers(int64_t n_layers, int64_t pp, int64_t stage) {
-  const int64_t base = n_layers / pp, rem = n_layers % pp;
-  const int64_t first = stage * base + std::min(stage, rem);
-  return {first, base + (stage < rem ? 1 : 0)};
+  Parallel even;
+  even.pp = pp;
+  return stage_layers(even, n_layers, stage);
 }
 
 double layer_activation_bytes_per_token(const ModelConfig& c, int64_t l, const Parallel& p) {
@@ -104,7 +104,7 @@ std::vector<MemoryItem> MemoryBreakdown::items() const {
           {"comm_buffers", "communication buffers", comm_buffers},
           {"moe_capacity_buffers", "MoE capacity buffers", moe_capacity_buffers},
           {"runtime", "runtime (CUDA context)", runtime},
-          {"fragmentation", "fragmentation allowance", fragmentation}};
+          {"fragmentation", "allocator allowance", fragmentation}};
 }
 
 namespace {
@@ -131,7 +131,7 @@ MemoryBreakdown cpu_memory(const ModelConfig& c, const ModelStats& s, const Para
 StageParams stage_params(const ModelConfig& c, const ModelStats& s, const Parallel& p, int64_t stage) {
   StageParams sp;
   const double t = double(p.tp);
-  auto [first, count] = stage_layers(c.n_layers, p.pp, stage);
+  auto [first, count] = stage_layers(p, c.n_layers, stage);
   for (int64_t l = first; l < first + count; ++l) {
     const LayerParams& lp = s.layers[size_t(l)];
     const double dense = double(lp.attn + lp.dense_ffn + lp.shared) / t + double(lp.norms + lp.router + lp.latent);
@@ -160,21 +160,30 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
   m.capacity = cl.device.hbm_gib * kGiB;
   const StageParams sp = stage_params(c, s, p, stage);
   const double dp = double(p.dp), edp = double(p.edp);
-  auto sharded = [&](int64_t min_stage) {
-    return L.zero_stage >= min_stage ? sp.dense / dp + sp.experts / edp : sp.dense + sp.experts;
+  // DualPipe (DeepSeek-V3 report, 2024): rank i runs stage i of one direction and stage pp-1-i of the
+  // other, so it holds both stages' weights and accumulates both stages' gradients; the two holders of a
+  // stage split its optimizer update, so master weights and moments count once (the mean of the two).
+  const bool dual = L.schedule == PipeSchedule::kDualPipe && p.pp > 1;
+  const StageParams sp2 = dual ? stage_params(c, s, p, p.pp - 1 - stage) : StageParams{};
+  auto sharded = [&](int64_t min_stage, const StageParams& x) {
+    return L.zero_stage >= min_stage ? x.dense / dp + x.experts / edp : x.dense + x.experts;
   };
+  auto held = [&](int64_t min_stage) { return sharded(min_stage, sp) + (dual ? sharded(min_stage, sp2) : 0.0); };
+  auto updated = [&](int64_t min_stage) { return dual ? held(min_stage) / 2.0 : held(min_stage); };
   const double wbytes = L.params == Precision::kBf16 ? 2.0 : 4.0;
   const double gbytes = L.grads == Precision::kBf16 ? 2.0 : 4.0;
-  const double copies = L.schedule == PipeSchedule::kDualPipe ? 2.0 : 1.0;  // DualPipe keeps two weight copies
-  m.parameters = wbytes * sharded(3) * copies;
-  m.gradients = gbytes * sharded(2);
+  m.parameters = wbytes * held(3);
+  // FSDP without reshard-after-forward (Zhao et al. 2023, "PyTorch FSDP", SHARD_GRAD_OP): the whole stage's
+  // weights stay gathered from forward to backward, on top of the shards.
+  if (L.zero_stage >= 3 && !L.reshard_after_forward) m.parameters += wbytes * held(/*never sharded*/ 4);
+  m.gradients = gbytes * held(2);
   const bool offload = L.offload == Offload::kOptimizer;
-  m.master_weights = (L.params == Precision::kBf16 && !offload) ? 4.0 * sharded(1) : 0.0;
+  m.master_weights = (L.params == Precision::kBf16 && !offload) ? 4.0 * updated(1) : 0.0;
   const double opt_bytes = L.optimizer == OptimizerKind::kAdamW ? 8.0 : 4.0;
-  m.optimizer_state = offload ? 0.0 : opt_bytes * sharded(1);
+  m.optimizer_state = offload ? 0.0 : opt_bytes * updated(1);
 
   // Activations.
-  auto [first, count] = stage_layers(c.n_layers, p.pp, stage);
+  auto [first, count] = stage_layers(p, c.n_layers, stage);
   m.layers_in_stage = count;
   const double tokens = double(p.micro_batch * p.seq_len);
   m.in_flight = in_flight_microbatches(p, stage);
@@ -204,7 +213,9 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
 
   // Communication buffers.
   int64_t groups = 0;
-  for (int64_t g : {p.tp, p.pp, p.dp, p.ep, p.edp}) groups += g > 1 ? 1 : 0;
+  for (int64_t g : {p.tp, p.pp, p.dp}) groups += g > 1 ? 1 : 0;
+  if (c.n_experts > 0)
+    for (int64_t g : {p.ep, p.edp}) groups += g > 1 ? 1 : 0;
   m.comm_buffers = kNcclPerGroup * double(groups);
   if (L.zero_stage >= 3) m.comm_buffers += 2.0 * wbytes * sp.largest_layer;  // gathered layer + prefetch
   if (L.zero_stage >= 2) m.comm_buffers += 2.0 * gbytes * sp.largest_layer;  // full-size gradient buckets

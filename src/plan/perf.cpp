@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "plan/memory.h"
 
 namespace mt::plan {
@@ -29,12 +31,14 @@ struct Machine {
   double lat;       // seconds per kernel
   double k0;        // GEMM tile fill/drain, in reduction steps
   double ew;        // element-wise traffic multiplier
+  double fp8_gemm;  // sustained FP8 GEMM FLOP/s (0 = none)
 };
 
 Machine machine_of(const ClusterConfig& c) {
   const double peak = c.device.peak_tflops * 1e12;
   return {peak, peak * c.eff.gemm, peak * c.eff.attention, c.device.hbm_tbps * 1e12 * c.eff.hbm,
-          c.eff.kernel_latency_us * 1e-6, c.eff.gemm_k0, c.eff.elementwise};
+          c.eff.kernel_latency_us * 1e-6, c.eff.gemm_k0, c.eff.elementwise,
+          c.device.peak_fp8_tflops * 1e12 * c.eff.gemm};
 }
 
 double mem_s(double bytes, const Machine& mc) { return bytes * mc.ew / mc.hbm + mc.lat; }
@@ -67,6 +71,10 @@ struct LayerCost {
 LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const Machine& mc, const Links& lk,
                      const GroupSpans& g) {
   LayerCost r;
+  // FP8 training (DeepSeek-V3 report, sec. 3.3): the linear layers' GEMMs run on FP8 tensor cores at the
+  // same sustained fraction of the FP8 peak; router, LM head and attention stay in bf16. Bytes unchanged.
+  Machine lin = mc;
+  if (p.cfg.gemm == GemmPrecision::kFp8) lin.gemm = mc.fp8_gemm;
   const double t = double(p.tp), M = double(p.micro_batch * p.seq_len), Mt = M / t;
   const double D = double(c.d_model), H = double(c.n_heads), Dh = double(c.head_dim());
   const double hkv = double(std::max(c.kv_heads(l), p.tp));
@@ -74,7 +82,7 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
   const bool full = p.cfg.recompute == Recompute::kFull;
 
   // ---- attention sub-block
-  double fwd_gemm = gemm_time(M, (H + 2 * hkv) * Dh / t, D, mc) + gemm_time(M, D, H * Dh / t, mc);
+  double fwd_gemm = gemm_time(M, (H + 2 * hkv) * Dh / t, D, lin) + gemm_time(M, D, H * Dh / t, lin);
   double fwd_mem = mem_s(4 * D * Mt, mc) /* norm */ + mem_s(4 * (H + hkv) * Dh * Mt, mc) /* rope */ +
                    mem_s(6 * D * Mt, mc) /* residual */;
   if (c.qk_norm) fwd_mem += mem_s(4 * (H + hkv) * Dh * Mt, mc);
@@ -106,7 +114,7 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
   // ---- FFN sub-block
   if (!c.is_moe(l)) {
     const double F = double(c.d_ff);
-    const double gm = gemm_time(M, 2 * F / t, D, mc) + gemm_time(M, D, F / t, mc);
+    const double gm = gemm_time(M, 2 * F / t, D, lin) + gemm_time(M, D, F / t, lin);
     const double mm = mem_s(4 * D * Mt, mc) + mem_s(6 * F * Mt, mc) + mem_s(6 * D * Mt, mc);
     const double tp = p.tp > 1 ? all_gather_s(act_bytes, g.tp, lk) + reduce_scatter_s(act_bytes, g.tp, lk) : 0.0;
     r.fwd += gm + mm;
@@ -128,16 +136,16 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
     const double rows = Mt * rows_per_tok;       // expert rows this GPU computes
     const double rows_e = rows * ep / E;        // per local expert
     double gm = gemm_time(Mt, E, D, mc);        // router
-    gm += grouped_gemm_time(E / ep, rows_e, 2 * F, Din, mc) + grouped_gemm_time(E / ep, rows_e, Din, F, mc);
+    gm += grouped_gemm_time(E / ep, rows_e, 2 * F, Din, lin) + grouped_gemm_time(E / ep, rows_e, Din, F, lin);
     double flops = 2.0 * Mt * E * D + 2.0 * rows * 3 * F * Din;
     if (c.n_shared_experts > 0) {
       const double S = double(c.n_shared_experts);
-      gm += gemm_time(Mt, 2 * F * S, D, mc) + gemm_time(Mt, D, F * S, mc);
+      gm += gemm_time(Mt, 2 * F * S, D, lin) + gemm_time(Mt, D, F * S, lin);
       flops += 2.0 * Mt * 3 * F * D * S;
     }
     if (c.d_latent > 0) {
       const double Dl = double(c.d_latent);
-      gm += gemm_time(Mt, Dl, D, mc) + gemm_time(Mt, D, Dl, mc);
+      gm += gemm_time(Mt, Dl, D, lin) + gemm_time(Mt, D, Dl, lin);
       flops += 2.0 * Mt * 2 * Dl * D;
     }
     double mm = mem_s(4 * D * Mt, mc) /* norm */ + mem_s(12 * E * Mt, mc) /* softmax, top-k */ +
@@ -173,7 +181,7 @@ struct StageCost {
 StageCost stage_cost(const ModelConfig& c, const Parallel& p, int64_t stage, const Machine& mc, const Links& lk,
                      const GroupSpans& g, double ov, double ep_ov) {
   StageCost sc;
-  auto [first, count] = stage_layers(c.n_layers, p.pp, stage);
+  auto [first, count] = stage_layers(p, c.n_layers, stage);
   double gemm = 0, moe_compute = 0;
   for (int64_t l = first; l < first + count; ++l) {
     const LayerCost lc = layer_cost(c, l, p, mc, lk, g);
@@ -326,11 +334,12 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
     const double ag = all_gather_s(wbytes * sp.dense, g.dp, lk) + all_gather_s(wbytes * sp.experts, g.edp, lk);
     st.dp_comm_s = rs + ag;
     st.dp_exposed_s = hide(rs, bwd_win) + hide(ag, fwd_win);
-  } else {  // FSDP: gather for forward and again for backward, reduce-scatter every micro-batch
+  } else {  // FSDP: gather for forward and again for backward (unless kept), reduce-scatter every micro-batch
     const double ag = all_gather_s(wbytes * sp.dense, g.dp, lk) + all_gather_s(wbytes * sp.experts, g.edp, lk);
     const double rs = reduce_scatter_s(gbytes * sp.dense, g.dp, lk) + reduce_scatter_s(gbytes * sp.experts, g.edp, lk);
-    st.dp_comm_s = m * (2 * ag + rs);
-    st.dp_exposed_s = m * (hide(ag, fwd_win) + hide(ag + rs, bwd_win));
+    const double bwd_ag = p.cfg.reshard_after_forward ? ag : 0.0;
+    st.dp_comm_s = m * (ag + bwd_ag + rs);
+    st.dp_exposed_s = m * (hide(ag, fwd_win) + hide(bwd_ag + rs, bwd_win));
   }
 
   // Optimizer update on this GPU's shard: memory-bound (AdamW reads gradient, m, v, master; writes m, v,
@@ -357,6 +366,48 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
   // Hardware FLOPs: every stage's executed FLOPs, for all micro-batches, over dp x tp copies.
   st.hfu = hw_flops * double(p.dp) / (st.step_s * peak_all);
   return st;
+}
+
+std::vector<TermSource> step_time_sources(const ClusterConfig& cl, const LayoutConfig& l) {
+  const EfficiencyModel& e = cl.eff;
+  const double peak = cl.device.peak_tflops;
+  // Which constants are the built-in calibrated ones (docs/planner.md, "Efficiency model and calibration").
+  const EfficiencyModel hopper;
+  const bool fitted = cl.device.kind == DeviceKind::kGpu && e.gemm == hopper.gemm && e.elementwise == hopper.elementwise;
+  const std::string gemm_src = fitted ? "fitted to the Megatron-LM H100 table (leave-one-out error in docs/planner.md)"
+                                      : "preset or cluster file, not fitted";
+  std::vector<TermSource> v;
+  v.push_back({"compute",
+               fmt::format("roofline per kernel: GEMMs at {:.0f} TFLOP/s x gemm {:.3f} ({}) x K/(K+{:.0f}) "
+                           "(gemm_k0, assumption: tile pipeline fill), or bytes at {:.2f} TB/s x hbm {:.2f} "
+                           "(assumption); fused attention at attention {:.2f} of peak (FlashAttention-2 on Hopper, "
+                           "FlashAttention-3 paper); element-wise kernels at {:.2f}x the minimal traffic ({}); "
+                           "{:.0f} us per kernel (assumption)",
+                           peak, e.gemm, gemm_src, e.gemm_k0, cl.device.hbm_tbps, e.hbm, e.attention, e.elementwise,
+                           fitted ? "fitted" : "preset or cluster file", e.kernel_latency_us)});
+  v.push_back({"recompute", fmt::format("the recomputed forward kernels of memory.recompute = {}, same roofline",
+                                        to_string(l.recompute))});
+  const std::string links =
+      fmt::format("NVLink {:.0f} GB/s per direction and scale-out {:.0f} GB/s per GPU (hardware.md), at link {:.2f} "
+                  "(assumption: NCCL bus bandwidth ~80% of nominal)",
+                  cl.device.nvlink_gbps / 2, cl.scaleout_gbps, e.link);
+  const std::string hide = fmt::format("; hidden at overlap {:.2f} (assumption), hidden time still costs {:.0f}%",
+                                       e.overlap, 100 * (1 - e.overlap));
+  v.push_back({"tp_comm", "sequence-parallel all-gather + reduce-scatter of (tokens x D) bf16 per sub-block, " + links +
+                              (l.tp_overlap ? hide + " behind the layer's GEMMs" : "; not overlapped")});
+  v.push_back({"ep_comm", "all-to-all dispatch + combine of the expert rows, " + links +
+                              fmt::format("; comm.ep_overlap {:.2f} of it hidden (layout input)", l.ep_overlap)});
+  v.push_back({"dp_comm", "ring reduce-scatter / all-gather of gradients and weights by ZeRO stage (hierarchical "
+                          "across NVLink domains), " + links +
+                              (l.dp_overlap ? hide + " behind the last backward / first forward" : "; not overlapped")});
+  v.push_back({"pp_bubble", "schedule formula: (p-1) GPipe/1F1B, (p-1)/v interleaved (Narayanan et al. 2021), "
+                            "(p-1)/3 ZB-H1 (Qi et al. 2023), p/2-1 DualPipe (DeepSeek-V3 report) x the mean stage "
+                            "time"});
+  v.push_back({"pp_p2p", "activation send/receive between stages over " + links});
+  v.push_back({"optimizer", fmt::format("fused update streaming gradient, moments, master and weights at {:.2f} TB/s x "
+                                        "hbm {:.2f}; offload: PCIe at the cluster's host_link_gbps",
+                                        cl.device.hbm_tbps, e.hbm)});
+  return v;
 }
 
 }  // namespace mt::plan

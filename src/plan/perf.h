@@ -12,6 +12,8 @@
 // schedule. MFU uses the same FLOP count as `moetrain bench` (model/flops.h).
 #pragma once
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "model/config.h"
 #include "plan/cluster.h"
@@ -73,5 +75,15 @@ struct StepTime {
 };
 
 StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p, const ClusterConfig& cl);
+
+// Where each term of the step time comes from: the formula, the constants it
+// uses with their values for this cluster, and whether each constant is
+// fitted (to the Megatron-LM H100 table), a published figure or an
+// assumption. Keys match the JSON `step_time` object.
+struct TermSource {
+  std::string term;    // "compute", "tp_comm", ...
+  std::string source;
+};
+std::vector<TermSource> step_time_sources(const ClusterConfig& cl, const LayoutConfig& l);
 
 }  // namespace mt::plan

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "plan/format.h"
 #include "plan/reliability.h"
@@ -21,6 +22,29 @@ double checkpoint_bytes(const ModelStats& s, const LayoutConfig& l) {
   return per_param * double(s.total);
 }
 
+// The failure model's view of a job of `gpus` GPUs on `racks_used` of the cluster's racks.
+FailureInputs failure_inputs(const Plan& p, int64_t gpus, int64_t racks_used, double restart_s) {
+  const ClusterConfig& c = p.in.cluster;
+  FailureInputs f;
+  f.job_gpus = gpus;
+  f.units_used = racks_used;
+  f.spare_units = c.racks - racks_used;
+  f.gpus_per_unit = c.gpus_per_rack;
+  f.gpus_needed_per_unit = (gpus + racks_used - 1) / racks_used;
+  f.gpus_per_node = std::min(c.device.gpus_per_node, c.gpus_per_rack);
+  f.sla_min_gpus_up = c.sla_min_gpus_up;
+  // A replica can be dropped only with its whole expert-parallel group: pp x lcm(tp, ep) GPUs.
+  f.shrink_gpus = p.par.pp * std::lcm(p.par.tp, p.par.ep);
+  f.gpu_mtbf_h = c.gpu_mtbf_hours;
+  f.node_share = c.node_share();
+  f.repair_h = c.gpu_repair_hours;
+  f.rack_mtbf_h = c.rack_mtbf_hours;
+  f.rack_repair_h = c.rack_repair_hours;
+  f.restart_s = restart_s;
+  f.policy = c.on_shortage;
+  return f;
+}
+
 Reliability reliability(const Plan& p) {
   const ClusterConfig& c = p.in.cluster;
   const LayoutConfig& l = p.par.cfg;
@@ -33,31 +57,16 @@ Reliability reliability(const Plan& p) {
   r.checkpoint_write_s = l.checkpoint_async ? r.checkpoint_bytes / gpus / (c.host_link_gbps * 1e9)
                                             : r.checkpoint_full_write_s;
   r.restart_s = c.restart_minutes * 60.0 + r.checkpoint_bytes / (c.storage_read_gbps * 1e9);
-  auto mtbf_for = [&](double n_gpus, double n_racks) {
-    double rate = n_gpus / (c.gpu_mtbf_hours * 3600.0);
-    if (c.rack_mtbf_hours > 0) rate += n_racks / (c.rack_mtbf_hours * 3600.0);
-    return 1.0 / rate;
-  };
-  r.mtbf_s = mtbf_for(gpus, double(racks_used));
+  r.node_share = c.node_share();
+  r.rates = failure_rates(failure_inputs(p, p.par.gpus, racks_used, r.restart_s));
+  r.mtbf_s = 3600.0 / r.rates.interruptions_per_h;
   r.young_interval_s = young_interval_s(r.checkpoint_write_s, r.mtbf_s);
   r.daly_interval_s = daly_interval_s(r.checkpoint_write_s, r.mtbf_s);
   r.checkpoint_interval_s = l.checkpoint_interval_minutes > 0 ? l.checkpoint_interval_minutes * 60.0 : r.daly_interval_s;
   if (l.checkpoint_async)  // the next checkpoint cannot start before the previous one is persisted
     r.checkpoint_interval_s = std::max(r.checkpoint_interval_s, r.checkpoint_full_write_s);
   r.checkpoint_goodput = checkpoint_goodput(r.checkpoint_interval_s, r.checkpoint_write_s, r.restart_s, r.mtbf_s);
-
-  RackPolicy rp;
-  rp.racks_owned = c.racks;
-  rp.racks_used = racks_used;
-  rp.gpus_per_rack = c.gpus_per_rack;
-  rp.gpus_needed_per_rack = (p.par.gpus + racks_used - 1) / racks_used;
-  rp.sla_min_gpus_up = c.sla_min_gpus_up;
-  rp.gpu_mtbf_h = c.gpu_mtbf_hours;
-  rp.gpu_repair_h = c.gpu_repair_hours;
-  rp.rack_mtbf_h = c.rack_mtbf_hours;
-  rp.rack_repair_h = c.rack_repair_hours;
-  r.avail = availability(rp);
-  r.goodput = r.checkpoint_goodput * r.avail.job;
+  r.goodput = r.checkpoint_goodput * r.rates.availability;
   r.wall_days = p.days / r.goodput;
   r.expected_interruptions = p.days * 86400.0 / r.checkpoint_goodput / r.mtbf_s;
 
@@ -67,30 +76,51 @@ Reliability reliability(const Plan& p) {
     r.goodput_curve.push_back({tau, checkpoint_goodput(tau, r.checkpoint_write_s, r.restart_s, r.mtbf_s)});
   }
 
-  // The spare-rack trade: hold s racks back (throughput scales with the GPUs left).
-  std::vector<int64_t> options = {0, 1, 2, 4, 8, 16, 32};
-  const int64_t configured = c.racks - racks_used;
-  if (std::find(options.begin(), options.end(), configured) == options.end()) options.push_back(configured);
-  std::sort(options.begin(), options.end());
-  for (int64_t s : options) {
-    if (s < 0 || s >= c.racks || (s > 2 && s > c.racks / 4 && s != configured)) continue;
+  // The spare-rack trade: the job on fewer racks (throughput proportional to GPUs), the rest spare. Only
+  // data-parallel degrees the batch allows are offered: dp x micro_batch divides the global batch and
+  // dp x tp is a multiple of ep; for each number of racks used, the largest such dp that fits.
+  const Parallel& par = p.par;
+  const int64_t seqs = par.global_batch / par.micro_batch;
+  const int64_t tp_pp = par.tp * par.pp;
+  std::vector<int64_t> seen_racks;
+  std::vector<SpareOption> all;
+  for (int64_t dp = std::min<int64_t>(seqs, c.total_gpus() / tp_pp); dp >= 1; --dp) {
+    if (seqs % dp != 0 || (dp * par.tp) % par.ep != 0) continue;
+    const int64_t n = dp * tp_pp;
+    const int64_t used = (n + per_rack - 1) / per_rack;
+    const bool seen = std::find(seen_racks.begin(), seen_racks.end(), used) != seen_racks.end();
+    if (used > c.racks || (seen && dp != par.dp)) continue;
+    seen_racks.push_back(used);
     SpareOption o;
-    o.spare_racks = s;
-    o.racks_used = c.racks - s;
-    o.configured = s == configured;
-    o.gpus = int64_t(std::llround(gpus * double(o.racks_used) / double(racks_used)));
-    RackPolicy q = rp;
-    q.racks_used = o.racks_used;
-    o.availability = availability(q).job;
-    o.mtbf_s = mtbf_for(double(o.gpus), double(o.racks_used));
+    o.dp = dp;
+    o.gpus = n;
+    o.racks_used = used;
+    o.spare_racks = c.racks - used;
+    o.configured = dp == par.dp;
+    const FailureRates fr = failure_rates(failure_inputs(p, n, used, r.restart_s));
+    o.availability = fr.availability;
+    o.mtbf_s = 3600.0 / fr.interruptions_per_h;
     o.checkpoint_interval_s = daly_interval_s(r.checkpoint_write_s, o.mtbf_s);
     if (l.checkpoint_async) o.checkpoint_interval_s = std::max(o.checkpoint_interval_s, r.checkpoint_full_write_s);
     o.checkpoint_goodput = checkpoint_goodput(o.checkpoint_interval_s, r.checkpoint_write_s, r.restart_s, o.mtbf_s);
     o.goodput = o.availability * o.checkpoint_goodput;
     o.compute_days = p.days * gpus / double(o.gpus);
     o.effective_days = o.compute_days / o.goodput;
-    r.spares.push_back(o);
+    for (Shortage s : {Shortage::kWait, Shortage::kShrink}) {
+      FailureInputs fi = failure_inputs(p, n, used, r.restart_s);
+      fi.policy = s;
+      const double days = o.compute_days / (failure_rates(fi).availability * o.checkpoint_goodput);
+      (s == Shortage::kWait ? o.days_wait : o.days_shrink) = days;
+    }
+    all.push_back(o);
   }
+  // Fewest spares first; keep the four leanest, and the configured option with its neighbours.
+  std::stable_sort(all.begin(), all.end(),
+                   [](const SpareOption& a, const SpareOption& b) { return a.spare_racks < b.spare_racks; });
+  size_t k = 0;
+  while (k < all.size() && !all[k].configured) ++k;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (i < 4 || (k < all.size() && i + 2 >= k && i <= k + 3)) r.spares.push_back(all[i]);
   return r;
 }
 
@@ -128,9 +158,15 @@ Result<Plan> make_plan(const PlanInputs& in) {
   p.warnings = p.par.warnings;
   p.stats = model_stats(in.model, p.par.seq_len);
   p.mem = memory_per_gpu(in.model, p.stats, p.par, in.cluster);
-  if (!p.mem.fits())
-    p.warnings.push_back(fmt::format("does not fit: stage {} needs {} per GPU, the {} has {}", p.mem.stage,
-                                     gib(p.mem.total()), in.cluster.device.type, gib(p.mem.capacity)));
+  if (!p.mem.fits()) {
+    std::string why = fmt::format("does not fit: stage {} needs {} per GPU, the {} has {}", p.mem.stage,
+                                  gib(p.mem.total()), in.cluster.device.type, gib(p.mem.capacity));
+    if (p.mem.total() - p.mem.fragmentation <= p.mem.capacity)
+      why += fmt::format(" (it fits without the allocator allowance of {}: memory.fragmentation = {:g} is a stated "
+                         "assumption, not a measurement; set it to what your allocator shows)",
+                         gib(p.mem.fragmentation), in.layout.fragmentation);
+    p.warnings.push_back(why);
+  }
   p.time = step_time(in.model, p.stats, p.par, in.cluster);
   const double tps = double(p.par.tokens_per_step());
   p.steps = int64_t(std::ceil(in.tokens / tps));
@@ -206,15 +242,17 @@ nlohmann::json to_json(const Plan& p) {
                  {"pp", par.pp},
                  {"pp_schedule", to_string(par.cfg.schedule)},
                  {"virtual_stages", par.v},
-                 {"ep", par.ep},
                  {"dp", par.dp},
-                 {"expert_dp", par.edp},
                  {"zero_stage", par.cfg.zero_stage},
                  {"recompute", to_string(par.cfg.recompute)},
                  {"micro_batch", par.micro_batch},
                  {"global_batch", par.global_batch},
                  {"microbatches", par.microbatches},
                  {"tokens_per_step", par.tokens_per_step()}};
+  if (p.in.model.n_experts > 0) {  // expert fields only exist for MoE models
+    j["layout"]["ep"] = par.ep;
+    j["layout"]["expert_dp"] = par.edp;
+  }
   json mem;
   for (const MemoryItem& it : p.mem.items()) mem[it.key] = std::llround(it.bytes);
   mem["total"] = std::llround(p.mem.total());
@@ -232,17 +270,23 @@ nlohmann::json to_json(const Plan& p) {
                     {"dp_comm", t.dp_comm_s},           {"dp_exposed", t.dp_exposed_s},
                     {"pp_bubble", t.bubble_s},          {"pp_p2p_exposed", t.pp_p2p_exposed_s},
                     {"optimizer", t.optimizer_s},       {"total", t.step_s}};
+  json sources = json::object();
+  for (const TermSource& ts : step_time_sources(p.in.cluster, p.par.cfg)) sources[ts.term] = ts.source;
+  j["step_time_sources"] = sources;
   const Reliability& r = p.rel;
   json spares = json::array();
   for (const SpareOption& o : r.spares)
     spares.push_back({{"spare_racks", o.spare_racks},
                       {"racks_used", o.racks_used},
                       {"gpus", o.gpus},
+                      {"dp", o.dp},
                       {"availability", o.availability},
                       {"checkpoint_goodput", o.checkpoint_goodput},
                       {"goodput", o.goodput},
                       {"compute_days", o.compute_days},
                       {"effective_days", o.effective_days},
+                      {"effective_days_wait", o.days_wait},
+                      {"effective_days_shrink", o.days_shrink},
                       {"configured", o.configured}});
   j["failures"] = {{"job_mtbf_s", r.mtbf_s},
                    {"checkpoint_bytes", r.checkpoint_bytes},
@@ -252,8 +296,17 @@ nlohmann::json to_json(const Plan& p) {
                    {"young_interval_s", r.young_interval_s},
                    {"daly_interval_s", r.daly_interval_s},
                    {"checkpoint_goodput", r.checkpoint_goodput},
-                   {"availability", r.avail.job},
-                   {"rack_usable", r.avail.rack_usable},
+                   {"availability", r.rates.availability},
+                   {"rack_usable", r.rates.unit_up},
+                   {"node_taking_share", r.node_share},
+                   {"interruptions_per_day", 24 * r.rates.interruptions_per_h},
+                   {"node_losses_per_day", 24 * r.rates.node_losses_per_h},
+                   {"unit_losses_per_day", 24 * r.rates.unit_losses_per_h},
+                   {"absorbed_in_unit", r.rates.absorbed},
+                   {"units_in_repair_mean", r.rates.units_out_mean},
+                   {"spare_free_probability", r.rates.p_spare},
+                   {"on_shortage", to_string(r.rates.policy)},
+                   {"shortage_cost_h", r.rates.shortage_cost_h},
                    {"spares", spares}};
   const ChinchillaReport& ch = p.chin;
   json ot = json::array();
@@ -309,8 +362,8 @@ std::string to_text(const Plan& p) {
   if (m.n_experts > 0) arch += fmt::format(", {} experts top-{}", m.n_experts, m.top_k);
   line("Model", arch);
   line("", fmt::format("{} training FLOP/token at seq {}", fmtx::flops(s.train_flops_per_token), par.seq_len));
-  line("Layout", fmt::format("{}: tp {} x pp {} x dp {} (ep {}, expert dp {}){}", layout_label(par.cfg), par.tp,
-                             par.pp, par.dp, par.ep, par.edp,
+  line("Layout", fmt::format("{}: tp {} x pp {} x dp {}{}{}", layout_label(par.cfg), par.tp, par.pp, par.dp,
+                             m.n_experts > 0 ? fmt::format(" (ep {}, expert dp {})", par.ep, par.edp) : "",
                              par.pp > 1 ? fmt::format(", {} schedule{}", to_string(par.cfg.schedule),
                                                       par.v > 1 ? fmt::format(" with {} chunks per stage", par.v) : "")
                                         : ""));
@@ -335,6 +388,10 @@ std::string to_text(const Plan& p) {
                            t.step_s, t.compute_s, t.recompute_s, t.bubble_s, t.tp_exposed_s, t.ep_exposed_s,
                            t.dp_exposed_s, t.pp_p2p_exposed_s, t.optimizer_s));
   line("", fmt::format("MFU {:.1f}% (HFU {:.1f}%), {} tokens/s", 100 * t.mfu, 100 * t.hfu, fmtx::count(t.tokens_per_s)));
+  line("", fmt::format("sources: GEMM efficiency {:.3f}{}, attention {:.2f}, HBM {:.2f}, links {:.2f}, overlap {:.2f} "
+                       "(--json step_time_sources, docs/planner.md)",
+                       c.eff.gemm, c.eff.gemm == EfficiencyModel{}.gemm ? " fitted" : "", c.eff.attention, c.eff.hbm,
+                       c.eff.link, c.eff.overlap));
   line("Run", fmt::format("{} steps, {:.1f} days, {} GPU-hours{}", p.steps, p.days, fmtx::count(p.gpu_hours),
                           c.gpu_hour_usd > 0 ? fmt::format(", ${}", fmtx::count(p.cost_usd)) : ""));
   o += "\n";
@@ -348,13 +405,18 @@ std::string to_text(const Plan& p) {
                        duration(r.checkpoint_interval_s),
                        par.cfg.checkpoint_interval_minutes > 0 ? "layout" : "Daly", duration(r.young_interval_s),
                        duration(r.daly_interval_s), 100 * r.checkpoint_goodput));
-  line("", fmt::format("racks available {:.2f}%, goodput {:.1f}%, {:.1f} days end to end", 100 * r.avail.job,
+  line("", fmt::format("{:.0f}% of interruptions take a node out ({:.2f}/day, {:.0f}% absorbed inside the rack); "
+                       "{:.2f} racks in repair on average, a spare free {:.1f}% of the time, else {}",
+                       100 * r.node_share, 24 * r.rates.node_losses_per_h, 100 * r.rates.absorbed,
+                       r.rates.units_out_mean, 100 * r.rates.p_spare, to_string(r.rates.policy)));
+  line("", fmt::format("availability {:.2f}%, goodput {:.1f}%, {:.1f} days end to end", 100 * r.rates.availability,
                        100 * r.goodput, r.wall_days));
-  line("Spares", fmt::format("{:>6} {:>6} {:>7} {:>12} {:>8} {:>9}", "spare", "used", "GPUs", "availability",
-                             "goodput", "days"));
+  line("Spares", fmt::format("{:>6} {:>6} {:>7} {:>6} {:>12} {:>8} {:>9} {:>9} {:>9}", "spare", "used", "GPUs", "dp",
+                             "availability", "goodput", "days", "if wait", "if shrink"));
   for (const SpareOption& sp : r.spares)
-    line("", fmt::format("{:>6} {:>6} {:>7} {:>11.2f}% {:>7.1f}% {:>9.1f}{}", sp.spare_racks, sp.racks_used, sp.gpus,
-                         100 * sp.availability, 100 * sp.goodput, sp.effective_days, sp.configured ? "  <-" : ""));
+    line("", fmt::format("{:>6} {:>6} {:>7} {:>6} {:>11.2f}% {:>7.1f}% {:>9.1f} {:>9.1f} {:>9.1f}{}", sp.spare_racks,
+                         sp.racks_used, sp.gpus, sp.dp, 100 * sp.availability, 100 * sp.goodput, sp.effective_days,
+                         sp.days_wait, sp.days_shrink, sp.configured ? "  <-" : ""));
   o += "\n";
   const ChinchillaReport& ch = p.chin;
   line("Param:data", fmt::format("C = 6 N D = {} FLOP ({}); optimal N {} D {} ({:.1f} tokens/param), loss {:.3f}",

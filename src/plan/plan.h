@@ -38,14 +38,18 @@ struct PlanInputs {
   bool sweep_layouts = true;
 };
 
+// One way to split the racks owned between the job and the spare pool. Only
+// data-parallel degrees that divide the global batch (in micro-batches) and
+// keep dp x tp a multiple of ep are offered.
 struct SpareOption {
-  int64_t spare_racks = 0, racks_used = 0, gpus = 0;
-  double availability = 1;      // fraction of time enough racks are usable
+  int64_t spare_racks = 0, racks_used = 0, gpus = 0, dp = 0;
+  double availability = 1;      // under the cluster's shortage policy
   double mtbf_s = 0, checkpoint_interval_s = 0, checkpoint_goodput = 1;
   double goodput = 1;           // availability x checkpoint goodput
   double compute_days = 0;      // at full speed (throughput proportional to GPUs)
-  double effective_days = 0;
-  bool configured = false;      // the cluster file's own choice
+  double effective_days = 0;    // under the cluster's shortage policy
+  double days_wait = 0, days_shrink = 0;  // under each policy
+  bool configured = false;      // the layout's own choice
 };
 
 struct Reliability {
@@ -57,7 +61,8 @@ struct Reliability {
   double young_interval_s = 0, daly_interval_s = 0;
   double checkpoint_interval_s = 0;  // used: the layout's, or Daly's
   double checkpoint_goodput = 1;     // Daly's model at that interval
-  Availability avail;
+  double node_share = 0;             // share of interruptions that take a node out (failure causes)
+  FailureRates rates;                // repairs, spares and the shortage policy
   double goodput = 1;                // checkpoint goodput x availability
   double expected_interruptions = 0; // over the expected wall time
   double wall_days = 0;              // effective days

@@ -118,6 +118,10 @@ void time_section(HtmlPage& h, const Plan& p) {
            row("optimizer step", t.optimizer_s, ""),
            row("step", t.step_s, fmt::format("MFU {}, HFU {}", pct(t.mfu), pct(t.hfu)))},
           {Align::kLeft, Align::kRight, Align::kRight, Align::kLeft}, 8);
+  h.heading(3, "Where each figure comes from");
+  std::vector<std::pair<std::string, std::string>> src;
+  for (const TermSource& ts : step_time_sources(p.in.cluster, p.par.cfg)) src.push_back({ts.term, ts.source});
+  h.key_values(src);
   if (p.layouts.empty()) return;
   HBars hb;
   hb.title = fmt::format("MFU by layout on {} GPUs (layouts that fit)", p.par.gpus);
@@ -167,8 +171,15 @@ void failure_section(HtmlPage& h, const Plan& p) {
                 {"checkpoint interval", fmt::format("{} (Young {}, Daly {})", minutes(r.checkpoint_interval_s),
                                                     minutes(r.young_interval_s), minutes(r.daly_interval_s))},
                 {"checkpoint goodput", pct(r.checkpoint_goodput)},
-                {"rack availability", fmt::format("a rack serves the job {:.3f}% of the time; enough racks {:.3f}%",
-                                                  100 * r.avail.rack_usable, 100 * r.avail.job)},
+                {"failure causes", fmt::format("{:.0f}% take a node out (hardware), the rest only restart the job",
+                                               100 * r.node_share)},
+                {"repairs and spares", fmt::format("{:.2f} node losses/day, {:.0f}% absorbed inside the rack; {:.2f} "
+                                                   "racks in repair on average; a spare free {:.1f}% of the time",
+                                                   24 * r.rates.node_losses_per_h, 100 * r.rates.absorbed,
+                                                   r.rates.units_out_mean, 100 * r.rates.p_spare)},
+                {"availability", fmt::format("{:.3f}% ({} when no spare is free; {:.2f} job-hours lost per shortage)",
+                                             100 * r.rates.availability, to_string(r.rates.policy),
+                                             r.rates.shortage_cost_h)},
                 {"goodput", pct(r.goodput)},
                 {"days", fmt::format("{:.1f} compute, {:.1f} end to end", p.days, r.wall_days)}});
   h.heading(3, "Spare racks");
@@ -177,14 +188,18 @@ void failure_section(HtmlPage& h, const Plan& p) {
   for (const SpareOption& o : r.spares) {
     if (o.configured) hl = int(rows.size());
     rows.push_back({fmt::format("{} used + {} spare{}", o.racks_used, o.spare_racks, o.configured ? " (configured)" : ""),
-                    fmt::format("{}", o.gpus), fmt::format("{:.3f}%", 100 * o.availability),
+                    fmt::format("{}", o.gpus), fmt::format("{}", o.dp), fmt::format("{:.3f}%", 100 * o.availability),
                     fmt::format("{:.1f} h", o.mtbf_s / 3600), pct(o.checkpoint_goodput), pct(o.goodput),
-                    fmt::format("{:.1f}", o.compute_days), fmt::format("{:.1f}", o.effective_days)});
+                    fmt::format("{:.1f}", o.compute_days), fmt::format("{:.1f}", o.effective_days),
+                    fmt::format("{:.1f}", o.days_wait), fmt::format("{:.1f}", o.days_shrink)});
   }
-  h.table({"racks", "GPUs", "availability", "job MTBF", "ckpt goodput", "goodput", "compute days", "effective days"},
+  h.table({"racks", "GPUs", "dp", "availability", "job MTBF", "ckpt goodput", "goodput", "compute days",
+           "effective days", "days if waiting", "days if shrinking"},
           rows, {}, hl);
-  h.note("Holding racks back costs throughput (proportional to GPUs) and buys availability: the job runs only while as "
-         "many racks as it uses are up with enough GPUs (guaranteed by the SLA up to its minimum).");
+  h.note("Holding racks back costs throughput (proportional to GPUs) and buys availability: a rack lost to a hardware "
+         "failure (not absorbed by the SLA or the rack's slack) is replaced by a free spare; with none free the job "
+         "waits for a repair or drops data-parallel replicas until one returns. Only data-parallel degrees that divide "
+         "the global batch are offered.");
 }
 
 void chinchilla_section(HtmlPage& h, const Plan& p) {

@@ -158,6 +158,49 @@ TEST(PlanLayout, ResolveDerivesCounts) {
   EXPECT_EQ(p->layers_per_stage, 4);
 }
 
+// Stages holding only the embedding or only the head (Llama 3 405B: 126 layers on 16 stages with the first
+// and last stages one layer short); pp x virtual_stages may then exceed the layers.
+TEST(PlanLayout, EmbeddingAndHeadOnlyStages) {
+  auto c = parse_cluster(kCluster, "c.toml");  // 32 H100
+  ASSERT_TRUE(c.is_ok());
+  ModelConfig m = moe_model();  // 8 layers
+  auto l = parse_layout("[parallel]\npp = 4\nfirst_stage_layers = 0\nlast_stage_layers = 0\n"
+                        "[batch]\nglobal_batch = 64\n", "l.toml");
+  ASSERT_TRUE(l.is_ok()) << l.status().message();
+  auto p = resolve(*l, m, 1024, *c);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_EQ(stage_layers(*p, 8, 0), std::make_pair(int64_t(0), int64_t(0)));  // embedding only
+  EXPECT_EQ(stage_layers(*p, 8, 1), std::make_pair(int64_t(0), int64_t(4)));
+  EXPECT_EQ(stage_layers(*p, 8, 2), std::make_pair(int64_t(4), int64_t(4)));
+  EXPECT_EQ(stage_layers(*p, 8, 3), std::make_pair(int64_t(8), int64_t(0)));  // head only
+  EXPECT_EQ(p->layers_per_stage, 4);
+  auto li = parse_layout("[parallel]\npp = 4\npp_schedule = \"interleaved\"\nvirtual_stages = 2\n"
+                         "first_stage_layers = 0\nlast_stage_layers = 0\n[batch]\nglobal_batch = 64\n", "l.toml");
+  ASSERT_TRUE(li.is_ok());
+  m.n_layers = 6;  // pp x v = 8 > 6 layers: expressible because the end stages hold none
+  auto pi = resolve(*li, m, 1024, *c);
+  ASSERT_TRUE(pi.is_ok()) << pi.status().message();
+  EXPECT_EQ(stage_layers(*pi, 6, 1).second, 3);
+  // One layer short at each end.
+  auto l1 = parse_layout("[parallel]\npp = 4\nfirst_stage_layers = 1\nlast_stage_layers = 1\n"
+                         "[batch]\nglobal_batch = 64\n", "l.toml");
+  m.n_layers = 10;
+  auto p1 = resolve(*l1, m, 1024, *c);
+  ASSERT_TRUE(p1.is_ok()) << p1.status().message();
+  EXPECT_EQ(stage_layers(*p1, 10, 1), std::make_pair(int64_t(1), int64_t(4)));
+  EXPECT_EQ(stage_layers(*p1, 10, 3), std::make_pair(int64_t(9), int64_t(1)));
+  // Errors name the key.
+  m.n_layers = 8;
+  EXPECT_THAT(resolve_error("[parallel]\npp = 4\nfirst_stage_layers = 5\nlast_stage_layers = 4\n"
+                            "[batch]\nglobal_batch = 64\n", m),
+              HasSubstr("parallel.first_stage_layers: the first and last stages hold 9 layers"));
+  EXPECT_THAT(resolve_error("[parallel]\nfirst_stage_layers = 0\n[batch]\nglobal_batch = 64\n", m),
+              HasSubstr("parallel.first_stage_layers: needs parallel.pp >= 2"));
+  EXPECT_THAT(resolve_error("[parallel]\npp = 4\npp_schedule = \"interleaved\"\nvirtual_stages = 5\n"
+                            "first_stage_layers = 0\nlast_stage_layers = 0\n[batch]\nglobal_batch = 64\n", m),
+              HasSubstr("parallel.virtual_stages: stage 1 holds 4 layers, fewer than the 5 model chunks"));
+}
+
 TEST(PlanLayout, ResolveErrorsNameTheField) {
   EXPECT_THAT(resolve_error("[parallel]\ntp = 3\n[batch]\nglobal_batch = 64\n"),
               HasSubstr("l.toml: parallel.tp x parallel.pp: tp x pp = 3 x 1 = 3 does not divide the 32 GPUs of the job"));

@@ -12,6 +12,7 @@
 #include "model/weights.h"
 #include "plan/memory.h"
 #include "plan/model_stats.h"
+#include "plan/perf.h"
 #include "model/flops.h"
 #include "train/run_config.h"
 
@@ -135,6 +136,16 @@ TEST(PlanMemory, ZeroStagesShardOverDataParallel) {
     EXPECT_NEAR(mem.master_weights, k.master, 1e-6) << k.zero;
     EXPECT_NEAR(mem.optimizer_state, k.opt, 1e-6) << k.zero;
   }
+  // ZeRO-3 without reshard-after-forward (FSDP SHARD_GRAD_OP): the whole gathered bf16 weights are kept from
+  // forward to backward on top of the shard, and each micro-batch gathers once instead of twice.
+  LayoutConfig keep = layout(8, 3, 8);
+  keep.reshard_after_forward = false;
+  const Parallel pk = resolved(m, keep, h100(1), 32);
+  EXPECT_NEAR(memory_per_gpu(m, s, pk, h100(1)).parameters, 2 * N / 8 + 2 * N, 1e-6);
+  const Parallel pr = resolved(m, layout(8, 3, 8), h100(1), 32);
+  const StepTime tk = step_time(m, s, pk, h100(1)), tr = step_time(m, s, pr, h100(1));
+  // dp_comm = m (ag + ag + rs) vs m (ag + rs), m = 1 micro-batch: the difference is one gather of the bf16 weights.
+  EXPECT_NEAR(tr.dp_comm_s - tk.dp_comm_s, all_gather_s(2 * N, group_spans(pr, 8).dp, links_of(h100(1))), 1e-12);
   // Offloading the optimizer leaves no master weights or moments on the GPU.
   LayoutConfig off = layout(8, 1, 8);
   off.offload = Offload::kOptimizer;
@@ -219,6 +230,31 @@ TEST(PlanMemory, PipelineInFlightMicrobatches) {
   }
   EXPECT_EQ(stage_layers(10, 4, 0), std::make_pair(int64_t(0), int64_t(3)));
   EXPECT_EQ(stage_layers(10, 4, 2), std::make_pair(int64_t(6), int64_t(2)));
+}
+
+// DualPipe: rank i holds stage i and stage pp-1-i, their weights and their gradients; the two holders of a
+// stage split its optimizer update (DeepSeek-V3 report, Table 2: 2x parameters).
+TEST(PlanMemory, DualPipeCountsBothStagesGradients) {
+  ModelConfig m = tiny_dense();
+  m.n_layers = 16;
+  m.tied_embeddings = false;
+  const ModelStats s = model_stats(m, 32);
+  LayoutConfig l = layout(4, 1, 8);
+  l.pp = 4;
+  const ClusterConfig c = h100(1);
+  const Parallel one = resolved(m, l, c, 32);
+  l.schedule = PipeSchedule::kDualPipe;
+  const Parallel dual = resolved(m, l, c, 32);
+  const MemoryBreakdown m1 = memory_per_gpu(m, s, one, c);
+  const MemoryBreakdown md = memory_per_gpu(m, s, dual, c);
+  ASSERT_TRUE(md.stage == 0 || md.stage == 3);  // stages 0 and 3 hold the embedding and the head
+  const StageParams a = stage_params(m, s, one, 0), b = stage_params(m, s, one, 3);
+  const double held = a.dense + b.dense;
+  EXPECT_NEAR(md.parameters, 2.0 * held, 1e-6);           // bf16 weights of both stages
+  EXPECT_NEAR(md.gradients, 4.0 * held, 1e-6);            // fp32 gradients of both stages, not of one
+  EXPECT_NEAR(md.master_weights, 4.0 * held / 2, 1e-6);   // dp 1: each holder updates half
+  EXPECT_NEAR(md.optimizer_state, 8.0 * held / 2, 1e-6);
+  EXPECT_GT(md.gradients, 1.5 * m1.gradients);
 }
 
 // The CPU trainer's configs: the planner's activation figure is the trainer's allocation.

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "plan/calibration.h"
 #include "plan/perf.h"
@@ -107,6 +108,22 @@ TEST(PlanPerf, ComputeOnlyStepFromFlops) {
   EXPECT_NEAR(t.mfu, s.train_flops_per_token * tokens / (t.step_s * peak), 1e-12);
   EXPECT_NEAR(t.step_s, t.compute_s + t.recompute_s + t.tp_exposed_s + t.ep_exposed_s + t.bubble_s +
                             t.pp_p2p_exposed_s + t.dp_exposed_s + t.optimizer_s, 1e-12);
+  // FP8 linear layers (DeepSeek-V3 report): their GEMMs at the FP8 peak (2x on H100); the LM head and
+  // attention stay bf16. MFU keeps the BF16 peak as denominator.
+  LayoutConfig l8 = l;
+  l8.gemm = GemmPrecision::kFp8;
+  const StepTime f8 = step_time(m, s, *resolve(l8, m, 1024, c), c);
+  const double head = 6.0 * 4096.0 * 512 * tokens;  // the LM head GEMM (V x D), counted in active_matmul
+  const double linear = 6.0 * double(s.active_matmul) * tokens - head;
+  const double want8 = linear / (2 * peak * 0.607) + head / (peak * 0.607) + 3.5 * attn_fwd / (peak * 0.35);
+  EXPECT_NEAR(f8.compute_s, want8, 1e-3 * want8);
+  EXPECT_NEAR(f8.mfu, s.train_flops_per_token * tokens / (f8.step_s * peak), 1e-12);
+  // The A100 has no FP8 tensor cores: the layout is refused, naming the key.
+  ClusterConfig a100 = c;
+  a100.device = *find_device("A100");
+  auto bad = resolve(l8, m, 1024, a100);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), ::testing::HasSubstr("precision.gemm: fp8 needs FP8 tensor cores"));
   // Full recomputation repeats the forward of every layer: about a third more (the head is not recomputed).
   l.recompute = Recompute::kFull;
   const StepTime r = step_time(m, s, *resolve(l, m, 1024, c), c);
@@ -171,6 +188,23 @@ TEST(PlanCalibration, FitIsStableAndPredictsHeldOutRows) {
     const EfficiencyModel e = fit_efficiency(fit_on, EfficiencyModel{});
     for (const MegatronRow& r : test_on) EXPECT_LT(std::abs(evaluate_row(r, e).rel_error), 0.06) << r.name;
   }
+}
+
+// Leave-one-out on the Megatron table (the only throughput data the planner is calibrated on): each row
+// predicted by a fit on the other eight. docs/planner.md quotes these errors.
+TEST(PlanCalibration, LeaveOneOutErrors) {
+  const auto& rows = megatron_h100_rows();
+  const std::vector<CalibrationResult> loo = leave_one_out(rows, EfficiencyModel{});
+  ASSERT_EQ(loo.size(), rows.size());
+  double sq = 0, worst = 0;
+  for (const CalibrationResult& r : loo) {
+    std::printf("loo %-5s measured %.1f predicted %.1f TFLOP/s (%+.1f%%)\n", r.name.c_str(), r.measured_tflops,
+                r.predicted_tflops, 100 * r.rel_error);
+    sq += r.rel_error * r.rel_error;
+    worst = std::max(worst, std::abs(r.rel_error));
+    EXPECT_LT(std::abs(r.rel_error), 0.06) << r.name;
+  }
+  std::printf("loo rms %.2f%% worst %.2f%%\n", 100 * std::sqrt(sq / double(loo.size())), 100 * worst);
 }
 
 }  // namespace

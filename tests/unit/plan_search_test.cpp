@@ -7,6 +7,8 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "plan/plan.h"
 #include "plan/search.h"
 
@@ -96,7 +98,7 @@ TEST(PlanRun, DaysGpuHoursAndFailures) {
   // Job MTBF from 192 GPUs at 50,000 h each and 3 racks at 2,000 h each.
   EXPECT_NEAR(p->rel.mtbf_s, 3600.0 / (192.0 / 50000 + 3.0 / 2000), 1e-6);
   EXPECT_NEAR(p->rel.expected_interruptions, p->days * 86400 / p->rel.checkpoint_goodput / p->rel.mtbf_s, 1e-9);
-  EXPECT_NEAR(p->rel.goodput, p->rel.checkpoint_goodput * p->rel.avail.job, 1e-12);
+  EXPECT_NEAR(p->rel.goodput, p->rel.checkpoint_goodput * p->rel.rates.availability, 1e-12);
   EXPECT_NEAR(p->rel.wall_days, p->days / p->rel.goodput, 1e-9);
   // The trade: 4 racks with 1 spare vs with none.
   ASSERT_GE(p->rel.spares.size(), 2u);
@@ -107,6 +109,80 @@ TEST(PlanRun, DaysGpuHoursAndFailures) {
   EXPECT_TRUE(one.configured);
   EXPECT_GT(one.availability, zero.availability);
   EXPECT_LT(zero.compute_days, one.compute_days);
+}
+
+// Every spare option is a layout the batch allows: dp x micro_batch divides the global batch, dp x tp is a
+// multiple of ep, and the GPUs are tp x pp x dp.
+TEST(PlanRun, SpareOptionsDivideTheBatch) {
+  PlanInputs in = inputs();
+  in.layout.global_batch = 3 * 7 * 64;  // 1344: dp 192 divides it, 256 does not
+  in.layout.micro_batch = 2;
+  auto c = parse_cluster("[gpu]\ntype = \"H100\"\n[topology]\nracks = 40\n", "h100.toml");
+  ASSERT_TRUE(c.is_ok());
+  in.cluster = *c;
+  in.layout.gpus = 224;  // of 320
+  in.layout.pp = 2;      // dp 112 divides the 672 micro-batches; 160 (all 40 nodes) would not
+  auto p = make_plan(in);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  ASSERT_GE(p->rel.spares.size(), 3u);
+  bool configured = false;
+  for (const SpareOption& o : p->rel.spares) {
+    EXPECT_EQ((in.layout.global_batch / in.layout.micro_batch) % o.dp, 0) << o.dp;
+    EXPECT_EQ((o.dp * p->par.tp) % p->par.ep, 0) << o.dp;
+    EXPECT_EQ(o.gpus, o.dp * p->par.tp * p->par.pp);
+    EXPECT_LE(o.racks_used + o.spare_racks, 40);
+    EXPECT_GE(o.racks_used * 8, o.gpus);
+    EXPECT_TRUE(std::isfinite(o.effective_days));
+    configured |= o.configured;
+  }
+  EXPECT_TRUE(configured);
+}
+
+// A job on exactly the nodes it needs, no spares, at every size: days stay finite and sensible.
+TEST(PlanRun, NoSparesAtAnySizeStaysSensible) {
+  for (int64_t nodes : {1, 16, 256, 2048, 16384}) {
+    PlanInputs in = inputs();
+    auto c = parse_cluster(fmt::format("[gpu]\ntype = \"H100\"\n[topology]\nracks = {}\n", nodes), "h100.toml");
+    ASSERT_TRUE(c.is_ok());
+    in.cluster = *c;
+    in.layout.ep = 8;
+    in.layout.tp = 8;
+    in.layout.global_batch = 8 * nodes;
+    in.model.n_layers = 8;
+    auto p = make_plan(in);
+    ASSERT_TRUE(p.is_ok()) << p.status().message();
+    const Reliability& r = p->rel;
+    EXPECT_EQ(r.rates.p_spare, 0.0);
+    EXPECT_TRUE(std::isfinite(r.wall_days)) << nodes;
+    // Llama 3 rates at 16K GPUs: one interruption every ~3 h; shrinking by a node keeps most of the job.
+    // 131,072 GPUs fail every 23 min and a restart takes 10: a third of the time goes to restarts.
+    EXPECT_GT(r.goodput, nodes == 1 ? 0.99 : nodes <= 2048 ? 0.9 : 0.5) << nodes;
+    EXPECT_LT(r.wall_days, 2.0 * p->days) << nodes;
+    EXPECT_GT(r.rates.availability, 0.98) << nodes;  // shrinking by one 8-GPU replica costs little
+    for (const SpareOption& o : r.spares) {
+      EXPECT_TRUE(std::isfinite(o.days_wait)) << nodes;
+      EXPECT_LT(o.days_wait, 1000.0 * o.compute_days) << nodes;  // waiting 72 h per loss, no spare: slow, finite
+      EXPECT_LE(o.days_shrink, o.days_wait * (1 + 1e-12)) << nodes;
+    }
+  }
+}
+
+TEST(PlanRun, DenseModelsShowNoExpertFields) {
+  PlanInputs in = inputs();
+  in.model.n_experts = 0, in.model.top_k = 0, in.model.n_shared_experts = 0, in.model.d_ff = 4096;
+  in.layout.ep = 1;
+  auto p = make_plan(in);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const nlohmann::json j = to_json(*p);
+  EXPECT_FALSE(j["layout"].contains("expert_dp"));
+  EXPECT_FALSE(j["layout"].contains("ep"));
+  EXPECT_THAT(to_text(*p), ::testing::Not(HasSubstr("expert")));
+  EXPECT_THAT(to_html(*p), ::testing::Not(HasSubstr("expert dp")));
+  // The MoE model keeps them.
+  auto q = make_plan(inputs());
+  ASSERT_TRUE(q.is_ok());
+  EXPECT_TRUE(to_json(*q)["layout"].contains("expert_dp"));
+  EXPECT_THAT(to_text(*q), HasSubstr("expert dp"));
 }
 
 TEST(PlanRun, JsonContract) {
