@@ -3,6 +3,8 @@
 // srun every rank runs this same command (docs/distributed.md): rank 0 prints
 // and writes metrics; any rank's error ends the whole job.
 #include <fmt/format.h>
+#include <signal.h>
+#include <sys/prctl.h>
 
 #include <filesystem>
 
@@ -21,6 +23,7 @@ void register_train(CLI::App& app, CommandAction& run) {
     std::vector<std::string> sets;
     std::string inject_fault;
     int64_t stop_at = 0;
+    std::string heartbeat;
     bool resume = false, no_progress = false, move_aside = false;
   };
   auto args = std::make_shared<Args>();
@@ -39,6 +42,9 @@ void register_train(CLI::App& app, CommandAction& run) {
                   "Stop after this step with a checkpoint, as if interrupted (the schedule keeps train.steps; "
                   "--resume continues)")
       ->check(CLI::PositiveNumber);
+  sub->add_option("--heartbeat", args->heartbeat,
+                  "Supervised runs (moetrain supervise sets it): keep DIR/rank_R.json current every step, and die "
+                  "with the parent process");
   sub->add_option("--inject-fault", args->inject_fault,
                   "Testing only: hang:RANK:STEP or kill:RANK:STEP makes that rank hang or SIGKILL itself at STEP");
   sub->callback([args, &run] {
@@ -87,6 +93,13 @@ void register_train(CLI::App& app, CommandAction& run) {
         }
         faults = std::move(f.value());
       }
+      if (!args->heartbeat.empty()) {
+        // A supervised rank must not outlive its launcher: a relaunch would
+        // race it for the run directory.
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        std::error_code ec;
+        std::filesystem::create_directories(args->heartbeat, ec);
+      }
       // The world outlives the trainer (MPI is finalised when it goes).
       std::unique_ptr<Comm> world = make_world_comm(cfg.value().dist.timeout_s);
       const bool root = world->rank() == 0, multi = world->size() > 1;
@@ -121,6 +134,7 @@ void register_train(CLI::App& app, CommandAction& run) {
       opt.comm = world.get();
       opt.faults = faults.get();
       opt.stop_at_step = args->stop_at;
+      opt.heartbeat_dir = args->heartbeat;
       auto trainer = Trainer::create(cfg.value(), opt);
       if (!trainer) return fail(trainer.status().message());
       Status s = trainer.value()->run();

@@ -74,6 +74,12 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
        {{1, "the search could not be planned (dataset, hero budget, domains, target), a proxy failed or broke its "
             "ledger check, a fit failed, or an output cannot be written"},
         {2, "the search file or a `--set` is invalid"}}},
+      {"supervise",
+       "src/cli/cmd_supervise.cpp",
+       {{1, "the run cannot go on: fewer usable ranks than `--min-ranks` after `--wait-for-hosts`, three launches in a "
+            "row without progress, the job refused at start (a config error), `--max-restarts` reached, or the "
+            "hosts file / state cannot be read"},
+        {2, "a bad option, or train arguments the supervisor sets itself (`--run-dir`, `--resume`, `--heartbeat`)"}}},
       {"cli-reference", "src/cli/cli_reference.cpp", {}},
   };
   return kCodes;

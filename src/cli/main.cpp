@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   mt::register_config(app, run);
   mt::register_ladder(app, run);
   mt::register_mix(app, run);
+  mt::register_supervise(app, run);
   mt::register_cli_reference(app, run);  // docs/cli.md: the tree above
   CLI11_PARSE(app, argc, argv);
   return run ? run() : 0;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -22,6 +23,7 @@ Child& Child::operator=(Child&& o) noexcept {
   if (this != &o) {
     kill();
     pid_ = o.pid_;
+    group_ = o.group_;
     o.pid_ = -1;
   }
   return *this;
@@ -61,6 +63,7 @@ Result<Child> Child::spawn(const ChildSpec& spec) {
     // Die with the parent; if it is already gone, do not start at all.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
+    if (spec.own_group) ::setpgid(0, 0);
     ::dup2(log, STDOUT_FILENO);
     ::dup2(log, STDERR_FILENO);
     ::execve(argv[0], argv.data(), envp.data());
@@ -69,8 +72,10 @@ Result<Child> Child::spawn(const ChildSpec& spec) {
     ::_exit(127);
   }
   ::close(log);
+  if (spec.own_group) ::setpgid(pid, pid);  // also here: no race with the first kill()
   Child c;
   c.pid_ = pid;
+  c.group_ = spec.own_group;
   return c;
 }
 
@@ -88,9 +93,21 @@ bool Child::poll(int* exit_code) {
   return true;
 }
 
+void Child::terminate(double grace) {
+  if (pid_ < 0) return;
+  ::kill(group_ ? -pid_ : pid_, SIGTERM);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace);
+  int code = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    if (poll(&code)) return;
+    ::usleep(20000);
+  }
+  kill();
+}
+
 void Child::kill() {
   if (pid_ < 0) return;
-  ::kill(pid_, SIGKILL);
+  ::kill(group_ ? -pid_ : pid_, SIGKILL);
   int status = 0;
   ::waitpid(pid_, &status, 0);
   pid_ = -1;

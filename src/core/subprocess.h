@@ -17,12 +17,13 @@ struct ChildSpec {
   std::vector<std::string> argv;                            // argv[0] is the program path
   std::vector<std::pair<std::string, std::string>> env;     // set (or replaced) in the child's environment
   std::string log_path;                                     // stdout and stderr appended here
+  bool own_group = false;   // a process group of its own (kill() then ends everything it started)
 };
 
 class Child {
  public:
   Child() = default;
-  Child(Child&& o) noexcept : pid_(o.pid_) { o.pid_ = -1; }
+  Child(Child&& o) noexcept : pid_(o.pid_), group_(o.group_) { o.pid_ = -1; }
   Child& operator=(Child&& o) noexcept;
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
@@ -34,12 +35,15 @@ class Child {
   // True once the child has exited; `exit_code` is its status, or 128 + the
   // signal that ended it. Never blocks.
   bool poll(int* exit_code);
-  // SIGKILL and reap.
+  // SIGKILL (the whole group with own_group) and reap.
   void kill();
+  // SIGTERM (to the group with own_group), then SIGKILL after `grace` seconds.
+  void terminate(double grace);
   pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;
+  bool group_ = false;
 };
 
 // Path of the running executable (/proc/self/exe), for re-invoking moetrain.

@@ -344,6 +344,7 @@ Status Trainer::run() {
     if (!opt_.run_dir.empty() && (periodic || r.step == tc.steps || r.step == last)) MT_RETURN_IF_ERROR(save_checkpoint());
   }
   progress.finish();
+  beat("done");
   if (last < tc.steps) {
     if (is_root()) fmt::print(stderr, "# stopped at step {} of {} (--stop-at); resume to continue\n", step_, tc.steps);
     return Status::ok();

@@ -44,6 +44,8 @@ struct TrainerOptions {
   // schedule is still train.steps', so a resume continues the same run. A
   // ladder takes cooldown branches from such stops. 0 = run to the end.
   int64_t stop_at_step = 0;
+  // Supervised runs: every rank keeps DIR/rank_R.json current (heartbeat.h). "" = none.
+  std::string heartbeat_dir;
 };
 
 struct StepResult {
@@ -129,6 +131,7 @@ class Trainer {
   int64_t data_step() const { return step_ + data_offset_steps_; }  // the data position of the next step
   void begin_step();                       // per-step comm accounting (and fault injection)
   void finish_step(StepResult& r);         // comm figures of the step into r
+  void beat(const char* phase);            // heartbeat (supervised runs)
   std::vector<AdamW::Range> owned_ranges() const;  // the layout ranges this rank's buffers hold
   void init_local_params();        // deterministic init of the full model, keeping this rank's shard
   // This rank's pieces of every saved tensor (whole tensors in one process).

@@ -24,6 +24,10 @@
 #include "dist/mpi_comm.h"
 #include "dist/shard_plan.h"
 #include "train/trainer.h"
+
+#include <unistd.h>
+
+#include "train/heartbeat.h"
 #include "train/trainer_dist.h"
 
 namespace mt {
@@ -120,6 +124,7 @@ void Trainer::init_local_params() {
 
 void Trainer::begin_step() {
   set_comm_context(fmt::format("step {}", step_ + 1));
+  beat("step");
   if (opt_.faults) opt_.faults->at_step_begin(dist_->world.rank(), step_ + 1);
   dist_->world.stats().reset();
 }
@@ -179,6 +184,16 @@ double Trainer::global_grad_norm() {
 
 void Trainer::apply_update(double lr, double norm) {
   optim_->update(params_.data(), grads_.data(), lr, step_ + 1, norm);
+}
+
+void Trainer::beat(const char* phase) {
+  if (opt_.heartbeat_dir.empty()) return;
+  static const std::string host = [] {
+    char name[256] = {0};
+    gethostname(name, sizeof name - 1);
+    return std::string(name);
+  }();
+  write_heartbeat(opt_.heartbeat_dir, {dist_->world.rank(), int64_t(getpid()), step_ + 1, host, phase, wall_seconds()});
 }
 
 void Trainer::finish_step(StepResult& r) {

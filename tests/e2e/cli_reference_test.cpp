@@ -166,6 +166,7 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
       {"ladder fit", {"ladder", "fit", missing}, 2},
       {"ladder run", {"ladder", "run", missing}, 2},
       {"mix search", {"mix", "search", missing}, 2},
+      {"supervise", {"supervise", "--hosts", missing, "--run-dir", missing, "--", "--resume"}, 2},
       {"cli-reference", {"cli-reference"}, 0},
   };
   for (const Case& c : kCases) {
@@ -181,7 +182,7 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
     }
   }
   // Every leaf command has its row; data plan's 3 is run in DataPipeline.PlanPassesOrFailsNamingBuckets.
-  EXPECT_EQ(documented.size(), 16u);
+  EXPECT_EQ(documented.size(), 17u);
   EXPECT_TRUE(documented.at("data plan").count(3));
 }
 

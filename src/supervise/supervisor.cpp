@@ -1,0 +1,369 @@
+// supervisor.cpp — see supervisor.h. The loop: recover hosts, choose the
+// ranks, launch, watch, classify the failure, mark the host, repeat.
+#include "supervise/supervisor.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "core/file_io.h"
+#include "core/subprocess.h"
+#include "train/events.h"
+#include "train/heartbeat.h"
+#include "train/run_config.h"
+#include "train/run_dir.h"
+#include "train/trainer.h"
+
+namespace mt {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+struct State {
+  std::vector<Host> hosts;
+  int64_t target_ranks = 0;   // the ranks the job started with
+  int64_t launches = 0, failures = 0;
+  int64_t lost_steps = 0;     // steps computed and then lost to failures
+  double supervised_s = 0;    // wall time under supervision, over every supervisor invocation
+  double restart_s = 0;       // failure detected -> first step of the next launch
+  bool finished = false;
+};
+
+std::string state_path(const std::string& run_dir) { return run_dir + "/supervisor/state.json"; }
+
+Status save_state(const std::string& run_dir, const State& s) {
+  const json j = {{"hosts", hosts_to_json(s.hosts)}, {"target_ranks", s.target_ranks}, {"launches", s.launches},
+                  {"failures", s.failures},          {"lost_steps", s.lost_steps},     {"supervised_s", s.supervised_s},
+                  {"restart_s", s.restart_s},        {"finished", s.finished}};
+  return write_file_atomic(state_path(run_dir), j.dump(2) + "\n");
+}
+
+Result<State> load_state(const std::string& run_dir) {
+  auto text = read_file(state_path(run_dir), "supervisor state");
+  if (!text) return text.status();
+  const json j = json::parse(*text, nullptr, false);
+  if (!j.is_object()) return Status::errorf("{}: not JSON", state_path(run_dir));
+  State s;
+  auto hosts = hosts_from_json(j["hosts"]);
+  if (!hosts) return hosts.status();
+  s.hosts = std::move(hosts.value());
+  s.target_ranks = j.value("target_ranks", int64_t(0));
+  s.launches = j.value("launches", int64_t(0));
+  s.failures = j.value("failures", int64_t(0));
+  s.lost_steps = j.value("lost_steps", int64_t(0));
+  s.supervised_s = j.value("supervised_s", 0.0);
+  s.restart_s = j.value("restart_s", 0.0);
+  s.finished = j.value("finished", false);
+  return s;
+}
+
+// The committed step the next launch resumes from (0: none).
+int64_t resume_step(const std::string& run_dir) {
+  auto dir = find_latest_checkpoint_dir(run_dir);
+  if (!dir) return 0;
+  const std::string name = fs::path(*dir).filename().string();  // step_00000123
+  return std::strtoll(name.c_str() + 5, nullptr, 10);
+}
+
+// The global batch of the run (RUN_DIR/config.toml once the job has started).
+int64_t batch_size(const std::string& run_dir) {
+  auto cfg = load_run_config(saved_config_path(run_dir), {});
+  return cfg ? cfg->train.batch_size : 0;
+}
+
+// The rank of a failed process, from mpirun's report or the trainer's own messages.
+int64_t failed_rank_in_log(const std::string& log) {
+  static const std::regex patterns[] = {std::regex(R"(process rank (\d+))"),
+                                        std::regex(R"(Process name: \[\[\d+,\d+\],(\d+)\])"),
+                                        std::regex(R"(MPI_ABORT was invoked on rank (\d+))"),
+                                        std::regex(R"(rank (\d+): injected fault)"),
+                                        std::regex(R"(moetrain train: rank (\d+):)")};
+  for (const std::regex& re : patterns) {
+    std::smatch m;
+    if (std::regex_search(log, m, re)) return std::strtoll(m[1].str().c_str(), nullptr, 10);
+  }
+  return -1;
+}
+
+// Rank r's host: ranks fill the active hosts' slots in file order.
+const Host* host_of_rank(const std::vector<Host>& hosts, int64_t rank) {
+  int64_t r = 0;
+  for (const Host& h : hosts) {
+    if (h.state != HostState::kActive) continue;
+    if (rank < r + h.slots) return &h;
+    r += h.slots;
+  }
+  return nullptr;
+}
+
+void say(const std::string& msg) { fmt::print(stderr, "# supervise: {}\n", msg); }
+
+}  // namespace
+
+Status supervise(const SupervisorOptions& opt) {
+  std::error_code ec;
+  fs::create_directories(opt.run_dir + "/supervisor/heartbeat", ec);
+  if (ec) return Status::errorf("{}: cannot create: {}", opt.run_dir, ec.message());
+  auto exe = self_executable();
+  if (!exe) return exe.status();
+
+  State st;
+  const bool restarted = fs::exists(state_path(opt.run_dir));
+  if (restarted) {
+    auto s = load_state(opt.run_dir);
+    if (!s) return s.status();
+    st = std::move(s.value());
+    if (st.finished) {
+      say("the run already finished under supervision (" + state_path(opt.run_dir) + ")");
+      return Status::ok();
+    }
+    append_event(opt.run_dir, {{"event", "supervisor restarted"}, {"launches_so_far", st.launches}});
+    say(fmt::format("continuing to supervise {} ({} launches so far)", opt.run_dir, st.launches));
+  } else {
+    auto text = read_file(opt.hosts_file, "hosts file");
+    if (!text) return text.status();
+    auto hosts = parse_hosts(*text, opt.hosts_file, opt.spares);
+    if (!hosts) return hosts.status();
+    st.hosts = std::move(hosts.value());
+    st.target_ranks = active_ranks(st.hosts);
+    if (st.target_ranks < opt.min_ranks)
+      return Status::errorf("{}: {} ranks on the non-spare hosts, fewer than --min-ranks {}", opt.hosts_file,
+                            st.target_ranks, opt.min_ranks);
+    append_event(opt.run_dir, {{"event", "supervisor started"}, {"hosts", hosts_to_json(st.hosts)}});
+  }
+  double session_t0 = wall_seconds();
+  auto account = [&] {
+    const double now = wall_seconds();
+    st.supervised_s += now - session_t0;
+    session_t0 = now;
+  };
+  MT_RETURN_IF_ERROR(save_state(opt.run_dir, st));
+
+  const std::string hb_dir = opt.run_dir + "/supervisor/heartbeat";
+  double failed_at = -1;        // when the last failure was detected (for restart time)
+  int64_t no_progress = 0;      // launches in a row that failed without a new step
+  double waiting_since = -1;
+  while (true) {
+    const double now = wall_seconds();
+    for (const std::string& name : recover_hosts(st.hosts, now)) {
+      append_event(opt.run_dir, {{"event", "host back"}, {"host", name}});
+      say("host " + name + " is back");
+    }
+    while (active_ranks(st.hosts) < st.target_ranks) {
+      std::string name;
+      if (!activate_spare(st.hosts, &name)) break;
+      append_event(opt.run_dir, {{"event", "spare in"}, {"host", name}});
+      say("spare host " + name + " joins");
+    }
+    // Elastic: the largest rank count that divides the global batch.
+    int64_t ranks = active_ranks(st.hosts);
+    const int64_t batch = batch_size(opt.run_dir);
+    if (batch > 0)
+      while (ranks > 0 && batch % ranks != 0) --ranks;
+    if (ranks < opt.min_ranks) {
+      if (waiting_since < 0) {
+        waiting_since = now;
+        append_event(opt.run_dir, {{"event", "waiting for hosts"}, {"usable_ranks", ranks}, {"min_ranks", opt.min_ranks}});
+      }
+      if (now - waiting_since > opt.wait_for_hosts_s) {
+        account();
+        MT_RETURN_IF_ERROR(save_state(opt.run_dir, st));
+        return Status::errorf("{} usable ranks, fewer than --min-ranks {}, and no host came back within {} s; the run "
+                              "is intact: start the supervisor again when hosts are back (hosts: {})",
+                              ranks, opt.min_ranks, opt.wait_for_hosts_s, hosts_to_json(st.hosts).dump());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    waiting_since = -1;
+
+    // Launch.
+    for (const auto& e : fs::directory_iterator(hb_dir, ec)) fs::remove(e.path(), ec);
+    const int64_t from_step = resume_step(opt.run_dir);
+    std::vector<std::string> argv = {opt.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(ranks)};
+    std::string host_list;
+    {
+      int64_t left = ranks;
+      for (const Host& h : st.hosts) {
+        if (h.state != HostState::kActive || left <= 0) continue;
+        const int64_t n = std::min(left, h.slots);
+        host_list += (host_list.empty() ? "" : ",") + h.name + ":" + std::to_string(n);
+        left -= n;
+      }
+    }
+    if (!opt.local) argv.insert(argv.end(), {"--host", host_list});
+    argv.push_back(exe.value());
+    for (size_t i = 0; i < opt.train_args.size(); ++i) {
+      // Injected faults are for the first launch: a relaunch must not replay them.
+      if (st.launches > 0 && opt.train_args[i] == "--inject-fault") {
+        ++i;
+        continue;
+      }
+      argv.push_back(opt.train_args[i]);
+    }
+    argv.insert(argv.end(), {"--run-dir", opt.run_dir, "--resume", "--no-progress", "--heartbeat", hb_dir});
+    const std::string log = fmt::format("{}/supervisor/launch_{:03d}.log", opt.run_dir, st.launches);
+    ChildSpec spec;
+    spec.argv = argv;
+    spec.log_path = log;
+    spec.own_group = true;
+    spec.env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+    auto child = Child::spawn(spec);
+    if (!child) return child.status();
+    ++st.launches;
+    const double launched = wall_seconds();
+    append_event(opt.run_dir, {{"event", "launch"},
+                               {"attempt", st.launches},
+                               {"ranks", ranks},
+                               {"hosts", host_list},
+                               {"from_step", from_step},
+                               {"log", log}});
+    say(fmt::format("launch {}: {} ranks on {} from step {} (log {})", st.launches, ranks, host_list, from_step, log));
+    MT_RETURN_IF_ERROR(save_state(opt.run_dir, st));
+
+    // Watch.
+    int code = 0;
+    bool exited = false, first_step_seen = false;
+    std::string failure_kind, detail;
+    int64_t culprit = -1, last_step = from_step;
+    bool scale_up = false;
+    while (true) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (child->poll(&code)) {
+        exited = true;
+        break;
+      }
+      const double t = wall_seconds();
+      const std::vector<Heartbeat> beats = read_heartbeats(hb_dir);
+      for (const Heartbeat& h : beats) last_step = std::max(last_step, h.step - 1);
+      if (!first_step_seen && !beats.empty()) {
+        first_step_seen = true;
+        if (failed_at > 0) st.restart_s += t - failed_at;
+        failed_at = -1;
+      }
+      if (int64_t(beats.size()) < ranks) {
+        if (t - launched > opt.startup_timeout_s) {
+          failure_kind = "hang";
+          detail = fmt::format("only {} of {} ranks started within {} s", beats.size(), ranks, opt.startup_timeout_s);
+          break;
+        }
+        continue;
+      }
+      std::string stale;
+      for (const Heartbeat& h : beats)
+        if (h.phase != "done" && t - h.time > opt.heartbeat_timeout_s) {
+          stale += fmt::format("{}rank {} (pid {} on {}) silent for {:.0f} s in {} {}", stale.empty() ? "" : "; ",
+                               h.rank, h.pid, h.host, t - h.time, h.phase, h.step);
+          if (culprit < 0) culprit = h.rank;
+        }
+      if (!stale.empty()) {
+        failure_kind = "hang";
+        detail = stale;
+        break;
+      }
+      // A host back, room to grow, and a checkpoint newer than this launch's start: restart larger.
+      for (const std::string& name : recover_hosts(st.hosts, t)) {
+        append_event(opt.run_dir, {{"event", "host back"}, {"host", name}});
+        say("host " + name + " is back");
+      }
+      if (ranks < st.target_ranks && usable_ranks(st.hosts) > ranks && resume_step(opt.run_dir) > from_step) {
+        scale_up = true;
+        break;
+      }
+    }
+    if (scale_up) {
+      child->terminate(5.0);
+      append_event(opt.run_dir, {{"event", "scale up"}, {"from_ranks", ranks}, {"step", resume_step(opt.run_dir)}});
+      say(fmt::format("hosts are back: restarting from step {} on more than {} ranks", resume_step(opt.run_dir), ranks));
+      account();
+      MT_RETURN_IF_ERROR(save_state(opt.run_dir, st));
+      continue;
+    }
+    if (!exited) child->terminate(5.0);
+    const std::string text = file_tail(log, 1 << 16);
+    if (exited && code == 0 && text.find("# done: step") != std::string::npos) {
+      account();
+      st.finished = true;
+      const int64_t steps = resume_step(opt.run_dir);
+      append_event(opt.run_dir, {{"event", "finished"}, {"step", steps}});
+      // Goodput: the kept steps' compute time over the wall time supervised.
+      double kept_s = 0, ckpt_every = 0;
+      std::ifstream in(opt.run_dir + "/metrics.jsonl");
+      int64_t rows = 0;
+      for (std::string line; std::getline(in, line);) {
+        const json j = json::parse(line, nullptr, false);
+        if (j.is_object() && j.contains("step_time_s")) kept_s += j["step_time_s"].get<double>(), ++rows;
+      }
+      auto cfg = load_run_config(saved_config_path(opt.run_dir), {});
+      if (cfg) ckpt_every = double(cfg->train.checkpoint_every);
+      const double step_s = rows > 0 ? kept_s / double(rows) : 0;
+      const double goodput = st.supervised_s > 0 ? kept_s / st.supervised_s : 0;
+      // The planner's model (Young/Daly): lose half an interval and the restart per failure.
+      const double mtbf = st.failures > 0 ? st.supervised_s / double(st.failures) : INFINITY;
+      const double interval = ckpt_every * step_s;
+      const double restart = st.failures > 0 ? st.restart_s / double(st.failures) : 0;
+      const double predicted = std::isfinite(mtbf) ? std::max(0.0, 1.0 - (interval / 2 + restart) / mtbf) : 1.0;
+      const json g = {{"event", "goodput"},         {"failures", st.failures},   {"launches", st.launches},
+                      {"lost_steps", st.lost_steps}, {"restart_s", st.restart_s}, {"supervised_s", st.supervised_s},
+                      {"compute_s", kept_s},         {"goodput", goodput},         {"predicted_goodput", predicted}};
+      append_event(opt.run_dir, g);
+      MT_RETURN_IF_ERROR(save_state(opt.run_dir, st));
+      say(fmt::format("finished at step {}: {} interruptions, {} launches, {} steps lost, {:.1f} s restarting; goodput "
+                      "{:.1f}% of {:.1f} s supervised (compute time of the kept steps); the checkpoint/restart model "
+                      "predicts {:.1f}% for the same failure rate (MTBF {:.1f} s), checkpoint interval ({:.1f} s) and "
+                      "restart time ({:.1f} s)",
+                      steps, st.failures, st.launches, st.lost_steps, st.restart_s, 100 * goodput, st.supervised_s,
+                      100 * predicted, mtbf, interval, restart));
+      return Status::ok();
+    }
+    if (exited && code == 2 && last_step == from_step)
+      return Status::errorf("the job was refused at start (exit 2: configuration or usage), not a host failure; see "
+                            "{}:\n{}",
+                            log, file_tail(log, 1500));
+
+    // A failure: name the rank and its host, mark the host, go again.
+    failed_at = wall_seconds();
+    ++st.failures;
+    st.lost_steps += std::max<int64_t>(0, last_step - resume_step(opt.run_dir));
+    if (failure_kind.empty()) {
+      failure_kind = "exit";
+      culprit = failed_rank_in_log(text);
+      detail = fmt::format("mpirun exited with {}", code);
+    }
+    const Host* bad = culprit >= 0 ? host_of_rank(st.hosts, culprit) : nullptr;
+    json ev = {{"event", "failure"}, {"kind", failure_kind}, {"detail", detail}, {"step", last_step}, {"rank", culprit}};
+    if (bad) ev["host"] = bad->name;
+    append_event(opt.run_dir, ev);
+    say(fmt::format("failure ({}): {}; rank {}{} at step {}", failure_kind, detail, culprit,
+                    bad ? " on " + bad->name : std::string(" (host unknown)"), last_step));
+    if (bad) {
+      Host& h = const_cast<Host&>(*bad);
+      const HostState s = mark_failed(h, failed_at, opt.policy);
+      append_event(opt.run_dir, {{"event", s == HostState::kQuarantined ? "host quarantined" : "host failed"},
+                                 {"host", h.name},
+                                 {"back_at", s == HostState::kQuarantined ? 0.0 : h.back_at}});
+      if (s == HostState::kQuarantined) say("host " + h.name + " failed twice within the window: quarantined");
+    }
+    no_progress = last_step > from_step ? 0 : no_progress + 1;
+    account();
+    MT_RETURN_IF_ERROR(save_state(opt.run_dir, st));
+    if (no_progress >= 3)
+      return Status::errorf("three launches in a row failed without a step of progress: not a host failure; the last "
+                            "log {}:\n{}",
+                            log, file_tail(log, 1500));
+    if (st.launches > opt.max_restarts)
+      return Status::errorf("{} launches (--max-restarts {}); stopping with the run intact", st.launches,
+                            opt.max_restarts);
+  }
+}
+
+}  // namespace mt

@@ -1,0 +1,46 @@
+// supervisor.h — `moetrain supervise --hosts FILE -- <train args>`: runs a
+// training job under OpenMPI's mpirun and keeps it going. Every rank keeps a
+// heartbeat (train/heartbeat.h); the supervisor watches the job and the
+// heartbeats, and on a rank's death, a hang (a heartbeat older than the
+// timeout) or any other failure it stops the job, names the rank, its host
+// and what it was doing, marks the host failed (quarantined on a second
+// failure within the window), and relaunches from the newest committed
+// checkpoint: on a spare host if one is free, else on fewer ranks (elastic:
+// the global batch is fixed by the config, each rank takes a larger share;
+// the largest rank count that divides the batch is used) as long as
+// --min-ranks holds; below it, it waits for hosts to come back (after the
+// recovery time) or stops with a message. A host that comes back is used
+// again: the job is restarted at the larger size once a newer checkpoint is
+// committed. Everything goes to RUN_DIR/events.jsonl; the supervisor's own
+// state is RUN_DIR/supervisor/state.json, so a killed supervisor started
+// again continues supervising the same run. At the end it prints the
+// measured goodput beside what the planner's checkpoint/restart model
+// predicts for the measured failure rate.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "supervise/hosts.h"
+
+namespace mt {
+
+struct SupervisorOptions {
+  std::string hosts_file;
+  int64_t spares = 0;                 // the last N hosts start as spares
+  int64_t min_ranks = 1;              // fewer usable ranks: wait, then stop
+  std::string run_dir;
+  std::vector<std::string> train_args;  // after `--` (no --run-dir, --resume, --heartbeat: the supervisor sets them)
+  std::string mpirun = "mpirun";
+  bool local = false;                 // every host is this machine (one box, tests): no --host to mpirun
+  double heartbeat_timeout_s = 120;   // a rank silent this long in a step is hung
+  double startup_timeout_s = 300;     // from launch to every rank's first heartbeat
+  double wait_for_hosts_s = 0;        // below --min-ranks: wait this long for hosts to come back
+  int64_t max_restarts = 100;
+  HostPolicy policy;
+};
+
+Status supervise(const SupervisorOptions& opt);
+
+}  // namespace mt
