@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -40,6 +41,47 @@ std::string chart(const std::string& title, const std::string& ylabel, std::vect
 }
 
 }  // namespace
+
+// RUN_DIR/events.jsonl (spikes, rollbacks, launches, failures, hosts) as a
+// timeline: wall-clock minutes since the first event against the step, one
+// marker per event, and the table of them.
+void add_events_timeline(HtmlPage& page, const std::string& metrics_path) {
+  const std::string path = std::filesystem::path(metrics_path).parent_path().string() + "/events.jsonl";
+  std::ifstream in(path);
+  if (!in) return;
+  std::vector<nlohmann::json> ev;
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("event") && j.contains("time")) ev.push_back(std::move(j));
+  }
+  if (ev.empty()) return;
+  const double t0 = ev.front()["time"].get<double>();
+  LineChart c;
+  c.title = "Events";
+  c.x = {"minutes since the first event", Scale::kLinear, 0.0, std::nullopt, nullptr};
+  c.y = {"step", Scale::kLinear, 0.0, std::nullopt, nullptr};
+  std::vector<std::vector<std::string>> rows;
+  int64_t step = 0;
+  for (const auto& e : ev) {
+    const std::string kind = e["event"].get<std::string>();
+    for (const char* k : {"step", "from_step", "to_step", "spike_step"})
+      if (e.contains(k) && e[k].is_number_integer()) {
+        step = e[k].get<int64_t>();
+        break;
+      }
+    const double m = (e["time"].get<double>() - t0) / 60.0;
+    const bool bad = kind == "failure" || kind == "spike" || kind == "rollback" || kind == "host quarantined";
+    c.markers.push_back({m, double(step), kind, bad ? "#c0392b" : "#2c7fb8"});
+    std::string what;
+    for (auto it = e.begin(); it != e.end(); ++it)
+      if (it.key() != "event" && it.key() != "time" && it.key() != "utc" && it.key() != "hosts")
+        what += (what.empty() ? "" : ", ") + it.key() + " " + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+    rows.push_back({e.value("utc", ""), fmt::format("{:.2f}", m), kind, what});
+  }
+  page.heading(2, "Events");
+  page.figure(render_svg(c), "Every event of " + path + ": red for failures, spikes, rollbacks and quarantines.");
+  page.table({"time (UTC)", "minute", "event", "details"}, rows, {Align::kLeft, Align::kRight, Align::kLeft, Align::kLeft});
+}
 
 Status write_run_report(const std::string& metrics_path, const std::string& out_path,
                         const std::string& title) {
@@ -152,6 +194,7 @@ Status write_run_report(const std::string& metrics_path, const std::string& out_
     page.heading(2, "Evaluation by bucket");
     page.figure(chart("Eval loss per bucket", "loss", bs), "Held-out loss of each data bucket.");
   }
+  add_events_timeline(page, metrics_path);
   std::ofstream out(out_path);
   if (!out) return Status::errorf("{}: cannot write", out_path);
   out << page.render();

@@ -165,10 +165,13 @@ Status supervise(const SupervisorOptions& opt) {
       say("spare host " + name + " joins");
     }
     // Elastic: the largest rank count that divides the global batch.
-    int64_t ranks = active_ranks(st.hosts);
     const int64_t batch = batch_size(opt.run_dir);
-    if (batch > 0)
-      while (ranks > 0 && batch % ranks != 0) --ranks;
+    auto fit = [batch](int64_t n) {
+      if (batch > 0)
+        while (n > 0 && batch % n != 0) --n;
+      return n;
+    };
+    const int64_t ranks = fit(active_ranks(st.hosts));
     if (ranks < opt.min_ranks) {
       if (waiting_since < 0) {
         waiting_since = now;
@@ -275,7 +278,7 @@ Status supervise(const SupervisorOptions& opt) {
         append_event(opt.run_dir, {{"event", "host back"}, {"host", name}});
         say("host " + name + " is back");
       }
-      if (ranks < st.target_ranks && usable_ranks(st.hosts) > ranks && resume_step(opt.run_dir) > from_step) {
+      if (fit(std::min(usable_ranks(st.hosts), st.target_ranks)) > ranks && resume_step(opt.run_dir) > from_step) {
         scale_up = true;
         break;
       }

@@ -24,6 +24,8 @@ void declare_train_keys(ConfigSchema& s, TrainConfig& t) {
   s.add("train.checkpoint_every", &t.checkpoint_every, "commit a checkpoint every N steps")
       .range(0, int64_t(1) << 40).unit("steps").note("0 = only at the end");
   s.add("train.keep_checkpoints", &t.keep_checkpoints, "keep the newest N committed checkpoints").range(1, 1 << 20);
+  s.add("train.async_checkpoint", &t.async_checkpoint,
+        "snapshot to memory and write in the background; committed atomically one step later");
   s.add("train.log_every", &t.log_every, "metrics line every N steps").range(1, int64_t(1) << 40).unit("steps");
   s.add("train.eval_every", &t.eval_every, "held-out eval pass every N steps (and at the end)")
       .range(0, int64_t(1) << 40).unit("steps").note("0 = off");

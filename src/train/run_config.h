@@ -29,6 +29,7 @@ struct TrainConfig {
   AdamWConfig optim;              // train.beta1, beta2, eps, weight_decay, decay_embeddings, grad_clip
   MatmulPrecision precision = MatmulPrecision::kFp32;  // operands of the matrix multiplies
   SpikeConfig spike;              // [spike]: loss / gradient-norm spike handling
+  bool async_checkpoint = true;   // snapshot to memory, write in the background, commit a step later
   uint64_t seed = 1234;           // parameter init (and the synthetic / stream data order)
   int64_t threads = 0;            // 0 = OpenMP default
   int64_t checkpoint_every = 0;   // steps; 0 = only at the end

@@ -1,10 +1,12 @@
 // trainer.cpp — construction, the step, the loop.
 #include "train/trainer.h"
 #include "train/events.h"
+#include "train/pending_checkpoint.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 
@@ -286,9 +288,15 @@ Status Trainer::run() {
   ProgressLine progress(stderr, std::max<int64_t>(1, tc.steps / 20));
   double ema_seconds = 0.0;
   std::vector<double> losses;  // this invocation's, for the closing summary
+  double train_seconds = 0;    // step compute time of this invocation (checkpoint cost is reported against it)
   const int64_t last = opt_.stop_at_step > 0 ? std::min(opt_.stop_at_step, tc.steps) : tc.steps;
   while (step_ < last) {
     StepResult r = train_step();
+    // A checkpoint being written is committed once every rank's writer is
+    // done (one flag reduced over ranks, so all decide alike); training never
+    // waits for the disk unless the next checkpoint or the end comes first.
+    if (pending_ckpt_ && all_ranks(pending_ckpt_->write.wait_for(std::chrono::seconds(0)) == std::future_status::ready))
+      MT_RETURN_IF_ERROR(finish_checkpoint());
     if (!r.spike.empty()) {
       const SpikeConfig& sc = tc.spike;
       if (is_root())
@@ -321,6 +329,7 @@ Status Trainer::run() {
       continue;
     }
     losses.push_back(r.loss);
+    train_seconds += r.seconds;
     if (!std::isfinite(r.loss))
       return Status::errorf("step {}: loss is {} (diverged); last checkpoint is kept", r.step, r.loss);
     const bool eval = tc.eval_every > 0 && (r.step % tc.eval_every == 0 || r.step == tc.steps);
@@ -344,7 +353,14 @@ Status Trainer::run() {
     if (!opt_.run_dir.empty() && (periodic || r.step == tc.steps || r.step == last)) MT_RETURN_IF_ERROR(save_checkpoint());
   }
   progress.finish();
+  MT_RETURN_IF_ERROR(finish_checkpoint());
   beat("done");
+  if (ckpts_ > 0 && is_root() && train_seconds > 0)
+    fmt::print(stderr,
+               "# checkpoints: {} ({}), {:.3f} s on the training thread = {:.2f}% of {:.2f} s of steps; {:.3f} s from "
+               "snapshot to commit each on average\n",
+               ckpts_, cfg_.train.async_checkpoint ? "asynchronous" : "synchronous", ckpt_blocking_s_,
+               100.0 * ckpt_blocking_s_ / train_seconds, train_seconds, ckpt_write_s_ / double(ckpts_));
   if (last < tc.steps) {
     if (is_root()) fmt::print(stderr, "# stopped at step {} of {} (--stop-at); resume to continue\n", step_, tc.steps);
     return Status::ok();

@@ -137,6 +137,11 @@ class Trainer {
   // This rank's pieces of every saved tensor (whole tensors in one process).
   std::vector<TensorView> checkpoint_views() const;
   Status write_checkpoint_files(const std::vector<TensorView>& views, const nlohmann::json& state);
+  Status finish_checkpoint();      // commits the checkpoint being written, if any (collective)
+  struct PendingCheckpoint;
+  std::unique_ptr<PendingCheckpoint> pending_ckpt_;
+  double ckpt_blocking_s_ = 0, ckpt_write_s_ = 0;  // main-thread time in checkpoints; start-to-commit time
+  int64_t ckpts_ = 0;
   Status load_checkpoint_tensors(const LoadedCheckpoint& ck);
 
   RunConfig cfg_;

@@ -24,6 +24,7 @@ RunConfig normalised(RunConfig c) {
   c.train.steps = 0;
   c.train.checkpoint_every = 0;
   c.train.keep_checkpoints = 0;
+  c.train.async_checkpoint = true;
   c.train.log_every = 0;
   c.train.eval_every = 0;  // evaluation never changes training
   c.train.eval_batches = 0;
@@ -181,6 +182,7 @@ void Trainer::record_skipped(int64_t first_sequence, int64_t count) {
 Status Trainer::rollback(int64_t spike_step) {
   const TrainConfig& tc = cfg_.train;
   const int64_t spike_data_step = data_step() - 1;  // the data the spike step read
+  MT_RETURN_IF_ERROR(finish_checkpoint());
   auto latest = find_latest_checkpoint_dir(opt_.run_dir);
   if (opt_.run_dir.empty() || !latest)
     return Status::errorf("step {}: spike.policy = \"rollback\" needs a checkpoint to return to (none yet)", spike_step);

@@ -28,6 +28,12 @@
 #include <unistd.h>
 
 #include "train/heartbeat.h"
+#include "train/pending_checkpoint.h"
+
+#include <cstring>
+#include <future>
+
+#include "core/timer.h"
 #include "train/trainer_dist.h"
 
 namespace mt {
@@ -221,11 +227,24 @@ std::vector<TensorView> Trainer::checkpoint_views() const {
   return views;
 }
 
+// A checkpoint in two halves. start: rank 0 stages the directory (a cheap
+// collective), every rank copies its tensors to memory and writes its shard
+// file on a background thread while training goes on. finish (the step
+// after, on every rank at the same point, so the collectives stay in
+// order): wait for the writer, then rank 0 commits once every shard is
+// written. A crash before the commit leaves the previous checkpoint the
+// newest valid one; with train.async_checkpoint = false both halves run at once.
+
+
 Status Trainer::write_checkpoint_files(const std::vector<TensorView>& views, const nlohmann::json& state) {
+  MT_RETURN_IF_ERROR(finish_checkpoint());
+  const double t0 = now_seconds();
   const std::string root = opt_.run_dir + "/checkpoints";
   Comm& w = dist_->world;
-  nlohmann::json st = state;
-  st["dist"] = {{"world_size", w.size()}, {"ep", dist_->shape.ep}, {"fsdp", dist_->shape.fsdp}};
+  auto p = std::make_unique<PendingCheckpoint>();
+  p->step = step_;
+  p->state = state;
+  p->state["dist"] = {{"world_size", w.size()}, {"ep", dist_->shape.ep}, {"fsdp", dist_->shape.fsdp}};
   // Rank 0 stages, every rank writes its shard file, rank 0 commits once all succeeded.
   std::string staging;
   if (is_root()) {
@@ -234,13 +253,41 @@ Status Trainer::write_checkpoint_files(const std::vector<TensorView>& views, con
   }
   staging = w.allgather_strings(staging, "checkpoint (staging)")[0];
   if (staging.rfind("error:", 0) == 0) return Status::errorf("checkpoint step {}: rank 0: {}", step_, staging.substr(6));
-  staging = staging.substr(3);
-  auto shard = write_shard_file(staging, ShardRank{w.rank(), w.size()}, views);
+  p->staging = staging.substr(3);
+  // Snapshot: the views are re-pointed into one copy the next steps cannot touch.
+  int64_t total = 0;
+  for (const TensorView& v : views) total += v.count;
+  p->copy.resize(size_t(total));
+  p->views = views;
+  int64_t at = 0;
+  for (TensorView& v : p->views) {
+    std::memcpy(p->copy.data() + at, v.data, size_t(v.count) * sizeof(float));
+    v.data = p->copy.data() + at;
+    at += v.count;
+  }
+  const ShardRank who{w.rank(), w.size()};
+  PendingCheckpoint* raw = p.get();
+  const std::launch how = cfg_.train.async_checkpoint ? std::launch::async : std::launch::deferred;
+  p->write = std::async(how, [raw, who] { return write_shard_file(raw->staging, who, raw->views); });
+  p->started = t0;
+  pending_ckpt_ = std::move(p);
+  ckpt_blocking_s_ += now_seconds() - t0;
+  if (!cfg_.train.async_checkpoint) return finish_checkpoint();
+  return Status::ok();
+}
+
+Status Trainer::finish_checkpoint() {
+  if (!pending_ckpt_) return Status::ok();
+  const double t0 = now_seconds();
+  std::unique_ptr<PendingCheckpoint> p = std::move(pending_ckpt_);
+  Comm& w = dist_->world;
+  auto shard = p->write.get();
   const std::string mine = shard ? "ok:" + shard_to_json(shard.value()).dump() : "error:" + shard.status().message();
   const std::vector<std::string> all = w.allgather_strings(mine, "checkpoint (shard files)");
   std::string verdict;
   for (size_t r = 0; r < all.size() && verdict.empty(); ++r)
     if (all[r].rfind("error:", 0) == 0) verdict = fmt::format("error:rank {}: {}", r, all[r].substr(6));
+  const std::string root = opt_.run_dir + "/checkpoints";
   if (is_root()) {
     if (verdict.empty()) {
       std::vector<ShardFile> shards;
@@ -253,14 +300,19 @@ Status Trainer::write_checkpoint_files(const std::vector<TensorView>& views, con
         shards.push_back(sf.value());
       }
       if (verdict.empty()) {
-        Status c = commit_checkpoint(root, step_, staging, shards, to_toml(cfg_), st, cfg_.train.keep_checkpoints);
+        Status c = commit_checkpoint(root, p->step, p->staging, shards, to_toml(cfg_), p->state,
+                                     cfg_.train.keep_checkpoints);
         if (!c) verdict = "error:" + c.message();
       }
     }
-    if (!verdict.empty()) abort_checkpoint(staging);
+    if (!verdict.empty()) abort_checkpoint(p->staging);
   }
   verdict = w.allgather_strings(is_root() ? verdict : std::string(), "checkpoint (commit)")[0];
-  if (!verdict.empty()) return Status::errorf("checkpoint step {}: {}", step_, verdict.substr(6));
+  const double now = now_seconds();
+  ckpt_blocking_s_ += now - t0;
+  ckpt_write_s_ += now - p->started;
+  ++ckpts_;
+  if (!verdict.empty()) return Status::errorf("checkpoint step {}: {}", p->step, verdict.substr(6));
   return Status::ok();
 }
 
