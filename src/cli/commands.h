@@ -15,5 +15,6 @@ void register_data(CLI::App& app, CommandAction& run);  // data build|inspect|pl
 void register_plan(CLI::App& app, CommandAction& run);  // plan a hero run on paper
 void register_config(CLI::App& app, CommandAction& run);  // config reference | show
 void register_ladder(CLI::App& app, CommandAction& run);
+void register_doctor(CLI::App& app, CommandAction& run);  // health checks of the machine / every rank
 void register_mix(CLI::App& app, CommandAction& run);     // mix search: the data mixture from proxy runs  // ladder fit: scaling laws from finished runs
 }  // namespace mt
