@@ -154,7 +154,8 @@ class Trainer {
   std::string grad_culprits_;  // ranks whose gradient shard was not finite this step ("" if none)
   std::map<std::string, int64_t> skipped_tokens_;  // per bucket, skipped by the spike guard
   int64_t health_checks_ = 0;      // health checks run by this process, and their wall time
-  double health_seconds_ = 0.0;
+  double health_seconds_ = 0.0;         // all but the first
+  double health_first_seconds_ = 0.0;
   double peak_gflops_ = 0.0;
   std::FILE* metrics_ = nullptr;
 };
