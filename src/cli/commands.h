@@ -14,7 +14,8 @@ void register_report(CLI::App& app, CommandAction& run);
 void register_data(CLI::App& app, CommandAction& run);  // data build|inspect|plan, tokenizer train|encode
 void register_plan(CLI::App& app, CommandAction& run);  // plan a hero run on paper
 void register_config(CLI::App& app, CommandAction& run);  // config reference | show
-void register_ladder(CLI::App& app, CommandAction& run);
-void register_mix(CLI::App& app, CommandAction& run);
-void register_supervise(CLI::App& app, CommandAction& run);  // supervise: keep a training job running     // mix search: the data mixture from proxy runs  // ladder fit: scaling laws from finished runs
+void register_ladder(CLI::App& app, CommandAction& run);     // ladder run | fit: scaling ladders
+void register_mix(CLI::App& app, CommandAction& run);        // mix search: the data mixture from proxy runs
+void register_supervise(CLI::App& app, CommandAction& run);  // supervise: keep a training job running
+void register_doctor(CLI::App& app, CommandAction& run);     // health checks of the machine / every rank
 }  // namespace mt

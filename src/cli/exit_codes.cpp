@@ -8,7 +8,7 @@ namespace mt {
 const std::vector<CommandExitCodes>& command_exit_codes() {
   // Under mpirun, MpiComm's collectives abort the whole job with code 3 when
   // one waits longer than dist.timeout_s (diagnose_timeout); only the
-  // commands that build a world communicator (train, bench) can get there.
+  // commands that build a world communicator (train, bench, doctor) can get there.
   static const std::string kMpiTimeout =
       "under mpirun only: a collective waited longer than `dist.timeout_s`; the job is aborted with "
       "`MPI_Abort(3)` (src/dist/mpi_comm.cpp, `diagnose_timeout`)";
@@ -27,6 +27,14 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
        "src/cli/cmd_bench.cpp",
        {{1, "the trainer could not be created for the preset; under mpirun the job is ended with `MPI_Abort(1)`"},
         {2, "unknown `--preset`, or the preset with the `--set` overrides does not parse"},
+        {3, kMpiTimeout}}},
+      {"doctor",
+       "src/cli/cmd_doctor.cpp",
+       {{1, "a check failed (the culprit ranks and checks are named on stderr): GEMM off the reference or disagreeing "
+            "across ranks, NaN/Inf in its results, a memory pattern read back wrong, a link slower than a quarter of "
+            "the median, a clock off rank 0's by more than 0.25 s, a different binary; or a rank did not answer "
+            "the link test (the job is ended with `MPI_Abort(1)`)"},
+        {2, "a malformed `--inject-fault` (expected `wronggemm:RANK`)"},
         {3, kMpiTimeout}}},
       {"ckpt inspect",
        "src/cli/cmd_ckpt.cpp",

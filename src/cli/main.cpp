@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   mt::CommandAction run;
   mt::register_train(app, run);
   mt::register_bench(app, run);
+  mt::register_doctor(app, run);
   mt::register_ckpt(app, run);
   mt::register_report(app, run);
   mt::register_data(app, run);

@@ -10,15 +10,25 @@
 #include <cstdio>
 #include <iterator>
 
+#include "kernels/cpu/gemm_fault.h"
+
 namespace mt {
 namespace {
 
-enum class ProcessFault { kHang, kKill, kSlow, kNan, kSpike };
+enum class ProcessFault { kHang, kKill, kSlow, kNan, kSpike, kWrongGemm };
 
 class ScheduledFault final : public FaultInjector {
  public:
   ScheduledFault(ProcessFault kind, int64_t rank, int64_t step) : kind_(kind), rank_(rank), step_(step) {}
   void at_step_begin(int64_t rank, int64_t step) override {
+    if (kind_ == ProcessFault::kWrongGemm) {  // from STEP on (a resumed run past STEP too)
+      if (rank != rank_ || step < step_ || fired_) return;
+      fired_ = true;
+      fmt::print(stderr, "moetrain: rank {}: injected fault: GEMM off by {:g} relative from step {}\n", rank,
+                 kInjectedGemmError, step);
+      gemm_inject_relative_error(kInjectedGemmError);
+      return;
+    }
     if (kind_ == ProcessFault::kSlow && rank == rank_ && step >= step_) {
       usleep(500000);
       return;
@@ -53,20 +63,21 @@ class ScheduledFault final : public FaultInjector {
 }  // namespace
 
 Result<std::unique_ptr<FaultInjector>> parse_fault_spec(const std::string& spec) {
-  char kind[8] = {0};
+  char kind[16] = {0};
   long rank = -1, step = -1;
   char extra = 0;
   static const std::pair<const char*, ProcessFault> kKinds[] = {{"hang", ProcessFault::kHang},
                                                                  {"kill", ProcessFault::kKill},
                                                                  {"slow", ProcessFault::kSlow},
                                                                  {"nan", ProcessFault::kNan},
-                                                                 {"spike", ProcessFault::kSpike}};
-  const bool parsed = std::sscanf(spec.c_str(), "%7[a-z]:%ld:%ld%c", kind, &rank, &step, &extra) == 3;
+                                                                 {"spike", ProcessFault::kSpike},
+                                                                 {"wronggemm", ProcessFault::kWrongGemm}};
+  const bool parsed = std::sscanf(spec.c_str(), "%15[a-z]:%ld:%ld%c", kind, &rank, &step, &extra) == 3;
   const auto* it = std::find_if(std::begin(kKinds), std::end(kKinds),
                                 [&](const auto& k) { return std::string(kind) == k.first; });
   if (!parsed || rank < 0 || step < 1 || it == std::end(kKinds))
-    return Status::errorf("--inject-fault: expected KIND:RANK:STEP with KIND hang, kill, slow, nan or spike (STEP >= "
-                          "1), got \"{}\"",
+    return Status::errorf("--inject-fault: expected KIND:RANK:STEP with KIND hang, kill, slow, nan, spike or "
+                          "wronggemm (STEP >= 1), got \"{}\"",
                           spec);
   const ProcessFault k = it->second;
   return std::unique_ptr<FaultInjector>(std::make_unique<ScheduledFault>(k, rank, step));

@@ -12,6 +12,9 @@
 
 namespace mt {
 
+// The relative error of an injected wrong-math rank (issue 10's example).
+constexpr double kInjectedGemmError = 1e-3;
+
 class FaultInjector {
  public:
   virtual ~FaultInjector() = default;
@@ -26,7 +29,9 @@ class FaultInjector {
 // "KIND:RANK:STEP", as given to --inject-fault. KIND: hang (the rank stops
 // answering), kill (it raises SIGKILL), slow (from STEP on, each step of the
 // rank sleeps 0.5 s), nan (a NaN in its gradient at STEP), spike (its
-// gradient scaled by 1e4 at STEP).
+// gradient scaled by 1e4 at STEP), wronggemm (from STEP on, every GEMM of
+// the rank returns values off by kInjectedGemmError relative: a device with
+// silently wrong math, for the health checks to name).
 Result<std::unique_ptr<FaultInjector>> parse_fault_spec(const std::string& spec);
 
 }  // namespace mt

@@ -64,6 +64,7 @@ void declare_keys(ConfigSchema& s, RunConfig& c) {
   declare_keys(s, c.model, "model");
   declare_train_keys(s, c.train);
   declare_keys(s, c.train.spike);
+  declare_keys(s, c.train.health);
   declare_data_keys(s, c.data);
   declare_keys(s, c.dist, "dist");
 }

@@ -15,6 +15,7 @@
 #include "model/config.h"
 #include "optim/adamw_optimizer.h"
 #include "optim/lr_schedule.h"
+#include "train/health_check.h"
 #include "train/spike_guard.h"
 #include "data/stream_source.h"
 
@@ -30,6 +31,7 @@ struct TrainConfig {
   MatmulPrecision precision = MatmulPrecision::kFp32;  // operands of the matrix multiplies
   SpikeConfig spike;              // [spike]: loss / gradient-norm spike handling
   bool async_checkpoint = true;   // snapshot to memory, write in the background, commit a step later
+  HealthConfig health;            // [health]: periodic GEMM health check over the ranks
   uint64_t seed = 1234;           // parameter init (and the synthetic / stream data order)
   int64_t threads = 0;            // 0 = OpenMP default
   int64_t checkpoint_every = 0;   // steps; 0 = only at the end

@@ -22,6 +22,8 @@
 #include "optim/lr_schedule.h"
 #include "report/run_report.h"
 #include "model/flops.h"
+#include "dist/mpi_comm.h"
+#include "train/health_check.h"
 #include "train/metrics_file.h"
 #include "train/run_dir.h"
 #include "train/trainer_dist.h"
@@ -283,6 +285,38 @@ void Trainer::evaluate(StepResult& r) {
   r.eval_loss = n > 0 ? total / double(n) : std::nan("");
 }
 
+Status Trainer::health_check(int64_t step) {
+  set_comm_context(fmt::format("health check after step {}", step));
+  const GemmVerdict v = check_gemm_all_ranks(dist_->world);
+  // The first check also builds the probe's fp64 reference and oneDNN's
+  // primitive: a one-off, reported apart from the steady cost.
+  if (health_checks_++ == 0) health_first_seconds_ = v.seconds;
+  else health_seconds_ += v.seconds;
+  if (v.ok()) return Status::ok();
+  if (is_root())
+    append_event(opt_.run_dir, {{"event", "health_check_failed"},
+                                {"step", step},
+                                {"check", "gemm"},
+                                {"culprits", v.culprits},
+                                {"why", v.message}});
+  // Every rank returns this error and the first to abort ends the job: wait
+  // until rank 0 has logged the event.
+  dist_->world.barrier("health check verdict");
+  return Status::errorf("{}: health check failed, culprit rank {}: {}; stopping (the last checkpoint is kept)",
+                        step == 0 ? std::string("before the first step") : fmt::format("step {}", step),
+                        join_ranks(v.culprits), v.message);
+}
+
+void Trainer::print_health_cost(double step_seconds, int64_t steps) const {
+  if (!is_root() || health_checks_ < 2 || steps == 0) return;
+  const double each = health_seconds_ / double(health_checks_ - 1), step = step_seconds / double(steps);
+  const int64_t every = cfg_.train.health.every;
+  fmt::print(stderr, "# health checks: {} passed, the first {:.1f} ms (one-off reference), then {:.2f} ms each = {:.3f}% of "
+             "a {:.1f} ms step{}\n", health_checks_, 1e3 * health_first_seconds_, 1e3 * each, 100.0 * each / step, 1e3 * step,
+             every > 0 ? fmt::format(" ({:.4f}% of step time at health.every = {})", 100.0 * each / step / double(every), every)
+                       : std::string());
+}
+
 Status Trainer::run() {
   const TrainConfig& tc = cfg_.train;
   ProgressLine progress(stderr, std::max<int64_t>(1, tc.steps / 20));
@@ -290,8 +324,16 @@ Status Trainer::run() {
   std::vector<double> losses;  // this invocation's, for the closing summary
   double train_seconds = 0;    // step compute time of this invocation (checkpoint cost is reported against it)
   const int64_t last = opt_.stop_at_step > 0 ? std::min(opt_.stop_at_step, tc.steps) : tc.steps;
+  double step_seconds = 0.0;  // this invocation's, for the health checks' cost
+  int64_t steps_run = 0;
+  if (tc.health.at_start) MT_RETURN_IF_ERROR(health_check(step_));
   while (step_ < last) {
     StepResult r = train_step();
+    step_seconds += r.seconds;
+    ++steps_run;
+    // Before anything of the step is logged or committed: a wrong-math
+    // rank's state must not reach a checkpoint.
+    if (tc.health.every > 0 && r.step % tc.health.every == 0) MT_RETURN_IF_ERROR(health_check(r.step));
     // A checkpoint being written is committed once every rank's writer is
     // done (one flag reduced over ranks, so all decide alike); training never
     // waits for the disk unless the next checkpoint or the end comes first.
@@ -361,6 +403,7 @@ Status Trainer::run() {
                "snapshot to commit each on average\n",
                ckpts_, cfg_.train.async_checkpoint ? "asynchronous" : "synchronous", ckpt_blocking_s_,
                100.0 * ckpt_blocking_s_ / train_seconds, train_seconds, ckpt_write_s_ / double(ckpts_));
+  print_health_cost(step_seconds, steps_run);
   if (last < tc.steps) {
     if (is_root()) fmt::print(stderr, "# stopped at step {} of {} (--stop-at); resume to continue\n", step_, tc.steps);
     return Status::ok();

@@ -126,6 +126,8 @@ class Trainer {
   void reduce_step_stats(StepResult& r);   // sums / means over ranks
   double global_grad_norm();               // pre-clip L2 norm of the whole gradient (all ranks)
   void apply_update(double lr, double norm);  // clip by the global norm + AdamW on the shard
+  Status health_check(int64_t step);       // the GEMM check on every rank; an error names the culprits
+  void print_health_cost(double step_seconds, int64_t steps) const;  // closing line (rank 0)
   Status rollback(int64_t spike_step);     // spike policy rollback: newest checkpoint, skip the data since
   void record_skipped(int64_t first_sequence, int64_t count);  // per-bucket tokens of skipped data
   int64_t data_step() const { return step_ + data_offset_steps_; }  // the data position of the next step
@@ -159,6 +161,9 @@ class Trainer {
   std::map<int64_t, int64_t> rollbacks_to_;  // checkpoint step -> rollbacks to it in this process
   std::string grad_culprits_;  // ranks whose gradient shard was not finite this step ("" if none)
   std::map<std::string, int64_t> skipped_tokens_;  // per bucket, skipped by the spike guard
+  int64_t health_checks_ = 0;      // health checks run by this process, and their wall time
+  double health_seconds_ = 0.0;         // all but the first
+  double health_first_seconds_ = 0.0;
   double peak_gflops_ = 0.0;
   std::FILE* metrics_ = nullptr;
 };

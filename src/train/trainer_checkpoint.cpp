@@ -29,6 +29,7 @@ RunConfig normalised(RunConfig c) {
   c.train.eval_every = 0;  // evaluation never changes training
   c.train.eval_batches = 0;
   c.train.threads = 0;
+  c.train.health = HealthConfig();  // checks never change training
   c.dist = DistConfig();  // any layout resumes any checkpoint (resharding)
   c.source.clear();
   return c;
@@ -137,8 +138,8 @@ Status Trainer::restore(const std::string& dir) {
   if (was != now)
     return Status::errorf(
         "{}: checkpoint was written with a different config (only train.steps, checkpoint_every, "
-        "keep_checkpoints, log_every, eval_every, eval_batches, threads and the [dist] layout may change on "
-        "resume); differences (checkpoint -> now):\n{}",
+        "keep_checkpoints, log_every, eval_every, eval_batches, threads, health.* and the [dist] layout may "
+        "change on resume); differences (checkpoint -> now):\n{}",
         dir, config_differences(was, now));
   // Whatever world size wrote it, each rank takes its ranges of the whole tensors.
   MT_RETURN_IF_ERROR(load_checkpoint_tensors(ck));

@@ -151,6 +151,8 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
       {"train", {"train", "--config", missing}, 2},
       {"train", {"train", "--inject-fault", "explode"}, 2},
       {"bench", {"bench", "--preset", "nope"}, 2},
+      {"doctor", {"doctor", "--inject-fault", "wronggemm"}, 2},
+      {"doctor", {"doctor", "--memory-mib", "8", "--inject-fault", "wronggemm:0"}, 1},
       {"ckpt inspect", {"ckpt", "inspect", missing}, 1},
       {"report", {"report", missing}, 1},
       {"data build", {"data", "build", "--config", missing, "--out", missing}, 2},
@@ -182,7 +184,7 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
     }
   }
   // Every leaf command has its row; data plan's 3 is run in DataPipeline.PlanPassesOrFailsNamingBuckets.
-  EXPECT_EQ(documented.size(), 17u);
+  EXPECT_EQ(documented.size(), 18u);
   EXPECT_TRUE(documented.at("data plan").count(3));
 }
 

@@ -3,6 +3,7 @@
 // fp32 and 1100-1350 GFLOP/s bf16 (AMX) on the model's shapes; OpenBLAS
 // 270-300 fp32 and no bf16 GEMM in Debian's build (docs/performance.md).
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_fault.h"
 
 #include <algorithm>
 #include <map>
@@ -58,6 +59,15 @@ struct Shadow {
   int64_t n = 0;
 };
 Shadow g_shadow;
+
+// gemm_inject_relative_error: 0 = off. Read once per call, after the product.
+float g_inject_rel = 0.0f;
+
+void perturb_output(float* C, const GemmShape& s) {
+  const float f = 1.0f + g_inject_rel;
+  for (int64_t i = 0; i < s.M; ++i)
+    for (int64_t j = 0; j < s.N; ++j) C[i * s.ldc + j] *= f;
+}
 
 // The shadow copy of a rows x cols operand with leading dim ld, or null.
 const bf16* shadow_of(const float* p, int64_t rows, int64_t cols, int64_t ld) {
@@ -141,6 +151,7 @@ void gemm(float* C, const float* A, const float* B, const GemmShape& s0, float b
 
   if (use_skinny(s, p)) {
     skinny_gemm(C, A, B, s, beta);
+    if (g_inject_rel != 0.0f) [[unlikely]] perturb_output(C, s);
     return;
   }
 
@@ -209,6 +220,7 @@ void gemm(float* C, const float* A, const float* B, const GemmShape& s0, float b
   dnnl::memory c_mem(c_md, e.eng, C);
   prim->execute(e.strm, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
   e.strm.wait();
+  if (g_inject_rel != 0.0f) [[unlikely]] perturb_output(C, s);
 }
 
 void linear_forward(float* y, const float* x, const float* W, int64_t M, int64_t N, int64_t K,
@@ -229,6 +241,8 @@ void linear_backward_weight(float* dW, const float* dy, const float* x, int64_t 
 void gemm_register_bf16_shadow(const float* base, const bf16* shadow, int64_t n) {
   g_shadow = shadow ? Shadow{base, shadow, n} : Shadow{};
 }
+
+void gemm_inject_relative_error(double rel) { g_inject_rel = float(rel); }
 
 int64_t gemm_cache_size() {
   std::lock_guard<std::mutex> lock(engine().mu);
