@@ -44,6 +44,10 @@ void register_supervise(CLI::App& app, CommandAction& run) {
       ->capture_default_str();
   sub->add_option("--max-restarts", o->max_restarts, "Launches allowed in all")->check(CLI::PositiveNumber)
       ->capture_default_str();
+  sub->add_option("--stragglers", o->straggler_policy,
+                  "A rank that keeps the others waiting three steps running: warn (an event) or replace (a failure)")
+      ->check(CLI::IsMember({"warn", "replace"}))
+      ->capture_default_str();
   sub->add_option("--mpirun", o->mpirun, "The mpirun to use")->capture_default_str();
   sub->add_flag("--local", o->local, "Every host is this machine (one box): no --host to mpirun");
   sub->add_option("train_args", o->train_args, "Arguments of `moetrain train` (after --), e.g. --config C.toml");

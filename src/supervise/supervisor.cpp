@@ -11,7 +11,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "core/file_io.h"
@@ -239,6 +241,9 @@ Status supervise(const SupervisorOptions& opt) {
     std::string failure_kind, detail;
     int64_t culprit = -1, last_step = from_step;
     bool scale_up = false;
+    std::map<int64_t, int64_t> slow_steps;  // rank -> consecutive steps it was the straggler
+    std::map<int64_t, int64_t> slow_seen;   // rank -> the last step counted
+    std::set<int64_t> named;                // stragglers reported in this launch
     while (true) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       if (child->poll(&code)) {
@@ -272,6 +277,32 @@ Status supervise(const SupervisorOptions& opt) {
         failure_kind = "hang";
         detail = stale;
         break;
+      }
+      // Stragglers: the others wait for them, they wait least.
+      double max_wait = 0;
+      for (const Heartbeat& h : beats) max_wait = std::max(max_wait, h.wait_s);
+      if (max_wait > opt.straggler_wait_s && beats.size() > 1) {
+        for (const Heartbeat& h : beats) {
+          if (h.wait_s < 0 || slow_seen[h.rank] == h.step) continue;
+          slow_seen[h.rank] = h.step;
+          slow_steps[h.rank] = h.wait_s < 0.25 * max_wait ? slow_steps[h.rank] + 1 : 0;
+          if (slow_steps[h.rank] >= 3 && !named.count(h.rank)) {
+            named.insert(h.rank);
+            const Host* host = host_of_rank(st.hosts, h.rank);
+            const std::string what = fmt::format("rank {} (pid {} on {}) keeps the others waiting: it waited {:.3f} s "
+                                                 "of a {:.3f} s step, the others up to {:.3f} s",
+                                                 h.rank, h.pid, h.host, h.wait_s, h.step_s, max_wait);
+            append_event(opt.run_dir, {{"event", "straggler"}, {"rank", h.rank}, {"host", host ? host->name : ""},
+                                       {"step", h.step}, {"detail", what}, {"policy", opt.straggler_policy}});
+            say("straggler: " + what);
+            if (opt.straggler_policy == "replace") {
+              failure_kind = "straggler";
+              detail = what;
+              culprit = h.rank;
+            }
+          }
+        }
+        if (failure_kind == "straggler") break;
       }
       // A host back, room to grow, and a checkpoint newer than this launch's start: restart larger.
       for (const std::string& name : recover_hosts(st.hosts, t)) {
@@ -315,9 +346,21 @@ Status supervise(const SupervisorOptions& opt) {
       const double interval = ckpt_every * step_s;
       const double restart = st.failures > 0 ? st.restart_s / double(st.failures) : 0;
       const double predicted = std::isfinite(mtbf) ? std::max(0.0, 1.0 - (interval / 2 + restart) / mtbf) : 1.0;
+      // Young/Daly: the interval that balances checkpoint cost against lost
+      // work is sqrt(2 delta MTBF), delta = a checkpoint's training-thread cost
+      // (the last launch's closing line says it).
+      double delta = NAN;
+      {
+        std::smatch m;
+        static const std::regex re(R"(# checkpoints: (\d+) \([a-z]+\), ([0-9.]+) s on the training thread)");
+        if (std::regex_search(text, m, re)) delta = std::stod(m[2].str()) / std::stod(m[1].str());
+      }
+      const double young = std::isfinite(mtbf) && std::isfinite(delta) ? std::sqrt(2 * delta * mtbf) : NAN;
       const json g = {{"event", "goodput"},         {"failures", st.failures},   {"launches", st.launches},
                       {"lost_steps", st.lost_steps}, {"restart_s", st.restart_s}, {"supervised_s", st.supervised_s},
-                      {"compute_s", kept_s},         {"goodput", goodput},         {"predicted_goodput", predicted}};
+                      {"compute_s", kept_s},         {"goodput", goodput},         {"predicted_goodput", predicted},
+                      {"checkpoint_cost_s", std::isfinite(delta) ? json(delta) : json()},
+                      {"young_daly_interval_s", std::isfinite(young) ? json(young) : json()}};
       append_event(opt.run_dir, g);
       MT_RETURN_IF_ERROR(save_state(opt.run_dir, st));
       say(fmt::format("finished at step {}: {} interruptions, {} launches, {} steps lost, {:.1f} s restarting; goodput "
@@ -326,6 +369,10 @@ Status supervise(const SupervisorOptions& opt) {
                       "restart time ({:.1f} s)",
                       steps, st.failures, st.launches, st.lost_steps, st.restart_s, 100 * goodput, st.supervised_s,
                       100 * predicted, mtbf, interval, restart));
+      if (std::isfinite(young))
+        say(fmt::format("a checkpoint cost {:.3f} s of training time; for the measured MTBF the Young/Daly interval is "
+                        "{:.1f} s = about {:.0f} steps (train.checkpoint_every is {:.0f})",
+                        delta, young, step_s > 0 ? young / step_s : 0.0, ckpt_every));
       return Status::ok();
     }
     if (exited && code == 2 && last_step == from_step)

@@ -38,6 +38,11 @@ struct SupervisorOptions {
   double startup_timeout_s = 300;     // from launch to every rank's first heartbeat
   double wait_for_hosts_s = 0;        // below --min-ranks: wait this long for hosts to come back
   int64_t max_restarts = 100;
+  // A rank that keeps the others waiting (it waits less than a quarter of
+  // the longest wait, which is over straggler_wait_s, three steps running)
+  // is named; "replace" also treats it as a failed host.
+  std::string straggler_policy = "warn";
+  double straggler_wait_s = 0.1;
   HostPolicy policy;
 };
 

@@ -18,7 +18,8 @@ double wall_seconds() {
 void write_heartbeat(const std::string& dir, const Heartbeat& h) {
   static bool warned = false;
   const nlohmann::json j = {{"rank", h.rank}, {"pid", h.pid},     {"host", h.host},
-                            {"step", h.step}, {"phase", h.phase}, {"time", h.time}};
+                            {"step", h.step}, {"phase", h.phase}, {"time", h.time},
+                            {"step_s", h.step_s}, {"wait_s", h.wait_s}};
   const std::string path = fmt::format("{}/rank_{}.json", dir, h.rank), tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "w");
   bool ok = f != nullptr;
@@ -50,6 +51,8 @@ std::vector<Heartbeat> read_heartbeats(const std::string& dir) {
     h.host = j.value("host", std::string());
     h.phase = j.value("phase", std::string());
     h.time = j.value("time", 0.0);
+    h.step_s = j.value("step_s", -1.0);
+    h.wait_s = j.value("wait_s", -1.0);
     out.push_back(h);
   }
   return out;

@@ -14,6 +14,9 @@ struct Heartbeat {
   int64_t rank = -1, pid = 0, step = 0;
   std::string host, phase;  // phase: "starting", "step", "checkpoint", "done"
   double time = 0;          // seconds since the epoch
+  // The rank's last finished step: its wall time and the part of it spent
+  // waiting for other ranks (-1: none yet). A straggler waits least.
+  double step_s = -1, wait_s = -1;
 };
 
 // Best effort: a heartbeat that cannot be written is reported once on stderr.

@@ -199,11 +199,14 @@ void Trainer::beat(const char* phase) {
     gethostname(name, sizeof name - 1);
     return std::string(name);
   }();
-  write_heartbeat(opt_.heartbeat_dir, {dist_->world.rank(), int64_t(getpid()), step_ + 1, host, phase, wall_seconds()});
+  write_heartbeat(opt_.heartbeat_dir, {dist_->world.rank(), int64_t(getpid()), step_ + 1, host, phase, wall_seconds(),
+                                       last_step_s_, last_wait_s_});
 }
 
 void Trainer::finish_step(StepResult& r) {
   r.comm = dist_->world.stats();
+  last_step_s_ = r.seconds;
+  last_wait_s_ = r.comm.wait_seconds;
   r.world_size = dist_->world.size();
 }
 

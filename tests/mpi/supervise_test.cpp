@@ -134,6 +134,27 @@ TEST(Supervise, AHungRankIsNamedAndReplaced) {
   EXPECT_NE(report.find("<h2>Events</h2>"), std::string::npos);
 }
 
+// A slowed rank (0.5 s before each step) makes the others wait: named as a
+// straggler, and with --stragglers replace its host is swapped for the spare.
+TEST(Supervise, AStragglerIsNamedAndReplaced) {
+  TempDir tmp;
+  write_file(tmp / "hosts", "n0\nn1\nn2\n");
+  const auto train = train_args(30, 5, {"--inject-fault", "slow:1:8"});
+  const auto r = run_process(
+      supervise_argv(tmp / "hosts", tmp / "run", {"--spares", "1", "--stragglers", "replace"}, train), 300);
+  ASSERT_EQ(r.exit_code, 0) << r;
+  bool named = false;
+  for (const json& e : events(tmp / "run"))
+    if (e["event"] == "straggler") {
+      EXPECT_EQ(e["rank"], 1);
+      EXPECT_EQ(e["host"], "n1");
+      named = true;
+    }
+  EXPECT_TRUE(named);
+  EXPECT_NE(r.err.find("spare host n2 joins"), std::string::npos) << r;
+  EXPECT_EQ(final_hash(tmp / "run"), reference_hash(tmp, 2, train_args(30, 5)));
+}
+
 TEST(Supervise, ElasticShrinksThenGrowsBackWhenTheHostReturns) {
   TempDir tmp;
   write_file(tmp / "hosts", "n0\nn1\nn2\nn3\n");
