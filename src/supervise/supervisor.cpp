@@ -84,7 +84,10 @@ int64_t batch_size(const std::string& run_dir) {
 
 // The rank of a failed process, from mpirun's report or the trainer's own messages.
 int64_t failed_rank_in_log(const std::string& log) {
-  static const std::regex patterns[] = {std::regex(R"(process rank (\d+))"),
+  // A health check's verdict names the rank that computed wrong; the rank
+  // that happened to abort first (mpirun's report) may be another.
+  static const std::regex patterns[] = {std::regex(R"(health check failed, culprit rank (\d+))"),
+                                        std::regex(R"(process rank (\d+))"),
                                         std::regex(R"(Process name: \[\[\d+,\d+\],(\d+)\])"),
                                         std::regex(R"(MPI_ABORT was invoked on rank (\d+))"),
                                         std::regex(R"(rank (\d+): injected fault)"),

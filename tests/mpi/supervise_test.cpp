@@ -155,6 +155,27 @@ TEST(Supervise, AStragglerIsNamedAndReplaced) {
   EXPECT_EQ(final_hash(tmp / "run"), reference_hash(tmp, 2, train_args(30, 5)));
 }
 
+// Silent wrong math (a GEMM off by 1e-3 on rank 1 from step 5): the periodic
+// health check names rank 1, the supervisor marks its host and relaunches
+// from the last checkpoint on the spare: replace and roll back.
+TEST(Supervise, AWrongMathRankIsReplacedAndRolledBack) {
+  TempDir tmp;
+  write_file(tmp / "hosts", "n0\nn1\nn2\n");
+  const auto train = train_args(30, 4, {"--set", "health.every=2", "--inject-fault", "wronggemm:1:5"});
+  const auto r = run_process(supervise_argv(tmp / "hosts", tmp / "run", {"--spares", "1"}, train), 300);
+  ASSERT_EQ(r.exit_code, 0) << r;
+  bool named = false;
+  for (const json& e : events(tmp / "run"))
+    if (e["event"] == "failure") {
+      EXPECT_EQ(e["rank"], 1) << e.dump();
+      EXPECT_EQ(e["host"], "n1") << e.dump();
+      named = true;
+    }
+  EXPECT_TRUE(named);
+  EXPECT_NE(r.err.find("spare host n2 joins"), std::string::npos) << r;
+  EXPECT_EQ(final_hash(tmp / "run"), reference_hash(tmp, 2, train_args(30, 4, {"--set", "health.every=2"})));
+}
+
 TEST(Supervise, ElasticShrinksThenGrowsBackWhenTheHostReturns) {
   TempDir tmp;
   write_file(tmp / "hosts", "n0\nn1\nn2\nn3\n");
