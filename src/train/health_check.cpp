@@ -26,6 +26,9 @@ void declare_keys(ConfigSchema& s, HealthConfig& c) {
         "a failure stops the run naming the rank")
       .range(0, int64_t(1) << 40).unit("steps").note("0 = off");
   s.add("health.at_start", &c.at_start, "run the same check once before the first step");
+  s.add("health.recompute", &c.recompute,
+        "at each check, every rank also recomputes the next rank's slice of the last micro-batch and the losses are "
+        "compared bitwise (silent corruption on the training path; needs dist.ep = 1 and 3+ ranks to name one rank)");
 }
 
 namespace {

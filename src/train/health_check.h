@@ -29,6 +29,9 @@ class ConfigSchema;
 struct HealthConfig {
   int64_t every = 0;      // run the GEMM check every N steps; 0 = never
   bool at_start = false;  // and once before the first step
+  // With every: each rank also recomputes its neighbour's share of the last
+  // micro-batch (pure FSDP, ep = 1) and the losses are compared bitwise.
+  bool recompute = false;
 };
 void declare_keys(ConfigSchema& s, HealthConfig& c);
 

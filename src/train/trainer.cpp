@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -287,6 +288,8 @@ void Trainer::evaluate(StepResult& r) {
 
 Status Trainer::health_check(int64_t step) {
   set_comm_context(fmt::format("health check after step {}", step));
+  // The training path first (it names the rank from real work), then the probe.
+  if (step > 0) MT_RETURN_IF_ERROR(recompute_check(step));
   const GemmVerdict v = check_gemm_all_ranks(dist_->world);
   // The first check also builds the probe's fp64 reference and oneDNN's
   // primitive: a one-off, reported apart from the steady cost.
@@ -305,6 +308,58 @@ Status Trainer::health_check(int64_t step) {
   return Status::errorf("{}: health check failed, culprit rank {}: {}; stopping (the last checkpoint is kept)",
                         step == 0 ? std::string("before the first step") : fmt::format("step {}", step),
                         join_ranks(v.culprits), v.message);
+}
+
+// Silent corruption on the training path: every rank computes the loss of
+// its own slice of the last micro-batch and of the next rank's slice, with
+// the same gathered parameters; each slice's two losses must agree to the
+// bit (the kernels are deterministic and thread-count invariant). A rank
+// that computes wrong disagrees on two slices, its own and its neighbour's,
+// and with 3+ ranks is the one rank common to both disagreements.
+Status Trainer::recompute_check(int64_t step) {
+  const TrainConfig& tc = cfg_.train;
+  Comm& w = dist_->world;
+  const int64_t n = w.size();
+  if (!tc.health.recompute || n < 2 || dist_->shape.ep != 1) return Status::ok();
+  const double t0 = now_seconds();
+  const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
+  const int64_t lb = local_batch(), first = (data_step() - 1) * tc.grad_accum * tc.batch_size;
+  auto loss_of_slice = [&](int64_t owner) {
+    for (int64_t b = 0; b < lb; ++b)
+      data_->sequence(first + owner * lb + b, tc.seq_len, batch_.data() + b * (tc.seq_len + 1));
+    return model_->forward(*dist_->fsdp, batch_.data(), bias).loss;
+  };
+  const double mine[2] = {loss_of_slice(w.rank()), loss_of_slice((w.rank() + 1) % n)};
+  std::vector<double> all(size_t(2 * n));
+  std::vector<int64_t> counts(static_cast<size_t>(n), 2), offsets(static_cast<size_t>(n), 0);
+  for (int64_t r = 0; r < n; ++r) offsets[size_t(r)] = 2 * r;
+  w.allgatherv(mine, 2, all.data(), counts.data(), offsets.data(), DType::kF64, "allgather (recompute check)");
+  std::vector<int64_t> suspicion(size_t(n), 0);
+  std::string bad;
+  for (int64_t q = 0; q < n; ++q) {
+    const int64_t p = (q + n - 1) % n;  // rank p recomputed q's slice
+    if (std::memcmp(&all[size_t(2 * q)], &all[size_t(2 * p + 1)], sizeof(double)) == 0) continue;
+    ++suspicion[size_t(q)];
+    ++suspicion[size_t(p)];
+    bad += fmt::format("{}slice of rank {}: {:.17g} by rank {}, {:.17g} by rank {}", bad.empty() ? "" : "; ", q,
+                       all[size_t(2 * q)], q, all[size_t(2 * p + 1)], p);
+  }
+  health_seconds_ += now_seconds() - t0;
+  if (bad.empty()) return Status::ok();
+  std::vector<int> culprits;
+  for (int64_t r = 0; r < n; ++r)
+    if (suspicion[size_t(r)] == 2 || (n == 2 && suspicion[size_t(r)] > 0)) culprits.push_back(int(r));
+  if (is_root())
+    append_event(opt_.run_dir, {{"event", "health_check_failed"},
+                                {"step", step},
+                                {"check", "recompute"},
+                                {"culprits", culprits},
+                                {"why", bad}});
+  w.barrier("recompute check verdict");
+  return Status::errorf("step {}: health check failed, culprit rank {}: a micro-batch recomputed on another rank "
+                        "gives a different loss ({}){}; stopping (the last checkpoint is kept)",
+                        step, join_ranks(culprits), bad,
+                        n == 2 ? " (with 2 ranks either could be wrong; the GEMM check or a third rank decides)" : "");
 }
 
 void Trainer::print_health_cost(double step_seconds, int64_t steps) const {

@@ -134,6 +134,7 @@ class Trainer {
   void begin_step();                       // per-step comm accounting (and fault injection)
   void finish_step(StepResult& r);         // comm figures of the step into r
   void beat(const char* phase);            // heartbeat (supervised runs)
+  Status recompute_check(int64_t step);    // health.recompute: a micro-batch recomputed on the next rank
   double last_step_s_ = -1, last_wait_s_ = -1;  // of the last step, for the heartbeat
   std::vector<AdamW::Range> owned_ranges() const;  // the layout ranges this rank's buffers hold
   void init_local_params();        // deterministic init of the full model, keeping this rank's shard
