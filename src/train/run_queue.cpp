@@ -33,6 +33,23 @@ int64_t latest_logged_step(const std::string& run_dir) {
   return 0;
 }
 
+nlohmann::json last_metrics_line(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/metrics.jsonl");
+  nlohmann::json last;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) last = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  return last;
+}
+
+std::string logged_state_hash(const std::string& log) {
+  const std::string tail = file_tail(log, 1 << 16);
+  const std::string key = "state hash ";
+  const size_t at = tail.rfind(key);
+  if (at == std::string::npos) return {};
+  const size_t from = at + key.size();
+  return tail.substr(from, tail.find_first_of(", \n", from) - from);
+}
+
 Status run_queue(std::vector<QueuedRun>& runs, const RunQueueOptions& opt) {
   auto exe = self_executable();
   if (!exe) return exe.status();

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,11 @@ Status run_queue(std::vector<QueuedRun>& runs, const RunQueueOptions& opt);
 
 // The newest "step" in RUN_DIR/metrics.jsonl (0 if none yet).
 int64_t latest_logged_step(const std::string& run_dir);
+
+// What a finished child run left: the last line of RUN_DIR/metrics.jsonl
+// (null if none), and the state hash its log printed last ("# done: step N,
+// state hash H"; "" if none).
+nlohmann::json last_metrics_line(const std::string& run_dir);
+std::string logged_state_hash(const std::string& log);
 
 }  // namespace mt

@@ -153,10 +153,7 @@ Result<std::vector<json>> read_results(const std::string& path) {
 
 // The last metrics line of a finished run (it carries the final held-out loss).
 Result<json> final_metrics(const std::string& dir, int64_t steps) {
-  std::ifstream in(dir + "/metrics.jsonl");
-  json last;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) last = json::parse(line, nullptr, false);
+  const json last = last_metrics_line(dir);
   if (!last.is_object() || last.value("step", int64_t(-1)) != steps)
     return Status::errorf("{}/metrics.jsonl: no line for the final step {}", dir, steps);
   if (!last.contains("eval_loss") || !last["eval_loss"].is_number())
@@ -164,16 +161,6 @@ Result<json> final_metrics(const std::string& dir, int64_t steps) {
         "no held-out loss: the base config needs held-out data (data.dataset with eval documents, or "
         "data.eval_frac > 0)");
   return last;
-}
-
-// The state hash the child printed last ("# done: step N, state hash H").
-std::string logged_state_hash(const std::string& log) {
-  const std::string tail = file_tail(log, 1 << 16);
-  const std::string key = "state hash ";
-  const size_t at = tail.rfind(key);
-  if (at == std::string::npos) return {};
-  const size_t from = at + key.size();
-  return tail.substr(from, tail.find_first_of(", \n", from) - from);
 }
 
 // A branch starts as a copy of the full run at its branch step: the

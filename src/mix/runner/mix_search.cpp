@@ -42,10 +42,7 @@ std::string proxy_name(int64_t k) { return fmt::format("p{:03d}", k); }
 // The held-out losses and ledger of a finished run, checked against its plan.
 Result<json> read_run(const MixSpace& s, const MixRun& r, const MixturePlan& plan, const std::string& dir,
                       int64_t steps, const std::string& log) {
-  std::ifstream in(dir + "/metrics.jsonl");
-  json last;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) last = json::parse(line, nullptr, false);
+  const json last = last_metrics_line(dir);
   if (!last.is_object() || last.value("step", int64_t(-1)) != steps || !last.contains("bucket_eval_loss"))
     return Status::errorf("{}/metrics.jsonl: no held-out losses per bucket at the final step {}", dir, steps);
   json rec;
@@ -81,9 +78,7 @@ Result<json> read_run(const MixSpace& s, const MixRun& r, const MixturePlan& pla
     return Status::errorf("{}: a bucket's ledger is {:.2f} sequences from its mixture (the sampler guarantees one)",
                           dir, worst);
   rec["ledger_max_deviation"] = worst;  // in sequences
-  const std::string tail = file_tail(log, 1 << 16);
-  const size_t at = tail.rfind("state hash ");
-  if (at != std::string::npos) rec["state_hash"] = tail.substr(at + 11, tail.find_first_of(", \n", at + 11) - at - 11);
+  if (const std::string hash = logged_state_hash(log); !hash.empty()) rec["state_hash"] = hash;
   return rec;
 }
 
