@@ -400,12 +400,13 @@ Status Trainer::run() {
         fmt::print(stderr, "\n# step {}: spike: {}; policy {}: the update is not applied\n", r.step, r.spike,
                    spike_policy_name(sc.policy));
       if (sc.policy == SpikePolicy::kOff)
-        return Status::errorf("step {}: {} (diverged; spike.policy = \"off\"); the last checkpoint is kept", r.step,
-                              r.spike);
+        return stop_keeping_last_checkpoint(Status::errorf(
+            "step {}: {} (diverged; spike.policy = \"off\"); the last checkpoint is kept", r.step, r.spike));
       if (spike_.in_a_row >= sc.max_in_a_row)
-        return Status::errorf("step {}: {} spikes in a row (spike.max_in_a_row), the last: {}; stopping with the last "
-                              "checkpoint kept",
-                              r.step, spike_.in_a_row, r.spike);
+        return stop_keeping_last_checkpoint(
+            Status::errorf("step {}: {} spikes in a row (spike.max_in_a_row), the last: {}; stopping with the last "
+                           "checkpoint kept",
+                           r.step, spike_.in_a_row, r.spike));
       if (is_root())
         append_event(opt_.run_dir, {{"event", "spike"},
                                     {"step", r.step},
@@ -428,7 +429,8 @@ Status Trainer::run() {
     losses.push_back(r.loss);
     train_seconds += r.seconds;
     if (!std::isfinite(r.loss))
-      return Status::errorf("step {}: loss is {} (diverged); last checkpoint is kept", r.step, r.loss);
+      return stop_keeping_last_checkpoint(
+          Status::errorf("step {}: loss is {} (diverged); last checkpoint is kept", r.step, r.loss));
     const bool eval = tc.eval_every > 0 && (r.step % tc.eval_every == 0 || r.step == tc.steps);
     if (eval) evaluate(r);
     if (eval || r.step % tc.log_every == 0 || r.step == tc.steps || r.step == last) {

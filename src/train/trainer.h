@@ -142,6 +142,10 @@ class Trainer {
   std::vector<TensorView> checkpoint_views() const;
   Status write_checkpoint_files(const std::vector<TensorView>& views, const nlohmann::json& state);
   Status finish_checkpoint();      // commits the checkpoint being written, if any (collective)
+  // A run that stops because it diverged still commits the checkpoint being
+  // written: it was snapshotted before the bad step, so it is the last good
+  // one (collective; every rank reaches it from the same reduced verdict).
+  Status stop_keeping_last_checkpoint(Status why);
   struct PendingCheckpoint;
   std::unique_ptr<PendingCheckpoint> pending_ckpt_;
   double ckpt_blocking_s_ = 0, ckpt_write_s_ = 0;  // main-thread time in checkpoints; start-to-commit time

@@ -319,6 +319,12 @@ Status Trainer::finish_checkpoint() {
   return Status::ok();
 }
 
+Status Trainer::stop_keeping_last_checkpoint(Status why) {
+  Status committed = finish_checkpoint();
+  if (!committed) return Status::errorf("{}; and the checkpoint being written failed: {}", why.message(), committed.message());
+  return why;
+}
+
 Status Trainer::load_checkpoint_tensors(const LoadedCheckpoint& ck) {
   // Any world size wrote it: take this rank's ranges of the whole tensors.
   for (const TensorView& v : checkpoint_views()) {
