@@ -15,6 +15,7 @@ packages=(
   liblbfgs-dev                     # L-BFGS for the scaling-law fits (src/ladder)
   libxgboost-dev                   # gradient-boosted trees for the mixture search (src/mix)
   libsentencepiece-dev libzstd-dev zlib1g-dev  # data pipeline: BPE tokenizer, .zst/.gz corpora
+  libfasttext-dev                  # data labels: quality and topic classifiers, document vectors
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   python3-doc manpages-dev         # quickstart corpus (Debian-shipped text; also base-files' licences)
