@@ -13,6 +13,9 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/data_docs.h"
+#include "data/build_comm.h"
+#include "dist/mpi_comm.h"
 #include "core/file_io.h"
 #include "train/run_config.h"
 #include "core/hash.h"
@@ -35,13 +38,32 @@ int fail(const std::string& cmd, const Status& s, int code = 1) {
   return code;
 }
 
-int run_build(const std::string& config, const std::vector<std::string>& sets, const std::string& out, bool quiet) {
+// The MPI world as the data layer's one collective.
+class WorldBuildComm final : public BuildComm {
+ public:
+  explicit WorldBuildComm(Comm& w) : w_(w) {}
+  int rank() const override { return w_.rank(); }
+  int size() const override { return w_.size(); }
+  std::vector<std::string> allgather(const std::string& mine, const char* what) override {
+    return w_.allgather_strings(mine, what);
+  }
+
+ private:
+  Comm& w_;
+};
+
+int run_build(const std::string& config, const std::vector<std::string>& sets, const std::string& out, bool quiet,
+              double timeout_s) {
   auto cfg = load_data_build_config(config, sets);
   if (!cfg) return fail("data build", cfg.status(), 2);
+  // Under mpirun every rank reads, labels and tokenizes its share; rank 0 writes.
+  std::unique_ptr<Comm> world = make_world_comm(timeout_s);
+  WorldBuildComm comm(*world);
   BuildReport rep;
   const double t0 = now_seconds();
-  Status s = build_dataset(cfg.value(), out, rep, !quiet);
+  Status s = build_dataset(cfg.value(), out, rep, !quiet, comm);
   if (!s) return fail("data build", s);
+  if (comm.rank() != 0) return 0;
   const double dt = now_seconds() - t0;
   const IngestStats& st = rep.ingest;
   fmt::print("built {}: {} buckets, {} train tokens in {} documents, {} eval tokens in {} documents\n", out,
@@ -51,6 +73,9 @@ int run_build(const std::string& config, const std::vector<std::string>& sets, c
   for (const auto& [why, n] : st.dropped) fmt::print("  dropped {}: {}\n", why, n);
   for (const auto& [why, n] : st.skipped_files) fmt::print("  skipped repository files ({}): {}\n", why, n);
   for (const auto& [why, msg] : st.first_error) fmt::print("  first {}: {}\n", why, msg);
+  if (st.long_docs_split + st.long_docs_truncated)
+    fmt::print("  documents over limits.max_doc_bytes: {} split, {} truncated\n", st.long_docs_split,
+               st.long_docs_truncated);
   if (st.utf8_repaired) fmt::print("  invalid UTF-8 sequences replaced: {}\n", st.utf8_repaired);
   fmt::print("  tokenizer: {} pieces; time: ingest {:.2f}s, tokenizer {:.2f}s, labels {:.2f}s, tokenize {:.2f}s "
              "({:.2f} MB/s), write {:.2f}s, total {:.2f}s\n",
@@ -245,6 +270,7 @@ void register_data(CLI::App& app, CommandAction& run) {
     std::string config, out;
     std::vector<std::string> sets;
     bool quiet = false;
+    double timeout_s = 86400;
   };
   auto ba = std::make_shared<BuildArgs>();
   CLI::App* build = data->add_subcommand("build", "Ingest, tokenize, label and shard a corpus into DATASET_DIR.");
@@ -252,11 +278,17 @@ void register_data(CLI::App& app, CommandAction& run) {
   build->add_option("--out", ba->out, "Output dataset directory (must not exist, or be empty)")->required();
   build->add_option("--set", ba->sets, "Override a config key: KEY=VALUE (e.g. tokenizer.vocab_size=4096, input[0].path=x)");
   build->add_flag("--quiet", ba->quiet, "No progress lines");
-  build->callback([ba, &run] { run = [ba] { return run_build(ba->config, ba->sets, ba->out, ba->quiet); }; });
+  build->add_option("--timeout", ba->timeout_s,
+                    "Under mpirun: seconds a rank may wait for the others at a stage before the job is ended")
+      ->check(CLI::PositiveNumber);
+  build->callback([ba, &run] {
+    run = [ba] { return run_build(ba->config, ba->sets, ba->out, ba->quiet, ba->timeout_s); };
+  });
 
   struct InspectArgs {
-    std::string dir, html;
-    bool json = false, no_heatmap = false;
+    std::string dir, html, bucket;
+    bool json = false, no_heatmap = false, docs = false;
+    int64_t limit = 0;
   };
   auto ia = std::make_shared<InspectArgs>();
   CLI::App* insp = data->add_subcommand("inspect", "Bucket table (documents, tokens, share) and topic x quality heatmap.");
@@ -264,7 +296,27 @@ void register_data(CLI::App& app, CommandAction& run) {
   insp->add_flag("--json", ia->json, "Print JSON");
   insp->add_option("--html", ia->html, "Also write an HTML page (table + heatmap) here");
   insp->add_flag("--no-heatmap", ia->no_heatmap, "Do not write DATASET_DIR/heatmap.svg");
-  insp->callback([ia, &run] { run = [ia] { return run_inspect(ia->dir, ia->json, ia->html, !ia->no_heatmap); }; });
+  insp->add_flag("--docs", ia->docs, "List documents: id, bucket, split, scores and source (file:line)");
+  insp->add_option("--bucket", ia->bucket, "With --docs: only this bucket (TOPIC/QUALITY)");
+  insp->add_option("--limit", ia->limit, "With --docs: at most this many documents (0 = all)")->check(CLI::NonNegativeNumber);
+  insp->callback([ia, &run] {
+    run = [ia] {
+      if (ia->docs) return run_inspect_docs(ia->dir, ia->bucket, ia->json, ia->limit);
+      return run_inspect(ia->dir, ia->json, ia->html, !ia->no_heatmap);
+    };
+  });
+
+  struct ShowArgs {
+    std::string dir;
+    int64_t id = 0;
+    bool json = false;
+  };
+  auto sa = std::make_shared<ShowArgs>();
+  CLI::App* show = data->add_subcommand("show", "One document: its labels, scores, source and text.");
+  show->add_option("dataset", sa->dir, "Dataset directory")->required();
+  show->add_option("id", sa->id, "Document id (see data inspect --docs)")->required()->check(CLI::NonNegativeNumber);
+  show->add_flag("--json", sa->json, "Print JSON (text included)");
+  show->callback([sa, &run] { run = [sa] { return run_show_doc(sa->dir, sa->id, sa->json); }; });
 
   struct PlanArgs {
     std::string dir, mixture, run_config;

@@ -5,12 +5,15 @@
 // place only when complete.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "data/ingest.h"
 #include "data/labelers.h"
+#include "data/minhash.h"
 #include "data/tokenizer.h"
 
 namespace mt {
@@ -28,6 +31,13 @@ struct DataBuildConfig {
   int64_t n_quality = 5;                // [quality] levels q0 (worst) .. q{n-1} (best)
   std::vector<std::string> quality_reference;  // [quality] reference: files whose n-gram model defines "good"; empty = the corpus
   int64_t ngram_order = 4;              // [quality] order of the byte n-gram model
+  std::string quality_within = "topic";  // [quality] levels_within: levels cut within each "topic" | "input" | "corpus"
+  int64_t quality_sample_docs = 20000;  // [quality] sample_docs: corpus documents the scorers are fitted on
+  DocLimits limits;                     // [limits] max_doc_bytes, long_docs
+  bool dedup_exact = true;              // [dedup] exact: drop exact duplicates of an earlier document
+  bool dedup_near = true;               // [dedup] near: drop MinHash near-duplicates of an earlier document
+  MinHashOptions minhash;               // [dedup] ngram, bands, rows
+  int64_t batch_bytes = 32 << 20;       // [build] batch_bytes: text processed in parallel at a time
   double eval_frac = 0.01;              // [split] fraction of documents held out (by document hash)
   uint64_t seed = 1;                    // [split] seed for the eval split and clustering
   std::string source;                   // the config file
@@ -46,6 +56,7 @@ Result<DataBuildConfig> load_data_build_config(const std::string& path, const st
 
 struct BuildReport {
   IngestStats ingest;
+  std::map<std::string, int64_t> exact_duplicates, near_duplicates;  // per input path
   int64_t buckets = 0, train_tokens = 0, eval_tokens = 0, train_docs = 0, eval_docs = 0;
   int64_t vocab_size = 0;
   double seconds_ingest = 0, seconds_tokenizer = 0, seconds_labels = 0, seconds_tokenize = 0, seconds_write = 0;
@@ -55,7 +66,19 @@ struct BuildReport {
 // "<out_dir>.tmp-<pid>" beside it. First removes every "<out_dir>.tmp-<pid>"
 // whose process is gone (a crashed build's leftovers), never one whose
 // process is alive. Progress, and each removal, go to stderr when `verbose`.
+// With several ranks (`comm`), each ingests, labels and tokenizes its share
+// of the inputs and rank 0 writes the dataset; the bytes are those of a
+// one-rank build. The output directory must be on a file system all ranks
+// share. Every rank returns the same status.
+class BuildComm;
+Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& report, bool verbose,
+                     BuildComm& comm);
 Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& report,
                      bool verbose = false);
+
+// "<out_dir>.tmp-<pid>" beside out_dir, where a build assembles; and the
+// removal of those left by builds whose process is gone (see data_build.cpp).
+std::string build_dir_of(const std::string& out_dir, int64_t pid);
+void remove_stale_build_dirs(const std::string& out_dir, const std::function<void(const std::string&)>& say);
 
 }  // namespace mt

@@ -47,6 +47,10 @@ std::string shard_index_file(const std::string& topic, const std::string& qualit
   return fmt::format("buckets/{}/{}.{}.index", topic, quality, split);
 }
 
+std::string shard_docs_file(const std::string& topic, const std::string& quality, const std::string& split) {
+  return "buckets/" + topic + "/" + quality + "." + split + ".docs.jsonl";
+}
+
 int64_t Dataset::find(const std::string& name) const {
   for (size_t i = 0; i < buckets_.size(); ++i)
     if (buckets_[i].name == name) return int64_t(i);

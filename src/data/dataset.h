@@ -47,5 +47,8 @@ class Dataset {
 // Shard file paths of a bucket split, relative to the dataset directory.
 std::string shard_tokens_file(const std::string& topic, const std::string& quality, const std::string& split);
 std::string shard_index_file(const std::string& topic, const std::string& quality, const std::string& split);
+// One JSON line per document of the split, in shard order: id, provenance,
+// labels and scores (docs/data.md, "Provenance").
+std::string shard_docs_file(const std::string& topic, const std::string& quality, const std::string& split);
 
 }  // namespace mt

@@ -23,6 +23,12 @@ struct Document {
   std::string quality;          // bucket label such as "q3"; "" = unlabelled
   double quality_score = std::nan("");  // a numeric metadata score to cut into levels, if any
   std::string origin;           // "file:line" or "repo path", for messages
+  // Provenance, kept with the document into the dataset (docs/data.md).
+  std::string source;           // the input file, or the repository directory
+  int64_t line = 0;             // JSONL: the record's line (code JSONL: the repository's first row); else 0
+  int64_t offset = 0;           // JSONL: byte offset of that line in the decompressed file; else 0
+  int64_t part = 0;             // a repository split at file boundaries: which part (0-based)
+  int64_t text_offset = 0;      // a long document cut into pieces: where this piece starts in its text
 };
 
 // Appends the token ids of `d` (specials at their marks), without the

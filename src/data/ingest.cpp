@@ -95,120 +95,75 @@ std::string skip_reason(const std::string& rel, std::string_view content, int64_
   return "";
 }
 
-class Ingestor {
+// Where a long document may be cut: after the last line break in the second
+// half of [0, max), else after the last space there, else at the last UTF-8
+// character boundary before max.
+int64_t cut_point(std::string_view t, int64_t max) {
+  const std::string_view window = t.substr(size_t(max / 2), size_t(max - max / 2));
+  if (size_t nl = window.rfind('\n'); nl != std::string_view::npos) return max / 2 + int64_t(nl) + 1;
+  if (size_t sp = window.rfind(' '); sp != std::string_view::npos) return max / 2 + int64_t(sp) + 1;
+  int64_t at = max;
+  while (at > 1 && (static_cast<unsigned char>(t[size_t(at)]) & 0xC0) == 0x80) --at;
+  return at;
+}
+
+// Reads one item; documents go to the sink in order.
+class ItemReader {
  public:
-  Ingestor(const CodeOptions& code, std::vector<Document>& docs, IngestStats& st)
-      : code_(code), docs_(docs), st_(st) {}
+  ItemReader(const InputSpec& in, const CodeOptions& code, const DocLimits& limits, const DocumentSink& sink,
+             IngestStats& st)
+      : in_(in), code_(code), limits_(limits), sink_(sink), st_(st) {}
 
-  Status input(const InputSpec& in) {
-    std::error_code ec;
-    if (!fs::exists(in.path, ec)) return Status::errorf("{}: input does not exist", in.path);
-    const bool dir = fs::is_directory(in.path, ec);
-    switch (in.kind) {
+  Status read(const IngestItem& item) {
+    switch (item.kind) {
       case InputKind::kRepo:
-        if (!dir) return Status::errorf("{}: kind = \"repo\" needs a directory", in.path);
-        return repo_dir(in, in.path, fs::path(in.path).filename().string());
-      case InputKind::kRepos: {
-        if (!dir) return Status::errorf("{}: kind = \"repos\" needs a directory of repositories", in.path);
-        std::vector<fs::path> repos;
-        for (const auto& e : fs::directory_iterator(in.path, ec))
-          if (e.is_directory() && !ignored_dir(e.path().filename().string())) repos.push_back(e.path());
-        if (ec) return Status::errorf("{}: cannot list: {}", in.path, ec.message());
-        std::sort(repos.begin(), repos.end());
-        for (const auto& r : repos) MT_RETURN_IF_ERROR(repo_dir(in, r.string(), r.filename().string()));
-        return Status::ok();
-      }
-      default: break;
+      case InputKind::kRepos: return repo_dir(item.path, item.repo);
+      case InputKind::kText: ++st_.files; return text_file(item.path);
+      default: ++st_.files; return jsonl_file(item.path, item.kind);
     }
-    if (!dir) return file(in, in.path);
-    std::vector<fs::path> files;
-    for (auto it = fs::recursive_directory_iterator(in.path, ec); !ec && it != fs::recursive_directory_iterator();
-         it.increment(ec)) {
-      const std::string name = it->path().filename().string();
-      if (!name.empty() && name[0] == '.') {
-        if (it->is_directory()) it.disable_recursion_pending();
-        continue;
-      }
-      if (!it->is_regular_file()) continue;
-      if (!in.extensions.empty() &&
-          std::none_of(in.extensions.begin(), in.extensions.end(), [&](const std::string& e) {
-            return ends_with(name, e);
-          }))
-        continue;
-      files.push_back(it->path());
-    }
-    if (ec) return Status::errorf("{}: cannot list: {}", in.path, ec.message());
-    std::sort(files.begin(), files.end());
-    if (files.empty()) return Status::errorf("{}: directory holds no input files", in.path);
-    for (const auto& f : files) MT_RETURN_IF_ERROR(file(in, f.string()));
-    return Status::ok();
-  }
-
-  // Code JSONL repositories are stitched after their file ends (rows of one
-  // repository may be anywhere in it).
-  void flush_code_rows(const InputSpec& in) {
-    for (const std::string& repo : code_order_) {
-      auto& rows = code_rows_[repo];
-      for (Document& d : stitch_repository(std::move(rows.files), repo, code_.max_repo_bytes)) {
-        d.topic = rows.topic.empty() ? in.topic : rows.topic;
-        d.quality = rows.quality.empty() ? in.quality : rows.quality;
-        add(std::move(d));
-      }
-    }
-    code_rows_.clear();
-    code_order_.clear();
   }
 
  private:
   struct RepoRows {
     std::vector<std::pair<std::string, std::string>> files;
     std::string topic, quality;
+    int64_t line = 0, offset = 0;
   };
 
-  Status file(const InputSpec& in, const std::string& path) {
-    InputKind kind = in.kind;
-    if (kind == InputKind::kAuto) {
-      const std::string base = strip_compression_suffix(path);
-      kind = ends_with(base, ".jsonl") || ends_with(base, ".ndjson") ? InputKind::kJsonl : InputKind::kText;
-    }
-    ++st_.files;
-    if (kind == InputKind::kText) return text_file(in, path);
-    return jsonl_file(in, path, kind);
-  }
-
   // kFail: the error; kSkip: counted (with the first message kept) and ok.
-  Status bad(const InputSpec& in, const std::string& reason, Status err) {
-    if (in.on_error == OnError::kFail) return err;
+  Status bad(const std::string& reason, Status err) {
+    if (in_.on_error == OnError::kFail) return err;
     ++st_.dropped[reason];
     st_.first_error.emplace(reason, err.message());
     return Status::ok();
   }
 
-  Status text_file(const InputSpec& in, const std::string& path) {
+  Status text_file(const std::string& path) {
     auto r = LineReader::open(path);
     if (!r) return r.status();
     Document d;
     MT_RETURN_IF_ERROR(r.value()->read_all(d.text));
     ++st_.records;
     d.origin = path;
+    d.source = path;
     if (const int64_t at = find_invalid_utf8(d.text); at >= 0) {
-      if (in.utf8 == Utf8Policy::kStrict)
-        return bad(in, "invalid_utf8", Status::errorf("{}: invalid UTF-8 at byte {}", path, at));
+      if (in_.utf8 == Utf8Policy::kStrict)
+        return bad("invalid_utf8", Status::errorf("{}: invalid UTF-8 at byte {}", path, at));
       st_.utf8_repaired += repair_utf8(d.text);
     }
     normalize_text(d.text);
-    d.topic = in.topic;
-    d.quality = in.quality;
-    add(std::move(d));
-    return Status::ok();
+    d.topic = in_.topic;
+    d.quality = in_.quality;
+    return add(std::move(d));
   }
 
-  Status jsonl_file(const InputSpec& in, const std::string& path, InputKind kind) {
+  Status jsonl_file(const std::string& path, InputKind kind) {
     auto opened = LineReader::open(path);
     if (!opened) return opened.status();
     LineReader& r = *opened.value();
     std::string line;
     for (;;) {
+      const int64_t offset = r.bytes_out();
       auto more = r.next(line);
       if (!more) return more.status();
       if (!more.value()) break;
@@ -216,15 +171,15 @@ class Ingestor {
       ++st_.records;
       const std::string where = fmt::format("{}:{}", path, r.line_number());
       if (const int64_t at = find_invalid_utf8(line); at >= 0) {
-        if (in.utf8 == Utf8Policy::kStrict) {
-          MT_RETURN_IF_ERROR(bad(in, "invalid_utf8", Status::errorf("{}: invalid UTF-8 at byte {}", where, at)));
+        if (in_.utf8 == Utf8Policy::kStrict) {
+          MT_RETURN_IF_ERROR(bad("invalid_utf8", Status::errorf("{}: invalid UTF-8 at byte {}", where, at)));
           continue;
         }
         st_.utf8_repaired += repair_utf8(line);
       }
       JsonlRecord rec;
       std::string reason;
-      JsonlFields f = in.fields;
+      JsonlFields f = in_.fields;
       if (kind == InputKind::kCodeJsonl && f.text == "text") f.text = "content";
       Status s = parse_jsonl_record(line, f, true, rec, where, &reason);
       if (s && kind == InputKind::kRollouts && rec.outcome < 0)
@@ -235,7 +190,7 @@ class Ingestor {
         s = Status::errorf("{}: code record needs string fields \"{}\" and \"{}\"", where, f.repo, f.path),
         reason = "missing_field";
       if (!s) {
-        MT_RETURN_IF_ERROR(bad(in, reason, s));
+        MT_RETURN_IF_ERROR(bad(reason, s));
         continue;
       }
       if (kind == InputKind::kCodeJsonl) {
@@ -250,6 +205,8 @@ class Ingestor {
           code_order_.push_back(rec.repo);
           it->second.topic = rec.topic;
           it->second.quality = rec.quality;
+          it->second.line = r.line_number();
+          it->second.offset = offset;
         }
         it->second.files.emplace_back(rec.path, std::move(rec.text));
         continue;
@@ -257,18 +214,40 @@ class Ingestor {
       normalize_text(rec.text);
       Document d;
       d.origin = where;
+      d.source = path;
+      d.line = r.line_number();
+      d.offset = offset;
       d.text = std::move(rec.text);
       if (rec.outcome >= 0) d.marks.push_back({0, rec.outcome ? Special::kSuccess : Special::kFailure});
-      d.topic = rec.topic.empty() ? in.topic : rec.topic;
-      d.quality = rec.quality.empty() ? in.quality : rec.quality;
+      d.topic = rec.topic.empty() ? in_.topic : rec.topic;
+      d.quality = rec.quality.empty() ? in_.quality : rec.quality;
       d.quality_score = rec.quality_score;
-      add(std::move(d));
+      MT_RETURN_IF_ERROR(add(std::move(d)));
     }
-    if (kind == InputKind::kCodeJsonl) flush_code_rows(in);
+    if (kind == InputKind::kCodeJsonl) return flush_code_rows(path);
     return Status::ok();
   }
 
-  Status repo_dir(const InputSpec& in, const std::string& root, const std::string& repo) {
+  // Code JSONL repositories are stitched after their file ends (rows of one
+  // repository may be anywhere in it).
+  Status flush_code_rows(const std::string& path) {
+    for (const std::string& repo : code_order_) {
+      auto& rows = code_rows_[repo];
+      for (Document& d : stitch_repository(std::move(rows.files), repo, code_.max_repo_bytes)) {
+        d.topic = rows.topic.empty() ? in_.topic : rows.topic;
+        d.quality = rows.quality.empty() ? in_.quality : rows.quality;
+        d.source = path;
+        d.line = rows.line;
+        d.offset = rows.offset;
+        MT_RETURN_IF_ERROR(add(std::move(d)));
+      }
+    }
+    code_rows_.clear();
+    code_order_.clear();
+    return Status::ok();
+  }
+
+  Status repo_dir(const std::string& root, const std::string& repo) {
     std::error_code ec;
     std::vector<std::pair<std::string, std::string>> files;
     for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
@@ -303,42 +282,39 @@ class Ingestor {
     if (ec) return Status::errorf("{}: cannot walk repository: {}", root, ec.message());
     ++st_.files;
     for (Document& d : stitch_repository(std::move(files), repo, code_.max_repo_bytes)) {
-      d.topic = in.topic;
-      d.quality = in.quality;
-      add(std::move(d));
+      d.topic = in_.topic;
+      d.quality = in_.quality;
+      d.source = root;
+      MT_RETURN_IF_ERROR(add(std::move(d)));
     }
     return Status::ok();
   }
 
-  void add(Document d) {
+  Status add(Document d) {
     if (is_blank(d.text)) {
       ++st_.dropped["empty"];
-      return;
-    }
-    XXH3_state_t* h = XXH3_createState();
-    XXH3_128bits_reset(h);
-    XXH3_128bits_update(h, d.text.data(), d.text.size());
-    for (const DocMark& m : d.marks) {
-      XXH3_128bits_update(h, &m.offset, sizeof(m.offset));
-      XXH3_128bits_update(h, &m.special, sizeof(m.special));
-    }
-    const XXH128_hash_t key = XXH3_128bits_digest(h);
-    XXH3_freeState(h);
-    if (!seen_.insert({key.low64, key.high64}).second) {
-      ++st_.dropped["duplicate"];
-      return;
+      return Status::ok();
     }
     d.topic = sanitize_label(d.topic);
     d.quality = sanitize_label(d.quality);
-    ++st_.documents;
-    st_.bytes += int64_t(d.text.size());
-    docs_.push_back(std::move(d));
+    if (int64_t(d.text.size()) <= limits_.max_doc_bytes) return sink_(std::move(d));
+    std::vector<Document> parts = split_long_document(std::move(d), limits_.max_doc_bytes);
+    if (limits_.long_docs == LongDocPolicy::kTruncate) {
+      ++st_.long_docs_truncated;
+      parts.resize(1);
+    } else {
+      ++st_.long_docs_split;
+    }
+    for (Document& p : parts)
+      if (!is_blank(p.text)) MT_RETURN_IF_ERROR(sink_(std::move(p)));
+    return Status::ok();
   }
 
+  const InputSpec& in_;
   const CodeOptions& code_;
-  std::vector<Document>& docs_;
+  const DocLimits& limits_;
+  const DocumentSink& sink_;
   IngestStats& st_;
-  std::unordered_set<std::pair<uint64_t, uint64_t>, KeyHash> seen_;
   std::unordered_map<std::string, RepoRows> code_rows_;
   std::vector<std::string> code_order_;
 };
@@ -412,6 +388,7 @@ std::vector<Document> stitch_repository(std::vector<std::pair<std::string, std::
   auto flush = [&] {
     if (cur.text.empty()) return;
     cur.origin = part == 0 ? repo : fmt::format("{} (part {})", repo, part + 1);
+    cur.part = part;
     out.push_back(std::move(cur));
     cur = Document();
     ++part;
@@ -427,10 +404,130 @@ std::vector<Document> stitch_repository(std::vector<std::pair<std::string, std::
   return out;
 }
 
+Result<std::vector<IngestItem>> list_ingest_items(const std::vector<InputSpec>& inputs) {
+  std::vector<IngestItem> items;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const InputSpec& in = inputs[i];
+    std::error_code ec;
+    if (!fs::exists(in.path, ec)) return Status::errorf("{}: input does not exist", in.path);
+    const bool dir = fs::is_directory(in.path, ec);
+    auto add = [&](std::string path, InputKind kind, std::string repo = "") {
+      items.push_back({int64_t(i), std::move(path), kind, std::move(repo)});
+    };
+    if (in.kind == InputKind::kRepo) {
+      if (!dir) return Status::errorf("{}: kind = \"repo\" needs a directory", in.path);
+      add(in.path, InputKind::kRepo, fs::path(in.path).filename().string());
+      continue;
+    }
+    if (in.kind == InputKind::kRepos) {
+      if (!dir) return Status::errorf("{}: kind = \"repos\" needs a directory of repositories", in.path);
+      std::vector<fs::path> repos;
+      for (const auto& e : fs::directory_iterator(in.path, ec))
+        if (e.is_directory() && !ignored_dir(e.path().filename().string())) repos.push_back(e.path());
+      if (ec) return Status::errorf("{}: cannot list: {}", in.path, ec.message());
+      std::sort(repos.begin(), repos.end());
+      for (const auto& r : repos) add(r.string(), InputKind::kRepos, r.filename().string());
+      continue;
+    }
+    std::vector<fs::path> files;
+    if (!dir) {
+      files.push_back(in.path);
+    } else {
+      for (auto it = fs::recursive_directory_iterator(in.path, ec); !ec && it != fs::recursive_directory_iterator();
+           it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (!name.empty() && name[0] == '.') {
+          if (it->is_directory()) it.disable_recursion_pending();
+          continue;
+        }
+        if (!it->is_regular_file()) continue;
+        if (!in.extensions.empty() &&
+            std::none_of(in.extensions.begin(), in.extensions.end(), [&](const std::string& e) {
+              return ends_with(name, e);
+            }))
+          continue;
+        files.push_back(it->path());
+      }
+      if (ec) return Status::errorf("{}: cannot list: {}", in.path, ec.message());
+      std::sort(files.begin(), files.end());
+      if (files.empty()) return Status::errorf("{}: directory holds no input files", in.path);
+    }
+    for (const auto& f : files) {
+      InputKind kind = in.kind;
+      if (kind == InputKind::kAuto) {
+        const std::string base = strip_compression_suffix(f.string());
+        kind = ends_with(base, ".jsonl") || ends_with(base, ".ndjson") ? InputKind::kJsonl : InputKind::kText;
+      }
+      add(f.string(), kind);
+    }
+  }
+  return items;
+}
+
+Status ingest_item(const IngestItem& item, const InputSpec& in, const CodeOptions& code, const DocLimits& limits,
+                   const DocumentSink& sink, IngestStats& stats) {
+  ItemReader r(in, code, limits, sink, stats);
+  return r.read(item);
+}
+
+std::pair<uint64_t, uint64_t> document_key(const Document& d) {
+  XXH3_state_t* h = XXH3_createState();
+  XXH3_128bits_reset(h);
+  XXH3_128bits_update(h, d.text.data(), d.text.size());
+  for (const DocMark& m : d.marks) {
+    XXH3_128bits_update(h, &m.offset, sizeof(m.offset));
+    XXH3_128bits_update(h, &m.special, sizeof(m.special));
+  }
+  const XXH128_hash_t key = XXH3_128bits_digest(h);
+  XXH3_freeState(h);
+  return {key.low64, key.high64};
+}
+
+std::vector<Document> split_long_document(Document d, int64_t max_bytes) {
+  std::vector<Document> parts;
+  const std::string text = std::move(d.text);
+  const std::vector<DocMark> marks = std::move(d.marks);
+  int64_t at = 0;
+  size_t next_mark = 0;
+  while (at < int64_t(text.size())) {
+    const std::string_view rest = std::string_view(text).substr(size_t(at));
+    const int64_t len = int64_t(rest.size()) <= max_bytes ? int64_t(rest.size()) : cut_point(rest, max_bytes);
+    Document p;
+    p.text.assign(rest.substr(0, size_t(len)));
+    for (; next_mark < marks.size() && marks[next_mark].offset < at + len; ++next_mark)
+      p.marks.push_back({std::max<int64_t>(0, marks[next_mark].offset - at), marks[next_mark].special});
+    p.topic = d.topic;
+    p.quality = d.quality;
+    p.quality_score = d.quality_score;
+    p.source = d.source;
+    p.line = d.line;
+    p.offset = d.offset;
+    p.part = d.part;
+    p.text_offset = d.text_offset + at;
+    p.origin = parts.empty() && int64_t(rest.size()) == len ? d.origin : fmt::format("{} (from byte {})", d.origin, at);
+    parts.push_back(std::move(p));
+    at += len;
+  }
+  return parts;
+}
+
 Status ingest(const std::vector<InputSpec>& inputs, const CodeOptions& code, std::vector<Document>& docs,
-              IngestStats& stats) {
-  Ingestor ing(code, docs, stats);
-  for (const InputSpec& in : inputs) MT_RETURN_IF_ERROR(ing.input(in));
+              IngestStats& stats, const DocLimits& limits) {
+  auto items = list_ingest_items(inputs);
+  if (!items) return items.status();
+  std::unordered_set<std::pair<uint64_t, uint64_t>, KeyHash> seen;
+  const DocumentSink keep = [&](Document&& d) {
+    if (!seen.insert(document_key(d)).second) {
+      ++stats.dropped["duplicate"];
+      return Status::ok();
+    }
+    ++stats.documents;
+    stats.bytes += int64_t(d.text.size());
+    docs.push_back(std::move(d));
+    return Status::ok();
+  };
+  for (const IngestItem& item : items.value())
+    MT_RETURN_IF_ERROR(ingest_item(item, inputs[size_t(item.input)], code, limits, keep, stats));
   return Status::ok();
 }
 

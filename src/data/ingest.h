@@ -8,6 +8,7 @@
 // with an error naming file and line.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -50,6 +51,16 @@ struct CodeOptions {
   int64_t max_repo_bytes = 8 << 20;   // longer repositories are split at file boundaries
 };
 
+// Documents longer than max_doc_bytes are split into parts at a line break
+// (else a space, else a UTF-8 character boundary) in the last half of the
+// cap, or truncated to their first part: no stage ever holds a document
+// longer than the cap, and a 50 MB JSONL line costs what 50 documents do.
+enum class LongDocPolicy { kSplit, kTruncate };
+struct DocLimits {
+  int64_t max_doc_bytes = 1 << 20;
+  LongDocPolicy long_docs = LongDocPolicy::kSplit;
+};
+
 struct IngestStats {
   int64_t files = 0;                  // input files read
   int64_t records = 0;                // JSONL lines / text files / repository files seen
@@ -59,7 +70,37 @@ struct IngestStats {
   std::map<std::string, int64_t> dropped;        // reason -> records or documents
   std::map<std::string, int64_t> skipped_files;  // reason -> repository files skipped
   std::map<std::string, std::string> first_error;  // reason -> first message, for the report
+  int64_t long_docs_split = 0;        // documents over max_doc_bytes cut into parts
+  int64_t long_docs_truncated = 0;    // ... or truncated
 };
+
+// One unit of ingest work, in input order: a file (JSONL, text, code JSONL)
+// or one repository directory. A build splits these across ranks.
+struct IngestItem {
+  int64_t input = 0;                  // index into the inputs
+  std::string path;
+  InputKind kind = InputKind::kAuto;  // resolved (never kAuto)
+  std::string repo;                   // repositories: the name used in messages
+};
+
+// Every item of the inputs in order (directories listed in byte order of
+// their paths); errors name a missing input or an empty directory.
+Result<std::vector<IngestItem>> list_ingest_items(const std::vector<InputSpec>& inputs);
+
+// Reads one item and hands each document to `sink` in order (not
+// de-duplicated; blank documents are dropped and counted). Documents get
+// their provenance and sanitised labels and respect `limits`.
+using DocumentSink = std::function<Status(Document&&)>;
+Status ingest_item(const IngestItem& item, const InputSpec& in, const CodeOptions& code, const DocLimits& limits,
+                   const DocumentSink& sink, IngestStats& stats);
+
+// 128-bit hash of a document's text and special-token positions: the key of
+// exact de-duplication.
+std::pair<uint64_t, uint64_t> document_key(const Document& d);
+
+// Cuts `d` into parts of at most max_bytes (see DocLimits), moving its marks
+// along; a document that fits comes back alone.
+std::vector<Document> split_long_document(Document d, int64_t max_bytes);
 
 // One parsed JSONL record (before normalisation).
 struct JsonlRecord {
@@ -75,9 +116,10 @@ Status parse_jsonl_record(std::string_view line, const JsonlFields& f, bool need
                           const std::string& where, std::string* reason = nullptr);
 
 // Reads every input in order and appends documents (duplicates of earlier
-// documents, by 128-bit hash of text and marks, and blank ones are dropped).
+// documents, by document_key, and blank ones are dropped). Holds everything
+// in memory: for tests, tools and small reference sets; builds stream.
 Status ingest(const std::vector<InputSpec>& inputs, const CodeOptions& code, std::vector<Document>& docs,
-              IngestStats& stats);
+              IngestStats& stats, const DocLimits& limits = {});
 
 // Repository stitching, exposed for tests: files (relative path, content),
 // in any order, become documents of at most max_repo_bytes (split at file

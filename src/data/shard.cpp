@@ -144,6 +144,102 @@ Status write_shard(const std::string& tokens_path, const std::string& index_path
   return sync == ShardSync::kSync ? sync_parent(tokens_path) : Status::ok();
 }
 
+// One of the two files of a ShardWriter: a zero header, then the payload
+// through a buffer, hashed as it goes.
+struct ShardWriter::File {
+  std::string path, tmp;
+  int fd = -1;
+  Hasher hasher;
+  std::string buf;
+  Status put(const void* p, size_t n) {
+    hasher.update(p, n);
+    buf.append(static_cast<const char*>(p), n);
+    return buf.size() >= (1 << 20) ? flush() : Status::ok();
+  }
+  Status flush() {
+    Status s = write_all(fd, buf.data(), buf.size(), tmp);
+    buf.clear();
+    return s;
+  }
+  Status finish(Header h, ShardSync sync) {
+    Status s = flush();
+    if (s) {
+      h.payload_hash = hasher.digest();
+      h.header_hash = xxh64(&h, offsetof(Header, header_hash));
+      if (::pwrite(fd, &h, sizeof(h), 0) != ssize_t(sizeof(h))) s = errno_status("header write failed", tmp);
+    }
+    if (s && sync == ShardSync::kSync && ::fsync(fd) != 0) s = errno_status("fsync failed", tmp);
+    if (::close(fd) != 0 && s) s = errno_status("close failed", tmp);
+    fd = -1;
+    if (s && std::rename(tmp.c_str(), path.c_str()) != 0) s = errno_status("rename failed", path);
+    if (!s) ::unlink(tmp.c_str());
+    else tmp.clear();  // published: nothing left to remove
+    return s;
+  }
+  ~File() {
+    if (fd >= 0) ::close(fd);
+    if (!tmp.empty()) ::unlink(tmp.c_str());
+  }
+};
+
+Result<std::unique_ptr<ShardWriter>> ShardWriter::open(const std::string& tokens_path, const std::string& index_path,
+                                                       int token_bytes, uint64_t tokenizer_hash) {
+  if (token_bytes != 2 && token_bytes != 4)
+    return Status::errorf("{}: token width {} bytes is not 2 or 4", tokens_path, token_bytes);
+  std::unique_ptr<ShardWriter> w(new ShardWriter());
+  w->token_bytes_ = token_bytes;
+  w->tokenizer_hash_ = tokenizer_hash;
+  for (auto [file, path] : {std::pair{&w->tok_, &tokens_path}, std::pair{&w->idx_, &index_path}}) {
+    *file = std::make_unique<File>();
+    File& f = **file;
+    f.path = *path;
+    f.tmp = *path + ".tmp";
+    f.fd = ::open(f.tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+    if (f.fd < 0) return errno_status("cannot create", f.tmp);
+    Header zero{};
+    MT_RETURN_IF_ERROR(write_all(f.fd, &zero, sizeof(zero), f.tmp));
+  }
+  const int64_t first = 0;
+  MT_RETURN_IF_ERROR(w->idx_->put(&first, sizeof(first)));
+  return w;
+}
+
+Status ShardWriter::add_document(const int32_t* ids, int64_t n) {
+  if (token_bytes_ == 4) {
+    MT_RETURN_IF_ERROR(tok_->put(ids, size_t(n) * 4));
+  } else {
+    narrow_.resize(size_t(n));
+    for (int64_t i = 0; i < n; ++i) {
+      if (ids[i] < 0 || ids[i] > 0xffff)
+        return Status::errorf("{}: token {} does not fit in uint16", tok_->path, ids[i]);
+      narrow_[size_t(i)] = uint16_t(ids[i]);
+    }
+    MT_RETURN_IF_ERROR(tok_->put(narrow_.data(), size_t(n) * 2));
+  }
+  n_tokens_ += n;
+  ++n_docs_;
+  return idx_->put(&n_tokens_, sizeof(n_tokens_));
+}
+
+Status ShardWriter::finish(ShardSync sync) {
+  Header h{};
+  h.version = kShardVersion;
+  h.tokenizer_hash = tokenizer_hash_;
+  h.n_tokens = uint64_t(n_tokens_);
+  h.n_docs = uint64_t(n_docs_);
+  Header th = h;
+  std::memcpy(th.magic, kTokMagic, 8);
+  th.elem_bytes = uint32_t(token_bytes_);
+  MT_RETURN_IF_ERROR(tok_->finish(th, sync));
+  Header ih = h;
+  std::memcpy(ih.magic, kIdxMagic, 8);
+  ih.elem_bytes = 8;
+  MT_RETURN_IF_ERROR(idx_->finish(ih, sync));
+  return sync == ShardSync::kSync ? sync_parent(tok_->path) : Status::ok();
+}
+
+ShardWriter::~ShardWriter() = default;
+
 ShardReader::~ShardReader() {
   if (tok_map_) ::munmap(tok_map_, tok_map_len_);
   if (idx_map_) ::munmap(idx_map_, idx_map_len_);

@@ -28,6 +28,33 @@ Status write_shard(const std::string& tokens_path, const std::string& index_path
                    const std::vector<int32_t>& tokens, const std::vector<int64_t>& offsets,
                    int token_bytes, uint64_t tokenizer_hash, ShardSync sync = ShardSync::kSync);
 
+// The same two files written document by document, for builds that never
+// hold a bucket in memory: payloads are appended to "<path>.tmp" files through
+// a buffer, and finish() writes both headers last, syncs (kSync) and renames.
+// The bytes are exactly those write_shard() writes for the same documents.
+// Destroying an unfinished writer removes its temporary files.
+class ShardWriter {
+ public:
+  ~ShardWriter();
+  ShardWriter(const ShardWriter&) = delete;
+  ShardWriter& operator=(const ShardWriter&) = delete;
+  static Result<std::unique_ptr<ShardWriter>> open(const std::string& tokens_path, const std::string& index_path,
+                                                   int token_bytes, uint64_t tokenizer_hash);
+  Status add_document(const int32_t* ids, int64_t n);
+  Status finish(ShardSync sync);
+  int64_t n_tokens() const { return n_tokens_; }
+  int64_t n_docs() const { return n_docs_; }
+
+ private:
+  ShardWriter() = default;
+  struct File;
+  std::unique_ptr<File> tok_, idx_;
+  int token_bytes_ = 2;
+  uint64_t tokenizer_hash_ = 0;
+  int64_t n_tokens_ = 0, n_docs_ = 0;
+  std::vector<uint16_t> narrow_;
+};
+
 enum class ShardVerify { kFull, kHeadersOnly };  // kFull: checksums + token range + offsets
 
 // A validated, read-only shard. Thread-safe for concurrent reads.
