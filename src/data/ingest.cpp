@@ -163,10 +163,10 @@ class ItemReader {
     LineReader& r = *opened.value();
     std::string line;
     for (;;) {
-      const int64_t offset = r.bytes_out();
       auto more = r.next(line);
       if (!more) return more.status();
       if (!more.value()) break;
+      const int64_t offset = r.line_offset();
       if (is_blank(line)) continue;
       ++st_.records;
       const std::string where = fmt::format("{}:{}", path, r.line_number());

@@ -214,6 +214,7 @@ Result<bool> LineReader::next(std::string& line) {
   for (;;) {
     const size_t nl = buf_.find('\n', scanned);
     if (nl != std::string::npos) {
+      line_offset_ = bytes_out_ - int64_t(buf_.size()) + int64_t(pos_);
       line.assign(buf_, pos_, nl - pos_);
       pos_ = nl + 1;
       ++line_;
@@ -221,6 +222,7 @@ Result<bool> LineReader::next(std::string& line) {
     }
     if (eof_) {
       if (pos_ >= buf_.size()) return false;
+      line_offset_ = bytes_out_ - int64_t(buf_.size()) + int64_t(pos_);
       line.assign(buf_, pos_, std::string::npos);  // last line without "\n"
       pos_ = buf_.size();
       ++line_;

@@ -35,6 +35,7 @@ class LineReader {
   Status read_all(std::string& out);
   int64_t line_number() const { return line_; }     // of the line last returned, 1-based
   int64_t bytes_out() const { return bytes_out_; }  // decompressed bytes delivered
+  int64_t line_offset() const { return line_offset_; }  // of the line last returned: its first byte, decompressed
   const std::string& name() const { return name_; }
 
   static constexpr int64_t kMaxLineBytes = int64_t(1) << 30;
@@ -48,7 +49,7 @@ class LineReader {
   std::string buf_;
   size_t pos_ = 0;
   bool eof_ = false;
-  int64_t line_ = 0, bytes_out_ = 0;
+  int64_t line_ = 0, bytes_out_ = 0, line_offset_ = 0;
 };
 
 }  // namespace mt
