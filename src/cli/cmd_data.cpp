@@ -6,6 +6,7 @@
 //   tokenizer train --input PATH... --out MODEL [--vocab-size N]
 //   tokenizer encode --model MODEL (--text TEXT | --file FILE) [--json]
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <filesystem>
 #include <fstream>
@@ -81,6 +82,10 @@ int run_build(const std::string& config, const std::vector<std::string>& sets, c
              "({:.2f} MB/s), write {:.2f}s, total {:.2f}s\n",
              rep.vocab_size, rep.seconds_ingest, rep.seconds_tokenizer, rep.seconds_labels, rep.seconds_tokenize,
              rep.seconds_tokenize > 0 ? double(st.bytes) / 1e6 / rep.seconds_tokenize : 0.0, rep.seconds_write, dt);
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);  // ru_maxrss is in KiB on Linux
+  fmt::print("  throughput: {:.2f} MB/s end to end; peak memory {} MiB\n", double(st.bytes) / 1e6 / std::max(dt, 1e-9),
+             int64_t(ru.ru_maxrss) >> 10);
   return 0;
 }
 
