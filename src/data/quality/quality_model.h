@@ -4,10 +4,10 @@
 //               is trained on the reference (CCNet); without one it is trained
 //               on the corpus sample, cross-fitted: the sample is split into
 //               two folds by document hash and each fold's model scores the
-//               other fold, so no document is scored by a model that saw it.
+//               other fold, so no document is scored by a model that saw it;
+//               the fit is then repeated once without the sample's
+//               lowest-scoring quarter (a trimmed refit).
 //   classifier  fastText, reference texts against a corpus sample (DCLM),
-//               Without a reference the fit is repeated once without the
-//               sample's lowest-scoring quarter (a trimmed refit).
 //               cross-fitted the same way (the sample is its negatives).
 //   ensemble    both, each turned into a rank percentile over the corpus and
 //               averaged (Nemotron-CC ensembles classifiers through buckets).
