@@ -271,6 +271,7 @@ class Pipeline {
   std::vector<DocLabel> labels_;        // by id (rank 0 after the gather)
   std::vector<std::string> quality_;    // final quality label by id
   std::vector<std::string> inputs_path_;
+  LabelMap label_map_;
 };
 
 Status Pipeline::setup() {
@@ -295,6 +296,9 @@ Status Pipeline::setup() {
   if (!items) return items.status();  // the same on every rank: every rank lists the same inputs
   items_ = std::move(items.value());
   for (const InputSpec& in : cfg_.inputs) inputs_path_.push_back(in.path);
+  auto map = LabelMap::build(cfg_.topic_config.map, cfg_.topic_config.unmapped);
+  if (!map) return Status::errorf("{}: topics.map: {}", cfg_.source, map.status().message());
+  label_map_ = std::move(map.value());
   return Status::ok();
 }
 
@@ -343,6 +347,11 @@ Status Pipeline::ingest_pass() {
       item_stats.push_back({int64_t(i), {}});
       int64_t seq = 0;
       const DocumentSink sink = [&](Document&& d) -> Status {
+        if (!label_map_.empty() && !d.topic.empty()) {  // labels from the data, renamed by [[topics.map]]
+          auto mapped = label_map_.apply(d.topic, d.origin);
+          if (!mapped) return mapped.status();
+          d.topic = sanitize_label(mapped.value());
+        }
         read_bytes += int64_t(d.text.size());
         batch_bytes += int64_t(d.text.size());
         batch.push_back({int64_t(i), seq++, std::move(d)});

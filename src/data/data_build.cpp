@@ -132,12 +132,14 @@ void declare_keys(ConfigSchema& s, DataBuildConfig& c) {
   s.add("topics.dims", &c.topics.dims, "hashed feature dimensions").min(16);
   s.add("topics.sample_docs", &c.topics.sample_docs, "k-means is fitted on at most this many documents").min(1);
   s.add("topics.iterations", &c.topics.iterations, "k-means iterations").min(1);
-  s.add_enum("quality.source", &c.quality_source, {"auto", "metadata", "perplexity"},
-             "auto: metadata where present, else n-gram perplexity");
+  s.add_enum("quality.source", &c.quality_source, {"auto", "metadata", "computed"},
+             "auto: metadata where present, else computed by quality.method");
   s.add("quality.n_quality", &c.n_quality, "levels q0 (worst) .. q{n-1} (best)").min(1);
-  s.add("quality.order", &c.ngram_order, "order of the byte n-gram model").range(1, 8);
-  s.add("quality.reference", &c.quality_reference, "files whose n-gram model defines \"good\"; empty = the corpus")
+  s.add("quality.reference", &c.quality_reference,
+        "files or directories of \"good\" text (classifier positives, n-gram training); empty = none")
       .or_one_string();
+  declare_quality_model_keys(s, c.quality_model);
+  declare_topic_model_keys(s, c.topic_config);
   s.add_choice("quality.levels_within", &c.quality_within, {"topic", "input", "corpus"},
                     "levels are cut by rank within each topic (default: a domain is never taken for quality), "
                     "within each [[input]], or over the whole corpus");

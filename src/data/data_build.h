@@ -14,6 +14,8 @@
 #include "data/ingest.h"
 #include "data/labelers.h"
 #include "data/minhash.h"
+#include "data/quality/quality_model.h"
+#include "data/topics/topic_config.h"
 #include "data/tokenizer.h"
 
 namespace mt {
@@ -26,11 +28,12 @@ struct DataBuildConfig {
   std::string tokenizer_model;          // [tokenizer] model: an existing model file; "" = train one
   TokenizerTrainOptions tokenizer;      // [tokenizer] vocab_size, sample_bytes
   LabelSource topic_source = LabelSource::kAuto;  // [topics] source: "auto" | "metadata" | "cluster"
-  TopicOptions topics;                  // [topics] n_topics, dims, sample_docs, iterations
+  TopicOptions topics;                  // [topics] n_topics, dims, sample_docs, iterations (the topic models' cluster options)
   LabelSource quality_source = LabelSource::kAuto;  // [quality] source: "auto" | "metadata" | "perplexity"
   int64_t n_quality = 5;                // [quality] levels q0 (worst) .. q{n-1} (best)
-  std::vector<std::string> quality_reference;  // [quality] reference: files whose n-gram model defines "good"; empty = the corpus
-  int64_t ngram_order = 4;              // [quality] order of the byte n-gram model
+  std::vector<std::string> quality_reference;  // [quality] reference: files of "good" text; empty = none (perplexity only)
+  QualityModelOptions quality_model;    // [quality] method, n-gram and classifier settings (data/quality)
+  TopicConfig topic_config;             // [topics] method, vectors, seeds, examples, [[topics.map]] (data/topics)
   std::string quality_within = "topic";  // [quality] levels_within: levels cut within each "topic" | "input" | "corpus"
   int64_t quality_sample_docs = 20000;  // [quality] sample_docs: corpus documents the scorers are fitted on
   DocLimits limits;                     // [limits] max_doc_bytes, long_docs

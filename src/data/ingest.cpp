@@ -57,14 +57,6 @@ const json* lookup(const json& obj, const std::string& name) {
   }
 }
 
-// A label usable in bucket and file names: [A-Za-z0-9_.-], at most 64 bytes.
-std::string sanitize_label(std::string s) {
-  for (char& c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) c = '_';
-  if (s.size() > 64) s.resize(64);
-  if (!s.empty() && s[0] == '.') s[0] = '_';  // never "." or ".." as a path component
-  return s;
-}
 
 struct KeyHash {
   size_t operator()(const std::pair<uint64_t, uint64_t>& k) const { return size_t(k.first ^ (k.second * 31)); }
@@ -180,6 +172,12 @@ class ItemReader {
       JsonlRecord rec;
       std::string reason;
       JsonlFields f = in_.fields;
+      struct ReleaseLong {  // a long line's buffer is not kept for the next, short ones
+        std::string& s;
+        ~ReleaseLong() {
+          if (s.capacity() > (16u << 20)) std::string().swap(s);
+        }
+      } release{line};
       if (kind == InputKind::kCodeJsonl && f.text == "text") f.text = "content";
       Status s = parse_jsonl_record(line, f, true, rec, where, &reason);
       if (s && kind == InputKind::kRollouts && rec.outcome < 0)
@@ -344,7 +342,10 @@ Status parse_jsonl_record(std::string_view line, const JsonlFields& f, bool need
       if (required) return fail("missing_text", Status::errorf("{}: missing \"{}\" field", where, name));
       return Status::ok();
     }
-    if (v->is_string()) dst = v->get<std::string>();
+    // The text is moved out of the parsed record, not copied: one copy
+    // fewer of a long document in memory.
+    if (v->is_string() && &dst == &out.text) dst = std::move(const_cast<json*>(v)->get_ref<std::string&>());
+    else if (v->is_string()) dst = v->get<std::string>();
     else if (v->is_number_integer() || v->is_number_unsigned()) dst = v->dump();
     else
       return fail("bad_field", Status::errorf("{}: field \"{}\" must be a string, got {}", where, name, json_type(*v)));
@@ -468,6 +469,14 @@ Status ingest_item(const IngestItem& item, const InputSpec& in, const CodeOption
                    const DocumentSink& sink, IngestStats& stats) {
   ItemReader r(in, code, limits, sink, stats);
   return r.read(item);
+}
+
+std::string sanitize_label(std::string s) {
+  for (char& c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) c = '_';
+  if (s.size() > 64) s.resize(64);
+  if (!s.empty() && s[0] == '.') s[0] = '_';  // never "." or ".." as a path component
+  return s;
 }
 
 std::pair<uint64_t, uint64_t> document_key(const Document& d) {

@@ -94,6 +94,10 @@ using DocumentSink = std::function<Status(Document&&)>;
 Status ingest_item(const IngestItem& item, const InputSpec& in, const CodeOptions& code, const DocLimits& limits,
                    const DocumentSink& sink, IngestStats& stats);
 
+// A label usable in bucket and file names: [A-Za-z0-9_.-], at most 64
+// bytes, no leading dot (other bytes become '_').
+std::string sanitize_label(std::string s);
+
 // 128-bit hash of a document's text and special-token positions: the key of
 // exact de-duplication.
 std::pair<uint64_t, uint64_t> document_key(const Document& d);

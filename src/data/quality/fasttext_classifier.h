@@ -36,7 +36,7 @@ struct ClassifierOptions {
   double lr = 1.0;                  // initial learning rate (decays linearly to 0); 0.1 underfits small sets
   int64_t word_ngrams = 2;          // 2 = word bigrams as features: word order counts
   int64_t min_count = 1;            // words seen fewer times are dropped from the vocabulary
-  int64_t buckets = 1 << 20;        // hashed bigram rows; memory (words + buckets) * dim * 4 bytes
+  int64_t buckets = 1 << 18;        // hashed bigram rows; memory (words + buckets) * dim * 4 bytes (2^18 x 64: 64 MiB)
   int64_t max_train_docs = 20000;   // per class and fold; more are thinned evenly
   int64_t max_doc_bytes = 8192;     // only a document's first bytes train or score
   // Word-shuffled copies of the positives added as negatives (0 = off,
