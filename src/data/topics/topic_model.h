@@ -1,8 +1,9 @@
 // topic_model.h — topic labels a person would recognise, for documents whose
-// metadata carries none. Four methods (docs/data-topics.md has the measured
+// metadata carries none. Methods (docs/data-topics.md has the measured
 // comparison and when to use which):
-//   kFasttext   spherical k-means over document vectors pooled from fastText
-//               word vectors trained on a sample of the corpus (unsupervised);
+//   kKmeans     spherical k-means over document vectors (TopicFeatures: LSA
+//               of TF-IDF by default, or pooled fastText word vectors trained
+//               on the sample, or both), clusters named by distinctive words;
 //   kTfidf      the older spherical k-means over hashed word TF-IDF
 //               (cluster_topics in data/labelers.h), kept for comparison;
 //   kSeeded     named topics from keyword lists: centroids seeded from the
