@@ -29,7 +29,11 @@ class ConfiguredLabelers final : public BuildLabelers {
   std::unique_ptr<QualityModel> quality;
   int64_t reference_docs = 0, sample_docs = 0, topic_sample_docs = 0;
 
-  std::string topic(std::string_view text) const override { return topics->names()[size_t(topics->assign(text))]; }
+  // Names are file-safe for clustered topics; supervised ones are the user's
+  // labels and are made so here (as metadata labels are at ingest).
+  std::string topic(std::string_view text) const override {
+    return sanitize_label(topics->names()[size_t(topics->assign(text))]);
+  }
 
   DocScores score(std::string_view text, std::span<const int32_t> ids, uint64_t hash) const override {
     const QualityScore q = quality->score({text, ids, hash});
@@ -70,7 +74,7 @@ Result<std::unique_ptr<TopicModel>> fit_topics(const DataBuildConfig& cfg, const
                                                const std::string& scratch) {
   TopicModelOptions opt = cfg.topic_config.model;
   opt.cluster = cfg.topics;
-  opt.tmp_dir = scratch;
+  if (opt.tmp_dir.empty()) opt.tmp_dir = scratch;
   const TopicMethod m = resolve_method(opt);
   if (m == TopicMethod::kTfidf)
     return Status::errorf("{}: topics.method = \"tfidf\" labels a whole corpus at once and cannot label a streamed "
