@@ -46,7 +46,7 @@ class Tokenizer {
 
   // Appends the ids of `text` to out: exactly SentencePiece's ids for the
   // whole text. Thread-safe. Each calling thread keeps a word cache of
-  // WordCacheEncoder::kCacheEntries entries (about 8 MiB) while it lives.
+  // WordCacheEncoder::kCacheEntries entries (10 MiB) while it lives.
   void encode(std::string_view text, std::vector<int32_t>& out) const;
   // SentencePiece on the whole text in one call: the reference encode() must
   // equal (tests, benchmarks) and what a model the word cache cannot serve gets.

@@ -15,11 +15,14 @@ WordCache::WordCache(int64_t max_entries) : max_entries_(max_entries) {
   int64_t n = 1;
   while (n < 2 * max_entries) n *= 2;
   slots_.resize(size_t(n));
-  // Arenas sized for typical words (8 bytes, 2 ids); they grow if needed, and
-  // 32-bit offsets bound them: max_entries * 255 must fit.
-  MT_CHECK(max_entries * kMaxWordBytes < (int64_t(1) << 32), "max_entries {} too large", max_entries);
-  keys_.reserve(size_t(max_entries) * 8);
-  ids_.reserve(size_t(max_entries) * 2);
+  const int64_t arena = max_entries * kArenaBytesPerEntry + kMaxWordBytes * 4;  // room for one maximal entry
+  MT_CHECK(arena < (int64_t(1) << 32), "max_entries {} too large for 32-bit offsets", max_entries);
+  keys_.reserve(size_t(arena));
+  ids_.reserve(size_t(arena) / sizeof(int32_t));
+}
+
+int64_t WordCache::memory_bytes() const {
+  return int64_t(slots_.capacity() * sizeof(Slot) + keys_.capacity() + ids_.capacity() * sizeof(int32_t));
 }
 
 uint64_t WordCache::hash(std::string_view word) { return XXH3_64bits(word.data(), word.size()); }
@@ -39,7 +42,11 @@ const int32_t* WordCache::find(std::string_view word, uint64_t h, int64_t& n) co
 void WordCache::insert(std::string_view word, uint64_t h, const int32_t* ids, int64_t n) {
   MT_CHECK(!word.empty() && int64_t(word.size()) <= kMaxWordBytes && n <= kMaxIds, "word of {} bytes, {} ids",
            word.size(), n);
-  if (size_ >= max_entries_) clear();
+  // Clear rather than grow: the arenas never reallocate, so memory stays at
+  // what the constructor allocated.
+  if (size_ >= max_entries_ || keys_.size() + word.size() > keys_.capacity() ||
+      ids_.size() + size_t(n) > ids_.capacity())
+    clear();
   const size_t mask = slots_.size() - 1;
   size_t i = size_t(h) & mask;
   while (slots_[i].key_len != 0) i = (i + 1) & mask;

@@ -14,12 +14,17 @@ namespace mt {
 
 class WordCache {
  public:
-  // Holds at most max_entries words of at most kMaxWordBytes each and
-  // kMaxIds ids each: about 56 bytes per entry at capacity
-  // (table at load <= 1/2, plus key bytes and ids).
+  // Holds at most max_entries words of at most kMaxWordBytes bytes and
+  // kMaxIds ids each, and at most kArenaBytesPerEntry * max_entries bytes of
+  // keys and as many of ids (real text averages ~8 key bytes and ~3 ids a
+  // word). All memory is allocated here and never grows: 48 bytes of table
+  // (load <= 1/2) + 32 of arenas = 80 bytes per entry.
   static constexpr int64_t kMaxWordBytes = 255;
   static constexpr int64_t kMaxIds = 255;
+  static constexpr int64_t kArenaBytesPerEntry = 16;
   explicit WordCache(int64_t max_entries);
+  // Bytes held by the table and arenas.
+  int64_t memory_bytes() const;
 
   // The ids of `word` (hash h = hash(word)), or nullptr; n is set on a hit.
   const int32_t* find(std::string_view word, uint64_t h, int64_t& n) const;

@@ -29,8 +29,10 @@ class WordCache;
 
 class WordCacheEncoder {
  public:
-  // Words cached per thread (about 64 bytes each: 8 MiB per encoding thread,
-  // held while the thread lives; see WordCache).
+  // Words cached per thread: WordCache allocates 80 bytes per entry, 10 MiB
+  // per encoding thread, held while the thread lives. 2^17 words hold the
+  // working vocabulary of real text (measured: ~10% of chunks miss on 15 MB
+  // of Python docs, headers and man pages, most of them used once).
   static constexpr int64_t kCacheEntries = int64_t(1) << 17;
 
   // `sp` (loaded from `serialized`) must outlive the encoder. Fails, with the

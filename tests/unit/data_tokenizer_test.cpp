@@ -234,6 +234,7 @@ TEST_F(WordCacheTest, TinyCacheThatKeepsClearingIsStillExact) {
   auto e = WordCacheEncoder::create(sp, *model_);
   ASSERT_TRUE(e.is_ok()) << e.status().message();
   WordCache cache(8);
+  const int64_t memory = cache.memory_bytes();
   for (size_t i = 0; i < std::min<size_t>(docs_->size(), 40); ++i) {
     std::vector<int32_t> got;
     e.value()->encode((*docs_)[i], got, cache);
@@ -241,6 +242,30 @@ TEST_F(WordCacheTest, TinyCacheThatKeepsClearingIsStillExact) {
   }
   EXPECT_GT(cache.clears(), 10);
   EXPECT_LE(cache.size(), 8);
+  EXPECT_EQ(cache.memory_bytes(), memory) << "the cache must not grow";
+}
+
+TEST(WordCacheBound, ArenasNeverGrowAndHitsReturnWhatWasStored) {
+  WordCache cache(1000);
+  const int64_t memory = cache.memory_bytes();
+  EXPECT_LE(memory, 1000 * 100);
+  std::vector<int32_t> ids(WordCache::kMaxIds);
+  for (int i = 0; i < 5000; ++i) {
+    // Maximal words and id lists overflow the arenas long before 1000 entries.
+    std::string w = std::to_string(i) + std::string(size_t(WordCache::kMaxWordBytes - 8), 'x');
+    for (size_t k = 0; k < ids.size(); ++k) ids[k] = int32_t(i * 7 + int(k));
+    const uint64_t h = WordCache::hash(w);
+    cache.insert(w, h, ids.data(), int64_t(ids.size()));
+    int64_t n = 0;
+    const int32_t* got = cache.find(w, h, n);
+    ASSERT_NE(got, nullptr);
+    ASSERT_EQ(n, int64_t(ids.size()));
+    ASSERT_TRUE(std::equal(ids.begin(), ids.end(), got));
+  }
+  EXPECT_EQ(cache.memory_bytes(), memory);
+  EXPECT_GT(cache.clears(), 50);
+  int64_t n = 0;
+  EXPECT_EQ(cache.find("absent", WordCache::hash("absent"), n), nullptr);
 }
 
 TEST_F(WordCacheTest, ThreadsEncodeConcurrently) {
