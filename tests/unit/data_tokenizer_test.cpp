@@ -161,7 +161,11 @@ class WordCacheTest : public ::testing::Test {
     auto t = Tokenizer::from_serialized(*model_, "test.model");
     ASSERT_TRUE(t.is_ok()) << t.status().message();
     tok_ = t.value().release();
-    // SentencePiece's own ids, once: the slow side of every comparison below.
+  }
+  // SentencePiece's own ids for every document, once: the slow side of the
+  // comparisons. (ctest runs each TEST in its own process, which repeats the
+  // suite set-up, hence two large tests rather than many small ones.)
+  static void compute_want() {
     want_ = new std::vector<std::vector<int32_t>>(docs_->size());
     for (size_t i = 0; i < docs_->size(); ++i) tok_->encode_plain((*docs_)[i], (*want_)[i]);
   }
@@ -179,6 +183,15 @@ class WordCacheTest : public ::testing::Test {
     ASSERT_EQ(got, want) << what << " (" << text.size() << " bytes): " << std::string(text.substr(0, 200));
   }
 
+  static void ProjectModelUsesTheWordCache();
+  static void EqualsSentencePieceOnRealText();
+  static void EqualsSentencePieceOnEdgeCases();
+  static void EqualsSentencePieceOnFuzzStrings();
+  static void TinyCacheThatKeepsClearingIsStillExact();
+  static void ThreadsEncodeConcurrently();
+  static void ModelReaderAgreesWithSentencePiece();
+  static void CutterChunks();
+
   static std::vector<std::string>* docs_;
   static std::vector<std::vector<int32_t>>* want_;  // encode_plain of each document
   static std::string* model_;
@@ -191,7 +204,7 @@ std::string* WordCacheTest::model_ = nullptr;
 Tokenizer* WordCacheTest::tok_ = nullptr;
 int64_t WordCacheTest::real_bytes_ = 0;
 
-TEST_F(WordCacheTest, ProjectModelUsesTheWordCache) {
+void WordCacheTest::ProjectModelUsesTheWordCache() {
   EXPECT_EQ(tok_->word_cache_off_reason(), "") << "the pipeline's tokenizer settings must qualify";
   sentencepiece::SentencePieceProcessor sp;
   ASSERT_TRUE(sp.LoadFromSerializedProto(*model_).ok());
@@ -202,7 +215,7 @@ TEST_F(WordCacheTest, ProjectModelUsesTheWordCache) {
   EXPECT_EQ(e.value()->bpe_off_reason(), "");
 }
 
-TEST_F(WordCacheTest, EqualsSentencePieceOnRealText) {
+void WordCacheTest::EqualsSentencePieceOnRealText() {
   int64_t bytes = 0;
   for (size_t i = 0; i < docs_->size(); ++i) {
     std::vector<int32_t> got;
@@ -215,7 +228,7 @@ TEST_F(WordCacheTest, EqualsSentencePieceOnRealText) {
   EXPECT_GT(bytes, 1000000);
 }
 
-TEST_F(WordCacheTest, EqualsSentencePieceOnEdgeCases) {
+void WordCacheTest::EqualsSentencePieceOnEdgeCases() {
   const auto cases = edge_cases();
   for (size_t i = 0; i < cases.size(); ++i) expect_same(*tok_, cases[i], "edge case " + std::to_string(i));
   // And glued together, so each case also meets the others at its boundaries.
@@ -224,11 +237,11 @@ TEST_F(WordCacheTest, EqualsSentencePieceOnEdgeCases) {
   expect_same(*tok_, all, "edge cases concatenated");
 }
 
-TEST_F(WordCacheTest, EqualsSentencePieceOnFuzzStrings) {
+void WordCacheTest::EqualsSentencePieceOnFuzzStrings() {
   for (uint64_t seed = 0; seed < 10000; ++seed) expect_same(*tok_, fuzz_string(seed), "fuzz seed " + std::to_string(seed));
 }
 
-TEST_F(WordCacheTest, TinyCacheThatKeepsClearingIsStillExact) {
+void WordCacheTest::TinyCacheThatKeepsClearingIsStillExact() {
   sentencepiece::SentencePieceProcessor sp;
   ASSERT_TRUE(sp.LoadFromSerializedProto(*model_).ok());
   auto e = WordCacheEncoder::create(sp, *model_);
@@ -268,7 +281,7 @@ TEST(WordCacheBound, ArenasNeverGrowAndHitsReturnWhatWasStored) {
   EXPECT_EQ(cache.find("absent", WordCache::hash("absent"), n), nullptr);
 }
 
-TEST_F(WordCacheTest, ThreadsEncodeConcurrently) {
+void WordCacheTest::ThreadsEncodeConcurrently() {
   std::vector<std::vector<int32_t>> got(docs_->size());
   auto work = [&](size_t first) {
     for (size_t i = first; i < docs_->size(); i += 2) tok_->encode((*docs_)[i], got[i]);
@@ -279,7 +292,7 @@ TEST_F(WordCacheTest, ThreadsEncodeConcurrently) {
   for (size_t i = 0; i < docs_->size(); ++i) ASSERT_EQ(got[i], (*want_)[i]) << "document " << i;
 }
 
-TEST_F(WordCacheTest, ModelReaderAgreesWithSentencePiece) {
+void WordCacheTest::ModelReaderAgreesWithSentencePiece() {
   sentencepiece::SentencePieceProcessor sp;
   ASSERT_TRUE(sp.LoadFromSerializedProto(*model_).ok());
   auto info = read_sp_model_info(*model_, "test.model");
@@ -303,7 +316,7 @@ TEST_F(WordCacheTest, ModelReaderAgreesWithSentencePiece) {
   EXPECT_FALSE(read_sp_model_info(std::string("\x0a\xff\xff", 3), "bad").is_ok());
 }
 
-TEST_F(WordCacheTest, CutterChunks) {
+void WordCacheTest::CutterChunks() {
   auto info = read_sp_model_info(*model_, "test.model");
   auto cutter = ChunkCutter::from_model(info.value());
   ASSERT_TRUE(cutter.is_ok()) << cutter.status().message();
@@ -361,6 +374,36 @@ TEST(WordCacheRefusal, ModelsOutsideTheArgumentFallBackToSentencePiece) {
   auto e = WordCacheEncoder::create(sp, model);
   ASSERT_FALSE(e.is_ok());
   EXPECT_NE(e.status().message().find("normaliser"), std::string::npos) << e.status().message();
+}
+
+TEST_F(WordCacheTest, ProjectModelQualifies) {
+  ProjectModelUsesTheWordCache();
+  ModelReaderAgreesWithSentencePiece();
+  CutterChunks();
+}
+
+TEST_F(WordCacheTest, EncodeEqualsSentencePiece) {
+  compute_want();
+  {
+    SCOPED_TRACE("real text");
+    EqualsSentencePieceOnRealText();
+  }
+  {
+    SCOPED_TRACE("edge cases");
+    EqualsSentencePieceOnEdgeCases();
+  }
+  {
+    SCOPED_TRACE("fuzz strings");
+    EqualsSentencePieceOnFuzzStrings();
+  }
+  {
+    SCOPED_TRACE("tiny cache");
+    TinyCacheThatKeepsClearingIsStillExact();
+  }
+  {
+    SCOPED_TRACE("two threads");
+    ThreadsEncodeConcurrently();
+  }
 }
 
 }  // namespace
