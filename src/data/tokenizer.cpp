@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/hash.h"
+#include "data/word_cache_encoder.h"
 
 namespace mt {
 namespace {
@@ -69,6 +70,11 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_serialized(std::string model,
   }
   t->vocab_size_ = t->sp_->GetPieceSize();
   t->hash_ = xxh64(model.data(), model.size());
+  auto wc = WordCacheEncoder::create(*t->sp_, model);
+  if (wc)
+    t->word_cache_ = std::move(wc.value());
+  else
+    t->word_cache_off_ = wc.status().message();
   t->model_ = std::move(model);
   return t;
 }
@@ -130,9 +136,14 @@ Result<std::string> Tokenizer::train(const std::vector<std::string_view>& texts,
 }
 
 void Tokenizer::encode(std::string_view text, std::vector<int32_t>& out) const {
-  std::vector<int> ids;
-  sp_->Encode(text, &ids);
-  out.insert(out.end(), ids.begin(), ids.end());
+  if (word_cache_)
+    word_cache_->encode(text, out);
+  else
+    encode_plain(text, out);
+}
+
+void Tokenizer::encode_plain(std::string_view text, std::vector<int32_t>& out) const {
+  sp_encode_append(*sp_, text, out);
 }
 
 std::string Tokenizer::decode(const int32_t* ids, int64_t n) const {

@@ -4,6 +4,8 @@
 // pipeline inserts by id. Control tokens are never produced from text, so a
 // web page containing "<|success|>" cannot forge an outcome tag.
 // The hash (xxh64 of the serialized model) is recorded in every shard.
+// encode() runs SentencePiece one word at a time behind a per-thread word
+// cache (word_cache_encoder.h), with ids identical to SentencePiece's own.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -18,6 +20,8 @@ class SentencePieceProcessor;
 }
 
 namespace mt {
+
+class WordCacheEncoder;
 
 enum class Special { kEndOfDocument, kSuccess, kFailure, kPathHeader };
 inline constexpr int kNumSpecials = 4;
@@ -40,8 +44,16 @@ class Tokenizer {
   // Trains on `texts` (deterministic: same texts and options, same model bytes).
   static Result<std::string> train(const std::vector<std::string_view>& texts, const TokenizerTrainOptions& opt);
 
-  // Appends the ids of `text` to out. Thread-safe.
+  // Appends the ids of `text` to out: exactly SentencePiece's ids for the
+  // whole text. Thread-safe. Each calling thread keeps a word cache of
+  // WordCacheEncoder::kCacheEntries entries (10 MiB) while it lives.
   void encode(std::string_view text, std::vector<int32_t>& out) const;
+  // SentencePiece on the whole text in one call: the reference encode() must
+  // equal (tests, benchmarks) and what a model the word cache cannot serve gets.
+  void encode_plain(std::string_view text, std::vector<int32_t>& out) const;
+  // Why encode() is plain SentencePiece for this model; "" when the word
+  // cache is used.
+  const std::string& word_cache_off_reason() const { return word_cache_off_; }
   std::string decode(const int32_t* ids, int64_t n) const;
   int32_t special(Special s) const { return special_[int(s)]; }
   int64_t vocab_size() const { return vocab_size_; }
@@ -51,6 +63,8 @@ class Tokenizer {
  private:
   Tokenizer();
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::unique_ptr<WordCacheEncoder> word_cache_;  // null: encode with sp_ directly
+  std::string word_cache_off_;
   std::string model_;
   int32_t special_[kNumSpecials] = {};
   int64_t vocab_size_ = 0;
