@@ -46,7 +46,11 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
         {2, "the `--config` file cannot be read or parsed, or a bad `--set`"}}},
       {"data inspect",
        "src/cli/cmd_data.cpp (`run_inspect`)",
-       {{1, "the dataset cannot be opened or verified, or `heatmap.svg` / `--html` cannot be written"}}},
+       {{1, "the dataset cannot be opened or verified, `heatmap.svg` / `--html` cannot be written, or (`--docs`) "
+            "a provenance file is missing or `--bucket` names no bucket"}}},
+      {"data show",
+       "src/cli/data_docs.cpp (`run_show_doc`)",
+       {{1, "the dataset cannot be opened, a provenance file is missing, or no document has that id"}}},
       {"data plan",
        "src/cli/cmd_data.cpp (`run_plan`)",
        {{1, "the dataset cannot be opened"},

@@ -26,12 +26,14 @@ const char* topic_method_name(TopicMethod m) {
 class ConfiguredLabelers final : public BuildLabelers {
  public:
   std::unique_ptr<TopicModel> topics;
+  std::string single_topic;  // n_topics = 1, or a sample of one document: nothing to cluster
   std::unique_ptr<QualityModel> quality;
   int64_t reference_docs = 0, sample_docs = 0, topic_sample_docs = 0;
 
   // Names are file-safe for clustered topics; supervised ones are the user's
   // labels and are made so here (as metadata labels are at ingest).
   std::string topic(std::string_view text) const override {
+    if (!topics) return single_topic;
     return sanitize_label(topics->names()[size_t(topics->assign(text))]);
   }
 
@@ -55,6 +57,7 @@ class ConfiguredLabelers final : public BuildLabelers {
 
   nlohmann::json describe() const override {
     nlohmann::json j = nlohmann::json::object();
+    if (!single_topic.empty()) j["topic"] = "single";
     if (topics) {
       j["topic"] = topic_method_name(topics->method());
       j["topic_names"] = topics->names();
@@ -155,7 +158,11 @@ Result<std::unique_ptr<BuildLabelers>> fit_build_labelers(const DataBuildConfig&
                                                           bool need_topics, bool need_quality,
                                                           const std::string& scratch_dir) {
   auto l = std::make_unique<ConfiguredLabelers>();
-  if (need_topics) {
+  const TopicMethod tm = resolve_method(cfg.topic_config.model);
+  if (need_topics && (tm == TopicMethod::kKmeans || tm == TopicMethod::kAuto) &&
+      (cfg.topics.n_topics == 1 || topic_sample.size() < 2)) {
+    l->single_topic = "t00";
+  } else if (need_topics) {
     auto t = fit_topics(cfg, topic_sample, scratch_dir);
     if (!t) return t.status();
     l->topics = std::move(t.value());

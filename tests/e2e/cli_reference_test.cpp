@@ -159,6 +159,7 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
       {"data inspect", {"data", "inspect", missing}, 1},
       {"data plan", {"data", "plan", missing, "--mixture", missing}, 1},
       {"data plan", {"data", "plan", missing, "--mixture", missing, "--config", missing}, 2},
+      {"data show", {"data", "show", missing, "0"}, 1},
       {"tokenizer train", {"tokenizer", "train", "--input", missing, "--out", missing}, 1},
       {"tokenizer encode", {"tokenizer", "encode", "--model", missing, "--text", "a"}, 1},
       {"plan", {"plan", "--model", "x", "--cluster", "y", "--layout", "z", "--tokens", "many"}, 2},
@@ -184,7 +185,7 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
     }
   }
   // Every leaf command has its row; data plan's 3 is run in DataPipeline.PlanPassesOrFailsNamingBuckets.
-  EXPECT_EQ(documented.size(), 18u);
+  EXPECT_EQ(documented.size(), 19u);
   EXPECT_TRUE(documented.at("data plan").count(3));
 }
 

@@ -79,10 +79,15 @@ TEST(DataMemory, AThreeTimesLargerCorpusCostsTheSameMemory) {
   ASSERT_EQ(large.r.exit_code, 0) << large.r;
   ASSERT_GT(small.peak, 0) << small.r;
   ASSERT_GT(large.peak, 0) << large.r;
+  std::printf("[data memory] 20 MB corpus: %lld MiB peak; 60 MB corpus: %lld MiB peak\n", (long long)small.peak,
+              (long long)large.peak);
   // 40 MB more text and 5000 more documents: at most the per-document term
   // (~400 B each, 2 MB) and allocator noise, never the text.
   EXPECT_LT(large.peak - small.peak, 12) << small.r.out << large.r.out;
-  EXPECT_LT(large.peak, 60) << "peak above the text size: " << large.r.out;
+  // The fixed part of the bound at these settings: two cross-fitted token
+  // n-gram models (96 MiB), two word caches (20 MiB), batches (8 MiB),
+  // samples (13 MiB), the process itself (~30 MiB).
+  EXPECT_LT(large.peak, 200) << large.r.out;
 }
 
 TEST(DataMemory, AFiftyMegabyteLineBuildsInSecondsInBoundedMemory) {
@@ -100,7 +105,7 @@ TEST(DataMemory, AFiftyMegabyteLineBuildsInSecondsInBoundedMemory) {
   ASSERT_EQ(b.r.exit_code, 0) << b.r;
   EXPECT_NE(b.r.out.find("documents over limits.max_doc_bytes: 1 split"), std::string::npos) << b.r;
   // 3 x the line (read, parsed, moved) plus the fixed part of the bound.
-  EXPECT_LT(b.peak, 3 * 50 + 80) << b.r.out;
+  EXPECT_LT(b.peak, 3 * 50 + 200) << b.r.out;
   EXPECT_LT(seconds, 120) << b.r.out;
   const auto m = nlohmann::json::parse(read_file(tmp / "ds/manifest.json"));
   EXPECT_GE(m["totals"]["train_documents"].get<int64_t>() + m["totals"]["eval_documents"].get<int64_t>(), 50 + 50);
