@@ -46,7 +46,7 @@ using json = nlohmann::json;
 
 // Sampled documents are cut to this many bytes: enough to show a topic or a
 // style, and it bounds the memory of the samples.
-constexpr int64_t kSampleDocBytes = 16 << 10;
+constexpr int64_t kSampleDocBytes = 8 << 10;
 constexpr int64_t kReferenceCap = 32 << 20;
 
 inline uint64_t mix64(uint64_t z) {

@@ -35,7 +35,7 @@ struct DataBuildConfig {
   QualityModelOptions quality_model;    // [quality] method, n-gram and classifier settings (data/quality)
   TopicConfig topic_config;             // [topics] method, vectors, seeds, examples, [[topics.map]] (data/topics)
   std::string quality_within = "topic";  // [quality] levels_within: levels cut within each "topic" | "input" | "corpus"
-  int64_t quality_sample_docs = 20000;  // [quality] sample_docs: corpus documents the scorers are fitted on
+  int64_t quality_sample_docs = 10000;  // [quality] sample_docs: corpus documents the scorers are fitted on
   DocLimits limits;                     // [limits] max_doc_bytes, long_docs
   bool dedup_exact = true;              // [dedup] exact: drop exact duplicates of an earlier document
   bool dedup_near = true;               // [dedup] near: drop MinHash near-duplicates of an earlier document
