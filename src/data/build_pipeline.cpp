@@ -382,16 +382,19 @@ Status Pipeline::ingest_pass() {
   std::sort(by_item.begin(), by_item.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [item, j] : by_item) merge_into(rep_.ingest, j);
 
-  const std::vector<std::string> all_keys = comm_.allgather(keys_payload, "data build (document keys)");
-  keys_payload.clear();
-  keys_payload.shrink_to_fit();
+  std::vector<std::string> all_keys = comm_.allgather(keys_payload, "data build (document keys)");
+  std::string().swap(keys_payload);
   std::vector<DocKeys> keys_all;
   std::vector<int> owner;
-  for (int r = 0; r < R; ++r)
+  int64_t n_bands = 0;
+  for (int r = 0; r < R; ++r) {
     for (Unpacker u(all_keys[size_t(r)]); !u.at_end();) {
       keys_all.push_back(unpack_keys(u));
       owner.push_back(r);
+      n_bands += int64_t(keys_all.back().bands.size());
     }
+    std::string().swap(all_keys[size_t(r)]);  // each rank's bytes go as soon as they are parsed
+  }
   // Input order: by (item, seq); a stable merge of the ranks' runs.
   std::vector<int64_t> order(keys_all.size());
   std::iota(order.begin(), order.end(), 0);
@@ -404,6 +407,7 @@ Status Pipeline::ingest_pass() {
                        return size_t(k.first ^ mix64(k.second));
                      })> seen;
   FlatKeySet bands;
+  bands.reserve(n_bands);  // sized once: no doubling copies at the peak
   std::vector<std::vector<int64_t>> rank_ids(static_cast<size_t>(R));
   for (int64_t o : order) {
     const DocKeys& d = keys_all[size_t(o)];

@@ -93,6 +93,17 @@ bool FlatKeySet::contains(uint64_t key) const {
   }
 }
 
+void FlatKeySet::reserve(int64_t n) {
+  size_t slots = 16;
+  while (int64_t(slots) < 2 * n) slots *= 2;
+  if (slots <= slots_.size()) return;
+  std::vector<uint64_t> old = std::move(slots_);
+  slots_.assign(slots, 0);
+  size_ = 0;
+  for (uint64_t k : old)
+    if (k != 0) insert(k);
+}
+
 void FlatKeySet::grow() {
   std::vector<uint64_t> old = std::move(slots_);
   slots_.assign(std::max<size_t>(16, old.size() * 2), 0);

@@ -38,6 +38,8 @@ class FlatKeySet {
   // True when the key was new.
   bool insert(uint64_t key);
   bool contains(uint64_t key) const;
+  // Room for n keys without growing.
+  void reserve(int64_t n);
   int64_t size() const { return size_; }
   int64_t bytes() const { return int64_t(slots_.size() * sizeof(uint64_t)); }
 
