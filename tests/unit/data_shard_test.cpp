@@ -255,5 +255,22 @@ TEST(DatasetDir, BuildIsDeterministicAcrossThreadCounts) {
   EXPECT_THAT(build_dataset(cfg.value(), a / "ds", rep).message(), HasSubstr("output exists"));
 }
 
+// The old TF-IDF k-means labels a whole corpus at once; a streamed build
+// refuses it by name instead of labelling with a different method.
+TEST(DatasetDir, TfidfTopicsAreRefusedByName) {
+  td::TempDir dir;
+  std::string jsonl;
+  for (int i = 0; i < 20; ++i) jsonl += nlohmann::json{{"text", td::document(i % 2, 30, uint64_t(i))}}.dump() + "\n";
+  td::write_file(dir / "c.jsonl", jsonl);
+  auto cfg = parse_data_build_config("[[input]]\npath = \"c.jsonl\"\n[tokenizer]\nvocab_size = 300\n[topics]\n"
+                                     "n_topics = 2\nmethod = \"tfidf\"\n",
+                                     dir / "data.toml");
+  ASSERT_TRUE(cfg.is_ok()) << cfg.status().message();
+  BuildReport rep;
+  const Status s = build_dataset(cfg.value(), dir / "ds", rep);
+  EXPECT_THAT(s.message(), HasSubstr("topics.method = \"tfidf\""));
+  EXPECT_FALSE(std::filesystem::exists(dir / "ds"));
+}
+
 }  // namespace
 }  // namespace mt

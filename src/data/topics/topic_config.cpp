@@ -7,7 +7,7 @@ void declare_topic_model_keys(ConfigSchema& s, TopicConfig& c) {
   TopicModelOptions& o = c.model;
   s.add_enum("topics.method", &o.method, {"auto", "kmeans", "tfidf", "supervised", "seeded"},
              "computed topics: auto = supervised if topics.examples is set, else seeded if [[topics.keywords]] "
-             "are given, else kmeans; tfidf = the older hashed TF-IDF k-means");
+             "are given, else kmeans; tfidf = the older hashed TF-IDF k-means (comparisons only; data build refuses it)");
   s.add_enum("topics.features", &o.features, {"lsa", "fasttext", "lsa_fasttext"},
              "document vectors for kmeans and seeded: LSA of TF-IDF, pooled fastText word vectors, or both");
   s.add("topics.vector_dim", &o.vector_dim, "LSA dimensions and fastText word-vector dimensions").range(8, 1024);
