@@ -33,9 +33,11 @@
 #include "core/timer.h"
 #include "data/build_comm.h"
 #include "data/build_labels.h"
+#include "data/build_records.h"
 #include "data/data_build.h"
 #include "data/dataset.h"
 #include "data/doc_spill.h"
+#include "data/quality/quality_levels.h"
 #include "data/shard.h"
 
 namespace mt {
@@ -62,159 +64,6 @@ Status agree(BuildComm& comm, const Status& mine, const char* what) {
   for (const std::string& s : all)
     if (!s.empty()) return Status::error(s.substr(1));
   return Status::ok();
-}
-
-json stats_json(const IngestStats& s) {
-  json j;
-  j["files"] = s.files;
-  j["records"] = s.records;
-  j["documents"] = s.documents;
-  j["bytes"] = s.bytes;
-  j["utf8_repaired"] = s.utf8_repaired;
-  j["dropped"] = s.dropped;
-  j["skipped_files"] = s.skipped_files;
-  j["first_error"] = s.first_error;
-  j["long_docs_split"] = s.long_docs_split;
-  j["long_docs_truncated"] = s.long_docs_truncated;
-  return j;
-}
-
-// Per-item statistics of one rank, merged in item order so that "first
-// error" is the first in input order whatever the split across ranks.
-struct ItemStats {
-  int64_t item;
-  IngestStats st;
-};
-
-json item_stats_json(const ItemStats& s) { return {{"item", s.item}, {"stats", stats_json(s.st)}}; }
-
-void merge_into(IngestStats& into, const json& j) {
-  into.files += j["files"].get<int64_t>();
-  into.records += j["records"].get<int64_t>();
-  into.utf8_repaired += j["utf8_repaired"].get<int64_t>();
-  into.long_docs_split += j["long_docs_split"].get<int64_t>();
-  into.long_docs_truncated += j["long_docs_truncated"].get<int64_t>();
-  for (const auto& [k, v] : j["dropped"].items()) into.dropped[k] += v.get<int64_t>();
-  for (const auto& [k, v] : j["skipped_files"].items()) into.skipped_files[k] += v.get<int64_t>();
-  for (const auto& [k, v] : j["first_error"].items()) into.first_error.emplace(k, v.get<std::string>());
-}
-
-// What pass 1 keeps of a document until the dedup decision.
-struct DocKeys {
-  int64_t item = 0, seq = 0, input = 0, bytes = 0;
-  uint64_t k0 = 0, k1 = 0;         // exact key (128 bits)
-  int64_t has_topic = 0, has_quality = 0;
-  std::vector<uint64_t> bands;     // MinHash band keys
-};
-
-void pack_keys(Packer& p, const DocKeys& d) {
-  p.i64(d.item);
-  p.i64(d.seq);
-  p.i64(d.input);
-  p.i64(d.bytes);
-  p.i64(int64_t(d.k0));
-  p.i64(int64_t(d.k1));
-  p.i64(d.has_topic | (d.has_quality << 1));
-  p.i64(int64_t(d.bands.size()));
-  for (uint64_t b : d.bands) p.i64(int64_t(b));
-}
-
-DocKeys unpack_keys(Unpacker& u) {
-  DocKeys d;
-  d.item = u.i64();
-  d.seq = u.i64();
-  d.input = u.i64();
-  d.bytes = u.i64();
-  d.k0 = uint64_t(u.i64());
-  d.k1 = uint64_t(u.i64());
-  const int64_t flags = u.i64();
-  d.has_topic = flags & 1;
-  d.has_quality = (flags >> 1) & 1;
-  d.bands.resize(size_t(u.i64()));
-  for (uint64_t& b : d.bands) b = uint64_t(u.i64());
-  return d;
-}
-
-// The labels and scores of one kept document, gathered after pass 3.
-struct DocLabel {
-  std::string topic, quality;  // quality: from metadata, or "" (cut from a score)
-  double meta_score = std::nan("");
-  DocScores scores;
-  int64_t input = 0, tokens = 0, eval = 0;
-  uint64_t hash = 0;
-};
-
-void pack_label(Packer& p, int64_t id, const DocLabel& l) {
-  p.i64(id);
-  p.str(l.topic);
-  p.str(l.quality);
-  p.f64(l.meta_score);
-  p.f64(l.scores.perplexity);
-  p.f64(l.scores.classifier);
-  p.f64(l.scores.combined);
-  p.i64(l.input);
-  p.i64(l.tokens);
-  p.i64(l.eval);
-  p.i64(int64_t(l.hash));
-}
-
-// A tokenized document in a rank's token spill.
-struct TokenizedDoc {
-  int64_t id = 0;
-  std::vector<int32_t> ids;
-  Document prov;  // provenance only (text empty)
-};
-
-std::string encode_tokenized(const TokenizedDoc& t) {
-  std::string out;
-  Packer p(out);
-  p.i64(t.id);
-  p.i64(int64_t(t.ids.size()));
-  p.bytes(t.ids.data(), t.ids.size() * sizeof(int32_t));
-  p.str(t.prov.source);
-  p.str(t.prov.origin);
-  p.i64(t.prov.line);
-  p.i64(t.prov.offset);
-  p.i64(t.prov.part);
-  p.i64(t.prov.text_offset);
-  return out;
-}
-
-TokenizedDoc decode_tokenized(std::string_view rec) {
-  TokenizedDoc t;
-  Unpacker u(rec);
-  t.id = u.i64();
-  const int64_t n = u.i64();
-  const std::string_view raw = u.view(size_t(n) * sizeof(int32_t));
-  t.ids.resize(size_t(n));
-  std::memcpy(t.ids.data(), raw.data(), raw.size());
-  t.prov.source = u.str();
-  t.prov.origin = u.str();
-  t.prov.line = u.i64();
-  t.prov.offset = u.i64();
-  t.prov.part = u.i64();
-  t.prov.text_offset = u.i64();
-  return t;
-}
-
-
-// Level per document by rank of its score within its group: equal counts,
-// ties broken by the document's hash (never by input order).
-std::vector<int32_t> levels_within(const std::vector<double>& score, const std::vector<int64_t>& group,
-                                   const std::vector<uint64_t>& tie, int64_t n_levels) {
-  std::map<int64_t, std::vector<int64_t>> members;
-  for (size_t i = 0; i < score.size(); ++i) members[group[i]].push_back(int64_t(i));
-  std::vector<int32_t> level(score.size(), 0);
-  for (auto& [g, idx] : members) {
-    std::sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
-      const double sa = std::isnan(score[a]) ? -INFINITY : score[a], sb = std::isnan(score[b]) ? -INFINITY : score[b];
-      if (sa != sb) return sa < sb;
-      return tie[a] != tie[b] ? tie[a] < tie[b] : a < b;
-    });
-    const int64_t n = int64_t(idx.size());
-    for (int64_t r = 0; r < n; ++r) level[size_t(idx[size_t(r)])] = int32_t((__int128)r * n_levels / n);
-  }
-  return level;
 }
 
 // Enough file descriptors for every bucket's writers (four files each).
@@ -646,18 +495,9 @@ Status Pipeline::tokenize_pass() {
     labels_.resize(size_t(n_docs_));
     for (const std::string& part : all)
       for (Unpacker u(part); !u.at_end();) {
-        const int64_t id = u.i64();
-        DocLabel& l = labels_[size_t(id)];
-        l.topic = u.str();
-        l.quality = u.str();
-        l.meta_score = u.f64();
-        l.scores.perplexity = u.f64();
-        l.scores.classifier = u.f64();
-        l.scores.combined = u.f64();
-        l.input = u.i64();
-        l.tokens = u.i64();
-        l.eval = u.i64();
-        l.hash = uint64_t(u.i64());
+        DocLabel l;
+        const int64_t id = unpack_label(u, l);
+        labels_[size_t(id)] = std::move(l);
       }
   }
   rep_.seconds_tokenize = now_seconds() - t0;
@@ -669,10 +509,14 @@ Status Pipeline::tokenize_pass() {
 Status Pipeline::cut_levels() {
   if (comm_.rank() != 0) return Status::ok();
   quality_.assign(size_t(n_docs_), "");
-  auto group_of = [&](const DocLabel& l) -> int64_t {
-    if (cfg_.quality_within == "input") return l.input;
+  std::map<std::string, int32_t> topic_group;  // topics numbered in name order
+  for (const DocLabel& l : labels_) topic_group.emplace(l.topic, 0);
+  int32_t next = 0;
+  for (auto& [name, g] : topic_group) g = next++;
+  auto group_of = [&](const DocLabel& l) -> int32_t {
+    if (cfg_.quality_within == "input") return int32_t(l.input);
     if (cfg_.quality_within == "corpus") return 0;
-    return int64_t(xxh64(l.topic.data(), l.topic.size(), 0) >> 1);
+    return topic_group.at(l.topic);
   };
   std::vector<int64_t> meta_idx, comp_idx;
   for (int64_t i = 0; i < n_docs_; ++i) {
@@ -682,13 +526,13 @@ Status Pipeline::cut_levels() {
     else comp_idx.push_back(i);
   }
   auto cut = [&](const std::vector<int64_t>& idx, const std::vector<double>& score) {
-    std::vector<int64_t> group;
+    std::vector<int32_t> group;
     std::vector<uint64_t> tie;
     for (int64_t i : idx) {
       group.push_back(group_of(labels_[size_t(i)]));
       tie.push_back(labels_[size_t(i)].hash);
     }
-    const std::vector<int32_t> lv = levels_within(score, group, tie, cfg_.n_quality);
+    const std::vector<int32_t> lv = quantile_levels_within(score, group, tie, cfg_.n_quality);
     for (size_t j = 0; j < idx.size(); ++j) quality_[size_t(idx[j])] = fmt::format("q{}", lv[j]);
   };
   if (!meta_idx.empty()) {
