@@ -34,11 +34,6 @@ namespace {
 
 using json = nlohmann::json;
 
-int fail(const std::string& cmd, const Status& s, int code = 1) {
-  fmt::print(stderr, "moetrain {}: {}\n", cmd, s.message());
-  return code;
-}
-
 // The MPI world as the data layer's one collective.
 class WorldBuildComm final : public BuildComm {
  public:

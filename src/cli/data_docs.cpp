@@ -14,11 +14,6 @@ namespace {
 
 using json = nlohmann::json;
 
-int fail(const std::string& cmd, const Status& s, int code = 1) {
-  fmt::print(stderr, "moetrain {}: {}\n", cmd, s.message());
-  return code;
-}
-
 // Calls f(bucket, split, index in split, line) for every document line;
 // f returns false to stop.
 template <typename F>
@@ -47,6 +42,11 @@ std::string score_text(const json& j) {
 }
 
 }  // namespace
+
+int fail(const std::string& cmd, const Status& s, int code) {
+  fmt::print(stderr, "moetrain {}: {}\n", cmd, s.message());
+  return code;
+}
 
 int run_inspect_docs(const std::string& dir, const std::string& bucket, bool as_json, int64_t limit) {
   auto ds = Dataset::open(dir, ShardVerify::kHeadersOnly);

@@ -6,6 +6,10 @@
 
 namespace mt {
 
+class Status;
+// Prints "moetrain CMD: message" to stderr and returns `code` (the data commands' error exit).
+int fail(const std::string& cmd, const Status& s, int code = 1);
+
 // Lists the documents of a dataset (or of one bucket): id, bucket, split,
 // source and position, labels and scores. Returns the exit code.
 int run_inspect_docs(const std::string& dir, const std::string& bucket, bool as_json, int64_t limit);
