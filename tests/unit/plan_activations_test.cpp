@@ -169,7 +169,7 @@ TEST(PlanActivations, MatchesWhatTheCpuTrainerAllocates) {
   const std::vector<Case> cases = {{"dense", tiny_dense(), 2, 32, 0.25},
                                    {"gqa+qk-norm", gqa, 2, 32, 0.25},
                                    {"moe", tiny_moe(), 2, 32, 0.25},
-                                   {"moe dropless", moe, 2, 64, 0.35}};
+                                   {"moe dropless", moe, 2, 64, 0.25}};
   for (const Case& k : cases) {
     const ModelConfig& c = k.c;
     const int64_t N = k.B * k.T, D = c.d_model, H = c.n_heads, Dh = c.head_dim(), Hkv = c.kv_heads(0);
@@ -185,6 +185,8 @@ TEST(PlanActivations, MatchesWhatTheCpuTrainerAllocates) {
     }
     const double predicted = activation_bytes_per_token(layer_activation_terms(c, 0, o), 0) * double(N);
     const double allocated = double(per_layer_allocation(c, k.B, k.T));
+    std::printf("%-13s predicted %8.0f allocated %8.0f bytes per layer (%.1f%%)\n", k.name, predicted, allocated,
+                100.0 * predicted / allocated);
     EXPECT_DOUBLE_EQ(allocated - predicted, double(extras)) << k.name;
     EXPECT_LE(predicted, allocated) << k.name;
     EXPECT_LE((allocated - predicted) / allocated, k.tolerance) << k.name << ": predicted " << predicted
