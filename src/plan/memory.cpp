@@ -93,7 +93,7 @@ std::vector<MemoryItem> MemoryBreakdown::items() const {
           {"comm_buffers", "communication buffers", comm_buffers},
           {"moe_capacity_buffers", "MoE capacity buffers", moe_capacity_buffers},
           {"runtime", "runtime (CUDA context)", runtime},
-          {"fragmentation", "allocator allowance", fragmentation}};
+          {"fragmentation", "allocator overhead", fragmentation}};
 }
 
 namespace {
