@@ -3,24 +3,38 @@
 #include "plan/layout.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <limits>
 
 #include "core/config_schema.h"
 #include "core/file_io.h"
+#include "plan/activations.h"
 
 namespace mt::plan {
 namespace {
 
 const std::vector<std::string> kSchedules = {"gpipe", "1f1b", "interleaved", "zero-bubble", "dualpipe"};
 const std::vector<std::string> kRecompute = {"none", "selective", "full"};
+const std::vector<std::string> kAllocators = {"caching", "expandable", "arena"};
 
 
 }  // namespace
 
 std::string to_string(PipeSchedule s) { return kSchedules[size_t(s)]; }
 std::string to_string(Recompute r) { return kRecompute[size_t(r)]; }
+std::string to_string(Allocator a) { return kAllocators[size_t(a)]; }
+
+double allocator_overhead(const LayoutConfig& l) {
+  if (l.fragmentation >= 0) return l.fragmentation;
+  switch (l.allocator) {
+    case Allocator::kCaching: return 0.15;
+    case Allocator::kExpandable: return 0.02;
+    case Allocator::kArena: return 0.0;
+  }
+  return 0.0;
+}
 
 void declare_keys(ConfigSchema& s, LayoutConfig& l) {
   const int64_t big = int64_t(1) << 40;
@@ -48,7 +62,15 @@ void declare_keys(ConfigSchema& s, LayoutConfig& l) {
   s.add_enum("memory.recompute", &l.recompute, kRecompute, "activation recomputation");
   s.add_enum("memory.offload", &l.offload, {"none", "optimizer"}, "optimizer state kept in host memory");
   s.add("memory.flash_attention", &l.flash_attention, "false: attention probabilities are materialised");
-  s.add("memory.fragmentation", &l.fragmentation, "allocator allowance, fraction of dynamic memory").range(0, 1);
+  s.add("memory.recompute_modules", &l.recompute_modules,
+        "modules recomputed in backward besides memory.recompute: norm, core_attn, swiglu, experts, "
+        "shared_experts, qkv, expert_output");
+  s.add("memory.fp8_activations", &l.fp8_activations,
+        "inputs of FP8 linear layers cached in FP8 with per-128 scales (DeepSeek-V3); needs precision.gemm = \"fp8\"");
+  s.add_enum("memory.allocator", &l.allocator, kAllocators,
+             "device allocator: caching (PyTorch default), expandable (expandable_segments), arena (static)");
+  s.add("memory.fragmentation", &l.fragmentation, "allocator overhead, fraction of activations and buffers")
+      .range(-1, 1).note("-1 = the allocator's figure (caching 0.15, expandable 0.02, arena 0)");
   s.add_enum("precision.params", &l.params, {"bf16", "fp32"}, "bf16 = bf16 weights, fp32 master copy in the optimizer");
   s.add_enum("precision.grads", &l.grads, {"bf16", "fp32"}, "gradient accumulation and reduction dtype");
   s.add_enum("precision.gemm", &l.gemm, {"bf16", "fp8"},
@@ -71,6 +93,14 @@ Result<LayoutConfig> parse_layout(const std::string& text, const std::string& so
   declare_keys(s, l);
   ConfigOrigins o;
   MT_RETURN_IF_ERROR(s.load(text, source, overrides, o));
+  for (const std::string& m : l.recompute_modules) {
+    const auto& names = recompute_module_names();
+    if (std::find(names.begin(), names.end(), m) == names.end())
+      return o.error("memory.recompute_modules",
+                     fmt::format("unknown module \"{}\"; expected one of {}", m, fmt::join(names, ", ")));
+  }
+  if (l.fp8_activations && l.gemm != GemmPrecision::kFp8)
+    return o.error("memory.fp8_activations", "needs precision.gemm = \"fp8\" (FP8 GEMMs consume the FP8 copies)");
   if (l.virtual_stages > 1 && l.schedule != PipeSchedule::kInterleaved)
     return o.error("parallel.virtual_stages",
                    fmt::format("{} needs parallel.pp_schedule = \"interleaved\"", l.virtual_stages));

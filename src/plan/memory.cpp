@@ -1,26 +1,15 @@
-// memory.cpp — see memory.h. Per-token activation terms (bytes, t = tp; all
-// tensors are bf16 = 2 bytes unless noted; sequence parallelism shards the
-// norm inputs/outputs by t, heads and hidden units are split by t, and MoE
-// layers work on the t-th share of the tokens):
-//   attention: norm in 2D + rstd 4 + norm out 2D + q,k,v 2(H + 2Hkv')Dh
-//              + [qk-norm inputs 2(H + Hkv')Dh + rstd 4(H + Hkv')]
-//              + output 2H Dh + logsumexp 4H
-//              + [no flash: probabilities 2H * keys]
-//   dense FFN: norm in 2D + rstd 4 + norm out 2D + gate/up 4F + SwiGLU out 2F
-//   MoE FFN:   norm in/out 4D + 4 + router logits and probabilities 8E
-//              + index/gate 8K + [latent 4Dl + 4] + [out norm 2D + 4]
-//              + rows r = K x padding: permuted input 2Din + gate/up 4F + act 2F + expert out 2Din
-//              + shared experts 6F each
-// Hkv' = max(Hkv, t): KV heads are replicated when t exceeds them. Korthikanti
-// et al. (2022) count 34 sbh + 5 a s^2 b for GPT-3 blocks with dropout and
-// materialised attention; the terms above are the same bookkeeping for this
-// architecture (see docs/planner.md).
+// memory.cpp — see memory.h. Activations come op by op from activations.h
+// (Korthikanti et al. 2022 bookkeeping for this architecture, with MoE
+// dispatch and capacity rows); this file sums them over a pipeline stage and
+// the micro-batches it holds, adds the states and buffers, and applies the
+// allocator overhead of the layout (allocator_overhead in layout.h).
 #include "plan/memory.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "model/transformer.h"
+#include "plan/activations.h"
 
 namespace mt::plan {
 namespace {
@@ -47,30 +36,30 @@ std::pair<int64_t, int64_t> stage_layers(int64_t n_layers, int64_t pp, int64_t s
   return stage_layers(even, n_layers, stage);
 }
 
+ActivationOptions activation_options(const ModelConfig& c, const Parallel& p) {
+  ActivationOptions o;
+  o.tp = p.tp;
+  o.seq_len = p.seq_len;
+  o.flash_attention = p.cfg.flash_attention;
+  o.rows_per_token = c.n_experts > 0 ? rows_per_token(c, p) : 0.0;
+  o.elem_bytes = 2.0;
+  o.stat_bytes = 4.0;
+  o.fp8_cache_bytes = p.cfg.fp8_activations ? 1.0 + 4.0 / 128.0 : 0.0;
+  return o;
+}
+
+namespace {
+// Selective recomputation is the attention core; module choices add to it.
+RecomputeMask layout_recompute_mask(const LayoutConfig& l) {
+  RecomputeMask m = recompute_mask(l.recompute_modules);
+  if (l.recompute == Recompute::kSelective) m |= RecomputeMask(ActModule::kCoreAttn);
+  return m;
+}
+}  // namespace
+
 double layer_activation_bytes_per_token(const ModelConfig& c, int64_t l, const Parallel& p) {
-  const double t = double(p.tp);
-  const double D = double(c.d_model), H = double(c.n_heads), Dh = double(c.head_dim());
-  const double hkv = double(std::max(c.kv_heads(l), p.tp));
-  double attn = 2 * D + 4 + 2 * D + 2 * (H + 2 * hkv) * Dh + 2 * H * Dh + 4 * H;
-  if (c.qk_norm) attn += 2 * (H + hkv) * Dh + 4 * (H + hkv);
-  if (!p.cfg.flash_attention && p.cfg.recompute == Recompute::kNone) {
-    const double keys = c.is_local(l) ? double(std::min(p.seq_len, c.window)) : double(p.seq_len);
-    attn += 2 * H * keys;
-  }
-  double ffn;
-  if (!c.is_moe(l)) {
-    const double F = double(c.d_ff);
-    ffn = 2 * D + 4 + 2 * D + 4 * F + 2 * F;
-  } else {
-    const double E = double(c.n_experts), K = double(c.top_k), F = double(c.d_expert);
-    const double Din = double(c.expert_in_dim()), r = rows_per_token(c, p);
-    ffn = 4 * D + 4 + 8 * E + 8 * K;
-    if (c.d_latent > 0) ffn += 4 * double(c.d_latent) + 4;
-    if (c.moe_out_norm) ffn += 2 * D + 4;
-    ffn += r * (2 * Din + 4 * F + 2 * F + 2 * Din);
-    ffn += double(c.n_shared_experts) * 6 * F;
-  }
-  return (attn + ffn) / t;
+  return activation_bytes_per_token(layer_activation_terms(c, l, activation_options(c, p)),
+                                    layout_recompute_mask(p.cfg));
 }
 
 double in_flight_microbatches(const Parallel& p, int64_t stage) {
@@ -104,7 +93,7 @@ std::vector<MemoryItem> MemoryBreakdown::items() const {
           {"comm_buffers", "communication buffers", comm_buffers},
           {"moe_capacity_buffers", "MoE capacity buffers", moe_capacity_buffers},
           {"runtime", "runtime (CUDA context)", runtime},
-          {"fragmentation", "allocator allowance", fragmentation}};
+          {"fragmentation", "allocator overhead", fragmentation}};
 }
 
 namespace {
@@ -187,17 +176,25 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
   m.layers_in_stage = count;
   const double tokens = double(p.micro_batch * p.seq_len);
   m.in_flight = in_flight_microbatches(p, stage);
-  // Selective recomputation only changes anything when attention probabilities are materialised.
-  Parallel none = p, sel = p;
-  none.cfg.recompute = Recompute::kNone;
-  sel.cfg.recompute = Recompute::kSelective;
+  const ActivationOptions ao = activation_options(c, p);
+  const RecomputeMask modules = recompute_mask(L.recompute_modules);
+  const RecomputeMask sel_mask = modules | RecomputeMask(ActModule::kCoreAttn);
+  const RecomputeMask chosen = layout_recompute_mask(L);
   double per_mb_none = 0, per_mb_sel = 0, largest_layer = 0, inputs = 0;
+  std::vector<MemoryItem> ops;  // per op, summed over the stage's layers, one micro-batch
   for (int64_t l = first; l < first + count; ++l) {
-    const double b = layer_activation_bytes_per_token(c, l, none) * tokens;
+    const std::vector<ActTerm> terms = layer_activation_terms(c, l, ao);
+    const double b = activation_bytes_per_token(terms, modules) * tokens;
     per_mb_none += b;
-    per_mb_sel += layer_activation_bytes_per_token(c, l, sel) * tokens;
-    largest_layer = std::max(largest_layer, b);
-    inputs += 2.0 * double(c.d_model) / double(p.tp) * tokens;  // layer input kept under full recompute
+    per_mb_sel += activation_bytes_per_token(terms, sel_mask) * tokens;
+    largest_layer = std::max(largest_layer, activation_bytes_per_token(terms, kRecomputeNothing) * tokens);
+    inputs += layer_input_bytes_per_token(c, ao) * tokens;  // layer input kept under full recompute
+    for (const ActTerm& t : terms) {
+      const double bytes = (t.modules & chosen) != 0 ? 0.0 : t.bytes_per_token * tokens;
+      auto it = std::find_if(ops.begin(), ops.end(), [&](const MemoryItem& x) { return x.key == t.op; });
+      if (it == ops.end()) ops.push_back({t.op, t.op, bytes});
+      else it->bytes += bytes;
+    }
   }
   double head = 0;
   if (stage == p.pp - 1)  // final norm in/out and fp32 logits for the loss
@@ -210,6 +207,11 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
   // Full: layer inputs of every micro-batch in flight, plus one layer's activations while it is recomputed.
   m.activations_by_recompute[size_t(Recompute::kFull)] = inputs * m.in_flight + largest_layer + head_part;
   m.activations = m.activations_by_recompute[size_t(L.recompute)];
+  // Per op under the chosen recomputation (full recomputation keeps only the layer inputs).
+  if (L.recompute == Recompute::kFull) ops = {{"layer.input", "layer.input", inputs}};
+  for (MemoryItem& op : ops) op.bytes *= m.in_flight;
+  if (head_part > 0) ops.push_back({"head.logits", "head.logits", head_part});
+  m.activation_ops = std::move(ops);
 
   // Communication buffers.
   int64_t groups = 0;
@@ -227,7 +229,7 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
     m.moe_capacity_buffers =
         2.0 * 2.0 * rows_per_token(c, p) * double(c.expert_in_dim()) * tokens / double(p.tp);
   m.runtime = kRuntime;
-  m.fragmentation = L.fragmentation * (m.activations + m.comm_buffers + m.moe_capacity_buffers);
+  m.fragmentation = allocator_overhead(L) * (m.activations + m.comm_buffers + m.moe_capacity_buffers);
   return m;
 }
 

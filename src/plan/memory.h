@@ -1,17 +1,18 @@
 // memory.h — memory per GPU, itemised: parameters, gradients, optimizer
 // state, master weights, activations (with and without recomputation),
-// communication buffers, MoE capacity (all-to-all) buffers, runtime and an
-// allocator-fragmentation allowance. Every pipeline stage is evaluated and the
-// fullest one reported. GPU activations follow Korthikanti et al. 2022
-// adjusted for RMSNorm, SwiGLU, GQA, no dropout, flash attention, sliding
-// windows and MoE capacity; for CPU clusters the activation figure is the CPU
-// trainer's own allocation (model/transformer.h), so it is exact.
+// communication buffers, MoE capacity (all-to-all) buffers, runtime and the
+// allocator overhead (layout.h: allocator_overhead). Every pipeline stage is
+// evaluated and the fullest one reported. GPU activations are summed op by op
+// from activations.h (Korthikanti et al. 2022 for this architecture, MoE
+// dispatch and capacity rows included); for CPU clusters the activation figure
+// is the CPU trainer's own allocation (model/transformer.h), so it is exact.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "model/config.h"
+#include "plan/activations.h"
 #include "plan/layout.h"
 #include "plan/model_stats.h"
 
@@ -32,9 +33,12 @@ struct MemoryBreakdown {
   double comm_buffers = 0;         // NCCL workspaces, FSDP gather / reduce buckets, TP and PP buffers
   double moe_capacity_buffers = 0; // all-to-all dispatch/combine buffers of one MoE layer
   double runtime = 0;              // CUDA context and library workspaces
-  double fragmentation = 0;        // allowance on the dynamic part (activations and buffers)
+  double fragmentation = 0;        // allocator overhead on the dynamic part (activations and buffers)
   // Activations under each recomputation choice (index = Recompute), same stage.
   double activations_by_recompute[3] = {0, 0, 0};
+  // Activations of the reported stage per op ("attn.qkv", "experts.gate_up", ...), all micro-batches in
+  // flight, under the chosen recomputation (dropped ops count 0).
+  std::vector<MemoryItem> activation_ops;
   int64_t stage = 0;               // pipeline stage reported (the fullest)
   int64_t layers_in_stage = 0;
   double in_flight = 1;            // micro-batches whose activations the stage holds at peak
@@ -44,8 +48,14 @@ struct MemoryBreakdown {
   std::vector<MemoryItem> items() const;
 };
 
+// The activation terms' options for a layout: t, flash attention, expert rows
+// per token (capacity slots, or K x imbalance when dropless), bf16 with fp32
+// statistics, FP8 caching.
+ActivationOptions activation_options(const ModelConfig& c, const Parallel& p);
+
 // Activation bytes one GPU stores per token of a micro-batch for layer `l`
-// (bf16 tensors, fp32 statistics), without recomputation.
+// under the layout's selective and module recomputation (full recomputation
+// is applied per stage by memory_per_gpu).
 double layer_activation_bytes_per_token(const ModelConfig& c, int64_t l, const Parallel& p);
 
 // Micro-batches whose activations pipeline stage `stage` holds at its peak

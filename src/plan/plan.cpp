@@ -162,9 +162,9 @@ Result<Plan> make_plan(const PlanInputs& in) {
     std::string why = fmt::format("does not fit: stage {} needs {} per GPU, the {} has {}", p.mem.stage,
                                   gib(p.mem.total()), in.cluster.device.type, gib(p.mem.capacity));
     if (p.mem.total() - p.mem.fragmentation <= p.mem.capacity)
-      why += fmt::format(" (it fits without the allocator allowance of {}: memory.fragmentation = {:g} is a stated "
-                         "assumption, not a measurement; set it to what your allocator shows)",
-                         gib(p.mem.fragmentation), in.layout.fragmentation);
+      why += fmt::format(" (it fits without the allocator overhead of {}: {:g} of activations and buffers for "
+                         "memory.allocator = \"{}\"; set memory.fragmentation to what your allocator shows)",
+                         gib(p.mem.fragmentation), allocator_overhead(in.layout), to_string(in.layout.allocator));
     p.warnings.push_back(why);
   }
   p.time = step_time(in.model, p.stats, p.par, in.cluster);
@@ -262,6 +262,11 @@ nlohmann::json to_json(const Plan& p) {
   mem["activations_by_recompute"] = {{"none", std::llround(p.mem.activations_by_recompute[0])},
                                      {"selective", std::llround(p.mem.activations_by_recompute[1])},
                                      {"full", std::llround(p.mem.activations_by_recompute[2])}};
+  json ops = json::object();
+  for (const MemoryItem& it : p.mem.activation_ops) ops[it.key] = std::llround(it.bytes);
+  mem["activations_by_op"] = ops;
+  mem["allocator"] = to_string(par.cfg.allocator);
+  mem["allocator_overhead"] = allocator_overhead(par.cfg);
   j["memory"] = mem;
   const StepTime& t = p.time;
   j["step_time"] = {{"compute", t.compute_s},          {"recompute", t.recompute_s},
@@ -381,6 +386,16 @@ std::string to_text(const Plan& p) {
   line("", fmt::format("activations without / selective / full recompute: {} / {} / {}",
                        gib(p.mem.activations_by_recompute[0]), gib(p.mem.activations_by_recompute[1]),
                        gib(p.mem.activations_by_recompute[2])));
+  {  // the three largest activation ops, and the allocator behind the overhead line
+    std::vector<MemoryItem> ops = p.mem.activation_ops;
+    std::sort(ops.begin(), ops.end(), [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
+    std::string top;
+    for (size_t i = 0; i < std::min<size_t>(3, ops.size()); ++i)
+      top += fmt::format("{}{} {}", i ? ", " : "", ops[i].key, gib(ops[i].bytes));
+    if (!top.empty()) line("", "largest activation ops: " + top);
+    line("", fmt::format("allocator overhead: {:g} of activations and buffers (memory.allocator = \"{}\")",
+                         allocator_overhead(par.cfg), to_string(par.cfg.allocator)));
+  }
   o += "\n";
   const StepTime& t = p.time;
   line("Step", fmt::format("{:.3f} s: compute {:.3f}, recompute {:.3f}, bubble {:.3f}, exposed comm TP {:.3f} "

@@ -99,6 +99,15 @@ void memory_section(HtmlPage& h, const Plan& p) {
                      "recomputation: {} / {} / {}.",
                      p.mem.in_flight, p.mem.stage, p.mem.layers_in_stage, gib(p.mem.activations_by_recompute[0]),
                      gib(p.mem.activations_by_recompute[1]), gib(p.mem.activations_by_recompute[2])));
+  // Activations op by op (plan/activations.h), under the layout's recomputation choice.
+  std::vector<std::vector<std::string>> ops;
+  for (const MemoryItem& it : p.mem.activation_ops)
+    if (it.bytes > 0 && p.mem.activations > 0)
+      ops.push_back({it.key, gib(it.bytes), fmt::format("{:.1f}%", 100 * it.bytes / p.mem.activations)});
+  if (!ops.empty()) h.table({"activation op", "per GPU", "share of activations"}, ops, {}, -1);
+  h.note(fmt::format("Allocator overhead: {:g} of activations and buffers (memory.allocator = \"{}\"; "
+                     "memory.fragmentation overrides it with a measured figure).",
+                     allocator_overhead(p.par.cfg), to_string(p.par.cfg.allocator)));
 }
 
 void time_section(HtmlPage& h, const Plan& p) {

@@ -116,7 +116,7 @@ TEST(PlanLayout, Errors) {
   EXPECT_THAT(layout_error("[batch]\nglobal_batch = 8\n[parallel]\nvirtual_stages = 2\n"),
               HasSubstr("parallel.virtual_stages: 2 needs parallel.pp_schedule = \"interleaved\""));
   EXPECT_THAT(layout_error("[batch]\nglobal_batch = 8\n[memory]\nfragmentation = 2.0\n"),
-              HasSubstr("memory.fragmentation: expected float in [0, 1], got 2.0"));
+              HasSubstr("memory.fragmentation: expected float in [-1, 1]"));
   EXPECT_THAT(layout_error("[batch]\nglobal_batch = 8\n[parallel]\ntp = 2.5\n"),
               HasSubstr("parallel.tp: expected integer in [1, 65536], got 2.5"));
 }

@@ -114,7 +114,7 @@ TEST(PlanMemory, StatesOnOneGpu) {
   EXPECT_DOUBLE_EQ(mem.capacity, 80.0 * 1024 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(mem.runtime, 1024.0 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(mem.comm_buffers, 0.0);  // no process group larger than one
-  EXPECT_DOUBLE_EQ(mem.fragmentation, 0.10 * mem.activations);
+  EXPECT_DOUBLE_EQ(mem.fragmentation, 0.02 * mem.activations);  // expandable segments (layout.h)
   EXPECT_NEAR(mem.total(), mem.parameters + mem.gradients + mem.master_weights + mem.optimizer_state +
                                mem.activations + mem.runtime + mem.fragmentation, 1e-3);
 }
@@ -170,12 +170,14 @@ TEST(PlanMemory, ActivationsByHand) {
   EXPECT_DOUBLE_EQ(mem.activations_by_recompute[1], mem.activations_by_recompute[0]);  // flash: nothing to drop
   EXPECT_DOUBLE_EQ(mem.activations_by_recompute[2], 2 * 128 * tokens + (attn + ffn) * tokens + head);
   EXPECT_DOUBLE_EQ(mem.activations, mem.activations_by_recompute[0]);
-  // Without flash attention the probabilities (2 bytes x H x keys) are stored, and selective recompute drops them.
+  // Without flash attention the probabilities (2 bytes x H x keys) are stored in place of the logsumexp
+  // (4H), and selective recompute drops them.
   l.flash_attention = false;
   const Parallel q = resolved(m, l, h100(1), 32);
-  EXPECT_DOUBLE_EQ(layer_activation_bytes_per_token(m, 0, q), attn + ffn + 2 * 4 * 32);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes_per_token(m, 0, q), attn + ffn - 16 + 2 * 4 * 32);
   const MemoryBreakdown mq = memory_per_gpu(m, s, q, h100(1));
-  EXPECT_DOUBLE_EQ(mq.activations_by_recompute[1], mem.activations_by_recompute[0]);
+  // Selective recomputation then keeps q, k, v and no logsumexp: the flash figure less 4H per token and layer.
+  EXPECT_DOUBLE_EQ(mq.activations_by_recompute[1], mem.activations_by_recompute[0] - 2 * 16 * tokens);
 }
 
 TEST(PlanMemory, TensorParallelSplitsAndReplicatesKvHeads) {
