@@ -185,15 +185,19 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
     if (fixed > m.n_layers || (free_stages == 0 && fixed != m.n_layers))
       return bad(key, fmt::format("the first and last stages hold {} layers, leaving {} for {} other stages of a "
                                   "{}-layer model", fixed, m.n_layers - fixed, free_stages, m.n_layers));
-    // Every stage that holds layers needs at least one per model chunk; embedding- or head-only stages hold none.
+    // Every stage that holds layers needs at least one per model chunk, except that with an interleaved
+    // schedule the embedding's chunk (the first of stage 0) and the head's chunk (the last of the last stage)
+    // may hold none: Llama 3 405B ran 126 layers as 16 stages x 8 chunks this way (Dubey et al. 2024,
+    // section 3.3.2). Without interleaving the embedding- or head-only stage holds no layer at all.
     for (int64_t st = 0; st < p.pp; ++st) {
       const int64_t n = stage_layers(p, m.n_layers, st).second;
       if (n == 0 && st != 0 && st != p.pp - 1)
         return bad("parallel.pp", fmt::format("stage {} holds no layer: {} layers do not fill {} stages", st,
                                               m.n_layers, p.pp));
-      if (n > 0 && n < p.v)
-        return bad("parallel.virtual_stages", fmt::format("stage {} holds {} layers, fewer than the {} model chunks",
-                                                          st, n, p.v));
+      const int64_t empty_chunks = (st == 0 && l.first_stage_layers >= 0) + (st == p.pp - 1 && l.last_stage_layers >= 0);
+      if (n > 0 && n < p.v - empty_chunks)
+        return bad("parallel.virtual_stages", fmt::format("stage {} holds {} layers, fewer than the {} model chunks "
+                                                          "that need one", st, n, p.v - empty_chunks));
     }
   } else if (p.pp * p.v > m.n_layers) {
     return bad("parallel.pp", fmt::format("pp x virtual_stages = {} exceeds model.n_layers = {} (stages holding only "

@@ -199,6 +199,21 @@ TEST(PlanLayout, EmbeddingAndHeadOnlyStages) {
   EXPECT_THAT(resolve_error("[parallel]\npp = 4\npp_schedule = \"interleaved\"\nvirtual_stages = 5\n"
                             "first_stage_layers = 0\nlast_stage_layers = 0\n[batch]\nglobal_batch = 64\n", m),
               HasSubstr("parallel.virtual_stages: stage 1 holds 4 layers, fewer than the 5 model chunks"));
+  // Interleaved with the embedding's and the head's chunks empty (Llama 3 405B: 126 = 16 x 8 - 2): 4 stages
+  // x 2 chunks over 6 layers, stages 0 and 3 holding one layer and an empty chunk each.
+  m.n_layers = 6;
+  auto lc = parse_layout("[parallel]\npp = 4\npp_schedule = \"interleaved\"\nvirtual_stages = 2\n"
+                         "first_stage_layers = 1\nlast_stage_layers = 1\n[batch]\nglobal_batch = 64\n", "l.toml");
+  ASSERT_TRUE(lc.is_ok());
+  auto pc = resolve(*lc, m, 1024, *c);
+  ASSERT_TRUE(pc.is_ok()) << pc.status().message();
+  EXPECT_EQ(stage_layers(*pc, 6, 0).second, 1);
+  EXPECT_EQ(stage_layers(*pc, 6, 1).second, 2);
+  // A middle stage has no empty chunk to spare.
+  m.n_layers = 8;
+  EXPECT_THAT(resolve_error("[parallel]\npp = 4\npp_schedule = \"interleaved\"\nvirtual_stages = 4\n"
+                            "first_stage_layers = 3\nlast_stage_layers = 3\n[batch]\nglobal_batch = 64\n", m),
+              HasSubstr("parallel.virtual_stages: stage 1 holds 1 layers, fewer than the 4 model chunks that need one"));
 }
 
 TEST(PlanLayout, ResolveErrorsNameTheField) {
