@@ -160,6 +160,19 @@ ForwardStats Transformer::forward(ParamProvider& pp, const int32_t* tokens, cons
   return st;
 }
 
+void Transformer::forward_logits(const float* params, const int32_t* tokens, const float* router_bias,
+                                 float* logits_NV) {
+  FlatParams flat(params, nullptr);
+  ForwardStats st;
+  run_forward(st, flat, Grads::kNo, tokens, router_bias);
+  const int64_t D = c_.d_model, V = c_.vocab_size;
+  for (int64_t r0 = 0; r0 < N_; r0 += kHeadChunk) {
+    const int64_t R = std::min(kHeadChunk, N_ - r0);
+    linear_forward(logits_NV + r0 * V, hf_.data() + r0 * D, root_.of(off_.head).at(off_.head), R, V, D, prec_);
+  }
+  flat.release_root();
+}
+
 ForwardStats Transformer::forward_backward(const float* params, float* grads, const int32_t* tokens,
                                            float grad_scale, const float* router_bias) {
   FlatParams flat(params, grads);

@@ -65,6 +65,10 @@ class Transformer {
   // Loss only (evaluation); no gradients.
   ForwardStats forward(const float* params, const int32_t* tokens, const float* router_bias);
   ForwardStats forward(ParamProvider& pp, const int32_t* tokens, const float* router_bias);
+  // Logits instead of the loss: logits_NV (B*T, V) of the next token after
+  // every input position (tokens as above; the targets are not read). The
+  // reference the incremental decoder (decoder.h) is tested against.
+  void forward_logits(const float* params, const int32_t* tokens, const float* router_bias, float* logits_NV);
 
  private:
   // Count-only construction for activation_bytes(c, batch, seq_len).

@@ -47,3 +47,14 @@ void rope_backward(float* dx, const float* dy, const float* cos_T, const float* 
 }
 
 }  // namespace mt
+
+namespace mt {
+void rope_forward_at(float* y, const float* x, const float* cos_T, const float* sin_T, const int64_t* pos,
+                     int64_t N, int64_t heads, int64_t Dh) {
+  const int64_t half = Dh / 2;
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n)
+    rotate(y + n * heads * Dh, x + n * heads * Dh, cos_T + pos[n] * half, sin_T + pos[n] * half, heads, 1, Dh,
+           1.0f);
+}
+}  // namespace mt

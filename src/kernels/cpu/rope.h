@@ -16,3 +16,11 @@ void rope_backward(float* dx, const float* dy, const float* cos_T, const float* 
                    int64_t T, int64_t Dh);
 
 }  // namespace mt
+
+namespace mt {
+// Rows at arbitrary positions (incremental decoding): x, y (N, heads, Dh),
+// row n rotated by the angle of position pos[n], exactly as rope_forward
+// rotates position pos[n]. y may alias x.
+void rope_forward_at(float* y, const float* x, const float* cos_T, const float* sin_T, const int64_t* pos,
+                     int64_t N, int64_t heads, int64_t Dh);
+}  // namespace mt

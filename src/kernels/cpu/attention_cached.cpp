@@ -1,0 +1,100 @@
+// attention_cached.cpp — one (row, head) per task: scores against the visible
+// keys (cache slots for positions before the sequence's new rows, the new
+// rows themselves after), a max-subtracted softmax, then P V. The cache may
+// hold bf16 (read back to fp32) or fp32.
+#include "kernels/cpu/attention_cached.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace mt {
+namespace {
+
+inline float to_f32(float x) { return x; }
+inline float to_f32(bf16 x) { return bf16_to_f32(x); }
+inline void from_f32(float& out, float x) { out = x; }
+inline void from_f32(bf16& out, float x) { out = f32_to_bf16(x); }
+
+thread_local std::vector<float> tls_scores;
+
+}  // namespace
+
+template <typename T>
+void attention_cached_forward(float* o, const float* q, const float* k_new, const float* v_new,
+                              const T* k_cache, const T* v_cache, const int32_t* seq, const int64_t* pos,
+                              const int64_t* first_row, const CachedAttentionDims& d) {
+  const int64_t Dh = d.Dh, group = d.H / d.Hkv;
+  const float scale = 1.0f / std::sqrt(float(Dh));
+#pragma omp parallel for schedule(dynamic, 4)
+  for (int64_t rh = 0; rh < d.N * d.H; ++rh) {
+    const int64_t r = rh / d.H, h = rh % d.H, kvh = h / group;
+    const int64_t p = pos[r], r0 = first_row[r], p0 = pos[r0];
+    const int64_t lo = d.window > 0 ? std::max<int64_t>(0, p - d.window + 1) : 0;
+    std::vector<float>& s = tls_scores;
+    if (int64_t(s.size()) < p - lo + 1) s.resize(size_t(p - lo + 1));
+    const float* qr = q + (r * d.H + h) * Dh;
+    const int64_t cache_base = (int64_t(seq[r]) * d.Hkv + kvh) * d.C;
+    float m = -INFINITY;
+    for (int64_t j = lo; j <= p; ++j) {
+      float acc = 0.0f;
+      if (j >= p0) {
+        const float* kr = k_new + ((r0 + j - p0) * d.Hkv + kvh) * Dh;
+        for (int64_t e = 0; e < Dh; ++e) acc += qr[e] * kr[e];
+      } else {
+        const T* kr = k_cache + (cache_base + j % d.C) * Dh;
+        for (int64_t e = 0; e < Dh; ++e) acc += qr[e] * to_f32(kr[e]);
+      }
+      s[j - lo] = acc * scale;
+      m = std::max(m, s[j - lo]);
+    }
+    float sum = 0.0f;
+    for (int64_t j = lo; j <= p; ++j) {
+      s[j - lo] = std::exp(s[j - lo] - m);
+      sum += s[j - lo];
+    }
+    const float inv = 1.0f / sum;
+    float* orow = o + (r * d.H + h) * Dh;
+    std::fill(orow, orow + Dh, 0.0f);
+    for (int64_t j = lo; j <= p; ++j) {
+      const float w = s[j - lo] * inv;
+      if (j >= p0) {
+        const float* vr = v_new + ((r0 + j - p0) * d.Hkv + kvh) * Dh;
+        for (int64_t e = 0; e < Dh; ++e) orow[e] += w * vr[e];
+      } else {
+        const T* vr = v_cache + (cache_base + j % d.C) * Dh;
+        for (int64_t e = 0; e < Dh; ++e) orow[e] += w * to_f32(vr[e]);
+      }
+    }
+  }
+}
+
+template <typename T>
+void kv_cache_append(T* k_cache, T* v_cache, const float* k_new, const float* v_new, const int32_t* seq,
+                     const int64_t* pos, const CachedAttentionDims& d) {
+  const int64_t Dh = d.Dh;
+#pragma omp parallel for schedule(static)
+  for (int64_t kvh = 0; kvh < d.Hkv; ++kvh)
+    for (int64_t r = 0; r < d.N; ++r) {
+      const int64_t slot = (int64_t(seq[r]) * d.Hkv + kvh) * d.C + pos[r] % d.C;
+      const float* kr = k_new + (r * d.Hkv + kvh) * Dh;
+      const float* vr = v_new + (r * d.Hkv + kvh) * Dh;
+      for (int64_t e = 0; e < Dh; ++e) {
+        from_f32(k_cache[slot * Dh + e], kr[e]);
+        from_f32(v_cache[slot * Dh + e], vr[e]);
+      }
+    }
+}
+
+template void attention_cached_forward<float>(float*, const float*, const float*, const float*, const float*,
+                                              const float*, const int32_t*, const int64_t*, const int64_t*,
+                                              const CachedAttentionDims&);
+template void attention_cached_forward<bf16>(float*, const float*, const float*, const float*, const bf16*,
+                                             const bf16*, const int32_t*, const int64_t*, const int64_t*,
+                                             const CachedAttentionDims&);
+template void kv_cache_append<float>(float*, float*, const float*, const float*, const int32_t*, const int64_t*,
+                                     const CachedAttentionDims&);
+template void kv_cache_append<bf16>(bf16*, bf16*, const float*, const float*, const int32_t*, const int64_t*,
+                                    const CachedAttentionDims&);
+
+}  // namespace mt

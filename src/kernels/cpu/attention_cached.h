@@ -1,0 +1,39 @@
+// attention_cached.h — attention of new tokens against a KV cache, for
+// incremental decoding (model/decoder.h). The same maths as attention.h:
+// query at absolute position p attends to keys j with
+// max(0, p - window + 1) <= j <= p (window <= 0: every j <= p), scale 1/sqrt(Dh),
+// query head h reads kv head h / (H / Hkv).
+// Rows are ragged: row r holds one new token of sequence seq[r] at position
+// pos[r]; a sequence's new rows are consecutive with consecutive positions,
+// and its cache holds every visible position below its first new one.
+// Cache of one layer: k, v (Bmax, Hkv, C, Dh); position j lives in slot
+// j % C (a ring when C < max length: sliding-window layers keep C = window).
+// Shapes: q, o (N, H, Dh); k_new, v_new (N, Hkv, Dh).
+// Each (row, head) is one task that owns its output: thread-count invariant.
+#pragma once
+#include <cstdint>
+
+#include "core/bf16.h"
+
+namespace mt {
+
+struct CachedAttentionDims {
+  int64_t N;       // new rows
+  int64_t H, Hkv, Dh;
+  int64_t C;       // cache slots per (sequence, kv head)
+  int64_t window;  // <= 0: global causal
+};
+
+// o (N, H, Dh) written. first_row[r] = the first new row of seq[r]'s run.
+template <typename T>
+void attention_cached_forward(float* o, const float* q, const float* k_new, const float* v_new,
+                              const T* k_cache, const T* v_cache, const int32_t* seq, const int64_t* pos,
+                              const int64_t* first_row, const CachedAttentionDims& d);
+
+// Writes the new rows' k and v into their slots pos % C (rows in order, so
+// with more new rows than slots the newest positions stay).
+template <typename T>
+void kv_cache_append(T* k_cache, T* v_cache, const float* k_new, const float* v_new, const int32_t* seq,
+                     const int64_t* pos, const CachedAttentionDims& d);
+
+}  // namespace mt

@@ -1,0 +1,128 @@
+// decoder.cpp — the layer loop of incremental decoding. Attention mirrors
+// attention_block_forward with per-row positions and the cache; the FFN is
+// ffn_block_forward itself, with the new rows as a batch of one-token
+// sequences (dropless, so the grouping does not change any output).
+#include "model/decoder.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "kernels/cpu/attention_cached.h"
+#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/heads.h"
+#include "kernels/cpu/rmsnorm.h"
+#include "kernels/cpu/rope.h"
+
+namespace mt {
+namespace {
+ModelConfig dropless(ModelConfig c) {
+  c.capacity_factor = 0.0;
+  c.routing_group = 0;
+  return c;
+}
+}  // namespace
+
+Decoder::Decoder(const ModelConfig& c, const float* params, const float* router_bias, const DecoderOptions& opt)
+    : c_(dropless(c)),
+      params_(params),
+      router_bias_(router_bias),
+      opt_(opt),
+      cache_(c_, opt.batch, opt.max_len, opt.kv_dtype),
+      experts_(c.n_experts) {
+  off_ = build_layout(c_, layout_);
+  const int64_t R = opt.max_rows, D = c_.d_model, Dh = c_.head_dim(), H = c_.n_heads;
+  int64_t Hkv = 0;
+  for (int64_t l = 0; l < c_.n_layers; ++l) Hkv = std::max(Hkv, c_.kv_heads(l));
+  rope_cos_.resize(size_t(opt.max_len * Dh / 2));
+  rope_sin_.resize(size_t(opt.max_len * Dh / 2));
+  rope_tables(rope_cos_.data(), rope_sin_.data(), opt.max_len, Dh, c_.rope_theta);
+  pos_.resize(size_t(R));
+  first_row_.resize(size_t(R));
+  for (auto* v : {&x_, &x_mid_, &a_}) v->resize(size_t(R * D));
+  rstd_.resize(size_t(R));
+  qkv_.resize(size_t(R * (H + 2 * Hkv) * Dh));
+  for (auto* v : {&q_, &q_raw_, &o_}) v->resize(size_t(R * H * Dh));
+  for (auto* v : {&k_, &v_, &k_raw_}) v->resize(size_t(R * Hkv * Dh));
+  rstd_q_.resize(size_t(R * H));
+  rstd_k_.resize(size_t(R * Hkv));
+  logits_.resize(size_t(R * c_.vocab_size));
+  BufferSizer alloc(BufferSizer::Mode::kAllocate);
+  for (int64_t l = 0; l < c_.n_layers; ++l) {
+    FfnActs& f = c_.is_moe(l) ? ffn_moe_ : ffn_dense_;
+    if (f.m.empty()) f.allocate(c_, l, R, 1, alloc);
+  }
+}
+
+void Decoder::attention(float* x_mid, const float* x, int64_t layer, int64_t n) {
+  const int64_t D = c_.d_model, H = c_.n_heads, Hkv = c_.kv_heads(layer), Dh = c_.head_dim();
+  const int64_t QKV = (H + 2 * Hkv) * Dh;
+  const AttnOffsets& w = off_.layers[size_t(layer)].attn;
+  const float* p = params_;
+  const float eps = float(c_.norm_eps);
+  rmsnorm_forward(a_.data(), rstd_.data(), x, p + w.norm, n, D, eps);
+  linear_forward(qkv_.data(), a_.data(), p + w.wqkv, n, QKV, D, MatmulPrecision::kFp32);
+  // (n, 1) "sequences" of one token: split_qkv gives q (n, H, Dh), k, v (n, Hkv, Dh).
+  if (c_.qk_norm) {
+    split_qkv(q_raw_.data(), k_raw_.data(), v_.data(), qkv_.data(), n, 1, H, Hkv, Dh);
+    rmsnorm_forward(q_.data(), rstd_q_.data(), q_raw_.data(), p + w.q_norm, n * H, Dh, eps);
+    rmsnorm_forward(k_.data(), rstd_k_.data(), k_raw_.data(), p + w.k_norm, n * Hkv, Dh, eps);
+  } else {
+    split_qkv(q_.data(), k_.data(), v_.data(), qkv_.data(), n, 1, H, Hkv, Dh);
+  }
+  rope_forward_at(q_.data(), q_.data(), rope_cos_.data(), rope_sin_.data(), pos_.data(), n, H, Dh);
+  rope_forward_at(k_.data(), k_.data(), rope_cos_.data(), rope_sin_.data(), pos_.data(), n, Hkv, Dh);
+  const CachedAttentionDims d{n, H, Hkv, Dh, cache_.capacity(layer), c_.is_local(layer) ? c_.window : 0};
+  if (cache_.dtype() == KvDtype::kF32) {
+    attention_cached_forward(o_.data(), q_.data(), k_.data(), v_.data(), cache_.k_f32(layer),
+                             cache_.v_f32(layer), seqs_, pos_.data(), first_row_.data(), d);
+    kv_cache_append(cache_.k_f32(layer), cache_.v_f32(layer), k_.data(), v_.data(), seqs_, pos_.data(), d);
+  } else {
+    attention_cached_forward(o_.data(), q_.data(), k_.data(), v_.data(), cache_.k_bf16(layer),
+                             cache_.v_bf16(layer), seqs_, pos_.data(), first_row_.data(), d);
+    kv_cache_append(cache_.k_bf16(layer), cache_.v_bf16(layer), k_.data(), v_.data(), seqs_, pos_.data(), d);
+  }
+  std::copy(x, x + n * D, x_mid);
+  gemm(x_mid, o_.data(), p + w.wo, GemmShape{n, D, H * Dh, Trans::kNo, Trans::kYes}, 1.0f, MatmulPrecision::kFp32);
+}
+
+void Decoder::forward(const int32_t* tokens, const int32_t* seqs, int64_t n) {
+  MT_CHECK(n > 0 && n <= opt_.max_rows, "decoder: {} rows, at most {}", n, opt_.max_rows);
+  const int64_t D = c_.d_model, V = c_.vocab_size;
+  for (int64_t r = 0; r < n; ++r) {
+    const int32_t b = seqs[r];
+    MT_CHECK(b >= 0 && b < opt_.batch, "decoder: sequence {} of {}", b, opt_.batch);
+    MT_CHECK(tokens[r] >= 0 && tokens[r] < V, "decoder: token {} out of vocab {}", tokens[r], V);
+    const bool starts = r == 0 || seqs[r - 1] != b;
+    first_row_[size_t(r)] = starts ? r : first_row_[size_t(r - 1)];
+    pos_[size_t(r)] = cache_.length(b) + (r - first_row_[size_t(r)]);
+    MT_CHECK(pos_[size_t(r)] < opt_.max_len, "decoder: position {} of sequence {} past max_len {}", pos_[size_t(r)],
+             b, opt_.max_len);
+  }
+  seqs_ = seqs;
+  embedding_forward(x_.data(), tokens, params_ + off_.embed, n, D);
+  BlockContext ctx;
+  ctx.c = &c_;
+  ctx.B = n;
+  ctx.T = 1;
+  ctx.N = n;
+  ctx.prec = MatmulPrecision::kFp32;
+  ctx.w = ParamSpan{params_, nullptr, 0};
+  ctx.we = ctx.w;
+  ctx.experts = &experts_;
+  int64_t moe_index = 0;
+  for (int64_t l = 0; l < c_.n_layers; ++l) {
+    attention(x_mid_.data(), x_.data(), l, n);
+    FfnStats fs;
+    const bool moe = c_.is_moe(l);
+    const float* bias = (router_bias_ && moe) ? router_bias_ + moe_index * c_.n_experts : nullptr;
+    ffn_block_forward(x_.data(), moe ? ffn_moe_ : ffn_dense_, fs, x_mid_.data(), off_.layers[size_t(l)], bias, l,
+                      ctx);
+    moe_index += moe ? 1 : 0;
+  }
+  rmsnorm_forward(a_.data(), rstd_.data(), x_.data(), params_ + off_.final_norm, n, D, float(c_.norm_eps));
+  linear_forward(logits_.data(), a_.data(), params_ + off_.head, n, V, D, MatmulPrecision::kFp32);
+  for (int64_t r = 0; r < n; ++r)
+    if (r + 1 == n || seqs[r + 1] != seqs[r]) cache_.advance(seqs[r], r - first_row_[size_t(r)] + 1);
+}
+
+}  // namespace mt

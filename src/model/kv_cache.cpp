@@ -1,0 +1,35 @@
+// kv_cache.cpp — allocation of the per-layer K/V rings.
+#include "model/kv_cache.h"
+
+#include <algorithm>
+
+#include "model/buffer_sizer.h"
+
+namespace mt {
+
+KvCache::KvCache(const ModelConfig& c, int64_t batch, int64_t max_len, KvDtype dtype)
+    : B_(batch), max_len_(max_len), dtype_(dtype), len_(size_t(batch), 0) {
+  const size_t L = size_t(c.n_layers);
+  kf_.resize(L);
+  vf_.resize(L);
+  kb_.resize(L);
+  vb_.resize(L);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const int64_t C = c.is_local(l) ? std::min(c.window, max_len) : max_len;
+    cap_.push_back(C);
+    const size_t n = size_t(batch * c.kv_heads(l) * C * c.head_dim());
+    if (dtype == KvDtype::kF32) {
+      kf_[size_t(l)].assign(n, 0.0f);
+      vf_[size_t(l)].assign(n, 0.0f);
+    } else {
+      kb_[size_t(l)].assign(n, bf16{0});
+      vb_[size_t(l)].assign(n, bf16{0});
+    }
+  }
+}
+
+int64_t KvCache::bytes() const {
+  return vector_bytes(kf_) + vector_bytes(vf_) + vector_bytes(kb_) + vector_bytes(vb_);
+}
+
+}  // namespace mt

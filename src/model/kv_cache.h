@@ -1,0 +1,53 @@
+// kv_cache.h — the key/value cache of incremental decoding (model/decoder.h):
+// per layer, K and V of every sequence of the batch, (B, Hkv, C, Dh), with
+// C = max_len on global layers and min(window, max_len) on sliding-window
+// layers (a ring: position j lives in slot j % C, so a local layer never
+// holds more than the `window` keys a query can see). Grouped-query layers
+// cache their Hkv heads only. Stored in bf16 (the planner's figure,
+// plan/model_stats.h kv_bytes_per_sequence, counts bf16) or fp32 (exact
+// against the training forward).
+// Legend: B sequences, Hkv kv heads, C slots, Dh head dim.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/bf16.h"
+#include "model/config.h"
+
+namespace mt {
+
+enum class KvDtype { kF32, kBf16 };
+
+class KvCache {
+ public:
+  KvCache(const ModelConfig& c, int64_t batch, int64_t max_len, KvDtype dtype);
+
+  // Slots per (sequence, kv head) of `layer`.
+  int64_t capacity(int64_t layer) const { return cap_[size_t(layer)]; }
+  int64_t batch() const { return B_; }
+  int64_t max_len() const { return max_len_; }
+  KvDtype dtype() const { return dtype_; }
+  // Positions already cached for sequence b (the next token's position).
+  int64_t length(int64_t b) const { return len_[size_t(b)]; }
+  void advance(int64_t b, int64_t n) { len_[size_t(b)] += n; }
+  // Forgets sequence b (its slots are overwritten as it grows again).
+  void reset(int64_t b) { len_[size_t(b)] = 0; }
+
+  // Layer storage (exactly one of the pairs is non-empty, per dtype).
+  float* k_f32(int64_t l) { return kf_[size_t(l)].data(); }
+  float* v_f32(int64_t l) { return vf_[size_t(l)].data(); }
+  bf16* k_bf16(int64_t l) { return kb_[size_t(l)].data(); }
+  bf16* v_bf16(int64_t l) { return vb_[size_t(l)].data(); }
+
+  // Bytes of K and V held, measured from the buffers.
+  int64_t bytes() const;
+
+ private:
+  int64_t B_, max_len_;
+  KvDtype dtype_;
+  std::vector<int64_t> cap_, len_;
+  std::vector<std::vector<float>> kf_, vf_;
+  std::vector<std::vector<bf16>> kb_, vb_;
+};
+
+}  // namespace mt
