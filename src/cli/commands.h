@@ -18,4 +18,6 @@ void register_ladder(CLI::App& app, CommandAction& run);     // ladder run | fit
 void register_mix(CLI::App& app, CommandAction& run);        // mix search: the data mixture from proxy runs
 void register_supervise(CLI::App& app, CommandAction& run);  // supervise: keep a training job running
 void register_doctor(CLI::App& app, CommandAction& run);     // health checks of the machine / every rank
+void register_generate(CLI::App& app, CommandAction& run);   // generate: sample from a checkpoint (KV cache)
+void register_eval(CLI::App& app, CommandAction& run);       // eval: held-out loss per bucket, multiple-choice tasks
 }  // namespace mt

@@ -92,6 +92,16 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
             "row without progress, the job refused at start (a config error), `--max-restarts` reached, or the "
             "hosts file / state cannot be read"},
         {2, "a bad option, or train arguments the supervisor sets itself (`--run-dir`, `--resume`, `--heartbeat`)"}}},
+      {"generate",
+       "src/cli/cmd_generate.cpp",
+       {{1, "the checkpoint cannot be read or validated, the tokenizer cannot be found or loaded, or a prompt "
+            "encodes to ids outside the model's vocabulary"},
+        {2, "no prompt, a `--prompts` file that cannot be read or is empty, or a bad `--kv-dtype` / `--top-p`"}}},
+      {"eval",
+       "src/cli/cmd_eval.cpp",
+       {{1, "the checkpoint, tokenizer, dataset or mixture cannot be read, or `--out` cannot be written"},
+        {2, "a `--tasks` file that cannot be read, or a line of it that is not a valid task document (named as "
+            "FILE:LINE)"}}},
       {"cli-reference", "src/cli/cli_reference.cpp", {}},
   };
   return kCodes;

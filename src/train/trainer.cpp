@@ -1,5 +1,6 @@
 // trainer.cpp — construction, the step, the loop.
 #include "train/trainer.h"
+#include "train/held_out.h"
 #include "train/events.h"
 #include "train/pending_checkpoint.h"
 
@@ -255,35 +256,12 @@ void Trainer::write_metrics(const StepResult& r) {
 
 void Trainer::evaluate(StepResult& r) {
   const TrainConfig& tc = cfg_.train;
-  const int64_t B = tc.batch_size, T = tc.seq_len;
   const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
-  // Mean loss over eval_batches batches whose sequences `fill` provides; NaN if it cannot.
-  auto mean_loss = [&](auto&& fill) {
-    double sum = 0.0;
-    for (int64_t e = 0; e < tc.eval_batches; ++e) {
-      bool ok = true;  // this rank's slice of the batch (all of it in one process)
-      for (int64_t b = 0; b < local_batch() && ok; ++b)
-        ok = fill(e * B + batch_offset() + b, batch_.data() + b * (T + 1));
-      if (!all_ranks(ok)) return std::nan("");
-      sum += forward_loss(bias);
-    }
-    return sum / double(tc.eval_batches);
-  };
-  const std::vector<std::string> names = data_->eval_buckets();
-  double total = 0.0;
-  int64_t n = 0;
-  for (size_t k = 0; k < names.size(); ++k) {
-    const double l = mean_loss([&](int64_t i, int32_t* out) { return data_->bucket_eval_sequence(int64_t(k), i, T, out); });
-    if (!std::isfinite(l)) continue;
-    r.bucket_eval_loss.emplace_back(names[k], l);
-    total += l;
-    ++n;
-  }
-  if (names.empty()) {
-    total = mean_loss([&](int64_t i, int32_t* out) { return data_->eval_sequence(i, T, out); });
-    n = 1;
-  }
-  r.eval_loss = n > 0 ? total / double(n) : std::nan("");
+  const HeldOutShape shape{tc.batch_size, tc.seq_len, tc.eval_batches, local_batch(), batch_offset()};
+  HeldOutLosses h = held_out_losses(
+      *data_, shape, batch_.data(), [&](bool ok) { return all_ranks(ok); }, [&] { return forward_loss(bias); });
+  r.eval_loss = h.eval_loss;
+  r.bucket_eval_loss = std::move(h.buckets);
 }
 
 Status Trainer::health_check(int64_t step) {

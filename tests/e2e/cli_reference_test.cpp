@@ -170,6 +170,10 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
       {"ladder run", {"ladder", "run", missing}, 2},
       {"mix search", {"mix", "search", missing}, 2},
       {"supervise", {"supervise", "--hosts", missing, "--run-dir", missing, "--", "--resume"}, 2},
+      {"generate", {"generate", "--ckpt", missing, "--prompt", "a"}, 1},
+      {"generate", {"generate", "--ckpt", missing}, 2},
+      {"eval", {"eval", "--ckpt", missing}, 1},
+      {"eval", {"eval", "--ckpt", missing, "--tasks", missing}, 2},
       {"cli-reference", {"cli-reference"}, 0},
   };
   for (const Case& c : kCases) {
@@ -185,7 +189,7 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
     }
   }
   // Every leaf command has its row; data plan's 3 is run in DataPipeline.PlanPassesOrFailsNamingBuckets.
-  EXPECT_EQ(documented.size(), 19u);
+  EXPECT_EQ(documented.size(), 21u);
   EXPECT_TRUE(documented.at("data plan").count(3));
 }
 

@@ -1,0 +1,170 @@
+// cmd_eval.cpp — `moetrain eval --ckpt DIR [--tasks FILE]... [--out FILE]`:
+// held-out loss and bits-per-byte per bucket of the run's dataset (the
+// trainer's eval pass, train/held_out.h, with the training forward: capacity
+// drops included, so it matches the run's bucket_eval_loss), and accuracy on
+// multiple-choice JSONL tasks scored like lm-evaluation-harness
+// (train/eval_tasks.h, KV-cache decoder, dropless). Prints a table; --out
+// writes the JSON.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/file_io.h"
+#include "core/threads.h"
+#include "data/sampler.h"
+#include "model/transformer.h"
+#include "train/eval_tasks.h"
+#include "train/held_out.h"
+#include "train/inference_model.h"
+
+namespace mt {
+namespace {
+
+struct Args {
+  std::string ckpt, tokenizer, dataset, mixture, out;
+  std::vector<std::string> tasks;
+  int64_t batches = 0, threads = 0, batch = 16;
+  bool no_held_out = false;
+};
+
+// Held-out loss per bucket, and bits per byte: loss (nats/token) x tokens /
+// (UTF-8 bytes of those tokens x ln 2), the tokenizer-independent figure.
+Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec, const Args& a) {
+  const RunConfig& cfg = m.cfg;
+  std::string dataset = a.dataset, mixture = a.mixture;
+  if (dataset.empty()) {
+    if (cfg.data.dataset.empty()) return nlohmann::json();  // a plain-text run: no buckets to report
+    auto d = resolve_run_path(m, cfg.data.dataset, "data.dataset");
+    if (!d) return d.status();
+    dataset = d.value();
+  }
+  if (mixture.empty()) {
+    auto x = resolve_run_path(m, cfg.data.mixture, "data.mixture");
+    if (!x) return x.status();
+    mixture = x.value();
+  }
+  const TrainConfig& tc = cfg.train;
+  auto src = open_mixture_source(dataset, mixture, tc.seq_len, tc.steps * tc.grad_accum * tc.batch_size,
+                                 cfg.model.vocab_size);
+  if (!src) return src.status();
+  const int64_t B = tc.batch_size, T = tc.seq_len;
+  const HeldOutShape shape{B, T, a.batches > 0 ? a.batches : std::max<int64_t>(1, tc.eval_batches), B, 0};
+  Transformer model(cfg.model, B, T, MatmulPrecision::kFp32);
+  std::vector<int32_t> tokens(size_t(B * (T + 1)));
+  std::map<int64_t, std::pair<int64_t, int64_t>> counted;  // bucket -> (tokens, bytes) predicted
+  const HeldOutLosses h = held_out_losses(
+      *src.value(), shape, tokens.data(), [](bool ok) { return ok; },
+      [&] { return model.forward(m.params.data(), tokens.data(), m.bias()).loss; },
+      [&](int64_t bucket, const int32_t* t) {
+        for (int64_t b = 0; b < B; ++b) {
+          counted[bucket].first += T;
+          counted[bucket].second += int64_t(codec.decode(t + b * (T + 1) + 1, T).size());
+        }
+      });
+  nlohmann::json j;
+  j["dataset"] = dataset;
+  j["sequences_per_bucket"] = shape.batches * B;
+  j["seq_len"] = T;
+  j["eval_loss"] = h.eval_loss;
+  const std::vector<std::string> names = src.value()->eval_buckets();
+  nlohmann::json buckets = nlohmann::json::array();
+  for (const auto& [name, loss] : h.buckets) {
+    const int64_t k = std::find(names.begin(), names.end(), name) - names.begin();
+    const auto [ntok, nbytes] = counted[k];
+    buckets.push_back({{"bucket", name},
+                       {"loss", loss},
+                       {"tokens", ntok},
+                       {"bytes", nbytes},
+                       {"bits_per_byte", nbytes > 0 ? loss * double(ntok) / (double(nbytes) * std::log(2.0)) : NAN}});
+  }
+  j["buckets"] = buckets;
+  return j;
+}
+
+int run_eval(const Args& a) {
+  auto fail = [](const Status& s, int code) {
+    fmt::print(stderr, "moetrain eval: {}\n", s.message());
+    return code;
+  };
+  set_num_threads(int(a.threads));
+  std::vector<std::pair<std::string, std::vector<McDoc>>> tasks;
+  for (const std::string& path : a.tasks) {
+    auto docs = read_mc_tasks(path);
+    if (!docs) return fail(docs.status(), 2);
+    tasks.emplace_back(std::filesystem::path(path).stem().string(), std::move(docs.value()));
+  }
+  auto m = load_inference_model(a.ckpt);
+  if (!m) return fail(m.status(), 1);
+  auto codec = open_run_codec(m.value(), a.tokenizer);
+  if (!codec) return fail(codec.status(), 1);
+  nlohmann::json out;
+  out["checkpoint"] = m.value().ckpt_dir;
+  out["step"] = m.value().step;
+  if (!a.no_held_out) {
+    auto h = held_out(m.value(), *codec.value(), a);
+    if (!h) return fail(h.status(), 1);
+    if (!h.value().is_null()) {
+      out["held_out"] = h.value();
+      fmt::print("held-out loss {:.4f} ({} sequences of {} tokens per bucket)\n", h.value()["eval_loss"].get<double>(),
+                 h.value()["sequences_per_bucket"].get<int64_t>(), h.value()["seq_len"].get<int64_t>());
+      fmt::print("  {:<32} {:>8} {:>8}\n", "bucket", "loss", "bpb");
+      for (const auto& b : h.value()["buckets"])
+        fmt::print("  {:<32} {:>8.4f} {:>8.4f}\n", b["bucket"].get<std::string>(), b["loss"].get<double>(),
+                   b["bits_per_byte"].get<double>());
+    }
+  }
+  out["tasks"] = nlohmann::json::array();
+  for (const auto& [name, docs] : tasks) {
+    std::vector<std::vector<int32_t>> seqs;
+    std::vector<int64_t> first;
+    encode_mc(*codec.value(), docs, seqs, first);
+    int64_t longest = 1;
+    for (const auto& s : seqs) {
+      longest = std::max<int64_t>(longest, int64_t(s.size()));
+      for (int32_t t : s)
+        if (t >= m.value().cfg.model.vocab_size)
+          return fail(Status::errorf("{}: token id {} outside vocab_size {} (wrong --tokenizer?)",
+                                     codec.value()->source(), t, m.value().cfg.model.vocab_size),
+                      1);
+    }
+    Decoder dec(m.value().cfg.model, m.value().params.data(), m.value().bias(),
+                DecoderOptions{a.batch, longest, 512, KvDtype::kF32});
+    const McResult r = score_mc(dec, *codec.value(), name, docs);
+    out["tasks"].push_back(to_json(r));
+    fmt::print("task {:<24} docs {:>5}  acc {:.4f} ± {:.4f}  acc_norm {:.4f} ± {:.4f}\n", name, r.docs, r.acc,
+               r.acc_stderr, r.acc_norm, r.acc_norm_stderr);
+  }
+  if (!a.out.empty()) {
+    Status s = write_file_atomic(a.out, out.dump(2) + "\n");
+    if (!s.is_ok()) return fail(s, 1);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_eval(CLI::App& app, CommandAction& run) {
+  auto a = std::make_shared<Args>();
+  CLI::App* sub = app.add_subcommand(
+      "eval", "Held-out loss and bits-per-byte per bucket, and multiple-choice task accuracy, of a checkpoint.");
+  sub->add_option("--ckpt", a->ckpt, "Checkpoint directory (step_XXXXXXXX), or a run directory (its newest checkpoint)")
+      ->required();
+  sub->add_option("--tasks", a->tasks,
+                  "Multiple-choice JSONL file: {\"context\", \"choices\", \"answer\"} per line (repeatable)");
+  sub->add_option("--tokenizer", a->tokenizer, "SentencePiece model (default: the run dataset's tokenizer.model)");
+  sub->add_option("--dataset", a->dataset, "Built dataset for the held-out loss (default: the run's data.dataset)");
+  sub->add_option("--mixture", a->mixture, "Mixture TOML for the dataset (default: the run's data.mixture)");
+  sub->add_option("--batches", a->batches, "Held-out batches of train.batch_size per bucket; 0 = train.eval_batches")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  sub->add_option("--batch", a->batch, "Sequences scored together for the tasks")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_flag("--no-held-out", a->no_held_out, "Only the tasks");
+  sub->add_option("--out", a->out, "Write the results as JSON to this file");
+  sub->add_option("--threads", a->threads, "Worker threads; 0 = OpenMP default")->capture_default_str();
+  sub->callback([a, &run] { run = [a] { return run_eval(*a); }; });
+}
+
+}  // namespace mt

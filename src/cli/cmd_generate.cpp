@@ -1,0 +1,163 @@
+// cmd_generate.cpp — `moetrain generate --ckpt DIR (--prompt TEXT | --prompts FILE)`:
+// samples continuations of a batch of prompts from a checkpoint with the KV-cache
+// decoder (model/decoder.h), reports prefill and decode tokens/s and the
+// cache's bytes. docs/inference.md has a worked example.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/file_io.h"
+#include "core/threads.h"
+#include "model/generate.h"
+#include "train/inference_model.h"
+
+namespace mt {
+namespace {
+
+struct Args {
+  std::string ckpt, tokenizer, prompts_file, kv_dtype = "f32";
+  std::vector<std::string> prompts;
+  int64_t max_new_tokens = 64, threads = 0, max_rows = 512;
+  double temperature = 1.0, top_p = 1.0;
+  int64_t top_k = 0;
+  uint64_t seed = 1234;
+  bool json = false, no_stop = false;
+};
+
+// One prompt per line; "\n" inside a line stands for a newline.
+Result<std::vector<std::string>> read_prompts(const std::string& path) {
+  auto text = read_file(path, "prompts file");
+  if (!text) return text.status();
+  std::vector<std::string> out;
+  size_t begin = 0;
+  const std::string& t = text.value();
+  while (begin < t.size()) {
+    size_t end = t.find('\n', begin);
+    if (end == std::string::npos) end = t.size();
+    std::string line = t.substr(begin, end - begin), p;
+    for (size_t i = 0; i < line.size(); ++i) {
+      if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == 'n') {
+        p += '\n';
+        ++i;
+      } else {
+        p += line[i];
+      }
+    }
+    out.push_back(p);
+    begin = end + 1;
+  }
+  if (out.empty()) return Status::errorf("{}: no prompts (one per line)", path);
+  return out;
+}
+
+int run_generate(const Args& a) {
+  auto fail = [](const Status& s, int code) {
+    fmt::print(stderr, "moetrain generate: {}\n", s.message());
+    return code;
+  };
+  std::vector<std::string> prompts = a.prompts;
+  if (!a.prompts_file.empty()) {
+    auto p = read_prompts(a.prompts_file);
+    if (!p) return fail(p.status(), 2);
+    prompts.insert(prompts.end(), p.value().begin(), p.value().end());
+  }
+  if (prompts.empty()) return fail(Status::error("give --prompt TEXT or --prompts FILE"), 2);
+  if (a.kv_dtype != "f32" && a.kv_dtype != "bf16")
+    return fail(Status::errorf("--kv-dtype: expected f32 or bf16, got \"{}\"", a.kv_dtype), 2);
+  if (a.top_p <= 0.0 || a.top_p > 1.0) return fail(Status::errorf("--top-p: expected (0, 1], got {}", a.top_p), 2);
+  set_num_threads(int(a.threads));
+  auto m = load_inference_model(a.ckpt);
+  if (!m) return fail(m.status(), 1);
+  auto codec = open_run_codec(m.value(), a.tokenizer);
+  if (!codec) return fail(codec.status(), 1);
+  const ModelConfig& c = m.value().cfg.model;
+  std::vector<std::vector<int32_t>> ids;
+  int64_t longest = 0;
+  for (const std::string& p : prompts) {
+    std::vector<int32_t> v = {codec.value()->end_of_document()};
+    const std::vector<int32_t> e = codec.value()->encode(p);
+    v.insert(v.end(), e.begin(), e.end());
+    for (int32_t t : v)
+      if (t >= c.vocab_size)
+        return fail(Status::errorf("{}: token id {} is outside the model's vocab_size {} (wrong --tokenizer?)",
+                                   codec.value()->source(), t, c.vocab_size),
+                    1);
+    longest = std::max<int64_t>(longest, int64_t(v.size()));
+    ids.push_back(std::move(v));
+  }
+  DecoderOptions dopt;
+  dopt.batch = int64_t(prompts.size());
+  dopt.max_len = longest + a.max_new_tokens;
+  dopt.max_rows = a.max_rows;
+  dopt.kv_dtype = a.kv_dtype == "bf16" ? KvDtype::kBf16 : KvDtype::kF32;
+  Decoder dec(c, m.value().params.data(), m.value().bias(), dopt);
+  GenerateOptions g;
+  g.max_new_tokens = a.max_new_tokens;
+  g.stop_token = a.no_stop ? -1 : codec.value()->end_of_document();
+  g.sampling = SamplingOptions{a.temperature, a.top_k, a.top_p, a.seed};
+  const GenerateResult r = generate(dec, ids, g);
+  const double prefill_tps = r.prefill_seconds > 0 ? double(r.prefill_tokens) / r.prefill_seconds : 0.0;
+  const double decode_tps = r.decode_seconds > 0 ? double(r.decode_tokens) / r.decode_seconds : 0.0;
+  nlohmann::json out;
+  out["checkpoint"] = m.value().ckpt_dir;
+  out["step"] = m.value().step;
+  out["tokenizer"] = codec.value()->source();
+  out["sampling"] = {{"temperature", a.temperature}, {"top_k", a.top_k}, {"top_p", a.top_p}, {"seed", a.seed}};
+  out["prefill_tokens"] = r.prefill_tokens;
+  out["decode_tokens"] = r.decode_tokens;
+  out["prefill_tokens_per_s"] = prefill_tps;
+  out["decode_tokens_per_s"] = decode_tps;
+  out["kv_cache_bytes"] = dec.cache().bytes();
+  out["samples"] = nlohmann::json::array();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    std::vector<int32_t> gen = r.tokens[i];
+    const bool stopped = !gen.empty() && gen.back() == g.stop_token;
+    if (stopped) gen.pop_back();
+    out["samples"].push_back({{"prompt", prompts[i]},
+                              {"completion", codec.value()->decode(gen.data(), int64_t(gen.size()))},
+                              {"tokens", r.tokens[i]},
+                              {"stopped", stopped}});
+  }
+  if (a.json) {
+    fmt::print("{}\n", out.dump(2));
+  } else {
+    for (const auto& s : out["samples"])
+      fmt::print("=== {}\n{}{}\n", s["prompt"].get<std::string>(), s["prompt"].get<std::string>(),
+                 s["completion"].get<std::string>());
+  }
+  fmt::print(stderr, "# {} prompts, step {}: prefill {} tokens {:.1f} tok/s, decode {} tokens {:.1f} tok/s, KV cache {} bytes ({})\n",
+             prompts.size(), m.value().step, r.prefill_tokens, prefill_tps, r.decode_tokens, decode_tps,
+             dec.cache().bytes(), a.kv_dtype);
+  return 0;
+}
+
+}  // namespace
+
+void register_generate(CLI::App& app, CommandAction& run) {
+  auto a = std::make_shared<Args>();
+  CLI::App* sub = app.add_subcommand("generate", "Sample continuations of prompts from a checkpoint (KV-cache decoding).");
+  sub->add_option("--ckpt", a->ckpt, "Checkpoint directory (step_XXXXXXXX), or a run directory (its newest checkpoint)")
+      ->required();
+  sub->add_option("--prompt", a->prompts, "Prompt text (repeatable: prompts decode as one batch)");
+  sub->add_option("--prompts", a->prompts_file, "File with one prompt per line (\\n inside a line is a newline)");
+  sub->add_option("--tokenizer", a->tokenizer, "SentencePiece model (default: the run dataset's tokenizer.model)");
+  sub->add_option("--max-new-tokens", a->max_new_tokens, "Tokens to generate per prompt")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--temperature", a->temperature, "Softmax temperature; 0 = greedy")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--top-k", a->top_k, "Keep the k most likely tokens; 0 = all")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--top-p", a->top_p, "Nucleus: keep the smallest set reaching this probability")->capture_default_str();
+  sub->add_option("--seed", a->seed, "Sampling seed (Philox; same seed, same output)")->capture_default_str();
+  sub->add_option("--kv-dtype", a->kv_dtype, "KV cache storage: f32 (exact) or bf16 (half the bytes)")
+      ->capture_default_str();
+  sub->add_option("--max-rows", a->max_rows, "Prefill chunk: tokens per forward call")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--threads", a->threads, "Worker threads; 0 = OpenMP default")->capture_default_str();
+  sub->add_flag("--no-stop", a->no_stop, "Do not stop at the end-of-document token");
+  sub->add_flag("--json", a->json, "Print JSON (samples with token ids, throughput, cache bytes)");
+  sub->callback([a, &run] { run = [a] { return run_generate(*a); }; });
+}
+
+}  // namespace mt

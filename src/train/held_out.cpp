@@ -1,0 +1,43 @@
+// held_out.cpp — see held_out.h.
+#include "train/held_out.h"
+
+namespace mt {
+
+HeldOutLosses held_out_losses(const TokenSource& data, const HeldOutShape& s, int32_t* tokens,
+                              const std::function<bool(bool)>& all_ranks, const std::function<double()>& batch_loss,
+                              const std::function<void(int64_t, const int32_t*)>& visit) {
+  const int64_t B = s.batch, T = s.seq_len;
+  // Mean loss over `batches` batches whose sequences `fill` provides; NaN if it cannot.
+  auto mean_loss = [&](int64_t bucket, auto&& fill) {
+    double sum = 0.0;
+    for (int64_t e = 0; e < s.batches; ++e) {
+      bool ok = true;
+      for (int64_t b = 0; b < s.local && ok; ++b) ok = fill(e * B + s.offset + b, tokens + b * (T + 1));
+      if (!all_ranks(ok)) return std::nan("");
+      if (visit) visit(bucket, tokens);
+      sum += batch_loss();
+    }
+    return sum / double(s.batches);
+  };
+  HeldOutLosses h;
+  const std::vector<std::string> names = data.eval_buckets();
+  double total = 0.0;
+  int64_t n = 0;
+  for (size_t k = 0; k < names.size(); ++k) {
+    const double l = mean_loss(int64_t(k), [&](int64_t i, int32_t* out) {
+      return data.bucket_eval_sequence(int64_t(k), i, T, out);
+    });
+    if (!std::isfinite(l)) continue;
+    h.buckets.emplace_back(names[k], l);
+    total += l;
+    ++n;
+  }
+  if (names.empty()) {
+    total = mean_loss(-1, [&](int64_t i, int32_t* out) { return data.eval_sequence(i, T, out); });
+    n = 1;
+  }
+  h.eval_loss = n > 0 ? total / double(n) : std::nan("");
+  return h;
+}
+
+}  // namespace mt

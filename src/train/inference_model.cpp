@@ -1,0 +1,118 @@
+// inference_model.cpp — checkpoint to parameters, and the run's tokenizer.
+#include "train/inference_model.h"
+
+#include <filesystem>
+
+#include "ckpt/checkpoint.h"
+#include "data/byte_tokenizer.h"
+#include "train/trainer.h"
+
+namespace fs = std::filesystem;
+
+namespace mt {
+
+Result<std::unique_ptr<TextCodec>> TextCodec::open(const std::string& sp_model_path) {
+  std::unique_ptr<TextCodec> c(new TextCodec());
+  if (sp_model_path.empty()) {
+    c->source_ = "byte tokenizer";
+    return c;
+  }
+  auto t = Tokenizer::load(sp_model_path);
+  if (!t) return t.status();
+  c->sp_ = std::move(t.value());
+  c->source_ = sp_model_path;
+  return c;
+}
+
+std::vector<int32_t> TextCodec::encode(const std::string& text) const {
+  std::vector<int32_t> ids;
+  if (sp_) {
+    sp_->encode(text, ids);
+  } else {
+    for (unsigned char ch : text) ids.push_back(int32_t(ch));
+  }
+  return ids;
+}
+
+std::string TextCodec::decode(const int32_t* ids, int64_t n) const {
+  return sp_ ? sp_->decode(ids, n) : ByteTokenizer::decode(ids, n);
+}
+
+int32_t TextCodec::end_of_document() const {
+  return sp_ ? sp_->special(Special::kEndOfDocument) : ByteTokenizer::kEndOfDocument;
+}
+
+namespace {
+Result<std::string> resolve_checkpoint(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return Status::errorf("{}: not a directory (expected a checkpoint or run directory)", dir);
+  if (fs::exists(fs::path(dir) / "manifest.json", ec)) return dir;
+  if (fs::is_directory(fs::path(dir) / "checkpoints", ec)) return find_latest_checkpoint_dir(dir);
+  auto latest = find_latest_checkpoint(dir);
+  if (!latest)
+    return Status::errorf("{}: neither a checkpoint (no manifest.json) nor a run directory (no checkpoints/): {}", dir,
+                          latest.status().message());
+  return latest;
+}
+}  // namespace
+
+Result<InferenceModel> load_inference_model(const std::string& dir) {
+  auto ck_dir = resolve_checkpoint(dir);
+  if (!ck_dir) return ck_dir.status();
+  auto loaded = read_checkpoint(ck_dir.value());
+  if (!loaded) return loaded.status();
+  const LoadedCheckpoint& ck = loaded.value();
+  auto cfg = parse_run_config(ck.config_toml, ck.dir + "/manifest.json", {});
+  if (!cfg) return cfg.status();
+  InferenceModel m;
+  m.ckpt_dir = ck.dir;
+  m.step = ck.step;
+  m.cfg = cfg.value();
+  m.offsets = build_layout(m.cfg.model, m.layout);
+  m.params.resize(size_t(m.layout.total()));
+  for (const auto& e : m.layout.entries())
+    MT_RETURN_IF_ERROR(load_into(ck, e.name, e.shape, m.params.data() + e.offset));
+  if (m.cfg.model.aux_free_bias) {
+    int64_t moe = 0;
+    for (int64_t l = 0; l < m.cfg.model.n_layers; ++l) moe += m.cfg.model.is_moe(l) ? 1 : 0;
+    m.router_bias.resize(size_t(moe * m.cfg.model.n_experts));
+    MT_RETURN_IF_ERROR(load_into(ck, "router_bias", {int64_t(m.router_bias.size())}, m.router_bias.data()));
+  }
+  return m;
+}
+
+Result<std::unique_ptr<TextCodec>> open_run_codec(const InferenceModel& m, const std::string& override_path) {
+  if (!override_path.empty()) return TextCodec::open(override_path);
+  const std::string& ds = m.cfg.data.dataset;
+  if (ds.empty()) {
+    if (m.cfg.data.stream.format != "text")
+      return Status::errorf("{}: the run read pre-tokenized data (data.format = \"{}\"): pass --tokenizer FILE",
+                            m.ckpt_dir, m.cfg.data.stream.format);
+    return TextCodec::open("");
+  }
+  auto dir = resolve_run_path(m, ds, "data.dataset");
+  if (!dir) return Status::errorf("{}: pass --tokenizer FILE", dir.status().message());
+  const std::string path = (fs::path(dir.value()) / "tokenizer.model").string();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return Status::errorf("{}: the run's tokenizer is missing: pass --tokenizer FILE", path);
+  return TextCodec::open(path);
+}
+
+Result<std::string> resolve_run_path(const InferenceModel& m, const std::string& saved, const std::string& what) {
+  std::error_code ec;
+  std::vector<fs::path> tried = {fs::path(saved)};
+  // step_X -> checkpoints -> RUN -> the directory the run was started from (usually).
+  const fs::path run = fs::path(m.ckpt_dir).parent_path().parent_path();
+  if (fs::path(saved).is_relative()) {
+    tried.push_back(run.parent_path() / saved);
+    tried.push_back(run.parent_path().parent_path() / saved);
+  }
+  std::string list;
+  for (const fs::path& p : tried) {
+    if (fs::exists(p, ec)) return p.lexically_normal().string();
+    list += (list.empty() ? "" : ", ") + p.string();
+  }
+  return Status::errorf("{}: {} = \"{}\" not found (looked at {})", m.ckpt_dir, what, saved, list);
+}
+
+}  // namespace mt
