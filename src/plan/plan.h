@@ -18,6 +18,7 @@
 #include "plan/memory.h"
 #include "plan/model_stats.h"
 #include "plan/perf.h"
+#include "plan/phases.h"
 #include "plan/reliability.h"
 #include "plan/scaling_law.h"
 #include "plan/search.h"
@@ -81,10 +82,15 @@ struct ChinchillaReport {
 
 struct Plan {
   PlanInputs in;
+  // Every phase (one without [[phase]] tables) and the run's totals.
+  std::vector<PhasePlan> phases;
+  PhaseTotals totals;
+  // The main phase (the most tokens; the whole run without phases) in detail.
   ModelStats stats;
   Parallel par;
   MemoryBreakdown mem;
   StepTime time;
+  // The whole run: sums over the phases.
   int64_t steps = 0;
   double days = 0, gpu_hours = 0, cost_usd = 0;
   Reliability rel;

@@ -60,6 +60,53 @@ void summary(HtmlPage& h, const Plan& p) {
   for (const std::string& w : p.warnings) h.note("warning: " + w);
 }
 
+// Phases: the per-phase table, the totals, and the batch (tokens per step) against tokens trained.
+void phases_section(HtmlPage& h, const Plan& p) {
+  if (p.in.layout.phases.empty()) return;
+  const PhaseTotals& t = p.totals;
+  h.heading(2, "Training phases");
+  std::vector<std::vector<std::string>> rows;
+  for (const PhasePlan& ph : p.phases) {
+    const Parallel& q = ph.par;
+    rows.push_back({ph.name, fmtx::count(ph.tokens), fmt::format("{}", q.seq_len),
+                    ph.ramp_from > 0 ? fmt::format("{} → {}", ph.ramp_from, q.global_batch)
+                                     : fmt::format("{}", q.global_batch),
+                    fmtx::count(double(q.tokens_per_step())), layout_label(q.cfg),
+                    fmt::format("{} x {} x {}", q.tp, q.pp, q.dp), fmt::format("{}", ph.steps),
+                    fmt::format("{:.3f} s", ph.time.step_s), pct(ph.mfu), gib(ph.mem.total()),
+                    fmt::format("{:.2f}", ph.days), fmtx::count(ph.gpu_hours)});
+  }
+  rows.push_back({"total", fmtx::count(t.tokens), "", "", "", "", "", fmt::format("{}", t.steps), "",
+                  pct(t.mfu_by_tokens), gib(t.memory_bytes), fmt::format("{:.2f}", t.days), fmtx::count(t.gpu_hours)});
+  h.table({"phase", "tokens", "seq", "batch (seqs)", "tokens/step", "layout", "tp x pp x dp", "steps", "step",
+           "MFU", "memory/GPU", "days", "GPU-hours"},
+          rows, {}, int(rows.size()) - 1);
+  h.note(fmt::format("Total MFU weighted by tokens; weighted by GPU-time (model FLOPs over peak FLOPs of the whole "
+                     "run) it is {}. Memory: the fullest phase ({}). The sections below describe \"{}\", the phase "
+                     "with the most tokens; days and GPU-hours everywhere are the whole run's. A ramp's step time is "
+                     "taken level by level (each batch rounded to a multiple of dp x micro-batch).",
+                     pct(t.mfu_by_time), p.phases[t.fullest].name, p.phases[t.main].name));
+  LineChart lc;
+  lc.title = "Tokens per step over the run";
+  lc.x = {"tokens trained", Scale::kLinear, 0.0, {}, [](double v) { return fmtx::count(v); }};
+  lc.y = {"tokens per step", Scale::kLinear, 0.0, {}, [](double v) { return fmtx::count(v); }};
+  Series s{"batch", {}, "", false, false};
+  double done = 0;
+  for (const PhasePlan& ph : p.phases) {
+    auto stretch = [&](double tokens, double per_step) {
+      s.points.push_back({done, per_step});
+      done += tokens;
+      s.points.push_back({done, per_step});
+    };
+    if (ph.ramp.empty()) stretch(ph.tokens, double(ph.par.tokens_per_step()));
+    for (const RampLevel& r : ph.ramp) stretch(r.tokens, double(r.global_batch * ph.par.seq_len));
+    lc.vlines.push_back({done, ph.name, "#999"});
+  }
+  lc.series.push_back(s);
+  lc.width = 900;
+  h.figure(report::render_svg(lc), "Global batch in tokens against tokens trained; a line marks the end of each phase.");
+}
+
 void memory_section(HtmlPage& h, const Plan& p) {
   h.heading(2, "Memory per GPU");
   StackedBars sb;
@@ -302,6 +349,7 @@ void largest_section(HtmlPage& h, const Plan& p) {
 std::string to_html(const Plan& p) {
   HtmlPage h(fmt::format("Training plan: {} on {} x {}", p.in.model_source, p.par.gpus, p.in.cluster.device.type));
   summary(h, p);
+  phases_section(h, p);
   memory_section(h, p);
   time_section(h, p);
   failure_section(h, p);
