@@ -70,6 +70,16 @@ Reliability reliability(const Plan& p) {
   r.wall_days = p.days / r.goodput;
   r.expected_interruptions = p.days * 86400.0 / r.checkpoint_goodput / r.mtbf_s;
 
+  FailureSimInputs sim;
+  sim.job = failure_inputs(p, p.par.gpus, racks_used, r.restart_s);
+  sim.cause_weights = c.failure_cause_weights;
+  sim.work_s = p.days * 86400.0;
+  sim.checkpoint_interval_s = r.checkpoint_interval_s;
+  sim.checkpoint_write_s = r.checkpoint_write_s;
+  sim.seed = p.in.sim_seed;
+  r.sim = simulate_failures(sim);
+  r.sim_days = r.sim.wall_s / 86400.0;
+
   for (int i = 0; i <= 60; ++i) {
     const double lo = std::max(r.checkpoint_write_s, 0.05 * r.daly_interval_s), hi = 20.0 * r.daly_interval_s;
     const double tau = lo * std::pow(hi / lo, double(i) / 60.0);
@@ -341,7 +351,19 @@ nlohmann::json to_json(const Plan& p) {
                    {"spare_free_probability", r.rates.p_spare},
                    {"on_shortage", to_string(r.rates.policy)},
                    {"shortage_cost_h", r.rates.shortage_cost_h},
-                   {"spares", spares}};
+                   {"spares", spares},
+                   {"simulated", {{"seed", p.in.sim_seed},
+                                  {"finished", r.sim.finished},
+                                  {"days", r.sim_days},
+                                  {"interruptions", r.sim.interruptions.size()},
+                                  {"units_lost", r.sim.units_lost},
+                                  {"spares_used", r.sim.spares_used},
+                                  {"planned_restarts", r.sim.planned_restarts},
+                                  {"waiting_s", r.sim.waiting_s},
+                                  {"shrunk_s", r.sim.shrunk_s},
+                                  {"restarting_s", r.sim.restarting_s},
+                                  {"lost_compute_s", r.sim.lost_s},
+                                  {"checkpoint_s", r.sim.checkpoint_s}}}};
   const ChinchillaReport& ch = p.chin;
   json ot = json::array();
   for (const Overtrain& o : ch.table)
@@ -503,6 +525,11 @@ std::string to_text(const Plan& p) {
                        r.rates.units_out_mean, 100 * r.rates.p_spare, to_string(r.rates.policy)));
   line("", fmt::format("availability {:.2f}%, goodput {:.1f}%, {:.1f} days end to end", 100 * r.rates.availability,
                        100 * r.goodput, r.wall_days));
+  line("", fmt::format("one simulated run (seed {}): {:.1f} days end to end{}, {} interruptions, {} racks lost, {} "
+                       "replaced by spares, {} waiting, {} shrunk",
+                       p.in.sim_seed, r.sim_days, r.sim.finished ? "" : " (stopped: no end in sight)",
+                       r.sim.interruptions.size(), r.sim.units_lost, r.sim.spares_used, duration(r.sim.waiting_s),
+                       duration(r.sim.shrunk_s)));
   line("Spares", fmt::format("{:>6} {:>6} {:>7} {:>6} {:>12} {:>8} {:>9} {:>9} {:>9}", "spare", "used", "GPUs", "dp",
                              "availability", "goodput", "days", "if wait", "if shrink"));
   for (const SpareOption& sp : r.spares)

@@ -14,6 +14,7 @@
 #include "core/status.h"
 #include "model/config.h"
 #include "plan/cluster.h"
+#include "plan/failure_sim.h"
 #include "plan/layout.h"
 #include "plan/memory.h"
 #include "plan/model_stats.h"
@@ -37,6 +38,7 @@ struct PlanInputs {
   ScalingLaw law = besiroglu2024();
   SearchMode search = SearchMode::kAuto;
   bool sweep_layouts = true;
+  uint64_t sim_seed = 1;        // the failure timeline's simulated run (failure_sim.h)
 };
 
 // One way to split the racks owned between the job and the spare pool. Only
@@ -69,6 +71,10 @@ struct Reliability {
   double wall_days = 0;              // effective days
   std::vector<SpareOption> spares;
   std::vector<std::pair<double, double>> goodput_curve;  // (interval s, goodput)
+  // One simulated run of the job under this failure model (seed PlanInputs::sim_seed); its days end to end
+  // estimate wall_days with the noise of one run.
+  FailureSimResult sim;
+  double sim_days = 0;
 };
 
 struct ChinchillaReport {

@@ -202,6 +202,93 @@ void time_section(HtmlPage& h, const Plan& p) {
                                    "overlap settings and sweep TP, PP, EP, the ZeRO stage and recomputation.");
 }
 
+// Interruption causes grouped for the timeline's colours (failure_causes() keys; -1 = a whole-rack outage).
+std::pair<std::string, std::string> cause_group(int cause) {
+  if (cause < 0) return {"rack outage", "#000000"};
+  const std::string& k = failure_causes()[size_t(cause)].key;
+  if (k.find("gpu") != std::string::npos || k == "silent_data_corruption") return {"GPU", "#D55E00"};
+  if (k == "software_bug" || k == "dependency") return {"software", "#0072B2"};
+  if (k == "network_switch_cable" || k == "nccl_watchdog") return {"network", "#009E73"};
+  return {"host (maintenance, NIC, CPU, memory, disk, power)", "#CC79A7"};
+}
+
+// One simulated run (failure_sim.h) drawn against time, next to the analytic expectation.
+void failure_timeline(HtmlPage& h, const Plan& p) {
+  const Reliability& r = p.rel;
+  const FailureSimResult& sim = r.sim;
+  h.heading(3, "A simulated run");
+  LineChart lc;
+  lc.title = "Training progress against wall time, one simulated run";
+  lc.x = {"days", Scale::kLinear, 0.0, {}, [](double v) { return report::compact_number(v); }};
+  lc.y = {"training done", Scale::kLinear, 0.0, 1.0, [](double v) { return fmt::format("{:.0f}%", 100 * v); }};
+  Series s{"work done (drops: compute lost since the last checkpoint)", {}, "#333", false, false};
+  for (auto [t, f] : sim.progress) s.points.push_back({t / 86400, f});
+  lc.series.push_back(s);
+  bool waited = false, shrunk = false;
+  for (const SimPeriod& q : sim.periods) {
+    lc.bands.push_back({q.t0_s / 86400, q.t1_s / 86400,
+                        q.shrunk ? fmt::format("shrunk to {:.1f}% throughput", 100 * q.speed) : "waiting for a repair",
+                        q.shrunk ? "#fde3a7" : "#f4b6b6"});
+    (q.shrunk ? shrunk : waited) = true;
+  }
+  std::vector<std::string> seen;
+  for (const SimInterruption& ev : sim.interruptions) {
+    const auto [group, color] = cause_group(ev.cause);
+    const std::string cause = ev.cause < 0 ? "whole-rack outage" : failure_causes()[size_t(ev.cause)].label;
+    lc.ticks.push_back({ev.t_s / 86400,
+                        fmt::format("{}{}, {:.0f} min of compute lost", cause,
+                                    ev.unit_lost ? (ev.spare_used ? ", rack replaced by a spare" : ", rack lost, no spare")
+                                                 : "",
+                                    ev.lost_s / 60),
+                        color});
+    if (std::find(seen.begin(), seen.end(), group) == seen.end()) {
+      seen.push_back(group);
+      lc.legend_extra.push_back({group, color});
+    }
+  }
+  if (waited) lc.legend_extra.push_back({"waiting for a repair", "#f4b6b6"});
+  if (shrunk) lc.legend_extra.push_back({"running shrunk", "#fde3a7"});
+  lc.vlines.push_back({r.wall_days, fmt::format("expected end {:.1f} days", r.wall_days), "#D55E00"});
+  lc.width = 980;
+  lc.height = 440;
+  h.figure(report::render_svg(lc),
+           fmt::format("Seed {} (moetrain plan --seed): {:.1f} days end to end{} against {:.1f} expected by the analytic "
+                       "model (Daly's goodput x availability; one run scatters around it). {} interruptions (marks at "
+                       "the bottom, coloured by cause; hover for details), {} racks lost, {} replaced by a spare, {} "
+                       "planned restarts to rejoin; {:.1f} h waiting, {:.1f} h shrunk, {:.1f} h restarting, {:.1f} h of "
+                       "compute lost, {:.1f} h writing checkpoints.",
+                       p.in.sim_seed, r.sim_days, sim.finished ? "" : " (stopped: no end in sight)", r.wall_days,
+                       sim.interruptions.size(), sim.units_lost, sim.spares_used, sim.planned_restarts,
+                       sim.waiting_s / 3600, sim.shrunk_s / 3600, sim.restarting_s / 3600, sim.lost_s / 3600,
+                       sim.checkpoint_s / 3600));
+}
+
+// Days end to end against spare racks, under each shortage policy (Reliability::spares).
+void spares_chart(HtmlPage& h, const Plan& p) {
+  const Reliability& r = p.rel;
+  if (r.spares.size() < 2) return;
+  LineChart lc;
+  lc.title = "Days end to end vs spare racks";
+  lc.x = {"spare racks (held out of the job)", Scale::kLinear, {}, {}, [](double v) { return fmt::format("{:g}", v); }};
+  lc.y = {"days end to end", Scale::kLinear, {}, {}, [](double v) { return fmt::format("{:.3g}", v); }};
+  Series wait{"wait for a repair", {}, "#D55E00", false, true}, shrink{"shrink by whole replicas", {}, "#0072B2", true, true};
+  for (const SpareOption& o : r.spares) {
+    wait.points.push_back({double(o.spare_racks), o.days_wait});
+    shrink.points.push_back({double(o.spare_racks), o.days_shrink});
+    if (o.configured)
+      lc.markers.push_back({double(o.spare_racks), o.effective_days,
+                            fmt::format("configured ({})", to_string(r.rates.policy)), "#000"});
+  }
+  double lo = 1e300, hi = 0;
+  for (const Series* se : {&wait, &shrink})
+    for (auto [x, y] : se->points) lo = std::min(lo, y), hi = std::max(hi, y);
+  if (hi > 4 * lo) lc.y.scale = Scale::kLog;  // waiting without spares can dwarf the rest
+  lc.series = {wait, shrink};
+  h.figure(report::render_svg(lc), "Each point is the job on the racks left after holding some spare (its dp the "
+                                   "largest the batch allows): fewer GPUs, better odds of a free spare. Shrinking "
+                                   "drops data-parallel replicas instead of waiting when no spare is free.");
+}
+
 void failure_section(HtmlPage& h, const Plan& p) {
   const Reliability& r = p.rel;
   h.heading(2, "Failures, checkpoints and goodput");
@@ -256,6 +343,8 @@ void failure_section(HtmlPage& h, const Plan& p) {
          "failure (not absorbed by the SLA or the rack's slack) is replaced by a free spare; with none free the job "
          "waits for a repair or drops data-parallel replicas until one returns. Only data-parallel degrees that divide "
          "the global batch are offered.");
+  spares_chart(h, p);
+  failure_timeline(h, p);
 }
 
 void chinchilla_section(HtmlPage& h, const Plan& p) {
