@@ -393,6 +393,33 @@ nlohmann::json to_json(const Plan& p) {
                                      {"memory_per_gpu_bytes", lm.best.mem.total()},
                                      {"next_params", lm.next_params},
                                      {"binding", lm.binding}};
+    const LargestFit& f = lm.fsdp;
+    j["largest_model_per_domain"]["plain_fsdp"] = {{"found", f.found},
+                                                   {"total_params", f.total_params},
+                                                   {"active_params", f.active_params},
+                                                   {"n_layers", f.model.n_layers},
+                                                   {"n_experts", f.model.n_experts},
+                                                   {"layout", f.best.label},
+                                                   {"mfu", f.best.time.mfu},
+                                                   {"memory_per_gpu_bytes", f.best.mem.total()},
+                                                   {"next_params", f.next_params},
+                                                   {"binding", f.binding}};
+    const SearchAssumptions& a = lm.assumptions;
+    json rc = json::array();
+    for (Recompute x : a.recompute) rc.push_back(to_string(x));
+    j["largest_model_per_domain"]["assumptions"] = {
+        {"seq_len", a.seq_len},
+        {"micro_batch", a.micro_batch},
+        {"global_batch", fmt::format("dp x micro_batch x {} x pp", a.microbatches_per_stage)},
+        {"recompute_tried", rc},
+        {"params", a.params == Precision::kBf16 ? "bf16 + fp32 master" : "fp32"},
+        {"grads", a.grads == Precision::kBf16 ? "bf16" : "fp32"},
+        {"optimizer", a.optimizer == OptimizerKind::kAdamW ? "adamw" : "muon"},
+        {"state_bytes_per_param", a.state_bytes_per_param},
+        {"capacity_bytes", a.capacity_bytes},
+        {"allocator_overhead", a.allocator_overhead},
+        {"layouts_best", a.layouts_best},
+        {"layouts_plain_fsdp", a.layouts_fsdp}};
   }
   json phases = json::array();
   for (const PhasePlan& ph : p.phases) {
@@ -562,6 +589,23 @@ std::string to_text(const Plan& p) {
       line("Largest", fmt::format("per NVLink domain ({} GPUs): even the smallest member does not fit", lm.gpus));
     if (!lm.binding.empty())
       line("", fmt::format("next size {} binds on {}", fmtx::count(double(lm.next_params)), lm.binding));
+    const LargestFit& f = lm.fsdp;
+    if (f.found)
+      line("", fmt::format("plain FSDP (ZeRO-3, no TP/PP/EP): {} params ({} layers{}), {}, MFU {:.1f}%",
+                           fmtx::count(double(f.total_params)), f.model.n_layers,
+                           f.model.n_experts > 0 ? fmt::format(", {} experts", f.model.n_experts) : "", f.best.label,
+                           100 * f.best.time.mfu));
+    else
+      line("", "plain FSDP (ZeRO-3, no TP/PP/EP): even the smallest member does not fit");
+    const SearchAssumptions& a = lm.assumptions;
+    std::string rc;
+    for (Recompute x : a.recompute) rc += (rc.empty() ? "" : " or ") + to_string(x);
+    line("", fmt::format("assumes seq {}, micro-batch {}, {} micro-batches per stage, recompute {} (the best that "
+                         "fits), {:g} bytes/param of weights, grads and {} state before sharding, {} per GPU with "
+                         "allocator overhead {:g} (no other headroom)",
+                         a.seq_len, a.micro_batch, a.microbatches_per_stage, rc, a.state_bytes_per_param,
+                         a.optimizer == OptimizerKind::kAdamW ? "AdamW" : "Muon", gib(a.capacity_bytes),
+                         a.allocator_overhead));
   }
   if (!p.layouts.empty()) {
     o += "\n";

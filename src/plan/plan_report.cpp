@@ -400,10 +400,49 @@ void inference_section(HtmlPage& h, const Plan& p) {
                                                         fmtx::flops(s.decode_flops_per_token))}});
 }
 
+// The best layout's answer and plain FSDP's, side by side, with what both assume.
+void largest_side_by_side(HtmlPage& h, const LargestModel& lm) {
+  auto col = [](const LargestFit& f) {
+    if (!f.found) return std::vector<std::string>{"does not fit", "", "", "", "", f.binding};
+    return std::vector<std::string>{
+        fmtx::count(double(f.total_params)), fmtx::count(double(f.active_params)),
+        fmt::format("{} layers{}", f.model.n_layers,
+                    f.model.n_experts ? fmt::format(", {} experts", f.model.n_experts) : ""),
+        f.best.label, fmt::format("{}, {}", pct(f.best.time.mfu), gib(f.best.mem.total())),
+        fmt::format("{}: {}", fmtx::count(double(f.next_params)), f.binding)};
+  };
+  const std::vector<std::string> names = {"parameters", "active", "shape", "layout", "MFU, memory per GPU",
+                                          "one size up binds on"};
+  const auto best = col(lm), fsdp = col(lm.fsdp);
+  std::vector<std::vector<std::string>> rows;
+  for (size_t i = 0; i < names.size(); ++i) rows.push_back({names[i], best[i], fsdp[i]});
+  h.table({"", "best layout found", "plain FSDP (ZeRO-3 only)"}, rows,
+          {Align::kLeft, Align::kLeft, Align::kLeft});
+  const SearchAssumptions& a = lm.assumptions;
+  std::string rc;
+  for (Recompute x : a.recompute) rc += (rc.empty() ? "" : ", ") + to_string(x);
+  h.key_values({{"sequence length", fmt::format("{} tokens", a.seq_len)},
+                {"batch", fmt::format("micro-batch {} sequences; global batch dp x micro-batch x {} x pp (enough "
+                                      "micro-batches to fill the pipeline)", a.micro_batch, a.microbatches_per_stage)},
+                {"recomputation", fmt::format("tried {}; each answer takes its best that fits", rc)},
+                {"precision and optimizer",
+                 fmt::format("{} weights, {} gradients, {}: {:g} bytes per parameter before sharding",
+                             a.params == Precision::kBf16 ? "bf16 (fp32 master copy)" : "fp32",
+                             a.grads == Precision::kBf16 ? "bf16" : "fp32",
+                             a.optimizer == OptimizerKind::kAdamW ? "AdamW (2 fp32 moments)" : "Muon (1 moment)",
+                             a.state_bytes_per_param)},
+                {"memory headroom", fmt::format("fits when the fullest stage needs at most {} per GPU, allocator "
+                                                "overhead {:g} of activations and buffers and the runtime included; "
+                                                "no further margin", gib(a.capacity_bytes), a.allocator_overhead)},
+                {"layouts (best)", a.layouts_best},
+                {"layouts (plain FSDP)", a.layouts_fsdp}});
+}
+
 void largest_section(HtmlPage& h, const Plan& p) {
   const LargestModel& lm = p.largest;
   if (!lm.found && lm.binding.empty()) return;
   h.heading(2, "Largest model per NVLink domain");
+  largest_side_by_side(h, lm);
   if (lm.found) {
     h.key_values({{"family", fmt::format("this architecture, varying {}", to_string(lm.axis))},
                   {"GPUs", fmt::format("{} (one NVLink domain, as many as the SLA guarantees)", lm.gpus)},
