@@ -60,6 +60,7 @@ void register_plan(CLI::App& app, CommandAction& run) {
   struct Args {
     std::string model, cluster, layout, tokens, html, law = "besiroglu2024", search = "auto";
     bool json = false, no_sweep = false;
+    uint64_t seed = 1;
     std::vector<std::string> sets;
   };
   auto args = std::make_shared<Args>();
@@ -82,6 +83,8 @@ void register_plan(CLI::App& app, CommandAction& run) {
       ->check(CLI::IsMember({"auto", "layers", "experts", "none"}))
       ->capture_default_str();
   sub->add_flag("--no-sweep", args->no_sweep, "Skip the sweep of alternative layouts");
+  sub->add_option("--seed", args->seed, "Seed of the simulated run behind the failure timeline (same seed, same run)")
+      ->capture_default_str();
   sub->callback([args, &run] {
     run = [args]() -> int {
       auto fail = [](const Status& s) {
@@ -124,6 +127,7 @@ void register_plan(CLI::App& app, CommandAction& run) {
                   : args->search == "none"    ? plan::SearchMode::kNone
                                               : plan::SearchMode::kAuto;
       in.sweep_layouts = !args->no_sweep;
+      in.sim_seed = args->seed;
       auto p = plan::make_plan(in);
       if (!p) return fail(p.status());
       if (!args->html.empty()) {

@@ -414,8 +414,10 @@ bool in_range(const ConfigKey& k, double v, bool has_lo, bool lo_open, double lo
 
 }  // namespace
 
-// Converts one node into the key's field.
+// Converts one node into the key's field (and, the schema's friend, writes canonical TOML back).
 struct ConfigReader {
+  static std::string to_toml(const ConfigSchema& schema, const std::string& table_prefix);
+
   static Status read(const ConfigKey& k, const toml::node& n, const std::string& at) {
     using K = ConfigKey::Kind;
     auto check = [&](double v) {
@@ -648,8 +650,15 @@ Result<std::optional<std::string>> ConfigSchema::peek_string(const std::string& 
 
 // ---- writing ----------------------------------------------------------------------------
 
-std::string ConfigSchema::to_toml() const {
+std::string ConfigSchema::to_toml() const { return ConfigReader::to_toml(*this, ""); }
+
+// Table headers go under `table_prefix`: inside a [[phase]] element, its own tables are [phase.batch].
+std::string ConfigReader::to_toml(const ConfigSchema& schema, const std::string& table_prefix) {
   using K = ConfigKey::Kind;
+  const std::string& kind_ = schema.kind_;
+  const std::string& prefix_ = schema.prefix_;
+  const auto& keys_ = schema.keys_;
+  auto write_value = [&schema](const ConfigKey& k) { return schema.write_value(k); };
   // Keys grouped by their table ("" = top level), tables in declaration order.
   std::vector<std::string> tables = {""};
   auto table_of = [&](const ConfigKey& k) {
@@ -671,20 +680,22 @@ std::string ConfigSchema::to_toml() const {
       body += fmt::format("{} = {}\n", t.empty() ? rel : rel.substr(t.size() + 1), write_value(*k));
     }
     if (body.empty()) continue;
-    if (!t.empty()) out += fmt::format("\n[{}]\n", t);
+    if (!t.empty()) out += fmt::format("\n[{}{}]\n", table_prefix, t);
     out += body;
   }
   for (const auto& k : keys_) {
     if (k->kind_ == K::kMap) {
       const auto& v = *static_cast<std::vector<std::pair<std::string, double>>*>(k->field_);
       if (v.empty()) continue;
-      out += fmt::format("\n[{}]\n", k->name_.substr(prefix_.size()));
+      out += fmt::format("\n[{}{}]\n", table_prefix, k->name_.substr(prefix_.size()));
       for (const auto& [key, w] : v) out += fmt::format("{} = {}\n", toml_quote(key), toml_double(w));
     } else if (k->kind_ == K::kTableArray) {
       for (size_t i = 0; i < k->array_size_(); ++i) {
         ConfigSchema sub(kind_);
         k->array_declare_(sub, i);
-        out += fmt::format("\n[[{}]]\n{}", k->name_.substr(prefix_.size()), sub.to_toml());
+        // An element's own tables are written under its array's name ([[phase]] then [phase.batch]).
+        const std::string rel = table_prefix + k->name_.substr(prefix_.size());
+        out += fmt::format("\n[[{}]]\n{}", rel, to_toml(sub, rel + "."));
       }
     }
   }

@@ -36,7 +36,13 @@ double allocator_overhead(const LayoutConfig& l) {
   return 0.0;
 }
 
-void declare_keys(ConfigSchema& s, LayoutConfig& l) {
+namespace {
+
+// kFile: the layout's own keys; kPhase: the same keys inside a [[phase]], where none is required (a key the
+// phase does not set keeps the layout's value).
+enum class KeyRole { kFile, kPhase };
+
+void declare_setting_keys(ConfigSchema& s, LayoutSettings& l, KeyRole role) {
   const int64_t big = int64_t(1) << 40;
   s.add("layout.name", &l.name, "a label for reports");
   s.add("parallel.tp", &l.tp, "tensor parallel (Megatron, with sequence parallelism)").range(1, 1 << 16);
@@ -57,7 +63,8 @@ void declare_keys(ConfigSchema& s, LayoutConfig& l) {
         "weights gathered from forward to backward)");
   s.add("parallel.gpus", &l.gpus, "GPUs in the job").range(0, big).note("0 = all usable GPUs of the cluster");
   s.add("batch.micro_batch", &l.micro_batch, "sequences per micro-batch per pipeline").range(1, big);
-  s.add("batch.global_batch", &l.global_batch, "sequences per optimizer step").range(1, big).required();
+  ConfigKey& global_batch = s.add("batch.global_batch", &l.global_batch, "sequences per optimizer step").range(1, big);
+  if (role == KeyRole::kFile) global_batch.required();
   s.add("batch.seq_len", &l.seq_len, "tokens per sequence").range(0, big).note("0 = the model file's train.seq_len");
   s.add_enum("memory.recompute", &l.recompute, kRecompute, "activation recomputation");
   s.add_enum("memory.offload", &l.offload, {"none", "optimizer"}, "optimizer state kept in host memory");
@@ -85,25 +92,89 @@ void declare_keys(ConfigSchema& s, LayoutConfig& l) {
   s.add("checkpoint.async", &l.checkpoint_async, "training blocks only for the device-to-host copy");
 }
 
-Result<LayoutConfig> parse_layout(const std::string& text, const std::string& source,
-                                  const std::vector<std::string>& overrides) {
-  LayoutConfig l;
-  l.source = source;
-  ConfigSchema s("layout file");
-  declare_keys(s, l);
-  ConfigOrigins o;
-  MT_RETURN_IF_ERROR(s.load(text, source, overrides, o));
+// Checks across keys of one layout (the file's, or a phase's under `prefix` "phase[i].").
+Status check_settings(const LayoutSettings& l, const ConfigOrigins& o, const std::string& prefix) {
   for (const std::string& m : l.recompute_modules) {
     const auto& names = recompute_module_names();
     if (std::find(names.begin(), names.end(), m) == names.end())
-      return o.error("memory.recompute_modules",
+      return o.error(prefix + "memory.recompute_modules",
                      fmt::format("unknown module \"{}\"; expected one of {}", m, fmt::join(names, ", ")));
   }
   if (l.fp8_activations && l.gemm != GemmPrecision::kFp8)
-    return o.error("memory.fp8_activations", "needs precision.gemm = \"fp8\" (FP8 GEMMs consume the FP8 copies)");
+    return o.error(prefix + "memory.fp8_activations", "needs precision.gemm = \"fp8\" (FP8 GEMMs consume the FP8 copies)");
   if (l.virtual_stages > 1 && l.schedule != PipeSchedule::kInterleaved)
-    return o.error("parallel.virtual_stages",
+    return o.error(prefix + "parallel.virtual_stages",
                    fmt::format("{} needs parallel.pp_schedule = \"interleaved\"", l.virtual_stages));
+  return Status::ok();
+}
+
+// ---- Training phases ([[phase]]) ----
+// Each phase element declares its own keys and every layout key. `inherit` (when not null) is copied into
+// a phase as it is created, before its keys are read, so what it does not set keeps the layout's values.
+void declare_phases(ConfigSchema& s, LayoutConfig& l, const LayoutSettings* inherit) {
+  s.add_table_array<LayoutPhase>(
+      "phase", &l.phases,
+      [inherit](ConfigSchema& e, LayoutPhase& ph) {
+        if (inherit) ph.layout = *inherit;
+        e.add("name", &ph.name, "a label for reports (\"\" = phase N)");
+        e.add("tokens", &ph.tokens, "tokens of this phase, in order").min(0).unit("tokens")
+            .note("0 = what the other phases leave of --tokens (one phase at most)");
+        e.add("ramp_from", &ph.ramp_from,
+              "global batch (sequences) at the phase start, ramped linearly in tokens to the phase's "
+              "batch.global_batch (each step rounded to a multiple of dp x micro_batch)")
+            .range(0, int64_t(1) << 40).note("0 = constant batch");
+        declare_setting_keys(e, ph.layout, KeyRole::kPhase);
+      },
+      "one [[phase]] table per training phase, in order: its tokens, an optional batch ramp, and any layout key "
+      "(e.g. batch.seq_len = 131072); keys it does not set keep the layout's values");
+}
+
+}  // namespace
+
+void declare_keys(ConfigSchema& s, LayoutConfig& l) {
+  declare_setting_keys(s, l, KeyRole::kFile);
+  declare_phases(s, l, nullptr);
+}
+
+LayoutConfig phase_layout(const LayoutPhase& ph) {
+  LayoutConfig l;
+  static_cast<LayoutSettings&>(l) = ph.layout;
+  return l;
+}
+
+Result<LayoutConfig> parse_layout(const std::string& text, const std::string& source,
+                                  const std::vector<std::string>& overrides) {
+  // Pass 1: the layout's own keys (phases are read too, against defaults, only to check them).
+  LayoutConfig base;
+  base.source = source;
+  {
+    ConfigSchema s("layout file");
+    declare_keys(s, base);
+    ConfigOrigins o;
+    MT_RETURN_IF_ERROR(s.load(text, source, overrides, o));
+    MT_RETURN_IF_ERROR(check_settings(base, o, ""));
+  }
+  if (base.phases.empty()) return base;
+  // Pass 2: every phase starts as the layout of pass 1 and then reads its own keys.
+  const LayoutSettings inherit = base;
+  LayoutConfig l;
+  l.source = source;
+  ConfigSchema s("layout file");
+  declare_setting_keys(s, l, KeyRole::kFile);
+  declare_phases(s, l, &inherit);
+  ConfigOrigins o;
+  MT_RETURN_IF_ERROR(s.load(text, source, overrides, o));
+  for (size_t i = 0; i < l.phases.size(); ++i) {
+    const LayoutPhase& ph = l.phases[i];
+    const std::string prefix = fmt::format("phase[{}].", i);
+    MT_RETURN_IF_ERROR(check_settings(ph.layout, o, prefix));
+    if (ph.ramp_from > 0 && ph.ramp_from >= ph.layout.global_batch)
+      return o.error(prefix + "ramp_from", fmt::format("{} sequences must be below the phase's batch.global_batch = {} "
+                                                       "(a ramp grows the batch)", ph.ramp_from,
+                                                       ph.layout.global_batch));
+  }
+  if (std::count_if(l.phases.begin(), l.phases.end(), [](const LayoutPhase& ph) { return ph.tokens == 0; }) > 1)
+    return o.error("phase", "at most one phase may leave tokens = 0 (the rest of the budget)");
   return l;
 }
 

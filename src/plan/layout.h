@@ -29,7 +29,8 @@ enum class Precision { kBf16, kFp32 };
 enum class GemmPrecision { kBf16, kFp8 };
 enum class OptimizerKind { kAdamW, kMuon };
 
-struct LayoutConfig {
+// Every key of a layout file but the phases (LayoutConfig adds them below).
+struct LayoutSettings {
   std::string source;
   std::string name;                       // [layout] name
   // [parallel]
@@ -73,6 +74,31 @@ struct LayoutConfig {
   double checkpoint_interval_minutes = 0; // 0 = Daly's optimum
   bool checkpoint_async = false;          // training blocks only for the device-to-host copy
 };
+
+// ---- Training phases ([[phase]]) ------------------------------------------
+// A run in phases, in order: each covers `tokens` of the budget and may set
+// any layout key (batch.global_batch, batch.micro_batch, batch.seq_len,
+// parallel.tp, ...); the keys it does not set keep the layout's values. This
+// expresses batch-size schedules (Llama 3 405B: 4M tokens per step, then 8M,
+// then 16M) and a final phase of another shape (a long-context extension).
+// `ramp_from` ramps the global batch linearly in tokens over the phase from
+// that many sequences to the phase's batch.global_batch, each step's batch
+// rounded to the nearest multiple of dp x micro_batch (DeepSeek-V3: 3072 to
+// 15360 sequences over the first 469B tokens). No phases: one phase, the
+// layout itself, over the whole budget.
+struct LayoutPhase {
+  std::string name;            // a label for reports; "" = "phase N"
+  double tokens = 0;           // tokens of this phase; 0 = what the others leave of the budget (one phase at most)
+  int64_t ramp_from = 0;       // global batch (sequences) at the phase start; 0 = constant
+  LayoutSettings layout;       // the whole layout of this phase: the file's keys with this phase's own applied
+};
+
+struct LayoutConfig : LayoutSettings {
+  std::vector<LayoutPhase> phases;        // [[phase]]; empty = one phase, this layout
+};
+
+// The layout a phase runs: the phase's settings, no phases of its own.
+LayoutConfig phase_layout(const LayoutPhase& ph);
 
 std::string to_string(PipeSchedule s);
 std::string to_string(Recompute r);

@@ -70,6 +70,16 @@ Reliability reliability(const Plan& p) {
   r.wall_days = p.days / r.goodput;
   r.expected_interruptions = p.days * 86400.0 / r.checkpoint_goodput / r.mtbf_s;
 
+  FailureSimInputs sim;
+  sim.job = failure_inputs(p, p.par.gpus, racks_used, r.restart_s);
+  sim.cause_weights = c.failure_cause_weights;
+  sim.work_s = p.days * 86400.0;
+  sim.checkpoint_interval_s = r.checkpoint_interval_s;
+  sim.checkpoint_write_s = r.checkpoint_write_s;
+  sim.seed = p.in.sim_seed;
+  r.sim = simulate_failures(sim);
+  r.sim_days = r.sim.wall_s / 86400.0;
+
   for (int i = 0; i <= 60; ++i) {
     const double lo = std::max(r.checkpoint_write_s, 0.05 * r.daly_interval_s), hi = 20.0 * r.daly_interval_s;
     const double tau = lo * std::pow(hi / lo, double(i) / 60.0);
@@ -146,32 +156,61 @@ std::string duration(double s) {
   return fmt::format("{:.1f} days", s / 86400);
 }
 
+// The per-phase table of the terminal output.
+void phase_table(const Plan& p, std::string& o) {
+  auto line = [&o](const std::string& head, const std::string& body) { o += fmt::format("{:<12}{}\n", head, body); };
+  const PhaseTotals& t = p.totals;
+  line("Phases", fmt::format("{:<16} {:>7} {:>7} {:>13} {:>8} {:>12} {:>9} {:>8} {:>6} {:>9} {:>7}", "phase", "tokens",
+                             "seq", "batch (seqs)", "tok/step", "tp pp dp", "steps", "step s", "MFU", "mem/GPU",
+                             "days"));
+  for (const PhasePlan& ph : p.phases) {
+    const Parallel& q = ph.par;
+    const std::string batch = ph.ramp_from > 0 ? fmt::format("{}->{}", ph.ramp_from, q.global_batch)
+                                               : fmt::format("{}", q.global_batch);
+    line("", fmt::format("{:<16} {:>7} {:>7} {:>13} {:>8} {:>12} {:>9} {:>8.3f} {:>5.1f}% {:>9} {:>7.2f}{}",
+                         ph.name.substr(0, 16), fmtx::count(ph.tokens), q.seq_len, batch,
+                         fmtx::count(double(q.tokens_per_step())), fmt::format("{} {} {}", q.tp, q.pp, q.dp),
+                         ph.steps, ph.time.step_s, 100 * ph.mfu, gib(ph.mem.total()), ph.days,
+                         ph.mem.fits() ? "" : "  DOES NOT FIT"));
+  }
+  line("", fmt::format("{:<16} {:>7} {:>40} {:>9} {:>8} {:>5.1f}% {:>9} {:>7.2f}", "total", fmtx::count(t.tokens), "",
+                       t.steps, "", 100 * t.mfu_by_tokens, gib(t.memory_bytes), t.days));
+  line("", fmt::format("MFU weighted by tokens (by GPU-time {:.1f}%); memory of the fullest phase ({}); the sections "
+                       "above and below describe \"{}\" (the most tokens)",
+                       100 * t.mfu_by_time, p.phases[t.fullest].name, p.phases[t.main].name));
+}
+
 }  // namespace
 
 Result<Plan> make_plan(const PlanInputs& in) {
   if (!(in.tokens > 0)) return Status::errorf("--tokens: must be > 0, got {}", in.tokens);
   Plan p;
   p.in = in;
-  auto par = resolve(in.layout, in.model, in.model_seq_len, in.cluster);
-  if (!par) return par.status();
-  p.par = *par;
-  p.warnings = p.par.warnings;
-  p.stats = model_stats(in.model, p.par.seq_len);
-  p.mem = memory_per_gpu(in.model, p.stats, p.par, in.cluster);
-  if (!p.mem.fits()) {
-    std::string why = fmt::format("does not fit: stage {} needs {} per GPU, the {} has {}", p.mem.stage,
-                                  gib(p.mem.total()), in.cluster.device.type, gib(p.mem.capacity));
-    if (p.mem.total() - p.mem.fragmentation <= p.mem.capacity)
+  auto phases = plan_phases(in.model, in.model_seq_len, in.cluster, in.layout, in.tokens);
+  if (!phases) return phases.status();
+  p.phases = std::move(*phases);
+  p.totals = phase_totals(p.phases);
+  const PhasePlan& main = p.phases[p.totals.main];
+  p.par = main.par;
+  p.stats = main.stats;
+  p.mem = main.mem;
+  p.time = main.time;
+  for (const PhasePlan& ph : p.phases) {
+    // With phases every warning names its phase.
+    const std::string who = p.phases.size() > 1 ? fmt::format("{}: ", ph.name) : "";
+    for (const std::string& w : ph.par.warnings) p.warnings.push_back(who + w);
+    if (ph.mem.fits()) continue;
+    std::string why = fmt::format("{}does not fit: stage {} needs {} per GPU, the {} has {}", who, ph.mem.stage,
+                                  gib(ph.mem.total()), in.cluster.device.type, gib(ph.mem.capacity));
+    if (ph.mem.total() - ph.mem.fragmentation <= ph.mem.capacity)
       why += fmt::format(" (it fits without the allocator overhead of {}: {:g} of activations and buffers for "
                          "memory.allocator = \"{}\"; set memory.fragmentation to what your allocator shows)",
-                         gib(p.mem.fragmentation), allocator_overhead(in.layout), to_string(in.layout.allocator));
+                         gib(ph.mem.fragmentation), allocator_overhead(ph.par.cfg), to_string(ph.par.cfg.allocator));
     p.warnings.push_back(why);
   }
-  p.time = step_time(in.model, p.stats, p.par, in.cluster);
-  const double tps = double(p.par.tokens_per_step());
-  p.steps = int64_t(std::ceil(in.tokens / tps));
-  p.days = double(p.steps) * p.time.step_s / 86400.0;
-  p.gpu_hours = p.days * 24.0 * double(p.par.gpus);
+  p.steps = p.totals.steps;
+  p.days = p.totals.days;
+  p.gpu_hours = p.totals.gpu_hours;
   p.cost_usd = p.gpu_hours * in.cluster.gpu_hour_usd;
   p.rel = reliability(p);
   p.chin = chinchilla(p);
@@ -181,10 +220,10 @@ Result<Plan> make_plan(const PlanInputs& in) {
   if (mode == SearchMode::kAuto) mode = in.model.n_experts > 0 ? SearchMode::kExperts : SearchMode::kLayers;
   if (mode == SearchMode::kExperts && in.model.n_experts == 0) mode = SearchMode::kLayers;
   if (mode != SearchMode::kNone && in.cluster.device.kind == DeviceKind::kGpu)
-    p.largest = largest_model_per_domain(in.model, p.par.seq_len, in.cluster, in.layout,
+    p.largest = largest_model_per_domain(in.model, p.par.seq_len, in.cluster, p.par.cfg,
                                          mode == SearchMode::kLayers ? FamilyAxis::kLayers : FamilyAxis::kExperts);
   if (in.sweep_layouts && in.cluster.device.kind == DeviceKind::kGpu) {
-    p.layouts = sweep_layouts(in.model, p.stats, p.par.seq_len, in.cluster, in.layout, p.par.gpus);
+    p.layouts = sweep_layouts(in.model, p.stats, p.par.seq_len, in.cluster, p.par.cfg, p.par.gpus);
     if (p.layouts.size() > 16) p.layouts.resize(16);
   }
   return p;
@@ -194,16 +233,16 @@ nlohmann::json to_json(const Plan& p) {
   using nlohmann::json;
   json j;
   // The command-line contract (docs/planner.md): these keys are always present.
-  j["memory_per_gpu_bytes"] = std::llround(p.mem.total());
-  j["step_time_s"] = p.time.step_s;
-  j["mfu"] = p.time.mfu;
+  j["memory_per_gpu_bytes"] = std::llround(p.totals.memory_bytes);  // the fullest phase
+  j["step_time_s"] = p.time.step_s;                                  // the main phase
+  j["mfu"] = p.totals.mfu_by_tokens;
   j["days"] = p.days;
   j["gpu_hours"] = p.gpu_hours;
   j["expected_interruptions"] = p.rel.expected_interruptions;
   j["checkpoint_interval_s"] = p.rel.checkpoint_interval_s;
   j["goodput"] = p.rel.goodput;
 
-  j["fits"] = p.mem.fits();
+  j["fits"] = p.totals.fits;
   j["effective_days"] = p.rel.wall_days;
   j["tokens"] = p.in.tokens;
   j["steps"] = p.steps;
@@ -312,7 +351,19 @@ nlohmann::json to_json(const Plan& p) {
                    {"spare_free_probability", r.rates.p_spare},
                    {"on_shortage", to_string(r.rates.policy)},
                    {"shortage_cost_h", r.rates.shortage_cost_h},
-                   {"spares", spares}};
+                   {"spares", spares},
+                   {"simulated", {{"seed", p.in.sim_seed},
+                                  {"finished", r.sim.finished},
+                                  {"days", r.sim_days},
+                                  {"interruptions", r.sim.interruptions.size()},
+                                  {"units_lost", r.sim.units_lost},
+                                  {"spares_used", r.sim.spares_used},
+                                  {"planned_restarts", r.sim.planned_restarts},
+                                  {"waiting_s", r.sim.waiting_s},
+                                  {"shrunk_s", r.sim.shrunk_s},
+                                  {"restarting_s", r.sim.restarting_s},
+                                  {"lost_compute_s", r.sim.lost_s},
+                                  {"checkpoint_s", r.sim.checkpoint_s}}}};
   const ChinchillaReport& ch = p.chin;
   json ot = json::array();
   for (const Overtrain& o : ch.table)
@@ -342,7 +393,78 @@ nlohmann::json to_json(const Plan& p) {
                                      {"memory_per_gpu_bytes", lm.best.mem.total()},
                                      {"next_params", lm.next_params},
                                      {"binding", lm.binding}};
+    const LargestFit& f = lm.fsdp;
+    j["largest_model_per_domain"]["plain_fsdp"] = {{"found", f.found},
+                                                   {"total_params", f.total_params},
+                                                   {"active_params", f.active_params},
+                                                   {"n_layers", f.model.n_layers},
+                                                   {"n_experts", f.model.n_experts},
+                                                   {"layout", f.best.label},
+                                                   {"mfu", f.best.time.mfu},
+                                                   {"memory_per_gpu_bytes", f.best.mem.total()},
+                                                   {"next_params", f.next_params},
+                                                   {"binding", f.binding}};
+    const SearchAssumptions& a = lm.assumptions;
+    json rc = json::array();
+    for (Recompute x : a.recompute) rc.push_back(to_string(x));
+    j["largest_model_per_domain"]["assumptions"] = {
+        {"seq_len", a.seq_len},
+        {"micro_batch", a.micro_batch},
+        {"global_batch", fmt::format("dp x micro_batch x {} x pp", a.microbatches_per_stage)},
+        {"recompute_tried", rc},
+        {"params", a.params == Precision::kBf16 ? "bf16 + fp32 master" : "fp32"},
+        {"grads", a.grads == Precision::kBf16 ? "bf16" : "fp32"},
+        {"optimizer", a.optimizer == OptimizerKind::kAdamW ? "adamw" : "muon"},
+        {"state_bytes_per_param", a.state_bytes_per_param},
+        {"capacity_bytes", a.capacity_bytes},
+        {"allocator_overhead", a.allocator_overhead},
+        {"layouts_best", a.layouts_best},
+        {"layouts_plain_fsdp", a.layouts_fsdp}};
   }
+  json phases = json::array();
+  for (const PhasePlan& ph : p.phases) {
+    const Parallel& q = ph.par;
+    json e = {{"name", ph.name},
+              {"tokens", ph.tokens},
+              {"layout", layout_label(q.cfg)},
+              {"seq_len", q.seq_len},
+              {"micro_batch", q.micro_batch},
+              {"global_batch", q.global_batch},
+              {"tokens_per_step", q.tokens_per_step()},
+              {"gpus", q.gpus},
+              {"tp", q.tp},
+              {"pp", q.pp},
+              {"dp", q.dp},
+              {"steps", ph.steps},
+              {"step_time_s", ph.time.step_s},
+              {"mfu", ph.mfu},
+              {"memory_per_gpu_bytes", std::llround(ph.mem.total())},
+              {"fits", ph.mem.fits()},
+              {"days", ph.days},
+              {"gpu_hours", ph.gpu_hours}};
+    if (p.in.model.n_experts > 0) e["ep"] = q.ep;
+    if (ph.ramp_from > 0) {
+      e["ramp_from"] = ph.ramp_from;
+      json levels = json::array();
+      for (const RampLevel& r : ph.ramp)
+        levels.push_back({{"global_batch", r.global_batch}, {"tokens", r.tokens}, {"steps", r.steps},
+                          {"step_time_s", r.step_s}, {"mfu", r.mfu}});
+      e["ramp"] = levels;
+    }
+    phases.push_back(e);
+  }
+  j["phases"] = phases;
+  const PhaseTotals& tot = p.totals;
+  j["totals"] = {{"tokens", tot.tokens},
+                 {"steps", tot.steps},
+                 {"days", tot.days},
+                 {"gpu_hours", tot.gpu_hours},
+                 {"mfu_token_weighted", tot.mfu_by_tokens},
+                 {"mfu_time_weighted", tot.mfu_by_time},
+                 {"memory_per_gpu_bytes", std::llround(tot.memory_bytes)},
+                 {"fullest_phase", p.phases[tot.fullest].name},
+                 {"main_phase", p.phases[tot.main].name},
+                 {"fits", tot.fits}};
   json lays = json::array();
   for (const LayoutOption& o : p.layouts)
     lays.push_back({{"layout", o.label}, {"mfu", o.time.mfu}, {"step_time_s", o.time.step_s},
@@ -410,6 +532,10 @@ std::string to_text(const Plan& p) {
   line("Run", fmt::format("{} steps, {:.1f} days, {} GPU-hours{}", p.steps, p.days, fmtx::count(p.gpu_hours),
                           c.gpu_hour_usd > 0 ? fmt::format(", ${}", fmtx::count(p.cost_usd)) : ""));
   o += "\n";
+  if (!p.in.layout.phases.empty()) {
+    phase_table(p, o);
+    o += "\n";
+  }
   const Reliability& r = p.rel;
   line("Failures", fmt::format("job MTBF {}, {:.0f} interruptions expected", duration(r.mtbf_s),
                                r.expected_interruptions));
@@ -426,6 +552,11 @@ std::string to_text(const Plan& p) {
                        r.rates.units_out_mean, 100 * r.rates.p_spare, to_string(r.rates.policy)));
   line("", fmt::format("availability {:.2f}%, goodput {:.1f}%, {:.1f} days end to end", 100 * r.rates.availability,
                        100 * r.goodput, r.wall_days));
+  line("", fmt::format("one simulated run (seed {}): {:.1f} days end to end{}, {} interruptions, {} racks lost, {} "
+                       "replaced by spares, {} waiting, {} shrunk",
+                       p.in.sim_seed, r.sim_days, r.sim.finished ? "" : " (stopped: no end in sight)",
+                       r.sim.interruptions.size(), r.sim.units_lost, r.sim.spares_used, duration(r.sim.waiting_s),
+                       duration(r.sim.shrunk_s)));
   line("Spares", fmt::format("{:>6} {:>6} {:>7} {:>6} {:>12} {:>8} {:>9} {:>9} {:>9}", "spare", "used", "GPUs", "dp",
                              "availability", "goodput", "days", "if wait", "if shrink"));
   for (const SpareOption& sp : r.spares)
@@ -458,6 +589,23 @@ std::string to_text(const Plan& p) {
       line("Largest", fmt::format("per NVLink domain ({} GPUs): even the smallest member does not fit", lm.gpus));
     if (!lm.binding.empty())
       line("", fmt::format("next size {} binds on {}", fmtx::count(double(lm.next_params)), lm.binding));
+    const LargestFit& f = lm.fsdp;
+    if (f.found)
+      line("", fmt::format("plain FSDP (ZeRO-3, no TP/PP/EP): {} params ({} layers{}), {}, MFU {:.1f}%",
+                           fmtx::count(double(f.total_params)), f.model.n_layers,
+                           f.model.n_experts > 0 ? fmt::format(", {} experts", f.model.n_experts) : "", f.best.label,
+                           100 * f.best.time.mfu));
+    else
+      line("", "plain FSDP (ZeRO-3, no TP/PP/EP): even the smallest member does not fit");
+    const SearchAssumptions& a = lm.assumptions;
+    std::string rc;
+    for (Recompute x : a.recompute) rc += (rc.empty() ? "" : " or ") + to_string(x);
+    line("", fmt::format("assumes seq {}, micro-batch {}, {} micro-batches per stage, recompute {} (the best that "
+                         "fits), {:g} bytes/param of weights, grads and {} state before sharding, {} per GPU with "
+                         "allocator overhead {:g} (no other headroom)",
+                         a.seq_len, a.micro_batch, a.microbatches_per_stage, rc, a.state_bytes_per_param,
+                         a.optimizer == OptimizerKind::kAdamW ? "AdamW" : "Muon", gib(a.capacity_bytes),
+                         a.allocator_overhead));
   }
   if (!p.layouts.empty()) {
     o += "\n";

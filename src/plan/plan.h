@@ -14,10 +14,12 @@
 #include "core/status.h"
 #include "model/config.h"
 #include "plan/cluster.h"
+#include "plan/failure_sim.h"
 #include "plan/layout.h"
 #include "plan/memory.h"
 #include "plan/model_stats.h"
 #include "plan/perf.h"
+#include "plan/phases.h"
 #include "plan/reliability.h"
 #include "plan/scaling_law.h"
 #include "plan/search.h"
@@ -36,6 +38,7 @@ struct PlanInputs {
   ScalingLaw law = besiroglu2024();
   SearchMode search = SearchMode::kAuto;
   bool sweep_layouts = true;
+  uint64_t sim_seed = 1;        // the failure timeline's simulated run (failure_sim.h)
 };
 
 // One way to split the racks owned between the job and the spare pool. Only
@@ -68,6 +71,10 @@ struct Reliability {
   double wall_days = 0;              // effective days
   std::vector<SpareOption> spares;
   std::vector<std::pair<double, double>> goodput_curve;  // (interval s, goodput)
+  // One simulated run of the job under this failure model (seed PlanInputs::sim_seed); its days end to end
+  // estimate wall_days with the noise of one run.
+  FailureSimResult sim;
+  double sim_days = 0;
 };
 
 struct ChinchillaReport {
@@ -81,10 +88,15 @@ struct ChinchillaReport {
 
 struct Plan {
   PlanInputs in;
+  // Every phase (one without [[phase]] tables) and the run's totals.
+  std::vector<PhasePlan> phases;
+  PhaseTotals totals;
+  // The main phase (the most tokens; the whole run without phases) in detail.
   ModelStats stats;
   Parallel par;
   MemoryBreakdown mem;
   StepTime time;
+  // The whole run: sums over the phases.
   int64_t steps = 0;
   double days = 0, gpu_hours = 0, cost_usd = 0;
   Reliability rel;

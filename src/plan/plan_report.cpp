@@ -60,6 +60,53 @@ void summary(HtmlPage& h, const Plan& p) {
   for (const std::string& w : p.warnings) h.note("warning: " + w);
 }
 
+// Phases: the per-phase table, the totals, and the batch (tokens per step) against tokens trained.
+void phases_section(HtmlPage& h, const Plan& p) {
+  if (p.in.layout.phases.empty()) return;
+  const PhaseTotals& t = p.totals;
+  h.heading(2, "Training phases");
+  std::vector<std::vector<std::string>> rows;
+  for (const PhasePlan& ph : p.phases) {
+    const Parallel& q = ph.par;
+    rows.push_back({ph.name, fmtx::count(ph.tokens), fmt::format("{}", q.seq_len),
+                    ph.ramp_from > 0 ? fmt::format("{} → {}", ph.ramp_from, q.global_batch)
+                                     : fmt::format("{}", q.global_batch),
+                    fmtx::count(double(q.tokens_per_step())), layout_label(q.cfg),
+                    fmt::format("{} x {} x {}", q.tp, q.pp, q.dp), fmt::format("{}", ph.steps),
+                    fmt::format("{:.3f} s", ph.time.step_s), pct(ph.mfu), gib(ph.mem.total()),
+                    fmt::format("{:.2f}", ph.days), fmtx::count(ph.gpu_hours)});
+  }
+  rows.push_back({"total", fmtx::count(t.tokens), "", "", "", "", "", fmt::format("{}", t.steps), "",
+                  pct(t.mfu_by_tokens), gib(t.memory_bytes), fmt::format("{:.2f}", t.days), fmtx::count(t.gpu_hours)});
+  h.table({"phase", "tokens", "seq", "batch (seqs)", "tokens/step", "layout", "tp x pp x dp", "steps", "step",
+           "MFU", "memory/GPU", "days", "GPU-hours"},
+          rows, {}, int(rows.size()) - 1);
+  h.note(fmt::format("Total MFU weighted by tokens; weighted by GPU-time (model FLOPs over peak FLOPs of the whole "
+                     "run) it is {}. Memory: the fullest phase ({}). The sections below describe \"{}\", the phase "
+                     "with the most tokens; days and GPU-hours everywhere are the whole run's. A ramp's step time is "
+                     "taken level by level (each batch rounded to a multiple of dp x micro-batch).",
+                     pct(t.mfu_by_time), p.phases[t.fullest].name, p.phases[t.main].name));
+  LineChart lc;
+  lc.title = "Tokens per step over the run";
+  lc.x = {"tokens trained", Scale::kLinear, 0.0, {}, [](double v) { return fmtx::count(v); }};
+  lc.y = {"tokens per step", Scale::kLinear, 0.0, {}, [](double v) { return fmtx::count(v); }};
+  Series s{"batch", {}, "", false, false};
+  double done = 0;
+  for (const PhasePlan& ph : p.phases) {
+    auto stretch = [&](double tokens, double per_step) {
+      s.points.push_back({done, per_step});
+      done += tokens;
+      s.points.push_back({done, per_step});
+    };
+    if (ph.ramp.empty()) stretch(ph.tokens, double(ph.par.tokens_per_step()));
+    for (const RampLevel& r : ph.ramp) stretch(r.tokens, double(r.global_batch * ph.par.seq_len));
+    lc.vlines.push_back({done, ph.name, "#999"});
+  }
+  lc.series.push_back(s);
+  lc.width = 900;
+  h.figure(report::render_svg(lc), "Global batch in tokens against tokens trained; a line marks the end of each phase.");
+}
+
 void memory_section(HtmlPage& h, const Plan& p) {
   h.heading(2, "Memory per GPU");
   StackedBars sb;
@@ -155,6 +202,93 @@ void time_section(HtmlPage& h, const Plan& p) {
                                    "overlap settings and sweep TP, PP, EP, the ZeRO stage and recomputation.");
 }
 
+// Interruption causes grouped for the timeline's colours (failure_causes() keys; -1 = a whole-rack outage).
+std::pair<std::string, std::string> cause_group(int cause) {
+  if (cause < 0) return {"rack outage", "#000000"};
+  const std::string& k = failure_causes()[size_t(cause)].key;
+  if (k.find("gpu") != std::string::npos || k == "silent_data_corruption") return {"GPU", "#D55E00"};
+  if (k == "software_bug" || k == "dependency") return {"software", "#0072B2"};
+  if (k == "network_switch_cable" || k == "nccl_watchdog") return {"network", "#009E73"};
+  return {"host (maintenance, NIC, CPU, memory, disk, power)", "#CC79A7"};
+}
+
+// One simulated run (failure_sim.h) drawn against time, next to the analytic expectation.
+void failure_timeline(HtmlPage& h, const Plan& p) {
+  const Reliability& r = p.rel;
+  const FailureSimResult& sim = r.sim;
+  h.heading(3, "A simulated run");
+  LineChart lc;
+  lc.title = "Training progress against wall time, one simulated run";
+  lc.x = {"days", Scale::kLinear, 0.0, {}, [](double v) { return report::compact_number(v); }};
+  lc.y = {"training done", Scale::kLinear, 0.0, 1.0, [](double v) { return fmt::format("{:.0f}%", 100 * v); }};
+  Series s{"work done (drops: compute lost since the last checkpoint)", {}, "#333", false, false};
+  for (auto [t, f] : sim.progress) s.points.push_back({t / 86400, f});
+  lc.series.push_back(s);
+  bool waited = false, shrunk = false;
+  for (const SimPeriod& q : sim.periods) {
+    lc.bands.push_back({q.t0_s / 86400, q.t1_s / 86400,
+                        q.shrunk ? fmt::format("shrunk to {:.1f}% throughput", 100 * q.speed) : "waiting for a repair",
+                        q.shrunk ? "#fde3a7" : "#f4b6b6"});
+    (q.shrunk ? shrunk : waited) = true;
+  }
+  std::vector<std::string> seen;
+  for (const SimInterruption& ev : sim.interruptions) {
+    const auto [group, color] = cause_group(ev.cause);
+    const std::string cause = ev.cause < 0 ? "whole-rack outage" : failure_causes()[size_t(ev.cause)].label;
+    lc.ticks.push_back({ev.t_s / 86400,
+                        fmt::format("{}{}, {:.0f} min of compute lost", cause,
+                                    ev.unit_lost ? (ev.spare_used ? ", rack replaced by a spare" : ", rack lost, no spare")
+                                                 : "",
+                                    ev.lost_s / 60),
+                        color});
+    if (std::find(seen.begin(), seen.end(), group) == seen.end()) {
+      seen.push_back(group);
+      lc.legend_extra.push_back({group, color});
+    }
+  }
+  if (waited) lc.legend_extra.push_back({"waiting for a repair", "#f4b6b6"});
+  if (shrunk) lc.legend_extra.push_back({"running shrunk", "#fde3a7"});
+  lc.vlines.push_back({r.wall_days, fmt::format("expected end {:.1f} days", r.wall_days), "#D55E00"});
+  lc.width = 980;
+  lc.height = 440;
+  h.figure(report::render_svg(lc),
+           fmt::format("Seed {} (moetrain plan --seed): {:.1f} days end to end{} against {:.1f} expected by the analytic "
+                       "model (Daly's goodput x availability; one run scatters around it). {} interruptions (marks at "
+                       "the bottom, coloured by cause; hover for details), {} racks lost, {} replaced by a spare, {} "
+                       "planned restarts to rejoin; {:.1f} h waiting, {:.1f} h shrunk, {:.1f} h restarting, {:.1f} h of "
+                       "compute lost, {:.1f} h writing checkpoints.",
+                       p.in.sim_seed, r.sim_days, sim.finished ? "" : " (stopped: no end in sight)", r.wall_days,
+                       sim.interruptions.size(), sim.units_lost, sim.spares_used, sim.planned_restarts,
+                       sim.waiting_s / 3600, sim.shrunk_s / 3600, sim.restarting_s / 3600, sim.lost_s / 3600,
+                       sim.checkpoint_s / 3600));
+}
+
+// Days end to end against spare racks, under each shortage policy (Reliability::spares).
+void spares_chart(HtmlPage& h, const Plan& p) {
+  const Reliability& r = p.rel;
+  if (r.spares.size() < 2) return;
+  LineChart lc;
+  lc.title = "Days end to end vs spare racks";
+  lc.x = {"spare racks (held out of the job)", Scale::kLinear, {}, {}, [](double v) { return fmt::format("{:g}", v); }};
+  lc.y = {"days end to end", Scale::kLinear, {}, {}, [](double v) { return fmt::format("{:.3g}", v); }};
+  Series wait{"wait for a repair", {}, "#D55E00", false, true}, shrink{"shrink by whole replicas", {}, "#0072B2", true, true};
+  for (const SpareOption& o : r.spares) {
+    wait.points.push_back({double(o.spare_racks), o.days_wait});
+    shrink.points.push_back({double(o.spare_racks), o.days_shrink});
+    if (o.configured)
+      lc.markers.push_back({double(o.spare_racks), o.effective_days,
+                            fmt::format("configured ({})", to_string(r.rates.policy)), "#000"});
+  }
+  double lo = 1e300, hi = 0;
+  for (const Series* se : {&wait, &shrink})
+    for (auto [x, y] : se->points) lo = std::min(lo, y), hi = std::max(hi, y);
+  if (hi > 4 * lo) lc.y.scale = Scale::kLog;  // waiting without spares can dwarf the rest
+  lc.series = {wait, shrink};
+  h.figure(report::render_svg(lc), "Each point is the job on the racks left after holding some spare (its dp the "
+                                   "largest the batch allows): fewer GPUs, better odds of a free spare. Shrinking "
+                                   "drops data-parallel replicas instead of waiting when no spare is free.");
+}
+
 void failure_section(HtmlPage& h, const Plan& p) {
   const Reliability& r = p.rel;
   h.heading(2, "Failures, checkpoints and goodput");
@@ -209,6 +343,8 @@ void failure_section(HtmlPage& h, const Plan& p) {
          "failure (not absorbed by the SLA or the rack's slack) is replaced by a free spare; with none free the job "
          "waits for a repair or drops data-parallel replicas until one returns. Only data-parallel degrees that divide "
          "the global batch are offered.");
+  spares_chart(h, p);
+  failure_timeline(h, p);
 }
 
 void chinchilla_section(HtmlPage& h, const Plan& p) {
@@ -264,10 +400,49 @@ void inference_section(HtmlPage& h, const Plan& p) {
                                                         fmtx::flops(s.decode_flops_per_token))}});
 }
 
+// The best layout's answer and plain FSDP's, side by side, with what both assume.
+void largest_side_by_side(HtmlPage& h, const LargestModel& lm) {
+  auto col = [](const LargestFit& f) {
+    if (!f.found) return std::vector<std::string>{"does not fit", "", "", "", "", f.binding};
+    return std::vector<std::string>{
+        fmtx::count(double(f.total_params)), fmtx::count(double(f.active_params)),
+        fmt::format("{} layers{}", f.model.n_layers,
+                    f.model.n_experts ? fmt::format(", {} experts", f.model.n_experts) : ""),
+        f.best.label, fmt::format("{}, {}", pct(f.best.time.mfu), gib(f.best.mem.total())),
+        fmt::format("{}: {}", fmtx::count(double(f.next_params)), f.binding)};
+  };
+  const std::vector<std::string> names = {"parameters", "active", "shape", "layout", "MFU, memory per GPU",
+                                          "one size up binds on"};
+  const auto best = col(lm), fsdp = col(lm.fsdp);
+  std::vector<std::vector<std::string>> rows;
+  for (size_t i = 0; i < names.size(); ++i) rows.push_back({names[i], best[i], fsdp[i]});
+  h.table({"", "best layout found", "plain FSDP (ZeRO-3 only)"}, rows,
+          {Align::kLeft, Align::kLeft, Align::kLeft});
+  const SearchAssumptions& a = lm.assumptions;
+  std::string rc;
+  for (Recompute x : a.recompute) rc += (rc.empty() ? "" : ", ") + to_string(x);
+  h.key_values({{"sequence length", fmt::format("{} tokens", a.seq_len)},
+                {"batch", fmt::format("micro-batch {} sequences; global batch dp x micro-batch x {} x pp (enough "
+                                      "micro-batches to fill the pipeline)", a.micro_batch, a.microbatches_per_stage)},
+                {"recomputation", fmt::format("tried {}; each answer takes its best that fits", rc)},
+                {"precision and optimizer",
+                 fmt::format("{} weights, {} gradients, {}: {:g} bytes per parameter before sharding",
+                             a.params == Precision::kBf16 ? "bf16 (fp32 master copy)" : "fp32",
+                             a.grads == Precision::kBf16 ? "bf16" : "fp32",
+                             a.optimizer == OptimizerKind::kAdamW ? "AdamW (2 fp32 moments)" : "Muon (1 moment)",
+                             a.state_bytes_per_param)},
+                {"memory headroom", fmt::format("fits when the fullest stage needs at most {} per GPU, allocator "
+                                                "overhead {:g} of activations and buffers and the runtime included; "
+                                                "no further margin", gib(a.capacity_bytes), a.allocator_overhead)},
+                {"layouts (best)", a.layouts_best},
+                {"layouts (plain FSDP)", a.layouts_fsdp}});
+}
+
 void largest_section(HtmlPage& h, const Plan& p) {
   const LargestModel& lm = p.largest;
   if (!lm.found && lm.binding.empty()) return;
   h.heading(2, "Largest model per NVLink domain");
+  largest_side_by_side(h, lm);
   if (lm.found) {
     h.key_values({{"family", fmt::format("this architecture, varying {}", to_string(lm.axis))},
                   {"GPUs", fmt::format("{} (one NVLink domain, as many as the SLA guarantees)", lm.gpus)},
@@ -302,6 +477,7 @@ void largest_section(HtmlPage& h, const Plan& p) {
 std::string to_html(const Plan& p) {
   HtmlPage h(fmt::format("Training plan: {} on {} x {}", p.in.model_source, p.par.gpus, p.in.cluster.device.type));
   summary(h, p);
+  phases_section(h, p);
   memory_section(h, p);
   time_section(h, p);
   failure_section(h, p);

@@ -121,9 +121,6 @@ FailureRates failure_rates(const FailureInputs& in) {
   r.unit_out_h = r.unit_losses_per_h > 0
                      ? (node_units * in.repair_h + rack_units * in.rack_repair_h) / r.unit_losses_per_h
                      : 0.0;
-  r.units_out_mean = r.unit_losses_per_h * r.unit_out_h;
-  r.unit_up = std::exp(-r.units_out_mean / units);
-  r.p_spare = in.spare_units > 0 ? poisson_cdf(in.spare_units - 1, r.units_out_mean) : 0.0;
   // Without a free spare the job is short until the first unit in repair returns: with s spares all in
   // repair and the new loss, the earliest of s + 1 uniformly spread residual repair times, T / (s + 1).
   const double short_h = r.unit_out_h / double(in.spare_units + 1);
@@ -137,7 +134,26 @@ FailureRates failure_rates(const FailureInputs& in) {
   const double rejoin_h = std::min(r.shrink_fraction / r.interruptions_per_h, in.restart_s / 3600.0);
   r.shortage_cost_h = r.policy == Shortage::kShrink ? r.shrink_fraction * short_h + rejoin_h : short_h;
   // Renewal: per hour of running, unit_losses (1 - p_spare) shortages of shortage_cost_h full-job hours each.
-  r.availability = 1.0 / (1.0 + r.unit_losses_per_h * (1.0 - r.p_spare) * r.shortage_cost_h);
+  // The job's units fail only while it runs: a job that waits runs a share `availability` of the wall time,
+  // so units in repair are Poisson(unit losses x availability x repair time), and availability is the fixed
+  // point (found by bisection: the right side falls as availability grows). A job that shrinks keeps running.
+  auto with_running_share = [&](double running) {
+    FailureRates q = r;
+    q.units_out_mean = r.unit_losses_per_h * running * r.unit_out_h;
+    q.unit_up = std::exp(-q.units_out_mean / units);
+    q.p_spare = in.spare_units > 0 ? poisson_cdf(in.spare_units - 1, q.units_out_mean) : 0.0;
+    q.availability = 1.0 / (1.0 + r.unit_losses_per_h * (1.0 - q.p_spare) * r.shortage_cost_h);
+    return q;
+  };
+  r = with_running_share(1.0);
+  if (r.policy == Shortage::kWait && r.availability < 1.0) {
+    double lo = r.availability, hi = 1.0;  // the fixed point lies between A(1) and 1
+    for (int i = 0; i < 60; ++i) {
+      const double mid = 0.5 * (lo + hi);
+      (with_running_share(mid).availability > mid ? lo : hi) = mid;
+    }
+    r = with_running_share(0.5 * (lo + hi));
+  }
   return r;
 }
 

@@ -15,23 +15,34 @@ struct Candidate {
   Parallel par;
 };
 
+// The layouts a search tries: every one, or plain FSDP (ZeRO-3 data parallelism only).
+enum class Space { kAll, kFsdp };
+
+constexpr int64_t kMicrobatchesPerStage = 4;  // the largest-model search's batch: 4 x pp micro-batches per replica
+
+std::vector<Recompute> recompute_choices(const LayoutConfig& base) {
+  std::vector<Recompute> r = {Recompute::kNone, Recompute::kFull};
+  if (!base.flash_attention) r.insert(r.begin() + 1, Recompute::kSelective);
+  return r;
+}
+
 // Every layout over `gpus` GPUs that resolves against the model (memory not checked).
 std::vector<Candidate> candidates(const ModelConfig& m, int64_t seq_len, const ClusterConfig& c,
-                                  const LayoutConfig& base, int64_t gpus, bool keep_batch) {
+                                  const LayoutConfig& base, int64_t gpus, bool keep_batch, Space space = Space::kAll) {
   std::vector<Candidate> out;
-  std::vector<Recompute> recomputes = {Recompute::kNone, Recompute::kFull};
-  if (!base.flash_attention) recomputes.insert(recomputes.begin() + 1, Recompute::kSelective);
+  const std::vector<Recompute> recomputes = recompute_choices(base);
+  const bool fsdp = space == Space::kFsdp;
   for (int64_t tp : {1, 2, 4, 8}) {
-    if (tp > c.device.gpus_per_domain || gpus % tp != 0) continue;
+    if (tp > c.device.gpus_per_domain || gpus % tp != 0 || (fsdp && tp > 1)) continue;
     for (int64_t pp : {1, 2, 4, 8, 16, 32}) {
-      if (pp > m.n_layers || gpus % (tp * pp) != 0) continue;
+      if (pp > m.n_layers || gpus % (tp * pp) != 0 || (fsdp && pp > 1)) continue;
       const int64_t dp = gpus / (tp * pp);
       std::vector<int64_t> eps = {1};
-      if (m.n_experts > 0)
+      if (m.n_experts > 0 && !fsdp)
         for (int64_t ep = 2; ep <= std::min(m.n_experts, dp * tp); ep *= 2)
           if (m.n_experts % ep == 0 && (dp * tp) % ep == 0) eps.push_back(ep);
       for (int64_t ep : eps)
-        for (int64_t zero : {1, 3})
+        for (int64_t zero : fsdp ? std::vector<int64_t>{3} : std::vector<int64_t>{1, 3})
           for (Recompute rc : recomputes) {
             LayoutConfig l = base;
             l.tp = tp;
@@ -53,7 +64,7 @@ std::vector<Candidate> candidates(const ModelConfig& m, int64_t seq_len, const C
               l.virtual_stages = 1;
             }
             if (l.schedule == PipeSchedule::kDualPipe && pp % 2 != 0) l.schedule = PipeSchedule::k1F1B;
-            if (!keep_batch) l.global_batch = dp * l.micro_batch * std::max<int64_t>(1, 4 * pp);
+            if (!keep_batch) l.global_batch = dp * l.micro_batch * kMicrobatchesPerStage * pp;
             auto par = resolve(l, m, seq_len, c);
             if (!par) continue;
             out.push_back({l, *par});
@@ -94,11 +105,11 @@ struct SizeResult {
 };
 
 SizeResult evaluate_size(const ModelConfig& m, int64_t seq_len, const ClusterConfig& c, const LayoutConfig& base,
-                         int64_t gpus, bool with_time) {
+                         int64_t gpus, bool with_time, Space space) {
   SizeResult r;
   const ModelStats s = model_stats(m, seq_len);
   double least = 0;
-  for (const Candidate& cand : candidates(m, seq_len, c, base, gpus, false)) {
+  for (const Candidate& cand : candidates(m, seq_len, c, base, gpus, false, space)) {
     const MemoryBreakdown mem = memory_per_gpu(m, s, cand.par, c);
     if (r.least_mem.label.empty() || mem.total() < least) {
       least = mem.total();
@@ -143,15 +154,17 @@ std::vector<LayoutOption> sweep_layouts(const ModelConfig& m, const ModelStats& 
 
 std::string to_string(FamilyAxis a) { return a == FamilyAxis::kLayers ? "layers" : "experts"; }
 
-LargestModel largest_model_per_domain(const ModelConfig& base, int64_t seq_len, const ClusterConfig& c,
-                                      const LayoutConfig& base_layout, FamilyAxis axis) {
-  LargestModel r;
-  r.axis = axis;
-  r.gpus = c.device.gpus_per_domain;
-  if (c.gpus_per_rack == c.device.gpus_per_domain) r.gpus = std::min(r.gpus, c.usable_gpus_per_rack());
-  const ClusterConfig dc = domain_cluster(c, r.gpus);
+namespace {
+
+// The largest member of the family that fits `gpus` GPUs of `dc` with the layouts of `space`.
+LargestFit largest_fit(const ModelConfig& base, FamilyAxis axis, int64_t seq_len, const ClusterConfig& dc,
+                       const LayoutConfig& base_layout, int64_t gpus, Space space) {
+  LargestFit r;
   const int64_t cap = axis == FamilyAxis::kLayers ? 4096 / int64_t(base.layer_pattern.size()) : 8192;
-  auto fits = [&](int64_t k) { return evaluate_size(member(base, axis, k), seq_len, dc, base_layout, r.gpus, false).fits; };
+  auto size = [&](int64_t k, bool with_time) {
+    return evaluate_size(member(base, axis, k), seq_len, dc, base_layout, gpus, with_time, space);
+  };
+  auto fits = [&](int64_t k) { return size(k, false).fits; };
   // Exponential then binary search for the largest k that fits (memory grows with k).
   int64_t lo = 0, hi = 1;
   while (hi <= cap && fits(hi)) lo = hi, hi *= 2;
@@ -165,7 +178,7 @@ LargestModel largest_model_per_domain(const ModelConfig& base, int64_t seq_len, 
     (fits(mid) ? lo : hi) = mid;
   }
   if (lo == 0) {
-    const SizeResult first = evaluate_size(member(base, axis, 1), seq_len, dc, base_layout, r.gpus, false);
+    const SizeResult first = size(1, false);
     r.next_params = model_stats(member(base, axis, 1), seq_len).total;
     r.next_mem = first.least_mem.mem;
     r.next_label = first.least_mem.label;
@@ -175,11 +188,10 @@ LargestModel largest_model_per_domain(const ModelConfig& base, int64_t seq_len, 
     const ModelStats s = model_stats(r.model, seq_len);
     r.total_params = s.total;
     r.active_params = s.active_params;
-    r.best = evaluate_size(r.model, seq_len, dc, base_layout, r.gpus, true).best_fit;
+    r.best = size(lo, true).best_fit;
     if (!r.hit_cap) {
-      const ModelConfig next = member(base, axis, lo + 1);
-      const SizeResult nr = evaluate_size(next, seq_len, dc, base_layout, r.gpus, false);
-      r.next_params = model_stats(next, seq_len).total;
+      const SizeResult nr = size(lo + 1, false);
+      r.next_params = model_stats(member(base, axis, lo + 1), seq_len).total;
       r.next_mem = nr.least_mem.mem;
       r.next_label = nr.least_mem.label;
     }
@@ -194,6 +206,36 @@ LargestModel largest_model_per_domain(const ModelConfig& base, int64_t seq_len, 
   } else if (r.hit_cap) {
     r.binding = "nothing within the search range (memory per GPU stays below capacity)";
   }
+  return r;
+}
+
+}  // namespace
+
+LargestModel largest_model_per_domain(const ModelConfig& base, int64_t seq_len, const ClusterConfig& c,
+                                      const LayoutConfig& base_layout, FamilyAxis axis) {
+  LargestModel r;
+  r.axis = axis;
+  r.gpus = c.device.gpus_per_domain;
+  if (c.gpus_per_rack == c.device.gpus_per_domain) r.gpus = std::min(r.gpus, c.usable_gpus_per_rack());
+  const ClusterConfig dc = domain_cluster(c, r.gpus);
+  static_cast<LargestFit&>(r) = largest_fit(base, axis, seq_len, dc, base_layout, r.gpus, Space::kAll);
+  r.fsdp = largest_fit(base, axis, seq_len, dc, base_layout, r.gpus, Space::kFsdp);
+  SearchAssumptions& a = r.assumptions;
+  a.seq_len = seq_len;
+  a.micro_batch = base_layout.micro_batch;
+  a.microbatches_per_stage = kMicrobatchesPerStage;
+  a.recompute = recompute_choices(base_layout);
+  a.params = base_layout.params;
+  a.grads = base_layout.grads;
+  a.optimizer = base_layout.optimizer;
+  const double opt = base_layout.optimizer == OptimizerKind::kAdamW ? 8.0 : 4.0;
+  const double grads = base_layout.grads == Precision::kBf16 ? 2.0 : 4.0;
+  a.state_bytes_per_param = base_layout.params == Precision::kBf16 ? 2.0 + grads + 4.0 + opt : 4.0 + grads + opt;
+  a.capacity_bytes = dc.device.hbm_gib * kGiB;
+  a.allocator_overhead = allocator_overhead(base_layout);
+  a.layouts_best = fmt::format("tp 1-8 within the domain, pp 1-32, {}ZeRO 1 or 3, the layout's schedule, precision "
+                               "and overlap settings", base.n_experts > 0 ? "ep any power of two dividing the experts, " : "");
+  a.layouts_fsdp = "tp 1, pp 1, ep 1, ZeRO 3 (every parameter, gradient and optimizer state sharded over the domain)";
   return r;
 }
 

@@ -206,7 +206,10 @@ std::string render_svg(const LineChart& c) {
   std::vector<std::string> names;
   for (const Series& s : c.series)
     if (!s.name.empty()) names.push_back(s.name);
-  const double leg_h = names.empty() ? 0 : legend_height(names, c.width - 80);
+  std::vector<std::string> extra_names;
+  for (const auto& [name, color] : c.legend_extra) extra_names.push_back(name);
+  const double leg_h = (names.empty() ? 0 : legend_height(names, c.width - 80)) +
+                       (extra_names.empty() ? 0 : legend_height(extra_names, c.width - 80));
   Frame f{70, c.title.empty() ? 16.0 : 36.0, double(c.width) - 20, double(c.height) - 50 - leg_h};
   Mapper mx{x0, x1, c.x.scale, f.left, f.right}, my{y0, y1, c.y.scale, f.bottom, f.top};
 
@@ -242,6 +245,20 @@ std::string render_svg(const LineChart& c) {
   out += fmt::format("<clipPath id=\"{}\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath>\n",
                      clip, fmt_px(f.left), fmt_px(f.top), fmt_px(f.w()), fmt_px(f.h()));
   out += fmt::format("<g clip-path=\"url(#{})\">\n", clip);
+  for (const Band& b : c.bands) {
+    const double p0 = mx(b.x0), p1 = mx(b.x1);
+    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" opacity=\"0.8\"><title>{}: {} to "
+                       "{}</title></rect>\n",
+                       fmt_px(std::min(p0, p1)), fmt_px(f.top), fmt_px(std::max(std::abs(p1 - p0), 1.0)), fmt_px(f.h()),
+                       b.color, xml_escape(b.label), xml_escape(xf(b.x0)), xml_escape(xf(b.x1)));
+  }
+  for (const Tick& t : c.ticks) {
+    const double px = mx(t.x);
+    out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"{3}\" stroke-width=\"1.5\"><title>{4} at "
+                       "{5}</title></line>\n",
+                       fmt_px(px), fmt_px(f.bottom), fmt_px(f.bottom - 14), t.color, xml_escape(t.label),
+                       xml_escape(xf(t.x)));
+  }
   for (const VLine& v : c.vlines) {
     const double px = mx(v.x);
     out += fmt::format(
@@ -294,7 +311,13 @@ std::string render_svg(const LineChart& c) {
                   fmt::format("fill=\"{}\" font-weight=\"600\"", m.color).c_str());
     }
   }
-  if (!leg.empty()) out += legend(leg, f.left, c.height - leg_h + 4, c.width - 80, true).first;
+  double leg_y = c.height - leg_h + 4;
+  if (!leg.empty()) {
+    auto [svg, h] = legend(leg, f.left, leg_y, c.width - 80, true);
+    out += svg;
+    leg_y += h;
+  }
+  if (!c.legend_extra.empty()) out += legend(c.legend_extra, f.left, leg_y, c.width - 80).first;
   out += "</svg>\n";
   return out;
 }

@@ -43,12 +43,28 @@ struct Marker {  // a labelled point (e.g. an optimum)
   std::string color = "#000";
 };
 
+struct Band {  // a shaded x-range behind the series (e.g. a period of reduced service)
+  double x0, x1;
+  std::string label;  // tooltip
+  std::string color = "#f4d7c4";
+};
+
+struct Tick {  // a short mark at the bottom of the frame (e.g. an event), with a tooltip
+  double x;
+  std::string label;
+  std::string color = "#000";
+};
+
 struct LineChart {
   std::string title;
   Axis x, y;
   std::vector<Series> series;
   std::vector<VLine> vlines;
   std::vector<Marker> markers;
+  std::vector<Band> bands;
+  std::vector<Tick> ticks;
+  // Legend entries besides the series' (name, colour): for bands and ticks, drawn as swatches.
+  std::vector<std::pair<std::string, std::string>> legend_extra;
   int width = 660, height = 400;
 };
 

@@ -99,7 +99,8 @@ TEST(PlanReliability, SparePoolByHand) {
   EXPECT_NEAR(r.interruptions_per_h, 128.0 / 50000, 1e-15);
   EXPECT_NEAR(r.node_losses_per_h, 0.75 * 128.0 / 50000, 1e-15);
   EXPECT_NEAR(r.unit_losses_per_h, r.node_losses_per_h, 1e-15);  // a node is the whole unit
-  const double rho = r.unit_losses_per_h * 72;                   // units in repair: Poisson(rho)
+  // Units in repair: Poisson(rho); the job's units fail only while it runs, a share `availability` of the time.
+  const double rho = r.unit_losses_per_h * r.availability * 72;
   EXPECT_NEAR(r.units_out_mean, rho, 1e-12);
   EXPECT_NEAR(r.p_spare, std::exp(-rho) * (1 + rho), 1e-12);     // fewer than 2 in repair
   EXPECT_EQ(r.policy, Shortage::kWait);

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -73,6 +74,43 @@ TEST(PlanSearch, LargestModelPerDomain) {
   const LargestModel d = largest_model_per_domain(m, 4096, c, base_layout(), FamilyAxis::kLayers);
   ASSERT_TRUE(d.found);
   EXPECT_TRUE(d.best.mem.fits());
+}
+
+// The plain-FSDP answer is never larger than the best one (its layouts are a subset of those searched), and
+// the assumptions stated with both are the ones their layouts were evaluated under (one search: they are slow).
+TEST(PlanSearch, PlainFsdpSideBySideWithItsAssumptions) {
+  LayoutConfig l = base_layout();
+  l.micro_batch = 2;
+  l.optimizer = OptimizerKind::kMuon;
+  const LargestModel r = largest_model_per_domain(moe(), 4096, nvl72(), l, FamilyAxis::kExperts);
+  ASSERT_TRUE(r.found);
+  ASSERT_TRUE(r.fsdp.found);
+  EXPECT_LE(r.fsdp.total_params, r.total_params);
+  const Parallel& f = r.fsdp.best.par;
+  EXPECT_EQ(f.tp, 1);
+  EXPECT_EQ(f.pp, 1);
+  EXPECT_EQ(f.ep, 1);
+  EXPECT_EQ(f.cfg.zero_stage, 3);
+  EXPECT_TRUE(r.fsdp.best.mem.fits());
+  EXPECT_FALSE(r.fsdp.next_mem.fits());
+  const SearchAssumptions& a = r.assumptions;
+  EXPECT_EQ(a.seq_len, 4096);
+  EXPECT_EQ(a.micro_batch, 2);
+  EXPECT_EQ(a.optimizer, OptimizerKind::kMuon);
+  EXPECT_EQ(a.state_bytes_per_param, 2.0 + 4.0 + 4.0 + 4.0);  // bf16 weights, fp32 grads and master, one moment
+  for (const LargestFit* fit : {static_cast<const LargestFit*>(&r), &r.fsdp}) {
+    const Parallel& q = fit->best.par;
+    EXPECT_EQ(q.seq_len, a.seq_len);
+    EXPECT_EQ(q.micro_batch, a.micro_batch);
+    EXPECT_EQ(q.global_batch, q.dp * a.micro_batch * a.microbatches_per_stage * q.pp);
+    EXPECT_NE(std::find(a.recompute.begin(), a.recompute.end(), q.cfg.recompute), a.recompute.end());
+    EXPECT_EQ(q.cfg.params, a.params);
+    EXPECT_EQ(q.cfg.grads, a.grads);
+    EXPECT_EQ(q.cfg.optimizer, a.optimizer);
+    EXPECT_EQ(fit->best.mem.capacity, a.capacity_bytes);
+    EXPECT_EQ(allocator_overhead(q.cfg), a.allocator_overhead);
+    EXPECT_EQ(q.gpus, r.gpus);
+  }
 }
 
 PlanInputs inputs() {
