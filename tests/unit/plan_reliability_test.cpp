@@ -149,7 +149,8 @@ TEST(PlanReliability, SlaAndSlackAbsorbNodeLosses) {
   EXPECT_DOUBLE_EQ(sla.absorbed, 1.0);
   EXPECT_NEAR(sla.unit_losses_per_h, 11.0 / 2000, 1e-15);
   EXPECT_NEAR(sla.unit_out_h, 24.0, 1e-12);
-  EXPECT_NEAR(sla.p_spare, std::exp(-11.0 / 2000 * 24), 1e-12);
+  // The job cannot shrink (shrink_gpus = 0), so it waits: its racks fail only while it runs.
+  EXPECT_NEAR(sla.p_spare, std::exp(-11.0 / 2000 * sla.availability * 24), 1e-12);
   // Without the SLA the 8 spare GPUs (two 4-GPU trays) absorb a loss while fewer than 2 trays are in repair.
   f.sla_min_gpus_up = 0;
   const FailureRates slack = failure_rates(f);
