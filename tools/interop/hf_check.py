@@ -6,7 +6,7 @@ directory, as JSON, for tests/e2e/interop_hf_test.cpp to compare with moetrain.
       IDS.json: {"sequences": [[id, ...], ...], "texts": ["...", ...]}.
       Loads the model with transformers (AutoModelForCausalLM, fp32, eager
       attention, CPU) and writes every position's logits of every sequence,
-      plus the ids its tokenizer (AutoTokenizer, use_fast=False) gives each text.
+      plus the ids its tokenizer (AutoTokenizer) gives each text.
   hf_check.py lmeval --model DIR --tasks TASK.jsonl --out OUT.json
       Runs lm-evaluation-harness (model "hf") on a local multiple-choice JSONL
       task in moetrain eval's format ({"context", "choices", "answer"}) and
@@ -31,24 +31,23 @@ def cmd_logits(args):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     torch.set_num_threads(max(1, os.cpu_count() or 1))
-    model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=torch.float32, attn_implementation="eager")
+    model, info = AutoModelForCausalLM.from_pretrained(
+        args.model, dtype=torch.float32, attn_implementation="eager", output_loading_info=True
+    )
     model.eval()
     req = json.load(open(args.ids))
-    out = {"architecture": type(model).__name__, "logits": [], "text_ids": [], "fast_text_ids": []}
+    out = {"architecture": type(model).__name__, "logits": [], "text_ids": []}
+    for k in ("missing_keys", "unexpected_keys", "mismatched_keys"):
+        out[k] = sorted(str(x) for x in info.get(k, []))
     with torch.no_grad():
         for seq in req.get("sequences", []):
             x = torch.tensor([seq], dtype=torch.long)
             logits = model(input_ids=x).logits[0]
             out["logits"].append(logits.tolist())
     if req.get("texts"):
-        tok = AutoTokenizer.from_pretrained(args.model, use_fast=False)
+        tok = AutoTokenizer.from_pretrained(args.model)
         out["tokenizer"] = type(tok).__name__
         out["text_ids"] = [tok(t)["input_ids"] for t in req["texts"]]
-        try:  # the converted fast tokenizer, reported, not relied on
-            fast = AutoTokenizer.from_pretrained(args.model, use_fast=True)
-            out["fast_text_ids"] = [fast(t)["input_ids"] for t in req["texts"]]
-        except Exception as e:  # noqa: BLE001
-            out["fast_error"] = repr(e)
     json.dump(out, open(args.out, "w"))
 
 
@@ -83,10 +82,10 @@ def cmd_lmeval(args):
             f.write(TASK_YAML.format(name=name, path=os.path.abspath(args.tasks)))
         tm = TaskManager(include_path=d)
         # The sequence starts with the end-of-document id, as in moetrain eval
-        # (add_bos_token); the SentencePiece model is used as it is (slow tokenizer).
+        # (add_bos_token).
         res = lm_eval.simple_evaluate(
             model="hf",
-            model_args=f"pretrained={args.model},dtype=float32,device=cpu,add_bos_token=True,use_fast_tokenizer=False",
+            model_args=f"pretrained={args.model},dtype=float32,device=cpu,add_bos_token=True",
             tasks=[name],
             task_manager=tm,
             batch_size=1,
