@@ -176,5 +176,24 @@ TEST(InteropHf, LmEvalAccuracyEqualsMoetrainEval) {
               theirs["acc_norm"].get<double>(), ours["acc"].get<double>(), ours["acc_norm"].get<double>(), worst);
 }
 
+// Exit code 3 and the model.* key, before anything is written; the raw
+// format takes the same model.
+TEST(InteropHf, ExportRefusesNamingTheFeature) {
+  TempDir tmp;
+  const auto p = train({"--config", std::string(MT_SOURCE_DIR) + "/configs/tiny-test.toml", "--run-dir", tmp / "run",
+                        "--set", "train.steps=1", "--set", "model.qk_norm=true", "--no-progress"});
+  ASSERT_EQ(p.exit_code, 0) << p;
+  const auto r = run_process({moetrain_binary(), "export", "--ckpt", tmp / "run", "--out", tmp / "hf"}, 60, kPassiveOmp);
+  EXPECT_EQ(r.exit_code, 3) << r;
+  EXPECT_NE(r.err.find("model.qk_norm = true: RMSNorm on queries and keys has no counterpart in Qwen2MoeForCausalLM"),
+            std::string::npos)
+      << r;
+  EXPECT_TRUE(list_dir(tmp / "hf").empty());
+  const auto raw = run_process(
+      {moetrain_binary(), "export", "--ckpt", tmp / "run", "--out", tmp / "raw", "--format", "safetensors"}, 60,
+      kPassiveOmp);
+  EXPECT_EQ(raw.exit_code, 0) << raw;
+}
+
 }  // namespace
 }  // namespace mt::e2e
