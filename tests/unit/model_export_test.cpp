@@ -173,7 +173,9 @@ TEST(ModelExport, HfImportFromConfigJsonAlone) {
     EXPECT_EQ(x.n_shared_experts, y.n_shared_experts);
     EXPECT_EQ(x.n_dense_layers, y.n_dense_layers);
     EXPECT_EQ(x.tied_embeddings, y.tied_embeddings);
-    if (x.n_experts > 0) EXPECT_EQ(x.router_renormalize, y.router_renormalize);
+    if (x.n_experts > 0) {
+      EXPECT_EQ(x.router_renormalize, y.router_renormalize);
+    }
     for (int64_t l = 0; l < x.n_layers; ++l) EXPECT_EQ(x.is_local(l), y.is_local(l)) << l;
     ASSERT_EQ(a.params.size(), b.params.size());
     EXPECT_EQ(0, std::memcmp(a.params.data(), b.params.data(), a.params.size() * 4));
@@ -252,8 +254,9 @@ TEST(ModelExport, ImportRefusesWhatMoetrainCannotRepresent) {
     std::string key, value;              // or replace a config.json value
   };
   const std::vector<Edit> edits = {
-      {"gate", "model.layers.1.mlp.shared_expert_gate.weight is not zero", "model.layers.1.mlp.shared_expert_gate.weight"},
-      {"bias", "model.layers.2.self_attn.k_proj.bias is not zero", "model.layers.2.self_attn.k_proj.bias"},
+      {"gate", "model.layers.1.mlp.shared_expert_gate.weight is not zero", "model.layers.1.mlp.shared_expert_gate.weight",
+       "", ""},
+      {"bias", "model.layers.2.self_attn.k_proj.bias is not zero", "model.layers.2.self_attn.k_proj.bias", "", ""},
       {"act", "\"hidden_act\" = \"gelu\"", "", "hidden_act", "\"gelu\""},
       {"dense", "\"mlp_only_layers\" = [1]", "", "mlp_only_layers", "[1]"},
       {"rope", "\"rope_scaling\"", "", "rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 4.0}"},
