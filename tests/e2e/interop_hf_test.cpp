@@ -7,7 +7,9 @@
 //     equal moetrain's training forward within kLogitTol;
 //   - scored by lm-evaluation-harness on a local multiple-choice JSONL task:
 //     the same acc and acc_norm as `moetrain eval`, per-choice log-likelihoods
-//     within kLogprobTol.
+//     within kLogprobTol;
+//   - the same for a byte-tokenizer run (tokenizer.json), untied, without a
+//     shared expert; and an export refused with exit 3 naming the feature.
 // Python runs in the venv scripts/interop-venv.sh builds (scripts/test.sh
 // builds it before ctest). Without it the test fails: it never skips.
 #include <gtest/gtest.h>
@@ -86,20 +88,19 @@ TEST(InteropHf, VenvExists) {
       << "to install tools/interop/requirements.txt";
 }
 
-TEST(InteropHf, TransformersLogitsEqualMoetrain) {
-  const Exported& e = exported();
-  ASSERT_FALSE(e.python.empty()) << "interop venv missing (see InteropHf.VenvExists)";
-  auto m = load_inference_model(e.run);
-  ASSERT_TRUE(m) << m.status().message();
+// Loads export `hf` of run `run` in transformers and compares, for each text
+// (after the end-of-document id): its tokenizer's ids with moetrain's, and
+// every position's logits with the training forward's. Returns the largest
+// relative logit difference.
+double check_against_transformers(const std::string& run, const std::string& hf, const std::string& dir,
+                                  const std::vector<std::string>& texts) {
+  auto m = load_inference_model(run);
+  EXPECT_TRUE(m) << m.status().message();
+  if (!m) return 1.0;
   auto codec = open_run_codec(m.value(), "");
-  ASSERT_TRUE(codec) << codec.status().message();
-  ASSERT_TRUE(codec.value()->is_sentencepiece());
+  EXPECT_TRUE(codec) << codec.status().message();
+  if (!codec) return 1.0;
   const ModelConfig& c = m.value().cfg.model;
-  // Longer than the window (8), so sliding and global layers differ.
-  const std::vector<std::string> texts = {
-      "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho",
-      "  two leading spaces, digits 12345 and a newline\nthen more text\n\n",
-      "a"};
   std::vector<std::vector<int32_t>> seqs;
   for (const std::string& t : texts) {
     std::vector<int32_t> ids = {codec.value()->end_of_document()};
@@ -107,35 +108,64 @@ TEST(InteropHf, TransformersLogitsEqualMoetrain) {
     ids.insert(ids.end(), enc.begin(), enc.end());
     seqs.push_back(ids);
   }
-  write_file(e.dir + "/ids.json", json({{"sequences", seqs}, {"texts", texts}}).dump());
-  const auto r = python({"logits", "--model", e.hf, "--ids", e.dir + "/ids.json", "--out", e.dir + "/logits.json"}, 300);
-  ASSERT_EQ(r.exit_code, 0) << r;
-  const json out = json::parse(read_file(e.dir + "/logits.json"));
+  write_file(dir + "/ids.json", json({{"sequences", seqs}, {"texts", texts}}).dump());
+  const auto r = python({"logits", "--model", hf, "--ids", dir + "/ids.json", "--out", dir + "/logits.json"}, 300);
+  EXPECT_EQ(r.exit_code, 0) << r;
+  if (r.exit_code != 0) return 1.0;
+  const json out = json::parse(read_file(dir + "/logits.json"));
   EXPECT_EQ(out["architecture"], "Qwen2MoeForCausalLM");
   for (const char* k : {"missing_keys", "unexpected_keys", "mismatched_keys"}) EXPECT_TRUE(out[k].empty()) << k << out[k];
   // The tokenizer transformers loads gives moetrain's ids (BOS = end of document).
-  ASSERT_EQ(out["text_ids"].size(), seqs.size());
-  for (size_t i = 0; i < seqs.size(); ++i) EXPECT_EQ(out["text_ids"][i].get<std::vector<int32_t>>(), seqs[i]) << texts[i];
-
+  EXPECT_EQ(out["text_ids"].size(), seqs.size());
+  for (size_t i = 0; i < seqs.size() && i < out["text_ids"].size(); ++i)
+    EXPECT_EQ(out["text_ids"][i].get<std::vector<int32_t>>(), seqs[i]) << texts[i];
   double worst = 0.0;
   for (size_t s = 0; s < seqs.size(); ++s) {
     const int64_t T = int64_t(seqs[s].size()), V = c.vocab_size;
     Transformer t(c, 1, T, MatmulPrecision::kFp32);
     std::vector<float> logits(size_t(T * V));
     t.forward_logits(m.value().params.data(), seqs[s].data(), m.value().bias(), logits.data());
-    const json& hf = out["logits"][s];
-    ASSERT_EQ(int64_t(hf.size()), T);
+    const json& hf_logits = out["logits"][s];
+    EXPECT_EQ(int64_t(hf_logits.size()), T);
+    if (int64_t(hf_logits.size()) != T) return 1.0;
     double max_abs = 1.0, diff = 0.0;
     for (int64_t i = 0; i < T * V; ++i) {
-      const double a = logits[size_t(i)], b = hf[size_t(i / V)][size_t(i % V)].get<double>();
+      const double a = logits[size_t(i)], b = hf_logits[size_t(i / V)][size_t(i % V)].get<double>();
       max_abs = std::max(max_abs, std::fabs(a));
       diff = std::max(diff, std::fabs(a - b));
     }
     worst = std::max(worst, diff / max_abs);
     EXPECT_LE(diff, kLogitTol * max_abs) << "sequence " << s << " (" << T << " tokens)";
   }
+  return worst;
+}
+
+TEST(InteropHf, TransformersLogitsEqualMoetrain) {
+  const Exported& e = exported();
+  ASSERT_FALSE(e.python.empty()) << "interop venv missing (see InteropHf.VenvExists)";
+  // Longer than the window (8), so sliding and global layers differ.
+  const double worst = check_against_transformers(
+      e.run, e.hf, e.dir,
+      {"alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho",
+       "  two leading spaces, digits 12345 and a newline\nthen more text\n\n", "a"});
   std::printf("# transformers vs moetrain logits: max |diff| / max(1, max |logit|) = %.3g (tolerance %.0e)\n", worst,
               kLogitTol);
+}
+
+// A byte-tokenizer run (tokenizer.json), untied head, no shared expert (a
+// zero-width one in transformers), all layers global.
+TEST(InteropHf, ByteTokenizerRunUntiedNoSharedExpert) {
+  ASSERT_FALSE(exported().python.empty()) << "interop venv missing (see InteropHf.VenvExists)";
+  TempDir tmp;
+  const auto p = train({"--config", std::string(MT_SOURCE_DIR) + "/configs/tiny-test.toml", "--run-dir", tmp / "run",
+                        "--set", "train.steps=4", "--set", "model.tied_embeddings=false", "--set", "train.threads=2",
+                        "--no-progress"});
+  ASSERT_EQ(p.exit_code, 0) << p;
+  const auto x = run_process({moetrain_binary(), "export", "--ckpt", tmp / "run", "--out", tmp / "hf"}, 60, kPassiveOmp);
+  ASSERT_EQ(x.exit_code, 0) << x;
+  const double worst =
+      check_against_transformers(tmp / "run", tmp / "hf", tmp.path(), {"hi \xe2\x82\xac\n!", "byte by byte"});
+  std::printf("# byte tokenizer run: max relative logit difference %.3g\n", worst);
 }
 
 TEST(InteropHf, LmEvalAccuracyEqualsMoetrainEval) {
