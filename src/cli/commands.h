@@ -20,4 +20,6 @@ void register_supervise(CLI::App& app, CommandAction& run);  // supervise: keep 
 void register_doctor(CLI::App& app, CommandAction& run);     // health checks of the machine / every rank
 void register_generate(CLI::App& app, CommandAction& run);   // generate: sample from a checkpoint (KV cache)
 void register_eval(CLI::App& app, CommandAction& run);       // eval: held-out loss per bucket, multiple-choice tasks
+void register_export(CLI::App& app, CommandAction& run);     // export: Hugging Face (Qwen2MoeForCausalLM) or raw safetensors
+void register_import(CLI::App& app, CommandAction& run);     // import: a Hugging Face directory back to a run
 }  // namespace mt

@@ -102,6 +102,16 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
        {{1, "the checkpoint, tokenizer, dataset or mixture cannot be read, or `--out` cannot be written"},
         {2, "a `--tasks` file that cannot be read, or a line of it that is not a valid task document (named as "
             "FILE:LINE)"}}},
+      {"export",
+       "src/cli/cmd_export.cpp",
+       {{1, "the checkpoint or tokenizer cannot be read, or the output cannot be written"},
+        {2, "a bad `--format` or `--max-shard-mb`"},
+        {3, "`--format hf` and the model uses a feature Qwen2MoeForCausalLM cannot represent (the message names "
+            "the model.* key)"}}},
+      {"import",
+       "src/cli/cmd_export.cpp",
+       {{1, "the directory is not a Qwen2MoeForCausalLM (or raw moetrain) export, a config.json key or tensor has "
+            "no counterpart in moetrain (named), or the run directory cannot be written"}}},
       {"cli-reference", "src/cli/cli_reference.cpp", {}},
   };
   return kCodes;

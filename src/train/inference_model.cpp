@@ -83,6 +83,10 @@ Result<InferenceModel> load_inference_model(const std::string& dir) {
 
 Result<std::unique_ptr<TextCodec>> open_run_codec(const InferenceModel& m, const std::string& override_path) {
   if (!override_path.empty()) return TextCodec::open(override_path);
+  // A run directory's own tokenizer (what `moetrain import` writes) comes first.
+  std::error_code ec;
+  const fs::path own = fs::path(m.ckpt_dir).parent_path().parent_path() / "tokenizer.model";
+  if (fs::exists(own, ec)) return TextCodec::open(own.string());
   const std::string& ds = m.cfg.data.dataset;
   if (ds.empty()) {
     if (m.cfg.data.stream.format != "text")
@@ -93,7 +97,6 @@ Result<std::unique_ptr<TextCodec>> open_run_codec(const InferenceModel& m, const
   auto dir = resolve_run_path(m, ds, "data.dataset");
   if (!dir) return Status::errorf("{}: pass --tokenizer FILE", dir.status().message());
   const std::string path = (fs::path(dir.value()) / "tokenizer.model").string();
-  std::error_code ec;
   if (!fs::exists(path, ec)) return Status::errorf("{}: the run's tokenizer is missing: pass --tokenizer FILE", path);
   return TextCodec::open(path);
 }

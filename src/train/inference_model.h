@@ -58,7 +58,8 @@ Result<InferenceModel> load_inference_model(const std::string& dir);
 // error listing where it looked.
 Result<std::string> resolve_run_path(const InferenceModel& m, const std::string& saved, const std::string& what);
 
-// The run's tokenizer: `override_path` if set; else <data.dataset>/tokenizer.model
+// The run's tokenizer: `override_path` if set; else the run directory's own
+// tokenizer.model (an imported model's); else <data.dataset>/tokenizer.model
 // (the dataset path as saved, tried relative to the working directory and
 // to the run directory's parent); the byte tokenizer for runs without a dataset.
 Result<std::unique_ptr<TextCodec>> open_run_codec(const InferenceModel& m, const std::string& override_path);

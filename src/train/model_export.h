@@ -1,0 +1,64 @@
+// model_export.h — `moetrain export` and `moetrain import`: a checkpoint to a
+// Hugging Face model directory (Qwen2MoeForCausalLM, hf_qwen2_moe.h) or to
+// moetrain's raw parameters in safetensors, and an HF directory back to a
+// run directory with one checkpoint. Formats: docs/inference.md.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "train/hf_qwen2_moe.h"
+#include "train/inference_model.h"
+
+namespace mt {
+
+enum class ExportFormat { kHf, kSafetensors };
+
+struct ExportOptions {
+  ExportFormat format = ExportFormat::kHf;
+  std::string out;                           // directory, created; existing files of the same names replaced
+  int64_t max_shard_bytes = 5'000'000'000;   // above this total, model-0000i-of-0000N.safetensors + index
+};
+
+// What export wrote, for the CLI's summary.
+struct ExportSummary {
+  std::vector<std::string> files;            // relative to out
+  int64_t tensor_bytes = 0;
+  int64_t tensors = 0;
+};
+
+// Writes the model and its tokenizer files. `codec` is the run's tokenizer.
+// Refuses (before writing anything) a model the format cannot represent.
+Result<ExportSummary> export_model(const InferenceModel& m, const TextCodec& codec, const ExportOptions& opt);
+
+// Writes `tensors` as one model.safetensors, or shards of at most
+// max_shard_bytes of data (a bigger tensor gets a shard of its own) plus
+// model.safetensors.index.json; `metadata` goes into every shard's header
+// (with "format": "pt"). Returns the files written.
+Result<std::vector<std::string>> write_safetensors_shards(const std::string& dir, const std::vector<NamedTensor>& tensors,
+                                                          const std::map<std::string, std::string>& metadata,
+                                                          int64_t max_shard_bytes);
+
+// Reads model.safetensors or every shard named by model.safetensors.index.json
+// in `dir`: tensors (F32, BF16 or F16, as fp32) and the first shard's metadata.
+struct SafetensorsModel {
+  std::map<std::string, NamedTensor> tensors;
+  std::map<std::string, std::string> metadata;
+};
+Result<SafetensorsModel> read_safetensors_model(const std::string& dir);
+
+// `moetrain import`: an exported (or any Qwen2MoeForCausalLM) directory to
+// run directory `out`: config.toml, tokenizer.model (if the directory has
+// one) and checkpoints/step_<step>. The run config is the one export saved in
+// the safetensors metadata when present (so a round trip keeps train/data
+// keys), else defaults with the architecture from config.json. step < 0: the
+// step export recorded (0 for other models).
+struct ImportSummary {
+  std::string checkpoint;  // the directory written
+  int64_t params = 0;
+  std::string config_source;
+};
+Result<ImportSummary> import_model(const std::string& hf_dir, const std::string& out, int64_t step);
+
+}  // namespace mt

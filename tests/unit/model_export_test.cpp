@@ -1,0 +1,285 @@
+// model_export_test.cpp — `moetrain export`/`import` without Python: an
+// export (Hugging Face Qwen2MoeForCausalLM, or raw safetensors) read back by
+// import gives the same parameters bit for bit and the same run config, for a
+// table of models (shared experts, dense first layers, sliding-window layers,
+// GQA, tied and untied heads, a dense model, no shared experts), sharded or
+// not, with and without the run config export keeps in the metadata; every
+// feature the architecture cannot represent is refused naming its key, and
+// import refuses HF values moetrain has no counterpart for, naming them.
+// The transformers/lm-eval side is tests/e2e/interop_hf_test.cpp.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "ckpt/checkpoint.h"
+#include "core/file_io.h"
+#include "model/weights.h"
+#include "support/e2e.h"
+#include "support/random.h"
+#include "train/model_export.h"
+
+namespace mt {
+namespace {
+
+using e2e::TempDir;
+namespace fs = std::filesystem;
+
+ModelConfig moe() {
+  ModelConfig c;
+  c.vocab_size = 300;
+  c.d_model = 32;
+  c.n_layers = 3;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.layer_pattern = "LG";
+  c.window = 5;
+  c.d_ff = 48;
+  c.n_experts = 4;
+  c.top_k = 2;
+  c.d_expert = 24;
+  c.n_shared_experts = 2;
+  c.n_dense_layers = 1;
+  c.tied_embeddings = false;
+  c.router_renormalize = false;
+  c.capacity_factor = 1.25;
+  return c;
+}
+
+struct Case {
+  std::string name;
+  ModelConfig c;
+};
+
+std::vector<Case> hf_cases() {
+  std::vector<Case> v = {{"moe_shared_dense_local", moe()}};
+  ModelConfig d = moe();
+  d.n_experts = 0;
+  d.n_shared_experts = 0;
+  d.n_dense_layers = 0;
+  d.tied_embeddings = true;
+  d.layer_pattern = "G";
+  v.push_back({"dense_tied_global", d});
+  ModelConfig s = moe();
+  s.n_shared_experts = 0;
+  s.n_dense_layers = 0;
+  s.layer_pattern = "LLLG";  // spelled longer than the 3 layers need: import must keep it
+  s.router_renormalize = true;
+  v.push_back({"moe_no_shared", s});
+  return v;
+}
+
+// A run directory with one checkpoint of random parameters (norms too, so a
+// transposed or misplaced tensor cannot hide behind a constant 1).
+std::string make_run(const std::string& dir, const ModelConfig& c, uint64_t seed) {
+  RunConfig cfg;
+  cfg.model = c;
+  cfg.train.seq_len = 32;
+  ParamLayout L;
+  build_layout(c, L);
+  std::vector<float> p(size_t(L.total()));
+  init_params(p.data(), L, c, seed);
+  uint64_t draw = 0;
+  auto uniform = [&](double lo, double hi) { return float(lo + (hi - lo) * testing::rand_u32(seed, 1, draw++) / 4294967296.0); };
+  for (const ParamEntry& e : L.entries())
+    if (e.kind == ParamKind::kNorm)
+      for (int64_t i = 0; i < e.numel; ++i) p[size_t(e.offset + i)] = uniform(0.5, 1.5);
+  std::vector<TensorView> views;
+  for (const ParamEntry& e : L.entries()) views.push_back({e.name, e.shape, p.data() + e.offset});
+  std::vector<float> bias;
+  if (c.aux_free_bias) {
+    int64_t moe_layers = 0;
+    for (int64_t l = 0; l < c.n_layers; ++l) moe_layers += c.is_moe(l) ? 1 : 0;
+    bias.resize(size_t(moe_layers * c.n_experts));
+    for (float& b : bias) b = uniform(-0.1, 0.1);
+    views.push_back({"router_bias", {int64_t(bias.size())}, bias.data()});
+  }
+  const std::string run = dir + "/run";
+  EXPECT_TRUE(write_checkpoint(run + "/checkpoints", 7, views, to_toml(cfg), {{"step", 7}}, 0));
+  return run;
+}
+
+// The resolved config, less the line naming the file it was read from.
+std::string config_text(RunConfig c) {
+  c.source.clear();
+  return to_toml(c);
+}
+
+void expect_same_model(const InferenceModel& a, const InferenceModel& b) {
+  EXPECT_EQ(config_text(a.cfg), config_text(b.cfg));
+  ASSERT_EQ(a.params.size(), b.params.size());
+  for (const ParamEntry& e : a.layout.entries())
+    EXPECT_EQ(0, std::memcmp(a.params.data() + e.offset, b.params.data() + e.offset, size_t(e.numel) * 4)) << e.name;
+  EXPECT_EQ(a.router_bias, b.router_bias);
+  EXPECT_EQ(a.step, b.step);
+}
+
+InferenceModel load(const std::string& dir) {
+  auto m = load_inference_model(dir);
+  EXPECT_TRUE(m) << m.status().message();
+  return m ? std::move(m.value()) : InferenceModel();
+}
+
+std::unique_ptr<TextCodec> bytes() { return std::move(TextCodec::open("").value()); }
+
+TEST(ModelExport, HfRoundTripIsBitIdentical) {
+  for (const Case& k : hf_cases()) {
+    for (int64_t shard : {int64_t(5'000'000'000), int64_t(20'000)}) {
+      SCOPED_TRACE(k.name + (shard < 1'000'000 ? " sharded" : ""));
+      TempDir tmp;
+      const InferenceModel a = load(make_run(tmp.path(), k.c, 11));
+      ExportOptions opt;
+      opt.out = tmp / "hf";
+      opt.max_shard_bytes = shard;
+      auto sum = export_model(a, *bytes(), opt);
+      ASSERT_TRUE(sum) << sum.status().message();
+      const bool sharded = fs::exists(tmp / "hf/model.safetensors.index.json");
+      EXPECT_EQ(sharded, shard < 1'000'000);
+      EXPECT_NE(fs::exists(tmp / "hf/model.safetensors"), sharded);
+      for (const char* f : {"config.json", "tokenizer.json", "tokenizer_config.json"})
+        EXPECT_TRUE(fs::exists(tmp / ("hf/" + std::string(f)))) << f;
+      auto imp = import_model(tmp / "hf", tmp / "imp", -1);
+      ASSERT_TRUE(imp) << imp.status().message();
+      expect_same_model(a, load(tmp / "imp"));
+    }
+  }
+}
+
+// Without export's saved run config, the architecture comes from config.json
+// alone: the same parameters, and the same model.* keys config.json speaks of.
+TEST(ModelExport, HfImportFromConfigJsonAlone) {
+  for (const Case& k : hf_cases()) {
+    SCOPED_TRACE(k.name);
+    TempDir tmp;
+    const InferenceModel a = load(make_run(tmp.path(), k.c, 5));
+    ExportOptions opt;
+    opt.out = tmp / "hf";
+    ASSERT_TRUE(export_model(a, *bytes(), opt));
+    auto st = read_safetensors_model(tmp / "hf");
+    ASSERT_TRUE(st);
+    std::vector<NamedTensor> tensors;
+    for (auto& [name, t] : st.value().tensors) tensors.push_back(t);
+    ASSERT_TRUE(write_safetensors_shards(tmp / "hf", tensors, {}, 5'000'000'000));  // no moetrain metadata
+    auto imp = import_model(tmp / "hf", tmp / "imp", -1);
+    ASSERT_TRUE(imp) << imp.status().message();
+    const InferenceModel b = load(tmp / "imp");
+    EXPECT_EQ(b.step, 0);
+    const ModelConfig &x = a.cfg.model, &y = b.cfg.model;
+    EXPECT_EQ(x.vocab_size, y.vocab_size);
+    EXPECT_EQ(x.d_model, y.d_model);
+    EXPECT_EQ(x.n_kv_heads, y.n_kv_heads);
+    EXPECT_EQ(x.n_experts, y.n_experts);
+    EXPECT_EQ(x.n_shared_experts, y.n_shared_experts);
+    EXPECT_EQ(x.n_dense_layers, y.n_dense_layers);
+    EXPECT_EQ(x.tied_embeddings, y.tied_embeddings);
+    if (x.n_experts > 0) {
+      EXPECT_EQ(x.router_renormalize, y.router_renormalize);
+    }
+    for (int64_t l = 0; l < x.n_layers; ++l) EXPECT_EQ(x.is_local(l), y.is_local(l)) << l;
+    ASSERT_EQ(a.params.size(), b.params.size());
+    EXPECT_EQ(0, std::memcmp(a.params.data(), b.params.data(), a.params.size() * 4));
+  }
+}
+
+// The raw format keeps what HF cannot: latent MoE, QK-norm, sigmoid routing
+// with its aux-loss-free biases.
+TEST(ModelExport, RawSafetensorsRoundTripKeepsEveryFeature) {
+  ModelConfig c = moe();
+  c.d_latent = 16;
+  c.moe_out_norm = true;
+  c.qk_norm = true;
+  c.router_score = RouterScore::kSigmoid;
+  c.aux_free_bias = true;
+  c.n_kv_heads_local = 1;
+  TempDir tmp;
+  const InferenceModel a = load(make_run(tmp.path(), c, 3));
+  ExportOptions opt;
+  opt.format = ExportFormat::kSafetensors;
+  opt.out = tmp / "raw";
+  opt.max_shard_bytes = 30'000;
+  ASSERT_TRUE(export_model(a, *bytes(), opt));
+  EXPECT_TRUE(fs::exists(tmp / "raw/config.toml"));
+  auto imp = import_model(tmp / "raw", tmp / "imp", -1);
+  ASSERT_TRUE(imp) << imp.status().message();
+  expect_same_model(a, load(tmp / "imp"));
+}
+
+TEST(ModelExport, HfRefusesWhatQwen2MoeCannotRepresent) {
+  struct Refusal {
+    std::string key;
+    void (*set)(ModelConfig&);
+  };
+  const std::vector<Refusal> table = {
+      {"model.d_latent", [](ModelConfig& c) { c.d_latent = 16; }},
+      {"model.moe_out_norm", [](ModelConfig& c) { c.moe_out_norm = true; }},
+      {"model.qk_norm", [](ModelConfig& c) { c.qk_norm = true; }},
+      {"model.router_score", [](ModelConfig& c) { c.router_score = RouterScore::kSigmoid; }},
+      {"model.aux_free_bias", [](ModelConfig& c) { c.aux_free_bias = true; }},
+      {"model.n_kv_heads_local", [](ModelConfig& c) { c.n_kv_heads_local = 1; }},
+  };
+  for (const Refusal& r : table) {
+    SCOPED_TRACE(r.key);
+    ModelConfig c = moe();
+    r.set(c);
+    const Status s = check_qwen2_moe(c);
+    ASSERT_FALSE(s);
+    EXPECT_EQ(s.message().rfind(r.key + " = ", 0), 0u) << s.message();
+    EXPECT_NE(s.message().find("Qwen2MoeForCausalLM"), std::string::npos) << s.message();
+    TempDir tmp;
+    const InferenceModel m = load(make_run(tmp.path(), c, 1));
+    ExportOptions opt;
+    opt.out = tmp / "hf";
+    auto sum = export_model(m, *bytes(), opt);
+    ASSERT_FALSE(sum);
+    EXPECT_EQ(sum.status().message(), s.message());
+    EXPECT_FALSE(fs::exists(tmp / "hf/model.safetensors"));  // refused before writing
+  }
+  EXPECT_TRUE(check_qwen2_moe(moe()));
+}
+
+// An HF directory edited so that one value has no moetrain counterpart.
+TEST(ModelExport, ImportRefusesWhatMoetrainCannotRepresent) {
+  TempDir tmp;
+  const InferenceModel a = load(make_run(tmp.path(), moe(), 2));
+  ExportOptions opt;
+  opt.out = tmp / "hf";
+  ASSERT_TRUE(export_model(a, *bytes(), opt));
+  auto st = read_safetensors_model(tmp / "hf");
+  ASSERT_TRUE(st);
+  const std::string config = read_file(tmp / "hf/config.json").value();
+  struct Edit {
+    std::string name, expect;
+    std::string tensor;                  // set its first value to 0.5
+    std::string key, value;              // or replace a config.json value
+  };
+  const std::vector<Edit> edits = {
+      {"gate", "model.layers.1.mlp.shared_expert_gate.weight is not zero", "model.layers.1.mlp.shared_expert_gate.weight",
+       "", ""},
+      {"bias", "model.layers.2.self_attn.k_proj.bias is not zero", "model.layers.2.self_attn.k_proj.bias", "", ""},
+      {"act", "\"hidden_act\" = \"gelu\"", "", "hidden_act", "\"gelu\""},
+      {"dense", "\"mlp_only_layers\" = [1]", "", "mlp_only_layers", "[1]"},
+      {"rope", "\"rope_scaling\"", "", "rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 4.0}"},
+      {"arch", "\"architectures\" = [\"MixtralForCausalLM\"]", "", "architectures", "[\"MixtralForCausalLM\"]"},
+  };
+  for (const Edit& e : edits) {
+    SCOPED_TRACE(e.name);
+    const std::string dir = tmp / ("hf_" + e.name);
+    fs::create_directories(dir);
+    std::vector<NamedTensor> tensors;
+    for (auto [name, t] : st.value().tensors) {
+      if (name == e.tensor) t.data[0] = 0.5f;
+      tensors.push_back(t);
+    }
+    ASSERT_TRUE(write_safetensors_shards(dir, tensors, st.value().metadata, 5'000'000'000));
+    nlohmann::json j = nlohmann::json::parse(config);
+    if (!e.key.empty()) j[e.key] = nlohmann::json::parse(e.value);
+    std::ofstream(dir + "/config.json") << j.dump(2);
+    auto imp = import_model(dir, tmp / ("imp_" + e.name), -1);
+    ASSERT_FALSE(imp);
+    EXPECT_NE(imp.status().message().find(e.expect), std::string::npos) << imp.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace mt
