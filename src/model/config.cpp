@@ -16,17 +16,41 @@ int64_t ModelConfig::capacity(int64_t group_tokens) const {
 
 Status ModelConfig::validate(const ConfigOrigins& o, int64_t seq_len) const {
   auto bad = [&](const char* key, const std::string& why) { return o.error(std::string("model.") + key, why); };
-  if (d_model % n_heads != 0) return bad("n_heads", fmt::format("must divide model.d_model = {}", d_model));
-  if (head_dim() % 2 != 0) return bad("n_heads", "head dim d_model/n_heads must be even for RoPE");
-  if (n_heads % n_kv_heads != 0) return bad("n_kv_heads", fmt::format("must divide model.n_heads = {}", n_heads));
-  if (n_kv_heads_local > 0 && n_heads % n_kv_heads_local != 0)
-    return bad("n_kv_heads_local", fmt::format("must be 0 or divide model.n_heads = {}", n_heads));
+  if (!mla()) {
+    if (d_model % n_heads != 0) return bad("n_heads", fmt::format("must divide model.d_model = {}", d_model));
+    if (head_dim() % 2 != 0) return bad("n_heads", "head dim d_model/n_heads must be even for RoPE");
+    if (n_heads % n_kv_heads != 0) return bad("n_kv_heads", fmt::format("must divide model.n_heads = {}", n_heads));
+    if (n_kv_heads_local > 0 && n_heads % n_kv_heads_local != 0)
+      return bad("n_kv_heads_local", fmt::format("must be 0 or divide model.n_heads = {}", n_heads));
+  } else {
+    // MLA (DeepSeek-V2 section 2.1): every size but the query latent is required.
+    for (auto [key, v] : {std::pair{"kv_lora_rank", kv_lora_rank}, std::pair{"qk_nope_head_dim", qk_nope_head_dim},
+                          std::pair{"qk_rope_head_dim", qk_rope_head_dim}, std::pair{"v_head_dim", v_head_dim}})
+      if (v <= 0) return bad(key, "must be > 0 with model.attention = \"mla\"");
+    if (qk_rope_head_dim % 2 != 0)
+      return bad("qk_rope_head_dim", fmt::format("must be even for RoPE, got {}", qk_rope_head_dim));
+    if (n_kv_heads_local > 0 || layer_pattern.find('L') != std::string::npos)
+      return bad("attention", "\"mla\" is modelled for global attention only: set model.layer_pattern = \"G\" and "
+                              "model.n_kv_heads_local = 0");
+  }
   if (layer_pattern.empty()) return bad("layer_pattern", "must not be empty");
   for (char c : layer_pattern)
     if (c != 'L' && c != 'G') return bad("layer_pattern", "may only contain 'L' and 'G'");
+  if (max_groups_per_token > 0 && n_experts == 0)
+    return bad("max_groups_per_token", "needs an MoE model (model.n_experts > 0)");
   if (n_experts > 0) {
     if (top_k > n_experts) return bad("top_k", fmt::format("must be <= model.n_experts = {}", n_experts));
     if (n_dense_layers > n_layers) return bad("n_dense_layers", fmt::format("must be <= model.n_layers = {}", n_layers));
+    if (max_groups_per_token > 0) {
+      if (expert_groups < 2) return bad("expert_groups", "must be >= 2 with model.max_groups_per_token > 0");
+      if (n_experts % expert_groups != 0)
+        return bad("expert_groups", fmt::format("must divide model.n_experts = {}", n_experts));
+      if (max_groups_per_token > expert_groups)
+        return bad("max_groups_per_token", fmt::format("must be <= model.expert_groups = {}", expert_groups));
+      if (top_k > max_groups_per_token * (n_experts / expert_groups))
+        return bad("max_groups_per_token", fmt::format("{} groups of {} experts hold fewer than model.top_k = {}",
+                                                       max_groups_per_token, n_experts / expert_groups, top_k));
+    }
     const int64_t g = group_size(seq_len);
     if (seq_len > 0 && g > 0 && (seq_len % g != 0 && g % seq_len != 0))
       return bad("routing_group", fmt::format("must divide seq_len = {} or be a multiple of it", seq_len));
@@ -49,6 +73,21 @@ void declare_keys(ConfigSchema& s, ModelConfig& m, const std::string& t) {
   s.add(p + "rope_theta", &m.rope_theta, "RoPE base").above(0);
   s.add(p + "norm_eps", &m.norm_eps, "RMSNorm epsilon").above(0);
   s.add(p + "init_std", &m.init_std, "N(0, init_std^2) init; output projections scaled by 1/sqrt(2 n_layers)").above(0);
+  s.add_enum(p + "attention", &m.attention, {"gqa", "mla"},
+             "gqa: grouped-query attention; mla: multi-head latent attention (DeepSeek-V2/V3; planner only, the CPU "
+             "trainer does not implement it yet)");
+  s.add(p + "q_lora_rank", &m.q_lora_rank, "MLA: query latent width (DeepSeek-V3 1536)").range(0, 1 << 20)
+      .note("0 = queries projected from d_model directly");
+  s.add(p + "kv_lora_rank", &m.kv_lora_rank, "MLA: cached key/value latent width (DeepSeek-V3 512)").range(0, 1 << 20);
+  s.add(p + "qk_nope_head_dim", &m.qk_nope_head_dim, "MLA: per-head q/k dims without RoPE (DeepSeek-V3 128)")
+      .range(0, 1 << 16);
+  s.add(p + "qk_rope_head_dim", &m.qk_rope_head_dim,
+        "MLA: per-head q dims with RoPE; k's RoPE part is one head shared by all (DeepSeek-V3 64)").range(0, 1 << 16);
+  s.add(p + "v_head_dim", &m.v_head_dim, "MLA: per-head value dim (DeepSeek-V3 128)").range(0, 1 << 16);
+  s.add(p + "mtp_depth", &m.mtp_depth,
+        "multi-token prediction modules (DeepSeek-V3: 1); planner only, the CPU trainer does not implement it yet")
+      .range(0, 64).note("0 = off");
+  s.add(p + "mtp_loss_weight", &m.mtp_loss_weight, "weight of the MTP losses' mean (DeepSeek-V3: 0.3, then 0.1)").min(0);
   s.add(p + "d_ff", &m.d_ff, "F: hidden size of the dense SwiGLU FFN").range(1, 1 << 24);
   s.add(p + "n_experts", &m.n_experts, "E: routed experts; 0 = dense model (the CPU trainer takes at most 256)").range(0, 1 << 20);
   s.add(p + "top_k", &m.top_k, "K: experts per token, <= n_experts (the CPU trainer takes at most 64)").range(1, 1 << 20);
@@ -65,6 +104,11 @@ void declare_keys(ConfigSchema& s, ModelConfig& m, const std::string& t) {
   s.add(p + "z_loss_coef", &m.z_loss_coef, "router z-loss weight").min(0);
   s.add(p + "aux_free_bias", &m.aux_free_bias, "DeepSeek-V3 bias balancing of the selection scores");
   s.add(p + "bias_update_rate", &m.bias_update_rate, "step of the aux-loss-free bias per optimizer step").min(0);
+  s.add(p + "expert_groups", &m.expert_groups, "G: routed experts in G contiguous groups for group-limited routing")
+      .range(0, 1 << 20).note("0 = one group");
+  s.add(p + "max_groups_per_token", &m.max_groups_per_token,
+        "M: a token's experts come from at most M groups (DeepSeek-V3: 4 of 8, one per node); planner only, the CPU "
+        "trainer does not implement it yet").range(0, 1 << 20).note("0 = unlimited");
   s.add(p + "d_latent", &m.d_latent, "Dl > 0: latent MoE (down-projection, RMSNorm, experts in Dl)").range(0, 1 << 20)
       .note("0 = off");
   s.add(p + "moe_out_norm", &m.moe_out_norm, "RMSNorm on the MoE block output");

@@ -3,7 +3,9 @@
 // every file holding a model reads through (core/config_schema.h).
 // Dimension legend used across model/: B batch, T time, D model dim,
 // H heads, Hkv kv heads, Dh head dim, F ffn dim, E experts, K top-k, V vocab,
-// N = B*T tokens, Dl latent dim.
+// N = B*T tokens, Dl latent dim; MLA (DeepSeek-V2 section 2.1): Dq query
+// latent (q_lora_rank), Dc kv latent (kv_lora_rank), Dn / Dr per-head
+// non-RoPE / RoPE q-k dims, Dv per-head value dim.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -14,6 +16,11 @@
 namespace mt {
 
 enum class RouterScore { kSoftmax, kSigmoid };
+// gqa: grouped-query attention (n_kv_heads; MHA and MQA are its ends).
+// mla: multi-head latent attention (DeepSeek-V2/V3): K and V decompressed from
+// one cached latent per token. The planner models it; the CPU trainer does not
+// implement it yet (train/trainer.h check_trainer_limits refuses it).
+enum class AttentionKind { kGqa, kMla };
 
 struct ModelConfig {
   int64_t vocab_size = 4096;      // V; byte tokenizer needs >= 259
@@ -29,6 +36,21 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   double norm_eps = 1e-5;
   double init_std = 0.02;         // N(0, init_std^2); output projections scaled by 1/sqrt(2*n_layers)
+
+  // Attention kind; the MLA sizes are read only when attention == kMla (DeepSeek-V3 values in brackets).
+  AttentionKind attention = AttentionKind::kGqa;
+  int64_t q_lora_rank = 0;        // Dq: query latent [1536]; 0 = queries projected from D directly
+  int64_t kv_lora_rank = 0;       // Dc: cached KV latent [512]
+  int64_t qk_nope_head_dim = 0;   // Dn: per-head q/k dims without RoPE [128]
+  int64_t qk_rope_head_dim = 0;   // Dr: per-head q dims with RoPE; k's are one shared head [64]
+  int64_t v_head_dim = 0;         // Dv: per-head value dim [128]
+
+  // Multi-token prediction (DeepSeek-V3 section 2.2): mtp_depth sequential modules, module k predicting
+  // token i + 1 + k; each has RMSNorms on the hidden state and the next token's embedding, a (D, 2D)
+  // projection and one transformer block like the last layer, sharing the embedding and the output head.
+  // The planner models it; the CPU trainer does not implement it yet.
+  int64_t mtp_depth = 0;          // D_mtp modules; 0 = off
+  double mtp_loss_weight = 0.3;   // lambda: the MTP losses' mean is weighted by it
 
   // Dense FFN (SwiGLU). Used when n_experts == 0 and for the first n_dense_layers.
   int64_t d_ff = 512;             // F
@@ -47,11 +69,21 @@ struct ModelConfig {
   double z_loss_coef = 0.001;     // router z-loss weight (mean over MoE layers)
   bool aux_free_bias = false;     // DeepSeek-V3 bias balancing of the selection scores
   double bias_update_rate = 0.001;
+  // Group-limited routing (DeepSeek-V2 2.2 device-limited, DeepSeek-V3 2.1.2 node-limited): the routed
+  // experts form expert_groups contiguous groups; each token picks the max_groups_per_token groups with
+  // the highest sums of their top K/M scores and its top-K experts among them. DeepSeek-V3: 8 groups (its
+  // 8 EP nodes), 4 per token. The planner models its all-to-all; the CPU trainer does not implement it yet.
+  int64_t expert_groups = 0;        // G; 0 = one group
+  int64_t max_groups_per_token = 0; // M; 0 = unlimited
   int64_t d_latent = 0;           // Dl > 0: latent MoE (down-proj, RMSNorm, experts in Dl, up-proj)
   bool moe_out_norm = false;      // RMSNorm on the MoE block output
 
   // Derived helpers.
   int64_t head_dim() const { return d_model / n_heads; }
+  bool mla() const { return attention == AttentionKind::kMla; }
+  // Per-head width of q and k (scores) and of v (values): Dh for GQA, Dn + Dr and Dv for MLA.
+  int64_t qk_head_dim() const { return mla() ? qk_nope_head_dim + qk_rope_head_dim : head_dim(); }
+  int64_t v_dim() const { return mla() ? v_head_dim : head_dim(); }
   int64_t kv_heads(int64_t layer) const {
     return is_local(layer) && n_kv_heads_local > 0 ? n_kv_heads_local : n_kv_heads;
   }

@@ -9,7 +9,14 @@ double flops_per_token(const ModelConfig& c, int64_t seq_len) {
   double attn = 0.0;
   for (int64_t l = 0; l < c.n_layers; ++l)
     attn += attention_mean_keys(seq_len, c.is_local(l) ? c.window : 0);
-  // H * Dh == d_model: QK^T and PV are 2 * 2 * Dh * H FLOPs per key forward, x3 with backward.
-  return 6.0 * double(active_matmul_params(c)) + 12.0 * double(c.d_model) * attn;
+  // QK^T and PV are 2 H Dqk + 2 H Dv FLOPs per key forward, x3 with backward (GQA: 12 d_model, exactly).
+  const double per_key = 6.0 * double(c.n_heads * (c.qk_head_dim() + c.v_dim()));
+  double f = 6.0 * double(active_matmul_params(c)) + per_key * attn;
+  if (c.mtp_depth > 0) {  // DeepSeek-V3 2.2: each module runs a projection, one block and the shared head
+    const int64_t last = c.n_layers - 1;
+    const double keys = attention_mean_keys(seq_len, c.is_local(last) ? c.window : 0);
+    f += double(c.mtp_depth) * (6.0 * double(mtp_module_matmul_params(c)) + per_key * keys);
+  }
+  return f;
 }
 }  // namespace mt

@@ -1,7 +1,10 @@
 // flops.h — the FLOP count behind every tokens/s -> MFU figure:
-//   per token = 6 * active matmul parameters + 12 * d_model * sum over layers of T_eff
+//   per token = 6 * active matmul parameters + 6 H (Dqk + Dv) * sum over layers of T_eff
+//             + mtp_depth * (6 * MTP module matmul parameters + 6 H (Dqk + Dv) * T_eff of the last layer)
 // where T_eff is the mean number of keys a query attends to (window on L
-// layers). Forward + backward, excluding norms, softmax and the optimizer.
+// layers) and Dqk, Dv the per-head q/k and v widths (Dh and Dh for GQA, where
+// H Dh = d_model gives the familiar 12 d_model T_eff; Dn + Dr and Dv for MLA).
+// Forward + backward, excluding norms, softmax and the optimizer.
 // See docs/performance.md.
 #pragma once
 #include <cstdint>

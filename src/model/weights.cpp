@@ -78,21 +78,48 @@ void init_params(float* params, const ParamLayout& layout, const ModelConfig& c,
   }
 }
 
-int64_t active_matmul_params(const ModelConfig& c) {
-  const int64_t D = c.d_model, Dh = c.head_dim(), H = c.n_heads;
-  int64_t total = c.vocab_size * D;  // LM head
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    total += (H + 2 * c.kv_heads(l)) * Dh * D + D * H * Dh;
-    if (!c.is_moe(l)) {
-      total += 3 * c.d_ff * D;
-    } else {
-      const int64_t Din = c.expert_in_dim();
-      total += c.n_experts * D;
-      if (c.d_latent > 0) total += 2 * c.d_latent * D;
-      total += c.top_k * 3 * c.d_expert * Din + c.n_shared_experts * 3 * c.d_expert * D;
-    }
+int64_t attention_down_params(const ModelConfig& c) {
+  if (!c.mla()) return 0;
+  return c.q_lora_rank * c.d_model + (c.kv_lora_rank + c.qk_rope_head_dim) * c.d_model;
+}
+
+int64_t attention_matmul_params(const ModelConfig& c, int64_t layer) {
+  const int64_t D = c.d_model, H = c.n_heads;
+  if (!c.mla()) {
+    const int64_t Dh = c.head_dim();
+    return (H + 2 * c.kv_heads(layer)) * Dh * D + D * H * Dh;
+  }
+  const int64_t Dq = c.q_lora_rank, Dc = c.kv_lora_rank, Dqk = c.qk_head_dim();
+  const int64_t wq = Dq > 0 ? H * Dqk * Dq : H * Dqk * D;  // W_UQ, or W_Q without a query latent
+  return attention_down_params(c) + wq + H * c.qk_nope_head_dim * Dc + H * c.v_head_dim * Dc + D * H * c.v_head_dim;
+}
+
+namespace {
+// Matrices one token passes through in layer l, the LM head excluded.
+int64_t layer_active_matmul_params(const ModelConfig& c, int64_t l) {
+  const int64_t D = c.d_model;
+  int64_t total = attention_matmul_params(c, l);
+  if (!c.is_moe(l)) {
+    total += 3 * c.d_ff * D;
+  } else {
+    const int64_t Din = c.expert_in_dim();
+    total += c.n_experts * D;
+    if (c.d_latent > 0) total += 2 * c.d_latent * D;
+    total += c.top_k * 3 * c.d_expert * Din + c.n_shared_experts * 3 * c.d_expert * D;
   }
   return total;
+}
+}  // namespace
+
+int64_t active_matmul_params(const ModelConfig& c) {
+  int64_t total = c.vocab_size * c.d_model;  // LM head
+  for (int64_t l = 0; l < c.n_layers; ++l) total += layer_active_matmul_params(c, l);
+  return total;
+}
+
+int64_t mtp_module_matmul_params(const ModelConfig& c) {
+  const int64_t D = c.d_model;
+  return 2 * D * D + layer_active_matmul_params(c, c.n_layers - 1) + c.vocab_size * D;
 }
 
 }  // namespace mt

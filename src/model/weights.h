@@ -59,7 +59,25 @@ void init_params(float* params, const ParamLayout& layout, const ModelConfig& c,
 
 // Parameters a token touches in matrix multiplies (attention, router, its K
 // experts, shared experts, latent projections, LM head); excludes the
-// embedding lookup and norms. Used for 6*N*tokens FLOP counts.
+// embedding lookup, norms and the multi-token-prediction modules (an
+// auxiliary objective, not part of the model that is kept; see
+// mtp_module_matmul_params). Used for 6*N*tokens FLOP counts.
 int64_t active_matmul_params(const ModelConfig& c);
+
+// Matrix parameters of layer `l`'s attention. GQA: wq (H Dh, D), wk and wv
+// (Hkv Dh, D), wo (D, H Dh). MLA (DeepSeek-V2 section 2.1, eqs. 9-13 and
+// 37-40): W_DQ (Dq, D), W_UQ (H (Dn + Dr), Dq) (or W_Q (H (Dn + Dr), D) when
+// Dq = 0), W_DKV (Dc + Dr, D) holding W_KR's one shared RoPE key head,
+// W_UK (H Dn, Dc), W_UV (H Dv, Dc), W_O (D, H Dv).
+int64_t attention_matmul_params(const ModelConfig& c, int64_t layer);
+
+// The part of attention_matmul_params that MLA's down-projections W_DQ and
+// W_DKV take (0 for GQA): the planner keeps them whole on every TP rank.
+int64_t attention_down_params(const ModelConfig& c);
+
+// Matrix parameters one token passes through in one multi-token-prediction
+// module (DeepSeek-V3 section 2.2): the projection M_k (D, 2D), a block like
+// the last layer (its active matrices) and the shared output head (V, D).
+int64_t mtp_module_matmul_params(const ModelConfig& c);
 
 }  // namespace mt

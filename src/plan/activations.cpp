@@ -46,15 +46,10 @@ void swiglu_terms(Builder& b, const char* pair, const char* product, double widt
   b.add(product, owner | bit(ActModule::kSwiglu), linear_input_bytes(o) * width);
 }
 
-void attention_terms(Builder& b, const ModelConfig& c, int64_t l, const ActivationOptions& o) {
-  const double H = double(c.n_heads), Dh = double(c.head_dim());
-  // KV heads are replicated when t exceeds them, so each rank holds at least one.
-  const double Hkv = double(std::max(c.kv_heads(l), o.tp));
-  rmsnorm_terms(b, "attn_norm.input", "attn_norm.output", double(c.d_model), o);
-  // q, k, v after RoPE, read again by the attention backward (Korthikanti: Q and K 4sbh, V 2sbh for MHA).
-  b.add("attn.qkv", bit(ActModule::kQkv), o.elem_bytes * (H + 2 * Hkv) * Dh);
-  if (c.qk_norm)  // q and k before their per-head RMSNorm, with one statistic per head
-    b.add("attn.qk_norm.input", bit(ActModule::kQkv), (o.elem_bytes * Dh + o.stat_bytes) * (H + Hkv));
+// The attention core after q, k, v: flash attention's logsumexp or the materialised probabilities, and
+// the output (the output projection's input, Korthikanti 2sbh; flash attention's backward reads it too).
+void attention_core_terms(Builder& b, const ModelConfig& c, int64_t l, double out_width, const ActivationOptions& o) {
+  const double H = double(c.n_heads);
   if (o.flash_attention) {
     // Flash attention (Dao et al. 2022) keeps only the fp32 logsumexp per query and head and recomputes
     // the probabilities in backward: Korthikanti's 5as^2b term disappears.
@@ -65,9 +60,39 @@ void attention_terms(Builder& b, const ModelConfig& c, int64_t l, const Activati
     const double keys = c.is_local(l) ? double(std::min(o.seq_len, c.window)) : double(o.seq_len);
     b.add("attn.probabilities", bit(ActModule::kCoreAttn), o.elem_bytes * H * keys);
   }
-  // Attention output: the output projection's input (Korthikanti 2sbh); flash attention's backward reads
-  // the same tensor. Its dropout mask (Korthikanti sbh) does not exist here.
-  b.add("attn.output", bit(ActModule::kKept), linear_input_bytes(o) * H * Dh);
+  // Its dropout mask (Korthikanti sbh) does not exist here.
+  b.add("attn.output", bit(ActModule::kKept), linear_input_bytes(o) * out_width);
+}
+
+void attention_terms(Builder& b, const ModelConfig& c, int64_t l, const ActivationOptions& o) {
+  const double H = double(c.n_heads), Dh = double(c.head_dim());
+  // KV heads are replicated when t exceeds them, so each rank holds at least one.
+  const double Hkv = double(std::max(c.kv_heads(l), o.tp));
+  rmsnorm_terms(b, "attn_norm.input", "attn_norm.output", double(c.d_model), o);
+  // q, k, v after RoPE, read again by the attention backward (Korthikanti: Q and K 4sbh, V 2sbh for MHA).
+  b.add("attn.qkv", bit(ActModule::kQkv), o.elem_bytes * (H + 2 * Hkv) * Dh);
+  if (c.qk_norm)  // q and k before their per-head RMSNorm, with one statistic per head
+    b.add("attn.qk_norm.input", bit(ActModule::kQkv), (o.elem_bytes * Dh + o.stat_bytes) * (H + Hkv));
+  attention_core_terms(b, c, l, H * Dh, o);
+}
+
+// Multi-head latent attention (DeepSeek-V2 section 2.1; DeepSeek-V3 section 2.1.1), in the training form
+// that decompresses k and v: c_Q = W_DQ h and c_KV = W_DKV h are normalised (RMSNorm) and up-projected
+// to q (H (Dn + Dr)), k (H Dn plus the shared RoPE key broadcast to every head) and v (H Dv). Kept: the
+// latents before their norms (with the shared RoPE key) and their statistics; the normalised latents are
+// the up-projections' inputs (dropped by "norm"), and q, k, v (dropped by "qkv", recomputed from the
+// latents as DeepSeek-V3 3.2.3 does). The latents are computed on the sequence-parallel share of tokens
+// and so divided by t like the rest.
+void mla_terms(Builder& b, const ModelConfig& c, int64_t l, const ActivationOptions& o) {
+  const double H = double(c.n_heads), Dqk = double(c.qk_head_dim()), Dv = double(c.v_head_dim);
+  const double Dq = double(c.q_lora_rank), Dc = double(c.kv_lora_rank), Dr = double(c.qk_rope_head_dim);
+  rmsnorm_terms(b, "attn_norm.input", "attn_norm.output", double(c.d_model), o);
+  if (c.q_lora_rank > 0) rmsnorm_terms(b, "mla.q_latent", "mla.q_latent_norm", Dq, o);
+  // c_KV with the RoPE key k^R before RoPE (one W_DKV output of Dc + Dr); the norm covers c_KV only.
+  b.add("mla.kv_latent", bit(ActModule::kKept), o.elem_bytes * (Dc + Dr) + o.stat_bytes);
+  b.add("mla.kv_latent_norm", bit(ActModule::kNorm), linear_input_bytes(o) * Dc);
+  b.add("attn.qkv", bit(ActModule::kQkv), o.elem_bytes * (2 * H * Dqk + H * Dv));
+  attention_core_terms(b, c, l, H * Dv, o);
 }
 
 void dense_ffn_terms(Builder& b, const ModelConfig& c, const ActivationOptions& o) {
@@ -122,9 +147,24 @@ RecomputeMask recompute_mask(const std::vector<std::string>& names) {
 std::vector<ActTerm> layer_activation_terms(const ModelConfig& c, int64_t l, const ActivationOptions& o) {
   std::vector<ActTerm> terms;
   Builder b{&terms, double(o.tp)};
-  attention_terms(b, c, l, o);
+  if (c.mla()) mla_terms(b, c, l, o);
+  else attention_terms(b, c, l, o);
   if (c.is_moe(l)) moe_terms(b, c, o);
   else dense_ffn_terms(b, c, o);
+  return terms;
+}
+
+std::vector<ActTerm> mtp_module_terms(const ModelConfig& c, const ActivationOptions& o) {
+  std::vector<ActTerm> terms;
+  Builder b{&terms, double(o.tp)};
+  const double D = double(c.d_model);
+  // RMSNorm(h) and RMSNorm(Emb(t_{i+k})), concatenated as the (D, 2D) projection's input.
+  b.add("mtp.norm_inputs", bit(ActModule::kKept), 2 * (o.elem_bytes * D + o.stat_bytes));
+  b.add("mtp.projection_input", bit(ActModule::kNorm), linear_input_bytes(o) * 2 * D);
+  for (ActTerm t : layer_activation_terms(c, c.n_layers - 1, o)) {
+    t.op = "mtp." + t.op;
+    terms.push_back(t);
+  }
   return terms;
 }
 

@@ -14,7 +14,8 @@
 // Legend: D model dim, H heads, Hkv' = max(Hkv, t) kv heads (replicated when t
 // exceeds them), Dh head dim, F ffn / expert dim, E experts, K top-k, Dl
 // latent dim, Din expert input dim (Dl or D), r expert rows per token on the
-// busiest rank, t tensor-parallel degree, keys per query.
+// busiest rank, t tensor-parallel degree, keys per query; MLA: Dq, Dc query
+// and kv latents, Dn + Dr q-k head dim, Dv value head dim.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -72,6 +73,11 @@ struct ActTerm {
 
 // Every term of layer `l`, in forward order.
 std::vector<ActTerm> layer_activation_terms(const ModelConfig& c, int64_t l, const ActivationOptions& o);
+
+// Every term of one multi-token-prediction module (DeepSeek-V3 section 2.2), named "mtp.*": the hidden
+// state and the next token's embedding before their RMSNorms, the projection's input (both normalised,
+// 2D), then the terms of a block like the last layer. Its head's logits are counted with the LM head's.
+std::vector<ActTerm> mtp_module_terms(const ModelConfig& c, const ActivationOptions& o);
 
 // Sum of the terms that `mask` does not recompute.
 double activation_bytes_per_token(const std::vector<ActTerm>& terms, RecomputeMask mask);

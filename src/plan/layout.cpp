@@ -47,6 +47,9 @@ void declare_setting_keys(ConfigSchema& s, LayoutSettings& l, KeyRole role) {
   s.add("layout.name", &l.name, "a label for reports");
   s.add("parallel.tp", &l.tp, "tensor parallel (Megatron, with sequence parallelism)").range(1, 1 << 16);
   s.add("parallel.pp", &l.pp, "pipeline stages").range(1, 1 << 16);
+  s.add("parallel.cp", &l.cp,
+        "context parallel (ring attention, Megatron-Core / Llama 3): each sequence in 2 x cp load-balanced chunks")
+      .range(1, 1 << 16);
   s.add_enum("parallel.pp_schedule", &l.schedule, kSchedules, "pipeline schedule");
   s.add("parallel.virtual_stages", &l.virtual_stages, "interleaved schedule: model chunks per stage").range(1, 1 << 16);
   s.add("parallel.first_stage_layers", &l.first_stage_layers,
@@ -55,8 +58,8 @@ void declare_setting_keys(ConfigSchema& s, LayoutSettings& l, KeyRole role) {
   s.add("parallel.last_stage_layers", &l.last_stage_layers,
         "transformer layers on the last pipeline stage (0 = the head only)").range(-1, 1 << 20)
       .note("-1 = even split");
-  s.add("parallel.ep", &l.ep, "expert parallel (carved out of dp x tp; experts not TP-split)").range(1, 1 << 20);
-  s.add("parallel.dp", &l.dp, "data parallel").range(0, big).note("0 = every GPU not used by tp x pp");
+  s.add("parallel.ep", &l.ep, "expert parallel (carved out of dp x cp x tp; experts not TP-split)").range(1, 1 << 20);
+  s.add("parallel.dp", &l.dp, "data parallel").range(0, big).note("0 = every GPU not used by tp x cp x pp");
   s.add("parallel.zero_stage", &l.zero_stage, "0 none, 1 optimizer, 2 + gradients, 3 + parameters (FSDP)").range(0, 3);
   s.add("parallel.reshard_after_forward", &l.reshard_after_forward,
         "ZeRO-3: free gathered weights after forward and gather again for backward (false: keep the stage's "
@@ -216,23 +219,41 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
     p.warnings.push_back(fmt::format("the job uses {} GPUs, more than the {} that spare racks and the SLA leave usable",
                                      l.gpus, usable));
   p.tp = l.tp;
+  p.cp = l.cp;
   p.pp = l.pp;
   p.ep = l.ep;
   p.v = l.virtual_stages;
-  const int64_t tp_pp = p.tp * p.pp;
+  const int64_t tp_pp = p.tp * p.cp * p.pp;
+  const std::string cp_x = p.cp > 1 ? fmt::format(" x cp {}", p.cp) : "";
   if (p.gpus % tp_pp != 0)
-    return bad("parallel.tp x parallel.pp", fmt::format("tp x pp = {} x {} = {} does not divide the {} GPUs of the job", p.tp,
-                                          p.pp, tp_pp, p.gpus));
+    return bad(p.cp > 1 ? "parallel.tp x parallel.cp x parallel.pp" : "parallel.tp x parallel.pp",
+               fmt::format("tp x pp{} = {} x {} = {} does not divide the {} GPUs of the job", cp_x, p.tp, p.pp, tp_pp,
+                           p.gpus));
   p.dp = p.gpus / tp_pp;
   if (l.dp > 0 && l.dp != p.dp)
-    return bad("parallel.dp", fmt::format("tp x pp x dp = {} x {} x {} = {} does not match the {} GPUs of the job",
-                                          p.tp, p.pp, l.dp, tp_pp * l.dp, p.gpus));
+    return bad("parallel.dp", fmt::format("tp x pp{} x dp = {} x {} x {} = {} does not match the {} GPUs of the job",
+                                          cp_x, p.tp, p.pp, l.dp, tp_pp * l.dp, p.gpus));
+  if (p.cp > 1) {
+    // Megatron-Core's load balancing: 2 cp chunks, rank i holding chunks i and 2cp - 1 - i.
+    if (p.seq_len % (2 * p.cp) != 0)
+      return bad("parallel.cp", fmt::format("the sequence of {} tokens must split into 2 x cp = {} equal chunks",
+                                            p.seq_len, 2 * p.cp));
+    if (m.layer_pattern.find('L') != std::string::npos)
+      return bad("parallel.cp", "ring attention is modelled for global attention only (model.layer_pattern = \"G\")");
+    if (!l.flash_attention)
+      return bad("parallel.cp", "ring attention runs a flash-attention kernel per chunk: set memory.flash_attention = true");
+  }
   if (c.device.kind == DeviceKind::kCpu) {
-    if (p.tp != 1 || p.pp != 1 || p.ep != 1 || p.gpus != 1)
-      return bad("parallel", "the CPU trainer runs one process: tp, pp, ep and the GPU count must be 1 "
+    if (p.tp != 1 || p.cp != 1 || p.pp != 1 || p.ep != 1 || p.gpus != 1)
+      return bad("parallel", "the CPU trainer runs one process: tp, cp, pp, ep and the GPU count must be 1 "
                              "(set parallel.gpus = 1)");
     if (l.params != Precision::kFp32)
       return bad("precision.params", "the CPU trainer keeps fp32 parameters: set precision.params = \"fp32\"");
+    if (m.mla()) return bad("model.attention", "the CPU trainer does not implement \"mla\" yet; plan it on a GPU cluster");
+    if (m.mtp_depth > 0)
+      return bad("model.mtp_depth", "the CPU trainer does not implement multi-token prediction yet; plan it on a GPU cluster");
+    if (m.max_groups_per_token > 0)
+      return bad("model.max_groups_per_token", "the CPU trainer does not implement group-limited routing yet");
   }
   if (l.gemm == GemmPrecision::kFp8 && !(c.device.peak_fp8_tflops > 0))
     return bad("precision.gemm", fmt::format("fp8 needs FP8 tensor cores: the {} has gpu.peak_fp8_tflops = 0",
@@ -240,8 +261,11 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
   if (m.n_heads % p.tp != 0)
     return bad("parallel.tp", fmt::format("{} must divide model.n_heads = {}", p.tp, m.n_heads));
   for (int64_t hkv : {m.n_kv_heads, m.n_kv_heads_local > 0 ? m.n_kv_heads_local : m.n_kv_heads})
-    if (hkv % p.tp != 0 && p.tp % hkv != 0)
+    if (!m.mla() && hkv % p.tp != 0 && p.tp % hkv != 0)
       return bad("parallel.tp", fmt::format("{} and the {} KV heads must divide one another", p.tp, hkv));
+  if (p.cp > 1 && p.tp * p.cp > c.device.gpus_per_domain)
+    p.warnings.push_back(fmt::format("tp x cp = {} spans more than one NVLink domain ({} GPUs): the K/V ring crosses "
+                                     "the scale-out network", p.tp * p.cp, c.device.gpus_per_domain));
   if (p.tp > c.device.gpus_per_domain)
     p.warnings.push_back(fmt::format("tp = {} spans more than one NVLink domain ({} GPUs): TP traffic crosses the "
                                      "scale-out network", p.tp, c.device.gpus_per_domain));
@@ -284,10 +308,13 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
     if (m.n_experts == 0) return bad("parallel.ep", "expert parallelism needs an MoE model (model.n_experts > 0)");
     if (m.n_experts % p.ep != 0)
       return bad("parallel.ep", fmt::format("{} must divide model.n_experts = {}", p.ep, m.n_experts));
-    if ((p.dp * p.tp) % p.ep != 0)
-      return bad("parallel.ep", fmt::format("{} must divide dp x tp = {} x {} = {}", p.ep, p.dp, p.tp, p.dp * p.tp));
+    if ((p.dp * p.cp * p.tp) % p.ep != 0)
+      return bad("parallel.ep", p.cp > 1 ? fmt::format("{} must divide dp x cp x tp = {} x {} x {} = {}", p.ep, p.dp,
+                                                       p.cp, p.tp, p.dp * p.cp * p.tp)
+                                         : fmt::format("{} must divide dp x tp = {} x {} = {}", p.ep, p.dp, p.tp,
+                                                       p.dp * p.tp));
   }
-  p.edp = (p.dp * p.tp) / p.ep;
+  p.edp = (p.dp * p.cp * p.tp) / p.ep;
   p.micro_batch = l.micro_batch;
   p.global_batch = l.global_batch;
   if (p.global_batch % (p.dp * p.micro_batch) != 0)

@@ -36,11 +36,14 @@ struct LayoutSettings {
   // [parallel]
   int64_t tp = 1;                         // tensor parallel (Megatron, with sequence parallelism)
   int64_t pp = 1;                         // pipeline stages
+  // Context parallel (ring attention; Megatron-Core, Llama 3 section 3.3.2): each sequence in 2 cp chunks,
+  // rank i holding chunks i and 2cp-1-i so causal work is balanced; K and V go round the ring.
+  int64_t cp = 1;
   PipeSchedule schedule = PipeSchedule::k1F1B;
   int64_t virtual_stages = 1;             // interleaved schedule: model chunks per stage
   int64_t first_stage_layers = -1;        // transformer layers on the first stage (0 = embedding only); -1 = even split
   int64_t last_stage_layers = -1;         // transformer layers on the last stage (0 = head only); -1 = even split
-  int64_t ep = 1;                         // expert parallel (carved out of dp x tp; experts not TP-split)
+  int64_t ep = 1;                         // expert parallel (carved out of dp x cp x tp; experts not TP-split)
   int64_t dp = 0;                         // data parallel; 0 = every GPU not used by tp x pp
   int64_t zero_stage = 1;                 // 0 none, 1 optimizer, 2 + gradients, 3 + parameters (FSDP)
   bool reshard_after_forward = true;      // ZeRO-3: free gathered weights after forward (false: keep them to backward)
@@ -126,10 +129,14 @@ Result<LayoutConfig> load_layout(const std::string& path, const std::vector<std:
 // A layout checked against a model and a cluster, with derived counts.
 struct Parallel {
   LayoutConfig cfg;
-  int64_t gpus = 0;            // tp * pp * dp
-  int64_t tp = 1, pp = 1, dp = 1, ep = 1, v = 1;
-  int64_t edp = 1;             // expert data parallel: dp * tp / ep
+  int64_t gpus = 0;            // tp * cp * pp * dp; rank order tp, cp, (ep), dp, pp
+  int64_t tp = 1, cp = 1, pp = 1, dp = 1, ep = 1, v = 1;
+  int64_t edp = 1;             // expert data parallel: dp * cp * tp / ep
   int64_t seq_len = 0;
+  // Tokens of one micro-batch on one GPU before the TP split: micro_batch * seq_len / cp.
+  int64_t local_tokens() const { return micro_batch * seq_len / cp; }
+  // Ranks that hold the same weights and reduce their gradients together: dp x cp.
+  int64_t grad_replicas() const { return dp * cp; }
   int64_t micro_batch = 1;
   int64_t global_batch = 0;
   int64_t microbatches = 1;    // per pipeline per step: global_batch / (dp * micro_batch)

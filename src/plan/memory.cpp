@@ -30,6 +30,13 @@ double rows_per_token(const ModelConfig& c, const Parallel& p) {
 
 }  // namespace
 
+double cp_kv_bytes(const ModelConfig& c, const Parallel& p) {
+  // GQA: Hkv' = max(Hkv, t) heads of Dh for K and V; MLA: K and V decompressed per head (H of Dn + Dr and
+  // Dv), as ring attention needs them. bf16, split by TP.
+  const double heads = c.mla() ? double(c.n_heads) : double(std::max(c.n_kv_heads, p.tp));
+  return 2.0 * heads * double(c.qk_head_dim() + c.v_dim()) * double(p.local_tokens()) / double(p.tp);
+}
+
 std::pair<int64_t, int64_t> stage_layers(int64_t n_layers, int64_t pp, int64_t stage) {
   Parallel even;
   even.pp = pp;
@@ -123,10 +130,22 @@ StageParams stage_params(const ModelConfig& c, const ModelStats& s, const Parall
   auto [first, count] = stage_layers(p, c.n_layers, stage);
   for (int64_t l = first; l < first + count; ++l) {
     const LayerParams& lp = s.layers[size_t(l)];
-    const double dense = double(lp.attn + lp.dense_ffn + lp.shared) / t + double(lp.norms + lp.router + lp.latent);
+    const double dense = double(lp.attn + lp.dense_ffn + lp.shared) / t +
+                         double(lp.attn_down + lp.norms + lp.router + lp.latent);
     const double experts = double(lp.experts) / double(p.ep);
     sp.dense += dense;
     sp.experts += experts;
+    sp.largest_layer = std::max(sp.largest_layer, dense + experts);
+  }
+  if (stage == p.pp - 1 && c.mtp_depth > 0) {
+    // Multi-token-prediction modules sit with the head they share (DeepSeek-V3 2.2, 3.2.1): the block
+    // split like the last layer, the (D, 2D) projection by tp, norms replicated.
+    const LayerParams& b = s.mtp_block;
+    const double dense = double(b.attn + b.dense_ffn + b.shared + 2 * c.d_model * c.d_model) / t +
+                         double(b.attn_down + b.norms + b.router + b.latent + 3 * c.d_model);
+    const double experts = double(b.experts) / double(p.ep);
+    sp.dense += double(c.mtp_depth) * dense;
+    sp.experts += double(c.mtp_depth) * experts;
     sp.largest_layer = std::max(sp.largest_layer, dense + experts);
   }
   if (stage == 0) sp.dense += double(s.embed) / t;
@@ -148,7 +167,8 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
   m.stage = stage;
   m.capacity = cl.device.hbm_gib * kGiB;
   const StageParams sp = stage_params(c, s, p, stage);
-  const double dp = double(p.dp), edp = double(p.edp);
+  // ZeRO shards over every rank holding the same weights: dp x cp (context-parallel ranks replicate them).
+  const double dp = double(p.grad_replicas()), edp = double(p.edp);
   // DualPipe (DeepSeek-V3 report, 2024): rank i runs stage i of one direction and stage pp-1-i of the
   // other, so it holds both stages' weights and accumulates both stages' gradients; the two holders of a
   // stage split its optimizer update, so master weights and moments count once (the mean of the two).
@@ -174,7 +194,7 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
   // Activations.
   auto [first, count] = stage_layers(p, c.n_layers, stage);
   m.layers_in_stage = count;
-  const double tokens = double(p.micro_batch * p.seq_len);
+  const double tokens = double(p.local_tokens());  // context parallelism: 1/cp of each sequence per GPU
   m.in_flight = in_flight_microbatches(p, stage);
   const ActivationOptions ao = activation_options(c, p);
   const RecomputeMask modules = recompute_mask(L.recompute_modules);
@@ -182,8 +202,12 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
   const RecomputeMask chosen = layout_recompute_mask(L);
   double per_mb_none = 0, per_mb_sel = 0, largest_layer = 0, inputs = 0;
   std::vector<MemoryItem> ops;  // per op, summed over the stage's layers, one micro-batch
-  for (int64_t l = first; l < first + count; ++l) {
-    const std::vector<ActTerm> terms = layer_activation_terms(c, l, ao);
+  // The stage's layers, then on the last stage the multi-token-prediction modules (DeepSeek-V3 2.2).
+  std::vector<std::vector<ActTerm>> blocks;
+  for (int64_t l = first; l < first + count; ++l) blocks.push_back(layer_activation_terms(c, l, ao));
+  if (stage == p.pp - 1)
+    for (int64_t d = 0; d < c.mtp_depth; ++d) blocks.push_back(mtp_module_terms(c, ao));
+  for (const std::vector<ActTerm>& terms : blocks) {
     const double b = activation_bytes_per_token(terms, modules) * tokens;
     per_mb_none += b;
     per_mb_sel += activation_bytes_per_token(terms, sel_mask) * tokens;
@@ -197,8 +221,9 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
     }
   }
   double head = 0;
-  if (stage == p.pp - 1)  // final norm in/out and fp32 logits for the loss
-    head = (4.0 * double(c.d_model) + 4.0 + 4.0 * double(c.vocab_size)) / double(p.tp) * tokens;
+  if (stage == p.pp - 1)  // final norm in/out and fp32 logits for the loss; again for each MTP module's head
+    head = double(1 + c.mtp_depth) * (4.0 * double(c.d_model) + 4.0 + 4.0 * double(c.vocab_size)) /
+           double(p.tp) * tokens;
   // The last stage runs the head's backward right after its forward, except under GPipe.
   const double head_part =
       head * (L.schedule == PipeSchedule::kGpipe && p.pp > 1 ? double(p.microbatches) : 1.0);
@@ -215,7 +240,7 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
 
   // Communication buffers.
   int64_t groups = 0;
-  for (int64_t g : {p.tp, p.pp, p.dp}) groups += g > 1 ? 1 : 0;
+  for (int64_t g : {p.tp, p.cp, p.pp, p.dp}) groups += g > 1 ? 1 : 0;
   if (c.n_experts > 0)
     for (int64_t g : {p.ep, p.edp}) groups += g > 1 ? 1 : 0;
   m.comm_buffers = kNcclPerGroup * double(groups);
@@ -223,6 +248,7 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
   if (L.zero_stage >= 2) m.comm_buffers += 2.0 * gbytes * sp.largest_layer;  // full-size gradient buckets
   if (p.tp > 1) m.comm_buffers += 2.0 * 2.0 * double(c.d_model) * tokens;   // sequence-parallel all-gather
   if (p.pp > 1) m.comm_buffers += 2.0 * 2.0 * double(c.d_model) * tokens / double(p.tp);  // p2p send + recv
+  if (p.cp > 1) m.comm_buffers += 2.0 * cp_kv_bytes(c, p);  // ring attention: the K/V block sent and the one received
   bool has_moe = false;
   for (int64_t l = first; l < first + count; ++l) has_moe |= c.is_moe(l);
   if (has_moe)  // dispatch send and receive buffers of one layer (combine reuses them)

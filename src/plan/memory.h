@@ -76,6 +76,11 @@ struct StageParams {
 };
 StageParams stage_params(const ModelConfig& c, const ModelStats& s, const Parallel& p, int64_t stage);
 
+// Bytes of K and V that one GPU sends per ring-attention step (context parallelism, Megatron-Core /
+// Llama 3): its micro-batch's local tokens, 2 Hkv' Dh values each for GQA (Hkv' = max(Hkv, t)),
+// H (Dn + Dr + Dv) for MLA, bf16, divided by t.
+double cp_kv_bytes(const ModelConfig& c, const Parallel& p);
+
 // Layers [first, first + count) of pipeline stage `stage` (the first L % pp stages get one more).
 std::pair<int64_t, int64_t> stage_layers(int64_t n_layers, int64_t pp, int64_t stage);
 

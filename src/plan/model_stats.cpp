@@ -21,10 +21,42 @@ double keys_at(int64_t i, int64_t window) {
   return window > 0 ? double(std::min(i + 1, window)) : double(i + 1);
 }
 
+LayerParams layer_params(const ModelConfig& c, int64_t l) {
+  const int64_t D = c.d_model, Dh = c.head_dim();
+  LayerParams p;
+  p.moe = c.is_moe(l);
+  p.local = c.is_local(l);
+  p.kv_heads = c.mla() ? c.n_heads : c.kv_heads(l);
+  p.attn_down = attention_down_params(c);
+  p.attn = attention_matmul_params(c, l) - p.attn_down;
+  p.norms = 2 * D;
+  if (c.mla()) p.norms += c.q_lora_rank + c.kv_lora_rank;  // RMSNorm on each latent (DeepSeek-V2 eq. 37 / 9)
+  else if (c.qk_norm) p.norms += 2 * Dh;
+  if (!p.moe) {
+    p.dense_ffn = 3 * c.d_ff * D;
+  } else {
+    const int64_t Din = c.expert_in_dim(), F = c.d_expert;
+    p.router = c.n_experts * D;
+    if (c.d_latent > 0) {
+      p.latent = 2 * c.d_latent * D;
+      p.norms += c.d_latent;
+    }
+    if (c.moe_out_norm) p.norms += D;
+    p.shared = c.n_shared_experts * 3 * F * D;
+    p.per_expert = 3 * F * Din;
+    p.experts = c.n_experts * p.per_expert;
+  }
+  return p;
+}
+
+int64_t kv_cache_elems(const ModelConfig& c, int64_t l) {
+  return c.mla() ? c.kv_lora_rank + c.qk_rope_head_dim : 2 * c.kv_heads(l) * c.head_dim();
+}
+
 ModelStats model_stats(const ModelConfig& c, int64_t seq_len) {
   ModelStats s;
   s.seq_len = seq_len;
-  const int64_t D = c.d_model, H = c.n_heads, Dh = c.head_dim(), V = c.vocab_size;
+  const int64_t D = c.d_model, H = c.n_heads, V = c.vocab_size;
   s.embed = V * D;
   s.head = c.tied_embeddings ? 0 : V * D;
   s.final_norm = D;
@@ -32,50 +64,46 @@ ModelStats model_stats(const ModelConfig& c, int64_t seq_len) {
   int64_t norms_total = D;
   double kv_seq = 0;
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    LayerParams p;
-    p.moe = c.is_moe(l);
-    p.local = c.is_local(l);
-    p.kv_heads = c.kv_heads(l);
-    p.attn = (H + 2 * p.kv_heads) * Dh * D + D * H * Dh;
-    p.norms = 2 * D + (c.qk_norm ? 2 * Dh : 0);
-    if (!p.moe) {
-      p.dense_ffn = 3 * c.d_ff * D;
-    } else {
-      const int64_t Din = c.expert_in_dim(), F = c.d_expert;
-      p.router = c.n_experts * D;
-      if (c.d_latent > 0) {
-        p.latent = 2 * c.d_latent * D;
-        p.norms += c.d_latent;
-      }
-      if (c.moe_out_norm) p.norms += D;
-      p.shared = c.n_shared_experts * 3 * F * D;
-      p.per_expert = 3 * F * Din;
-      p.experts = c.n_experts * p.per_expert;
+    const LayerParams p = layer_params(c, l);
+    if (p.moe) {
       s.expert_params += p.experts;
       ++s.moe_layers;
     }
     s.total += p.total();
     norms_total += p.norms;
-    // bf16 K and V: 2 tensors x Hkv x Dh x 2 bytes per cached token.
-    const double per_tok = 2.0 * double(p.kv_heads * Dh) * 2.0;
+    const double per_tok = double(kv_cache_elems(c, l)) * 2.0;  // bf16
     s.kv_bytes_per_token += per_tok;
     const int64_t cached = p.local ? std::min(seq_len, c.window) : seq_len;
     kv_seq += per_tok * double(cached);
     s.layers.push_back(p);
   }
+  if (c.mtp_depth > 0) {
+    s.mtp_block = layer_params(c, c.n_layers - 1);
+    s.mtp_extra = 2 * D * D + 3 * D;
+    s.mtp_params = c.mtp_depth * (s.mtp_block.total() + s.mtp_extra);
+    s.total += s.mtp_params;
+    s.expert_params += c.mtp_depth * s.mtp_block.experts;
+  }
   s.kv_bytes_per_sequence = kv_seq;
   s.active_matmul = active_matmul_params(c);
   s.active_params = s.active_matmul + norms_total;
   s.train_flops_per_token = flops_per_token(c, seq_len);
-  // Forward: 2 FLOPs per active matmul parameter, plus QK^T and PV (2 x 2 x H Dh per key).
+  // Forward: 2 FLOPs per active matmul parameter, plus QK^T and PV: 2 H (Dqk + Dv) per key. The MTP
+  // modules are not used (DeepSeek-V3 discards them, or runs them for speculative decoding).
   double mean_keys_sum = 0, decode_keys = 0;
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const int64_t w = c.is_local(l) ? c.window : 0;
     mean_keys_sum += mean_keys(seq_len, w);
     decode_keys += keys_at(seq_len - 1, w);
   }
-  s.prefill_flops_per_token = 2.0 * double(s.active_matmul) + 4.0 * double(H * Dh) * mean_keys_sum;
-  s.decode_flops_per_token = 2.0 * double(s.active_matmul) + 4.0 * double(H * Dh) * decode_keys;
+  const double per_key = 2.0 * double(H * (c.qk_head_dim() + c.v_dim()));
+  s.prefill_flops_per_token = 2.0 * double(s.active_matmul) + per_key * mean_keys_sum;
+  // Decode with MLA in its absorbed form (DeepSeek-V2 2.1.2: W_UK folded into the query, W_UV into the
+  // output): the same matrices once per token, and per cached key 2 H (Dc + Dr) for the scores over the
+  // latent and the RoPE key plus 2 H Dc for the values over the latent.
+  const double decode_per_key =
+      c.mla() ? 2.0 * double(H * (2 * c.kv_lora_rank + c.qk_rope_head_dim)) : per_key;
+  s.decode_flops_per_token = 2.0 * double(s.active_matmul) + decode_per_key * decode_keys;
   return s;
 }
 

@@ -3,7 +3,9 @@
 // count `moetrain bench` uses, model/flops.h) and the inference cost of the
 // architecture: KV-cache bytes and forward FLOPs per token.
 // Legend: D model dim, H heads, Hkv kv heads, Dh head dim, F ffn/expert
-// hidden, E experts, K top-k, Dl latent dim, V vocab, S context length.
+// hidden, E experts, K top-k, Dl latent dim, V vocab, S context length;
+// MLA: Dq query latent, Dc kv latent, Dn / Dr q-k dims without / with RoPE,
+// Dv value dim (model/config.h).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -16,15 +18,16 @@ struct LayerParams {
   bool moe = false;
   bool local = false;        // sliding-window attention layer
   int64_t kv_heads = 0;
-  int64_t attn = 0;          // wq, wk, wv, wo
-  int64_t norms = 0;         // attn/ffn norms, q/k norms, latent and output norms
+  int64_t attn = 0;          // wq, wk, wv, wo (MLA: W_UQ or W_Q, W_UK, W_UV, W_O), split by TP
+  int64_t attn_down = 0;     // MLA: W_DQ and W_DKV, whole on every TP rank (model/weights.h)
+  int64_t norms = 0;         // attn/ffn norms, q/k norms, MLA latent norms, MoE latent and output norms
   int64_t dense_ffn = 0;     // SwiGLU w1, w3, w2 (dense layers)
   int64_t router = 0;        // (E, D)
   int64_t latent = 0;        // down (Dl, D) + up (D, Dl)
   int64_t shared = 0;        // shared experts
   int64_t experts = 0;       // all routed experts
   int64_t per_expert = 0;    // one routed expert: 3 F Din
-  int64_t dense() const { return attn + norms + dense_ffn + router + latent + shared; }
+  int64_t dense() const { return attn + attn_down + norms + dense_ffn + router + latent + shared; }
   int64_t total() const { return dense() + experts; }
 };
 
@@ -33,21 +36,34 @@ struct ModelStats {
   int64_t embed = 0;            // (V, D)
   int64_t head = 0;             // (V, D) when untied, else 0
   int64_t final_norm = 0;
-  int64_t total = 0;            // every parameter
-  int64_t expert_params = 0;    // routed experts, all layers
+  int64_t total = 0;            // every parameter, multi-token-prediction modules included
+  int64_t expert_params = 0;    // routed experts, all layers (MTP blocks included)
+  // Multi-token prediction (DeepSeek-V3 section 2.2), per module: the block (like the last layer) and the
+  // rest: RMSNorms on the hidden state and on the embedding, the projection (D, 2D) and the final norm
+  // before the shared head (the released checkpoint's shared_head.norm). The embedding and head are shared.
+  LayerParams mtp_block;
+  int64_t mtp_extra = 0;        // 2D^2 + 3D per module
+  int64_t mtp_params = 0;       // mtp_depth x (block + extra)
   int64_t active_matmul = 0;    // model/weights.h active_matmul_params
   int64_t active_params = 0;    // active_matmul + norms (the LM head counts; the embedding lookup does not)
   int64_t moe_layers = 0;
   double train_flops_per_token = 0;     // model/flops.h flops_per_token (forward + backward)
   // Inference, bf16 cache, context S = seq_len.
-  double kv_bytes_per_token = 0;        // every layer's K and V for one token
+  double kv_bytes_per_token = 0;        // every layer's K and V for one token (MLA: its latent and RoPE key)
   double kv_bytes_per_sequence = 0;     // S tokens; sliding-window layers keep only `window` entries
   double prefill_flops_per_token = 0;   // forward only, mean over a prompt of S tokens
-  double decode_flops_per_token = 0;    // forward only, one new token at context S
+  double decode_flops_per_token = 0;    // forward only, one new token at context S (MLA: absorbed form)
   int64_t seq_len = 0;
 };
 
 ModelStats model_stats(const ModelConfig& c, int64_t seq_len);
+
+// Parameters of layer `l` by kind.
+LayerParams layer_params(const ModelConfig& c, int64_t l);
+
+// KV-cache elements one token keeps in layer `l`: 2 Hkv Dh for GQA; Dc + Dr for MLA, whose cache is the
+// latent c_KV and the shared RoPE key (DeepSeek-V2 section 2.1.2, Table 1).
+int64_t kv_cache_elems(const ModelConfig& c, int64_t l);
 
 // Mean keys per query over a sequence of T tokens (closed form of
 // kernels/cpu attention_mean_keys): (T + 1) / 2 on global layers, min(i + 1, w) averaged on local ones.

@@ -65,6 +65,8 @@ struct LayerCost {
   double gemm = 0;          // GEMM time, forward + backward (the window TP collectives hide behind)
   double tp_comm = 0;       // TP collectives, forward + backward (+ recomputed forward)
   double a2a = 0;           // EP all-to-all, forward + backward (+ recomputed forward)
+  double cp_comm = 0;       // ring-attention K/V (and backward dK/dV) transfers, forward + backward (+ recompute)
+  double cp_window = 0;     // attention compute the ring hides behind
   double hw_flops = 0;      // FLOPs executed, recomputation included
 };
 
@@ -75,19 +77,38 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
   // same sustained fraction of the FP8 peak; router, LM head and attention stay in bf16. Bytes unchanged.
   Machine lin = mc;
   if (p.cfg.gemm == GemmPrecision::kFp8) lin.gemm = mc.fp8_gemm;
-  const double t = double(p.tp), M = double(p.micro_batch * p.seq_len), Mt = M / t;
+  const double t = double(p.tp), M = double(p.local_tokens()), Mt = M / t;  // context parallelism: 1/cp of the sequence
   const double D = double(c.d_model), H = double(c.n_heads), Dh = double(c.head_dim());
   const double hkv = double(std::max(c.kv_heads(l), p.tp));
   const double act_bytes = 2.0 * M * D;  // one (M, D) bf16 activation
   const bool full = p.cfg.recompute == Recompute::kFull;
 
   // ---- attention sub-block
-  double fwd_gemm = gemm_time(M, (H + 2 * hkv) * Dh / t, D, lin) + gemm_time(M, D, H * Dh / t, lin);
-  double fwd_mem = mem_s(4 * D * Mt, mc) /* norm */ + mem_s(4 * (H + hkv) * Dh * Mt, mc) /* rope */ +
-                   mem_s(6 * D * Mt, mc) /* residual */;
-  if (c.qk_norm) fwd_mem += mem_s(4 * (H + hkv) * Dh * Mt, mc);
+  double fwd_gemm, fwd_mem, attn_flops, proj_flops, gather_bytes = act_bytes;
   const double keys = mean_keys(p.seq_len, c.is_local(l) ? c.window : 0);
-  const double attn_flops = 4.0 * M * (H / t) * Dh * keys;
+  if (!c.mla()) {
+    fwd_gemm = gemm_time(M, (H + 2 * hkv) * Dh / t, D, lin) + gemm_time(M, D, H * Dh / t, lin);
+    fwd_mem = mem_s(4 * D * Mt, mc) /* norm */ + mem_s(4 * (H + hkv) * Dh * Mt, mc) /* rope */ +
+              mem_s(6 * D * Mt, mc) /* residual */;
+    if (c.qk_norm) fwd_mem += mem_s(4 * (H + hkv) * Dh * Mt, mc);
+    attn_flops = 4.0 * M * (H / t) * Dh * keys;
+    proj_flops = 2.0 * M * D * ((H + 2 * hkv) * Dh + H * Dh) / t;
+  } else {
+    // MLA (DeepSeek-V2 2.1), training form: the down-projections W_DQ, W_DKV run whole on each rank's
+    // sequence-parallel share (M/t tokens), their latents are all-gathered instead of the hidden state,
+    // the up-projections and W_O are split by heads like GQA's.
+    const double Dq = double(c.q_lora_rank), Dc = double(c.kv_lora_rank), Dr = double(c.qk_rope_head_dim);
+    const double Dn = double(c.qk_nope_head_dim), Dv = double(c.v_head_dim), Dqk = Dn + Dr;
+    const double q_in = Dq > 0 ? Dq : D;  // W_UQ reads the query latent, W_Q the hidden state
+    fwd_gemm = gemm_time(Mt, Dq + Dc + Dr, D, lin) + gemm_time(M, H * Dqk / t, q_in, lin) +
+               gemm_time(M, H * (Dn + Dv) / t, Dc, lin) + gemm_time(M, D, H * Dv / t, lin);
+    fwd_mem = mem_s(4 * D * Mt, mc) /* norm */ + mem_s(4 * (Dq + Dc) * Mt, mc) /* latent norms */ +
+              mem_s(4 * (H + 1) * Dr * Mt, mc) /* rope */ + mem_s(4 * H * Dr * Mt, mc) /* k^R broadcast */ +
+              mem_s(6 * D * Mt, mc) /* residual */;
+    attn_flops = 2.0 * M * (H / t) * (Dqk + Dv) * keys;
+    proj_flops = 2.0 * Mt * D * (Dq + Dc + Dr) + 2.0 * M * (H * Dqk * q_in + H * (Dn + Dv) * Dc + D * H * Dv) / t;
+    gather_bytes = 2.0 * M * ((Dq > 0 ? Dq : D) + Dc + Dr);
+  }
   double attn_fwd, attn_bwd;
   if (p.cfg.flash_attention) {
     attn_fwd = attn_flops / mc.attn + mc.lat;
@@ -98,14 +119,26 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
     attn_bwd = 2 * attn_flops / mc.gemm + mem_s(16 * probs, mc) + 4 * mc.lat;
   }
   double tp_fwd = 0;
-  if (p.tp > 1) tp_fwd += all_gather_s(act_bytes, g.tp, lk) + reduce_scatter_s(act_bytes, g.tp, lk);
+  if (p.tp > 1) tp_fwd += all_gather_s(gather_bytes, g.tp, lk) + reduce_scatter_s(act_bytes, g.tp, lk);
   r.fwd += fwd_gemm + fwd_mem + attn_fwd;
   r.bwd += 2 * fwd_gemm + 2 * fwd_mem + attn_bwd;
   r.gemm += 3 * fwd_gemm;
   r.tp_comm += 2 * tp_fwd;
-  r.hw_flops += 3 * 2.0 * M * D * ((H + 2 * hkv) * Dh + H * Dh) / t + 3.5 * attn_flops;
+  r.hw_flops += 3 * proj_flops + 3.5 * attn_flops;
   double layer_fwd = fwd_gemm + fwd_mem + attn_fwd, layer_tp_fwd = tp_fwd, layer_a2a_fwd = 0;
-  double layer_fwd_flops = 2.0 * M * D * ((H + 2 * hkv) * Dh + H * Dh) / t + attn_flops;
+  double layer_fwd_flops = proj_flops + attn_flops;
+  // Context parallelism (ring attention, Megatron-Core / Llama 3): each rank's queries meet the whole
+  // sequence's keys, so with load-balanced chunks the attention FLOPs above (local queries x mean keys of
+  // the full sequence) are 1/cp of the total. K/V blocks go round the ring in cp - 1 steps forward; the
+  // backward sends K/V and their gradients (twice the bytes). Step i+1's transfer hides behind step i's
+  // attention, so all but one step's share of the attention time is the window.
+  double layer_cp_fwd = 0;
+  if (p.cp > 1) {
+    const double step = p2p_s(cp_kv_bytes(c, p), g.cp_same_domain, lk), steps = double(p.cp - 1);
+    layer_cp_fwd = steps * step;
+    r.cp_comm += layer_cp_fwd + 2 * steps * step;
+    r.cp_window += (attn_fwd + attn_bwd) * steps / double(p.cp);
+  }
   if (p.cfg.recompute == Recompute::kSelective) {
     r.recompute += attn_fwd;
     r.hw_flops += attn_flops;
@@ -153,7 +186,13 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
                 mem_s(2 * Din * rows + 2 * D * Mt, mc) /* combine */ + mem_s(6 * D * Mt, mc) /* residual */;
     if (c.d_latent > 0) mm += mem_s(4 * double(c.d_latent) * Mt, mc);
     if (c.moe_out_norm) mm += mem_s(4 * D * Mt, mc);
-    const double a2a = p.ep > 1 ? 2 * all_to_all_s(2.0 * rows * Din, g.ep, lk) : 0.0;  // dispatch + combine
+    // Dispatch + combine; with group-limited routing each token crosses the scale-out network once per
+    // destination domain (DeepSeek-V3 3.2.2).
+    double a2a = 0;
+    if (p.ep > 1 && c.max_groups_per_token > 0)
+      a2a = 2 * all_to_all_node_limited_s(2.0 * rows * Din, double(c.top_k), ep_domains_per_token(c, g.ep), g.ep, lk);
+    else if (p.ep > 1)
+      a2a = 2 * all_to_all_s(2.0 * rows * Din, g.ep, lk);
     r.fwd += gm + mm;
     r.bwd += 2 * gm + 2 * mm;
     r.gemm += 3 * gm;
@@ -166,6 +205,7 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
   if (full) {
     r.recompute += layer_fwd;
     r.tp_comm += layer_tp_fwd;
+    r.cp_comm += layer_cp_fwd;
     r.a2a += layer_a2a_fwd;
     r.hw_flops += layer_fwd_flops;
   }
@@ -174,17 +214,20 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
 
 struct StageCost {
   double fwd = 0, bwd = 0, recompute = 0, tp_comm = 0, tp_exposed = 0, a2a = 0, a2a_exposed = 0;
+  double cp_comm = 0, cp_exposed = 0;
   double hw_flops = 0;
-  double per_mb() const { return fwd + bwd + recompute + tp_exposed + a2a_exposed; }
+  double per_mb() const { return fwd + bwd + recompute + tp_exposed + a2a_exposed + cp_exposed; }
 };
 
 StageCost stage_cost(const ModelConfig& c, const Parallel& p, int64_t stage, const Machine& mc, const Links& lk,
                      const GroupSpans& g, double ov, double ep_ov) {
   StageCost sc;
   auto [first, count] = stage_layers(p, c.n_layers, stage);
-  double gemm = 0, moe_compute = 0;
-  for (int64_t l = first; l < first + count; ++l) {
+  double gemm = 0, moe_compute = 0, cp_window = 0;
+  auto add = [&](int64_t l) {
     const LayerCost lc = layer_cost(c, l, p, mc, lk, g);
+    sc.cp_comm += lc.cp_comm;
+    cp_window += lc.cp_window;
     sc.fwd += lc.fwd;
     sc.bwd += lc.bwd;
     sc.recompute += lc.recompute;
@@ -193,23 +236,39 @@ StageCost stage_cost(const ModelConfig& c, const Parallel& p, int64_t stage, con
     sc.hw_flops += lc.hw_flops;
     gemm += lc.gemm;
     if (c.is_moe(l)) moe_compute += lc.fwd + lc.bwd + lc.recompute;
+  };
+  for (int64_t l = first; l < first + count; ++l) add(l);
+  const double t = double(p.tp), M = double(p.local_tokens()), D = double(c.d_model);
+  if (stage == p.pp - 1 && c.mtp_depth > 0) {
+    // Multi-token prediction (DeepSeek-V3 2.2) on the last stage: per module two RMSNorms, the (D, 2D)
+    // projection and a block like the last layer; its head pass is counted with the LM head below.
+    for (int64_t d = 0; d < c.mtp_depth; ++d) {
+      add(c.n_layers - 1);
+      Machine lin = mc;
+      if (p.cfg.gemm == GemmPrecision::kFp8) lin.gemm = mc.fp8_gemm;
+      const double gm = gemm_time(M, D / t, 2 * D, lin);
+      sc.fwd += gm + mem_s(8 * D * M / t, mc);
+      sc.bwd += 2 * gm + mem_s(16 * D * M / t, mc);
+      gemm += 3 * gm;
+      sc.hw_flops += 3 * 2.0 * M * 2 * D * D / t;
+    }
   }
-  const double t = double(p.tp), M = double(p.micro_batch * p.seq_len), D = double(c.d_model);
   if (stage == 0) {  // embedding gather and its scatter-add gradient
     sc.fwd += mem_s(4 * D * M / t, mc);
     sc.bwd += mem_s(8 * D * M / t, mc);
   }
-  if (stage == p.pp - 1) {  // final norm, LM head GEMM, fused cross-entropy on fp32 logits
-    const double V = double(c.vocab_size);
+  if (stage == p.pp - 1) {  // final norm, LM head GEMM, fused cross-entropy on fp32 logits (again per MTP module)
+    const double V = double(c.vocab_size), heads = double(1 + c.mtp_depth);
     const double gm = gemm_time(M, V / t, D, mc);
-    sc.fwd += gm + mem_s(4 * D * M / t, mc) + mem_s(8 * V * M / t, mc);
-    sc.bwd += 2 * gm + mem_s(8 * D * M / t, mc) + mem_s(8 * V * M / t, mc);
-    gemm += 3 * gm;
-    sc.hw_flops += 3 * 2.0 * M * V * D / t;
-    if (p.tp > 1) sc.tp_comm += 2 * all_gather_s(2.0 * M * D, g.tp, lk);
+    sc.fwd += heads * (gm + mem_s(4 * D * M / t, mc) + mem_s(8 * V * M / t, mc));
+    sc.bwd += heads * (2 * gm + mem_s(8 * D * M / t, mc) + mem_s(8 * V * M / t, mc));
+    gemm += heads * 3 * gm;
+    sc.hw_flops += heads * 3 * 2.0 * M * V * D / t;
+    if (p.tp > 1) sc.tp_comm += heads * 2 * all_gather_s(2.0 * M * D, g.tp, lk);
   }
   sc.tp_exposed = p.cfg.tp_overlap ? exposed_s(sc.tp_comm, gemm, ov) : sc.tp_comm;
   sc.a2a_exposed = exposed_s(sc.a2a, moe_compute, ep_ov);
+  sc.cp_exposed = exposed_s(sc.cp_comm, cp_window, ov);
   return sc;
 }
 
@@ -240,6 +299,26 @@ double all_to_all_s(double bytes, GroupSpan g, const Links& l) {
   return std::max(intra > 0 ? intra / l.nvlink_Bps : 0.0, inter > 0 ? inter / l.scaleout_Bps : 0.0) + l.latency_s;
 }
 
+double all_to_all_node_limited_s(double bytes, double k, double domains, GroupSpan g, const Links& l) {
+  if (g.n <= 1 || bytes <= 0) return 0.0;
+  const double n = double(g.n), m = double(std::clamp<int64_t>(g.m, 1, g.n)), N = n / m;
+  if (N <= 1.0) return all_to_all_s(bytes, g, l);
+  const double remote = (N - 1) / N;
+  const double inter = bytes * std::min(domains, k) / k * remote;
+  const double intra = bytes * (m - 1) / n + bytes * remote * (m - 1) / m;
+  return std::max(intra / l.nvlink_Bps, inter / l.scaleout_Bps) + 2 * l.latency_s;
+}
+
+double ep_domains_per_token(const ModelConfig& c, GroupSpan ep) {
+  const double K = double(c.top_k);
+  if (c.max_groups_per_token <= 0 || c.expert_groups <= 0) return K;
+  const double m = double(std::clamp<int64_t>(ep.m, 1, ep.n)), n = double(ep.n);
+  const double domains = std::ceil(n / m);
+  // Groups are contiguous, as the experts over the EP ranks: one spans n / G ranks.
+  const double per_group = std::max(1.0, std::ceil(n / (double(c.expert_groups) * m)));
+  return std::min({K, domains, double(c.max_groups_per_token) * per_group});
+}
+
 double p2p_s(double bytes, bool same_domain, const Links& l) {
   if (bytes <= 0) return 0.0;
   return bytes / (same_domain ? l.nvlink_Bps : l.scaleout_Bps) + l.latency_s;
@@ -252,10 +331,13 @@ GroupSpans group_spans(const Parallel& p, int64_t dom) {
   };
   g.tp = {p.tp, std::min(p.tp, dom)};
   g.ep = {p.ep, std::min(p.ep, dom)};
-  g.dp = {p.dp, per_domain(p.dp, p.tp)};
+  g.cp = {p.cp, per_domain(p.cp, p.tp)};
+  g.cp_same_domain = p.tp * p.cp <= dom;
+  // Gradients are reduced over every replica of the weights: the dp x cp ranks after tp.
+  g.dp = {p.grad_replicas(), per_domain(p.grad_replicas(), p.tp)};
   g.edp = {p.edp, per_domain(p.edp, p.ep)};
-  g.pp = {p.pp, per_domain(p.pp, p.tp * p.dp)};
-  g.pp_same_domain = p.tp * p.dp < dom;
+  g.pp = {p.pp, per_domain(p.pp, p.tp * p.cp * p.dp)};
+  g.pp_same_domain = p.tp * p.cp * p.dp < dom;
   return g;
 }
 
@@ -291,6 +373,8 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
   st.tp_exposed_s = m * worst.tp_exposed;
   st.ep_comm_s = m * worst.a2a;
   st.ep_exposed_s = m * worst.a2a_exposed;
+  st.cp_comm_s = m * worst.cp_comm;
+  st.cp_exposed_s = m * worst.cp_exposed;
   double bubble_units = 0;
   const double pp = double(p.pp);
   switch (p.cfg.schedule) {
@@ -302,7 +386,7 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
   }
   st.bubble_s = bubble_units * mean_mb;
   if (p.pp > 1) {
-    const double bytes = 2.0 * double(p.micro_batch * p.seq_len * c.d_model) / double(p.tp);
+    const double bytes = 2.0 * double(p.local_tokens() * c.d_model) / double(p.tp);
     const double t1 = p2p_s(bytes, g.pp_same_domain, lk);
     st.pp_p2p_exposed_s = 2 * (pp - 1) * t1 + m * 2 * t1 * (1 - ov);
   }
@@ -344,7 +428,7 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
 
   // Optimizer update on this GPU's shard: memory-bound (AdamW reads gradient, m, v, master; writes m, v,
   // master, weights); Muon adds ~30 d_model FLOPs per parameter of Newton–Schulz iterations.
-  const double shard = p.cfg.zero_stage >= 1 ? sp.dense / double(p.dp) + sp.experts / double(p.edp)
+  const double shard = p.cfg.zero_stage >= 1 ? sp.dense / double(p.grad_replicas()) + sp.experts / double(p.edp)
                                              : sp.dense + sp.experts;
   const bool master = p.cfg.params == Precision::kBf16;
   const double per_param = gbytes + 16.0 + (master ? 8.0 + wbytes : 8.0);
@@ -356,7 +440,7 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
     if (p.cfg.optimizer == OptimizerKind::kMuon) st.optimizer_s += 30.0 * double(c.d_model) * shard / mc.gemm;
   }
 
-  st.step_s = st.compute_s + st.recompute_s + st.tp_exposed_s + st.ep_exposed_s + st.bubble_s +
+  st.step_s = st.compute_s + st.recompute_s + st.tp_exposed_s + st.ep_exposed_s + st.cp_exposed_s + st.bubble_s +
               st.pp_p2p_exposed_s + st.dp_exposed_s + st.optimizer_s;
   const double tokens = double(p.tokens_per_step());
   st.model_flops_per_step = s.train_flops_per_token * tokens;
@@ -364,7 +448,7 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
   const double peak_all = mc.peak * double(p.gpus);
   st.mfu = st.model_flops_per_step / (st.step_s * peak_all);
   // Hardware FLOPs: every stage's executed FLOPs, for all micro-batches, over dp x tp copies.
-  st.hfu = hw_flops * double(p.dp) / (st.step_s * peak_all);
+  st.hfu = hw_flops * double(p.grad_replicas()) / (st.step_s * peak_all);
   return st;
 }
 
@@ -397,6 +481,9 @@ std::vector<TermSource> step_time_sources(const ClusterConfig& cl, const LayoutC
                               (l.tp_overlap ? hide + " behind the layer's GEMMs" : "; not overlapped")});
   v.push_back({"ep_comm", "all-to-all dispatch + combine of the expert rows, " + links +
                               fmt::format("; comm.ep_overlap {:.2f} of it hidden (layout input)", l.ep_overlap)});
+  v.push_back({"cp_comm", "ring attention (Megatron-Core / Llama 3): cp - 1 point-to-point K/V steps per layer "
+                          "forward, K/V and their gradients backward, " + links +
+                              hide + " behind the attention of the previous chunk"});
   v.push_back({"dp_comm", "ring reduce-scatter / all-gather of gradients and weights by ZeRO stage (hierarchical "
                           "across NVLink domains), " + links +
                               (l.dp_overlap ? hide + " behind the last backward / first forward" : "; not overlapped")});

@@ -40,11 +40,23 @@ double reduce_scatter_s(double bytes, GroupSpan g, const Links& l);
 double all_reduce_s(double bytes, GroupSpan g, const Links& l);
 double all_to_all_s(double bytes, GroupSpan g, const Links& l);      // bytes = what one GPU sends in total
 double p2p_s(double bytes, bool same_domain, const Links& l);
+// All-to-all dispatch under node-limited routing (DeepSeek-V3 sections 2.1.2 and 3.2.2): a token whose K
+// expert rows go to at most `domains` NVLink domains crosses the scale-out network once per destination
+// domain and is forwarded to the experts' GPUs inside it over NVLink. `bytes` as all_to_all_s; with N
+// domains in the group a token's destination is remote with odds (N - 1) / N, so the scale-out part is
+// bytes x domains / K x (N - 1) / N instead of bytes x (N - 1) / N, and NVLink carries the home-domain
+// rows plus the forwarded ones; two hops of latency.
+double all_to_all_node_limited_s(double bytes, double k, double domains, GroupSpan g, const Links& l);
+// NVLink domains a token's experts span at most under group-limited routing: min(K, domains of the EP
+// group, M x domains one group spans); K (no bound) when the model does not limit groups.
+double ep_domains_per_token(const ModelConfig& c, GroupSpan ep);
 
-// Group spans for rank order tp (fastest), ep within dp x tp, dp, pp (slowest).
+// Group spans for rank order tp (fastest), cp, ep within dp x cp x tp, dp, pp (slowest). dp is the
+// gradient-reduction group: the dp x cp ranks that hold the same weights.
 struct GroupSpans {
-  GroupSpan tp, dp, ep, edp, pp;
+  GroupSpan tp, cp, dp, ep, edp, pp;
   bool pp_same_domain = false;
+  bool cp_same_domain = true;  // the whole K/V ring inside one NVLink domain
 };
 GroupSpans group_spans(const Parallel& p, int64_t gpus_per_domain);
 
@@ -61,6 +73,7 @@ struct StepTime {
   double recompute_s = 0;     // extra forward work of activation recomputation
   double tp_comm_s = 0, tp_exposed_s = 0;
   double ep_comm_s = 0, ep_exposed_s = 0;
+  double cp_comm_s = 0, cp_exposed_s = 0;  // context parallelism's K/V ring
   double dp_comm_s = 0, dp_exposed_s = 0;
   double pp_p2p_exposed_s = 0;
   double bubble_s = 0;

@@ -33,8 +33,8 @@ FailureInputs failure_inputs(const Plan& p, int64_t gpus, int64_t racks_used, do
   f.gpus_needed_per_unit = (gpus + racks_used - 1) / racks_used;
   f.gpus_per_node = std::min(c.device.gpus_per_node, c.gpus_per_rack);
   f.sla_min_gpus_up = c.sla_min_gpus_up;
-  // A replica can be dropped only with its whole expert-parallel group: pp x lcm(tp, ep) GPUs.
-  f.shrink_gpus = p.par.pp * std::lcm(p.par.tp, p.par.ep);
+  // A replica can be dropped only with its whole expert-parallel group: pp x lcm(tp x cp, ep) GPUs.
+  f.shrink_gpus = p.par.pp * std::lcm(p.par.tp * p.par.cp, p.par.ep);
   f.gpu_mtbf_h = c.gpu_mtbf_hours;
   f.node_share = c.node_share();
   f.repair_h = c.gpu_repair_hours;
@@ -91,11 +91,11 @@ Reliability reliability(const Plan& p) {
   // dp x tp is a multiple of ep; for each number of racks used, the largest such dp that fits.
   const Parallel& par = p.par;
   const int64_t seqs = par.global_batch / par.micro_batch;
-  const int64_t tp_pp = par.tp * par.pp;
+  const int64_t tp_pp = par.tp * par.cp * par.pp;
   std::vector<int64_t> seen_racks;
   std::vector<SpareOption> all;
   for (int64_t dp = std::min<int64_t>(seqs, c.total_gpus() / tp_pp); dp >= 1; --dp) {
-    if (seqs % dp != 0 || (dp * par.tp) % par.ep != 0) continue;
+    if (seqs % dp != 0 || (dp * par.cp * par.tp) % par.ep != 0) continue;
     const int64_t n = dp * tp_pp;
     const int64_t used = (n + per_rack - 1) / per_rack;
     const bool seen = std::find(seen_racks.begin(), seen_racks.end(), used) != seen_racks.end();
@@ -260,7 +260,16 @@ nlohmann::json to_json(const Plan& p) {
                 {"layers", p.in.model.n_layers},
                 {"moe_layers", s.moe_layers},
                 {"seq_len", p.par.seq_len},
-                {"train_flops_per_token", s.train_flops_per_token}};
+                {"train_flops_per_token", s.train_flops_per_token},
+                {"attention", p.in.model.mla() ? "mla" : "gqa"},
+                {"mtp_depth", p.in.model.mtp_depth},
+                {"mtp_params", s.mtp_params}};
+  if (p.in.model.mla())
+    j["model"]["mla"] = {{"q_lora_rank", p.in.model.q_lora_rank},
+                         {"kv_lora_rank", p.in.model.kv_lora_rank},
+                         {"qk_nope_head_dim", p.in.model.qk_nope_head_dim},
+                         {"qk_rope_head_dim", p.in.model.qk_rope_head_dim},
+                         {"v_head_dim", p.in.model.v_head_dim}};
   j["inference"] = {{"kv_cache_bytes_per_token", s.kv_bytes_per_token},
                     {"kv_cache_bytes_per_sequence", s.kv_bytes_per_sequence},
                     {"context", s.seq_len},
@@ -278,6 +287,7 @@ nlohmann::json to_json(const Plan& p) {
                  {"label", layout_label(par.cfg)},
                  {"gpus", par.gpus},
                  {"tp", par.tp},
+                 {"cp", par.cp},
                  {"pp", par.pp},
                  {"pp_schedule", to_string(par.cfg.schedule)},
                  {"virtual_stages", par.v},
@@ -291,6 +301,9 @@ nlohmann::json to_json(const Plan& p) {
   if (p.in.model.n_experts > 0) {  // expert fields only exist for MoE models
     j["layout"]["ep"] = par.ep;
     j["layout"]["expert_dp"] = par.edp;
+    j["layout"]["ep_domains_per_token"] = ep_domains_per_token(p.in.model, group_spans(par, c.device.gpus_per_domain).ep);
+    j["model"]["expert_groups"] = p.in.model.expert_groups;
+    j["model"]["max_groups_per_token"] = p.in.model.max_groups_per_token;
   }
   json mem;
   for (const MemoryItem& it : p.mem.items()) mem[it.key] = std::llround(it.bytes);
@@ -311,6 +324,7 @@ nlohmann::json to_json(const Plan& p) {
   j["step_time"] = {{"compute", t.compute_s},          {"recompute", t.recompute_s},
                     {"tp_comm", t.tp_comm_s},           {"tp_exposed", t.tp_exposed_s},
                     {"ep_comm", t.ep_comm_s},           {"ep_exposed", t.ep_exposed_s},
+                    {"cp_comm", t.cp_comm_s},           {"cp_exposed", t.cp_exposed_s},
                     {"dp_comm", t.dp_comm_s},           {"dp_exposed", t.dp_exposed_s},
                     {"pp_bubble", t.bubble_s},          {"pp_p2p_exposed", t.pp_p2p_exposed_s},
                     {"optimizer", t.optimizer_s},       {"total", t.step_s}};
@@ -488,8 +502,22 @@ std::string to_text(const Plan& p) {
                                  fmtx::count(double(s.active_params)), m.n_layers, m.d_model);
   if (m.n_experts > 0) arch += fmt::format(", {} experts top-{}", m.n_experts, m.top_k);
   line("Model", arch);
+  if (m.max_groups_per_token > 0 && par.ep > 1)
+    line("", fmt::format("group-limited routing: at most {} of {} expert groups per token, {:g} NVLink domains of the "
+                         "EP group's {} (all-to-all crosses the scale-out network once per domain)",
+                         m.max_groups_per_token, m.expert_groups,
+                         ep_domains_per_token(m, group_spans(par, c.device.gpus_per_domain).ep),
+                         (par.ep + c.device.gpus_per_domain - 1) / c.device.gpus_per_domain));
+  if (m.mla())
+    line("", fmt::format("MLA: {} heads, q latent {}, kv latent {} + RoPE key {} cached, q-k head {} + {}, v head {}",
+                         m.n_heads, m.q_lora_rank, m.kv_lora_rank, m.qk_rope_head_dim, m.qk_nope_head_dim,
+                         m.qk_rope_head_dim, m.v_head_dim));
+  if (m.mtp_depth > 0)
+    line("", fmt::format("multi-token prediction: {} module(s), {} params (in the total), loss weight {:g}",
+                         m.mtp_depth, fmtx::count(double(s.mtp_params)), m.mtp_loss_weight));
   line("", fmt::format("{} training FLOP/token at seq {}", fmtx::flops(s.train_flops_per_token), par.seq_len));
-  line("Layout", fmt::format("{}: tp {} x pp {} x dp {}{}{}", layout_label(par.cfg), par.tp, par.pp, par.dp,
+  line("Layout", fmt::format("{}: tp {}{} x pp {} x dp {}{}{}", layout_label(par.cfg), par.tp,
+                             par.cp > 1 ? fmt::format(" x cp {}", par.cp) : "", par.pp, par.dp,
                              m.n_experts > 0 ? fmt::format(" (ep {}, expert dp {})", par.ep, par.edp) : "",
                              par.pp > 1 ? fmt::format(", {} schedule{}", to_string(par.cfg.schedule),
                                                       par.v > 1 ? fmt::format(" with {} chunks per stage", par.v) : "")
@@ -524,6 +552,8 @@ std::string to_text(const Plan& p) {
                            "EP {:.3f} DP {:.3f} PP {:.3f}, optimizer {:.3f}",
                            t.step_s, t.compute_s, t.recompute_s, t.bubble_s, t.tp_exposed_s, t.ep_exposed_s,
                            t.dp_exposed_s, t.pp_p2p_exposed_s, t.optimizer_s));
+  if (par.cp > 1)
+    line("", fmt::format("context parallel: K/V ring {:.3f} s per step, {:.3f} s exposed", t.cp_comm_s, t.cp_exposed_s));
   line("", fmt::format("MFU {:.1f}% (HFU {:.1f}%), {} tokens/s", 100 * t.mfu, 100 * t.hfu, fmtx::count(t.tokens_per_s)));
   line("", fmt::format("sources: GEMM efficiency {:.3f}{}, attention {:.2f}, HBM {:.2f}, links {:.2f}, overlap {:.2f} "
                        "(--json step_time_sources, docs/planner.md)",

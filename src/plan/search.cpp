@@ -35,12 +35,14 @@ std::vector<Candidate> candidates(const ModelConfig& m, int64_t seq_len, const C
   for (int64_t tp : {1, 2, 4, 8}) {
     if (tp > c.device.gpus_per_domain || gpus % tp != 0 || (fsdp && tp > 1)) continue;
     for (int64_t pp : {1, 2, 4, 8, 16, 32}) {
-      if (pp > m.n_layers || gpus % (tp * pp) != 0 || (fsdp && pp > 1)) continue;
-      const int64_t dp = gpus / (tp * pp);
+      // Context parallelism is kept as the base layout sets it (plain FSDP has none).
+      const int64_t cp = fsdp ? 1 : base.cp;
+      if (pp > m.n_layers || gpus % (tp * cp * pp) != 0 || (fsdp && pp > 1)) continue;
+      const int64_t dp = gpus / (tp * cp * pp);
       std::vector<int64_t> eps = {1};
       if (m.n_experts > 0 && !fsdp)
-        for (int64_t ep = 2; ep <= std::min(m.n_experts, dp * tp); ep *= 2)
-          if (m.n_experts % ep == 0 && (dp * tp) % ep == 0) eps.push_back(ep);
+        for (int64_t ep = 2; ep <= std::min(m.n_experts, dp * cp * tp); ep *= 2)
+          if (m.n_experts % ep == 0 && (dp * cp * tp) % ep == 0) eps.push_back(ep);
       for (int64_t ep : eps)
         for (int64_t zero : fsdp ? std::vector<int64_t>{3} : std::vector<int64_t>{1, 3})
           for (Recompute rc : recomputes) {
@@ -48,6 +50,7 @@ std::vector<Candidate> candidates(const ModelConfig& m, int64_t seq_len, const C
             l.tp = tp;
             l.pp = pp;
             l.ep = ep;
+            l.cp = cp;
             l.dp = 0;
             l.gpus = gpus;
             l.zero_stage = zero;
@@ -130,7 +133,7 @@ SizeResult evaluate_size(const ModelConfig& m, int64_t seq_len, const ClusterCon
 }  // namespace
 
 std::string layout_label(const LayoutConfig& l) {
-  std::string s = fmt::format("tp{} pp{}", l.tp, l.pp);
+  std::string s = l.cp > 1 ? fmt::format("tp{} cp{} pp{}", l.tp, l.cp, l.pp) : fmt::format("tp{} pp{}", l.tp, l.pp);
   if (l.pp > 1 && l.schedule == PipeSchedule::kInterleaved) s += fmt::format("x{}", l.virtual_stages);
   if (l.ep > 1) s += fmt::format(" ep{}", l.ep);
   s += fmt::format(" zero{}", l.zero_stage);

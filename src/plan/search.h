@@ -25,7 +25,7 @@ struct LayoutOption {
 
 std::string layout_label(const LayoutConfig& l);
 
-// Layouts over `gpus` GPUs derived from `base` (its batch, schedule, precision
+// Layouts over `gpus` GPUs derived from `base` (its batch, schedule, context parallelism, precision
 // and overlap settings kept; TP, PP, EP, ZeRO stage and recomputation swept).
 // Only layouts that fit memory, best MFU first.
 std::vector<LayoutOption> sweep_layouts(const ModelConfig& m, const ModelStats& s, int64_t seq_len,

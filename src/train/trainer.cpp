@@ -69,6 +69,18 @@ Status check_trainer_limits(const RunConfig& cfg) {
   // The CPU router keeps each token's top-k state in fixed-size arrays
   // (kernels/cpu/router.cpp). Checked here, not in the config: the planner
   // reads the same files for models of any size.
+  // Modelled by the planner (plan/), not yet implemented by the CPU model (issue 14).
+  if (cfg.model.mla())
+    return cfg.origins.error("model.attention", "\"mla\": the planner models it; the trainer does not implement it "
+                                                "yet (use \"gqa\")");
+  if (cfg.model.mtp_depth > 0)
+    return cfg.origins.error("model.mtp_depth", fmt::format("{}: the planner models multi-token prediction; the "
+                                                            "trainer does not implement it yet (use 0)",
+                                                            cfg.model.mtp_depth));
+  if (cfg.model.max_groups_per_token > 0)
+    return cfg.origins.error("model.max_groups_per_token",
+                             fmt::format("{}: the planner models group-limited routing; the trainer does not "
+                                         "implement it yet (use 0)", cfg.model.max_groups_per_token));
   if (cfg.model.n_experts > 256)
     return cfg.origins.error("model.n_experts", fmt::format("the CPU trainer supports at most 256, got {}",
                                                             cfg.model.n_experts));

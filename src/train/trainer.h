@@ -72,7 +72,8 @@ struct StepResult {
 };
 
 // Limits of the CPU kernels on a valid config (at most 256 experts, top-k
-// at most 64), as errors naming the key.
+// at most 64; no multi-head latent attention or multi-token prediction yet,
+// which only the planner models), as errors naming the key.
 Status check_trainer_limits(const RunConfig& cfg);
 
 // On resume: whether train.steps may change from `was` to `now` at `step`
