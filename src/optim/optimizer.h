@@ -101,6 +101,8 @@ class Optimizer {
   const std::vector<float>& m() const { return m_; }
   std::vector<float> v_local() const;
 
+  // Floats of persistent state: m (local size) and v (AdamW-updated elements).
+  int64_t state_floats() const { return int64_t(m_.size() + v_.size()); }
   // Elements of the transient buffers of a Muon step on this rank (send and
   // receive buffers, the owner's whole matrices, the Newton-Schulz scratch).
   int64_t muon_workspace_floats() const;

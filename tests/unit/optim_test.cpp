@@ -24,7 +24,12 @@
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/muon.h"
 #include "optim/adamw_optimizer.h"
+#include "model/weights.h"
 #include "optim/optimizer.h"
+#include "plan/cluster.h"
+#include "plan/layout.h"
+#include "plan/memory.h"
+#include "plan/model_stats.h"
 #include "support/random.h"
 #include "train/run_config.h"
 
@@ -475,6 +480,80 @@ TEST(Optimizer, TwoRanksMatchOneProcess) {
     for (int64_t i = 0; i < T; ++i) moved = std::max(moved, std::fabs(double(ref[size_t(i)]) - start[size_t(i)]));
     EXPECT_GT(moved, 1e-3);  // the comparison means something
   }
+}
+
+// ---------------------------------------------------------------- the planner
+
+// The planner's CPU figure is what the optimizer allocates, for Muon with and
+// without a latent MoE and shared experts; on GPUs (ZeRO-1 over 8) it is
+// AdamW's minus one moment of the Muon matrices, plus the exchange workspace,
+// by hand for a dense model.
+TEST(OptimizerPlan, MemoryEqualsTheAllocation) {
+  auto run = load_run_config(std::string(MT_SOURCE_DIR) + "/configs/tiny-test.toml", {"optim.name=muon"});
+  ASSERT_TRUE(run.is_ok()) << run.status().message();
+  ModelConfig latent = run->model;
+  latent.d_latent = 32;
+  latent.n_shared_experts = 1;
+  latent.n_dense_layers = 1;
+  for (const ModelConfig& c : {run->model, latent}) {
+    plan::ClusterConfig cpu;
+    cpu.source = "cpu";
+    cpu.device = *plan::find_device("cpu");
+    cpu.racks = 1;
+    cpu.gpus_per_rack = 1;
+    plan::LayoutConfig l;
+    l.source = "l.toml";
+    l.gpus = 1;
+    l.global_batch = 4;
+    l.micro_batch = 4;
+    l.params = plan::Precision::kFp32;
+    l.optimizer = plan::OptimizerKind::kMuon;
+    auto p = plan::resolve(l, c, 64, cpu);
+    ASSERT_TRUE(p.is_ok()) << p.status().message();
+    const plan::MemoryBreakdown mem = plan::memory_per_gpu(c, plan::model_stats(c, 64), *p, cpu);
+    ParamLayout L;
+    build_layout(c, L);
+    LocalOptimizerComm comm;
+    const Optimizer opt(L, run->train.optim, run->train.optimizer, run->train.schedule.lr, comm);
+    EXPECT_EQ(mem.optimizer_state, 4.0 * double(opt.state_floats()));
+    EXPECT_EQ(mem.optimizer_workspace, 4.0 * double(opt.muon_workspace_floats()));
+    EXPECT_GT(mem.optimizer_workspace, 0.0);
+  }
+
+  // Dense: D 64, 2 layers, 4 heads of 16 (MHA), SwiGLU 128, vocab 1000, tied.
+  ModelConfig m;
+  m.vocab_size = 1000;
+  m.d_model = 64;
+  m.n_layers = 2;
+  m.n_heads = 4;
+  m.n_kv_heads = 4;
+  m.d_ff = 128;
+  plan::ClusterConfig h100;
+  h100.source = "test";
+  h100.device = *plan::find_device("H100");
+  h100.eff = h100.device.eff;
+  h100.gpus_per_rack = 8;
+  h100.racks = 1;
+  plan::LayoutConfig l;
+  l.source = "l.toml";
+  l.gpus = 8;
+  l.zero_stage = 1;
+  l.global_batch = 8;
+  auto adamw = plan::resolve(l, m, 32, h100);
+  l.optimizer = plan::OptimizerKind::kMuon;
+  auto muon = plan::resolve(l, m, 32, h100);
+  ASSERT_TRUE(adamw.is_ok() && muon.is_ok());
+  const plan::ModelStats s = plan::model_stats(m, 32);
+  const plan::MemoryBreakdown a = plan::memory_per_gpu(m, s, *adamw, h100), u = plan::memory_per_gpu(m, s, *muon, h100);
+  // Muon's matrices: per layer attention 4 x 64 x 64 = 16384 and SwiGLU 3 x 128 x 64 = 24576.
+  EXPECT_EQ(plan::muon_params(s), 2 * (16384 + 24576));
+  // Largest matrix 128 x 64: scratch 2 x 64 x 128 + 2 x 64^2 = 24576 floats.
+  EXPECT_EQ(plan::muon_scratch_floats(m), 24576);
+  const double shard = 81920.0 / 8;  // ZeRO-1 over 8 ranks
+  EXPECT_DOUBLE_EQ(a.optimizer_state - u.optimizer_state, 4.0 * shard);
+  EXPECT_DOUBLE_EQ(u.optimizer_workspace, 4.0 * (3.0 * shard + 24576));
+  EXPECT_EQ(a.optimizer_workspace, 0.0);
+  EXPECT_NEAR(u.total() - a.total(), u.optimizer_workspace - 4.0 * shard, 1e-6 * u.total());
 }
 
 // ---------------------------------------------------------------- config
