@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/muon.h"
 #include "model/transformer.h"
 #include "plan/activations.h"
 
@@ -87,32 +88,64 @@ double in_flight_microbatches(const Parallel& p, int64_t stage) {
 }
 
 double MemoryBreakdown::total() const {
-  return parameters + gradients + optimizer_state + master_weights + activations + comm_buffers +
+  return parameters + gradients + optimizer_state + optimizer_workspace + master_weights + activations + comm_buffers +
          moe_capacity_buffers + runtime + fragmentation;
 }
 
 std::vector<MemoryItem> MemoryBreakdown::items() const {
-  return {{"parameters", "parameters", parameters},
+  std::vector<MemoryItem> v = {{"parameters", "parameters", parameters},
           {"gradients", "gradients", gradients},
           {"optimizer_state", "optimizer state", optimizer_state},
+          {"optimizer_workspace", "optimizer workspace (Muon)", optimizer_workspace},
           {"master_weights", "master weights", master_weights},
           {"activations", "activations", activations},
           {"comm_buffers", "communication buffers", comm_buffers},
           {"moe_capacity_buffers", "MoE capacity buffers", moe_capacity_buffers},
           {"runtime", "runtime (CUDA context)", runtime},
           {"fragmentation", "allocator overhead", fragmentation}};
+  // Only Muon has a workspace: other layouts keep the items they always had.
+  if (optimizer_workspace == 0) v.erase(v.begin() + 3);
+  return v;
+}
+
+int64_t muon_params(const ModelStats& s) {
+  int64_t n = 0;
+  for (const LayerParams& l : s.layers) n += l.attn + l.dense_ffn + l.shared + l.latent + l.experts;
+  return n;
+}
+
+int64_t muon_scratch_floats(const ModelConfig& c) {
+  const int64_t D = c.d_model, Dh = c.head_dim(), H = c.n_heads;
+  int64_t most = newton_schulz_scratch(H * Dh, D);  // wq, wo
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    most = std::max(most, newton_schulz_scratch(c.kv_heads(l) * Dh, D));
+    if (!c.is_moe(l)) {
+      most = std::max(most, newton_schulz_scratch(c.d_ff, D));
+      continue;
+    }
+    most = std::max(most, newton_schulz_scratch(c.d_expert, c.expert_in_dim()));
+    if (c.n_shared_experts > 0) most = std::max(most, newton_schulz_scratch(c.d_expert, D));
+    if (c.d_latent > 0) most = std::max(most, newton_schulz_scratch(c.d_latent, D));
+  }
+  return most;
 }
 
 namespace {
 
 MemoryBreakdown cpu_memory(const ModelConfig& c, const ModelStats& s, const Parallel& p, const ClusterConfig& cl) {
-  // What train/trainer.cpp allocates: fp32 params and grads, AdamW m and v,
-  // router biases, the token batch, and the Transformer's buffers.
+  // What train/trainer.cpp allocates: fp32 params and grads, the optimizer's
+  // state (AdamW m and v; Muon: one momentum for its matrices, m and v for
+  // the rest, and in one process the exchange buffers of every Muon matrix:
+  // this rank's pieces, the received copy, the whole matrices, plus the
+  // Newton-Schulz scratch), router biases, the token batch, and the
+  // Transformer's buffers.
   MemoryBreakdown m;
   const double n = double(s.total);
   m.parameters = 4 * n;
   m.gradients = 4 * n;
-  m.optimizer_state = 8 * n + (c.aux_free_bias ? 4.0 * double(s.moe_layers * c.n_experts) : 0.0);
+  const double muon = p.cfg.optimizer == OptimizerKind::kMuon ? double(muon_params(s)) : 0.0;
+  m.optimizer_state = 8 * n - 4 * muon + (c.aux_free_bias ? 4.0 * double(s.moe_layers * c.n_experts) : 0.0);
+  if (muon > 0) m.optimizer_workspace = 4.0 * (3.0 * muon + double(muon_scratch_floats(c)));
   const double acts = double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len));
   for (double& a : m.activations_by_recompute) a = acts;  // the CPU trainer does not recompute
   m.activations = acts;
@@ -160,6 +193,18 @@ StageParams stage_params(const ModelConfig& c, const ModelStats& s, const Parall
 
 namespace {
 
+// The Muon part of a stage's parameters (stage_params' split and TP/EP division).
+StageParams muon_stage_params(const ModelStats& s, const Parallel& p, int64_t stage) {
+  StageParams mu;
+  auto [first, count] = stage_layers(p, int64_t(s.layers.size()), stage);
+  for (int64_t l = first; l < first + count; ++l) {
+    const LayerParams& lp = s.layers[size_t(l)];
+    mu.dense += double(lp.attn + lp.dense_ffn + lp.shared) / double(p.tp) + double(lp.latent);
+    mu.experts += double(lp.experts) / double(p.ep);
+  }
+  return mu;
+}
+
 MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, const Parallel& p,
                                  const ClusterConfig& cl, int64_t stage) {
   const LayoutConfig& L = p.cfg;
@@ -188,8 +233,18 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
   m.gradients = gbytes * held(2);
   const bool offload = L.offload == Offload::kOptimizer;
   m.master_weights = (L.params == Precision::kBf16 && !offload) ? 4.0 * updated(1) : 0.0;
-  const double opt_bytes = L.optimizer == OptimizerKind::kAdamW ? 8.0 : 4.0;
-  m.optimizer_state = offload ? 0.0 : opt_bytes * updated(1);
+  m.optimizer_state = offload ? 0.0 : 8.0 * updated(1);
+  if (L.optimizer == OptimizerKind::kMuon) {
+    // Muon keeps one moment for its matrices (AdamW's two for the embedding,
+    // head, norms and router) and, ZeRO-sharded, gathers each whole matrix to
+    // one rank: its pieces out (send), its share of whole matrices in (receive
+    // buffer and copy), and the Newton-Schulz scratch of the largest matrix.
+    const double muon_updated =
+        dual ? (sharded(1, muon_stage_params(s, p, stage)) + sharded(1, muon_stage_params(s, p, p.pp - 1 - stage))) / 2.0
+             : sharded(1, muon_stage_params(s, p, stage));
+    if (!offload) m.optimizer_state -= 4.0 * muon_updated;
+    m.optimizer_workspace = 4.0 * (3.0 * muon_updated + double(muon_scratch_floats(c)));
+  }
 
   // Activations.
   auto [first, count] = stage_layers(p, c.n_layers, stage);

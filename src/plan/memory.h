@@ -27,7 +27,8 @@ struct MemoryItem {
 struct MemoryBreakdown {
   double parameters = 0;           // working weights (bf16, or fp32)
   double gradients = 0;            // accumulated gradients
-  double optimizer_state = 0;      // AdamW m and v (Muon: momentum), fp32
+  double optimizer_state = 0;      // AdamW m and v; Muon: momentum of its matrices, AdamW m and v of the rest; fp32
+  double optimizer_workspace = 0;  // Muon: whole-matrix exchange buffers and Newton-Schulz scratch (optim/optimizer.h)
   double master_weights = 0;       // fp32 copy of bf16 weights
   double activations = 0;          // saved for backward, all micro-batches in flight, chosen recompute
   double comm_buffers = 0;         // NCCL workspaces, FSDP gather / reduce buckets, TP and PP buffers
@@ -52,6 +53,13 @@ struct MemoryBreakdown {
 // per token (capacity slots, or K x imbalance when dropless), bf16 with fp32
 // statistics, FP8 caching.
 ActivationOptions activation_options(const ModelConfig& c, const Parallel& p);
+
+// Muon's share of the parameters (the hidden matrices: attention, dense FFN,
+// shared and routed experts, latent projections; the rest is AdamW's,
+// optim/optimizer_config.h) and the Newton-Schulz scratch of its largest
+// matrix, in floats (kernels/cpu/muon.h).
+int64_t muon_params(const ModelStats& s);
+int64_t muon_scratch_floats(const ModelConfig& c);
 
 // Activation bytes one GPU stores per token of a micro-batch for layer `l`
 // under the layout's selective and module recomputation (full recomputation

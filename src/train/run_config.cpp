@@ -46,6 +46,7 @@ Status validate(const RunConfig& c) {
     return o.error("data.mixture", "required with data.dataset (a mixture TOML: weights, total_tokens, scale)");
   if (d.dataset.empty() && !d.mixture.empty()) return o.error("data.dataset", "required with data.mixture");
   MT_RETURN_IF_ERROR(c.model.validate(o, t.seq_len));
+  MT_RETURN_IF_ERROR(validate(t.optimizer, o, "optim"));
   if (c.model.n_experts > 0) {
     const int64_t g = c.model.group_size(t.seq_len);
     if ((t.batch_size * t.seq_len) % g != 0)
@@ -63,6 +64,7 @@ Status validate(const RunConfig& c) {
 void declare_keys(ConfigSchema& s, RunConfig& c) {
   declare_keys(s, c.model, "model");
   declare_train_keys(s, c.train);
+  declare_keys(s, c.train.optimizer, "optim");
   declare_keys(s, c.train.spike);
   declare_keys(s, c.train.health);
   declare_data_keys(s, c.data);

@@ -1,5 +1,5 @@
-// run_config.h — the whole configuration of a run: [model], [train], [data],
-// [dist]. Each component owns its struct and declares its keys
+// run_config.h — the whole configuration of a run: [model], [train], [optim],
+// [data], [dist]. Each component owns its struct and declares its keys
 // (core/config_schema.h); this file composes them, adds the cross-field
 // checks, and keeps the resolved config's canonical TOML (saved in every
 // checkpoint and run directory, compared on resume).
@@ -15,6 +15,7 @@
 #include "model/config.h"
 #include "optim/adamw_optimizer.h"
 #include "optim/lr_schedule.h"
+#include "optim/optimizer_config.h"
 #include "train/health_check.h"
 #include "train/spike_guard.h"
 #include "data/stream_source.h"
@@ -28,6 +29,7 @@ struct TrainConfig {
   int64_t grad_accum = 1;         // micro-batches per optimizer step
   ScheduleParams schedule;        // train.lr, min_lr_ratio, warmup_steps, schedule, decay_frac
   AdamWConfig optim;              // train.beta1, beta2, eps, weight_decay, decay_embeddings, grad_clip
+  OptimizerConfig optimizer;      // [optim]: AdamW or Muon per tensor class, the Hyperball wrapper
   MatmulPrecision precision = MatmulPrecision::kFp32;  // operands of the matrix multiplies
   SpikeConfig spike;              // [spike]: loss / gradient-norm spike handling
   bool async_checkpoint = true;   // snapshot to memory, write in the background, commit a step later

@@ -129,8 +129,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
   MT_RETURN_IF_ERROR(t->setup_dist(opt));  // no-op in one process
   t->model_ = std::make_unique<Transformer>(cfg.model, t->local_batch(), tc.seq_len, prec);
   const ParamLayout& L = t->model_->layout();
-  t->init_local_params();  // params_ / grads_: the whole model, or this rank's shard
-  t->optim_ = std::make_unique<AdamW>(L, tc.optim, t->owned_ranges());
+  t->init_local_params();  // params_ / grads_: the whole model, or this rank's shard; the optimizer
   if (cfg.model.aux_free_bias) t->router_bias_.assign(t->model_->n_moe_layers() * cfg.model.n_experts, 0.0f);
   t->batch_.resize(tc.batch_size * (tc.seq_len + 1));
   if (prec == MatmulPrecision::kBf16) {

@@ -1,5 +1,5 @@
 // trainer.h — the training loop: data -> forward/backward over
-// gradient-accumulation micro-batches -> clip + AdamW -> metrics line ->
+// gradient-accumulation micro-batches -> clip + optimizer -> metrics line ->
 // checkpoint. Owns this rank's shard of the flat parameter/gradient buffers,
 // optimizer state and the aux-loss-free router biases, and runs FSDP x EP
 // (trainer_dist.cpp, docs/distributed.md); one process is a world of one
@@ -23,7 +23,7 @@
 #include "data/token_source.h"
 #include "dist/comm.h"
 #include "model/transformer.h"
-#include "optim/adamw_optimizer.h"
+#include "optim/optimizer.h"
 #include "train/fault_injection.h"
 #include "train/run_config.h"
 
@@ -126,7 +126,7 @@ class Trainer {
   bool all_ranks(bool ok);         // logical and over ranks
   void reduce_step_stats(StepResult& r);   // sums / means over ranks
   double global_grad_norm();               // pre-clip L2 norm of the whole gradient (all ranks)
-  void apply_update(double lr, double norm);  // clip by the global norm + AdamW on the shard
+  void apply_update(double lr, double norm);  // clip by the global norm + the optimizer on the shard
   Status health_check(int64_t step);       // the GEMM check on every rank; an error names the culprits
   void print_health_cost(double step_seconds, int64_t steps) const;  // closing line (rank 0)
   Status rollback(int64_t spike_step);     // spike policy rollback: newest checkpoint, skip the data since
@@ -137,8 +137,11 @@ class Trainer {
   void beat(const char* phase);            // heartbeat (supervised runs)
   Status recompute_check(int64_t step);    // health.recompute: a micro-batch recomputed on the next rank
   double last_step_s_ = -1, last_wait_s_ = -1;  // of the last step, for the heartbeat
-  std::vector<AdamW::Range> owned_ranges() const;  // the layout ranges this rank's buffers hold
-  void init_local_params();        // deterministic init of the full model, keeping this rank's shard
+  // The layout ranges rank r's buffers hold (any rank's: the plans are pure functions).
+  std::vector<Optimizer::Range> owned_ranges(int64_t rank) const;
+  // Deterministic init of the full model, keeping this rank's shard; creates
+  // the optimizer (Hyperball's radii come from the whole initial model).
+  void init_local_params();
   // This rank's pieces of every saved tensor (whole tensors in one process).
   std::vector<TensorView> checkpoint_views() const;
   Status write_checkpoint_files(const std::vector<TensorView>& views, const nlohmann::json& state);
@@ -157,7 +160,7 @@ class Trainer {
   TrainerOptions opt_;
   std::unique_ptr<TokenSource> data_;
   std::unique_ptr<Transformer> model_;
-  std::unique_ptr<AdamW> optim_;
+  std::unique_ptr<Optimizer> optim_;
   std::vector<float> params_, grads_, router_bias_;
   std::vector<bf16> params_bf16_;  // bf16 precision: GEMM copy of params_, refreshed after every update
   void refresh_bf16_params();

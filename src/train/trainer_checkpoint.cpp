@@ -1,7 +1,8 @@
 // trainer_checkpoint.cpp — what a training checkpoint holds: every parameter
-// under its global name, AdamW moments as adam_m.<name> / adam_v.<name>, the
-// aux-loss-free router biases, and in `state` the step, seed and data
-// position. Restoring checks that the saved config is compatible.
+// under its global name, the optimizer's state (AdamW moments as
+// adam_m.<name> / adam_v.<name>, Muon's momentum as muon_m.<name>, the
+// Hyperball radii as hyperball_radius), the aux-loss-free router biases, and
+// in `state` the step, seed and data position. Restoring checks that the saved config is compatible.
 #include <fmt/format.h>
 
 #include <filesystem>

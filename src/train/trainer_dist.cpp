@@ -2,7 +2,7 @@
 // (docs/distributed.md): start-up agreement check, the ep x fsdp mesh, the
 // data-parallel split of each micro-batch (rank r computes sequences
 // [r*B/N, (r+1)*B/N) of every micro-batch of B, so the global batch is the
-// same for any world size), sharded parameters / gradients / AdamW moments,
+// same for any world size), sharded parameters / gradients / optimizer state,
 // sums of the step's statistics over ranks, and sharded checkpoints. One
 // process runs the same code as a world of one: a LocalComm, a 1 x 1 mesh and
 // a shard plan that owns every element, whose FSDP units are used in place.
@@ -60,6 +60,22 @@ Status check_agreement(Comm& world, const std::string& what, const std::string& 
   return Status::ok();
 }
 
+// The optimizer's collectives (optim/optimizer.h) over the world.
+class WorldOptimizerComm final : public OptimizerComm {
+ public:
+  explicit WorldOptimizerComm(Comm& c) : c_(c) {}
+  int rank() const override { return c_.rank(); }
+  int size() const override { return c_.size(); }
+  void allreduce_sum(double* x, int64_t n, const char* what) override { c_.allreduce_sum(x, n, what); }
+  void alltoallv(const float* send, const int64_t* scounts, const int64_t* sdispls, float* recv,
+                 const int64_t* rcounts, const int64_t* rdispls, const char* what) override {
+    c_.alltoallv(send, scounts, sdispls, recv, rcounts, rdispls, DType::kF32, what);
+  }
+
+ private:
+  Comm& c_;
+};
+
 }  // namespace
 
 Status Trainer::setup_dist(const TrainerOptions& opt) {
@@ -101,9 +117,10 @@ bool Trainer::is_root() const { return dist_->world.rank() == 0; }
 int64_t Trainer::local_batch() const { return dist_->local_batch; }
 int64_t Trainer::batch_offset() const { return dist_->offset; }
 
-std::vector<AdamW::Range> Trainer::owned_ranges() const {
-  std::vector<AdamW::Range> out;
-  for (const OwnedRange& r : dist_->plan->owned()) out.push_back({r.lo, r.hi, r.local});
+std::vector<Optimizer::Range> Trainer::owned_ranges(int64_t rank) const {
+  const ShardPlan plan(model_->layout(), cfg_.model, dist_->shape, rank);
+  std::vector<Optimizer::Range> out;
+  for (const OwnedRange& r : plan.owned()) out.push_back({r.lo, r.hi, r.local});
   return out;
 }
 
@@ -113,15 +130,22 @@ void Trainer::init_local_params() {
   d.plan = std::make_unique<ShardPlan>(L, cfg_.model, d.shape, d.world.rank());
   params_.assign(d.plan->local_size(), 0.0f);
   grads_.assign(d.plan->local_size(), 0.0f);
+  std::vector<std::vector<Optimizer::Range>> all_owned;
+  for (int64_t r = 0; r < d.world.size(); ++r) all_owned.push_back(owned_ranges(r));
+  d.optim_comm = std::make_unique<WorldOptimizerComm>(d.world);
+  optim_ = std::make_unique<Optimizer>(L, cfg_.train.optim, cfg_.train.optimizer, cfg_.train.schedule.lr,
+                                       std::move(all_owned), *d.optim_comm);
   if (d.plan->local_size() == L.total()) {
     // A world of one owns every element in layout order: initialise in place.
     init_params(params_.data(), L, cfg_.model, cfg_.train.seed);
+    optim_->init_radii(params_.data());
   } else {
     // Values depend only on (seed, tensor name): initialise the whole model and keep this rank's shard.
     std::vector<float> full(L.total());
     init_params(full.data(), L, cfg_.model, cfg_.train.seed);
     for (const OwnedRange& r : d.plan->owned())
       std::copy(full.begin() + r.lo, full.begin() + r.hi, params_.begin() + r.local);
+    optim_->init_radii(full.data());
   }
   if (d.shape.ep > 1) d.ep = std::make_unique<EpDispatcher>(d.mesh->ep(), cfg_.model, d.local_batch, cfg_.train.seq_len);
   d.fsdp = std::make_unique<FsdpProvider>(*d.mesh, *d.plan, cfg_.model.n_layers, params_.data(), grads_.data(),
@@ -215,18 +239,23 @@ void Trainer::finish_step(StepResult& r) {
 std::vector<TensorView> Trainer::checkpoint_views() const {
   std::vector<TensorView> views;
   const ParamLayout& L = model_->layout();
-  // The piece of every tensor that falls in one of this rank's owned ranges.
+  // The piece of every tensor that falls in one of this rank's owned ranges,
+  // with the optimizer's state of it (adam_m/adam_v, or muon_m).
   for (const OwnedRange& r : dist_->plan->owned())
-    for (const ParamEntry& e : L.entries()) {
+    for (size_t i = 0; i < L.entries().size(); ++i) {
+      const ParamEntry& e = L.entries()[i];
       const int64_t lo = std::max(r.lo, e.offset), hi = std::min(r.hi, e.offset + e.numel);
       if (lo >= hi) continue;
       const int64_t local = r.local + (lo - r.lo), off = lo - e.offset, count = hi - lo;
       views.push_back({e.name, e.shape, params_.data() + local, off, count});
-      views.push_back({"adam_m." + e.name, e.shape, optim_->m().data() + local, off, count});
-      views.push_back({"adam_v." + e.name, e.shape, optim_->v().data() + local, off, count});
+      for (const Optimizer::StateSlot& s : optim_->state_at(int64_t(i), local))
+        views.push_back({s.prefix + e.name, e.shape, s.data, off, count});
     }
   if (!router_bias_.empty() && is_root())
     views.push_back({"router_bias", {int64_t(router_bias_.size())}, router_bias_.data()});
+  // Hyperball's radii (replicated): rank 0 writes them.
+  if (!optim_->radii().empty() && is_root())
+    views.push_back({"hyperball_radius", {int64_t(optim_->radii().size())}, optim_->radii().data()});
   return views;
 }
 
@@ -258,10 +287,18 @@ Status Trainer::write_checkpoint_files(const std::vector<TensorView>& views, con
   if (staging.rfind("error:", 0) == 0) return Status::errorf("checkpoint step {}: rank 0: {}", step_, staging.substr(6));
   p->staging = staging.substr(3);
   // Snapshot: the views are re-pointed into one copy the next steps cannot touch.
-  int64_t total = 0;
-  for (const TensorView& v : views) total += v.count;
-  p->copy.resize(size_t(total));
+  // A whole-tensor view (count -1: router_bias, hyperball_radius) gets its count first.
   p->views = views;
+  int64_t total = 0;
+  for (TensorView& v : p->views) {
+    if (v.count < 0) {
+      int64_t numel = 1;
+      for (int64_t d : v.shape) numel *= d;
+      v.count = numel - v.offset;
+    }
+    total += v.count;
+  }
+  p->copy.resize(size_t(total));
   int64_t at = 0;
   for (TensorView& v : p->views) {
     std::memcpy(p->copy.data() + at, v.data, size_t(v.count) * sizeof(float));
@@ -328,11 +365,13 @@ Status Trainer::stop_keeping_last_checkpoint(Status why) {
 Status Trainer::load_checkpoint_tensors(const LoadedCheckpoint& ck) {
   // Any world size wrote it: take this rank's ranges of the whole tensors.
   for (const TensorView& v : checkpoint_views()) {
-    if (v.name == "router_bias") continue;
+    if (v.name == "router_bias" || v.name == "hyperball_radius") continue;
     MT_RETURN_IF_ERROR(load_range_into(ck, v.name, v.offset, v.count, const_cast<float*>(v.data)));
   }
   if (!router_bias_.empty())
     MT_RETURN_IF_ERROR(load_into(ck, "router_bias", {int64_t(router_bias_.size())}, router_bias_.data()));
+  std::vector<float>& radii = optim_->radii();
+  if (!radii.empty()) MT_RETURN_IF_ERROR(load_into(ck, "hyperball_radius", {int64_t(radii.size())}, radii.data()));
   return Status::ok();
 }
 
@@ -351,8 +390,8 @@ std::string Trainer::state_hash() const {
     displs[r] = r ? displs[r - 1] + counts[r - 1] : 0;
   }
   std::vector<float> all(displs[P - 1] + counts[P - 1]), full(L.total());
-  for (const std::vector<float>* local :
-       std::initializer_list<const std::vector<float>*>{&params_, &optim_->m(), &optim_->v()}) {
+  const std::vector<float> v = optim_->v_local();  // 0 where Muon keeps no second moment
+  for (const std::vector<float>* local : std::initializer_list<const std::vector<float>*>{&params_, &optim_->m(), &v}) {
     w.allgatherv(local->data(), int64_t(local->size()), all.data(), counts.data(), displs.data(), DType::kF32,
                  "all-gather (state hash)");
     for (int64_t r = 0; r < P; ++r)
@@ -362,6 +401,7 @@ std::string Trainer::state_hash() const {
     h.update(full.data(), full.size() * sizeof(float));
   }
   h.update(router_bias_.data(), router_bias_.size() * sizeof(float));
+  h.update(optim_->radii().data(), optim_->radii().size() * sizeof(float));  // nothing without Hyperball
   return hex64(h.digest());
 }
 

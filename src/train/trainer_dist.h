@@ -23,6 +23,7 @@ struct Trainer::Dist {
   std::unique_ptr<ShardPlan> plan;
   std::unique_ptr<EpDispatcher> ep;
   std::unique_ptr<FsdpProvider> fsdp;
+  std::unique_ptr<OptimizerComm> optim_comm;  // the world, as the optimizer sees it
 };
 
 }  // namespace mt

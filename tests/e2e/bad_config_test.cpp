@@ -28,7 +28,7 @@ const std::vector<Case>& cases() {
   static const std::vector<Case> k = {
       {"UnknownKeyInFile", "[train]\n", "[train]\nstpes = 30\n", {}, 2,
        {"$FILE", "train.stpes", "unknown key", "train.steps"}},  // with a did-you-mean
-      {"UnknownSectionInFile", "[data]\n", "[optim]\nlr = 1.0\n\n[data]\n", {}, 2, {"$FILE", "optim"}},
+      {"UnknownSectionInFile", "[data]\n", "[optimizer]\nlr = 1.0\n\n[data]\n", {}, 2, {"$FILE", "optimizer"}},
       {"WrongTypeInFile", "[train]\n", "[train]\nlr = \"fast\"\n", {}, 2, {"$FILE", "train.lr", "float"}},
       {"WrongTypeBySet", "", "", {"train.steps=abc"}, 2, {"train.steps", "integer"}},
       {"WrongTypeBySetWithFile", "[train]\n", "[train]\n", {"model.top_k=1.5"}, 2, {"$FILE", "model.top_k"}},
@@ -38,7 +38,7 @@ const std::vector<Case>& cases() {
       {"ZeroLrBySet", "", "", {"train.lr=0"}, 2, {"train.lr", "> 0"}},
       {"TopKAboveExperts", "", "", {"model.top_k=5"}, 2, {"model.top_k"}},
       {"UnknownSetKey", "", "", {"train.bogus=1"}, 2, {"train.bogus", "unknown key"}},
-      {"UnknownSetSection", "", "", {"optim.lr=1e-3"}, 2, {"--set optim.lr=1e-3", "optim: unknown table"}},
+      {"UnknownSetSection", "", "", {"optimizer.lr=1e-3"}, 2, {"--set optimizer.lr=1e-3", "optimizer: unknown table"}},
       {"MalformedSetNoEquals", "", "", {"train.lr"}, 2, {"--set train.lr", "expected key=value"}},
       {"MalformedSetNoSection", "", "", {"lr=1e-3"}, 2, {"--set lr=1e-3", "unknown key (did you mean 'train.lr'?)"}},
       {"BadPrecisionEnum", "", "", {"train.precision=fp16"}, 2, {"train.precision", "fp16", "bf16"}},

@@ -134,8 +134,8 @@ TEST(RunConfig, UnknownKeyNamesFileAndKey) {
 }
 
 TEST(RunConfig, UnknownTableOrRootKey) {
-  std::string msg = error_of("[model]\nd_model = 128\n\n[optim]\nlr = 1\n");
-  EXPECT_THAT(msg, HasSubstr("configs/x.toml:4: optim: unknown table"));
+  std::string msg = error_of("[model]\nd_model = 128\n\n[optimizer]\nlr = 1\n");
+  EXPECT_THAT(msg, HasSubstr("configs/x.toml:4: optimizer: unknown table"));
   EXPECT_THAT(error_of("steps = 10\n"), HasSubstr("configs/x.toml:1: steps: unknown key (did you mean 'train.steps'?)"));
   EXPECT_THAT(error_of("model = 3\n"), HasSubstr("configs/x.toml:1: model: expected a table, got 3"));
 }
@@ -233,7 +233,7 @@ TEST(RunConfig, OverridesApplyAndTakePrecedence) {
 
 TEST(RunConfig, OverrideErrors) {
   EXPECT_THAT(error_of("", {"model.xyz=3"}), HasSubstr("configs/x.toml: --set model.xyz=3: model.xyz: unknown key"));
-  EXPECT_THAT(error_of("", {"optim.lr=3"}), HasSubstr("--set optim.lr=3: optim: unknown table"));
+  EXPECT_THAT(error_of("", {"optimizer.lr=3"}), HasSubstr("--set optimizer.lr=3: optimizer: unknown table"));
   EXPECT_THAT(error_of("", {"train.lr"}), HasSubstr("--set train.lr: expected key=value"));
   EXPECT_THAT(error_of("", {"lr=3e-4"}), HasSubstr("--set lr=3e-4: lr: unknown key (did you mean 'train.lr'?)"));
   EXPECT_THAT(error_of("", {".lr=1"}), HasSubstr("--set .lr=1: bad key: empty key"));

@@ -1,0 +1,142 @@
+// optimizer.h — the trainer's optimizer: per tensor AdamW, Muon, or either
+// wrapped by Hyperball (optimizer_config.h decides which), over this rank's
+// shard of the flat parameter buffer. One process is a world of one.
+//
+// State, mirroring the local storage: m (AdamW first moment, or Muon's
+// momentum), v (AdamW second moment, only for AdamW-updated elements, stored
+// back to back), and the Hyperball radii R = ||W_0||_F of the wrapped
+// matrices (fp32, replicated on every rank).
+//
+// Sharding. AdamW is elementwise. Hyperball needs two norms per matrix (of
+// the update, of the stepped weight): each rank sums squares over its pieces
+// and one allreduce (rank order) adds them. Muon needs each whole matrix:
+// every Muon matrix has one owner, the rank holding pieces of it with the
+// least Newton-Schulz work so far (a pure function of all ranks' shard
+// plans, so every rank agrees); the momentum-updated pieces travel to the
+// owner in one all-to-all, the owner orthogonalises (and under Hyperball
+// normalises) the whole matrix, and a second all-to-all brings the pieces
+// back. Keller Jordan's distributed Muon also splits the matrices among the
+// ranks; there each rank all-gathers the finished parameters, here only the
+// update returns, to the ranks that hold it. See docs/optimizers.md.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/muon.h"
+#include "model/param_layout.h"
+#include "optim/adamw_optimizer.h"
+#include "optim/optimizer_config.h"
+
+namespace mt {
+
+// The collectives the optimizer needs, in the optimizer's terms (the trainer
+// implements them over dist/Comm; optim/ sits below dist/).
+class OptimizerComm {
+ public:
+  virtual ~OptimizerComm() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Sums x over the ranks in rank order: the same values on every rank.
+  virtual void allreduce_sum(double* x, int64_t n, const char* what) = 0;
+  // Floats [sdispls[r], + scounts[r]) of send go to rank r, which stores them
+  // at its rdispls[this rank].
+  virtual void alltoallv(const float* send, const int64_t* scounts, const int64_t* sdispls, float* recv,
+                         const int64_t* rcounts, const int64_t* rdispls, const char* what) = 0;
+};
+
+// A world of one: sums are the identity, the all-to-all a copy.
+class LocalOptimizerComm final : public OptimizerComm {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  void allreduce_sum(double*, int64_t, const char*) override {}
+  void alltoallv(const float* send, const int64_t* scounts, const int64_t* sdispls, float* recv,
+                 const int64_t* rcounts, const int64_t* rdispls, const char* what) override;
+};
+
+class Optimizer {
+ public:
+  using Range = AdamW::Range;
+  // ranks_owned[r]: the layout ranges rank r holds (its local storage order);
+  // this rank is comm.rank(). `peak_lr` is train.lr (for optim.aux_lr).
+  Optimizer(const ParamLayout& layout, const AdamWConfig& adamw, const OptimizerConfig& cfg, double peak_lr,
+            std::vector<std::vector<Range>> ranks_owned, OptimizerComm& comm);
+  // The whole layout in one process.
+  Optimizer(const ParamLayout& layout, const AdamWConfig& adamw, const OptimizerConfig& cfg, double peak_lr,
+            OptimizerComm& comm);
+  ~Optimizer();
+
+  // Hyperball radii from the whole initial model (every rank passes the same
+  // values). Call once before the first step; restore() overwrites them.
+  void init_radii(const float* full_params);
+
+  // Sum of squares of this rank's gradient (thread-count invariant).
+  double local_sum_squares(const float* grads) const;
+  // One step with the pre-clip global gradient norm (clipping as AdamW's).
+  // `lr` is the schedule's for the matrices; AdamW tensors get lr x aux ratio.
+  // Collective whenever the configuration uses Hyperball or Muon.
+  void update(float* params, const float* grads, double lr, int64_t step, double global_norm);
+  // One process: clip by the local norm, update, return the norm.
+  double step(float* params, const float* grads, double lr, int64_t step);
+
+  int64_t local_size() const { return local_size_; }
+  const std::vector<Range>& owned() const { return owned_; }
+  const TensorRule& rule(int64_t entry) const { return rules_[size_t(entry)]; }
+
+  // Checkpoint state of the owned piece of layout entry `entry` that starts
+  // at local offset `local`: ("adam_m.", m), ("adam_v.", v) for AdamW-based
+  // tensors, ("muon_m.", momentum) for Muon-based ones; each pointer is the
+  // piece's first element (the piece's count is the caller's).
+  struct StateSlot {
+    const char* prefix;
+    float* data;
+  };
+  std::vector<StateSlot> state_at(int64_t entry, int64_t local);
+  // Radii of the wrapped entries in layout order (empty without Hyperball).
+  std::vector<float>& radii() { return radii_; }
+  const std::vector<int64_t>& wrapped_entries() const { return wrapped_; }
+  // m and v expanded to local storage (v is 0 where Muon has none): for hashes.
+  const std::vector<float>& m() const { return m_; }
+  std::vector<float> v_local() const;
+
+  // Floats of persistent state: m (local size) and v (AdamW-updated elements).
+  int64_t state_floats() const { return int64_t(m_.size() + v_.size()); }
+  // Elements of the transient buffers of a Muon step on this rank (send and
+  // receive buffers, the owner's whole matrices, the Newton-Schulz scratch).
+  int64_t muon_workspace_floats() const;
+
+ private:
+  struct Piece;
+  struct Exchange;
+  void build_pieces();
+  void build_exchange(const std::vector<std::vector<Range>>& ranks_owned);
+  void muon_exchange();  // send buffer -> owners -> Newton-Schulz -> back
+
+  const ParamLayout& layout_;
+  AdamWConfig adamw_;
+  OptimizerConfig cfg_;
+  double aux_ratio_ = 1.0;
+  bool aux_scaled_ = false;
+  OptimizerComm& comm_;
+  NewtonSchulzParams ns_;
+  std::vector<TensorRule> rules_;      // per layout entry
+  std::vector<double> muon_mult_;      // per layout entry: Muon's lr multiplier (muon_lr_multiplier)
+  std::vector<int64_t> hb_index_;      // per layout entry: index into radii_, or -1
+  std::vector<int64_t> wrapped_;       // the wrapped entries, layout order
+  std::vector<Range> owned_;
+  int64_t local_size_ = 0;
+  std::vector<Piece> pieces_;          // owned range x entry, in local order
+  struct Segment {
+    int64_t piece, lo, hi;             // [lo, hi) within the piece (fixed cut: thread invariant)
+  };
+  std::vector<Segment> segments_;
+  std::vector<float> m_, v_;
+  std::vector<float> radii_;
+  bool any_adamh_ = false, any_muon_ = false;  // over the whole model (same on every rank)
+  std::vector<float> send_;            // Muon: this rank's momentum-updated pieces, grouped by owner
+  std::unique_ptr<Exchange> x_;
+};
+
+}  // namespace mt
