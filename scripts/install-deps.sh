@@ -20,6 +20,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   python3-doc manpages-dev         # quickstart corpus (Debian-shipped text; also base-files' licences)
   chromium                         # tests render the HTML reports in a real headless browser
+  python3 python3-venv             # the interop tests' venv (scripts/interop-venv.sh: transformers, lm-eval)
 )
 
 missing=()
