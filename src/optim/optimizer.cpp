@@ -289,7 +289,7 @@ void Optimizer::update(float* params, const float* grads, double lr, int64_t ste
     } else if (r.hyperball) {
       part[size_t(s)] = adam_direction(m + i, v + p.vlocal + sg.lo, grads + i, n, ad);
     } else {
-      const AdamWParams a{float(lr_aux), float(adamw_.beta1), float(adamw_.beta2), float(adamw_.eps),
+      const AdamWParams a{float(r.aux ? lr_aux : lr), float(adamw_.beta1), float(adamw_.beta2), float(adamw_.eps),
                           float(r.weight_decay), scale, step};
       adamw_update(params + i, m + i, v + p.vlocal + sg.lo, grads + i, n, a);
     }
