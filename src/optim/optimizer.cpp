@@ -74,11 +74,11 @@ Optimizer::Optimizer(const ParamLayout& layout, const AdamWConfig& adamw, const 
   for (const ParamEntry& e : entries) {
     const TensorRule r = tensor_rule(e, cfg, adamw);
     rules_.push_back(r);
-    muon_mult_.push_back(r.base == BaseOptimizer::kMuon ? muon_lr_multiplier(cfg, e.shape[0], e.shape[1]) : 0.0);
     if (r.base == BaseOptimizer::kMuon) {
       MT_CHECK(e.shape.size() == 2, "Muon tensor {} must be a matrix", e.name);
       any_muon_ = true;
     }
+    muon_mult_.push_back(r.base == BaseOptimizer::kMuon ? muon_lr_multiplier(cfg, e.shape[0], e.shape[1]) : 0.0);
     hb_index_.push_back(r.hyperball ? int64_t(wrapped_.size()) : -1);
     if (r.hyperball) {
       wrapped_.push_back(int64_t(&e - entries.data()));

@@ -8,8 +8,9 @@
 //  - one Muon step equals (1 - lr wd) W - lr 0.2 sqrt(max(A, B)) NS(u), with
 //    AdamW on the embedding, norms and head;
 //  - one Hyperball step (over AdamW, over Muon) equals
-//    R Normalize(W - lr R Normalize(u)) computed by hand, and over 100 steps
-//    every wrapped matrix keeps its initial norm within 1e-5;
+//    R Normalize(W - lr R Normalize(u)) computed by hand, the step before
+//    the projection has norm lr R, and over 100 steps every wrapped matrix
+//    keeps its initial norm within 1e-5;
 //  - with name = "adamw" and no Hyperball the optimizer is AdamW bit for bit;
 //  - two ranks (threads, shards cutting through matrices) match one process;
 //  - aux_lr steps the tensors it names; [optim] keys are strict.
@@ -346,6 +347,30 @@ TEST(Optimizer, OneHyperballStepByHand) {
     EXPECT_NEAR(p[3], 5 * w3 / wn, 2e-6);
     EXPECT_EQ(p[1], 0.0f);
     EXPECT_EQ(p[2], 0.0f);
+  }
+  // The update's norm: g = [[0, 1], [1, 0]] is orthogonal to W = diag(3, 4)
+  // (and NS keeps its direction), so W' = W - lr R D with <W, D> = 0 and
+  // ||W'|| = R sqrt(1 + lr^2); undoing the projection recovers the update,
+  // whose Frobenius norm must be lr R = 0.05 x 5 = 0.25.
+  {
+    ParamLayout L;
+    L.add("layers.0.attn.wq", {2, 2}, ParamKind::kMatrix, 0);
+    AdamWConfig a;
+    a.grad_clip = 0;
+    OptimizerConfig c;
+    c.name = OptimizerName::kMuon;
+    c.hyperball = true;
+    LocalOptimizerComm comm;
+    Optimizer opt(L, a, c, 0.05, comm);
+    const std::vector<float> w = {3, 0, 0, 4};
+    std::vector<float> p = w;
+    opt.init_radii(p.data());
+    opt.step(p.data(), std::vector<float>{0, 1, 1, 0}.data(), 0.05, 1);
+    double upd = 0;
+    for (int i = 0; i < 4; ++i) upd += std::pow(double(p[size_t(i)]) * std::sqrt(1 + 0.05 * 0.05) - w[size_t(i)], 2);
+    EXPECT_NEAR(std::sqrt(upd), 0.05 * 5.0, 1e-6);
+    EXPECT_NEAR(p[1], p[2], 1e-7);  // along D = [[0, 1], [1, 0]] / sqrt(2)
+    EXPECT_NEAR(std::hypot(std::hypot(p[0], p[1]), std::hypot(p[2], p[3])), 5.0, 1e-5);
   }
 }
 
