@@ -117,6 +117,8 @@ void register_bench(CLI::App& app, CommandAction& run) {
       const double model_gflops = t.flops_per_step() / step_s / 1e9;
       nlohmann::json j;
       j["preset"] = args->preset;
+      const OptimizerConfig& oc = cfg.value().train.optimizer;  // [optim]; its time is time_fraction.optimizer
+      j["optimizer"] = std::string(oc.name == OptimizerName::kMuon ? "muon" : "adamw") + (oc.hyperball ? "+hyperball" : "");
       j["precision"] = args->precision;
       j["threads"] = num_threads();
       j["ranks"] = ranks;
@@ -147,8 +149,8 @@ void register_bench(CLI::App& app, CommandAction& run) {
         fmt::print("{}\n", j.dump());
         return 0;
       }
-      fmt::print("preset {}  precision {}  threads {}{}\n", args->preset, args->precision, num_threads(),
-                 ranks > 1 ? fmt::format(" per rank x {} ranks", ranks) : "");
+      fmt::print("preset {}  precision {}  optimizer {}  threads {}{}\n", args->preset, args->precision,
+                 j["optimizer"].get<std::string>(), num_threads(), ranks > 1 ? fmt::format(" per rank x {} ranks", ranks) : "");
       fmt::print("  peak (measured)      {:8.1f} GFLOP/s  ({})\n", peak_gflops, j["peak_kind"].get<std::string>());
       fmt::print("  gemm best 2048^3     {:8.1f} GFLOP/s\n", gemm_best);
       fmt::print("  step time (median)   {:8.3f} s   over {} steps\n", step_s, args->steps);

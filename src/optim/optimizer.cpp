@@ -74,11 +74,11 @@ Optimizer::Optimizer(const ParamLayout& layout, const AdamWConfig& adamw, const 
   for (const ParamEntry& e : entries) {
     const TensorRule r = tensor_rule(e, cfg, adamw);
     rules_.push_back(r);
-    muon_mult_.push_back(r.base == BaseOptimizer::kMuon ? muon_lr_multiplier(cfg, e.shape[0], e.shape[1]) : 0.0);
     if (r.base == BaseOptimizer::kMuon) {
       MT_CHECK(e.shape.size() == 2, "Muon tensor {} must be a matrix", e.name);
       any_muon_ = true;
     }
+    muon_mult_.push_back(r.base == BaseOptimizer::kMuon ? muon_lr_multiplier(cfg, e.shape[0], e.shape[1]) : 0.0);
     hb_index_.push_back(r.hyperball ? int64_t(wrapped_.size()) : -1);
     if (r.hyperball) {
       wrapped_.push_back(int64_t(&e - entries.data()));
@@ -289,7 +289,7 @@ void Optimizer::update(float* params, const float* grads, double lr, int64_t ste
     } else if (r.hyperball) {
       part[size_t(s)] = adam_direction(m + i, v + p.vlocal + sg.lo, grads + i, n, ad);
     } else {
-      const AdamWParams a{float(lr_aux), float(adamw_.beta1), float(adamw_.beta2), float(adamw_.eps),
+      const AdamWParams a{float(r.aux ? lr_aux : lr), float(adamw_.beta1), float(adamw_.beta2), float(adamw_.eps),
                           float(r.weight_decay), scale, step};
       adamw_update(params + i, m + i, v + p.vlocal + sg.lo, grads + i, n, a);
     }

@@ -29,7 +29,8 @@ void declare_keys(ConfigSchema& s, OptimizerConfig& c, const std::string& t) {
         "tensor classes the wrapper holds: attn, mlp, shared, experts, latent, head, router")
       .or_one_string();
   s.add(t + ".aux_lr", &c.aux_lr,
-        "peak lr of the AdamW-updated tensors when the matrices use Muon or Hyperball (same schedule shape)")
+        "peak lr of the tensors plain AdamW updates when the matrices use Muon or Hyperball; with plain AdamW, of the "
+        "embedding, norms, router and LM head (same schedule shape)")
       .min(0).note("0 = train.lr");
   s.add(t + ".muon_momentum", &c.muon_momentum, "Muon: momentum coefficient").min(0).below(1);
   s.add(t + ".muon_nesterov", &c.muon_nesterov, "Muon: Nesterov-style momentum");
@@ -58,9 +59,6 @@ Status validate(const OptimizerConfig& c, const ConfigOrigins& o, const std::str
   }
   if (c.hyperball && c.hyperball_wrap.empty())
     return o.error(t + ".hyperball_wrap", "is empty: hyperball = true would wrap nothing");
-  if (c.aux_lr > 0 && c.name == OptimizerName::kAdamW && !c.hyperball)
-    return o.error(t + ".aux_lr", "applies only with name = \"muon\" or hyperball = true (plain AdamW uses train.lr "
-                                  "for every tensor)");
   return Status::ok();
 }
 
@@ -101,6 +99,7 @@ TensorRule tensor_rule(const ParamEntry& e, const OptimizerConfig& c, const Adam
   const std::string name = tensor_class_name(k);
   r.hyperball = c.hyperball && std::find(c.hyperball_wrap.begin(), c.hyperball_wrap.end(), name) != c.hyperball_wrap.end();
   if (r.hyperball) return r;  // the fixed norm replaces weight decay
+  r.aux = r.base == BaseOptimizer::kAdamW && (c.name == OptimizerName::kMuon || c.hyperball || !hidden);
   // AdamW's rule as it always was (kMatrix covers router and head); Muon
   // decays its matrices the same way (Moonlight).
   const bool decay = e.kind == ParamKind::kMatrix || (e.kind == ParamKind::kEmbedding && a.decay_embeddings);

@@ -34,9 +34,11 @@ struct OptimizerConfig {
   // Classes the wrapper holds at fixed norm: attn, mlp, shared, experts,
   // latent, head, router (tensor_class_name). Embeddings and norms never.
   std::vector<std::string> hyperball_wrap = {"attn", "mlp", "shared", "experts", "latent", "head"};
-  // Peak lr of the tensors AdamW updates while the matrices are under Muon or
-  // Hyperball (whose lr means something else); 0 = train.lr. The schedule's
-  // shape applies to both.
+  // Peak lr of the "aux" tensors (TensorRule::aux): with Muon or Hyperball,
+  // every tensor plain AdamW updates (their train.lr means something else);
+  // with plain AdamW, the embedding, norms, router and LM head (so that the
+  // hidden matrices and the rest can be tuned apart). 0 = train.lr. The
+  // schedule's shape applies to both.
   double aux_lr = 0.0;
   double muon_momentum = 0.95;      // beta of Muon's momentum
   bool muon_nesterov = true;        // Nesterov-style momentum
@@ -64,6 +66,7 @@ struct TensorRule {
   BaseOptimizer base = BaseOptimizer::kAdamW;
   bool hyperball = false;    // weight and update norms held fixed (no weight decay)
   double weight_decay = 0;   // decoupled, per step: x *= 1 - lr * weight_decay
+  bool aux = false;          // its lr is optim.aux_lr (when set) instead of train.lr
 };
 // What the optimizer does to tensor `e` under `c` (AdamW's decay from `a`:
 // matrices, and the embedding when decay_embeddings; never norms).

@@ -88,10 +88,13 @@ Status check_trainer_limits(const RunConfig& cfg) {
     return cfg.origins.error("model.top_k", fmt::format("the CPU trainer supports at most 64, got {}", cfg.model.top_k));
   // Fits in this machine's memory? (An allocation past it would not fail
   // cleanly: Linux overcommits and the OOM killer ends the process later.)
-  // Parameters, gradients and both AdamW moments in fp32, a bf16 shadow,
+  // Parameters, gradients and both AdamW moments in fp32 (Muon: one moment
+  // fewer, at most three more floats of exchange buffers), a bf16 shadow,
   // then the activations of one micro-batch as the sizing pass counts them.
   const TrainConfig& tc = cfg.train;
-  const double param_bytes = approx_params(cfg.model) * (16.0 + (tc.precision == MatmulPrecision::kBf16 ? 2.0 : 0.0));
+  const double muon_extra = tc.optimizer.name == OptimizerName::kMuon ? 8.0 : 0.0;
+  const double param_bytes =
+      approx_params(cfg.model) * (16.0 + muon_extra + (tc.precision == MatmulPrecision::kBf16 ? 2.0 : 0.0));
   const double tokens = double(tc.batch_size) * double(tc.seq_len);
   const double rough_acts = tokens * double(cfg.model.n_layers) * double(cfg.model.d_model) * 64.0;
   const double limit = physical_memory_bytes();
@@ -99,7 +102,7 @@ Status check_trainer_limits(const RunConfig& cfg) {
   if (need < limit) need = param_bytes + double(Transformer::activation_bytes(cfg.model, tc.batch_size, tc.seq_len));
   if (need > limit)
     return Status::errorf(
-        "{}: the run needs about {:.3g} GiB (parameters, gradients, AdamW moments and activations of one "
+        "{}: the run needs about {:.3g} GiB (parameters, gradients, optimizer state and activations of one "
         "micro-batch: model.* sizes, train.batch_size, train.seq_len), this machine has {:.3g} GiB",
         cfg.source, need / double(1 << 30), limit / double(1 << 30));
   return Status::ok();

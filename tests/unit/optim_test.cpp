@@ -8,11 +8,12 @@
 //  - one Muon step equals (1 - lr wd) W - lr 0.2 sqrt(max(A, B)) NS(u), with
 //    AdamW on the embedding, norms and head;
 //  - one Hyperball step (over AdamW, over Muon) equals
-//    R Normalize(W - lr R Normalize(u)) computed by hand, and over 100 steps
-//    every wrapped matrix keeps its initial norm within 1e-5;
+//    R Normalize(W - lr R Normalize(u)) computed by hand, the step before
+//    the projection has norm lr R, and over 100 steps every wrapped matrix
+//    keeps its initial norm within 1e-5;
 //  - with name = "adamw" and no Hyperball the optimizer is AdamW bit for bit;
 //  - two ranks (threads, shards cutting through matrices) match one process;
-//  - [optim] keys are strict.
+//  - aux_lr steps the tensors it names; [optim] keys are strict.
 #include <gtest/gtest.h>
 
 #include <barrier>
@@ -347,6 +348,30 @@ TEST(Optimizer, OneHyperballStepByHand) {
     EXPECT_EQ(p[1], 0.0f);
     EXPECT_EQ(p[2], 0.0f);
   }
+  // The update's norm: g = [[0, 1], [1, 0]] is orthogonal to W = diag(3, 4)
+  // (and NS keeps its direction), so W' = W - lr R D with <W, D> = 0 and
+  // ||W'|| = R sqrt(1 + lr^2); undoing the projection recovers the update,
+  // whose Frobenius norm must be lr R = 0.05 x 5 = 0.25.
+  {
+    ParamLayout L;
+    L.add("layers.0.attn.wq", {2, 2}, ParamKind::kMatrix, 0);
+    AdamWConfig a;
+    a.grad_clip = 0;
+    OptimizerConfig c;
+    c.name = OptimizerName::kMuon;
+    c.hyperball = true;
+    LocalOptimizerComm comm;
+    Optimizer opt(L, a, c, 0.05, comm);
+    const std::vector<float> w = {3, 0, 0, 4};
+    std::vector<float> p = w;
+    opt.init_radii(p.data());
+    opt.step(p.data(), std::vector<float>{0, 1, 1, 0}.data(), 0.05, 1);
+    double upd = 0;
+    for (int i = 0; i < 4; ++i) upd += std::pow(double(p[size_t(i)]) * std::sqrt(1 + 0.05 * 0.05) - w[size_t(i)], 2);
+    EXPECT_NEAR(std::sqrt(upd), 0.05 * 5.0, 1e-6);
+    EXPECT_NEAR(p[1], p[2], 1e-7);  // along D = [[0, 1], [1, 0]] / sqrt(2)
+    EXPECT_NEAR(std::hypot(std::hypot(p[0], p[1]), std::hypot(p[2], p[3])), 5.0, 1e-5);
+  }
 }
 
 TEST(Optimizer, HyperballHoldsEveryNormOver100Steps) {
@@ -570,7 +595,6 @@ TEST(OptimizerConfig, StrictKeys) {
   EXPECT_NE(wrap.find("\"embed\""), std::string::npos) << wrap;
   EXPECT_NE(err("[optim]\nhyperball = true\nhyperball_wrap = []\n").find("wrap nothing"), std::string::npos);
   EXPECT_NE(err("[optim]\nns_coefficients = [3.4445, -4.775]\n").find("optim.ns_coefficients"), std::string::npos);
-  EXPECT_NE(err("[optim]\naux_lr = 1e-3\n").find("optim.aux_lr"), std::string::npos);
   EXPECT_NE(err("[optim]\nns_step = 5\n").find("ns_step"), std::string::npos);  // unknown key
 }
 
@@ -599,6 +623,38 @@ TEST(OptimizerConfig, TensorClassesAndRules) {
     EXPECT_EQ(r.base, base[i]) << want[i];
     EXPECT_EQ(r.hyperball, want[i] == "experts" || want[i] == "router") << want[i];
     EXPECT_EQ(r.weight_decay, r.hyperball || want[i] == "embed" ? 0.0 : a.weight_decay) << want[i];
+    EXPECT_EQ(r.aux, want[i] == "embed" || want[i] == "head") << want[i];  // AdamW, not wrapped
+  }
+  // Plain AdamW: aux_lr is the lr of the embedding, norms, router and head.
+  const OptimizerConfig plain;
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ(tensor_rule(L.entries()[i], plain, a).aux, want[i] == "embed" || want[i] == "router" || want[i] == "head")
+        << want[i];
+}
+
+// Plain AdamW with aux_lr: the embedding, norms and head step at aux_lr, the
+// hidden matrices at train.lr (the same AdamW kernel).
+TEST(Optimizer, AuxLrUnderPlainAdamW) {
+  const ParamLayout L = small_layout();
+  AdamWConfig a;
+  a.grad_clip = 0;
+  OptimizerConfig c;
+  c.aux_lr = 0.03;
+  LocalOptimizerComm comm;
+  Optimizer opt(L, a, c, 0.01, comm);
+  const std::vector<float> p0 = init(L);
+  std::vector<float> p = p0;
+  const auto g = randn(L.total(), 1.0f, 13);
+  opt.step(p.data(), g.data(), 0.005, 1);  // the schedule at half the peak: aux at 0.015
+  for (const ParamEntry& e : L.entries()) {
+    SCOPED_TRACE(e.name);
+    const bool hidden = e.name.find(".attn.") != std::string::npos || e.name.find(".mlp.") != std::string::npos;
+    std::vector<float> q(p0.begin() + e.offset, p0.begin() + e.offset + e.numel), m(size_t(e.numel), 0.0f),
+        v(size_t(e.numel), 0.0f);
+    const float wd = e.kind == ParamKind::kMatrix ? float(a.weight_decay) : 0.0f;
+    adamw_update(q.data(), m.data(), v.data(), g.data() + e.offset, e.numel,
+                 AdamWParams{hidden ? 0.005f : float(0.005 * (0.03 / 0.01)), 0.9f, 0.95f, 1e-8f, wd, 1.0f, 1});
+    for (int64_t i = 0; i < e.numel; ++i) ASSERT_EQ(p[size_t(e.offset + i)], q[size_t(i)]) << i;
   }
 }
 
