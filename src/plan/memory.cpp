@@ -108,9 +108,21 @@ std::vector<MemoryItem> MemoryBreakdown::items() const {
   return v;
 }
 
-int64_t muon_params(const ModelStats& s) {
+namespace {
+
+// The hidden matrices of one layer that Muon updates (optim/optimizer.h): every 2-D weight but the
+// router; embedding, head and norms stay with AdamW.
+int64_t muon_layer_params(const LayerParams& l) {
+  return l.attn + l.attn_down + l.dense_ffn + l.shared + l.latent + l.experts;
+}
+
+}  // namespace
+
+int64_t muon_params(const ModelConfig& c, const ModelStats& s) {
   int64_t n = 0;
-  for (const LayerParams& l : s.layers) n += l.attn + l.dense_ffn + l.shared + l.latent + l.experts;
+  for (const LayerParams& l : s.layers) n += muon_layer_params(l);
+  // Each multi-token-prediction module: its block and its (D, 2D) projection.
+  n += c.mtp_depth * (muon_layer_params(s.mtp_block) + 2 * c.d_model * c.d_model);
   return n;
 }
 
@@ -127,6 +139,18 @@ int64_t muon_scratch_floats(const ModelConfig& c) {
     if (c.n_shared_experts > 0) most = std::max(most, newton_schulz_scratch(c.d_expert, D));
     if (c.d_latent > 0) most = std::max(most, newton_schulz_scratch(c.d_latent, D));
   }
+  if (c.mla()) {
+    // W_DQ (Dq, D) or W_Q (H (Dn + Dr), D); W_DKV with the RoPE key (Dc + Dr, D); W_UQ (H (Dn + Dr), Dq);
+    // W_UK / W_UV (H Dn | H Dv, Dc); W_O (D, H Dv).
+    const int64_t qk = H * c.qk_head_dim();
+    if (c.q_lora_rank > 0) most = std::max({most, newton_schulz_scratch(c.q_lora_rank, D),
+                                            newton_schulz_scratch(qk, c.q_lora_rank)});
+    else most = std::max(most, newton_schulz_scratch(qk, D));
+    most = std::max({most, newton_schulz_scratch(c.kv_lora_rank + c.qk_rope_head_dim, D),
+                     newton_schulz_scratch(H * c.qk_nope_head_dim, c.kv_lora_rank),
+                     newton_schulz_scratch(H * c.v_head_dim, c.kv_lora_rank), newton_schulz_scratch(D, H * c.v_head_dim)});
+  }
+  if (c.mtp_depth > 0) most = std::max(most, newton_schulz_scratch(D, 2 * D));
   return most;
 }
 
@@ -143,7 +167,7 @@ MemoryBreakdown cpu_memory(const ModelConfig& c, const ModelStats& s, const Para
   const double n = double(s.total);
   m.parameters = 4 * n;
   m.gradients = 4 * n;
-  const double muon = p.cfg.optimizer == OptimizerKind::kMuon ? double(muon_params(s)) : 0.0;
+  const double muon = p.cfg.optimizer == OptimizerKind::kMuon ? double(muon_params(c, s)) : 0.0;
   m.optimizer_state = 8 * n - 4 * muon + (c.aux_free_bias ? 4.0 * double(s.moe_layers * c.n_experts) : 0.0);
   if (muon > 0) m.optimizer_workspace = 4.0 * (3.0 * muon + double(muon_scratch_floats(c)));
   const double acts = double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len));
@@ -194,14 +218,18 @@ StageParams stage_params(const ModelConfig& c, const ModelStats& s, const Parall
 namespace {
 
 // The Muon part of a stage's parameters (stage_params' split and TP/EP division).
-StageParams muon_stage_params(const ModelStats& s, const Parallel& p, int64_t stage) {
+StageParams muon_stage_params(const ModelConfig& c, const ModelStats& s, const Parallel& p, int64_t stage) {
   StageParams mu;
+  auto add = [&](const LayerParams& lp, double extra_tp_split, double times) {
+    mu.dense += times * (double(lp.attn + lp.dense_ffn + lp.shared) + extra_tp_split) / double(p.tp) +
+                times * double(lp.attn_down + lp.latent);
+    mu.experts += times * double(lp.experts) / double(p.ep);
+  };
   auto [first, count] = stage_layers(p, int64_t(s.layers.size()), stage);
-  for (int64_t l = first; l < first + count; ++l) {
-    const LayerParams& lp = s.layers[size_t(l)];
-    mu.dense += double(lp.attn + lp.dense_ffn + lp.shared) / double(p.tp) + double(lp.latent);
-    mu.experts += double(lp.experts) / double(p.ep);
-  }
+  for (int64_t l = first; l < first + count; ++l) add(s.layers[size_t(l)], 0.0, 1.0);
+  // The MTP modules sit on the last stage (stage_params); their (D, 2D) projections are split by tp.
+  if (stage == p.pp - 1 && c.mtp_depth > 0)
+    add(s.mtp_block, 2.0 * double(c.d_model) * double(c.d_model), double(c.mtp_depth));
   return mu;
 }
 
@@ -240,8 +268,8 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
     // one rank: its pieces out (send), its share of whole matrices in (receive
     // buffer and copy), and the Newton-Schulz scratch of the largest matrix.
     const double muon_updated =
-        dual ? (sharded(1, muon_stage_params(s, p, stage)) + sharded(1, muon_stage_params(s, p, p.pp - 1 - stage))) / 2.0
-             : sharded(1, muon_stage_params(s, p, stage));
+        dual ? (sharded(1, muon_stage_params(c, s, p, stage)) + sharded(1, muon_stage_params(c, s, p, p.pp - 1 - stage))) / 2.0
+             : sharded(1, muon_stage_params(c, s, p, stage));
     if (!offload) m.optimizer_state -= 4.0 * muon_updated;
     m.optimizer_workspace = 4.0 * (3.0 * muon_updated + double(muon_scratch_floats(c)));
   }

@@ -58,7 +58,7 @@ ActivationOptions activation_options(const ModelConfig& c, const Parallel& p);
 // shared and routed experts, latent projections; the rest is AdamW's,
 // optim/optimizer_config.h) and the Newton-Schulz scratch of its largest
 // matrix, in floats (kernels/cpu/muon.h).
-int64_t muon_params(const ModelStats& s);
+int64_t muon_params(const ModelConfig& c, const ModelStats& s);
 int64_t muon_scratch_floats(const ModelConfig& c);
 
 // Activation bytes one GPU stores per token of a micro-batch for layer `l`

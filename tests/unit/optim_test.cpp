@@ -571,7 +571,7 @@ TEST(OptimizerPlan, MemoryEqualsTheAllocation) {
   const plan::ModelStats s = plan::model_stats(m, 32);
   const plan::MemoryBreakdown a = plan::memory_per_gpu(m, s, *adamw, h100), u = plan::memory_per_gpu(m, s, *muon, h100);
   // Muon's matrices: per layer attention 4 x 64 x 64 = 16384 and SwiGLU 3 x 128 x 64 = 24576.
-  EXPECT_EQ(plan::muon_params(s), 2 * (16384 + 24576));
+  EXPECT_EQ(plan::muon_params(m, s), 2 * (16384 + 24576));
   // Largest matrix 128 x 64: scratch 2 x 64 x 128 + 2 x 64^2 = 24576 floats.
   EXPECT_EQ(plan::muon_scratch_floats(m), 24576);
   const double shard = 81920.0 / 8;  // ZeRO-1 over 8 ranks
@@ -579,6 +579,33 @@ TEST(OptimizerPlan, MemoryEqualsTheAllocation) {
   EXPECT_DOUBLE_EQ(u.optimizer_workspace, 4.0 * (3.0 * shard + 24576));
   EXPECT_EQ(a.optimizer_workspace, 0.0);
   EXPECT_NEAR(u.total() - a.total(), u.optimizer_workspace - 4.0 * shard, 1e-6 * u.total());
+}
+
+// MLA's down projections and the MTP modules are Muon's matrices too (the planner models both before the
+// CPU trainer does): counted by hand for one small configuration.
+TEST(PlanMemory, MuonCountsMlaAndMtpMatrices) {
+  ModelConfig m;
+  m.vocab_size = 1000;
+  m.d_model = 64;
+  m.n_layers = 2;
+  m.n_heads = 4;
+  m.d_ff = 128;
+  m.attention = AttentionKind::kMla;
+  m.q_lora_rank = 32;
+  m.kv_lora_rank = 16;
+  m.qk_nope_head_dim = 8;
+  m.qk_rope_head_dim = 4;
+  m.v_head_dim = 8;
+  m.mtp_depth = 1;
+  const plan::ModelStats s = plan::model_stats(m, 32);
+  // Per layer: W_DQ 32x64 + W_DKV (16+4)x64 = 3328, W_UQ 4x12x32 = 1536, W_UK and W_UV 4x8x16 = 512 each,
+  // W_O 64x32 = 2048; SwiGLU 3x128x64 = 24576: 32512. The MTP module: one such block + its 64x128 projection.
+  EXPECT_EQ(plan::muon_params(m, s), 2 * 32512 + (32512 + 8192));
+  // With a narrow FFN (32 x 64) the MTP projection (64 x 128) is the largest matrix and sizes the scratch.
+  m.d_ff = 32;
+  EXPECT_EQ(plan::muon_scratch_floats(m), newton_schulz_scratch(64, 128));
+  m.mtp_depth = 0;
+  EXPECT_LT(plan::muon_scratch_floats(m), newton_schulz_scratch(64, 128));
 }
 
 // ---------------------------------------------------------------- config
