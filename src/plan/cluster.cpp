@@ -69,6 +69,12 @@ void declare_keys(ConfigSchema& s, ClusterConfig& c) {
       .range(0, 1 << 20).note("0 = all");
   s.add("topology.scaleout_gbps", &c.scaleout_gbps, "scale-out link per GPU, one direction").above(0).unit("GB/s");
   s.add("topology.host_link_gbps", &c.host_link_gbps, "per GPU to host memory").above(0).unit("GB/s");
+  s.add("topology.host_memory_gib", &c.host_memory_gib, "host memory per node for offloaded training state")
+      .above(0).unit("GiB");
+  s.add("topology.host_memory_gbps", &c.host_memory_gbps, "host memory bandwidth per node (optimizer at the store)")
+      .above(0).unit("GB/s");
+  s.add("topology.nvme_tib", &c.nvme_tib, "NVMe capacity per node (offload tier)").above(0).unit("TiB");
+  s.add("topology.nvme_gbps", &c.nvme_gbps, "NVMe bandwidth per node, the slower direction").above(0).unit("GB/s");
   s.add("reliability.gpu_mtbf_hours", &c.gpu_mtbf_hours, "mean time between job-interrupting failures per GPU")
       .above(0).unit("h");
   s.add("reliability.gpu_repair_hours", &c.gpu_repair_hours,

@@ -64,6 +64,13 @@ struct ClusterConfig {
   int64_t sla_min_gpus_up = 0;  // SLA: at least this many GPUs up per rack (0 = all)
   double scaleout_gbps = 50.0;  // per GPU, one direction, GB/s (400 Gb/s NIC = 50)
   double host_link_gbps = 55.0; // per GPU to host memory (PCIe 5 x16), GB/s
+  // Offload tiers per node (memory.offload = "params"); defaults: a DGX H100 (2 TiB DDR5 on two
+  // 8-channel sockets, 8 x 3.84 TB NVMe). NVMe's figure is the sustained write of the array, the slower
+  // direction; the optimizer at the store runs at the host memory bandwidth.
+  double host_memory_gib = 2048;  // host memory per node usable for offloaded state, GiB
+  double host_memory_gbps = 500;  // host memory bandwidth per node (the CPU optimizer's), GB/s
+  double nvme_tib = 30;           // NVMe capacity per node, TiB
+  double nvme_gbps = 25;          // NVMe bandwidth per node, GB/s
   // Reliability.
   double gpu_mtbf_hours = 50000;  // mean time between job-interrupting failures, per GPU (all causes)
   double gpu_repair_hours = 72;   // a node taken out by a hardware failure is back after this long (repair or replacement)

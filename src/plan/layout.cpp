@@ -70,7 +70,15 @@ void declare_setting_keys(ConfigSchema& s, LayoutSettings& l, KeyRole role) {
   if (role == KeyRole::kFile) global_batch.required();
   s.add("batch.seq_len", &l.seq_len, "tokens per sequence").range(0, big).note("0 = the model file's train.seq_len");
   s.add_enum("memory.recompute", &l.recompute, kRecompute, "activation recomputation");
-  s.add_enum("memory.offload", &l.offload, {"none", "optimizer"}, "optimizer state kept in host memory");
+  s.add_enum("memory.offload", &l.offload, {"none", "optimizer", "params"},
+             "optimizer: master weights and moments in host memory; params: all training state in the offload "
+             "tier, each layer's weights streamed in ahead of use and its gradients out (ZeRO-Infinity, weight "
+             "streaming)");
+  s.add_enum("memory.offload_tier", &l.offload_tier, {"host", "nvme"},
+             "where memory.offload = \"params\" keeps the state: host memory, or NVMe through host memory");
+  s.add("memory.prefetch_layers", &l.prefetch_layers,
+        "memory.offload = \"params\": layers fetched ahead of the one computing (each holds a buffer)")
+      .range(0, 64);
   s.add("memory.flash_attention", &l.flash_attention, "false: attention probabilities are materialised");
   s.add("memory.recompute_modules", &l.recompute_modules,
         "modules recomputed in backward besides memory.recompute: norm, core_attn, swiglu, experts, "
@@ -254,6 +262,8 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
       return bad("model.mtp_depth", "the CPU trainer does not implement multi-token prediction yet; plan it on a GPU cluster");
     if (m.max_groups_per_token > 0)
       return bad("model.max_groups_per_token", "the CPU trainer does not implement group-limited routing yet");
+    if (l.offload == Offload::kParams)
+      return bad("memory.offload", "\"params\" (weight streaming) is modelled for GPU clusters only");
   }
   if (l.gemm == GemmPrecision::kFp8 && !(c.device.peak_fp8_tflops > 0))
     return bad("precision.gemm", fmt::format("fp8 needs FP8 tensor cores: the {} has gpu.peak_fp8_tflops = 0",

@@ -24,7 +24,13 @@ enum class Recompute { kNone, kSelective, kFull };
 // The device allocator behind the activations and buffers: it decides how much
 // memory is reserved beyond what live tensors hold (see allocator_overhead).
 enum class Allocator { kCaching, kExpandable, kArena };
-enum class Offload { kNone, kOptimizer };
+// Offload (ZeRO-Offload / ZeRO-Infinity, Rajbhandari et al. 2021; Cerebras MemoryX weight streaming):
+// kOptimizer keeps master weights and moments in host memory; kParams keeps every piece of training
+// state (weights, gradients, master weights, optimizer state) in the offload tier and streams each
+// layer's weights in ahead of its forward and backward, its gradients out after its backward, with the
+// optimizer update applied at the store.
+enum class Offload { kNone, kOptimizer, kParams };
+enum class OffloadTier { kHost, kNvme };
 enum class Precision { kBf16, kFp32 };
 enum class GemmPrecision { kBf16, kFp8 };
 enum class OptimizerKind { kAdamW, kMuon };
@@ -59,6 +65,8 @@ struct LayoutSettings {
   std::vector<std::string> recompute_modules;
   bool fp8_activations = false;           // inputs of FP8 linear layers cached in FP8 (DeepSeek-V3); needs gemm = fp8
   Offload offload = Offload::kNone;
+  OffloadTier offload_tier = OffloadTier::kHost;  // where offloaded state lives (kParams)
+  int64_t prefetch_layers = 1;            // kParams: layers fetched ahead of the one computing
   bool flash_attention = true;            // false: attention probabilities are materialised
   Allocator allocator = Allocator::kExpandable;
   double fragmentation = -1;              // allocator overhead, fraction of dynamic memory; -1 = the allocator's figure

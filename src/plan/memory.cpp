@@ -233,6 +233,29 @@ StageParams muon_stage_params(const ModelConfig& c, const ModelStats& s, const P
   return mu;
 }
 
+// Moves what the layout offloads from the GPU's items into `offloaded` and sets the tier's share per GPU.
+// Optimizer offload (ZeRO-Offload): master weights and moments; the Muon exchange runs on the host too.
+// Weight streaming (ZeRO-Infinity, MemoryX): everything; the GPU keeps one buffer of the largest layer's
+// weights per layer in flight (the computing one and prefetch_layers ahead, gathered over ZeRO-3 ranks
+// when sharded) and two of its gradients (one filling, one draining to the store).
+// `root`: the stage's embedding or head share, streamed like a layer (the larger of the two sizes the buffers).
+void offload_state(MemoryBreakdown& m, const LayoutConfig& L, const ClusterConfig& cl, double wbytes, double gbytes,
+                   double root, const StageParams& sp, const StageParams& sp2, bool dual) {
+  if (L.offload == Offload::kNone) return;
+  m.offloaded = m.master_weights + m.optimizer_state + m.optimizer_workspace;
+  m.master_weights = m.optimizer_state = m.optimizer_workspace = 0;
+  if (L.offload == Offload::kParams) {
+    m.offloaded += m.parameters + m.gradients;
+    const double layer = std::max({sp.largest_layer, dual ? sp2.largest_layer : 0.0, root});
+    m.parameters = wbytes * double(L.prefetch_layers + 1) * layer;
+    m.gradients = 2.0 * gbytes * layer;
+  }
+  const double per_node = L.offload == Offload::kParams && L.offload_tier == OffloadTier::kNvme
+                              ? cl.nvme_tib * 1024.0 * kGiB
+                              : cl.host_memory_gib * kGiB;
+  m.offload_capacity = per_node / double(cl.device.gpus_per_node);
+}
+
 MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, const Parallel& p,
                                  const ClusterConfig& cl, int64_t stage) {
   const LayoutConfig& L = p.cfg;
@@ -259,9 +282,8 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
   // weights stay gathered from forward to backward, on top of the shards.
   if (L.zero_stage >= 3 && !L.reshard_after_forward) m.parameters += wbytes * held(/*never sharded*/ 4);
   m.gradients = gbytes * held(2);
-  const bool offload = L.offload == Offload::kOptimizer;
-  m.master_weights = (L.params == Precision::kBf16 && !offload) ? 4.0 * updated(1) : 0.0;
-  m.optimizer_state = offload ? 0.0 : 8.0 * updated(1);
+  m.master_weights = L.params == Precision::kBf16 ? 4.0 * updated(1) : 0.0;
+  m.optimizer_state = 8.0 * updated(1);
   if (L.optimizer == OptimizerKind::kMuon) {
     // Muon keeps one moment for its matrices (AdamW's two for the embedding,
     // head, norms and router) and, ZeRO-sharded, gathers each whole matrix to
@@ -270,9 +292,13 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
     const double muon_updated =
         dual ? (sharded(1, muon_stage_params(c, s, p, stage)) + sharded(1, muon_stage_params(c, s, p, p.pp - 1 - stage))) / 2.0
              : sharded(1, muon_stage_params(c, s, p, stage));
-    if (!offload) m.optimizer_state -= 4.0 * muon_updated;
+    m.optimizer_state -= 4.0 * muon_updated;
     m.optimizer_workspace = 4.0 * (3.0 * muon_updated + double(muon_scratch_floats(c)));
   }
+  const double root = std::max(stage == 0 || (dual && stage == p.pp - 1) ? double(s.embed) / double(p.tp) : 0.0,
+                               stage == p.pp - 1 || (dual && stage == 0)
+                                   ? double(s.head > 0 ? s.head : s.embed) / double(p.tp) : 0.0);
+  offload_state(m, L, cl, wbytes, gbytes, root, sp, sp2, dual);
 
   // Activations.
   auto [first, count] = stage_layers(p, c.n_layers, stage);
@@ -327,8 +353,9 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
   if (c.n_experts > 0)
     for (int64_t g : {p.ep, p.edp}) groups += g > 1 ? 1 : 0;
   m.comm_buffers = kNcclPerGroup * double(groups);
-  if (L.zero_stage >= 3) m.comm_buffers += 2.0 * wbytes * sp.largest_layer;  // gathered layer + prefetch
-  if (L.zero_stage >= 2) m.comm_buffers += 2.0 * gbytes * sp.largest_layer;  // full-size gradient buckets
+  // Gathered layer + prefetch, full-size gradient buckets (streaming: its own layer buffers, counted above).
+  if (L.zero_stage >= 3 && L.offload != Offload::kParams) m.comm_buffers += 2.0 * wbytes * sp.largest_layer;
+  if (L.zero_stage >= 2 && L.offload != Offload::kParams) m.comm_buffers += 2.0 * gbytes * sp.largest_layer;
   if (p.tp > 1) m.comm_buffers += 2.0 * 2.0 * double(c.d_model) * tokens;   // sequence-parallel all-gather
   if (p.pp > 1) m.comm_buffers += 2.0 * 2.0 * double(c.d_model) * tokens / double(p.tp);  // p2p send + recv
   if (p.cp > 1) m.comm_buffers += 2.0 * cp_kv_bytes(c, p);  // ring attention: the K/V block sent and the one received

@@ -44,8 +44,12 @@ struct MemoryBreakdown {
   int64_t layers_in_stage = 0;
   double in_flight = 1;            // micro-batches whose activations the stage holds at peak
   double capacity = 0;             // device memory, bytes
+  // Offload: training state this GPU keeps in the offload tier (host memory or NVMe), and its share of
+  // the tier's capacity (per node / GPUs per node). Not part of total().
+  double offloaded = 0;
+  double offload_capacity = 0;
   double total() const;
-  bool fits() const { return total() <= capacity; }
+  bool fits() const { return total() <= capacity && offloaded <= offload_capacity; }
   std::vector<MemoryItem> items() const;
 };
 

@@ -432,8 +432,28 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
                                              : sp.dense + sp.experts;
   const bool master = p.cfg.params == Precision::kBf16;
   const double per_param = gbytes + 16.0 + (master ? 8.0 + wbytes : 8.0);
+  // Offload: the update runs on the host CPUs, memory-bound, every GPU of the node sharing its host memory
+  // bandwidth (ZeRO-Offload's CPU Adam); gradients go down and weights come back over the host link. From
+  // NVMe, master weights and moments are also read and written back through host memory (ZeRO-Infinity).
+  const double host_update_s = per_param * shard * double(cl.device.gpus_per_node) / (cl.host_memory_gbps * 1e9);
+  const double state_bytes = (master ? 4.0 : 0.0) + 8.0;
   if (p.cfg.offload == Offload::kOptimizer) {
-    st.optimizer_s = (gbytes + wbytes) * shard / (cl.host_link_gbps * 1e9) + mc.lat;
+    st.optimizer_s = (gbytes + wbytes) * shard / (cl.host_link_gbps * 1e9) + host_update_s + mc.lat;
+  } else if (p.cfg.offload == Offload::kParams) {
+    // Weight streaming: each micro-batch fetches the GPU's share of every weight for forward and again for
+    // backward and sends its gradients back; with prefetch the transfers hide behind the micro-batch's
+    // compute (exposed_s), without it they are serial. The ZeRO-3 gather among GPUs is the dp term above.
+    const double held = p.cfg.zero_stage >= 3 ? shard : sp.dense + sp.experts;
+    const double gheld = p.cfg.zero_stage >= 2 ? shard : sp.dense + sp.experts;
+    const bool nvme = p.cfg.offload_tier == OffloadTier::kNvme;
+    const double bw = std::min(cl.host_link_gbps, nvme ? cl.nvme_gbps / double(cl.device.gpus_per_node)
+                                                        : cl.host_link_gbps) * 1e9;
+    const double per_mb = (2.0 * wbytes * held + gbytes * gheld) / bw;
+    const double window = worst.fwd + worst.bwd + worst.recompute;
+    st.stream_s = m * per_mb;
+    st.stream_exposed_s = m * (p.cfg.prefetch_layers > 0 ? exposed_s(per_mb, window, ov) : per_mb);
+    st.optimizer_s = host_update_s + mc.lat;
+    if (nvme) st.optimizer_s += 2.0 * state_bytes * shard * double(cl.device.gpus_per_node) / (cl.nvme_gbps * 1e9);
   } else {
     // Fused multi-tensor kernels: plain streaming, no element-wise traffic multiplier.
     st.optimizer_s = (per_param + gbytes /* gradient norm */) * shard / mc.hbm + 2 * mc.lat;
@@ -441,7 +461,7 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
   }
 
   st.step_s = st.compute_s + st.recompute_s + st.tp_exposed_s + st.ep_exposed_s + st.cp_exposed_s + st.bubble_s +
-              st.pp_p2p_exposed_s + st.dp_exposed_s + st.optimizer_s;
+              st.pp_p2p_exposed_s + st.dp_exposed_s + st.optimizer_s + st.stream_exposed_s;
   const double tokens = double(p.tokens_per_step());
   st.model_flops_per_step = s.train_flops_per_token * tokens;
   st.tokens_per_s = tokens / st.step_s;
@@ -492,8 +512,15 @@ std::vector<TermSource> step_time_sources(const ClusterConfig& cl, const LayoutC
                             "time"});
   v.push_back({"pp_p2p", "activation send/receive between stages over " + links});
   v.push_back({"optimizer", fmt::format("fused update streaming gradient, moments, master and weights at {:.2f} TB/s x "
-                                        "hbm {:.2f}; offload: PCIe at the cluster's host_link_gbps",
-                                        cl.device.hbm_tbps, e.hbm)});
+                                        "hbm {:.2f}; offload: PCIe at the cluster's host_link_gbps and the CPU update "
+                                        "at topology.host_memory_gbps {:.0f} GB/s per node shared by its GPUs "
+                                        "(assumption: DGX H100 DDR5), NVMe tier: state through topology.nvme_gbps",
+                                        cl.device.hbm_tbps, e.hbm, cl.host_memory_gbps)});
+  v.push_back({"stream", fmt::format("memory.offload = \"params\": per micro-batch the GPU's weights twice (forward, "
+                                     "backward) and its gradients once over host_link_gbps {:.0f} GB/s (NVMe tier: "
+                                     "nvme_gbps {:.0f} GB/s per node shared by its GPUs, assumption), hidden behind "
+                                     "the micro-batch's compute when memory.prefetch_layers > 0",
+                                     cl.host_link_gbps, cl.nvme_gbps)});
   return v;
 }
 

@@ -78,6 +78,7 @@ struct StepTime {
   double pp_p2p_exposed_s = 0;
   double bubble_s = 0;
   double optimizer_s = 0;     // optimizer update (memory-bound), offload transfers
+  double stream_s = 0, stream_exposed_s = 0;  // weight streaming: weights in, gradients out, all micro-batches
   double step_s = 0;
   // Rates.
   double model_flops_per_step = 0;  // model/flops.h count x tokens per step

@@ -309,6 +309,8 @@ nlohmann::json to_json(const Plan& p) {
   for (const MemoryItem& it : p.mem.items()) mem[it.key] = std::llround(it.bytes);
   mem["total"] = std::llround(p.mem.total());
   mem["capacity"] = std::llround(p.mem.capacity);
+  mem["offloaded"] = std::llround(p.mem.offloaded);
+  mem["offload_capacity"] = std::llround(p.mem.offload_capacity);
   mem["stage"] = p.mem.stage;
   mem["in_flight_microbatches"] = p.mem.in_flight;
   mem["activations_by_recompute"] = {{"none", std::llround(p.mem.activations_by_recompute[0])},
@@ -327,7 +329,8 @@ nlohmann::json to_json(const Plan& p) {
                     {"cp_comm", t.cp_comm_s},           {"cp_exposed", t.cp_exposed_s},
                     {"dp_comm", t.dp_comm_s},           {"dp_exposed", t.dp_exposed_s},
                     {"pp_bubble", t.bubble_s},          {"pp_p2p_exposed", t.pp_p2p_exposed_s},
-                    {"optimizer", t.optimizer_s},       {"total", t.step_s}};
+                    {"optimizer", t.optimizer_s},       {"stream", t.stream_s},
+                    {"stream_exposed", t.stream_exposed_s}, {"total", t.step_s}};
   json sources = json::object();
   for (const TermSource& ts : step_time_sources(p.in.cluster, p.par.cfg)) sources[ts.term] = ts.source;
   j["step_time_sources"] = sources;
@@ -418,6 +421,18 @@ nlohmann::json to_json(const Plan& p) {
                                                    {"memory_per_gpu_bytes", f.best.mem.total()},
                                                    {"next_params", f.next_params},
                                                    {"binding", f.binding}};
+    const LargestFit& w = lm.streaming;
+    j["largest_model_per_domain"]["weight_streaming"] = {{"found", w.found},
+                                                         {"total_params", w.total_params},
+                                                         {"active_params", w.active_params},
+                                                         {"n_layers", w.model.n_layers},
+                                                         {"n_experts", w.model.n_experts},
+                                                         {"layout", w.best.label},
+                                                         {"mfu", w.best.time.mfu},
+                                                         {"memory_per_gpu_bytes", w.best.mem.total()},
+                                                         {"offloaded_per_gpu_bytes", w.best.mem.offloaded},
+                                                         {"next_params", w.next_params},
+                                                         {"binding", w.binding}};
     const SearchAssumptions& a = lm.assumptions;
     json rc = json::array();
     for (Recompute x : a.recompute) rc.push_back(to_string(x));
@@ -554,6 +569,16 @@ std::string to_text(const Plan& p) {
                            t.dp_exposed_s, t.pp_p2p_exposed_s, t.optimizer_s));
   if (par.cp > 1)
     line("", fmt::format("context parallel: K/V ring {:.3f} s per step, {:.3f} s exposed", t.cp_comm_s, t.cp_exposed_s));
+  if (par.cfg.offload == Offload::kParams)
+    line("", fmt::format("weight streaming from {}: {:.3f} s of transfers per step, {:.3f} s exposed (prefetch {} "
+                         "layer{})", par.cfg.offload_tier == OffloadTier::kNvme ? "NVMe" : "host memory", t.stream_s,
+                         t.stream_exposed_s, par.cfg.prefetch_layers, par.cfg.prefetch_layers == 1 ? "" : "s"));
+  if (p.mem.offloaded > 0)
+    line("", fmt::format("offloaded state: {} per GPU of the {} its node's {} gives each GPU{}", gib(p.mem.offloaded),
+                         gib(p.mem.offload_capacity),
+                         par.cfg.offload == Offload::kParams && par.cfg.offload_tier == OffloadTier::kNvme
+                             ? "NVMe" : "host memory",
+                         p.mem.offloaded > p.mem.offload_capacity ? ": DOES NOT FIT" : ""));
   line("", fmt::format("MFU {:.1f}% (HFU {:.1f}%), {} tokens/s", 100 * t.mfu, 100 * t.hfu, fmtx::count(t.tokens_per_s)));
   line("", fmt::format("sources: GEMM efficiency {:.3f}{}, attention {:.2f}, HBM {:.2f}, links {:.2f}, overlap {:.2f} "
                        "(--json step_time_sources, docs/planner.md)",
@@ -627,6 +652,16 @@ std::string to_text(const Plan& p) {
                            100 * f.best.time.mfu));
     else
       line("", "plain FSDP (ZeRO-3, no TP/PP/EP): even the smallest member does not fit");
+    const LargestFit& w = lm.streaming;
+    if (w.found)
+      line("", fmt::format("weight streaming from host memory: {} params ({} layers{}), {}, MFU {:.1f}%, {} per GPU "
+                           "in host memory{}",
+                           fmtx::count(double(w.total_params)), w.model.n_layers,
+                           w.model.n_experts > 0 ? fmt::format(", {} experts", w.model.n_experts) : "", w.best.label,
+                           100 * w.best.time.mfu, gib(w.best.mem.offloaded),
+                           w.hit_cap ? " (the search's upper end)" : ""));
+    else
+      line("", "weight streaming from host memory: even the smallest member does not fit");
     const SearchAssumptions& a = lm.assumptions;
     std::string rc;
     for (Recompute x : a.recompute) rc += (rc.empty() ? "" : " or ") + to_string(x);

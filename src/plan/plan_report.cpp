@@ -413,11 +413,11 @@ void largest_side_by_side(HtmlPage& h, const LargestModel& lm) {
   };
   const std::vector<std::string> names = {"parameters", "active", "shape", "layout", "MFU, memory per GPU",
                                           "one size up binds on"};
-  const auto best = col(lm), fsdp = col(lm.fsdp);
+  const auto best = col(lm), fsdp = col(lm.fsdp), streaming = col(lm.streaming);
   std::vector<std::vector<std::string>> rows;
-  for (size_t i = 0; i < names.size(); ++i) rows.push_back({names[i], best[i], fsdp[i]});
-  h.table({"", "best layout found", "plain FSDP (ZeRO-3 only)"}, rows,
-          {Align::kLeft, Align::kLeft, Align::kLeft});
+  for (size_t i = 0; i < names.size(); ++i) rows.push_back({names[i], best[i], fsdp[i], streaming[i]});
+  h.table({"", "best layout found", "plain FSDP (ZeRO-3 only)", "weight streaming from host memory"}, rows,
+          {Align::kLeft, Align::kLeft, Align::kLeft, Align::kLeft});
   const SearchAssumptions& a = lm.assumptions;
   std::string rc;
   for (Recompute x : a.recompute) rc += (rc.empty() ? "" : ", ") + to_string(x);
@@ -435,7 +435,11 @@ void largest_side_by_side(HtmlPage& h, const LargestModel& lm) {
                                                 "overhead {:g} of activations and buffers and the runtime included; "
                                                 "no further margin", gib(a.capacity_bytes), a.allocator_overhead)},
                 {"layouts (best)", a.layouts_best},
-                {"layouts (plain FSDP)", a.layouts_fsdp}});
+                {"layouts (plain FSDP)", a.layouts_fsdp},
+                {"layouts (weight streaming)",
+                 "as the best layout's, with memory.offload = \"params\" from host memory, prefetch of at least "
+                 "one layer: fits when the GPU's layer buffers and activations fit and the offloaded state fits "
+                 "the host memory of the nodes (topology.host_memory_gib)"}});
 }
 
 void largest_section(HtmlPage& h, const Plan& p) {

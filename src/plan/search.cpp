@@ -139,6 +139,8 @@ std::string layout_label(const LayoutConfig& l) {
   s += fmt::format(" zero{}", l.zero_stage);
   if (l.recompute != Recompute::kNone) s += " " + to_string(l.recompute);
   if (l.offload == Offload::kOptimizer) s += " offload";
+  if (l.offload == Offload::kParams)
+    s += l.offload_tier == OffloadTier::kNvme ? " stream(nvme)" : " stream(host)";
   return s;
 }
 
@@ -223,6 +225,11 @@ LargestModel largest_model_per_domain(const ModelConfig& base, int64_t seq_len, 
   const ClusterConfig dc = domain_cluster(c, r.gpus);
   static_cast<LargestFit&>(r) = largest_fit(base, axis, seq_len, dc, base_layout, r.gpus, Space::kAll);
   r.fsdp = largest_fit(base, axis, seq_len, dc, base_layout, r.gpus, Space::kFsdp);
+  LayoutConfig streamed = base_layout;
+  streamed.offload = Offload::kParams;
+  streamed.offload_tier = OffloadTier::kHost;
+  streamed.prefetch_layers = std::max<int64_t>(1, base_layout.prefetch_layers);
+  r.streaming = largest_fit(base, axis, seq_len, dc, streamed, r.gpus, Space::kAll);
   SearchAssumptions& a = r.assumptions;
   a.seq_len = seq_len;
   a.micro_batch = base_layout.micro_batch;

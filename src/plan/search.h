@@ -68,6 +68,9 @@ struct LargestModel : LargestFit {   // the answer with the best layout found
   FamilyAxis axis = FamilyAxis::kLayers;
   int64_t gpus = 0;               // GPUs of one NVLink domain the job may count on
   LargestFit fsdp;                // the answer with plain FSDP: ZeRO-3 data parallelism only (tp = pp = ep = 1)
+  // The answer with weight streaming from host memory (memory.offload = "params", every layout): bounded by
+  // the host memory of the domain's nodes and by what stays on the GPU (activations, layer buffers).
+  LargestFit streaming;
   SearchAssumptions assumptions;
 };
 
