@@ -34,9 +34,9 @@ void declare_keys(ConfigSchema& s, EvalTargets& e, bool with_metric);
 // an error naming FILE:LINE) and checks their names are distinct.
 Status check_eval_targets(EvalTargets& e, const std::string& config_path, const ConfigOrigins& o);
 
-// `moetrain eval` of RUN_DIR's newest checkpoint (its final one once the run
-// has finished) with every task and the held-out pass, into RUN_DIR/eval.json;
-// it starts once queue entry `after` has finished.
+// `moetrain eval --threads 1` of RUN_DIR's newest checkpoint (its final one
+// once the run has finished) with every task and the held-out pass, into
+// RUN_DIR/eval.json; it starts once queue entry `after` has finished.
 QueuedRun queued_eval(const EvalTargets& e, const std::string& name, const std::string& run_dir,
                       const std::string& log_path, int64_t step, size_t after);
 

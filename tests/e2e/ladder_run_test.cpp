@@ -163,7 +163,7 @@ TEST(LadderRun, EvalTasksAreRecordedAndFeedTheDownstreamFit) {
     EXPECT_EQ(rows[i]["accuracy"]["toy"], t["acc_norm"]);  // eval.metric
     // What `moetrain eval` prints for the same checkpoint.
     const auto ev = run_process({moetrain_binary(), "eval", "--ckpt", tmp / ("out/" + rows[i]["name"].get<std::string>()),
-                                 "--tasks", tmp / "toy.jsonl"});
+                                 "--tasks", tmp / "toy.jsonl", "--threads", "1"});
     ASSERT_EQ(ev.exit_code, 0) << ev;
     EXPECT_NE(ev.out.find(fmt::format("acc {:.4f} ± {:.4f}  acc_norm {:.4f}", t["acc"].get<double>(),
                                       t["acc_stderr"].get<double>(), t["acc_norm"].get<double>())),

@@ -216,7 +216,7 @@ TEST(MixSearch, EvalTargetsAreWhatMoetrainEvalGives) {
     EXPECT_NEAR(p["target"].get<double>(), 0.5 * (1 - acc_norm) + 0.5 * bpb, 1e-12) << line;  // minimised: the error rate
     // `moetrain eval` of the proxy's checkpoint gives the same figures.
     const auto ev = run_process({moetrain_binary(), "eval", "--ckpt", tmp / ("out/" + p["name"].get<std::string>()),
-                                 "--tasks", tmp / "toy.jsonl", "--out", tmp / "eval.json"});
+                                 "--tasks", tmp / "toy.jsonl", "--out", tmp / "eval.json", "--threads", "1"});
     ASSERT_EQ(ev.exit_code, 0) << ev;
     const json e = json::parse(read_file(tmp / "eval.json"));
     EXPECT_EQ(e["tasks"][0]["acc"], p["tasks"]["toy"]["acc"]);
