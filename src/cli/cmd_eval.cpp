@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -94,7 +93,7 @@ int run_eval(const Args& a) {
   for (const std::string& path : a.tasks) {
     auto docs = read_mc_tasks(path);
     if (!docs) return fail(docs.status(), 2);
-    tasks.emplace_back(std::filesystem::path(path).stem().string(), std::move(docs.value()));
+    tasks.emplace_back(mc_task_name(path), std::move(docs.value()));
   }
   auto m = load_inference_model(a.ckpt);
   if (!m) return fail(m.status(), 1);

@@ -46,6 +46,8 @@ Result<std::vector<McDoc>> read_mc_tasks(const std::string& path) {
   return docs;
 }
 
+std::string mc_task_name(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
 void encode_mc(const TextCodec& codec, const std::vector<McDoc>& docs, std::vector<std::vector<int32_t>>& seqs,
                std::vector<int64_t>& first) {
   for (const McDoc& d : docs)

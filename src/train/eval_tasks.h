@@ -32,6 +32,9 @@ struct McDoc {
 // Errors name FILE:LINE and the field that is missing or wrong.
 Result<std::vector<McDoc>> read_mc_tasks(const std::string& path);
 
+// A task's name: its file name without the extension ("arc.jsonl" -> "arc").
+std::string mc_task_name(const std::string& path);
+
 struct McResult {
   std::string task;              // file stem
   int64_t docs = 0;

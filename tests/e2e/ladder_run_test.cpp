@@ -3,11 +3,16 @@
 // file that `ladder fit` reads; a ladder SIGKILLed in the middle of a rung
 // and started again ends with the same results file, byte for byte; a
 // cooldown branch is bitwise the run trained for its budget from scratch,
-// and running rungs in parallel changes nothing.
+// and running rungs in parallel changes nothing; with [eval] tasks, every
+// run records the accuracy `moetrain eval` gives its final checkpoint, which
+// `ladder fit` reads.
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
+#include "ladder/results.h"
 #include "support/e2e.h"
 
 namespace mt::e2e {
@@ -115,6 +120,71 @@ TEST(LadderRun, CooldownBranchIsTheRunOfItsBudgetAndJobsChangeNothing) {
   const auto one = run_process({moetrain_binary(), "ladder", "run", ladder, "--out", tmp / "one", "--no-progress"}, 300);
   ASSERT_EQ(one.exit_code, 0) << one;
   EXPECT_EQ(read_file(tmp / "one/results.jsonl"), results);
+}
+
+// Byte-level multiple choice (tiny-test trains on text with the byte tokenizer).
+std::string toy_task() {
+  std::string t;
+  const char* words[] = {"the", "of", "and", "to", "in", "is", "that", "it"};
+  for (int i = 0; i < 12; ++i)
+    t += fmt::format("{{\"context\": \"{} {}\", \"choices\": [\" {}\", \" {} {}\", \" {}\"], \"answer\": {}}}\n",
+                     words[i % 8], words[(i + 3) % 8], words[(i + 1) % 8], words[(i + 5) % 8], words[(i + 2) % 8],
+                     words[(i + 7) % 8], i % 3);
+  return t;
+}
+
+TEST(LadderRun, EvalTasksAreRecordedAndFeedTheDownstreamFit) {
+  TempDir tmp;
+  write_file(tmp / "toy.jsonl", toy_task());
+  // A ladder without tasks, then the same ladder asking for one: the recorded
+  // runs are scored without being trained again (same losses, same state).
+  // Cooldown branches make 6 results: enough for `ladder fit`'s law, and so its sigmoid.
+  const auto plain = run_process({moetrain_binary(), "ladder", "run", ladder_file(tmp.path(), "cooldowns = [0.5]\n"),
+                                  "--out", tmp / "out", "--no-progress"},
+                                 300);
+  ASSERT_EQ(plain.exit_code, 0) << plain;
+  const auto before = rows_of(read_file(tmp / "out/results.jsonl"));
+  const std::string ladder = ladder_file(tmp.path(), "cooldowns = [0.5]\n[eval]\ntasks = [\"toy.jsonl\"]\nmetric = \"acc_norm\"\n");
+  const auto r = run_process({moetrain_binary(), "ladder", "run", ladder, "--out", tmp / "out", "--jobs", "2",
+                              "--no-progress"},
+                             300);
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const std::string results = read_file(tmp / "out/results.jsonl");
+  const auto rows = rows_of(results);
+  ASSERT_EQ(rows.size(), 6u);
+  ASSERT_EQ(before.size(), 6u);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["name"], before[i]["name"]);
+    EXPECT_EQ(rows[i]["loss"], before[i]["loss"]);
+    EXPECT_EQ(rows[i]["meta"]["state_hash"], before[i]["meta"]["state_hash"]);
+    const nlohmann::json& t = rows[i]["meta"]["eval"]["tasks"]["toy"];
+    EXPECT_EQ(rows[i]["meta"]["eval"]["metric"], "acc_norm");
+    EXPECT_EQ(t["docs"], 12);
+    EXPECT_EQ(rows[i]["accuracy"]["toy"], t["acc_norm"]);  // eval.metric
+    // What `moetrain eval` prints for the same checkpoint.
+    const auto ev = run_process({moetrain_binary(), "eval", "--ckpt", tmp / ("out/" + rows[i]["name"].get<std::string>()),
+                                 "--tasks", tmp / "toy.jsonl", "--threads", "1"});
+    ASSERT_EQ(ev.exit_code, 0) << ev;
+    EXPECT_NE(ev.out.find(fmt::format("acc {:.4f} ± {:.4f}  acc_norm {:.4f}", t["acc"].get<double>(),
+                                      t["acc_stderr"].get<double>(), t["acc_norm"].get<double>())),
+              std::string::npos)
+        << ev.out << "\nrecorded: " << t.dump();
+  }
+  // The reader of `ladder fit` sees them as the runs' accuracies.
+  auto runs = ladder::load_results(tmp / "out/results.jsonl");
+  ASSERT_TRUE(runs) << runs.status().message();
+  for (size_t i = 0; i < rows.size(); ++i)
+    EXPECT_EQ((*runs)[i].accuracy.at("toy"), rows[i]["accuracy"]["toy"].get<double>());
+  const auto fit = run_process({moetrain_binary(), "ladder", "fit", tmp / "out/results.jsonl", "--bootstrap", "0",
+                                "--chance", "toy=0.33"});
+  ASSERT_EQ(fit.exit_code, 0) << fit;
+  EXPECT_NE(fit.out.find("accuracy toy: 0.33 + (1 - 0.33) / (1 + exp("), std::string::npos) << fit;
+  EXPECT_NE(fit.out.find("6 runs, rmse"), std::string::npos) << fit;
+  // Everything recorded: nothing runs again, the file is unchanged.
+  const auto again = run_process({moetrain_binary(), "ladder", "run", ladder, "--out", tmp / "out", "--no-progress"});
+  ASSERT_EQ(again.exit_code, 0) << again;
+  EXPECT_EQ(read_file(tmp / "out/results.jsonl"), results);
+  EXPECT_NE(again.err.find("already in"), std::string::npos) << again;
 }
 
 TEST(LadderRun, CooldownsNeedRoomBeforeTheirDecay) {

@@ -6,8 +6,13 @@
 // mixture passes `data plan` at the hero scale (no data repeated) and every
 // ledger matches its mixture within one sequence; (2) a search SIGKILLed in
 // the middle and restarted ends with the same files as an uninterrupted one;
-// (3) 200 buckets (40 topics x 5 quality levels), searched by topic.
+// (3) 200 buckets (40 topics x 5 quality levels), searched by topic; (4) a
+// target of a task's error rate and a bucket's bits per byte: every proxy
+// records the figures `moetrain eval` gives its checkpoint, and its target is
+// their weighted sum.
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -180,6 +185,52 @@ TEST(MixSearch, TwoHundredBucketsSearchedByTopic) {
   const auto plan = run_process({moetrain_binary(), "data", "plan", s.dataset, "--mixture", tmp / "out/best-mixture.toml",
                                  "--config", s.base});
   EXPECT_EQ(plan.exit_code, 0) << plan;
+}
+
+TEST(MixSearch, EvalTargetsAreWhatMoetrainEvalGives) {
+  TempDir tmp;
+  std::string task;
+  for (int i = 0; i < 10; ++i)
+    task += fmt::format("{{\"context\": \"w{}\", \"choices\": [\" w{}\", \" w{} w{}\"], \"answer\": {}}}\n", i,
+                        (i + 1) % 10, (i + 2) % 10, (i + 3) % 10, i % 2);
+  write_file(tmp / "toy.jsonl", task);
+  const SearchFiles s = make_setup(tmp.path(), {"a", "b", "c"}, 1, 100, 60, 40000,
+                                   "proxies = 5\nholdout = 1\nverify = false\ncandidates = 2000\ntop_k = 20\n"
+                                   "[eval]\ntasks = [\"toy.jsonl\"]\n[target]\n\"acc_norm:toy\" = 1\n\"bpb:a/*\" = 1\n");
+  const auto r = run_process({moetrain_binary(), "mix", "search", s.search, "--out", tmp / "out", "--jobs", "2",
+                              "--no-progress"},
+                             600);
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const json j = search_json(tmp / "out");
+  EXPECT_EQ(j["target"], json::parse(R"([{"name": "bpb:a/q0", "weight": 0.5}, {"name": "acc_norm:toy", "weight": 0.5}])"));
+  const auto names = j["buckets"]["names"].get<std::vector<std::string>>();
+  const size_t a = size_t(std::find(names.begin(), names.end(), "a/q0") - names.begin());
+  ASSERT_LT(a, names.size());
+  const std::string proxies = read_file(tmp / "out/proxies.jsonl");
+  std::istringstream in(proxies);
+  int n = 0;
+  for (std::string line; std::getline(in, line); ++n) {
+    const json p = json::parse(line);
+    const double acc_norm = p["tasks"]["toy"]["acc_norm"].get<double>(), bpb = p["bucket_bits_per_byte"][a].get<double>();
+    EXPECT_GT(bpb, 0.0);
+    EXPECT_NEAR(p["target"].get<double>(), 0.5 * (1 - acc_norm) + 0.5 * bpb, 1e-12) << line;  // minimised: the error rate
+    // `moetrain eval` of the proxy's checkpoint gives the same figures.
+    const auto ev = run_process({moetrain_binary(), "eval", "--ckpt", tmp / ("out/" + p["name"].get<std::string>()),
+                                 "--tasks", tmp / "toy.jsonl", "--out", tmp / "eval.json", "--threads", "1"});
+    ASSERT_EQ(ev.exit_code, 0) << ev;
+    const json e = json::parse(read_file(tmp / "eval.json"));
+    EXPECT_EQ(e["tasks"][0]["acc"], p["tasks"]["toy"]["acc"]);
+    EXPECT_EQ(e["tasks"][0]["acc_norm"], p["tasks"]["toy"]["acc_norm"]);
+    for (const json& b : e["held_out"]["buckets"])
+      if (b["bucket"] == "a/q0") {
+        EXPECT_EQ(b["bits_per_byte"], p["bucket_bits_per_byte"][a]);
+      }
+  }
+  EXPECT_EQ(n, 5);
+  // Finished: a second invocation trains and scores nothing and writes the same records.
+  const auto again = run_process({moetrain_binary(), "mix", "search", s.search, "--out", tmp / "out", "--no-progress"}, 600);
+  ASSERT_EQ(again.exit_code, 0) << again;
+  EXPECT_EQ(read_file(tmp / "out/proxies.jsonl"), proxies);
 }
 
 }  // namespace

@@ -53,6 +53,7 @@ void declare_keys(ConfigSchema& s, LadderConfig& c) {
       },
       "one table per rung, run in order")
       .required();
+  declare_keys(s, c.eval, /*with_metric=*/true);
 }
 
 Result<LadderConfig> load_ladder_config(const std::string& path, const std::vector<std::string>& overrides) {
@@ -73,6 +74,7 @@ Result<LadderConfig> load_ladder_config(const std::string& path, const std::vect
     if (r.d_model % c.head_dim != 0)
       return o.error(fmt::format("rung[{}].d_model", i), fmt::format("must be a multiple of ladder.head_dim = {}", c.head_dim));
   }
+  MT_RETURN_IF_ERROR(check_eval_targets(c.eval, path, o));
   std::sort(c.cooldowns.begin(), c.cooldowns.end());
   if (std::adjacent_find(c.cooldowns.begin(), c.cooldowns.end()) != c.cooldowns.end())
     return o.error("ladder.cooldowns", "lists a fraction twice");
@@ -190,6 +192,16 @@ Status make_branch(const std::string& full_dir, const std::string& branch_dir, i
   return Status::ok();
 }
 
+// A recorded result carries every task asked for, by the metric asked for.
+bool has_eval(const EvalTargets& e, const json& rec) {
+  if (!e.enabled()) return true;
+  if (!rec.contains("meta") || !rec["meta"].contains("eval") || rec["meta"]["eval"].value("metric", "") != e.metric)
+    return false;
+  for (const std::string& t : e.names)
+    if (!rec.contains("accuracy") || !rec["accuracy"].contains(t)) return false;
+  return true;
+}
+
 std::vector<std::string> train_args(const LadderConfig& c, const std::vector<std::string>& sets,
                                     const std::string& dir) {
   std::vector<std::string> a = {"train", "--config", c.base};
@@ -280,8 +292,9 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& op
   for (const Unit& u : units) planned.insert(u.name);
   for (json& j : previous.value()) {
     const std::string name = j["name"].get<std::string>();
-    if (planned.count(name)) recorded[name] = std::move(j);
-    else foreign.push_back(std::move(j));
+    if (!planned.count(name)) foreign.push_back(std::move(j));
+    else if (has_eval(c.eval, j)) recorded[name] = std::move(j);
+    // else: recorded before these tasks were asked for: scored again (its training resumes at its end)
   }
   auto write_results = [&]() -> Status {
     std::string text;
@@ -315,6 +328,18 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& op
       rec["meta"]["branch_step"] = u.branch_step;
     }
     if (last->contains("bucket_eval_loss")) rec["meta"]["bucket_eval_loss"] = (*last)["bucket_eval_loss"];
+    if (c.eval.enabled()) {
+      auto ev = read_eval(u.dir, u.steps, c.eval);
+      if (!ev) return Status::errorf("{}: {}", u.name, ev.status().message());
+      json tasks = json::object();
+      for (const std::string& t : c.eval.names) {
+        tasks[t] = task_result(ev.value(), t);
+        rec["accuracy"][t] = tasks[t][c.eval.metric];
+      }
+      rec["meta"]["eval"] = {{"metric", c.eval.metric}, {"tasks", tasks}};
+      const json bpb = bucket_bits_per_byte(ev.value());
+      if (!bpb.empty()) rec["meta"]["eval"]["bucket_bits_per_byte"] = bpb;
+    }
     recorded[u.name] = rec;
     return write_results();
   };
@@ -323,6 +348,24 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& op
   // step (a branch is copied when its segment ends), each branch, and the
   // full run's last segment.
   std::vector<QueuedRun> queue;
+  // A run whose end is a result: recorded when it finishes, or once
+  // `moetrain eval` has scored its final checkpoint.
+  auto push_recorded = [&](QueuedRun run, size_t ui) {
+    const Unit& u = units[ui];
+    const bool done = run.done;
+    auto rec = [&, ui] { return record(units[ui]); };
+    if (!c.eval.enabled()) {
+      run.on_done = rec;
+      queue.push_back(std::move(run));
+      return;
+    }
+    queue.push_back(std::move(run));
+    QueuedRun ev = queued_eval(c.eval, u.name, u.dir, opt.out_dir + "/logs/" + u.name + ".eval.log", u.steps,
+                               queue.size() - 1);
+    ev.done = done;
+    ev.on_done = rec;
+    queue.push_back(std::move(ev));
+  };
   for (size_t ri = 0; ri < rungs.size(); ++ri) {
     const RungPlan& p = rungs[ri];
     const Unit& full = units[p.units.back()];
@@ -370,9 +413,7 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& op
       br.work = per_step * double(b.steps - b.branch_step);
       br.after = {segment_at[b.branch_step]};
       br.done = recorded.count(b.name) > 0;
-      const size_t ui = p.units[k];
-      br.on_done = [&, ui] { return record(units[ui]); };
-      queue.push_back(std::move(br));
+      push_recorded(std::move(br), p.units[k]);
     }
     QueuedRun last;
     last.name = full.name;
@@ -384,9 +425,7 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& op
     last.work = per_step * double(full.steps - seg_from);
     last.after = prev;
     last.done = recorded.count(full.name) > 0;
-    const size_t ui = p.units.back();
-    last.on_done = [&, ui] { return record(units[ui]); };
-    queue.push_back(std::move(last));
+    push_recorded(std::move(last), p.units.back());
   }
 
   for (size_t ri = 0; ri < rungs.size(); ++ri) {

@@ -19,12 +19,19 @@
 // A ladder killed at any point and started again skips what is recorded and
 // resumes every unfinished run from its checkpoint, ending with the same
 // results file, byte for byte.
+//
+// With [eval] tasks, every run is then scored by `moetrain eval` on its
+// final checkpoint (train/post_eval.h): the results record each task's
+// accuracy (eval.metric) as accuracy.TASK, which `ladder fit` fits with the
+// loss -> accuracy sigmoid (ladder/downstream.h), and meta.eval keeps acc,
+// acc_norm and the held-out bits per byte per bucket.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
+#include "train/post_eval.h"
 
 namespace mt {
 
@@ -46,6 +53,7 @@ struct LadderConfig {
   double ffn_ratio = 0.0;            // d_ff = ratio x d_model; 0 = the base's
   std::vector<double> cooldowns;     // fractions in (0, 1) of each rung's budget that also get a decayed result
   std::vector<LadderRung> rungs;     // [[rung]] tables, run in order
+  EvalTargets eval;                  // [eval]: tasks every run is scored on after training
   std::string source;                // the ladder file
 };
 

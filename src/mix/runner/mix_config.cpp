@@ -2,7 +2,9 @@
 #include "mix/runner/mix_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/config_schema.h"
@@ -37,14 +39,45 @@ void declare_keys(ConfigSchema& s, MixSearchConfig& c) {
   s.add("search.top_k", &c.top_k, "best candidates averaged (RegMix)").range(1, 100000000);
   s.add("search.verify", &c.verify, "also train the natural mixture and the chosen one: predicted against actual");
   s.add_map("target", &c.target,
-            "\"glob over <topic>/<quality>\" = weight of that bucket's held-out loss in the target; empty = every "
-            "bucket with held-out data, equally")
+            "\"NAME\" = weight of a term of the target (minimised): \"GLOB\" or \"loss:GLOB\" the held-out loss of "
+            "the buckets matching the glob over <topic>/<quality>, \"bpb:GLOB\" their bits per byte, "
+            "\"acc:TASK\" / \"acc_norm:TASK\" 1 - that accuracy on a task of eval.tasks; empty = every bucket's "
+            "held-out loss, equally")
       .min(0);
+  declare_keys(s, c.eval, /*with_metric=*/false);
   s.add("reuse.previous", &c.reuse_previous,
         "an earlier mixture file (relative to this file): keep its proportions for the unchanged buckets")
       .note("\"\" = search from scratch");
   s.add("reuse.changed", &c.reuse_changed, "globs of the buckets whose data changed (new buckets count as changed)")
       .or_one_string();
+}
+
+Result<TargetName> parse_target_name(const std::string& key) {
+  using K = TargetName::Kind;
+  const size_t colon = key.find(':');
+  if (colon == std::string::npos) return TargetName{K::kLoss, key};
+  const std::string prefix = key.substr(0, colon), what = key.substr(colon + 1);
+  TargetName t{K::kLoss, what};
+  if (prefix == "loss") t.kind = K::kLoss;
+  else if (prefix == "bpb") t.kind = K::kBitsPerByte;
+  else if (prefix == "acc") t.kind = K::kAcc;
+  else if (prefix == "acc_norm") t.kind = K::kAccNorm;
+  else
+    return Status::errorf("unknown target kind \"{}\" (a target is \"GLOB\", \"loss:GLOB\", \"bpb:GLOB\", "
+                          "\"acc:TASK\" or \"acc_norm:TASK\")",
+                          prefix);
+  if (what.empty()) return Status::errorf("\"{}:\" names no {}", prefix, t.kind >= K::kAcc ? "task" : "buckets");
+  return t;
+}
+
+const char* target_prefix(TargetName::Kind k) {
+  switch (k) {
+    case TargetName::Kind::kLoss: return "loss";
+    case TargetName::Kind::kBitsPerByte: return "bpb";
+    case TargetName::Kind::kAcc: return "acc";
+    case TargetName::Kind::kAccNorm: return "acc_norm";
+  }
+  return "?";
 }
 
 Result<MixSearchConfig> load_mix_search_config(const std::string& path, const std::vector<std::string>& overrides) {
@@ -70,8 +103,19 @@ Result<MixSearchConfig> load_mix_search_config(const std::string& path, const st
     return o.error("reuse.changed", "needs reuse.previous (the mixture being reused)");
   if (!c.reuse_previous.empty() && c.domains != "bucket")
     return o.error("search.domains", "must be \"bucket\" with [reuse] (the changed buckets are the domains)");
+  MT_RETURN_IF_ERROR(check_eval_targets(c.eval, path, o));
   double sum = 0;
-  for (const auto& [glob, w] : c.target) sum += w;
+  for (const auto& [name, w] : c.target) {
+    sum += w;
+    // Where the key is: quoted in the file unless it is a bare TOML key.
+    const std::string key = o.was_set("target." + name) ? "target." + name : "target." + toml_quote(name);
+    auto t = parse_target_name(name);
+    if (!t) return o.error(key, t.status().message());
+    if (t->kind >= TargetName::Kind::kAcc &&
+        std::find(c.eval.names.begin(), c.eval.names.end(), t->what) == c.eval.names.end())
+      return o.error(key, fmt::format("names task \"{}\", which is not among eval.tasks ({})", t->what,
+                                      c.eval.names.empty() ? "none" : fmt::format("{}", fmt::join(c.eval.names, ", "))));
+  }
   if (!c.target.empty() && !(sum > 0)) return o.error("target", "needs a positive weight");
   return c;
 }

@@ -1,8 +1,9 @@
 // mix_config.h — the mixture-search file (`moetrain mix search MIX.toml`):
 // which run config every proxy trains (base + overrides), the hero mixture
 // whose budget and epoch limit bound every sampled mixture, how many proxies
-// to sample and how, what to predict (a weighted set of per-bucket held-out
-// losses), how to search, and optionally an earlier mixture to reuse.
+// to sample and how, what to predict (a weighted set of terms: per-bucket
+// held-out losses or bits per byte, task error rates), how to search, and
+// optionally an earlier mixture to reuse.
 // Every key: docs/config.md, "Mixture search file"; the method: docs/mix.md.
 #pragma once
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "train/post_eval.h"
 
 namespace mt {
 
@@ -30,11 +32,28 @@ struct MixSearchConfig {
   int64_t candidates = 100000;      // mixtures predicted by the search
   int64_t top_k = 100;              // best candidates averaged
   bool verify = true;               // also train the natural and the chosen mixture, for predicted vs actual
-  std::vector<std::pair<std::string, double>> target;  // [target] "glob" = weight over held-out bucket losses; {} = all, equal
+  std::vector<std::pair<std::string, double>> target;  // [target] "NAME" = weight (TargetName); {} = every bucket's loss, equally
+  EvalTargets eval;                 // [eval] tasks: scored after each proxy trains (the acc: targets name them)
   std::string reuse_previous;       // [reuse] previous: an earlier mixture file; "" = search from scratch
   std::vector<std::string> reuse_changed;  // [reuse] changed: globs of buckets whose data changed
   std::string source;               // this file
 };
+
+// What a [target] key names. The search minimises the weighted sum of its
+// terms, so every term is a figure where lower is better:
+//   "GLOB" or "loss:GLOB"  held-out loss (nats/token) of every bucket matching GLOB
+//   "bpb:GLOB"             held-out bits per byte of every bucket matching GLOB
+//   "acc:TASK"             1 - acc on task TASK (a file of eval.tasks, by name)
+//   "acc_norm:TASK"        1 - acc_norm on TASK
+struct TargetName {
+  enum class Kind { kLoss, kBitsPerByte, kAcc, kAccNorm };
+  Kind kind = Kind::kLoss;
+  std::string what;  // the glob, or the task
+};
+// The message names the key and what it may be; no location (the caller's).
+Result<TargetName> parse_target_name(const std::string& key);
+// The prefix of a kind in target names and columns ("loss", "bpb", "acc", "acc_norm").
+const char* target_prefix(TargetName::Kind k);
 
 void declare_keys(ConfigSchema& s, MixSearchConfig& c);
 Result<MixSearchConfig> load_mix_search_config(const std::string& path, const std::vector<std::string>& overrides);

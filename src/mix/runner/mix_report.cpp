@@ -10,6 +10,18 @@
 #include "report/svg.h"
 
 namespace mt {
+namespace {
+
+// "0.5 x loss:a/0 + 0.5 x acc:arc" (searches written before named terms: per-bucket held-out losses).
+std::string target_terms(const nlohmann::json& j) {
+  if (!j.contains("target") || !j["target"].is_array()) return "weighted per-bucket held-out loss";
+  std::string out;
+  for (const auto& t : j["target"])
+    out += fmt::format("{}{:.3g} x {}", out.empty() ? "" : " + ", t["weight"].get<double>(), t["name"].get<std::string>());
+  return out + " (acc terms are 1 - accuracy)";
+}
+
+}  // namespace
 
 std::string mix_search_html(const nlohmann::json& j) {
   using namespace report;
@@ -19,11 +31,11 @@ std::string mix_search_html(const nlohmann::json& j) {
   page.paragraph(fmt::format(
       "{} proxies of {} tokens each, mixtures sampled around the natural token shares (Dirichlet, concentration {}) "
       "over {} domains ({}), each feasible for a hero run of {} tokens without repeating data. Regressors from the "
-      "mixture weights to the target (weighted per-bucket held-out loss) are fitted on the first {} proxies and "
+      "mixture weights to the target (the weighted sum of its terms: {}) are fitted on the first {} proxies and "
       "checked on the last {}; the {} regressor, refitted on all of them, chose the mixture.",
       cfg["proxies"].get<int64_t>(), j["proxy_tokens"].get<int64_t>(), cfg["concentration"].get<double>(),
       j["domains"].size(), cfg["domains"].get<std::string>(), j["hero_tokens"].get<int64_t>(),
-      cfg["proxies"].get<int64_t>() - cfg["holdout"].get<int64_t>(), cfg["holdout"].get<int64_t>(),
+      target_terms(j), cfg["proxies"].get<int64_t>() - cfg["holdout"].get<int64_t>(), cfg["holdout"].get<int64_t>(),
       cfg["regressor"].get<std::string>()));
   const json& reg = j["regressors"];
   auto num = [](const json& v, const char* f) { return v.is_number() ? fmt::format(fmt::runtime(f), v.get<double>()) : std::string("n/a"); };
@@ -46,7 +58,7 @@ std::string mix_search_html(const nlohmann::json& j) {
   // Predicted against actual: held-out proxies per regressor, and the verification runs.
   LineChart parity;
   parity.title = "Predicted against actual target";
-  parity.x = {"actual target (held-out loss)", Scale::kLinear, std::nullopt, std::nullopt, nullptr};
+  parity.x = {"actual target", Scale::kLinear, std::nullopt, std::nullopt, nullptr};
   parity.y = {"predicted target", Scale::kLinear, std::nullopt, std::nullopt, nullptr};
   double lo = INFINITY, hi = -INFINITY;
   const std::vector<double> actual = reg["actual"].get<std::vector<double>>();

@@ -21,6 +21,7 @@
 #include "mix/search.h"
 #include "mix/target_model.h"
 #include "train/run_config.h"
+#include "train/post_eval.h"
 #include "train/run_queue.h"
 #include "train/trainer.h"
 
@@ -39,9 +40,29 @@ struct MixRun {
 
 std::string proxy_name(int64_t k) { return fmt::format("p{:03d}", k); }
 
-// The held-out losses and ledger of a finished run, checked against its plan.
-Result<json> read_run(const MixSpace& s, const MixRun& r, const MixturePlan& plan, const std::string& dir,
-                      int64_t steps, const std::string& log) {
+// A target term's value in a proxy's record (NaN when the record lacks it).
+double term_value(const TargetTerm& t, const json& rec) {
+  auto num = [](const json& v) { return v.is_number() ? v.get<double>() : NAN; };
+  auto at = [&](const char* key, size_t i) {
+    return rec.contains(key) && rec[key].is_array() && i < rec[key].size() ? num(rec[key][i]) : NAN;
+  };
+  auto error = [&](const char* metric) {
+    if (!rec.contains("tasks") || !rec["tasks"].contains(t.task)) return double(NAN);
+    return 1.0 - num(rec["tasks"][t.task].value(metric, json()));
+  };
+  switch (t.kind) {
+    case TargetName::Kind::kLoss: return at("bucket_loss", t.bucket);
+    case TargetName::Kind::kBitsPerByte: return at("bucket_bits_per_byte", t.bucket);
+    case TargetName::Kind::kAcc: return error("acc");
+    case TargetName::Kind::kAccNorm: return error("acc_norm");
+  }
+  return NAN;
+}
+
+// The held-out losses (and, with the eval step, bits per byte and task
+// results) and ledger of a finished run, checked against its plan.
+Result<json> read_run(const MixSpace& s, const EvalTargets& eval, const MixRun& r, const MixturePlan& plan,
+                      const std::string& dir, int64_t steps, const std::string& log) {
   const json last = last_metrics_line(dir);
   if (!last.is_object() || last.value("step", int64_t(-1)) != steps || !last.contains("bucket_eval_loss"))
     return Status::errorf("{}/metrics.jsonl: no held-out losses per bucket at the final step {}", dir, steps);
@@ -54,14 +75,23 @@ Result<json> read_run(const MixSpace& s, const MixRun& r, const MixturePlan& pla
     const auto it = std::find(s.buckets.begin(), s.buckets.end(), name);
     if (it != s.buckets.end() && v.is_number()) loss[size_t(it - s.buckets.begin())] = v.get<double>();
   }
-  double target = 0;
-  for (size_t b = 0; b < s.buckets.size(); ++b) {
-    if (s.target[b] == 0) continue;
-    if (!std::isfinite(loss[b])) return Status::errorf("{}: no held-out loss for target bucket {}", dir, s.buckets[b]);
-    target += s.target[b] * loss[b];
-  }
   rec["bucket_loss"] = json::array();
   for (double l : loss) rec["bucket_loss"].push_back(std::isfinite(l) ? json(l) : json());
+  if (s.needs_eval) {
+    auto ev = read_eval(dir, steps, eval);
+    if (!ev) return ev.status();
+    const json bpb = bucket_bits_per_byte(ev.value());
+    rec["bucket_bits_per_byte"] = json::array();
+    for (const std::string& b : s.buckets) rec["bucket_bits_per_byte"].push_back(bpb.value(b, json()));
+    rec["tasks"] = json::object();
+    for (const std::string& t : eval.names) rec["tasks"][t] = task_result(ev.value(), t);
+  }
+  double target = 0;
+  for (const TargetTerm& t : s.terms) {
+    const double v = term_value(t, rec);
+    if (!std::isfinite(v)) return Status::errorf("{}: no value for the target's {}", dir, t.column);
+    target += t.weight * v;
+  }
   rec["target"] = target;
   // The ledger: bucket b supplied n Q_b / N_full of the n sequences read, to within one.
   const double n = double(s.proxy_sequences);
@@ -174,7 +204,12 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, const MixSearchOpti
     std::ifstream in(proxies_path);
     for (std::string line; std::getline(in, line);) {
       json j = json::parse(line, nullptr, false);
-      if (j.is_object() && j.contains("name") && j["name"].is_string()) recorded[j["name"].get<std::string>()] = j;
+      if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) continue;
+      // A record without a figure the target now needs (the file changed): scored again.
+      bool complete = !s.needs_eval || j.contains("tasks");
+      for (const std::string& t : c.eval.names) complete = complete && j.contains("tasks") && j["tasks"].contains(t);
+      for (const TargetTerm& t : s.terms) complete = complete && std::isfinite(term_value(t, j));
+      if (complete) recorded[j["name"].get<std::string>()] = j;
     }
   }
   auto write_proxies = [&](const std::vector<MixRun>& all) {
@@ -201,13 +236,21 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, const MixSearchOpti
       qr.done = recorded.count(r.name) > 0;
       const MixRun run = r;
       const std::string dir = qr.run_dir, log = qr.log_path;
-      qr.on_done = [&, run, dir, log]() -> Status {
-        auto rec = read_run(s, run, plans.at(run.name), dir, tc.steps, log);
+      auto record = [&, run, dir, log]() -> Status {
+        auto rec = read_run(s, c.eval, run, plans.at(run.name), dir, tc.steps, log);
         if (!rec) return rec.status();
         recorded[run.name] = rec.value();
         return write_proxies(all);
       };
+      const bool done = qr.done;
+      if (!s.needs_eval) qr.on_done = record;
       q.push_back(std::move(qr));
+      if (s.needs_eval) {  // then `moetrain eval` of its final checkpoint, which records it
+        QueuedRun ev = queued_eval(c.eval, r.name, dir, out + "/logs/" + r.name + ".eval.log", tc.steps, q.size() - 1);
+        ev.done = done;
+        ev.on_done = record;
+        q.push_back(std::move(ev));
+      }
     }
     return q;
   };
@@ -230,15 +273,13 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, const MixSearchOpti
   std::vector<json> proxies;
   std::vector<std::vector<double>> X, Y;
   std::vector<double> lambda;
-  std::vector<size_t> target_buckets;
-  for (size_t b = 0; b < s.buckets.size(); ++b)
-    if (s.target[b] > 0) target_buckets.push_back(b), lambda.push_back(s.target[b]);
+  for (const TargetTerm& t : s.terms) lambda.push_back(t.weight);
   for (int64_t k = 0; k < c.proxies; ++k) {
     const json& j = recorded.at(proxy_name(k));
     proxies.push_back(j);
     X.push_back(runs[size_t(k)].domain_w);
     std::vector<double> y;
-    for (size_t b : target_buckets) y.push_back(j["bucket_loss"][b].get<double>());
+    for (const TargetTerm& t : s.terms) y.push_back(term_value(t, j));
     Y.push_back(std::move(y));
   }
   json result;
@@ -286,6 +327,9 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, const MixSearchOpti
   result["hero_tokens"] = s.hero.total_tokens;
   result["proxy_tokens"] = s.proxy_sequences * s.seq_len;
   result["buckets"] = {{"names", s.buckets}, {"natural", s.natural}, {"cap", s.cap}, {"target", s.target}};
+  json terms = json::array();
+  for (const TargetTerm& t : s.terms) terms.push_back({{"name", t.column}, {"weight", t.weight}});
+  result["target"] = terms;
   json doms = json::array();
   for (size_t d = 0; d < s.domains.size(); ++d)
     doms.push_back({{"name", s.domains[d].name}, {"center", s.center[d]}, {"cap", s.domain_cap[d]}, {"best", best.weights[d]}});

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "core/config_schema.h"
@@ -18,37 +19,61 @@ namespace {
 bool glob(const std::string& pattern, const std::string& s) { return fnmatch(pattern.c_str(), s.c_str(), 0) == 0; }
 
 Status set_target(const MixSearchConfig& c, MixSpace& s) {
+  using K = TargetName::Kind;
   s.target.assign(s.buckets.size(), 0.0);
   std::vector<bool> has_eval(s.buckets.size());
   for (size_t b = 0; b < s.buckets.size(); ++b) {
     const Bucket& bk = s.dataset->buckets()[b];
     has_eval[b] = bk.eval->n_tokens() + bk.eval->n_docs() >= s.seq_len + 1;  // as the trainer's eval pass
   }
+  auto bucket_term = [&](K kind, size_t b, double w) {
+    s.terms.push_back({kind, b, "", w, fmt::format("{}:{}", target_prefix(kind), s.buckets[b])});
+  };
   if (c.target.empty()) {
-    for (size_t b = 0; b < s.buckets.size(); ++b) s.target[b] = has_eval[b] ? 1.0 : 0.0;
+    for (size_t b = 0; b < s.buckets.size(); ++b)
+      if (has_eval[b]) bucket_term(K::kLoss, b, 1.0);
   } else {
-    std::vector<std::string> matched_by(s.buckets.size());
-    for (const auto& [pattern, w] : c.target) {
+    // A bucket is matched by one glob per kind at most.
+    std::map<std::pair<K, size_t>, std::string> matched_by;
+    for (const auto& [name, w] : c.target) {
+      const TargetName t = parse_target_name(name).value();  // checked when the file was read
+      if (t.kind == K::kAcc || t.kind == K::kAccNorm) {
+        s.terms.push_back({t.kind, 0, t.what, w, name});
+        continue;
+      }
       bool any = false;
       for (size_t b = 0; b < s.buckets.size(); ++b) {
-        if (!glob(pattern, s.buckets[b])) continue;
-        if (!matched_by[b].empty())
-          return Status::errorf("{}: [target] \"{}\" and \"{}\" both match bucket {}", c.source, matched_by[b],
-                                pattern, s.buckets[b]);
-        matched_by[b] = pattern;
+        if (!glob(t.what, s.buckets[b])) continue;
+        auto [it, fresh] = matched_by.emplace(std::pair(t.kind, b), name);
+        if (!fresh)
+          return Status::errorf("{}: [target] \"{}\" and \"{}\" both match bucket {}", c.source, it->second, name,
+                                s.buckets[b]);
         if (!has_eval[b]) continue;
-        s.target[b] = w;
+        bucket_term(t.kind, b, w);
         any = true;
       }
       if (!any)
         return Status::errorf("{}: [target] \"{}\" matches no bucket with held-out data (at least seq_len + 1 = {} "
                               "eval tokens)",
-                              c.source, pattern, s.seq_len + 1);
+                              c.source, name, s.seq_len + 1);
     }
   }
-  const double sum = std::accumulate(s.target.begin(), s.target.end(), 0.0);
+  // Columns in a fixed order: losses by bucket, bits per byte by bucket, then tasks as listed.
+  std::erase_if(s.terms, [](const TargetTerm& t) { return t.weight == 0; });
+  std::stable_sort(s.terms.begin(), s.terms.end(), [](const TargetTerm& a, const TargetTerm& b) {
+    const bool ta = a.kind == K::kAcc || a.kind == K::kAccNorm, tb = b.kind == K::kAcc || b.kind == K::kAccNorm;
+    if (ta || tb) return !ta && tb;
+    return std::pair(a.kind, a.bucket) < std::pair(b.kind, b.bucket);
+  });
+  double sum = 0;
+  for (const TargetTerm& t : s.terms) sum += t.weight;
   if (!(sum > 0)) return Status::errorf("{}: no bucket of the dataset has held-out data for the target", c.source);
-  for (double& t : s.target) t /= sum;
+  for (TargetTerm& t : s.terms) {
+    t.weight /= sum;
+    if (t.kind == K::kLoss) s.target[t.bucket] = t.weight;
+    s.needs_eval = s.needs_eval || t.kind != K::kLoss;
+  }
+  if (c.eval.enabled()) s.needs_eval = true;  // tasks asked for are scored (and recorded) even outside the target
   return Status::ok();
 }
 

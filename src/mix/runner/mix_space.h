@@ -2,8 +2,9 @@
 // and the hero mixture: the buckets, their natural token shares, each
 // bucket's cap (the largest weight the hero run can give it without reading
 // past max_epochs of its documents), the domains that vary (mix/domains.h)
-// with their caps and centre, and the target's weight on each bucket's
-// held-out loss. Also writes and checks a mixture file for a weight vector.
+// with their caps and centre, and the target's terms (per-bucket held-out
+// loss or bits per byte, task error rates) with their weights. Also writes
+// and checks a mixture file for a weight vector.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -18,6 +19,15 @@
 
 namespace mt {
 
+// One term of the target: a figure of a trained proxy, weighted.
+struct TargetTerm {
+  TargetName::Kind kind = TargetName::Kind::kLoss;
+  size_t bucket = 0;   // kLoss, kBitsPerByte
+  std::string task;    // kAcc, kAccNorm
+  double weight = 0;   // normalised: the terms' weights sum to 1
+  std::string column;  // "loss:BUCKET", "bpb:BUCKET", "acc:TASK", "acc_norm:TASK"
+};
+
 struct MixSpace {
   std::unique_ptr<Dataset> dataset;
   Mixture hero;                        // the hero mixture file as read
@@ -29,6 +39,8 @@ struct MixSpace {
   std::vector<double> natural;         // available / sum
   std::vector<double> cap;             // per bucket, on the weight
   std::vector<double> target;          // per bucket: normalised weight of its held-out loss (0: not in the target)
+  std::vector<TargetTerm> terms;       // the whole target, in [target] order, bucket order within a glob
+  bool needs_eval = false;             // a term needs `moetrain eval` of each proxy (bits per byte or a task)
   std::vector<mix::Domain> domains;
   std::vector<double> domain_cap, center;  // per domain
   std::vector<double> previous;        // with [reuse]: the earlier mixture's weight per bucket

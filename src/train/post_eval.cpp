@@ -1,0 +1,91 @@
+// post_eval.cpp — see post_eval.h.
+#include "train/post_eval.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <set>
+
+#include "core/config_schema.h"
+#include "core/file_io.h"
+#include "train/eval_tasks.h"
+
+namespace mt {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+void declare_keys(ConfigSchema& s, EvalTargets& e, bool with_metric) {
+  s.add("eval.tasks", &e.tasks,
+        "multiple-choice JSONL task files (relative to this file) every run is scored on after training, by "
+        "`moetrain eval`; a task's name is its file name without the extension")
+      .or_one_string()
+      .note("[] = no tasks");
+  if (with_metric)
+    s.add_choice("eval.metric", &e.metric, {"acc", "acc_norm"},
+                 "the accuracy recorded per task (results' accuracy.TASK, which `ladder fit` fits): acc, or the "
+                 "length-normalised acc_norm");
+}
+
+Status check_eval_targets(EvalTargets& e, const std::string& config_path, const ConfigOrigins& o) {
+  e.names.clear();
+  std::set<std::string> seen;
+  for (std::string& path : e.tasks) {
+    if (!fs::path(path).is_absolute()) path = (fs::path(config_path).parent_path() / path).lexically_normal().string();
+    auto docs = read_mc_tasks(path);
+    if (!docs) return o.error("eval.tasks", docs.status().message());
+    const std::string name = mc_task_name(path);
+    if (!seen.insert(name).second)
+      return o.error("eval.tasks", fmt::format("two task files are named \"{}\" (a task is named by its file name)", name));
+    e.names.push_back(name);
+  }
+  return Status::ok();
+}
+
+QueuedRun queued_eval(const EvalTargets& e, const std::string& name, const std::string& run_dir,
+                      const std::string& log_path, int64_t step, size_t after) {
+  QueuedRun q;
+  q.name = name + " eval";
+  // One thread: the held-out forward's last bits depend on the thread count
+  // (measured: 1e-9 relative between 1 and 2 threads), and a figure must not
+  // depend on how many runs the queue runs at once.
+  q.args = {"eval", "--ckpt", run_dir, "--out", run_dir + "/eval.json", "--threads", "1"};
+  for (const std::string& t : e.tasks) q.args.insert(q.args.end(), {"--tasks", t});
+  q.run_dir = run_dir;
+  q.log_path = log_path;
+  q.first_step = q.last_step = step;
+  q.after = {after};
+  return q;
+}
+
+Result<json> read_eval(const std::string& run_dir, int64_t step, const EvalTargets& e) {
+  const std::string path = run_dir + "/eval.json";
+  auto text = read_file(path, "eval results");
+  if (!text) return text.status();
+  json j = json::parse(text.value(), nullptr, false);
+  if (!j.is_object() || j.value("step", int64_t(-1)) != step)
+    return Status::errorf("{}: not the evaluation of the final checkpoint (step {})", path, step);
+  for (const std::string& t : e.names)
+    if (task_result(j, t).is_null()) return Status::errorf("{}: no result for task {}", path, t);
+  return j;
+}
+
+json task_result(const json& eval, const std::string& task) {
+  if (eval.contains("tasks"))
+    for (const json& t : eval["tasks"])
+      if (t.value("task", "") == task) {
+        json r = t;
+        r.erase("logprobs");
+        r.erase("task");
+        return r;
+      }
+  return json();
+}
+
+json bucket_bits_per_byte(const json& eval) {
+  json out = json::object();
+  if (eval.contains("held_out") && eval["held_out"].contains("buckets"))
+    for (const json& b : eval["held_out"]["buckets"]) out[b["bucket"].get<std::string>()] = b["bits_per_byte"];
+  return out;
+}
+
+}  // namespace mt

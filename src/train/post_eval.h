@@ -1,0 +1,52 @@
+// post_eval.h — scoring the runs of a ladder or a mixture search after they
+// train, with `moetrain eval` itself: a child process of the run queue per
+// finished run, so one code path produces every task accuracy and
+// bits-per-byte figure, wherever it is used. Here: the [eval] keys both files
+// share, the queued eval of a run's final checkpoint, and reading what it
+// wrote (RUN_DIR/eval.json, `moetrain eval --out`'s format).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "train/run_queue.h"
+
+namespace mt {
+
+class ConfigSchema;
+class ConfigOrigins;
+
+struct EvalTargets {
+  std::vector<std::string> tasks;  // multiple-choice JSONL files (relative to the config file until checked)
+  std::string metric = "acc";      // "acc" or "acc_norm": the accuracy a ladder records per task
+  std::vector<std::string> names;  // task names (file stems, as `moetrain eval` reports them); set by check
+  bool enabled() const { return !tasks.empty(); }
+};
+
+// eval.tasks, and eval.metric when `with_metric` (the ladder's; a mixture
+// search names the metric in each target instead).
+void declare_keys(ConfigSchema& s, EvalTargets& e, bool with_metric);
+
+// Resolves the task files against `config_path`, reads each (a bad line is
+// an error naming FILE:LINE) and checks their names are distinct.
+Status check_eval_targets(EvalTargets& e, const std::string& config_path, const ConfigOrigins& o);
+
+// `moetrain eval --threads 1` of RUN_DIR's newest checkpoint (its final one
+// once the run has finished) with every task and the held-out pass, into
+// RUN_DIR/eval.json; it starts once queue entry `after` has finished.
+QueuedRun queued_eval(const EvalTargets& e, const std::string& name, const std::string& run_dir,
+                      const std::string& log_path, int64_t step, size_t after);
+
+// RUN_DIR/eval.json, checked: of checkpoint step `step`, with every task.
+Result<nlohmann::json> read_eval(const std::string& run_dir, int64_t step, const EvalTargets& e);
+
+// A task's figures in an eval.json ({"acc", "acc_norm", "docs", and their
+// standard errors}), and the held-out bits per byte per bucket
+// ({bucket: bpb}; empty without held-out buckets).
+nlohmann::json task_result(const nlohmann::json& eval, const std::string& task);
+nlohmann::json bucket_bits_per_byte(const nlohmann::json& eval);
+
+}  // namespace mt
