@@ -70,9 +70,6 @@ Status check_trainer_limits(const RunConfig& cfg) {
   // (kernels/cpu/router.cpp). Checked here, not in the config: the planner
   // reads the same files for models of any size.
   // Modelled by the planner (plan/), not yet implemented by the CPU model (issue 14).
-  if (cfg.model.mla())
-    return cfg.origins.error("model.attention", "\"mla\": the planner models it; the trainer does not implement it "
-                                                "yet (use \"gqa\")");
   if (cfg.model.mtp_depth > 0)
     return cfg.origins.error("model.mtp_depth", fmt::format("{}: the planner models multi-token prediction; the "
                                                             "trainer does not implement it yet (use 0)",
