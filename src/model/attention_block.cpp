@@ -26,6 +26,7 @@ AttentionDims attn_dims(const ModelConfig& c, const Dims& d, int64_t layer) {
 }  // namespace
 
 void AttnActs::allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T, BufferSizer& s) {
+  if (c.mla()) return mla.allocate(c, B, T, s);
   Dims d = dims_of(c, layer, B, T);
   s(a, d.N * d.D);
   s(rstd_a, d.N);
@@ -47,10 +48,11 @@ void AttnActs::allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t 
 int64_t AttnActs::bytes() const {
   return vector_bytes(a) + vector_bytes(rstd_a) + vector_bytes(qkv) + vector_bytes(q) + vector_bytes(k) +
          vector_bytes(v) + vector_bytes(q_raw) + vector_bytes(k_raw) + vector_bytes(rstd_q) +
-         vector_bytes(rstd_k) + vector_bytes(o) + vector_bytes(lse) + vector_bytes(o_flat);
+         vector_bytes(rstd_k) + vector_bytes(o) + vector_bytes(lse) + vector_bytes(o_flat) + mla.bytes();
 }
 
 void AttnScratch::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& s) {
+  if (c.mla()) return mla.allocate(c, B, T, s);
   int64_t maxq = 0;
   for (int64_t l = 0; l < c.n_layers; ++l) maxq = std::max(maxq, dims_of(c, l, B, T).QKV);
   const int64_t N = B * T, HD = c.n_heads * c.head_dim();
@@ -65,12 +67,13 @@ void AttnScratch::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSiz
 
 int64_t AttnScratch::bytes() const {
   return vector_bytes(dqkv) + vector_bytes(dq) + vector_bytes(dk) + vector_bytes(dv) +
-         vector_bytes(dout_heads) + vector_bytes(do_flat) + vector_bytes(da);
+         vector_bytes(dout_heads) + vector_bytes(do_flat) + vector_bytes(da) + mla.bytes();
 }
 
 void attention_block_forward(float* x_mid, AttnActs& a, const float* x_in, const AttnOffsets& w,
                              int64_t layer, const BlockContext& ctx) {
   const ModelConfig& c = *ctx.c;
+  if (c.mla()) return mla_block_forward(x_mid, a.mla, x_in, w, layer, ctx);
   const Dims d = dims_of(c, layer, ctx.B, ctx.T);
   rmsnorm_forward(a.a.data(), a.rstd_a.data(), x_in, ctx.p(w.norm), d.N, d.D, float(c.norm_eps));
   linear_forward(a.qkv.data(), a.a.data(), ctx.p(w.wqkv), d.N, d.QKV, d.D, ctx.prec);
@@ -99,6 +102,7 @@ void attention_block_forward(float* x_mid, AttnActs& a, const float* x_in, const
 void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, const float* x_in,
                               const AttnOffsets& w, int64_t layer, const BlockContext& ctx) {
   const ModelConfig& c = *ctx.c;
+  if (c.mla()) return mla_block_backward(dres, s.mla, a.mla, x_in, w, layer, ctx);
   const Dims d = dims_of(c, layer, ctx.B, ctx.T);
   const int64_t HD = d.H * d.Dh;
   linear_backward_input(s.do_flat.data(), dres, ctx.p(w.wo), d.N, d.D, HD, 0.0f, ctx.prec);

@@ -1,5 +1,6 @@
 // attention_block.h — pre-norm GQA attention sub-block of one layer:
 // x_mid = x_in + Wo · attn(rope(qk_norm(split(W_qkv · rmsnorm(x_in))))).
+// With model.attention = "mla" every call goes to model/mla_block.h instead.
 // Activations are sized once from the config (no allocation per step).
 #pragma once
 #include <cstdint>
@@ -7,6 +8,7 @@
 
 #include "model/block_context.h"
 #include "model/buffer_sizer.h"
+#include "model/mla_block.h"
 #include "model/weights.h"
 
 namespace mt {
@@ -19,6 +21,7 @@ struct AttnActs {
   std::vector<float> rstd_q, rstd_k;   // (B*H*T), (B*Hkv*T) (qk_norm only)
   std::vector<float> o, lse;           // (B, H, T, Dh), (B, H, T)
   std::vector<float> o_flat;           // (N, H Dh)
+  MlaActs mla;                         // attention = "mla": the only buffers sized
   // Sizes every buffer through `s` (allocates, or only counts for the planner).
   void allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T, BufferSizer& s);
   int64_t bytes() const;               // data bytes currently held
@@ -27,6 +30,7 @@ struct AttnActs {
 // Scratch shared by all layers during backward.
 struct AttnScratch {
   std::vector<float> dqkv, dq, dk, dv, dout_heads, do_flat, da;
+  MlaScratch mla;  // attention = "mla": the only buffers sized
   void allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& s);
   int64_t bytes() const;
 };

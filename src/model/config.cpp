@@ -29,9 +29,10 @@ Status ModelConfig::validate(const ConfigOrigins& o, int64_t seq_len) const {
       if (v <= 0) return bad(key, "must be > 0 with model.attention = \"mla\"");
     if (qk_rope_head_dim % 2 != 0)
       return bad("qk_rope_head_dim", fmt::format("must be even for RoPE, got {}", qk_rope_head_dim));
-    if (n_kv_heads_local > 0 || layer_pattern.find('L') != std::string::npos)
-      return bad("attention", "\"mla\" is modelled for global attention only: set model.layer_pattern = \"G\" and "
-                              "model.n_kv_heads_local = 0");
+    // Every head reads the one cached latent: there are no kv heads to count (local layers included).
+    if (n_kv_heads_local > 0)
+      return bad("n_kv_heads_local", "must be 0 with model.attention = \"mla\" (its heads share one latent)");
+    if (qk_norm) return bad("qk_norm", "must be false with model.attention = \"mla\" (it normalises its latents)");
   }
   if (layer_pattern.empty()) return bad("layer_pattern", "must not be empty");
   for (char c : layer_pattern)
@@ -74,8 +75,8 @@ void declare_keys(ConfigSchema& s, ModelConfig& m, const std::string& t) {
   s.add(p + "norm_eps", &m.norm_eps, "RMSNorm epsilon").above(0);
   s.add(p + "init_std", &m.init_std, "N(0, init_std^2) init; output projections scaled by 1/sqrt(2 n_layers)").above(0);
   s.add_enum(p + "attention", &m.attention, {"gqa", "mla"},
-             "gqa: grouped-query attention; mla: multi-head latent attention (DeepSeek-V2/V3; planner only, the CPU "
-             "trainer does not implement it yet)");
+             "gqa: grouped-query attention; mla: multi-head latent attention (DeepSeek-V2/V3 "
+             "section 2.1; docs/model.md)");
   s.add(p + "q_lora_rank", &m.q_lora_rank, "MLA: query latent width (DeepSeek-V3 1536)").range(0, 1 << 20)
       .note("0 = queries projected from d_model directly");
   s.add(p + "kv_lora_rank", &m.kv_lora_rank, "MLA: cached key/value latent width (DeepSeek-V3 512)").range(0, 1 << 20);

@@ -18,8 +18,7 @@ namespace mt {
 enum class RouterScore { kSoftmax, kSigmoid };
 // gqa: grouped-query attention (n_kv_heads; MHA and MQA are its ends).
 // mla: multi-head latent attention (DeepSeek-V2/V3): K and V decompressed from
-// one cached latent per token. The planner models it; the CPU trainer does not
-// implement it yet (train/trainer.h check_trainer_limits refuses it).
+// one cached latent per token (model/mla_block.h).
 enum class AttentionKind { kGqa, kMla };
 
 struct ModelConfig {
@@ -84,6 +83,8 @@ struct ModelConfig {
   // Per-head width of q and k (scores) and of v (values): Dh for GQA, Dn + Dr and Dv for MLA.
   int64_t qk_head_dim() const { return mla() ? qk_nope_head_dim + qk_rope_head_dim : head_dim(); }
   int64_t v_dim() const { return mla() ? v_head_dim : head_dim(); }
+  // Dims RoPE rotates per head: Dh for GQA, MLA's decoupled Dr.
+  int64_t rope_dim() const { return mla() ? qk_rope_head_dim : head_dim(); }
   int64_t kv_heads(int64_t layer) const {
     return is_local(layer) && n_kv_heads_local > 0 ? n_kv_heads_local : n_kv_heads;
   }

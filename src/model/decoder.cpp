@@ -22,6 +22,13 @@ ModelConfig dropless(ModelConfig c) {
 }
 }  // namespace
 
+Status decoder_supports(const ModelConfig& c) {
+  if (c.mla())
+    return Status::error("model.attention = \"mla\": incremental decoding (generate, eval tasks) does not support "
+                         "multi-head latent attention yet; the checkpoint trains and evaluates its held-out loss");
+  return Status::ok();
+}
+
 Decoder::Decoder(const ModelConfig& c, const float* params, const float* router_bias, const DecoderOptions& opt)
     : c_(dropless(c)),
       params_(params),
@@ -29,6 +36,7 @@ Decoder::Decoder(const ModelConfig& c, const float* params, const float* router_
       opt_(opt),
       cache_(c_, opt.batch, opt.max_len, opt.kv_dtype),
       experts_(c.n_experts) {
+  MT_CHECK(decoder_supports(c_).is_ok(), "decoder: {}", decoder_supports(c_).message());
   off_ = build_layout(c_, layout_);
   const int64_t R = opt.max_rows, D = c_.d_model, Dh = c_.head_dim(), H = c_.n_heads;
   int64_t Hkv = 0;

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/status.h"
 #include "model/attention_block.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
@@ -26,6 +27,11 @@
 #include "model/weights.h"
 
 namespace mt {
+
+// Models the decoder runs; an error naming the key otherwise. Multi-head
+// latent attention decodes through the training forward only (`moetrain
+// eval`'s held-out loss); its compressed-cache decoder is not written yet.
+Status decoder_supports(const ModelConfig& c);
 
 struct DecoderOptions {
   int64_t batch = 1;           // sequences decoded together (cache rows)

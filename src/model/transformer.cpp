@@ -18,7 +18,7 @@ Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, M
   off_ = build_layout(c_, layout_);
   BufferSizer sizer(BufferSizer::Mode::kAllocate);
   size_buffers(sizer);
-  rope_tables(rope_cos_.data(), rope_sin_.data(), T_, c_.head_dim(), c_.rope_theta);
+  rope_tables(rope_cos_.data(), rope_sin_.data(), T_, c_.rope_dim(), c_.rope_theta);
   ctx_.c = &c_;
   ctx_.B = B_;
   ctx_.T = T_;
@@ -35,9 +35,9 @@ Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, B
 }
 
 void Transformer::size_buffers(BufferSizer& s) {
-  const int64_t D = c_.d_model, Dh = c_.head_dim();
-  s(rope_cos_, T_ * Dh / 2);
-  s(rope_sin_, T_ * Dh / 2);
+  const int64_t D = c_.d_model, Dr = c_.rope_dim();
+  s(rope_cos_, T_ * Dr / 2);
+  s(rope_sin_, T_ * Dr / 2);
   s(inputs_, N_);
   s(targets_, N_);
   xs_.resize(c_.n_layers + 1);

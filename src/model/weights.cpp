@@ -19,6 +19,27 @@ SwigluOffsets add_swiglu(ParamLayout& L, const std::string& p, int64_t F, int64_
   return s;
 }
 
+// Same tensors, in the same order of sizes, as attention_matmul_params and
+// plan/model_stats.cpp count them.
+MlaOffsets add_mla(ParamLayout& L, const ModelConfig& c, const std::string& p, int64_t l) {
+  const int64_t D = c.d_model, H = c.n_heads, Dq = c.q_lora_rank, Dc = c.kv_lora_rank;
+  const int64_t Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim, Dqk = c.qk_head_dim(), Dv = c.v_head_dim;
+  MlaOffsets m;
+  if (Dq > 0) {
+    m.wdq = L.add(p + ".attn.wdq", {Dq, D}, ParamKind::kMatrix, l);
+    m.q_norm = L.add(p + ".attn.q_latent_norm", {Dq}, ParamKind::kNorm, l);
+    m.wq = L.add(p + ".attn.wuq", {H * Dqk, Dq}, ParamKind::kMatrix, l);
+  } else {
+    m.wq = L.add(p + ".attn.wq", {H * Dqk, D}, ParamKind::kMatrix, l);
+  }
+  m.wdkv = L.add(p + ".attn.wdkv", {Dc, D}, ParamKind::kMatrix, l);
+  L.add(p + ".attn.wkr", {Dr, D}, ParamKind::kMatrix, l);
+  m.kv_norm = L.add(p + ".attn.kv_latent_norm", {Dc}, ParamKind::kNorm, l);
+  m.wukv = L.add(p + ".attn.wuk", {H * Dn, Dc}, ParamKind::kMatrix, l);
+  L.add(p + ".attn.wuv", {H * Dv, Dc}, ParamKind::kMatrix, l);
+  return m;
+}
+
 }  // namespace
 
 ModelOffsets build_layout(const ModelConfig& c, ParamLayout& L) {
@@ -30,11 +51,16 @@ ModelOffsets build_layout(const ModelConfig& c, ParamLayout& L) {
     const int64_t Hkv = c.kv_heads(l);
     LayerOffsets lo;
     lo.attn.norm = L.add(p + ".attn_norm", {D}, ParamKind::kNorm, l);
-    lo.attn.wqkv = L.add(p + ".attn.wq", {H * Dh, D}, ParamKind::kMatrix, l);
-    L.add(p + ".attn.wk", {Hkv * Dh, D}, ParamKind::kMatrix, l);
-    L.add(p + ".attn.wv", {Hkv * Dh, D}, ParamKind::kMatrix, l);
-    lo.attn.wo = L.add(p + ".attn.wo", {D, H * Dh}, ParamKind::kMatrix, l);
-    if (c.qk_norm) {
+    if (c.mla()) {
+      lo.attn.mla = add_mla(L, c, p, l);
+      lo.attn.wo = L.add(p + ".attn.wo", {D, H * c.v_head_dim}, ParamKind::kMatrix, l);
+    } else {
+      lo.attn.wqkv = L.add(p + ".attn.wq", {H * Dh, D}, ParamKind::kMatrix, l);
+      L.add(p + ".attn.wk", {Hkv * Dh, D}, ParamKind::kMatrix, l);
+      L.add(p + ".attn.wv", {Hkv * Dh, D}, ParamKind::kMatrix, l);
+      lo.attn.wo = L.add(p + ".attn.wo", {D, H * Dh}, ParamKind::kMatrix, l);
+    }
+    if (c.qk_norm && !c.mla()) {
       lo.attn.q_norm = L.add(p + ".attn.q_norm", {Dh}, ParamKind::kNorm, l);
       lo.attn.k_norm = L.add(p + ".attn.k_norm", {Dh}, ParamKind::kNorm, l);
     }

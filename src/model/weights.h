@@ -17,12 +17,23 @@ struct SwigluOffsets {
   int64_t w2 = -1;   // (Din, F)
 };
 
+// Multi-head latent attention (DeepSeek-V2 section 2.1); Dqk = Dn + Dr.
+struct MlaOffsets {
+  int64_t wdq = -1;      // W_DQ (Dq, D); Dq > 0 only
+  int64_t q_norm = -1;   // (Dq) RMSNorm on the query latent; Dq > 0 only
+  int64_t wq = -1;       // W_UQ (H*Dqk, Dq), or W_Q (H*Dqk, D) when Dq = 0
+  int64_t wdkv = -1;     // W_DKV (Dc, D) then W_KR (Dr, D), adjacent: one (Dc + Dr, D) GEMM
+  int64_t kv_norm = -1;  // (Dc) RMSNorm on the kv latent
+  int64_t wukv = -1;     // W_UK (H*Dn, Dc) then W_UV (H*Dv, Dc), adjacent
+};
+
 struct AttnOffsets {
   int64_t norm = -1;    // (D)
-  int64_t wqkv = -1;    // wq (H*Dh, D), wk (Hkv*Dh, D), wv (Hkv*Dh, D), adjacent
-  int64_t wo = -1;      // (D, H*Dh)
+  int64_t wqkv = -1;    // wq (H*Dh, D), wk (Hkv*Dh, D), wv (Hkv*Dh, D), adjacent; GQA only
+  int64_t wo = -1;      // (D, H*Dh); MLA: (D, H*Dv)
   int64_t q_norm = -1;  // (Dh), qk_norm only
   int64_t k_norm = -1;  // (Dh)
+  MlaOffsets mla;       // attention = "mla" only
 };
 
 struct MoeOffsets {

@@ -47,7 +47,13 @@ double approx_params(const ModelConfig& c) {
   const double D = double(c.d_model), H = double(c.n_heads), Dh = D / H;
   double total = double(c.vocab_size) * D * (c.tied_embeddings ? 1.0 : 2.0);
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    total += 2.0 * D * H * Dh + 2.0 * D * double(c.kv_heads(l)) * Dh;  // q, o; k, v
+    if (!c.mla()) {
+      total += 2.0 * D * H * Dh + 2.0 * D * double(c.kv_heads(l)) * Dh;  // q, o; k, v
+    } else {  // model/weights.h attention_matmul_params, in double
+      const double Dq = double(c.q_lora_rank), Dc = double(c.kv_lora_rank), Dr = double(c.qk_rope_head_dim);
+      const double Dqk = double(c.qk_head_dim()), Dn = double(c.qk_nope_head_dim), Dv = double(c.v_head_dim);
+      total += Dq * D + H * Dqk * (Dq > 0 ? Dq : D) + (Dc + Dr) * D + H * (Dn + Dv) * Dc + D * H * Dv;
+    }
     if (c.is_moe(l)) {
       const double Din = double(c.expert_in_dim()), F = double(c.d_expert);
       total += double(c.n_experts) * (3.0 * Din * F + D) + double(c.n_shared_experts) * 3.0 * D * F;
@@ -70,9 +76,6 @@ Status check_trainer_limits(const RunConfig& cfg) {
   // (kernels/cpu/router.cpp). Checked here, not in the config: the planner
   // reads the same files for models of any size.
   // Modelled by the planner (plan/), not yet implemented by the CPU model (issue 14).
-  if (cfg.model.mla())
-    return cfg.origins.error("model.attention", "\"mla\": the planner models it; the trainer does not implement it "
-                                                "yet (use \"gqa\")");
   if (cfg.model.mtp_depth > 0)
     return cfg.origins.error("model.mtp_depth", fmt::format("{}: the planner models multi-token prediction; the "
                                                             "trainer does not implement it yet (use 0)",

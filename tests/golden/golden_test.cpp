@@ -79,6 +79,19 @@ bool config_from_json(const nlohmann::json& j, ModelConfig& c, std::string& erro
     else if (k == "z_loss_coef") c.z_loss_coef = v.get<double>();
     else if (k == "d_latent") c.d_latent = v.get<int64_t>();
     else if (k == "moe_out_norm") c.moe_out_norm = v.get<bool>();
+    else if (k == "attention") {
+      const std::string s = v.get<std::string>();
+      if (s != "gqa" && s != "mla") {
+        error = "attention " + s;
+        return false;
+      }
+      c.attention = s == "mla" ? AttentionKind::kMla : AttentionKind::kGqa;
+    }
+    else if (k == "q_lora_rank") c.q_lora_rank = v.get<int64_t>();
+    else if (k == "kv_lora_rank") c.kv_lora_rank = v.get<int64_t>();
+    else if (k == "qk_nope_head_dim") c.qk_nope_head_dim = v.get<int64_t>();
+    else if (k == "qk_rope_head_dim") c.qk_rope_head_dim = v.get<int64_t>();
+    else if (k == "v_head_dim") c.v_head_dim = v.get<int64_t>();
     else {
       error = "unknown config key " + k;
       return false;
@@ -233,7 +246,7 @@ TEST_P(GoldenTest, CapacityDropsAndExpertLoadMatchReference) {
   EXPECT_NEAR(st.total_loss, scalar(g_, "total_loss"), kLossRelTol * std::max(1.0, scalar(g_, "total_loss")));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::Values("moe_a", "moe_b", "moe_c"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::Values("moe_a", "moe_b", "moe_c", "moe_mla_d", "moe_mla_e"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

@@ -1,6 +1,6 @@
 // model_gradcheck_test.cpp — whole-model gradients (every parameter tensor)
 // against central differences, for dense, dropless MoE, MoE with capacity
-// drops, latent MoE and the remaining switches.
+// drops, latent MoE, multi-head latent attention and the remaining switches.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -65,6 +65,24 @@ std::vector<Case> cases() {
     Case k{"group_spans_sequences", tiny_base()};
     k.c.n_experts = 4; k.c.top_k = 1; k.c.d_expert = 12; k.c.capacity_factor = 1.0;
     k.c.routing_group = 16; k.c.router_renormalize = false;
+    v.push_back(k);
+  }
+  {
+    // MLA (DeepSeek-V2 2.1) on global layers with a query latent; Dv differs from Dn + Dr.
+    Case k{"mla_q_latent_moe", tiny_base()};
+    k.c.layer_pattern = "G";
+    k.c.attention = AttentionKind::kMla;
+    k.c.q_lora_rank = 8; k.c.kv_lora_rank = 6; k.c.qk_nope_head_dim = 4; k.c.qk_rope_head_dim = 2;
+    k.c.v_head_dim = 3;
+    k.c.n_experts = 4; k.c.top_k = 2; k.c.d_expert = 12;
+    v.push_back(k);
+  }
+  {
+    // MLA with queries straight from D, on sliding-window ("L") and global layers.
+    Case k{"mla_direct_q_window", tiny_base()};
+    k.c.attention = AttentionKind::kMla;
+    k.c.kv_lora_rank = 5; k.c.qk_nope_head_dim = 3; k.c.qk_rope_head_dim = 4; k.c.v_head_dim = 5;
+    k.c.tied_embeddings = false;
     v.push_back(k);
   }
   return v;

@@ -131,6 +131,30 @@ TEST(Layouts, MatchTheOneProcessRun) {
   }
 }
 
+// Multi-head latent attention (model/mla_block.h) with a query latent, on a sliding-window and a global
+// layer: FSDP x EP on 4 ranks agrees with one process within the same tolerances.
+TEST(Layouts, MlaMatchesOneProcess) {
+  TempDir tmp;
+  const std::vector<std::string> mla = {"model.attention=\"mla\"", "model.q_lora_rank=32", "model.kv_lora_rank=24",
+                                        "model.qk_nope_head_dim=12", "model.qk_rope_head_dim=4",
+                                        "model.v_head_dim=16", "model.layer_pattern=\"LG\"", "model.window=16",
+                                        "train.steps=10"};
+  const auto base = run_layout(Layout{1, 1, 1}, tmp / "one", mla);
+  ASSERT_EQ(base.exit_code, 0) << base;
+  const Layout l{4, 2, 2};
+  const auto r = run_layout(l, tmp / l.name(), mla);
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const auto mb = read_metrics(tmp / "one"), m = read_metrics(tmp / l.name());
+  ASSERT_TRUE(has_steps_1_to_n(m, 10)) << r;
+  EXPECT_TRUE(losses_close(mb, m, 1, 10));
+  for (size_t i = 0; i < m.size(); ++i) EXPECT_EQ(m[i]["expert_load"], mb[i]["expert_load"]) << "step " << i + 1;
+  const CkptDiff d = compare_checkpoints(ckpt_dir(tmp / "one", 10), ckpt_dir(tmp / l.name(), 10));
+  ASSERT_TRUE(d.ok) << d.error;
+  EXPECT_LE(d.max_rel, kParamTol) << "worst tensor " << d.worst;
+  std::cout << "[mpi] MLA " << l.name() << ": parameters and moments within " << d.max_rel << " (" << d.worst
+            << ")\n";
+}
+
 // Dropless EP: row counts first, then variable-size all-to-alls.
 TEST(Layouts, DroplessExpertParallelMatchesOneProcess) {
   TempDir tmp;

@@ -210,5 +210,17 @@ TEST(Decoder, ThreadCountInvariant) {
   for (size_t s = 0; s < seqs.size(); ++s) EXPECT_EQ(one[s], two[s]);
 }
 
+// Multi-head latent attention has no compressed-cache decoder yet: refused with a message naming the key
+// (generate and eval's tasks print it), never a crash.
+TEST(Decoder, RefusesMultiHeadLatentAttention) {
+  ModelConfig c = cases()[0].c;
+  EXPECT_TRUE(decoder_supports(c).is_ok());
+  c.attention = AttentionKind::kMla;
+  c.kv_lora_rank = 8, c.qk_nope_head_dim = 4, c.qk_rope_head_dim = 2, c.v_head_dim = 4;
+  const Status st = decoder_supports(c);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("model.attention"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace mt

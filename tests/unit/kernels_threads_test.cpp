@@ -23,6 +23,7 @@
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/mla_heads.h"
 #include "kernels/cpu/moe_dispatch.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
@@ -110,6 +111,36 @@ TEST_F(Threads, Attention) {
                          o.data(), lse.data(), d);
       Bytes b;
       append(b, o), append(b, lse), append(b, dq), append(b, dk), append(b, dv);
+      return b;
+    });
+  }
+}
+
+// Multi-head latent attention's pieces: attention with Dv != Dh over H = Hkv
+// heads, RoPE on part of each row, and the per-head keys whose shared RoPE
+// part sums its gradient over heads.
+TEST_F(Threads, MlaAttention) {
+  for (int64_t window : {0, 64}) {
+    SCOPED_TRACE(window);
+    const AttentionDims d{2, 4, 4, 211, 24, window, 16};
+    const MlaHeadDims hd{2, 211, 4, 16, 8, 16};
+    const int64_t N = d.B * d.T, nq = N * d.H * d.Dh, nv = N * d.H * d.Dv;
+    const auto q = randn(nq, 1.0f, 31), kv = randn(N * d.H * (hd.Dn + hd.Dv), 1.0f, 32),
+               kr = randn(N * hd.Dr, 1.0f, 33), dout = randn(nv, 1.0f, 34);
+    std::vector<float> cs(d.T * hd.Dr / 2), sn(d.T * hd.Dr / 2);
+    rope_tables(cs.data(), sn.data(), d.T, hd.Dr, 10000.0);
+    expect_invariant("mla attention", [&] {
+      std::vector<float> qr = q, k(nq), v(nv), o(nv), lse(N * d.H), dq(nq), dk(nq), dv(nv);
+      std::vector<float> dkv(kv.size()), dkr(kr.size());
+      rope_forward_part(qr.data() + hd.Dn, cs.data(), sn.data(), d.B * d.H, d.T, hd.Dr, d.Dh);
+      mla_kv_heads(k.data(), v.data(), kv.data(), kr.data(), hd);
+      attention_forward(o.data(), lse.data(), qr.data(), k.data(), v.data(), d);
+      attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), qr.data(), k.data(), v.data(), o.data(),
+                         lse.data(), d);
+      rope_backward_part(dq.data() + hd.Dn, cs.data(), sn.data(), d.B * d.H, d.T, hd.Dr, d.Dh);
+      mla_kv_heads_backward(dkv.data(), dkr.data(), dk.data(), dv.data(), hd);
+      Bytes b;
+      append(b, o), append(b, lse), append(b, dq), append(b, dkv), append(b, dkr);
       return b;
     });
   }

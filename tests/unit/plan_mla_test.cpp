@@ -2,11 +2,12 @@
 // DeepSeek-V3 section 2.1.1) in the planner: parameters, training FLOPs,
 // KV cache, inference FLOPs and activations of a tiny MLA model by hand from
 // the published formulas; DeepSeek-V3's published sizes; GQA counts unchanged;
-// the key checks and the CPU trainer's refusal.
+// the key checks; the trainer's parameter layout against the planner's count.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "model/flops.h"
+#include "model/param_layout.h"
 #include "model/weights.h"
 #include "plan/activations.h"
 #include "plan/model_stats.h"
@@ -125,23 +126,56 @@ batch_size = 1
 steps = 1
 )";
 
-TEST(PlanMla, KeysAreCheckedAndTheTrainerRefusesIt) {
+TEST(PlanMla, KeysAreCheckedAndTheTrainerAcceptsIt) {
   auto ok = parse_run_config(kMla, "mla.toml", {});
   ASSERT_TRUE(ok.is_ok()) << ok.status().message();
   EXPECT_TRUE(ok->model.mla());
-  Status refused = check_trainer_limits(*ok);
-  EXPECT_FALSE(refused.is_ok());
-  EXPECT_THAT(refused.message(), testing::HasSubstr("model.attention"));
-  EXPECT_THAT(refused.message(), testing::HasSubstr("the trainer does not implement it yet"));
+  Status accepted = check_trainer_limits(*ok);
+  EXPECT_TRUE(accepted.is_ok()) << accepted.message();
   auto no_rope = parse_run_config(kMla, "mla.toml", {"model.qk_rope_head_dim=0"});
   ASSERT_FALSE(no_rope.is_ok());
   EXPECT_THAT(no_rope.status().message(), testing::HasSubstr("model.qk_rope_head_dim"));
   auto odd = parse_run_config(kMla, "mla.toml", {"model.qk_rope_head_dim=3"});
   ASSERT_FALSE(odd.is_ok());
   EXPECT_THAT(odd.status().message(), testing::HasSubstr("even"));
-  auto local = parse_run_config(kMla, "mla.toml", {"model.layer_pattern=\"LG\""});
-  ASSERT_FALSE(local.is_ok());
-  EXPECT_THAT(local.status().message(), testing::HasSubstr("model.attention"));
+  // Sliding-window layers work with MLA; per-layer kv head counts and qk-norm mean nothing there.
+  auto local = parse_run_config(kMla, "mla.toml", {"model.layer_pattern=\"LG\"", "model.window=8"});
+  ASSERT_TRUE(local.is_ok()) << local.status().message();
+  auto local_heads = parse_run_config(kMla, "mla.toml", {"model.n_kv_heads_local=2"});
+  ASSERT_FALSE(local_heads.is_ok());
+  EXPECT_THAT(local_heads.status().message(), testing::HasSubstr("model.n_kv_heads_local"));
+  auto qk = parse_run_config(kMla, "mla.toml", {"model.qk_norm=true"});
+  ASSERT_FALSE(qk.is_ok());
+  EXPECT_THAT(qk.status().message(), testing::HasSubstr("model.qk_norm"));
+}
+
+// The trainer's flat parameter buffer (model/weights.cpp build_layout) holds exactly the planner's count
+// (layer_params: matrices by attention_matmul_params, norms including both latent norms).
+TEST(PlanMla, TrainerLayoutHoldsThePlannersParameterCount) {
+  std::vector<ModelConfig> configs;
+  configs.push_back(tiny_mla());
+  ModelConfig direct = tiny_mla();  // W_Q straight from D, untied head, MoE layers, sliding window
+  direct.q_lora_rank = 0, direct.tied_embeddings = false, direct.n_layers = 3, direct.n_experts = 4;
+  direct.n_dense_layers = 1, direct.d_expert = 16, direct.n_shared_experts = 1, direct.layer_pattern = "LG";
+  configs.push_back(direct);
+  ModelConfig wide = tiny_mla();  // Dv apart from Dn + Dr, latent MoE
+  wide.v_head_dim = 20, wide.qk_rope_head_dim = 6, wide.n_experts = 8, wide.d_latent = 16;
+  wide.moe_out_norm = true;
+  configs.push_back(wide);
+  for (const ModelConfig& m : configs) {
+    ParamLayout layout;
+    build_layout(m, layout);
+    EXPECT_EQ(layout.total(), model_stats(m, 32).total) << "q_lora_rank " << m.q_lora_rank;
+    for (int64_t l = 0; l < m.n_layers; ++l) {
+      const auto [lo, hi] = layout.layer_range(l);
+      EXPECT_EQ(hi - lo, layer_params(m, l).total()) << "layer " << l;
+    }
+  }
+  ParamLayout layout;
+  build_layout(tiny_mla(), layout);
+  EXPECT_EQ(layout.find("layers.0.attn.wdq")->numel + layout.find("layers.0.attn.wdkv")->numel +
+                layout.find("layers.0.attn.wkr")->numel,
+            attention_down_params(tiny_mla()));
 }
 
 }  // namespace

@@ -28,6 +28,8 @@ void expect_same(const RunConfig& a, const RunConfig& b) {
   MT_EQ(model.router_renormalize); MT_EQ(model.capacity_factor); MT_EQ(model.routing_group);
   MT_EQ(model.aux_loss_coef); MT_EQ(model.z_loss_coef); MT_EQ(model.aux_free_bias);
   MT_EQ(model.bias_update_rate); MT_EQ(model.d_latent); MT_EQ(model.moe_out_norm);
+  MT_EQ(model.attention); MT_EQ(model.q_lora_rank); MT_EQ(model.kv_lora_rank); MT_EQ(model.qk_nope_head_dim);
+  MT_EQ(model.qk_rope_head_dim); MT_EQ(model.v_head_dim);
   MT_EQ(train.steps); MT_EQ(train.batch_size); MT_EQ(train.seq_len); MT_EQ(train.grad_accum);
   MT_EQ(train.schedule.lr); MT_EQ(train.schedule.min_lr_ratio); MT_EQ(train.schedule.warmup_steps); MT_EQ(train.schedule.kind);
   MT_EQ(train.schedule.decay_frac); MT_EQ(train.optim.weight_decay); MT_EQ(train.optim.decay_embeddings);
@@ -300,6 +302,16 @@ TEST(RunConfig, PresetValues) {
   EXPECT_EQ(moe->model.layer_pattern, "LLLG");
   EXPECT_EQ(moe->model.capacity_factor, 1.25);
   EXPECT_EQ(moe->train.seq_len, 512);
+  // moe-512-mla: moe-512 with MLA in place of GQA (configs/bench/moe-512-mla.toml says why these sizes).
+  Result<RunConfig> mla = load_run_config(dir + "bench/moe-512-mla.toml", {});
+  ASSERT_TRUE(mla.is_ok()) << mla.status().message();
+  EXPECT_TRUE(mla->model.mla());
+  EXPECT_EQ(mla->model.kv_lora_rank + mla->model.qk_rope_head_dim, 288);
+  EXPECT_EQ(mla->model.q_lora_rank, 0);
+  EXPECT_EQ(mla->model.n_experts, moe->model.n_experts);
+  EXPECT_EQ(mla->model.d_expert, moe->model.d_expert);
+  EXPECT_EQ(mla->model.layer_pattern, moe->model.layer_pattern);
+  EXPECT_EQ(mla->train.seq_len, moe->train.seq_len);
   Result<RunConfig> dense = load_run_config(dir + "bench/dense-512.toml", {});
   ASSERT_TRUE(dense.is_ok()) << dense.status().message();
   EXPECT_EQ(dense->model.n_experts, 0);

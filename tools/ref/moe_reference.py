@@ -10,7 +10,9 @@ C++ model on the same parameters and compares tensor by tensor.
 
 Legend: B batch, T time, N = B*T tokens, D model dim, H heads, Hkv kv heads,
 Dh head dim, F ffn/expert hidden, E experts, K top-k, V vocab, G routing group,
-Dl latent dim, Din expert input dim (D, or Dl for latent MoE).
+Dl latent dim, Din expert input dim (D, or Dl for latent MoE); MLA (DeepSeek-V2
+section 2.1): Dq query latent, Dc kv latent, Dn / Dr q-k dims without / with
+RoPE, Dv value dim.
 
 Run with Debian's torch:  /usr/bin/python3 tools/ref/moe_reference.py
 (see tools/ref/README.md).
@@ -54,6 +56,14 @@ VARIANTS = {
     # first layer dense, top-1 softmax without renormalisation, dropless, 3 layers.
     "c": dict(n_layers=3, n_dense_layers=1, top_k=1, router_renormalize=False,
               layer_pattern="LLG", window=2, n_shared_experts=1, capacity_factor=0.0),
+    # multi-head latent attention (DeepSeek-V2 2.1) with a query latent; local+global layers,
+    # value heads wider than the q-k heads' non-RoPE part; dropless.
+    "mla_d": dict(attention="mla", q_lora_rank=8, kv_lora_rank=6, qk_nope_head_dim=4, qk_rope_head_dim=2,
+                  v_head_dim=5, n_kv_heads=1, n_shared_experts=1),
+    # MLA with queries projected from D directly (Dq = 0), untied head, global then local layers.
+    "mla_e": dict(attention="mla", q_lora_rank=0, kv_lora_rank=5, qk_nope_head_dim=3, qk_rope_head_dim=4,
+                  v_head_dim=3, n_kv_heads=1, tied_embeddings=False, layer_pattern="GL", window=4,
+                  capacity_factor=1.0),
 }
 
 B, T = 2, 8
@@ -80,6 +90,10 @@ def kv_heads(c, l):
     return c["n_kv_heads"]
 
 
+def is_mla(c):
+    return c.get("attention", "gqa") == "mla"
+
+
 def is_moe(c, l):
     return c["n_experts"] > 0 and l >= c["n_dense_layers"]
 
@@ -98,10 +112,23 @@ def param_shapes(c):
     for l in range(c["n_layers"]):
         p = f"layers.{l}"
         Hkv = kv_heads(c, l)
-        shapes += [(p + ".attn_norm", (D,)), (p + ".attn.wq", (H * Dh, D)),
-                   (p + ".attn.wk", (Hkv * Dh, D)), (p + ".attn.wv", (Hkv * Dh, D)),
-                   (p + ".attn.wo", (D, H * Dh))]
-        if c["qk_norm"]:
+        if is_mla(c):
+            Dq, Dc, Dr, Dv = c["q_lora_rank"], c["kv_lora_rank"], c["qk_rope_head_dim"], c["v_head_dim"]
+            Dn = c["qk_nope_head_dim"]
+            shapes.append((p + ".attn_norm", (D,)))
+            if Dq > 0:
+                shapes += [(p + ".attn.wdq", (Dq, D)), (p + ".attn.q_latent_norm", (Dq,)),
+                           (p + ".attn.wuq", (H * (Dn + Dr), Dq))]
+            else:
+                shapes.append((p + ".attn.wq", (H * (Dn + Dr), D)))
+            shapes += [(p + ".attn.wdkv", (Dc, D)), (p + ".attn.wkr", (Dr, D)),
+                       (p + ".attn.kv_latent_norm", (Dc,)), (p + ".attn.wuk", (H * Dn, Dc)),
+                       (p + ".attn.wuv", (H * Dv, Dc)), (p + ".attn.wo", (D, H * Dv))]
+        else:
+            shapes += [(p + ".attn_norm", (D,)), (p + ".attn.wq", (H * Dh, D)),
+                       (p + ".attn.wk", (Hkv * Dh, D)), (p + ".attn.wv", (Hkv * Dh, D)),
+                       (p + ".attn.wo", (D, H * Dh))]
+        if c["qk_norm"] and not is_mla(c):
             shapes += [(p + ".attn.q_norm", (Dh,)), (p + ".attn.k_norm", (Dh,))]
         shapes.append((p + ".ffn_norm", (D,)))
         if not is_moe(c, l):
@@ -164,8 +191,47 @@ def rope(x, theta):
     return x * cos + rotated * sin
 
 
+def causal_softmax_attention(c, l, q, k, v, scale):
+    """q, k (B, H, T, Dqk), v (B, H, T, Dv) -> (B, T, H * Dv); causal, windowed on L layers."""
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    allowed = j <= i
+    if is_local(c, l):
+        allowed = allowed & (j >= i - c["window"] + 1)
+    s = (q @ k.transpose(-1, -2)) * scale
+    s = s.masked_fill(~allowed, float("-inf"))
+    o = torch.softmax(s, dim=-1) @ v
+    return o.transpose(1, 2).reshape(B, T, -1)
+
+
+def mla_attention(c, P, l, x):
+    """Multi-head latent attention, DeepSeek-V2 section 2.1 (eqs. 9-11, 37-47), in
+    its training form: keys and values decompressed for every head. x (B, T, D)
+    -> (B, T, D). Each head's q and k are [nope (Dn) | rope (Dr)]; the RoPE key
+    is one head shared by all."""
+    p = f"layers.{l}.attn"
+    H, eps = c["n_heads"], c["norm_eps"]
+    Dq, Dn, Dr = c["q_lora_rank"], c["qk_nope_head_dim"], c["qk_rope_head_dim"]
+    a = rmsnorm(x, P[f"layers.{l}.attn_norm"], eps)
+    if Dq > 0:
+        q = rmsnorm(a @ P[p + ".wdq"].T, P[p + ".q_latent_norm"], eps) @ P[p + ".wuq"].T
+    else:
+        q = a @ P[p + ".wq"].T
+    q = q.view(B, T, H, Dn + Dr).transpose(1, 2)                          # (B, H, T, Dn + Dr)
+    q = torch.cat([q[..., :Dn], rope(q[..., Dn:], c["rope_theta"])], dim=-1)
+    c_kv = rmsnorm(a @ P[p + ".wdkv"].T, P[p + ".kv_latent_norm"], eps)  # (B, T, Dc)
+    k_rope = rope((a @ P[p + ".wkr"].T)[:, None], c["rope_theta"])      # (B, 1, T, Dr)
+    k_nope = (c_kv @ P[p + ".wuk"].T).view(B, T, H, Dn).transpose(1, 2)
+    v = (c_kv @ P[p + ".wuv"].T).view(B, T, H, -1).transpose(1, 2)     # (B, H, T, Dv)
+    k = torch.cat([k_nope, k_rope.expand(B, H, T, Dr)], dim=-1)
+    o = causal_softmax_attention(c, l, q, k, v, 1.0 / math.sqrt(Dn + Dr))
+    return o @ P[p + ".wo"].T
+
+
 def attention(c, P, l, x):
     """x (B, T, D) -> attention output (B, T, D) (without the residual)."""
+    if is_mla(c):
+        return mla_attention(c, P, l, x)
     p = f"layers.{l}.attn"
     D, H = c["d_model"], c["n_heads"]
     Dh, Hkv = D // H, kv_heads(c, l)

@@ -22,11 +22,9 @@ constexpr int64_t kQB = 32;  // queries per block
 
 struct Scratch {
   std::vector<float> kt, vt, s, dp, t;
-  void reserve(int64_t Dh, int64_t nk) {
-    if (int64_t(kt.size()) < Dh * nk) {
-      kt.resize(Dh * nk);
-      vt.resize(Dh * nk);
-    }
+  void reserve(int64_t Dh, int64_t Dv, int64_t nk) {
+    if (int64_t(kt.size()) < Dh * nk) kt.resize(Dh * nk);
+    if (int64_t(vt.size()) < Dv * nk) vt.resize(Dv * nk);
     if (int64_t(s.size()) < kQB * nk) {
       s.resize(kQB * nk);
       dp.resize(kQB * nk);
@@ -96,17 +94,17 @@ double attention_mean_keys(int64_t T, int64_t window) {
 
 void attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
                        const AttentionDims& d) {
-  const int64_t Dh = d.Dh, T = d.T, group = d.H / d.Hkv;
+  const int64_t Dh = d.Dh, Dv = d.v_dim(), T = d.T, group = d.H / d.Hkv;
   const float scale = 1.0f / std::sqrt(float(Dh));
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
     const int64_t b = bh / d.H, h = bh % d.H, kvh = h / group;
     Scratch& sc = tls;
-    sc.reserve(Dh, T);
+    sc.reserve(Dh, Dv, T);
     const float* qh = q + (b * d.H + h) * T * Dh;
     const float* kh = k + (b * d.Hkv + kvh) * T * Dh;
-    const float* vh = v + (b * d.Hkv + kvh) * T * Dh;
-    float* oh = o + (b * d.H + h) * T * Dh;
+    const float* vh = v + (b * d.Hkv + kvh) * T * Dv;
+    float* oh = o + (b * d.H + h) * T * Dv;
     simd::transpose(sc.kt.data(), kh, T, Dh, Dh, T);  // Kt (Dh, T), once per head
     for (int64_t i0 = 0; i0 < T; i0 += kQB) {
       const int64_t i1 = std::min(T, i0 + kQB), rows = i1 - i0;
@@ -114,8 +112,8 @@ void attention_forward(float* o, float* lse, const float* q, const float* k, con
       std::fill(sc.s.begin(), sc.s.begin() + rows * nk, 0.0f);
       simd::small_gemm_acc(sc.s.data(), qh + i0 * Dh, sc.kt.data() + j0, rows, nk, Dh, Dh, T, nk);
       softmax_rows(sc.s.data(), rows, nk, i0, j0, d.window, scale, nullptr, lse + (b * d.H + h) * T + i0);
-      std::fill(oh + i0 * Dh, oh + i1 * Dh, 0.0f);
-      simd::small_gemm_acc(oh + i0 * Dh, sc.s.data(), vh + j0 * Dh, rows, Dh, nk, nk, Dh, Dh);
+      std::fill(oh + i0 * Dv, oh + i1 * Dv, 0.0f);
+      simd::small_gemm_acc(oh + i0 * Dv, sc.s.data(), vh + j0 * Dv, rows, Dv, nk, nk, Dv, Dv);
     }
   }
 }
@@ -123,26 +121,26 @@ void attention_forward(float* o, float* lse, const float* q, const float* k, con
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                         const float* k, const float* v, const float* o, const float* lse,
                         const AttentionDims& d) {
-  const int64_t Dh = d.Dh, T = d.T, group = d.H / d.Hkv;
+  const int64_t Dh = d.Dh, Dv = d.v_dim(), T = d.T, group = d.H / d.Hkv;
   const float scale = 1.0f / std::sqrt(float(Dh));
   const int64_t blocks = (T + kQB - 1) / kQB;
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
   for (int64_t b = 0; b < d.B; ++b)
     for (int64_t kvh = 0; kvh < d.Hkv; ++kvh) {
       Scratch& sc = tls;
-      sc.reserve(Dh, T);
+      sc.reserve(Dh, Dv, T);
       const float* kh = k + (b * d.Hkv + kvh) * T * Dh;
-      const float* vh = v + (b * d.Hkv + kvh) * T * Dh;
+      const float* vh = v + (b * d.Hkv + kvh) * T * Dv;
       simd::transpose(sc.kt.data(), kh, T, Dh, Dh, T);  // once per kv head
-      simd::transpose(sc.vt.data(), vh, T, Dh, Dh, T);
+      simd::transpose(sc.vt.data(), vh, T, Dv, Dv, T);
       float* dkh = dk + (b * d.Hkv + kvh) * T * Dh;
-      float* dvh = dv + (b * d.Hkv + kvh) * T * Dh;
+      float* dvh = dv + (b * d.Hkv + kvh) * T * Dv;
       std::fill(dkh, dkh + T * Dh, 0.0f);
-      std::fill(dvh, dvh + T * Dh, 0.0f);
+      std::fill(dvh, dvh + T * Dv, 0.0f);
       for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
         const float* qh = q + (b * d.H + h) * T * Dh;
-        const float* oh = o + (b * d.H + h) * T * Dh;
-        const float* doh = dout + (b * d.H + h) * T * Dh;
+        const float* oh = o + (b * d.H + h) * T * Dv;
+        const float* doh = dout + (b * d.H + h) * T * Dv;
         const float* lh = lse + (b * d.H + h) * T;
         float* dqh = dq + (b * d.H + h) * T * Dh;
         for (int64_t blk = 0; blk < blocks; ++blk) {
@@ -154,13 +152,13 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
           simd::small_gemm_acc(P, qh + i0 * Dh, sc.kt.data() + j0, rows, nk, Dh, Dh, T, nk);
           softmax_rows(P, rows, nk, i0, j0, d.window, scale, lh + i0, nullptr);
           std::fill(dS, dS + rows * nk, 0.0f);
-          simd::small_gemm_acc(dS, doh + i0 * Dh, sc.vt.data() + j0, rows, nk, Dh, Dh, T, nk);  // dP
+          simd::small_gemm_acc(dS, doh + i0 * Dv, sc.vt.data() + j0, rows, nk, Dv, Dv, T, nk);  // dP
           for (int64_t r = 0; r < rows; ++r) {
-            const float* dor = doh + (i0 + r) * Dh;
-            const float* orow = oh + (i0 + r) * Dh;
+            const float* dor = doh + (i0 + r) * Dv;
+            const float* orow = oh + (i0 + r) * Dv;
             float Di = 0.0f;
 #pragma omp simd reduction(+ : Di)
-            for (int64_t e = 0; e < Dh; ++e) Di += dor[e] * orow[e];
+            for (int64_t e = 0; e < Dv; ++e) Di += dor[e] * orow[e];
             float* ds = dS + r * nk;
             const float* p = P + r * nk;
 #pragma omp simd
@@ -171,7 +169,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
           simd::transpose(sc.t.data(), dS, rows, nk, nk, rows);
           simd::small_gemm_acc(dkh + j0 * Dh, sc.t.data(), qh + i0 * Dh, nk, Dh, rows, rows, Dh, Dh);
           simd::transpose(sc.t.data(), P, rows, nk, nk, rows);
-          simd::small_gemm_acc(dvh + j0 * Dh, sc.t.data(), doh + i0 * Dh, nk, Dh, rows, rows, Dh, Dh);
+          simd::small_gemm_acc(dvh + j0 * Dv, sc.t.data(), doh + i0 * Dv, nk, Dv, rows, rows, Dv, Dv);
         }
       }
     }

@@ -1,8 +1,10 @@
 // attention.h — causal grouped-query attention, optionally with a sliding
 // window. Query i attends to keys j with max(0, i - window + 1) <= j <= i
 // (window <= 0 means global causal). Cost is O(T * min(T, window)) per head.
-// Shapes: q, o (B, H, T, Dh); k, v (B, Hkv, T, Dh); lse (B, H, T) saved for
-// backward; query head h uses kv head h / (H / Hkv). Scale 1/sqrt(Dh).
+// Shapes: q (B, H, T, Dh), k (B, Hkv, T, Dh); v (B, Hkv, T, Dv), o (B, H, T, Dv)
+// with Dv = Dh unless set (multi-head latent attention: Dh = Dn + Dr, Dv
+// its own width); lse (B, H, T) saved for backward; query head h uses kv head
+// h / (H / Hkv). Scale 1/sqrt(Dh).
 #pragma once
 #include <cstdint>
 
@@ -11,6 +13,8 @@ namespace mt {
 struct AttentionDims {
   int64_t B, H, Hkv, T, Dh;
   int64_t window;  // <= 0: global causal
+  int64_t Dv = 0;  // value / output head width; 0: Dh
+  int64_t v_dim() const { return Dv > 0 ? Dv : Dh; }
 };
 
 void attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,

@@ -16,14 +16,15 @@ void rope_tables(float* cos_T, float* sin_T, int64_t T, int64_t Dh, double theta
 }
 
 namespace {
+// Rows of ld floats; the first Dh of each are rotated (ld > Dh: the rest is left as it is).
 inline void rotate(float* y, const float* x, const float* cs, const float* sn, int64_t BH, int64_t T,
-                   int64_t Dh, float sign) {
+                   int64_t Dh, float sign, int64_t ld) {
   const int64_t half = Dh / 2;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < BH * T; ++r) {
     const int64_t t = r % T;
-    const float* xr = x + r * Dh;
-    float* yr = y + r * Dh;
+    const float* xr = x + r * ld;
+    float* yr = y + r * ld;
     const float* c = cs + t * half;
     const float* s = sn + t * half;
 #pragma omp simd
@@ -38,12 +39,22 @@ inline void rotate(float* y, const float* x, const float* cs, const float* sn, i
 
 void rope_forward(float* y, const float* x, const float* cos_T, const float* sin_T, int64_t BH,
                   int64_t T, int64_t Dh) {
-  rotate(y, x, cos_T, sin_T, BH, T, Dh, 1.0f);
+  rotate(y, x, cos_T, sin_T, BH, T, Dh, 1.0f, Dh);
 }
 
 void rope_backward(float* dx, const float* dy, const float* cos_T, const float* sin_T, int64_t BH,
                    int64_t T, int64_t Dh) {
-  rotate(dx, dy, cos_T, sin_T, BH, T, Dh, -1.0f);
+  rotate(dx, dy, cos_T, sin_T, BH, T, Dh, -1.0f, Dh);
+}
+
+void rope_forward_part(float* x, const float* cos_T, const float* sin_T, int64_t BH, int64_t T, int64_t Dr,
+                       int64_t ld) {
+  rotate(x, x, cos_T, sin_T, BH, T, Dr, 1.0f, ld);
+}
+
+void rope_backward_part(float* dx, const float* cos_T, const float* sin_T, int64_t BH, int64_t T, int64_t Dr,
+                        int64_t ld) {
+  rotate(dx, dx, cos_T, sin_T, BH, T, Dr, -1.0f, ld);
 }
 
 }  // namespace mt
@@ -55,6 +66,6 @@ void rope_forward_at(float* y, const float* x, const float* cos_T, const float* 
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < N; ++n)
     rotate(y + n * heads * Dh, x + n * heads * Dh, cos_T + pos[n] * half, sin_T + pos[n] * half, heads, 1, Dh,
-           1.0f);
+           1.0f, Dh);
 }
 }  // namespace mt

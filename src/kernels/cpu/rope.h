@@ -15,6 +15,14 @@ void rope_forward(float* y, const float* x, const float* cos_T, const float* sin
 void rope_backward(float* dx, const float* dy, const float* cos_T, const float* sin_T, int64_t BH,
                    int64_t T, int64_t Dh);
 
+// In place on part of each row: x (BH, T, ld), the first Dr values of every
+// row rotated (multi-head latent attention's decoupled RoPE dims, DeepSeek-V2
+// section 2.1.3; tables built for Dr).
+void rope_forward_part(float* x, const float* cos_T, const float* sin_T, int64_t BH, int64_t T, int64_t Dr,
+                       int64_t ld);
+void rope_backward_part(float* dx, const float* cos_T, const float* sin_T, int64_t BH, int64_t T, int64_t Dr,
+                        int64_t ld);
+
 }  // namespace mt
 
 namespace mt {

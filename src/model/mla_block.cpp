@@ -1,0 +1,162 @@
+// mla_block.cpp — orchestration only: every loop over elements lives in
+// kernels/cpu. Backward mirrors forward in reverse order.
+#include "model/mla_block.h"
+
+#include <algorithm>
+
+#include "core/phase_timer.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/heads.h"
+#include "kernels/cpu/mla_heads.h"
+#include "kernels/cpu/rmsnorm.h"
+#include "kernels/cpu/rope.h"
+
+namespace mt {
+namespace {
+struct Dims {
+  int64_t B, T, N, D, H, Dq, Dc, Dn, Dr, Dqk, Dv;
+};
+Dims dims_of(const ModelConfig& c, int64_t B, int64_t T) {
+  return Dims{B, T, B * T, c.d_model, c.n_heads, c.q_lora_rank, c.kv_lora_rank, c.qk_nope_head_dim,
+              c.qk_rope_head_dim, c.qk_head_dim(), c.v_head_dim};
+}
+AttentionDims attn_dims(const ModelConfig& c, const Dims& d, int64_t layer) {
+  return AttentionDims{d.B, d.H, d.H, d.T, d.Dqk, c.is_local(layer) ? c.window : 0, d.Dv};
+}
+MlaHeadDims head_dims(const Dims& d) { return MlaHeadDims{d.B, d.T, d.H, d.Dn, d.Dr, d.Dv}; }
+}  // namespace
+
+void MlaActs::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& s) {
+  const Dims d = dims_of(c, B, T);
+  s(a, d.N * d.D);
+  s(rstd_a, d.N);
+  if (d.Dq > 0) {
+    s(cq, d.N * d.Dq);
+    s(cq_n, d.N * d.Dq);
+    s(rstd_cq, d.N);
+  }
+  s(qf, d.N * d.H * d.Dqk);
+  s(ckr, d.N * (d.Dc + d.Dr));
+  s(ckv, d.N * d.Dc);
+  s(ckv_n, d.N * d.Dc);
+  s(rstd_ckv, d.N);
+  s(kr, d.N * d.Dr);
+  s(kvf, d.N * d.H * (d.Dn + d.Dv));
+  s(q, d.N * d.H * d.Dqk);
+  s(k, d.N * d.H * d.Dqk);
+  s(v, d.N * d.H * d.Dv);
+  s(o, d.N * d.H * d.Dv);
+  s(lse, d.N * d.H);
+  s(o_flat, d.N * d.H * d.Dv);
+}
+
+int64_t MlaActs::bytes() const {
+  return vector_bytes(a) + vector_bytes(rstd_a) + vector_bytes(cq) + vector_bytes(cq_n) + vector_bytes(rstd_cq) +
+         vector_bytes(qf) + vector_bytes(ckr) + vector_bytes(ckv) + vector_bytes(ckv_n) + vector_bytes(rstd_ckv) +
+         vector_bytes(kr) + vector_bytes(kvf) + vector_bytes(q) + vector_bytes(k) + vector_bytes(v) +
+         vector_bytes(o) + vector_bytes(lse) + vector_bytes(o_flat);
+}
+
+void MlaScratch::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& s) {
+  const Dims d = dims_of(c, B, T);
+  s(do_flat, d.N * d.H * d.Dv);
+  s(dout_heads, d.N * d.H * d.Dv);
+  s(dq, d.N * d.H * d.Dqk);
+  s(dk, d.N * d.H * d.Dqk);
+  s(dv, d.N * d.H * d.Dv);
+  s(dqf, d.N * d.H * d.Dqk);
+  s(dkvf, d.N * d.H * (d.Dn + d.Dv));
+  s(dkr, d.N * d.Dr);
+  s(dckv_n, d.N * d.Dc);
+  s(dckv, d.N * d.Dc);
+  s(dckr, d.N * (d.Dc + d.Dr));
+  if (d.Dq > 0) {
+    s(dcq_n, d.N * d.Dq);
+    s(dcq, d.N * d.Dq);
+  }
+  s(da, d.N * d.D);
+}
+
+int64_t MlaScratch::bytes() const {
+  return vector_bytes(do_flat) + vector_bytes(dout_heads) + vector_bytes(dq) + vector_bytes(dk) + vector_bytes(dv) +
+         vector_bytes(dqf) + vector_bytes(dkvf) + vector_bytes(dkr) + vector_bytes(dckv_n) + vector_bytes(dckv) +
+         vector_bytes(dckr) + vector_bytes(dcq_n) + vector_bytes(dcq) + vector_bytes(da);
+}
+
+void mla_block_forward(float* x_mid, MlaActs& a, const float* x_in, const AttnOffsets& w, int64_t layer,
+                       const BlockContext& ctx) {
+  const ModelConfig& c = *ctx.c;
+  const Dims d = dims_of(c, ctx.B, ctx.T);
+  const MlaOffsets& m = w.mla;
+  const float eps = float(c.norm_eps);
+  rmsnorm_forward(a.a.data(), a.rstd_a.data(), x_in, ctx.p(w.norm), d.N, d.D, eps);
+  // Queries: through the normed latent (DeepSeek-V2 eq. 37-39), or straight from a.
+  if (d.Dq > 0) {
+    linear_forward(a.cq.data(), a.a.data(), ctx.p(m.wdq), d.N, d.Dq, d.D, ctx.prec);
+    rmsnorm_forward(a.cq_n.data(), a.rstd_cq.data(), a.cq.data(), ctx.p(m.q_norm), d.N, d.Dq, eps);
+    linear_forward(a.qf.data(), a.cq_n.data(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.Dq, ctx.prec);
+  } else {
+    linear_forward(a.qf.data(), a.a.data(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.D, ctx.prec);
+  }
+  merge_heads_backward(a.q.data(), a.qf.data(), d.B, d.T, d.H, d.Dqk);  // token-major -> (B, H, T, Dqk)
+  rope_forward_part(a.q.data() + d.Dn, ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dr, d.Dqk);
+  // Keys and values: one latent and one RoPE key per token (eqs. 9-11, 43-44).
+  linear_forward(a.ckr.data(), a.a.data(), ctx.p(m.wdkv), d.N, d.Dc + d.Dr, d.D, ctx.prec);
+  split_columns(a.ckv.data(), a.kr.data(), a.ckr.data(), d.N, d.Dc, d.Dr);
+  rope_forward(a.kr.data(), a.kr.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T, d.Dr);
+  rmsnorm_forward(a.ckv_n.data(), a.rstd_ckv.data(), a.ckv.data(), ctx.p(m.kv_norm), d.N, d.Dc, eps);
+  linear_forward(a.kvf.data(), a.ckv_n.data(), ctx.p(m.wukv), d.N, d.H * (d.Dn + d.Dv), d.Dc, ctx.prec);
+  mla_kv_heads(a.k.data(), a.v.data(), a.kvf.data(), a.kr.data(), head_dims(d));
+  {
+    ScopedPhase phase(Phase::kAttention);
+    attention_forward(a.o.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(), attn_dims(c, d, layer));
+  }
+  merge_heads(a.o_flat.data(), a.o.data(), d.B, d.T, d.H, d.Dv);
+  std::copy(x_in, x_in + d.N * d.D, x_mid);
+  gemm(x_mid, a.o_flat.data(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dv, Trans::kNo, Trans::kYes}, 1.0f,
+       ctx.prec);
+}
+
+void mla_block_backward(float* dres, MlaScratch& s, const MlaActs& a, const float* x_in, const AttnOffsets& w,
+                        int64_t layer, const BlockContext& ctx) {
+  const ModelConfig& c = *ctx.c;
+  const Dims d = dims_of(c, ctx.B, ctx.T);
+  const MlaOffsets& m = w.mla;
+  const int64_t HV = d.H * d.Dv;
+  linear_backward_input(s.do_flat.data(), dres, ctx.p(w.wo), d.N, d.D, HV, 0.0f, ctx.prec);
+  linear_backward_weight(ctx.g(w.wo), dres, a.o_flat.data(), d.N, d.D, HV, ctx.prec);
+  merge_heads_backward(s.dout_heads.data(), s.do_flat.data(), d.B, d.T, d.H, d.Dv);
+  {
+    ScopedPhase phase(Phase::kAttention);
+    attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.dout_heads.data(), a.q.data(), a.k.data(),
+                       a.v.data(), a.o.data(), a.lse.data(), attn_dims(c, d, layer));
+  }
+  // Keys and values, back to the input's normed copy (written into s.da).
+  mla_kv_heads_backward(s.dkvf.data(), s.dkr.data(), s.dk.data(), s.dv.data(), head_dims(d));
+  rope_backward(s.dkr.data(), s.dkr.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T, d.Dr);
+  linear_backward_input(s.dckv_n.data(), s.dkvf.data(), ctx.p(m.wukv), d.N, d.H * (d.Dn + d.Dv), d.Dc, 0.0f,
+                        ctx.prec);
+  linear_backward_weight(ctx.g(m.wukv), s.dkvf.data(), a.ckv_n.data(), d.N, d.H * (d.Dn + d.Dv), d.Dc, ctx.prec);
+  rmsnorm_backward(s.dckv.data(), ctx.g(m.kv_norm), s.dckv_n.data(), a.ckv.data(), ctx.p(m.kv_norm),
+                   a.rstd_ckv.data(), d.N, d.Dc, 0.0f);
+  concat_columns(s.dckr.data(), s.dckv.data(), s.dkr.data(), d.N, d.Dc, d.Dr);
+  linear_backward_input(s.da.data(), s.dckr.data(), ctx.p(m.wdkv), d.N, d.Dc + d.Dr, d.D, 0.0f, ctx.prec);
+  linear_backward_weight(ctx.g(m.wdkv), s.dckr.data(), a.a.data(), d.N, d.Dc + d.Dr, d.D, ctx.prec);
+  // Queries; their gradient is added to the keys' in s.da.
+  rope_backward_part(s.dq.data() + d.Dn, ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dr, d.Dqk);
+  merge_heads(s.dqf.data(), s.dq.data(), d.B, d.T, d.H, d.Dqk);
+  if (d.Dq > 0) {
+    linear_backward_input(s.dcq_n.data(), s.dqf.data(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.Dq, 0.0f, ctx.prec);
+    linear_backward_weight(ctx.g(m.wq), s.dqf.data(), a.cq_n.data(), d.N, d.H * d.Dqk, d.Dq, ctx.prec);
+    rmsnorm_backward(s.dcq.data(), ctx.g(m.q_norm), s.dcq_n.data(), a.cq.data(), ctx.p(m.q_norm),
+                     a.rstd_cq.data(), d.N, d.Dq, 0.0f);
+    linear_backward_input(s.da.data(), s.dcq.data(), ctx.p(m.wdq), d.N, d.Dq, d.D, 1.0f, ctx.prec);
+    linear_backward_weight(ctx.g(m.wdq), s.dcq.data(), a.a.data(), d.N, d.Dq, d.D, ctx.prec);
+  } else {
+    linear_backward_input(s.da.data(), s.dqf.data(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.D, 1.0f, ctx.prec);
+    linear_backward_weight(ctx.g(m.wq), s.dqf.data(), a.a.data(), d.N, d.H * d.Dqk, d.D, ctx.prec);
+  }
+  rmsnorm_backward(dres, ctx.g(w.norm), s.da.data(), x_in, ctx.p(w.norm), a.rstd_a.data(), d.N, d.D, 1.0f);
+}
+
+}  // namespace mt
