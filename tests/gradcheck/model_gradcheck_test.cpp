@@ -103,7 +103,9 @@ TEST_P(ModelGradCheck, EveryTensorMatchesCentralDifferences) {
   const ForwardStats st = model.forward_backward(params.data(), grads.data(), tokens.data(), 1.0f, nullptr);
   const uint64_t routes = model.routing_hash();
   if (k.expect_drops) EXPECT_GT(st.dropped, 0) << "case meant to exercise capacity drops has none";
-  if (k.c.mtp_depth > 0) EXPECT_GT(st.mtp_loss, 0.0) << "MTP case without an MTP loss";
+  if (k.c.mtp_depth > 0) {
+    EXPECT_GT(st.mtp_loss, 0.0) << "MTP case without an MTP loss";
+  }
   auto loss = [&] { return model.forward(params.data(), tokens.data(), nullptr, Objective::kTraining).total_loss; };
   auto same_routes = [&] { return model.routing_hash() == routes; };
   EXPECT_NEAR(loss(), st.total_loss, 1e-6 * std::abs(st.total_loss));
