@@ -94,7 +94,7 @@ void declare_keys(ConfigSchema& s, ModelConfig& m, const std::string& t) {
         "lambda from mtp_loss_weight_switch_tokens training tokens on (DeepSeek-V3: 0.1)").min(0);
   s.add(p + "mtp_loss_weight_switch_tokens", &m.mtp_loss_weight_switch_tokens,
         "training tokens after which mtp_loss_weight_late replaces mtp_loss_weight (DeepSeek-V3: 10T)")
-      .range(0, INT64_MAX).unit("tokens").note("0 = never switch");
+      .min(0).unit("tokens").note("0 = never switch");
   s.add(p + "d_ff", &m.d_ff, "F: hidden size of the dense SwiGLU FFN").range(1, 1 << 24);
   s.add(p + "n_experts", &m.n_experts, "E: routed experts; 0 = dense model (the CPU trainer takes at most 256)").range(0, 1 << 20);
   s.add(p + "top_k", &m.top_k, "K: experts per token, <= n_experts (the CPU trainer takes at most 64)").range(1, 1 << 20);
