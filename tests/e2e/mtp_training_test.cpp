@@ -1,7 +1,8 @@
 // mtp_training_test.cpp — `moetrain train` with multi-token prediction (model.mtp_depth = 2 on
 // tiny-test): one seed gives one final state; the metrics report the next-token and MTP losses
 // apart, with lambda following its token schedule (0.3, then 0.1 after the switch); a run stopped
-// at a checkpoint and resumed ends bit for bit where the uninterrupted run ends.
+// at a checkpoint and resumed ends bit for bit where the uninterrupted run ends; generation runs
+// without the modules, the raw export keeps them and the Hugging Face export refuses them.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -65,6 +66,18 @@ TEST(MtpTraining, DeterministicScheduledAndResumedBitExact) {
     EXPECT_EQ(mc[i]["mtp_loss"], ma[i]["mtp_loss"]) << "step " << i + 1;
     EXPECT_EQ(mc[i]["mtp_weight"], ma[i]["mtp_weight"]) << "step " << i + 1;
   }
+
+  // Generation ignores the modules; the raw export keeps them, the Hugging Face one refuses them.
+  const auto gen = run_process({moetrain_binary(), "generate", "--ckpt", tmp / "a", "--prompt", "hi",
+                                "--max-new-tokens", "4", "--temperature", "0"});
+  EXPECT_EQ(gen.exit_code, 0) << gen;
+  const auto raw = run_process({moetrain_binary(), "export", "--ckpt", tmp / "a", "--format", "safetensors", "--out",
+                                tmp / "raw"});
+  EXPECT_EQ(raw.exit_code, 0) << raw;
+  EXPECT_NE(read_file(tmp / "raw/model.safetensors").find("mtp.1.proj"), std::string::npos);
+  const auto hf = run_process({moetrain_binary(), "export", "--ckpt", tmp / "a", "--out", tmp / "hf"});
+  EXPECT_NE(hf.exit_code, 0) << hf;
+  EXPECT_NE(hf.err.find("model.mtp_depth = 2"), std::string::npos) << hf;
 
   // The modules change training: without them the run ends elsewhere.
   const auto d = train({"--preset", "tiny-test", "--run-dir", tmp / "d", "--set", "train.threads=1", "--set",
