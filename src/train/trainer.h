@@ -73,7 +73,7 @@ struct StepResult {
 };
 
 // Limits of the CPU kernels on a valid config (at most 256 experts, top-k
-// at most 64; no multi-head latent attention or multi-token prediction yet,
+// at most 64; no multi-head latent attention or group-limited routing yet,
 // which only the planner models), as errors naming the key.
 Status check_trainer_limits(const RunConfig& cfg);
 
