@@ -168,7 +168,7 @@ MixtureSampler::Slot MixtureSampler::slot(int64_t index) const {
   return {e.bucket, e.k};
 }
 
-void MixtureSampler::sequence(int64_t index, int64_t seq_len, int32_t* out) const {
+void MixtureSampler::sequence(int64_t index, int64_t seq_len, int64_t ahead, int32_t* out) const {
   MT_CHECK(seq_len == seq_len_, "sampler built for seq_len {}, asked for {}", seq_len_, seq_len);
   Entry e;
   {
@@ -177,7 +177,7 @@ void MixtureSampler::sequence(int64_t index, int64_t seq_len, int32_t* out) cons
   }
   const ShardReader& sh = *bucket_[size_t(e.bucket)]->train;
   Cursor c = e.at;
-  int64_t need = seq_len + 1;
+  int64_t need = seq_len + 1 + ahead;
   while (need > 0) {
     const int64_t doc = doc_at(e.bucket, c.epoch, c.rank);
     const int64_t len = sh.doc_length(doc);

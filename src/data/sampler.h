@@ -39,7 +39,10 @@ class MixtureSampler final : public TokenSource {
   static Result<std::unique_ptr<MixtureSampler>> open(std::shared_ptr<const Dataset> ds, const Mixture& mx,
                                                       int64_t seq_len, int64_t max_sequences);
 
-  void sequence(int64_t index, int64_t seq_len, int32_t* out) const override;
+  using TokenSource::sequence;
+  // Reads the bucket's stream [k T, k T + T + ahead] (the schedule and the
+  // ledger count T per sequence whatever `ahead` is).
+  void sequence(int64_t index, int64_t seq_len, int64_t ahead, int32_t* out) const override;
   int64_t vocab_size() const override { return ds_->tokenizer().vocab_size(); }
   std::string describe() const override { return desc_; }
   int64_t capacity() const override { return plan_.sequences; }

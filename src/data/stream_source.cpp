@@ -112,11 +112,13 @@ Result<std::unique_ptr<StreamSource>> StreamSource::open(const StreamSourceOptio
   return src;
 }
 
-void StreamSource::sequence(int64_t index, int64_t seq_len, int32_t* out) const {
+void StreamSource::sequence(int64_t index, int64_t seq_len, int64_t ahead, int32_t* out) const {
   const int64_t windows = (train_end_ - 1) / seq_len;
   const int64_t pass = index / windows;
   const int64_t w = permute(index % windows, windows, seed_, pass);
   std::copy(tokens_.begin() + w * seq_len, tokens_.begin() + w * seq_len + seq_len + 1, out);
+  // Never into the held-out tail: the few targets past the end come from the front.
+  for (int64_t j = 1; j <= ahead; ++j) out[seq_len + j] = tokens_[size_t((w * seq_len + seq_len + j) % train_end_)];
 }
 
 bool StreamSource::eval_sequence(int64_t index, int64_t seq_len, int32_t* out) const {

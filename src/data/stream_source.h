@@ -34,7 +34,9 @@ void declare_keys(ConfigSchema& s, StreamSourceOptions& o, const std::string& ta
 class StreamSource final : public TokenSource {
  public:
   static Result<std::unique_ptr<StreamSource>> open(const StreamSourceOptions& opt);
-  void sequence(int64_t index, int64_t seq_len, int32_t* out) const override;
+  using TokenSource::sequence;
+  // The last window's `ahead` ids wrap to the start of the training part.
+  void sequence(int64_t index, int64_t seq_len, int64_t ahead, int32_t* out) const override;
   bool eval_sequence(int64_t index, int64_t seq_len, int32_t* out) const override;
   int64_t vocab_size() const override { return vocab_; }
   std::string describe() const override { return desc_; }

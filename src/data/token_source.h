@@ -14,8 +14,14 @@ namespace mt {
 class TokenSource {
  public:
   virtual ~TokenSource() = default;
-  // Writes seq_len + 1 token ids for training sequence `index` into out.
-  virtual void sequence(int64_t index, int64_t seq_len, int32_t* out) const = 0;
+  // Writes seq_len + 1 + ahead token ids for training sequence `index` into
+  // out. The `ahead` extra ids (multi-token prediction's targets, model/mtp.h)
+  // continue the stream past the last target exactly as that target does: a
+  // sequence still consumes seq_len tokens (the ledger's count), the first
+  // 1 + ahead of the next one are read again, and the seq_len + 1 ids do not
+  // depend on `ahead` (an MTP run sees the data of the run without it).
+  virtual void sequence(int64_t index, int64_t seq_len, int64_t ahead, int32_t* out) const = 0;
+  void sequence(int64_t index, int64_t seq_len, int32_t* out) const { sequence(index, seq_len, 0, out); }
   // Evaluation (held-out) sequence `index`; false if there is no eval split.
   virtual bool eval_sequence(int64_t index, int64_t seq_len, int32_t* out) const { return false; }
   virtual int64_t vocab_size() const = 0;

@@ -1,6 +1,7 @@
 // comm_volume.cpp — the FSDP schedule of fsdp.cpp, counted: per micro-batch
 // the root units are gathered once, every layer twice (forward and backward)
-// except the last, which stays gathered; every unit's gradient is
+// except the last, which stays gathered (units: the layers, then the MTP
+// modules' blocks); every unit's gradient is
 // reduce-scattered once. A gather of a unit of S elements brings this rank
 // S - mine elements; a reduce-scatter brings it (n - 1) * mine.
 #include "dist/comm_volume.h"
@@ -16,7 +17,7 @@ int64_t reduce(const ShardUnit& u) {
 StepCommBytes step_comm_bytes(const ShardPlan& plan, const ModelConfig& c, int64_t grad_accum, int64_t local_batch,
                               int64_t seq_len) {
   StepCommBytes b;
-  const int64_t L = c.n_layers, n = plan.shape().world();
+  const int64_t L = c.n_units(), n = plan.shape().world();
   int64_t moe_layers = 0;
   for (int64_t l = 0; l < L; ++l) moe_layers += c.is_moe(l) ? 1 : 0;
   int64_t ag = gather(plan.embed()) + gather(plan.tail()), rs = reduce(plan.embed()) + reduce(plan.tail());
@@ -28,9 +29,10 @@ StepCommBytes step_comm_bytes(const ShardPlan& plan, const ModelConfig& c, int64
   b.allgather = ag * grad_accum;
   b.reduce_scatter = rs * grad_accum;
   if (n > 1) {
-    // Per micro-batch one token count; per step loss/aux/z, drops,
-    // assignments and the expert loads, then the gradient norm.
-    const int64_t values = grad_accum + 3 + 2 + moe_layers * c.n_experts + 1;
+    // Per micro-batch one token count per head (the main one and each MTP
+    // module's); per step loss/mtp/aux/z, drops, assignments and the expert
+    // loads, then the gradient norm.
+    const int64_t values = grad_accum * (1 + c.mtp_depth) + 4 + 2 + moe_layers * c.n_experts + 1;
     b.allreduce = (n - 1) * values * 8;
   }
   const int64_t ep = plan.shape().ep;

@@ -42,8 +42,8 @@ EpDispatcher::EpDispatcher(Comm& ep, const ModelConfig& c, int64_t batch, int64_
   dx_.resize(row_bound_ * Din);
   dz_.resize(row_bound_ * F_);
   dh_.resize(row_bound_ * 2 * F_);
-  layers_.resize(c.n_layers);
-  for (int64_t l = 0; l < c.n_layers; ++l) {
+  layers_.resize(c.n_units());
+  for (int64_t l = 0; l < c.n_units(); ++l) {
     if (!c.is_moe(l)) continue;
     LayerState& st = layers_[l];
     st.send_rows.resize(P_ * El_);

@@ -29,8 +29,8 @@ ShardPlan::ShardPlan(const ParamLayout& L, const ModelConfig& c, const MeshShape
   first_expert_ = coord_.ep_rank * expert_count_;
 
   int64_t embed_hi = 0, tail_lo = L.total();
-  std::vector<int64_t> dlo(c.n_layers, L.total()), dhi(c.n_layers, 0);
-  std::vector<int64_t> xlo(c.n_layers, L.total()), xhi(c.n_layers, 0);
+  std::vector<int64_t> dlo(c.n_units(), L.total()), dhi(c.n_units(), 0);
+  std::vector<int64_t> xlo(c.n_units(), L.total()), xhi(c.n_units(), 0);
   for (const ParamEntry& e : L.entries()) {
     const int64_t lo = e.offset, hi = e.offset + e.numel;
     if (e.layer < 0) {
@@ -48,10 +48,10 @@ ShardPlan::ShardPlan(const ParamLayout& L, const ModelConfig& c, const MeshShape
   }
   MT_CHECK(L.find("embed") && L.find("embed")->offset == 0, "layout must start with the embedding");
   cut(embed_, 0, embed_hi, ShardGroup::kWorld);
-  dense_.resize(c.n_layers);
-  experts_.resize(c.n_layers);
+  dense_.resize(c.n_units());
+  experts_.resize(c.n_units());
   int64_t prev = embed_hi;
-  for (int64_t l = 0; l < c.n_layers; ++l) {
+  for (int64_t l = 0; l < c.n_units(); ++l) {
     MT_CHECK(dlo[l] == prev, "layer {} dense tensors start at {}, expected {}", l, dlo[l], prev);
     cut(dense_[l], dlo[l], dhi[l], ShardGroup::kWorld);
     const auto [llo, lhi] = L.layer_range(l);
@@ -68,7 +68,7 @@ ShardPlan::ShardPlan(const ParamLayout& L, const ModelConfig& c, const MeshShape
   cut(tail_, tail_lo, L.total(), ShardGroup::kWorld);
 
   std::vector<ShardUnit*> units = {&embed_};
-  for (int64_t l = 0; l < c.n_layers; ++l) {
+  for (int64_t l = 0; l < c.n_units(); ++l) {
     units.push_back(&dense_[l]);
     if (experts_[l].size() > 0) units.push_back(&experts_[l]);
   }

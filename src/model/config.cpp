@@ -86,9 +86,16 @@ void declare_keys(ConfigSchema& s, ModelConfig& m, const std::string& t) {
         "MLA: per-head q dims with RoPE; k's RoPE part is one head shared by all (DeepSeek-V3 64)").range(0, 1 << 16);
   s.add(p + "v_head_dim", &m.v_head_dim, "MLA: per-head value dim (DeepSeek-V3 128)").range(0, 1 << 16);
   s.add(p + "mtp_depth", &m.mtp_depth,
-        "multi-token prediction modules (DeepSeek-V3: 1); planner only, the CPU trainer does not implement it yet")
-      .range(0, 64).note("0 = off");
-  s.add(p + "mtp_loss_weight", &m.mtp_loss_weight, "weight of the MTP losses' mean (DeepSeek-V3: 0.3, then 0.1)").min(0);
+        "multi-token prediction modules, each predicting one token further (DeepSeek-V3 2.2: 1); the data source "
+        "supplies mtp_depth extra target tokens per sequence").range(0, 64).note("0 = off");
+  s.add(p + "mtp_loss_weight", &m.mtp_loss_weight,
+        "lambda: weight of the MTP modules' mean cross-entropy until mtp_loss_weight_switch_tokens (DeepSeek-V3: 0.3)")
+      .min(0);
+  s.add(p + "mtp_loss_weight_late", &m.mtp_loss_weight_late,
+        "lambda from mtp_loss_weight_switch_tokens training tokens on (DeepSeek-V3: 0.1)").min(0);
+  s.add(p + "mtp_loss_weight_switch_tokens", &m.mtp_loss_weight_switch_tokens,
+        "training tokens after which mtp_loss_weight_late replaces mtp_loss_weight (DeepSeek-V3: 10T)")
+      .min(0).unit("tokens").note("0 = never switch");
   s.add(p + "d_ff", &m.d_ff, "F: hidden size of the dense SwiGLU FFN").range(1, 1 << 24);
   s.add(p + "n_experts", &m.n_experts, "E: routed experts; 0 = dense model (the CPU trainer takes at most 256)").range(0, 1 << 20);
   s.add(p + "top_k", &m.top_k, "K: experts per token, <= n_experts (the CPU trainer takes at most 64)").range(1, 1 << 20);

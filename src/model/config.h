@@ -46,10 +46,12 @@ struct ModelConfig {
 
   // Multi-token prediction (DeepSeek-V3 section 2.2): mtp_depth sequential modules, module k predicting
   // token i + 1 + k; each has RMSNorms on the hidden state and the next token's embedding, a (D, 2D)
-  // projection and one transformer block like the last layer, sharing the embedding and the output head.
-  // The planner models it; the CPU trainer does not implement it yet.
+  // projection, one transformer block like the last layer and an RMSNorm before the shared output head
+  // (model/mtp.h). The weight lambda is piecewise constant in tokens seen (mtp_loss_weight_at).
   int64_t mtp_depth = 0;          // D_mtp modules; 0 = off
-  double mtp_loss_weight = 0.3;   // lambda: the MTP losses' mean is weighted by it
+  double mtp_loss_weight = 0.3;   // lambda before the switch (DeepSeek-V3: 0.3 for the first 10T tokens)
+  double mtp_loss_weight_late = 0.1;        // lambda from the switch on (DeepSeek-V3: 0.1)
+  int64_t mtp_loss_weight_switch_tokens = 0;  // training tokens before the switch; 0 = never switch
 
   // Dense FFN (SwiGLU). Used when n_experts == 0 and for the first n_dense_layers.
   int64_t d_ff = 512;             // F
@@ -78,6 +80,10 @@ struct ModelConfig {
   bool moe_out_norm = false;      // RMSNorm on the MoE block output
 
   // Derived helpers.
+  // Blocks the parameter provider walks: the n_layers layers, then one per MTP module. Unit u >= n_layers
+  // is built like the last layer (DeepSeek-V3 2.2), so the per-layer queries below map it there.
+  int64_t n_units() const { return n_layers + mtp_depth; }
+  int64_t arch_layer(int64_t unit) const { return unit < n_layers ? unit : n_layers - 1; }
   int64_t head_dim() const { return d_model / n_heads; }
   bool mla() const { return attention == AttentionKind::kMla; }
   // Per-head width of q and k (scores) and of v (values): Dh for GQA, Dn + Dr and Dv for MLA.
@@ -89,9 +95,9 @@ struct ModelConfig {
     return is_local(layer) && n_kv_heads_local > 0 ? n_kv_heads_local : n_kv_heads;
   }
   bool is_local(int64_t layer) const {
-    return layer_pattern[size_t(layer) % layer_pattern.size()] == 'L';
+    return layer_pattern[size_t(arch_layer(layer)) % layer_pattern.size()] == 'L';
   }
-  bool is_moe(int64_t layer) const { return n_experts > 0 && layer >= n_dense_layers; }
+  bool is_moe(int64_t layer) const { return n_experts > 0 && arch_layer(layer) >= n_dense_layers; }
   int64_t expert_in_dim() const { return d_latent > 0 ? d_latent : d_model; }
   int64_t group_size(int64_t seq_len) const { return routing_group > 0 ? routing_group : seq_len; }
   // Slots per expert per routing group; 0 when dropless.

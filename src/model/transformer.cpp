@@ -1,5 +1,5 @@
 // transformer.cpp — layer loop, fused LM head + cross-entropy (forward and
-// backward chunk by chunk), and the backward sweep.
+// backward chunk by chunk), the MTP modules, and the backward sweep.
 #include "model/transformer.h"
 
 #include <algorithm>
@@ -14,7 +14,7 @@
 namespace mt {
 
 Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, MatmulPrecision prec)
-    : c_(c), B_(batch), T_(seq_len), N_(batch * seq_len), prec_(prec) {
+    : c_(c), B_(batch), T_(seq_len), N_(batch * seq_len), prec_(prec), mtp_weight_(c.mtp_loss_weight) {
   off_ = build_layout(c_, layout_);
   BufferSizer sizer(BufferSizer::Mode::kAllocate);
   size_buffers(sizer);
@@ -50,6 +50,9 @@ void Transformer::size_buffers(BufferSizer& s) {
     attn_[l].allocate(c_, l, B_, T_, s);
     ffn_[l].allocate(c_, l, B_, T_, s);
   }
+  mtp_.resize(c_.mtp_depth);
+  for (int64_t k = 0; k < c_.mtp_depth; ++k) mtp_[k].allocate(c_, c_.n_layers + k, B_, T_, s);
+  if (c_.mtp_depth > 0) mtp_scratch_.allocate(c_, B_, T_, s);
   s(hf_, N_ * D);
   s(rstd_f_, N_);
   s(logits_, std::min(N_, kHeadChunk) * c_.vocab_size);
@@ -64,7 +67,8 @@ int64_t Transformer::activation_bytes() const {
   int64_t b = vector_bytes(rope_cos_) + vector_bytes(rope_sin_) + vector_bytes(inputs_) + vector_bytes(targets_) +
               vector_bytes(xs_) + vector_bytes(x_mid_) + vector_bytes(hf_) + vector_bytes(rstd_f_) +
               vector_bytes(logits_) + vector_bytes(losses_) + vector_bytes(dres_) + vector_bytes(dhf_) +
-              attn_scratch_.bytes() + ffn_scratch_.bytes();
+              attn_scratch_.bytes() + ffn_scratch_.bytes() + mtp_scratch_.bytes();
+  for (const MtpActs& m : mtp_) b += m.bytes();
   for (const AttnActs& a : attn_) b += a.bytes();
   for (const FfnActs& f : ffn_) b += f.bytes();
   return b;
@@ -78,17 +82,25 @@ int64_t Transformer::activation_bytes(const ModelConfig& c, int64_t batch, int64
 
 int64_t Transformer::n_moe_layers() const {
   int64_t n = 0;
-  for (int64_t l = 0; l < c_.n_layers; ++l) n += c_.is_moe(l) ? 1 : 0;
+  for (int64_t u = 0; u < c_.n_units(); ++u) n += c_.is_moe(u) ? 1 : 0;
   return n;
 }
 
+void Transformer::add_moe_stats(ForwardStats& st, FfnStats& fs, int64_t moe_layers) {
+  st.aux_loss += fs.aux_loss / double(moe_layers);
+  st.z_loss += fs.z_loss / double(moe_layers);
+  st.dropped += fs.dropped;
+  st.assignments += fs.assignments;
+  st.expert_load.push_back(std::move(fs.load));
+}
+
 void Transformer::run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, const int32_t* tokens,
-                              const float* router_bias) {
+                              int64_t stride, const float* router_bias) {
   const int64_t D = c_.d_model;
   for (int64_t b = 0; b < B_; ++b)
     for (int64_t t = 0; t < T_; ++t) {
-      inputs_[b * T_ + t] = tokens[b * (T_ + 1) + t];
-      targets_[b * T_ + t] = tokens[b * (T_ + 1) + t + 1];
+      inputs_[b * T_ + t] = tokens[b * stride + t];
+      targets_[b * T_ + t] = tokens[b * stride + t + 1];
     }
   for (int64_t n = 0; n < N_; ++n)
     MT_CHECK(inputs_[n] >= 0 && inputs_[n] < c_.vocab_size, "token {} out of vocab {}", inputs_[n],
@@ -107,11 +119,7 @@ void Transformer::run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, 
     const float* bias = (router_bias && c_.is_moe(l)) ? router_bias + moe_index * c_.n_experts : nullptr;
     ffn_block_forward(xs_[l + 1].data(), ffn_[l], fs, x_mid_[l].data(), off_.layers[l], bias, l, ctx_);
     if (c_.is_moe(l)) {
-      st.aux_loss += fs.aux_loss / double(moe_layers);
-      st.z_loss += fs.z_loss / double(moe_layers);
-      st.dropped += fs.dropped;
-      st.assignments += fs.assignments;
-      st.expert_load.push_back(std::move(fs.load));
+      add_moe_stats(st, fs, moe_layers);
       ++moe_index;
     }
     pp.release_layer(l, Pass::kForward);
@@ -120,25 +128,26 @@ void Transformer::run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, 
                   N_, D, float(c_.norm_eps));
 }
 
-double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale) {
+double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale, const float* hf,
+                              const int32_t* targets, float* dhf) {
   const int64_t D = c_.d_model, V = c_.vocab_size;
   const ParamSpan& head = root_.of(off_.head);
   const float* W = head.at(off_.head);
   int64_t local_valid = 0;
-  for (int64_t n = 0; n < N_; ++n) local_valid += targets_[n] >= 0 ? 1 : 0;
+  for (int64_t n = 0; n < N_; ++n) local_valid += targets[n] >= 0 ? 1 : 0;
   // Mean over the predicted tokens of every data-parallel replica; this
   // process returns its share of it (the shares sum to the mean).
   const int64_t valid = int64_t(pp.sum_over_replicas(double(local_valid)));
   const float ce_scale = valid > 0 ? grad_scale / float(valid) : 0.0f;
   for (int64_t r0 = 0; r0 < N_; r0 += kHeadChunk) {
     const int64_t R = std::min(kHeadChunk, N_ - r0);
-    linear_forward(logits_.data(), hf_.data() + r0 * D, W, R, V, D, prec_);
+    linear_forward(logits_.data(), hf + r0 * D, W, R, V, D, prec_);
     if (grads == Grads::kYes) {
-      cross_entropy_forward_backward(losses_.data() + r0, logits_.data(), targets_.data() + r0, R, V, ce_scale);
-      linear_backward_input(dhf_.data() + r0 * D, logits_.data(), W, R, V, D, 0.0f, prec_);
-      linear_backward_weight(head.grad(off_.head), logits_.data(), hf_.data() + r0 * D, R, V, D, prec_);
+      cross_entropy_forward_backward(losses_.data() + r0, logits_.data(), targets + r0, R, V, ce_scale);
+      linear_backward_input(dhf + r0 * D, logits_.data(), W, R, V, D, 0.0f, prec_);
+      linear_backward_weight(head.grad(off_.head), logits_.data(), hf + r0 * D, R, V, D, prec_);
     } else {
-      cross_entropy_forward(losses_.data() + r0, logits_.data(), targets_.data() + r0, R, V);
+      cross_entropy_forward(losses_.data() + r0, logits_.data(), targets + r0, R, V);
     }
   }
   double total = 0.0;
@@ -146,16 +155,52 @@ double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale) 
   return valid > 0 ? total / double(valid) : 0.0;
 }
 
-ForwardStats Transformer::forward(const float* params, const int32_t* tokens, const float* router_bias) {
-  FlatParams flat(params, nullptr);
-  return forward(flat, tokens, router_bias);
+void Transformer::run_mtp_forward(ForwardStats& st, ParamProvider& pp, Grads grads, const int32_t* tokens,
+                                  float grad_scale, const float* router_bias) {
+  if (c_.mtp_depth == 0) return;
+  const int64_t moe_layers = n_moe_layers();
+  int64_t moe_index = 0;
+  for (int64_t l = 0; l < c_.n_layers; ++l) moe_index += c_.is_moe(l) ? 1 : 0;
+  // Each CE_k is a mean over predicted tokens; the objective holds lambda / D_mtp of their sum.
+  st.mtp_weight = mtp_weight_;
+  const float weight = float(mtp_weight_ / double(c_.mtp_depth));
+  for (int64_t k = 0; k < c_.mtp_depth; ++k) {
+    const int64_t u = c_.n_layers + k;
+    MtpActs& a = mtp_[k];
+    mtp_tokens(a, tokens, tokens_per_sequence(), k + 1, B_, T_);
+    for (int64_t n = 0; n < N_; ++n)
+      MT_CHECK(a.tok[n] >= 0 && a.tok[n] < c_.vocab_size, "token {} out of vocab {}", a.tok[n], c_.vocab_size);
+    const LayerParams lp = pp.acquire_layer(u, Pass::kForward);
+    ctx_.w = lp.dense;
+    ctx_.we = lp.experts;
+    FfnStats fs;
+    const float* bias = (router_bias && c_.is_moe(u)) ? router_bias + moe_index * c_.n_experts : nullptr;
+    mtp_module_forward(a, fs, k == 0 ? xs_[c_.n_layers].data() : mtp_[k - 1].h.data(),
+                       root_.of(off_.embed).at(off_.embed), off_.mtp[k], bias, u, ctx_);
+    if (c_.is_moe(u)) {
+      add_moe_stats(st, fs, moe_layers);
+      ++moe_index;
+    }
+    st.mtp_loss += head_loss(pp, grads, grad_scale * weight, a.hf.data(), a.tgt.data(), a.dhf.data()) /
+                   double(c_.mtp_depth);
+    pp.release_layer(u, Pass::kForward);
+  }
 }
 
-ForwardStats Transformer::forward(ParamProvider& pp, const int32_t* tokens, const float* router_bias) {
+ForwardStats Transformer::forward(const float* params, const int32_t* tokens, const float* router_bias,
+                                  Objective obj) {
+  FlatParams flat(params, nullptr);
+  return forward(flat, tokens, router_bias, obj);
+}
+
+ForwardStats Transformer::forward(ParamProvider& pp, const int32_t* tokens, const float* router_bias,
+                                  Objective obj) {
   ForwardStats st;
-  run_forward(st, pp, Grads::kNo, tokens, router_bias);
-  st.loss = head_loss(pp, Grads::kNo, 0.0f);
-  st.total_loss = st.loss + c_.aux_loss_coef * st.aux_loss + c_.z_loss_coef * st.z_loss;
+  const bool mtp = obj == Objective::kTraining;
+  run_forward(st, pp, Grads::kNo, tokens, mtp ? tokens_per_sequence() : T_ + 1, router_bias);
+  st.loss = head_loss(pp, Grads::kNo, 0.0f, hf_.data(), targets_.data(), dhf_.data());
+  if (mtp) run_mtp_forward(st, pp, Grads::kNo, tokens, 0.0f, router_bias);
+  st.total_loss = st.loss + c_.aux_loss_coef * st.aux_loss + c_.z_loss_coef * st.z_loss + st.mtp_weight * st.mtp_loss;
   pp.release_root();
   return st;
 }
@@ -164,7 +209,7 @@ void Transformer::forward_logits(const float* params, const int32_t* tokens, con
                                  float* logits_NV) {
   FlatParams flat(params, nullptr);
   ForwardStats st;
-  run_forward(st, flat, Grads::kNo, tokens, router_bias);
+  run_forward(st, flat, Grads::kNo, tokens, T_ + 1, router_bias);
   const int64_t D = c_.d_model, V = c_.vocab_size;
   for (int64_t r0 = 0; r0 < N_; r0 += kHeadChunk) {
     const int64_t R = std::min(kHeadChunk, N_ - r0);
@@ -182,18 +227,32 @@ ForwardStats Transformer::forward_backward(const float* params, float* grads, co
 ForwardStats Transformer::forward_backward(ParamProvider& pp, const int32_t* tokens, float grad_scale,
                                            const float* router_bias) {
   ForwardStats st;
-  run_forward(st, pp, Grads::kYes, tokens, router_bias);
-  st.loss = head_loss(pp, Grads::kYes, grad_scale);
-  st.total_loss = st.loss + c_.aux_loss_coef * st.aux_loss + c_.z_loss_coef * st.z_loss;
+  run_forward(st, pp, Grads::kYes, tokens, tokens_per_sequence(), router_bias);
+  st.loss = head_loss(pp, Grads::kYes, grad_scale, hf_.data(), targets_.data(), dhf_.data());
+  run_mtp_forward(st, pp, Grads::kYes, tokens, grad_scale, router_bias);
+  st.total_loss = st.loss + c_.aux_loss_coef * st.aux_loss + c_.z_loss_coef * st.z_loss + st.mtp_weight * st.mtp_loss;
 
   const int64_t D = c_.d_model;
-  const ParamSpan& fnorm = root_.of(off_.final_norm);
-  rmsnorm_backward(dres_.data(), fnorm.grad(off_.final_norm), dhf_.data(), xs_[c_.n_layers].data(),
-                   fnorm.at(off_.final_norm), rstd_f_.data(), N_, D, 0.0f);
   // Router losses are means over each replica's groups; the objective is their mean over replicas.
   const int64_t moe_layers = n_moe_layers() * pp.replicas();
   const float aux_coef = moe_layers ? float(c_.aux_loss_coef / double(moe_layers)) * grad_scale : 0.0f;
   const float z_coef = moe_layers ? float(c_.z_loss_coef / double(moe_layers)) * grad_scale : 0.0f;
+  // The MTP modules last to first: dres_ ends holding d h^0 from module 1 (the
+  // main stream's share), to which the final norm's gradient is added.
+  float* dembed = root_.of(off_.embed).grad(off_.embed);
+  for (int64_t k = c_.mtp_depth - 1; k >= 0; --k) {
+    const int64_t u = c_.n_layers + k;
+    const LayerParams lp = pp.acquire_layer(u, Pass::kBackward);
+    ctx_.w = lp.dense;
+    ctx_.we = lp.experts;
+    mtp_module_backward(dres_.data(), k + 1 < c_.mtp_depth ? Accumulate::kYes : Accumulate::kNo, mtp_scratch_,
+                        attn_scratch_, ffn_scratch_, mtp_[k], k == 0 ? xs_[c_.n_layers].data() : mtp_[k - 1].h.data(),
+                        dembed, off_.mtp[k], u, aux_coef, z_coef, ctx_);
+    pp.release_layer(u, Pass::kBackward);
+  }
+  const ParamSpan& fnorm = root_.of(off_.final_norm);
+  rmsnorm_backward(dres_.data(), fnorm.grad(off_.final_norm), dhf_.data(), xs_[c_.n_layers].data(),
+                   fnorm.at(off_.final_norm), rstd_f_.data(), N_, D, c_.mtp_depth > 0 ? 1.0f : 0.0f);
   for (int64_t l = c_.n_layers - 1; l >= 0; --l) {
     const LayerParams lp = pp.acquire_layer(l, Pass::kBackward);
     ctx_.w = lp.dense;
@@ -214,10 +273,12 @@ ForwardStats Transformer::forward_backward(ParamProvider& pp, const int32_t* tok
 namespace mt {
 uint64_t Transformer::routing_hash() const {
   Hasher h;
-  for (const FfnActs& a : ffn_) {
+  auto add = [&](const FfnActs& a) {
     h.update(a.idx.data(), a.idx.size() * sizeof(int32_t));
     h.update(a.slot.data(), a.slot.size() * sizeof(int32_t));
-  }
+  };
+  for (const FfnActs& a : ffn_) add(a);
+  for (const MtpActs& m : mtp_) add(m.ffn);
   return h.digest();
 }
 }  // namespace mt

@@ -1,5 +1,6 @@
 // transformer.h — the whole decoder-only model: embedding, layers (attention
-// + dense/MoE FFN), final RMSNorm, LM head with chunked cross-entropy.
+// + dense/MoE FFN), final RMSNorm, LM head with chunked cross-entropy, and the
+// multi-token-prediction modules of training (model/mtp.h).
 // Parameters and gradients are flat buffers laid out by layout(); this class
 // owns only activations and scratch, sized once for (batch, seq_len).
 // Legend: B batch, T time, N = B*T tokens, D model dim, V vocab, E experts.
@@ -10,17 +11,26 @@
 #include "model/attention_block.h"
 #include "model/config.h"
 #include "model/moe_block.h"
+#include "model/mtp.h"
 #include "model/parallel_hooks.h"
 #include "model/param_layout.h"
 #include "model/weights.h"
 
 namespace mt {
 
+// What a forward pass evaluates: the next-token loss alone from rows of T + 1
+// tokens (evaluation; generation and export ignore the MTP modules too), or
+// the training objective, MTP losses included, from rows of
+// tokens_per_sequence() = T + 1 + mtp_depth tokens.
+enum class Objective { kNextToken, kTraining };
+
 struct ForwardStats {
   double loss = 0.0;      // mean cross-entropy over predicted tokens
   double aux_loss = 0.0;  // mean over MoE layers of the balancing loss (unweighted)
   double z_loss = 0.0;    // mean over MoE layers of the router z-loss (unweighted)
-  double total_loss = 0.0;  // loss + aux_loss_coef * aux_loss + z_loss_coef * z_loss
+  double mtp_loss = 0.0;  // mean over the MTP modules of their cross-entropy (unweighted; as `loss` with replicas)
+  double mtp_weight = 0.0;  // lambda it entered total_loss with
+  double total_loss = 0.0;  // loss + aux_loss_coef * aux_loss + z_loss_coef * z_loss + mtp_weight * mtp_loss
   int64_t dropped = 0, assignments = 0;
   std::vector<std::vector<int64_t>> expert_load;  // per MoE layer, (E)
 };
@@ -34,7 +44,13 @@ class Transformer {
   const ModelOffsets& offsets() const { return off_; }
   int64_t batch() const { return B_; }
   int64_t seq_len() const { return T_; }
+  // MoE blocks, those of the MTP modules included (their router losses,
+  // expert loads and aux-free biases follow the layers').
   int64_t n_moe_layers() const;
+  // Tokens per sequence of the training objective: T + 1 + mtp_depth.
+  int64_t tokens_per_sequence() const { return T_ + 1 + c_.mtp_depth; }
+  // lambda of the MTP loss from now on (mtp_loss_weight_at; initially model.mtp_loss_weight).
+  void set_mtp_loss_weight(double lambda) { mtp_weight_ = lambda; }
 
   // Bytes of every activation and scratch buffer this object holds (measured
   // from the buffers themselves).
@@ -44,7 +60,8 @@ class Transformer {
   // uses it, so its CPU activation figure equals the trainer's allocation.
   static int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq_len);
 
-  // tokens: B sequences of T + 1 ids (inputs are [0, T), targets [1, T]).
+  // tokens: B sequences of tokens_per_sequence() ids (inputs are [0, T),
+  // targets [1, T], MTP module k's targets [1 + k, T + k]).
   // Accumulates grad_scale * d(total_loss)/d(params) into grads.
   // router_bias: per layer E floats (aux-loss-free balancing), or null.
   ForwardStats forward_backward(const float* params, float* grads, const int32_t* tokens,
@@ -62,9 +79,11 @@ class Transformer {
   // perturbations below the score gap.
   uint64_t routing_hash() const;
 
-  // Loss only (evaluation); no gradients.
-  ForwardStats forward(const float* params, const int32_t* tokens, const float* router_bias);
-  ForwardStats forward(ParamProvider& pp, const int32_t* tokens, const float* router_bias);
+  // Loss only; no gradients. kNextToken (evaluation): rows of T + 1 tokens.
+  ForwardStats forward(const float* params, const int32_t* tokens, const float* router_bias,
+                       Objective obj = Objective::kNextToken);
+  ForwardStats forward(ParamProvider& pp, const int32_t* tokens, const float* router_bias,
+                       Objective obj = Objective::kNextToken);
   // Logits instead of the loss: logits_NV (B*T, V) of the next token after
   // every input position (tokens as above; the targets are not read). The
   // reference the incremental decoder (decoder.h) is tested against.
@@ -74,9 +93,16 @@ class Transformer {
   // Count-only construction for activation_bytes(c, batch, seq_len).
   Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, BufferSizer& s);
   void size_buffers(BufferSizer& s);  // sizes (or counts) every buffer below
-  void run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, const int32_t* tokens,
+  void run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, const int32_t* tokens, int64_t stride,
                    const float* router_bias);
-  double head_loss(ParamProvider& pp, Grads grads, float grad_scale);
+  // Shared head + cross-entropy of hf (N, D) against targets; with grads, the
+  // head's gradient (+=) and dhf (=) of weight * the mean loss.
+  double head_loss(ParamProvider& pp, Grads grads, float grad_scale, const float* hf, const int32_t* targets,
+                   float* dhf);
+  // The MTP modules' forward after the main head (each runs the shared head).
+  void run_mtp_forward(ForwardStats& st, ParamProvider& pp, Grads grads, const int32_t* tokens, float grad_scale,
+                       const float* router_bias);
+  void add_moe_stats(ForwardStats& st, FfnStats& fs, int64_t moe_layers);
 
   ModelConfig c_;
   int64_t B_, T_, N_;
@@ -92,8 +118,11 @@ class Transformer {
   std::vector<float> hf_, rstd_f_;               // final norm output (N, D), (N)
   std::vector<float> logits_, losses_;           // (chunk, V), (N)
   std::vector<float> dres_, dhf_;                // (N, D)
+  std::vector<MtpActs> mtp_;                     // mtp_depth modules
+  double mtp_weight_ = 0.0;
   AttnScratch attn_scratch_;
   FfnScratch ffn_scratch_;
+  MtpScratch mtp_scratch_;
   BlockContext ctx_;
   RootParams root_;                              // from acquire_root until release_root
   IdentityDispatcher identity_experts_{0};       // when the provider has no dispatcher

@@ -40,50 +40,64 @@ MlaOffsets add_mla(ParamLayout& L, const ModelConfig& c, const std::string& p, i
   return m;
 }
 
+// The tensors of one block (attention + dense FFN or MoE) of unit `l`, named under prefix `p`.
+LayerOffsets add_block(ParamLayout& L, const ModelConfig& c, const std::string& p, int64_t l) {
+  const int64_t D = c.d_model, Dh = c.head_dim(), H = c.n_heads;
+  const int64_t Hkv = c.kv_heads(l);
+  LayerOffsets lo;
+  lo.attn.norm = L.add(p + ".attn_norm", {D}, ParamKind::kNorm, l);
+  if (c.mla()) {
+    lo.attn.mla = add_mla(L, c, p, l);
+    lo.attn.wo = L.add(p + ".attn.wo", {D, H * c.v_head_dim}, ParamKind::kMatrix, l);
+  } else {
+    lo.attn.wqkv = L.add(p + ".attn.wq", {H * Dh, D}, ParamKind::kMatrix, l);
+    L.add(p + ".attn.wk", {Hkv * Dh, D}, ParamKind::kMatrix, l);
+    L.add(p + ".attn.wv", {Hkv * Dh, D}, ParamKind::kMatrix, l);
+    lo.attn.wo = L.add(p + ".attn.wo", {D, H * Dh}, ParamKind::kMatrix, l);
+  }
+  if (c.qk_norm && !c.mla()) {
+    lo.attn.q_norm = L.add(p + ".attn.q_norm", {Dh}, ParamKind::kNorm, l);
+    lo.attn.k_norm = L.add(p + ".attn.k_norm", {Dh}, ParamKind::kNorm, l);
+  }
+  lo.ffn_norm = L.add(p + ".ffn_norm", {D}, ParamKind::kNorm, l);
+  lo.moe = c.is_moe(l);
+  if (!lo.moe) {
+    lo.dense = add_swiglu(L, p + ".mlp", c.d_ff, D, l, -1);
+  } else {
+    MoeOffsets& w = lo.moe_w;
+    const int64_t Din = c.expert_in_dim();
+    w.router = L.add(p + ".moe.router", {c.n_experts, D}, ParamKind::kMatrix, l);
+    if (c.d_latent > 0) {
+      w.down = L.add(p + ".moe.down", {c.d_latent, D}, ParamKind::kMatrix, l);
+      w.latent_norm = L.add(p + ".moe.latent_norm", {c.d_latent}, ParamKind::kNorm, l);
+      w.up = L.add(p + ".moe.up", {D, c.d_latent}, ParamKind::kMatrix, l);
+    }
+    for (int64_t s = 0; s < c.n_shared_experts; ++s)
+      w.shared.push_back(add_swiglu(L, p + ".moe.shared." + std::to_string(s), c.d_expert, D, l, -1));
+    if (c.moe_out_norm) w.out_norm = L.add(p + ".moe.out_norm", {D}, ParamKind::kNorm, l);
+    for (int64_t e = 0; e < c.n_experts; ++e)
+      w.experts.push_back(add_swiglu(L, p + ".moe.experts." + std::to_string(e), c.d_expert, Din, l, e));
+  }
+  return lo;
+}
+
 }  // namespace
 
 ModelOffsets build_layout(const ModelConfig& c, ParamLayout& L) {
   ModelOffsets m;
-  const int64_t D = c.d_model, Dh = c.head_dim(), H = c.n_heads;
+  const int64_t D = c.d_model;
   m.embed = L.add("embed", {c.vocab_size, D}, ParamKind::kEmbedding);
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    const std::string p = "layers." + std::to_string(l);
-    const int64_t Hkv = c.kv_heads(l);
-    LayerOffsets lo;
-    lo.attn.norm = L.add(p + ".attn_norm", {D}, ParamKind::kNorm, l);
-    if (c.mla()) {
-      lo.attn.mla = add_mla(L, c, p, l);
-      lo.attn.wo = L.add(p + ".attn.wo", {D, H * c.v_head_dim}, ParamKind::kMatrix, l);
-    } else {
-      lo.attn.wqkv = L.add(p + ".attn.wq", {H * Dh, D}, ParamKind::kMatrix, l);
-      L.add(p + ".attn.wk", {Hkv * Dh, D}, ParamKind::kMatrix, l);
-      L.add(p + ".attn.wv", {Hkv * Dh, D}, ParamKind::kMatrix, l);
-      lo.attn.wo = L.add(p + ".attn.wo", {D, H * Dh}, ParamKind::kMatrix, l);
-    }
-    if (c.qk_norm && !c.mla()) {
-      lo.attn.q_norm = L.add(p + ".attn.q_norm", {Dh}, ParamKind::kNorm, l);
-      lo.attn.k_norm = L.add(p + ".attn.k_norm", {Dh}, ParamKind::kNorm, l);
-    }
-    lo.ffn_norm = L.add(p + ".ffn_norm", {D}, ParamKind::kNorm, l);
-    lo.moe = c.is_moe(l);
-    if (!lo.moe) {
-      lo.dense = add_swiglu(L, p + ".mlp", c.d_ff, D, l, -1);
-    } else {
-      MoeOffsets& w = lo.moe_w;
-      const int64_t Din = c.expert_in_dim();
-      w.router = L.add(p + ".moe.router", {c.n_experts, D}, ParamKind::kMatrix, l);
-      if (c.d_latent > 0) {
-        w.down = L.add(p + ".moe.down", {c.d_latent, D}, ParamKind::kMatrix, l);
-        w.latent_norm = L.add(p + ".moe.latent_norm", {c.d_latent}, ParamKind::kNorm, l);
-        w.up = L.add(p + ".moe.up", {D, c.d_latent}, ParamKind::kMatrix, l);
-      }
-      for (int64_t s = 0; s < c.n_shared_experts; ++s)
-        w.shared.push_back(add_swiglu(L, p + ".moe.shared." + std::to_string(s), c.d_expert, D, l, -1));
-      if (c.moe_out_norm) w.out_norm = L.add(p + ".moe.out_norm", {D}, ParamKind::kNorm, l);
-      for (int64_t e = 0; e < c.n_experts; ++e)
-        w.experts.push_back(add_swiglu(L, p + ".moe.experts." + std::to_string(e), c.d_expert, Din, l, e));
-    }
-    m.layers.push_back(lo);
+  for (int64_t l = 0; l < c.n_layers; ++l) m.layers.push_back(add_block(L, c, "layers." + std::to_string(l), l));
+  for (int64_t k = 0; k < c.mtp_depth; ++k) {
+    const std::string p = "mtp." + std::to_string(k);
+    const int64_t u = c.n_layers + k;
+    MtpOffsets o;
+    o.h_norm = L.add(p + ".h_norm", {D}, ParamKind::kNorm, u);
+    o.e_norm = L.add(p + ".e_norm", {D}, ParamKind::kNorm, u);
+    o.proj = L.add(p + ".proj", {D, 2 * D}, ParamKind::kMatrix, u);
+    o.head_norm = L.add(p + ".head_norm", {D}, ParamKind::kNorm, u);
+    o.block = add_block(L, c, p, u);
+    m.mtp.push_back(o);
   }
   m.final_norm = L.add("final_norm", {D}, ParamKind::kNorm);
   m.head = c.tied_embeddings ? m.embed : L.add("head", {c.vocab_size, D}, ParamKind::kMatrix);

@@ -54,9 +54,20 @@ struct LayerOffsets {
   MoeOffsets moe_w;       // when moe
 };
 
+// One multi-token-prediction module (DeepSeek-V3 section 2.2, model/mtp.h): unit n_layers + k of the
+// layout, its own tensors first (the routed experts of its block must come last in a unit).
+struct MtpOffsets {
+  int64_t h_norm = -1;     // (D): RMSNorm of the previous depth's hidden state h^{k-1}
+  int64_t e_norm = -1;     // (D): RMSNorm of the embedding of token i + k
+  int64_t proj = -1;       // (D, 2D): M_k over [h_norm(h); e_norm(e)]
+  int64_t head_norm = -1;  // (D): RMSNorm before the shared output head
+  LayerOffsets block;      // TRM_k, built like the last layer
+};
+
 struct ModelOffsets {
   int64_t embed = -1;       // (V, D)
   std::vector<LayerOffsets> layers;
+  std::vector<MtpOffsets> mtp;  // mtp_depth modules, after the layers
   int64_t final_norm = -1;  // (D)
   int64_t head = -1;        // (V, D); == embed when tied
 };

@@ -257,8 +257,6 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
                              "(set parallel.gpus = 1)");
     if (l.params != Precision::kFp32)
       return bad("precision.params", "the CPU trainer keeps fp32 parameters: set precision.params = \"fp32\"");
-    if (m.mtp_depth > 0)
-      return bad("model.mtp_depth", "the CPU trainer does not implement multi-token prediction yet; plan it on a GPU cluster");
     if (m.max_groups_per_token > 0)
       return bad("model.max_groups_per_token", "the CPU trainer does not implement group-limited routing yet");
     if (l.offload == Offload::kParams)

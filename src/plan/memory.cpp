@@ -156,6 +156,12 @@ int64_t muon_scratch_floats(const ModelConfig& c) {
 
 namespace {
 
+// MoE blocks with an aux-free router bias in the trainer: the layers', then one per MTP module on an MoE
+// last layer (Transformer::n_moe_layers).
+int64_t cpu_router_blocks(const ModelConfig& c, const ModelStats& s) {
+  return s.moe_layers + (c.is_moe(c.n_layers - 1) ? c.mtp_depth : 0);
+}
+
 MemoryBreakdown cpu_memory(const ModelConfig& c, const ModelStats& s, const Parallel& p, const ClusterConfig& cl) {
   // What train/trainer.cpp allocates: fp32 params and grads, the optimizer's
   // state (AdamW m and v; Muon: one momentum for its matrices, m and v for
@@ -168,12 +174,12 @@ MemoryBreakdown cpu_memory(const ModelConfig& c, const ModelStats& s, const Para
   m.parameters = 4 * n;
   m.gradients = 4 * n;
   const double muon = p.cfg.optimizer == OptimizerKind::kMuon ? double(muon_params(c, s)) : 0.0;
-  m.optimizer_state = 8 * n - 4 * muon + (c.aux_free_bias ? 4.0 * double(s.moe_layers * c.n_experts) : 0.0);
+  m.optimizer_state = 8 * n - 4 * muon + (c.aux_free_bias ? 4.0 * double(cpu_router_blocks(c, s) * c.n_experts) : 0.0);
   if (muon > 0) m.optimizer_workspace = 4.0 * (3.0 * muon + double(muon_scratch_floats(c)));
   const double acts = double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len));
   for (double& a : m.activations_by_recompute) a = acts;  // the CPU trainer does not recompute
   m.activations = acts;
-  m.comm_buffers = 4.0 * double(p.micro_batch * (p.seq_len + 1));  // token batch
+  m.comm_buffers = 4.0 * double(p.micro_batch * (p.seq_len + 1 + c.mtp_depth));  // token batch, MTP targets included
   m.layers_in_stage = c.n_layers;
   m.capacity = cl.device.hbm_gib * kGiB;
   return m;

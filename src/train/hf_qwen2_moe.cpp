@@ -37,6 +37,11 @@ std::string layer_type(const ModelConfig& c, int64_t l) {
 Status check_qwen2_moe(const ModelConfig& c) {
   if (c.mla()) return Status::error(refuse("model.attention", "\"mla\"", "multi-head latent attention"));
   if (c.d_latent > 0) return Status::error(refuse("model.d_latent", std::to_string(c.d_latent), "latent MoE"));
+  // Said, not dropped silently: the raw export keeps the modules, generation never reads them.
+  if (c.mtp_depth > 0)
+    return Status::error(refuse("model.mtp_depth", std::to_string(c.mtp_depth),
+                                "multi-token prediction (modules used by training only; export with the raw format "
+                                "to keep them)"));
   if (c.moe_out_norm) return Status::error(refuse("model.moe_out_norm", "true", "an RMSNorm on the MoE output"));
   if (c.qk_norm) return Status::error(refuse("model.qk_norm", "true", "RMSNorm on queries and keys"));
   if (c.n_experts > 0 && c.router_score == RouterScore::kSigmoid)

@@ -74,7 +74,8 @@ Result<InferenceModel> load_inference_model(const std::string& dir) {
     MT_RETURN_IF_ERROR(load_into(ck, e.name, e.shape, m.params.data() + e.offset));
   if (m.cfg.model.aux_free_bias) {
     int64_t moe = 0;
-    for (int64_t l = 0; l < m.cfg.model.n_layers; ++l) moe += m.cfg.model.is_moe(l) ? 1 : 0;
+    // The trainer's biases: the layers', then the MTP modules' (which generation never reads).
+    for (int64_t u = 0; u < m.cfg.model.n_units(); ++u) moe += m.cfg.model.is_moe(u) ? 1 : 0;
     m.router_bias.resize(size_t(moe * m.cfg.model.n_experts));
     MT_RETURN_IF_ERROR(load_into(ck, "router_bias", {int64_t(m.router_bias.size())}, m.router_bias.data()));
   }

@@ -39,6 +39,10 @@ void append_metrics_line(std::FILE* f, const StepResult& r, double tokens_per_s,
   j["loss"] = r.loss;
   j["aux_loss"] = r.aux_loss;
   j["z_loss"] = r.z_loss;
+  if (r.mtp_weight > 0 || r.mtp_loss > 0) {  // multi-token prediction runs only
+    j["mtp_loss"] = r.mtp_loss;
+    j["mtp_weight"] = r.mtp_weight;
+  }
   j["lr"] = r.lr;
   j["grad_norm"] = r.grad_norm;
   j["tokens_per_s"] = tokens_per_s;

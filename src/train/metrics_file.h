@@ -1,5 +1,6 @@
 // metrics_file.h — DIR/metrics.jsonl: one JSON object per logged step with
-// step, loss, aux_loss, z_loss, lr, grad_norm, tokens_per_s, mfu,
+// step, loss (next token), aux_loss, z_loss, mtp_loss and mtp_weight (multi-
+// token prediction runs: the modules' mean cross-entropy and its lambda), lr, grad_norm, tokens_per_s, mfu,
 // dropped_frac, step_time_s, tokens and expert_load (per MoE layer, the
 // fraction of routed choices each expert received); with a dataset,
 // bucket_tokens (bucket -> tokens consumed so far); after an eval pass,

@@ -46,7 +46,8 @@ namespace {
 double approx_params(const ModelConfig& c) {
   const double D = double(c.d_model), H = double(c.n_heads), Dh = D / H;
   double total = double(c.vocab_size) * D * (c.tied_embeddings ? 1.0 : 2.0);
-  for (int64_t l = 0; l < c.n_layers; ++l) {
+  total += double(c.mtp_depth) * 2.0 * D * D;  // MTP projections; their blocks are units below
+  for (int64_t l = 0; l < c.n_units(); ++l) {
     if (!c.mla()) {
       total += 2.0 * D * H * Dh + 2.0 * D * double(c.kv_heads(l)) * Dh;  // q, o; k, v
     } else {  // model/weights.h attention_matmul_params, in double
@@ -76,10 +77,6 @@ Status check_trainer_limits(const RunConfig& cfg) {
   // (kernels/cpu/router.cpp). Checked here, not in the config: the planner
   // reads the same files for models of any size.
   // Modelled by the planner (plan/), not yet implemented by the CPU model (issue 14).
-  if (cfg.model.mtp_depth > 0)
-    return cfg.origins.error("model.mtp_depth", fmt::format("{}: the planner models multi-token prediction; the "
-                                                            "trainer does not implement it yet (use 0)",
-                                                            cfg.model.mtp_depth));
   if (cfg.model.max_groups_per_token > 0)
     return cfg.origins.error("model.max_groups_per_token",
                              fmt::format("{}: the planner models group-limited routing; the trainer does not "
@@ -137,7 +134,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
   const ParamLayout& L = t->model_->layout();
   t->init_local_params();  // params_ / grads_: the whole model, or this rank's shard; the optimizer
   if (cfg.model.aux_free_bias) t->router_bias_.assign(t->model_->n_moe_layers() * cfg.model.n_experts, 0.0f);
-  t->batch_.resize(tc.batch_size * (tc.seq_len + 1));
+  t->batch_.resize(tc.batch_size * t->model_->tokens_per_sequence());
   if (prec == MatmulPrecision::kBf16) {
     t->params_bf16_.resize(t->params_.size());
     gemm_register_bf16_shadow(t->params_.data(), t->params_bf16_.data(), int64_t(t->params_.size()));
@@ -197,13 +194,18 @@ StepResult Trainer::train_step() {
   }
   const float grad_scale = 1.0f / float(tc.grad_accum);
   const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
+  // Multi-token prediction: each sequence brings mtp_depth more targets, and
+  // lambda follows the data position (the same after a resume).
+  const int64_t ahead = cfg_.model.mtp_depth, stride = model_->tokens_per_sequence();
+  model_->set_mtp_loss_weight(mtp_loss_weight_at(cfg_.model, data_step() * tc.grad_accum * tc.batch_size * tc.seq_len));
   for (int64_t micro = 0; micro < tc.grad_accum; ++micro) {
     // This rank's slice of the micro-batch (all of it in one process).
     const int64_t first = (data_step() * tc.grad_accum + micro) * tc.batch_size + batch_offset();
-    for (int64_t b = 0; b < local_batch(); ++b)
-      data_->sequence(first + b, tc.seq_len, batch_.data() + b * (tc.seq_len + 1));
+    for (int64_t b = 0; b < local_batch(); ++b) data_->sequence(first + b, tc.seq_len, ahead, batch_.data() + b * stride);
     ForwardStats st = forward_backward(grad_scale, bias);
     r.loss += st.loss / double(tc.grad_accum);
+    r.mtp_loss += st.mtp_loss / double(tc.grad_accum);
+    r.mtp_weight = st.mtp_weight;
     r.aux_loss += st.aux_loss / double(tc.grad_accum);
     r.z_loss += st.z_loss / double(tc.grad_accum);
     r.dropped += st.dropped;
@@ -438,8 +440,12 @@ Status Trainer::run() {
       const double tps = double(r.tokens) / r.seconds;
       const double mfu = flops_per_step() / r.seconds / (peak_gflops_ * 1e9);
       progress.update(r.step, tc.steps,
-                      fmt::format("loss {:.4f} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% | dropped {:.1f}% | ETA {}",
-                                  r.loss, r.lr, tps, 100.0 * mfu,
+                      fmt::format("loss {:.4f}{} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% | dropped {:.1f}% | ETA {}",
+                                  r.loss,
+                                  cfg_.model.mtp_depth > 0
+                                      ? fmt::format(" | mtp {:.4f} x {:.2g}", r.mtp_loss, r.mtp_weight)
+                                      : std::string(),
+                                  r.lr, tps, 100.0 * mfu,
                                   r.assignments ? 100.0 * double(r.dropped) / double(r.assignments) : 0.0,
                                   ProgressLine::format_eta(ema_seconds * double(tc.steps - r.step))));
     }

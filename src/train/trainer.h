@@ -51,6 +51,7 @@ struct TrainerOptions {
 struct StepResult {
   int64_t step = 0;             // 1-based index of the step just taken
   double loss = 0, aux_loss = 0, z_loss = 0, lr = 0, grad_norm = 0;
+  double mtp_loss = 0, mtp_weight = 0;  // multi-token prediction: mean CE of the modules (unweighted), lambda
   double seconds = 0;           // wall time of the step (compute only)
   int64_t tokens = 0;           // tokens in this step
   int64_t dropped = 0, assignments = 0;
@@ -72,7 +73,7 @@ struct StepResult {
 };
 
 // Limits of the CPU kernels on a valid config (at most 256 experts, top-k
-// at most 64; no multi-head latent attention or multi-token prediction yet,
+// at most 64; no multi-head latent attention or group-limited routing yet,
 // which only the planner models), as errors naming the key.
 Status check_trainer_limits(const RunConfig& cfg);
 

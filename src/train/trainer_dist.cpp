@@ -148,7 +148,7 @@ void Trainer::init_local_params() {
     optim_->init_radii(full.data());
   }
   if (d.shape.ep > 1) d.ep = std::make_unique<EpDispatcher>(d.mesh->ep(), cfg_.model, d.local_batch, cfg_.train.seq_len);
-  d.fsdp = std::make_unique<FsdpProvider>(*d.mesh, *d.plan, cfg_.model.n_layers, params_.data(), grads_.data(),
+  d.fsdp = std::make_unique<FsdpProvider>(*d.mesh, *d.plan, cfg_.model.n_units(), params_.data(), grads_.data(),
                                           cfg_.dist.prefetch ? Prefetch::kNextLayer : Prefetch::kOff, d.ep.get());
 }
 
@@ -177,12 +177,13 @@ bool Trainer::all_ranks(bool ok) {
 
 void Trainer::reduce_step_stats(StepResult& r) {
   Comm& w = dist_->world;
-  // loss: shares of the global mean; router losses: per-rank means over equal token counts.
-  double d[3] = {r.loss, r.aux_loss, r.z_loss};
-  w.allreduce_sum(d, 3, "allreduce (step statistics)");
+  // losses: shares of the global means; router losses: per-rank means over equal token counts.
+  double d[4] = {r.loss, r.mtp_loss, r.aux_loss, r.z_loss};
+  w.allreduce_sum(d, 4, "allreduce (step statistics)");
   r.loss = d[0];
-  r.aux_loss = d[1] / double(w.size());
-  r.z_loss = d[2] / double(w.size());
+  r.mtp_loss = d[1];
+  r.aux_loss = d[2] / double(w.size());
+  r.z_loss = d[3] / double(w.size());
   std::vector<int64_t> n = {r.dropped, r.assignments};
   for (const auto& layer : r.expert_load) n.insert(n.end(), layer.begin(), layer.end());
   w.allreduce_sum(n.data(), int64_t(n.size()), "allreduce (step statistics)");

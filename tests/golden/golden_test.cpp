@@ -3,7 +3,8 @@
 // tests/golden/data hold a tiny model's parameters, a batch of tokens, the
 // reference losses, every parameter gradient and the capacity drops. We load
 // the parameters into the flat buffer, run one fp32 forward_backward and
-// compare. Regenerate the fixtures as described in tools/ref/README.md.
+// compare. moe_d adds two multi-token-prediction modules (DeepSeek-V3 2.2).
+// Regenerate the fixtures as described in tools/ref/README.md.
 // Legend: B batch, T time, N = B*T tokens, E experts, K top-k.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -32,8 +33,8 @@ constexpr double kGradRelTol = 1e-4;
 constexpr double kLossRelTol = 1e-5;
 
 // Fixture tensors that are not parameters or gradients.
-const std::set<std::string> kExtraTensors = {"tokens",  "loss",    "aux_loss",   "z_loss",
-                                             "total_loss", "dropped", "expert_load"};
+const std::set<std::string> kExtraTensors = {"tokens",     "loss",    "aux_loss",    "z_loss",
+                                             "total_loss", "dropped", "expert_load", "mtp_loss"};
 
 std::string fixture_path(const std::string& name) {
   return std::string(MT_SOURCE_DIR) + "/tests/golden/data/" + name + ".safetensors";
@@ -92,6 +93,8 @@ bool config_from_json(const nlohmann::json& j, ModelConfig& c, std::string& erro
     else if (k == "qk_nope_head_dim") c.qk_nope_head_dim = v.get<int64_t>();
     else if (k == "qk_rope_head_dim") c.qk_rope_head_dim = v.get<int64_t>();
     else if (k == "v_head_dim") c.v_head_dim = v.get<int64_t>();
+    else if (k == "mtp_depth") c.mtp_depth = v.get<int64_t>();
+    else if (k == "mtp_loss_weight") c.mtp_loss_weight = v.get<double>();
     else {
       error = "unknown config key " + k;
       return false;
@@ -182,7 +185,7 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {
     model_ = std::make_unique<Transformer>(g_.c, g_.B, g_.T, MatmulPrecision::kFp32);
     ASSERT_TRUE(load_params(g_, model_->layout(), params_));
     tokens_ = g_.file.i32("tokens");
-    ASSERT_EQ(g_.file.info("tokens").shape, (std::vector<int64_t>{g_.B, g_.T + 1}));
+    ASSERT_EQ(g_.file.info("tokens").shape, (std::vector<int64_t>{g_.B, model_->tokens_per_sequence()}));
   }
 
   Golden g_;
@@ -199,7 +202,9 @@ TEST_P(GoldenTest, LossesAndEveryGradientMatchReference) {
   for (const auto& [name, got] : {std::pair<std::string, double>{"loss", st.loss},
                                   {"aux_loss", st.aux_loss},
                                   {"z_loss", st.z_loss},
-                                  {"total_loss", st.total_loss}}) {
+                                  {"total_loss", st.total_loss},
+                                  {"mtp_loss", g_.c.mtp_depth > 0 ? st.mtp_loss : 0.0}}) {
+    if (name == "mtp_loss" && g_.c.mtp_depth == 0) continue;
     const double ref = scalar(g_, name);
     EXPECT_NEAR(got, ref, kLossRelTol * std::max(1.0, std::abs(ref))) << GetParam() << " " << name;
   }
@@ -229,7 +234,8 @@ TEST_P(GoldenTest, LossesAndEveryGradientMatchReference) {
 }
 
 TEST_P(GoldenTest, CapacityDropsAndExpertLoadMatchReference) {
-  const ForwardStats st = model_->forward(params_.data(), tokens_.data(), nullptr);
+  // The training objective: its MTP modules route too (expert loads after the layers').
+  const ForwardStats st = model_->forward(params_.data(), tokens_.data(), nullptr, Objective::kTraining);
   const std::vector<int32_t> dropped = g_.file.i32("dropped");
   const std::vector<int32_t> load = g_.file.i32("expert_load");
   const int64_t n_moe = model_->n_moe_layers(), E = g_.c.n_experts;
@@ -246,7 +252,7 @@ TEST_P(GoldenTest, CapacityDropsAndExpertLoadMatchReference) {
   EXPECT_NEAR(st.total_loss, scalar(g_, "total_loss"), kLossRelTol * std::max(1.0, scalar(g_, "total_loss")));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::Values("moe_a", "moe_b", "moe_c", "moe_mla_d", "moe_mla_e"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::Values("moe_a", "moe_b", "moe_c", "moe_mla_d", "moe_mla_e", "moe_d"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

@@ -1,6 +1,8 @@
 // model_gradcheck_test.cpp — whole-model gradients (every parameter tensor)
 // against central differences, for dense, dropless MoE, MoE with capacity
-// drops, latent MoE, multi-head latent attention and the remaining switches.
+// drops, latent MoE, multi-head latent attention, multi-token prediction (the
+// training objective with its MTP losses: mtp_depth 1 and 2) and the
+// remaining switches.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -62,6 +64,19 @@ std::vector<Case> cases() {
     v.push_back(k);
   }
   {
+    Case k{"mtp1_dense", tiny_base()};
+    k.c.mtp_depth = 1; k.c.mtp_loss_weight = 0.7;
+    v.push_back(k);
+  }
+  {
+    // Two modules on an MoE last layer whose pattern position ("L" of "GL") a unit index past n_layers
+    // would get wrong; untied head, aux and z losses over the modules' routers too.
+    Case k{"mtp2_moe_untied", tiny_base()};
+    k.c.mtp_depth = 2; k.c.mtp_loss_weight = 0.5; k.c.layer_pattern = "GL"; k.c.tied_embeddings = false;
+    k.c.n_experts = 4; k.c.top_k = 2; k.c.d_expert = 12; k.c.n_shared_experts = 1; k.c.n_dense_layers = 1;
+    v.push_back(k);
+  }
+  {
     Case k{"group_spans_sequences", tiny_base()};
     k.c.n_experts = 4; k.c.top_k = 1; k.c.d_expert = 12; k.c.capacity_factor = 1.0;
     k.c.routing_group = 16; k.c.router_renormalize = false;
@@ -101,13 +116,16 @@ TEST_P(ModelGradCheck, EveryTensorMatchesCentralDifferences) {
     if (e.kind == ParamKind::kNorm) fill_normal(params.data() + e.offset, e.numel, 0.1f, 9, e.offset), [&] {
         for (int64_t i = 0; i < e.numel; ++i) params[e.offset + i] += 1.0f;
       }();
-  std::vector<int32_t> tokens(k.B * (k.T + 1));
+  std::vector<int32_t> tokens(k.B * model.tokens_per_sequence());
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 7 + 3) % k.c.vocab_size);
 
   const ForwardStats st = model.forward_backward(params.data(), grads.data(), tokens.data(), 1.0f, nullptr);
   const uint64_t routes = model.routing_hash();
   if (k.expect_drops) EXPECT_GT(st.dropped, 0) << "case meant to exercise capacity drops has none";
-  auto loss = [&] { return model.forward(params.data(), tokens.data(), nullptr).total_loss; };
+  if (k.c.mtp_depth > 0) {
+    EXPECT_GT(st.mtp_loss, 0.0) << "MTP case without an MTP loss";
+  }
+  auto loss = [&] { return model.forward(params.data(), tokens.data(), nullptr, Objective::kTraining).total_loss; };
   auto same_routes = [&] { return model.routing_hash() == routes; };
   EXPECT_NEAR(loss(), st.total_loss, 1e-6 * std::abs(st.total_loss));
   testing::GradCheckOptions opt;

@@ -4,6 +4,9 @@
 //    within kLossTol, token-drop decisions (expert loads, drop fractions)
 //    identical, final parameters within kParamTol, and the comm metrics equal
 //    the closed forms of dist/comm_volume.h;
+//  - with one multi-token-prediction module (an MoE block per module: one
+//    more FSDP unit, its experts sharded by EP), np=4 (ep=2 x fsdp=2) agrees
+//    with one process on both losses, the drops and the parameters;
 //  - resume at the same layout is bit-identical; one checkpoint loads
 //    bit-exactly at np=1, 2 and 4 (same state hash); np=4 -> np=2 -> np=1 ->
 //    np=4 resharded continuations follow the uninterrupted run;
@@ -169,6 +172,43 @@ TEST(Layouts, DroplessExpertParallelMatchesOneProcess) {
   for (size_t i = 0; i < m.size(); ++i) {
     EXPECT_EQ(m[i]["expert_load"], mb[i]["expert_load"]) << "step " << i + 1;
     EXPECT_EQ(m[i]["dropped_frac"].get<double>(), 0.0);
+  }
+}
+
+// Multi-token prediction (model/mtp.h): the module is unit n_layers of the provider's walk.
+TEST(Layouts, MultiTokenPredictionMatchesOneProcess) {
+  TempDir tmp;
+  const std::vector<std::string> mtp = {"model.mtp_depth=1", "train.steps=10"};
+  const auto base = run_layout(Layout{1, 1, 1}, tmp / "one", mtp);
+  ASSERT_EQ(base.exit_code, 0) << base;
+  const Layout l{4, 2, 2};
+  const auto r = run_layout(l, tmp / l.name(), mtp);
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const auto mb = read_metrics(tmp / "one"), m = read_metrics(tmp / l.name());
+  ASSERT_TRUE(has_steps_1_to_n(m, 10)) << r;
+  EXPECT_TRUE(losses_close(mb, m, 1, 10));
+  for (size_t i = 0; i < m.size(); ++i) {
+    const double a = mb[i]["mtp_loss"].get<double>(), b = m[i]["mtp_loss"].get<double>();
+    EXPECT_LE(std::fabs(a - b), kLossTol * a) << "step " << i + 1;
+    EXPECT_EQ(m[i]["expert_load"], mb[i]["expert_load"]) << "step " << i + 1;
+    EXPECT_EQ(m[i]["expert_load"].size(), 3u) << "two layers and the module route";
+    EXPECT_EQ(m[i]["dropped_frac"], mb[i]["dropped_frac"]) << "step " << i + 1;
+  }
+  const CkptDiff d = compare_checkpoints(ckpt_dir(tmp / "one", 10), ckpt_dir(tmp / l.name(), 10));
+  ASSERT_TRUE(d.ok) << d.error;
+  EXPECT_LE(d.max_rel, kParamTol) << "worst tensor " << d.worst;
+  std::cout << "[mpi] mtp " << l.name() << ": parameters and moments within " << d.max_rel << " (" << d.worst << ")\n";
+  auto cfg = load_run_config(MT_SOURCE_DIR "/configs/tiny-test.toml", {"model.capacity_factor=1.0", "model.mtp_depth=1"});
+  ASSERT_TRUE(cfg.is_ok()) << cfg.status().message();
+  ParamLayout L;
+  mt::build_layout(cfg.value().model, L);
+  const ShardPlan plan(L, cfg.value().model, MeshShape{l.ep, l.fsdp}, 0);
+  const StepCommBytes want =
+      step_comm_bytes(plan, cfg.value().model, 1, cfg.value().train.batch_size / l.np, cfg.value().train.seq_len);
+  for (const json& row : m) {
+    EXPECT_EQ(row["comm"]["allgather_bytes"].get<int64_t>(), want.allgather) << "step " << row["step"];
+    EXPECT_EQ(row["comm"]["reduce_scatter_bytes"].get<int64_t>(), want.reduce_scatter) << "step " << row["step"];
+    EXPECT_EQ(row["comm"]["allreduce_bytes"].get<int64_t>(), want.allreduce) << "step " << row["step"];
   }
 }
 

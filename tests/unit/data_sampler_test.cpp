@@ -2,7 +2,9 @@
 // realised mixtures within one sequence of the plan at every prefix (9 and
 // 200 buckets), the proportional-subset property at several scales, content
 // (each sequence is the right window of its bucket's permuted document
-// stream, nothing read twice within an epoch), determinism across instances
+// stream, nothing read twice within an epoch; multi-token prediction's extra
+// targets are the stream's next tokens, read ahead without being consumed),
+// determinism across instances
 // and access orders (what resume relies on), refusal of multi-epoch plans,
 // the budget check and per-bucket eval sequences.
 #include "data/sampler.h"
@@ -221,8 +223,10 @@ TEST_F(SamplerTest, SequencesAreTheBucketStreamAndNothingRepeats) {
     }
     EXPECT_EQ(int64_t(docs.size()), sh.n_docs());
   }
-  std::vector<int32_t> seq(T + 1);
+  const int64_t ahead = 3;  // model.mtp_depth
+  std::vector<int32_t> seq(T + 1), mtp(T + 1 + ahead);
   std::vector<int64_t> next(stream.size(), int64_t(0));
+  int64_t checked_ahead = 0;
   for (int64_t i = 0; i < s->plan().sequences; ++i) {
     const auto sl = s->slot(i);
     ASSERT_EQ(sl.k, next[size_t(sl.bucket)]++) << "buckets are read front to back";
@@ -230,7 +234,16 @@ TEST_F(SamplerTest, SequencesAreTheBucketStreamAndNothingRepeats) {
     const auto& st = stream[size_t(sl.bucket)];
     ASSERT_LE((sl.k + 1) * T + 1, int64_t(st.size())) << "read past one epoch";
     ASSERT_TRUE(std::equal(seq.begin(), seq.end(), st.begin() + sl.k * T)) << "sequence " << i;
+    // The same sequence with MTP targets: the same T + 1 ids, then the stream's next `ahead` (what the
+    // bucket's next sequence starts with), so slot k still consumes [k T, k T + T) and the ledger holds.
+    s->sequence(i, T, ahead, mtp.data());
+    ASSERT_TRUE(std::equal(seq.begin(), seq.end(), mtp.begin())) << "sequence " << i;
+    if ((sl.k + 1) * T + 1 + ahead <= int64_t(st.size())) {
+      ASSERT_TRUE(std::equal(mtp.begin(), mtp.end(), st.begin() + sl.k * T)) << "sequence " << i;
+      ++checked_ahead;
+    }
   }
+  EXPECT_GT(checked_ahead, s->plan().sequences / 2);
   // A different seed orders documents differently.
   auto other = open(fmt::format("total_tokens = {}\nseed = 12\n", total_train_tokens() * 9 / 10), T);
   int differ = 0;

@@ -53,6 +53,9 @@ std::vector<ModelConfig> configs() {
   ModelConfig dense = moe_config();
   dense.n_experts = 0;
   v.push_back(dense);
+  ModelConfig mtp = moe_config();  // two multi-token-prediction modules: two more units with experts
+  mtp.mtp_depth = 2;
+  v.push_back(mtp);
   return v;
 }
 
@@ -76,7 +79,7 @@ TEST(ShardPlan, EveryElementHasExactlyOneOwner) {
         EXPECT_EQ(local, p.local_size());
         total_local += local;
         // This EP rank's expert units hold exactly its experts' tensors.
-        for (int64_t l = 0; l < c.n_layers; ++l) {
+        for (int64_t l = 0; l < c.n_units(); ++l) {
           const ShardUnit& u = p.experts(l);
           for (const ParamEntry& e : L.entries()) {
             if (e.layer != l || e.expert < 0) continue;
@@ -139,7 +142,7 @@ struct StepOut {
 };
 
 std::vector<int32_t> tokens(const ModelConfig& c, int64_t B, int64_t T, uint64_t seed) {
-  std::vector<float> u(B * (T + 1));
+  std::vector<float> u(B * (T + 1 + c.mtp_depth));
   fill_normal(u.data(), int64_t(u.size()), 1.0f, seed, 7);
   std::vector<int32_t> t(u.size());
   for (size_t i = 0; i < u.size(); ++i) t[i] = int32_t(std::abs(u[i]) * 1000) % int32_t(c.vocab_size);
@@ -177,11 +180,12 @@ TEST(Orchestration, LocalCommFsdpAndEpMatchTheFlatPathBitwise) {
       if (c.n_experts > 0) ep = std::make_unique<EpDispatcher>(mesh.ep(), c, B, T);
       StepOut d;
       d.grads.assign(L.total(), 0.0f);
-      FsdpProvider fsdp(mesh, plan, c.n_layers, params.data(), d.grads.data(), pf, ep.get());
+      FsdpProvider fsdp(mesh, plan, c.n_units(), params.data(), d.grads.data(), pf, ep.get());
       d.st = model.forward_backward(fsdp, tok.data(), 0.5f, nullptr);
       d.routing = model.routing_hash();
       EXPECT_EQ(d.st.loss, flat.st.loss);
       EXPECT_EQ(d.st.aux_loss, flat.st.aux_loss);
+      EXPECT_EQ(d.st.mtp_loss, flat.st.mtp_loss);
       EXPECT_EQ(d.st.dropped, flat.st.dropped);
       EXPECT_EQ(d.routing, flat.routing);
       EXPECT_TRUE(same_bits(d.grads, flat.grads)) << "gradients differ (latent " << c.d_latent << ")";

@@ -217,6 +217,8 @@ TEST(ModelExport, HfRefusesWhatQwen2MoeCannotRepresent) {
       {"model.router_score", [](ModelConfig& c) { c.router_score = RouterScore::kSigmoid; }},
       {"model.aux_free_bias", [](ModelConfig& c) { c.aux_free_bias = true; }},
       {"model.n_kv_heads_local", [](ModelConfig& c) { c.n_kv_heads_local = 1; }},
+      // Training-only modules: refused rather than dropped silently (the raw export keeps them).
+      {"model.mtp_depth", [](ModelConfig& c) { c.mtp_depth = 1; }},
   };
   for (const Refusal& r : table) {
     SCOPED_TRACE(r.key);

@@ -263,7 +263,7 @@ TEST(PlanMemory, DualPipeCountsBothStagesGradients) {
 TEST(PlanMemory, CpuActivationsEqualTheTrainersAllocation) {
   // Batch 1 keeps the bench presets' buffers near 200 MB.
   for (const char* preset : {"quickstart.toml", "tiny-test.toml", "bench/moe-512.toml", "bench/moe-512-mla.toml",
-                             "bench/dense-512.toml"}) {
+                             "bench/moe-512-mtp.toml", "bench/dense-512.toml"}) {
     auto run = load_run_config(std::string(MT_SOURCE_DIR) + "/configs/" + preset,
                                {std::string(preset).rfind("bench/", 0) == 0 ? "train.batch_size=1" : "train.steps=1"});
     ASSERT_TRUE(run.is_ok()) << run.status().message();

@@ -1,6 +1,7 @@
 // plan_mtp_test.cpp — multi-token prediction (DeepSeek-V3 section 2.2) in the
 // planner: parameters, training FLOPs, parameters and activations on the last
-// pipeline stage of a tiny model by hand; the CPU trainer's refusal.
+// pipeline stage of a tiny model by hand; the CPU trainer takes it, with the
+// parameter count the planner gives.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -101,13 +102,19 @@ batch_size = 1
 steps = 1
 )";
 
-TEST(PlanMtp, TheTrainerRefusesIt) {
+TEST(PlanMtp, TheTrainerTakesItWithThePlannersParameterCount) {
   auto cfg = parse_run_config(kTiny, "mtp.toml", {});
   ASSERT_TRUE(cfg.is_ok()) << cfg.status().message();
   Status s = check_trainer_limits(*cfg);
-  EXPECT_FALSE(s.is_ok());
-  EXPECT_THAT(s.message(), testing::HasSubstr("model.mtp_depth"));
-  EXPECT_THAT(s.message(), testing::HasSubstr("does not implement it yet"));
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  ParamLayout L;
+  build_layout(cfg->model, L);
+  EXPECT_EQ(L.total(), model_stats(cfg->model, 32).total);
+  ModelConfig off = cfg->model;
+  off.mtp_depth = 0;
+  ParamLayout L0;
+  build_layout(off, L0);
+  EXPECT_EQ(L.total() - L0.total(), model_stats(cfg->model, 32).mtp_params);
 }
 
 }  // namespace

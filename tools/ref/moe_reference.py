@@ -12,7 +12,15 @@ Legend: B batch, T time, N = B*T tokens, D model dim, H heads, Hkv kv heads,
 Dh head dim, F ffn/expert hidden, E experts, K top-k, V vocab, G routing group,
 Dl latent dim, Din expert input dim (D, or Dl for latent MoE); MLA (DeepSeek-V2
 section 2.1): Dq query latent, Dc kv latent, Dn / Dr q-k dims without / with
-RoPE, Dv value dim.
+RoPE, Dv value dim; Dm the number of multi-token-prediction modules
+(mtp_depth).
+
+Multi-token prediction follows DeepSeek-V3 section 2.2 (eqs. 21-25): module k
+(1-based) embeds t_{i+k}, concatenates RMSNorm(h^{k-1}_i) and RMSNorm(emb),
+projects the 2D vector to D, runs one block built like the last layer and
+predicts t_{i+1+k} through its own RMSNorm and the shared head; h^0 is the
+main model's last residual stream (before the final norm). The objective adds
+mtp_loss_weight / Dm times the sum of the modules' cross-entropies.
 
 Run with Debian's torch:  /usr/bin/python3 tools/ref/moe_reference.py
 (see tools/ref/README.md).
@@ -31,7 +39,7 @@ f64 = torch.float64
 
 # ---------------------------------------------------------------------------
 # Configurations. Keys are exactly mt::ModelConfig's field names; the C++ test
-# rejects unknown keys. Every variant is B=2 sequences of T=8 (+1) tokens.
+# rejects unknown keys. Every variant is B=2 sequences of T=8 (+1, + mtp_depth) tokens.
 
 BASE = dict(
     vocab_size=64, d_model=16, n_layers=2, n_heads=4, n_kv_heads=2, n_kv_heads_local=0,
@@ -64,6 +72,10 @@ VARIANTS = {
     "mla_e": dict(attention="mla", q_lora_rank=0, kv_lora_rank=5, qk_nope_head_dim=3, qk_rope_head_dim=4,
                   v_head_dim=3, n_kv_heads=1, tied_embeddings=False, layer_pattern="GL", window=4,
                   capacity_factor=1.0),
+    # two multi-token-prediction modules after a local ("L" of "GL") MoE last layer with a capacity
+    # cap, 1 shared expert, untied head.
+    "d": dict(mtp_depth=2, mtp_loss_weight=0.3, layer_pattern="GL", window=3, capacity_factor=1.0,
+              n_shared_experts=1, tied_embeddings=False),
 }
 
 B, T = 2, 8
@@ -77,6 +89,10 @@ def make_config(variant):
     c = dict(BASE)
     c.update(VARIANTS[variant])
     return c
+
+
+def mtp_depth(c):
+    return c.get("mtp_depth", 0)
 
 
 def is_local(c, l):
@@ -109,43 +125,51 @@ def param_shapes(c):
     def swiglu(prefix, Fh, Din):
         return [(prefix + ".w1", (Fh, Din)), (prefix + ".w3", (Fh, Din)), (prefix + ".w2", (Din, Fh))]
 
-    for l in range(c["n_layers"]):
-        p = f"layers.{l}"
+    def block(p, l):
+        """Tensors of a block named under p, built like layer l."""
+        out = []
         Hkv = kv_heads(c, l)
+        out.append((p + ".attn_norm", (D,)))
         if is_mla(c):
             Dq, Dc, Dr, Dv = c["q_lora_rank"], c["kv_lora_rank"], c["qk_rope_head_dim"], c["v_head_dim"]
             Dn = c["qk_nope_head_dim"]
-            shapes.append((p + ".attn_norm", (D,)))
             if Dq > 0:
-                shapes += [(p + ".attn.wdq", (Dq, D)), (p + ".attn.q_latent_norm", (Dq,)),
-                           (p + ".attn.wuq", (H * (Dn + Dr), Dq))]
+                out += [(p + ".attn.wdq", (Dq, D)), (p + ".attn.q_latent_norm", (Dq,)),
+                        (p + ".attn.wuq", (H * (Dn + Dr), Dq))]
             else:
-                shapes.append((p + ".attn.wq", (H * (Dn + Dr), D)))
-            shapes += [(p + ".attn.wdkv", (Dc, D)), (p + ".attn.wkr", (Dr, D)),
-                       (p + ".attn.kv_latent_norm", (Dc,)), (p + ".attn.wuk", (H * Dn, Dc)),
-                       (p + ".attn.wuv", (H * Dv, Dc)), (p + ".attn.wo", (D, H * Dv))]
+                out.append((p + ".attn.wq", (H * (Dn + Dr), D)))
+            out += [(p + ".attn.wdkv", (Dc, D)), (p + ".attn.wkr", (Dr, D)),
+                    (p + ".attn.kv_latent_norm", (Dc,)), (p + ".attn.wuk", (H * Dn, Dc)),
+                    (p + ".attn.wuv", (H * Dv, Dc)), (p + ".attn.wo", (D, H * Dv))]
         else:
-            shapes += [(p + ".attn_norm", (D,)), (p + ".attn.wq", (H * Dh, D)),
-                       (p + ".attn.wk", (Hkv * Dh, D)), (p + ".attn.wv", (Hkv * Dh, D)),
-                       (p + ".attn.wo", (D, H * Dh))]
+            out += [(p + ".attn.wq", (H * Dh, D)), (p + ".attn.wk", (Hkv * Dh, D)),
+                    (p + ".attn.wv", (Hkv * Dh, D)), (p + ".attn.wo", (D, H * Dh))]
         if c["qk_norm"] and not is_mla(c):
-            shapes += [(p + ".attn.q_norm", (Dh,)), (p + ".attn.k_norm", (Dh,))]
-        shapes.append((p + ".ffn_norm", (D,)))
+            out += [(p + ".attn.q_norm", (Dh,)), (p + ".attn.k_norm", (Dh,))]
+        out.append((p + ".ffn_norm", (D,)))
         if not is_moe(c, l):
-            shapes += swiglu(p + ".mlp", c["d_ff"], D)
-            continue
+            return out + swiglu(p + ".mlp", c["d_ff"], D)
         Dl = c["d_latent"]
         Din = Dl if Dl > 0 else D
-        shapes.append((p + ".moe.router", (c["n_experts"], D)))
+        out.append((p + ".moe.router", (c["n_experts"], D)))
         if Dl > 0:
-            shapes += [(p + ".moe.down", (Dl, D)), (p + ".moe.latent_norm", (Dl,)),
-                       (p + ".moe.up", (D, Dl))]
+            out += [(p + ".moe.down", (Dl, D)), (p + ".moe.latent_norm", (Dl,)),
+                    (p + ".moe.up", (D, Dl))]
         for s in range(c["n_shared_experts"]):
-            shapes += swiglu(p + f".moe.shared.{s}", c["d_expert"], D)
+            out += swiglu(p + f".moe.shared.{s}", c["d_expert"], D)
         if c["moe_out_norm"]:
-            shapes.append((p + ".moe.out_norm", (D,)))
+            out.append((p + ".moe.out_norm", (D,)))
         for e in range(c["n_experts"]):
-            shapes += swiglu(p + f".moe.experts.{e}", c["d_expert"], Din)
+            out += swiglu(p + f".moe.experts.{e}", c["d_expert"], Din)
+        return out
+
+    for l in range(c["n_layers"]):
+        shapes += block(f"layers.{l}", l)
+    for k in range(mtp_depth(c)):
+        p = f"mtp.{k}"
+        shapes += [(p + ".h_norm", (D,)), (p + ".e_norm", (D,)), (p + ".proj", (D, 2 * D)),
+                   (p + ".head_norm", (D,))]
+        shapes += block(p, c["n_layers"] - 1)
     shapes.append(("final_norm", (D,)))
     if not c["tied_embeddings"]:
         shapes.append(("head", (V, D)))
@@ -204,15 +228,15 @@ def causal_softmax_attention(c, l, q, k, v, scale):
     return o.transpose(1, 2).reshape(B, T, -1)
 
 
-def mla_attention(c, P, l, x):
+def mla_attention(c, P, prefix, l, x):
     """Multi-head latent attention, DeepSeek-V2 section 2.1 (eqs. 9-11, 37-47), in
     its training form: keys and values decompressed for every head. x (B, T, D)
     -> (B, T, D). Each head's q and k are [nope (Dn) | rope (Dr)]; the RoPE key
     is one head shared by all."""
-    p = f"layers.{l}.attn"
+    p = prefix + ".attn"
     H, eps = c["n_heads"], c["norm_eps"]
     Dq, Dn, Dr = c["q_lora_rank"], c["qk_nope_head_dim"], c["qk_rope_head_dim"]
-    a = rmsnorm(x, P[f"layers.{l}.attn_norm"], eps)
+    a = rmsnorm(x, P[prefix + ".attn_norm"], eps)
     if Dq > 0:
         q = rmsnorm(a @ P[p + ".wdq"].T, P[p + ".q_latent_norm"], eps) @ P[p + ".wuq"].T
     else:
@@ -228,14 +252,15 @@ def mla_attention(c, P, l, x):
     return o @ P[p + ".wo"].T
 
 
-def attention(c, P, l, x):
-    """x (B, T, D) -> attention output (B, T, D) (without the residual)."""
+def attention(c, P, prefix, l, x):
+    """x (B, T, D) -> attention output (B, T, D) (without the residual) of the
+    block named `prefix`, built like layer l."""
     if is_mla(c):
-        return mla_attention(c, P, l, x)
-    p = f"layers.{l}.attn"
+        return mla_attention(c, P, prefix, l, x)
+    p = prefix + ".attn"
     D, H = c["d_model"], c["n_heads"]
     Dh, Hkv = D // H, kv_heads(c, l)
-    a = rmsnorm(x, P[f"layers.{l}.attn_norm"], c["norm_eps"])
+    a = rmsnorm(x, P[prefix + ".attn_norm"], c["norm_eps"])
     q = (a @ P[p + ".wq"].T).view(B, T, H, Dh).transpose(1, 2)     # (B, H, T, Dh)
     k = (a @ P[p + ".wk"].T).view(B, T, Hkv, Dh).transpose(1, 2)   # (B, Hkv, T, Dh)
     v = (a @ P[p + ".wv"].T).view(B, T, Hkv, Dh).transpose(1, 2)
@@ -290,9 +315,9 @@ def capacity_keep(c, scores, chosen, G):
     return keep.reshape(-1, E), gap
 
 
-def moe(c, P, l, m, info):
-    """m (N, D) normed input -> (MoE output (N, D), aux, z)."""
-    p = f"layers.{l}.moe"
+def moe(c, P, prefix, m, info):
+    """m (N, D) normed input -> (MoE output (N, D), aux, z) of block `prefix`."""
+    p = prefix + ".moe"
     E, K = c["n_experts"], c["top_k"]
     N = m.shape[0]
     G = c["routing_group"] if c["routing_group"] > 0 else T
@@ -338,29 +363,50 @@ def moe(c, P, l, m, info):
     return total, aux, z
 
 
-def forward(c, P, tokens, info):
-    """Returns (ce, aux mean over MoE layers, z mean over MoE layers, total)."""
+def block(c, P, prefix, l, x, info, auxes, zs):
+    """One pre-norm block named `prefix`, built like layer l: x (B, T, D) -> (B, T, D)."""
     D = c["d_model"]
-    inputs, targets = tokens[:, :-1], tokens[:, 1:]
+    x = x + attention(c, P, prefix, l, x)
+    m = rmsnorm(x, P[prefix + ".ffn_norm"], c["norm_eps"]).reshape(B * T, D)
+    if is_moe(c, l):
+        y, aux, z = moe(c, P, prefix, m, info)
+        auxes.append(aux)
+        zs.append(z)
+    else:
+        y = swiglu(P, prefix + ".mlp", m)
+    return x + y.reshape(B, T, D)
+
+
+def forward(c, P, tokens, info):
+    """Returns (ce, aux mean over MoE blocks, z mean over MoE blocks, mtp, total);
+    mtp is the mean of the MTP modules' cross-entropies (0 without modules)."""
+    V, Dm = c["vocab_size"], mtp_depth(c)
+    inputs, targets = tokens[:, :T], tokens[:, 1:T + 1]
     x = F.embedding(inputs, P["embed"])                             # (B, T, D)
     auxes, zs = [], []
     for l in range(c["n_layers"]):
-        x = x + attention(c, P, l, x)
-        m = rmsnorm(x, P[f"layers.{l}.ffn_norm"], c["norm_eps"]).reshape(B * T, D)
-        if is_moe(c, l):
-            y, aux, z = moe(c, P, l, m, info)
-            auxes.append(aux)
-            zs.append(z)
-        else:
-            y = swiglu(P, f"layers.{l}.mlp", m)
-        x = x + y.reshape(B, T, D)
+        x = block(c, P, f"layers.{l}", l, x, info, auxes, zs)
     h = rmsnorm(x, P["final_norm"], c["norm_eps"])
     W = P["embed"] if c["tied_embeddings"] else P["head"]
     ce = F.cross_entropy((h @ W.T).reshape(B * T, -1), targets.reshape(-1))
+    # DeepSeek-V3 eqs. 21-24: module k sees h^{k-1} and the embedding of t_{i+k}, predicts t_{i+1+k}.
+    h_prev, mtp_ces = x, []
+    for k in range(1, Dm + 1):
+        p = f"mtp.{k - 1}"
+        e = F.embedding(tokens[:, k:k + T], P["embed"])
+        joined = torch.cat([rmsnorm(h_prev, P[p + ".h_norm"], c["norm_eps"]),
+                            rmsnorm(e, P[p + ".e_norm"], c["norm_eps"])], dim=-1)   # (B, T, 2D)
+        hk = block(c, P, p, c["n_layers"] - 1, joined @ P[p + ".proj"].T, info, auxes, zs)
+        logits = rmsnorm(hk, P[p + ".head_norm"], c["norm_eps"]) @ W.T
+        mtp_ces.append(F.cross_entropy(logits.reshape(B * T, V), tokens[:, k + 1:k + 1 + T].reshape(-1)))
+        h_prev = hk
     aux = torch.stack(auxes).mean() if auxes else torch.zeros((), dtype=f64)
     z = torch.stack(zs).mean() if zs else torch.zeros((), dtype=f64)
+    mtp = torch.stack(mtp_ces).mean() if mtp_ces else torch.zeros((), dtype=f64)
     total = ce + c["aux_loss_coef"] * aux + c["z_loss_coef"] * z
-    return ce, aux, z, total
+    if Dm > 0:  # eq. 25: lambda / Dm * sum_k CE_k
+        total = total + c["mtp_loss_weight"] * mtp
+    return ce, aux, z, mtp, total
 
 
 # ---------------------------------------------------------------------------
@@ -397,16 +443,16 @@ def build(variant, seed, max_tries):
         s = seed + attempt
         gen = torch.Generator().manual_seed(s)
         P = make_params(c, gen)
-        tokens = torch.randint(0, c["vocab_size"], (B, T + 1), generator=gen)
+        tokens = torch.randint(0, c["vocab_size"], (B, T + 1 + mtp_depth(c)), generator=gen)
         info = {"dropped": [], "load": [], "gap": math.inf}
-        ce, aux, z, total = forward(c, P, tokens, info)
+        ce, aux, z, mtp, total = forward(c, P, tokens, info)
         if info["gap"] < MARGIN:
             continue  # a routing decision too close to call in fp32
         if c["capacity_factor"] > 0 and sum(info["dropped"]) == 0:
             continue  # want the capacity path exercised
         names = list(P.keys())
         grads = torch.autograd.grad(total, [P[n] for n in names])
-        return c, s, P, tokens, info, (ce, aux, z, total), dict(zip(names, grads))
+        return c, s, P, tokens, info, (ce, aux, z, mtp, total), dict(zip(names, grads))
     raise RuntimeError(f"variant {variant}: no seed in [{seed}, {seed + max_tries}) gave routing margins >= {MARGIN}")
 
 
@@ -422,13 +468,16 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     for v in (sorted(VARIANTS) if args.variant == "all" else [args.variant]):
         c, s, P, tokens, info, losses, grads = build(v, args.seed, args.max_tries)
-        ce, aux, z, total = losses
+        ce, aux, z, mtp, total = losses
         tensors = {"tokens": tokens.to(torch.int32)}
         for n, w in P.items():
             tensors[n] = w.float()
         for n, g in grads.items():
             tensors["grad." + n] = g.float()
-        for n, val in (("loss", ce), ("aux_loss", aux), ("z_loss", z), ("total_loss", total)):
+        scalars = [("loss", ce), ("aux_loss", aux), ("z_loss", z), ("total_loss", total)]
+        if mtp_depth(c) > 0:
+            scalars.append(("mtp_loss", mtp))
+        for n, val in scalars:
             tensors[n] = val.detach().reshape(1).float()
         n_moe = len(info["dropped"])
         tensors["dropped"] = torch.tensor(info["dropped"], dtype=torch.int32).reshape(n_moe)
@@ -438,14 +487,13 @@ def main():
             "batch": B, "seq_len": T, "seed": s,
             "dropped": json.dumps(info["dropped"]),
             # float64 values, exact (the F32 tensors are rounded copies).
-            "losses": json.dumps({"loss": float(ce), "aux_loss": float(aux), "z_loss": float(z),
-                                  "total_loss": float(total)}),
+            "losses": json.dumps({n: float(val.detach()) for n, val in scalars}),
             "routing_margin": f"{info['gap']:.3e}",
             "generator": "tools/ref/moe_reference.py (torch %s, float64)" % torch.__version__,
         }
         path = os.path.join(args.out, f"moe_{v}.safetensors")
         write_safetensors(path, tensors, meta)
-        print(f"{path}: seed {s}, loss {float(ce):.6f} aux {float(aux):.6f} z {float(z):.6f} "
+        print(f"{path}: seed {s}, loss {float(ce):.6f} aux {float(aux):.6f} z {float(z):.6f} mtp {float(mtp):.6f} "
               f"total {float(total):.6f}, dropped {info['dropped']}, margin {info['gap']:.2e}, "
               f"{os.path.getsize(path)} bytes")
 
