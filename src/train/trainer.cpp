@@ -47,7 +47,12 @@ double approx_params(const ModelConfig& c) {
   const double D = double(c.d_model), H = double(c.n_heads), Dh = D / H;
   double total = double(c.vocab_size) * D * (c.tied_embeddings ? 1.0 : 2.0);
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    total += 2.0 * D * H * Dh + 2.0 * D * double(c.kv_heads(l)) * Dh;  // q, o; k, v
+    if (c.is_delta(l)) {  // W_in (2 Hd Dk + 2 Hd Dv + 2 Hd, D), W_o (D, Hd Dv)
+      const double Hd = double(c.delta_h()), Dk = double(c.delta_dk()), Dv = double(c.delta_dv());
+      total += D * (2.0 * Hd * Dk + 3.0 * Hd * Dv + 2.0 * Hd);
+    } else {
+      total += 2.0 * D * H * Dh + 2.0 * D * double(c.kv_heads(l)) * Dh;  // q, o; k, v
+    }
     if (c.is_moe(l)) {
       const double Din = double(c.expert_in_dim()), F = double(c.d_expert);
       total += double(c.n_experts) * (3.0 * Din * F + D) + double(c.n_shared_experts) * 3.0 * D * F;
