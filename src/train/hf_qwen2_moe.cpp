@@ -35,6 +35,8 @@ std::string layer_type(const ModelConfig& c, int64_t l) {
 }  // namespace
 
 Status check_qwen2_moe(const ModelConfig& c) {
+  if (c.has_delta())
+    return Status::error(refuse("model.layer_pattern", "\"" + c.layer_pattern + "\"", "gated-delta (D) layers"));
   if (c.d_latent > 0) return Status::error(refuse("model.d_latent", std::to_string(c.d_latent), "latent MoE"));
   if (c.moe_out_norm) return Status::error(refuse("model.moe_out_norm", "true", "an RMSNorm on the MoE output"));
   if (c.qk_norm) return Status::error(refuse("model.qk_norm", "true", "RMSNorm on queries and keys"));
