@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/delta_gates.h"
@@ -68,7 +69,12 @@ TEST_P(GatedDeltaGrad, AllInputs) {
 
 INSTANTIATE_TEST_SUITE_P(Table, GatedDeltaGrad,
                          ::testing::Values(GatedDeltaDims{1, 1, 12, 4, 4, 4}, GatedDeltaDims{2, 2, 11, 8, 6, 4},
-                                           GatedDeltaDims{1, 2, 9, 5, 7, 16}, GatedDeltaDims{1, 1, 7, 6, 6, 1}));
+                                           GatedDeltaDims{1, 2, 9, 5, 7, 16}, GatedDeltaDims{1, 1, 7, 6, 6, 1}),
+                         [](const ::testing::TestParamInfo<GatedDeltaDims>& i) {
+                           const GatedDeltaDims& d = i.param;
+                           return "B" + std::to_string(d.B) + "H" + std::to_string(d.H) + "T" + std::to_string(d.T) +
+                                  "Dk" + std::to_string(d.Dk) + "Dv" + std::to_string(d.Dv) + "C" + std::to_string(d.C);
+                         });
 
 TEST(DeltaGatesGrad, L2Norm) {
   const int64_t N = 7, C = 9;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/gated_delta.h"
@@ -75,7 +76,12 @@ TEST_P(GatedDeltaChunked, MatchesRecurrence) {
 INSTANTIATE_TEST_SUITE_P(Table, GatedDeltaChunked,
                          ::testing::Values(Case{{1, 1, 16, 8, 8, 4}}, Case{{2, 3, 37, 16, 8, 8}},
                                            Case{{1, 2, 130, 32, 32, 64}}, Case{{2, 1, 20, 8, 12, 1}},
-                                           Case{{1, 2, 9, 8, 8, 64}}));
+                                           Case{{1, 2, 9, 8, 8, 64}}),
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           const GatedDeltaDims& d = i.param.d;
+                           return "B" + std::to_string(d.B) + "H" + std::to_string(d.H) + "T" + std::to_string(d.T) +
+                                  "Dk" + std::to_string(d.Dk) + "Dv" + std::to_string(d.Dv) + "C" + std::to_string(d.C);
+                         });
 
 // Output and gradients are bitwise identical with 1 and 2 threads.
 TEST(GatedDeltaThreads, ForwardBackwardInvariant) {
