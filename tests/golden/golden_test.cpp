@@ -237,7 +237,7 @@ TEST_P(GoldenTest, CapacityDropsAndExpertLoadMatchReference) {
   EXPECT_NEAR(st.total_loss, scalar(g_, "total_loss"), kLossRelTol * std::max(1.0, scalar(g_, "total_loss")));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::Values("moe_a", "moe_b", "moe_c", "moe_d"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::Values("moe_a", "moe_b", "moe_c", "moe_delta"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

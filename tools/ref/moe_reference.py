@@ -59,7 +59,7 @@ VARIANTS = {
     # two gated-delta layers (Gated DeltaNet) around a local attention layer, Dk != Dv, and a
     # chunk (3) that does not divide T for the C++ chunked kernel; the reference runs the plain
     # recurrence. Dropless, 1 shared expert.
-    "d": dict(n_layers=3, layer_pattern="DLD", window=3, delta_heads=2, delta_key_dim=4,
+    "delta": dict(n_layers=3, layer_pattern="DLD", window=3, delta_heads=2, delta_key_dim=4,
               delta_value_dim=6, delta_chunk=3, n_shared_experts=1, capacity_factor=0.0),
 }
 
