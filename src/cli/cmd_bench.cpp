@@ -56,7 +56,7 @@ void register_bench(CLI::App& app, CommandAction& run) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand("bench", "Throughput and MFU of full training steps against the measured peak.");
-  sub->add_option("--preset", args->preset, "configs/bench preset: dense-512, moe-512, moe-512-mla, moe-512-mtp, tiny")->capture_default_str();
+  sub->add_option("--preset", args->preset, "configs/bench preset: dense-512, moe-512, moe-512-mla, moe-512-mtp, moe-512-hybrid, tiny")->capture_default_str();
   sub->add_option("--precision", args->precision, "fp32 or bf16")
       ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
   sub->add_option("--steps", args->steps, "Timed steps (after one warm-up step); the median is reported")
@@ -68,7 +68,7 @@ void register_bench(CLI::App& app, CommandAction& run) {
     run = [args]() -> int {
       const EmbeddedConfig* e = find_embedded_config("bench/" + args->preset);
       if (!e) {
-        fmt::print(stderr, "moetrain bench: unknown preset '{}' (dense-512, moe-512, moe-512-mla, moe-512-mtp, tiny)\n", args->preset);
+        fmt::print(stderr, "moetrain bench: unknown preset '{}' (dense-512, moe-512, moe-512-mla, moe-512-mtp, moe-512-hybrid, tiny)\n", args->preset);
         return 2;
       }
       std::vector<std::string> sets = args->sets;

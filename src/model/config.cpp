@@ -36,7 +36,12 @@ Status ModelConfig::validate(const ConfigOrigins& o, int64_t seq_len) const {
   }
   if (layer_pattern.empty()) return bad("layer_pattern", "must not be empty");
   for (char c : layer_pattern)
-    if (c != 'L' && c != 'G') return bad("layer_pattern", "may only contain 'L' and 'G'");
+    if (c != 'L' && c != 'G' && c != 'D') return bad("layer_pattern", "may only contain 'L', 'G' and 'D'");
+  if (has_delta() && mla()) return bad("layer_pattern", "'D' (gated delta) layers need model.attention = \"gqa\"");
+  // MTP blocks are built like the last layer (DeepSeek-V3 2.2) and are attention blocks (model/mtp.h).
+  if (mtp_depth > 0 && is_delta(n_layers - 1))
+    return bad("mtp_depth", "multi-token-prediction blocks are built like the last layer, which is a gated-delta "
+                            "('D') layer here; end model.layer_pattern's last layer with 'L' or 'G'");
   if (max_groups_per_token > 0 && n_experts == 0)
     return bad("max_groups_per_token", "needs an MoE model (model.n_experts > 0)");
   if (n_experts > 0) {
@@ -67,7 +72,8 @@ void declare_keys(ConfigSchema& s, ModelConfig& m, const std::string& t) {
   s.add(p + "n_heads", &m.n_heads, "H: query heads (must divide d_model; head dim even)").range(1, 1 << 16);
   s.add(p + "n_kv_heads", &m.n_kv_heads, "Hkv on global (G) layers; must divide n_heads").range(1, 1 << 16);
   s.add(p + "n_kv_heads_local", &m.n_kv_heads_local, "Hkv on local (L) layers; 0 = same as n_kv_heads").range(0, 1 << 16);
-  s.add(p + "layer_pattern", &m.layer_pattern, "repeated over depth: L = sliding window, G = global causal");
+  s.add(p + "layer_pattern", &m.layer_pattern,
+        "repeated over depth: L = sliding window, G = global causal, D = gated delta (linear attention)");
   s.add(p + "window", &m.window, "keys visible to a query on L layers, itself included").range(1, int64_t(1) << 31).unit("tokens");
   s.add(p + "tied_embeddings", &m.tied_embeddings, "the LM head shares the embedding matrix");
   s.add(p + "qk_norm", &m.qk_norm, "RMSNorm on q and k per head");
@@ -85,6 +91,14 @@ void declare_keys(ConfigSchema& s, ModelConfig& m, const std::string& t) {
   s.add(p + "qk_rope_head_dim", &m.qk_rope_head_dim,
         "MLA: per-head q dims with RoPE; k's RoPE part is one head shared by all (DeepSeek-V3 64)").range(0, 1 << 16);
   s.add(p + "v_head_dim", &m.v_head_dim, "MLA: per-head value dim (DeepSeek-V3 128)").range(0, 1 << 16);
+  s.add(p + "delta_heads", &m.delta_heads, "Hd: heads of the gated-delta (D) layers").range(0, 1 << 16)
+      .note("0 = n_heads");
+  s.add(p + "delta_key_dim", &m.delta_key_dim, "Dk: per-head q/k dim of D layers").range(0, 1 << 16)
+      .note("0 = d_model / n_heads");
+  s.add(p + "delta_value_dim", &m.delta_value_dim, "Dv: per-head value dim of D layers").range(0, 1 << 16)
+      .note("0 = d_model / n_heads");
+  s.add(p + "delta_chunk", &m.delta_chunk, "C: steps per chunk of the gated-delta training kernel").range(1, 4096)
+      .unit("tokens");
   s.add(p + "mtp_depth", &m.mtp_depth,
         "multi-token prediction modules, each predicting one token further (DeepSeek-V3 2.2: 1); the data source "
         "supplies mtp_depth extra target tokens per sequence").range(0, 64).note("0 = off");

@@ -5,7 +5,8 @@
 // H heads, Hkv kv heads, Dh head dim, F ffn dim, E experts, K top-k, V vocab,
 // N = B*T tokens, Dl latent dim; MLA (DeepSeek-V2 section 2.1): Dq query
 // latent (q_lora_rank), Dc kv latent (kv_lora_rank), Dn / Dr per-head
-// non-RoPE / RoPE q-k dims, Dv per-head value dim.
+// non-RoPE / RoPE q-k dims, Dv per-head value dim; gated-delta ("D") layers:
+// Hd heads, Dk / Dv per-head key / value dims, C chunk length.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -28,7 +29,7 @@ struct ModelConfig {
   int64_t n_heads = 4;            // H (query heads)
   int64_t n_kv_heads = 1;         // Hkv on global ("G") layers
   int64_t n_kv_heads_local = 0;   // Hkv on local ("L") layers; 0 = same as n_kv_heads
-  std::string layer_pattern = "G";  // repeated over depth; L = sliding window, G = global causal
+  std::string layer_pattern = "G";  // repeated over depth; L = sliding window, G = global causal, D = gated delta
   int64_t window = 128;           // keys visible to a query on L layers (including itself)
   bool tied_embeddings = true;    // head shares the embedding matrix
   bool qk_norm = false;           // RMSNorm on q and k per head (weights of size Dh)
@@ -43,6 +44,14 @@ struct ModelConfig {
   int64_t qk_nope_head_dim = 0;   // Dn: per-head q/k dims without RoPE [128]
   int64_t qk_rope_head_dim = 0;   // Dr: per-head q dims with RoPE; k's are one shared head [64]
   int64_t v_head_dim = 0;         // Dv: per-head value dim [128]
+
+  // Gated-delta linear attention on "D" layers (Gated DeltaNet, Yang, Kautz & Hatamizadeh, ICLR 2025;
+  // docs/architecture.md): a (Dv, Dk) state per head instead of a KV cache. Read only when the
+  // pattern holds a 'D'.
+  int64_t delta_heads = 0;        // Hd; 0 = n_heads
+  int64_t delta_key_dim = 0;      // Dk per head (q and k); 0 = head_dim()
+  int64_t delta_value_dim = 0;    // Dv per head (v, output gate); 0 = head_dim()
+  int64_t delta_chunk = 64;       // C: steps per chunk of the training kernel (cost O(T C d + T d^2))
 
   // Multi-token prediction (DeepSeek-V3 section 2.2): mtp_depth sequential modules, module k predicting
   // token i + 1 + k; each has RMSNorms on the hidden state and the next token's embedding, a (D, 2D)
@@ -97,6 +106,14 @@ struct ModelConfig {
   bool is_local(int64_t layer) const {
     return layer_pattern[size_t(arch_layer(layer)) % layer_pattern.size()] == 'L';
   }
+  // Gated-delta layer (pattern letter 'D'); an MTP unit answers as the last layer (arch_layer).
+  bool is_delta(int64_t layer) const {
+    return layer_pattern[size_t(arch_layer(layer)) % layer_pattern.size()] == 'D';
+  }
+  bool has_delta() const { return layer_pattern.find('D') != std::string::npos; }
+  int64_t delta_h() const { return delta_heads > 0 ? delta_heads : n_heads; }
+  int64_t delta_dk() const { return delta_key_dim > 0 ? delta_key_dim : head_dim(); }
+  int64_t delta_dv() const { return delta_value_dim > 0 ? delta_value_dim : head_dim(); }
   bool is_moe(int64_t layer) const { return n_experts > 0 && arch_layer(layer) >= n_dense_layers; }
   int64_t expert_in_dim() const { return d_latent > 0 ? d_latent : d_model; }
   int64_t group_size(int64_t seq_len) const { return routing_group > 0 ? routing_group : seq_len; }

@@ -8,10 +8,13 @@
 
 #include "core/check.h"
 #include "kernels/cpu/attention_cached.h"
+#include "kernels/cpu/delta_gates.h"
+#include "kernels/cpu/gated_delta.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/heads.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
+#include "model/delta_block.h"
 
 namespace mt {
 namespace {
@@ -54,6 +57,14 @@ Decoder::Decoder(const ModelConfig& c, const float* params, const float* router_
   rstd_q_.resize(size_t(R * H));
   rstd_k_.resize(size_t(R * Hkv));
   logits_.resize(size_t(R * c_.vocab_size));
+  if (c_.has_delta()) {
+    const int64_t Hd = c_.delta_h(), Dk = c_.delta_dk(), Dv = c_.delta_dv();
+    proj_.resize(size_t(R * delta_proj_width(c_)));
+    for (auto* v : {&lin_q_, &lin_k_}) v->resize(size_t(R * Hd * Dk));
+    for (auto* v : {&lin_v_, &lin_o_}) v->resize(size_t(R * Hd * Dv));
+    lin_tmp_.resize(size_t(R * Hd * std::max(Dk, Dv)));
+    for (auto* v : {&lin_g_, &lin_beta_, &lin_rn_}) v->resize(size_t(R * Hd));
+  }
   BufferSizer alloc(BufferSizer::Mode::kAllocate);
   for (int64_t l = 0; l < c_.n_layers; ++l) {
     FfnActs& f = c_.is_moe(l) ? ffn_moe_ : ffn_dense_;
@@ -93,6 +104,38 @@ void Decoder::attention(float* x_mid, const float* x, int64_t layer, int64_t n) 
   gemm(x_mid, o_.data(), p + w.wo, GemmShape{n, D, H * Dh, Trans::kNo, Trans::kYes}, 1.0f, MatmulPrecision::kFp32);
 }
 
+// Mirrors delta_block_forward with every row a one-token sequence: q, k, v, the gates and the
+// output come out token-major (n, Hd, ...), and the state update runs row by row, in order, on
+// the state of the row's sequence.
+void Decoder::delta(float* x_mid, const float* x, int64_t layer, int64_t n) {
+  const int64_t D = c_.d_model, Hd = c_.delta_h(), Dk = c_.delta_dk(), Dv = c_.delta_dv(), P = delta_proj_width(c_);
+  const int64_t cv = 2 * Hd * Dk, cz = cv + Hd * Dv, ca = cz + Hd * Dv, cb = ca + Hd;
+  const DeltaOffsets& w = off_.layers[size_t(layer)].delta_w;
+  const float* p = params_;
+  const float eps = float(c_.norm_eps);
+  rmsnorm_forward(a_.data(), rstd_.data(), x, p + w.norm, n, D, eps);
+  linear_forward(proj_.data(), a_.data(), p + w.w_in, n, P, D, MatmulPrecision::kFp32);
+  gather_heads(lin_tmp_.data(), proj_.data(), P, n, 1, Hd, Dk);  // raw q, then normalised into lin_q_
+  l2norm_forward(lin_q_.data(), lin_rn_.data(), lin_tmp_.data(), n * Hd, Dk, delta_l2_eps());
+  gather_heads(lin_tmp_.data(), proj_.data() + Hd * Dk, P, n, 1, Hd, Dk);
+  l2norm_forward(lin_k_.data(), lin_rn_.data(), lin_tmp_.data(), n * Hd, Dk, delta_l2_eps());
+  gather_heads(lin_v_.data(), proj_.data() + cv, P, n, 1, Hd, Dv);
+  delta_gates_forward(lin_g_.data(), lin_beta_.data(), proj_.data() + ca, proj_.data() + cb, P, p + w.A_log,
+                      p + w.dt_bias, n, 1, Hd);
+  const int64_t SS = Dv * Dk;
+  for (int64_t r = 0; r < n; ++r) {
+    // One row: (B, H, T) = (1, Hd, 1), so the kernel's head-major layout is the row's (Hd, ...).
+    const GatedDeltaDims d{1, Hd, 1, Dk, Dv, 1};
+    gated_delta_recurrent(lin_o_.data() + r * Hd * Dv, cache_.state(layer) + int64_t(seqs_[r]) * Hd * SS,
+                          lin_q_.data() + r * Hd * Dk, lin_k_.data() + r * Hd * Dk, lin_v_.data() + r * Hd * Dv,
+                          lin_g_.data() + r * Hd, lin_beta_.data() + r * Hd, d);
+  }
+  rmsnorm_forward(lin_tmp_.data(), lin_rn_.data(), lin_o_.data(), p + w.o_norm, n * Hd, Dv, eps);
+  silu_gate_forward(lin_o_.data(), lin_tmp_.data(), proj_.data() + cz, P, n, Hd * Dv);
+  std::copy(x, x + n * D, x_mid);
+  gemm(x_mid, lin_o_.data(), p + w.wo, GemmShape{n, D, Hd * Dv, Trans::kNo, Trans::kYes}, 1.0f, MatmulPrecision::kFp32);
+}
+
 void Decoder::forward(const int32_t* tokens, const int32_t* seqs, int64_t n) {
   MT_CHECK(n > 0 && n <= opt_.max_rows, "decoder: {} rows, at most {}", n, opt_.max_rows);
   const int64_t D = c_.d_model, V = c_.vocab_size;
@@ -119,7 +162,10 @@ void Decoder::forward(const int32_t* tokens, const int32_t* seqs, int64_t n) {
   ctx.experts = &experts_;
   int64_t moe_index = 0;
   for (int64_t l = 0; l < c_.n_layers; ++l) {
-    attention(x_mid_.data(), x_.data(), l, n);
+    if (c_.is_delta(l))
+      delta(x_mid_.data(), x_.data(), l, n);
+    else
+      attention(x_mid_.data(), x_.data(), l, n);
     FfnStats fs;
     const bool moe = c_.is_moe(l);
     const float* bias = (router_bias_ && moe) ? router_bias_ + moe_index * c_.n_experts : nullptr;

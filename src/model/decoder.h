@@ -60,6 +60,8 @@ class Decoder {
 
  private:
   void attention(float* x_mid, const float* x, int64_t layer, int64_t n);
+  // A gated-delta layer: the recurrence one row at a time on its sequence's cached state.
+  void delta(float* x_mid, const float* x, int64_t layer, int64_t n);
 
   ModelConfig c_;               // the model's config with capacity off (dropless)
   const float* params_;
@@ -73,6 +75,8 @@ class Decoder {
   const int32_t* seqs_ = nullptr;                   // of the current forward call
   std::vector<float> x_, x_mid_, a_, rstd_, qkv_;   // (rows, D) ... (rows, QKV)
   std::vector<float> q_, k_, v_, q_raw_, k_raw_, rstd_q_, rstd_k_, o_;
+  // Gated-delta layers: projection (rows, P); q, k, v, o, gates, norms and a scratch per row.
+  std::vector<float> proj_, lin_q_, lin_k_, lin_v_, lin_g_, lin_beta_, lin_rn_, lin_o_, lin_tmp_;
   std::vector<float> logits_;                       // (max_rows, V)
   FfnActs ffn_dense_, ffn_moe_;
   IdentityDispatcher experts_;

@@ -4,6 +4,8 @@
 // where T_eff is the mean number of keys a query attends to (window on L
 // layers) and Dqk, Dv the per-head q/k and v widths (Dh and Dh for GQA, where
 // H Dh = d_model gives the familiar 12 d_model T_eff; Dn + Dr and Dv for MLA).
+// Gated-delta ("D") layers have no T_eff term; each adds 3 Hd gated_delta_flops_per_token(Dk, Dv, C)
+// (kernels/cpu/gated_delta.h, C = min(delta_chunk, seq_len)) and its W_in, W_o to the matmul parameters.
 // Forward + backward, excluding norms, softmax and the optimizer.
 // See docs/performance.md.
 #pragma once

@@ -14,7 +14,13 @@ KvCache::KvCache(const ModelConfig& c, int64_t batch, int64_t max_len, KvDtype d
   vf_.resize(L);
   kb_.resize(L);
   vb_.resize(L);
+  state_.resize(L);
   for (int64_t l = 0; l < c.n_layers; ++l) {
+    if (c.is_delta(l)) {
+      cap_.push_back(0);
+      state_[size_t(l)].assign(size_t(batch * c.delta_h() * c.delta_dv() * c.delta_dk()), 0.0f);
+      continue;
+    }
     const int64_t C = c.is_local(l) ? std::min(c.window, max_len) : max_len;
     cap_.push_back(C);
     const size_t n = size_t(batch * c.kv_heads(l) * C * c.head_dim());
@@ -28,8 +34,16 @@ KvCache::KvCache(const ModelConfig& c, int64_t batch, int64_t max_len, KvDtype d
   }
 }
 
+void KvCache::reset(int64_t b) {
+  len_[size_t(b)] = 0;
+  for (std::vector<float>& s : state_) {
+    const size_t per = s.size() / size_t(B_);
+    std::fill(s.begin() + ptrdiff_t(size_t(b) * per), s.begin() + ptrdiff_t(size_t(b + 1) * per), 0.0f);
+  }
+}
+
 int64_t KvCache::bytes() const {
-  return vector_bytes(kf_) + vector_bytes(vf_) + vector_bytes(kb_) + vector_bytes(vb_);
+  return vector_bytes(kf_) + vector_bytes(vf_) + vector_bytes(kb_) + vector_bytes(vb_) + vector_bytes(state_);
 }
 
 }  // namespace mt

@@ -5,8 +5,9 @@
 // holds more than the `window` keys a query can see). Grouped-query layers
 // cache their Hkv heads only. Stored in bf16 (the planner's figure,
 // plan/model_stats.h kv_bytes_per_sequence, counts bf16) or fp32 (exact
-// against the training forward).
-// Legend: B sequences, Hkv kv heads, C slots, Dh head dim.
+// against the training forward). Gated-delta ("D") layers cache no keys: their
+// recurrent state (B, Hd, Dv, Dk), fp32, the same size at every position.
+// Legend: B sequences, Hkv kv heads, C slots, Dh head dim; Hd, Dk, Dv the D layers' heads and dims.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -30,16 +31,18 @@ class KvCache {
   // Positions already cached for sequence b (the next token's position).
   int64_t length(int64_t b) const { return len_[size_t(b)]; }
   void advance(int64_t b, int64_t n) { len_[size_t(b)] += n; }
-  // Forgets sequence b (its slots are overwritten as it grows again).
-  void reset(int64_t b) { len_[size_t(b)] = 0; }
+  // Forgets sequence b (its slots are overwritten as it grows again; its D-layer states are zeroed).
+  void reset(int64_t b);
 
   // Layer storage (exactly one of the pairs is non-empty, per dtype).
   float* k_f32(int64_t l) { return kf_[size_t(l)].data(); }
   float* v_f32(int64_t l) { return vf_[size_t(l)].data(); }
   bf16* k_bf16(int64_t l) { return kb_[size_t(l)].data(); }
   bf16* v_bf16(int64_t l) { return vb_[size_t(l)].data(); }
+  // D layer l's states, (B, Hd, Dv, Dk); empty on attention layers.
+  float* state(int64_t l) { return state_[size_t(l)].data(); }
 
-  // Bytes of K and V held, measured from the buffers.
+  // Bytes of K, V and D-layer states held, measured from the buffers.
   int64_t bytes() const;
 
  private:
@@ -48,6 +51,7 @@ class KvCache {
   std::vector<int64_t> cap_, len_;
   std::vector<std::vector<float>> kf_, vf_;
   std::vector<std::vector<bf16>> kb_, vb_;
+  std::vector<std::vector<float>> state_;
 };
 
 }  // namespace mt

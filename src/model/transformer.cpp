@@ -45,9 +45,13 @@ void Transformer::size_buffers(BufferSizer& s) {
   x_mid_.resize(c_.n_layers);
   for (auto& x : x_mid_) s(x, N_ * D);
   attn_.resize(c_.n_layers);
+  delta_.resize(c_.n_layers);
   ffn_.resize(c_.n_layers);
   for (int64_t l = 0; l < c_.n_layers; ++l) {
-    attn_[l].allocate(c_, l, B_, T_, s);
+    if (c_.is_delta(l))
+      delta_[l].allocate(c_, B_, T_, s);
+    else
+      attn_[l].allocate(c_, l, B_, T_, s);
     ffn_[l].allocate(c_, l, B_, T_, s);
   }
   mtp_.resize(c_.mtp_depth);
@@ -61,15 +65,17 @@ void Transformer::size_buffers(BufferSizer& s) {
   s(dhf_, N_ * D);
   attn_scratch_.allocate(c_, B_, T_, s);
   ffn_scratch_.allocate(c_, B_, T_, s);
+  delta_scratch_.allocate(c_, B_, T_, s);
 }
 
 int64_t Transformer::activation_bytes() const {
   int64_t b = vector_bytes(rope_cos_) + vector_bytes(rope_sin_) + vector_bytes(inputs_) + vector_bytes(targets_) +
               vector_bytes(xs_) + vector_bytes(x_mid_) + vector_bytes(hf_) + vector_bytes(rstd_f_) +
               vector_bytes(logits_) + vector_bytes(losses_) + vector_bytes(dres_) + vector_bytes(dhf_) +
-              attn_scratch_.bytes() + ffn_scratch_.bytes() + mtp_scratch_.bytes();
+              attn_scratch_.bytes() + ffn_scratch_.bytes() + mtp_scratch_.bytes() + delta_scratch_.bytes();
   for (const MtpActs& m : mtp_) b += m.bytes();
   for (const AttnActs& a : attn_) b += a.bytes();
+  for (const DeltaActs& a : delta_) b += a.bytes();
   for (const FfnActs& f : ffn_) b += f.bytes();
   return b;
 }
@@ -114,7 +120,10 @@ void Transformer::run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, 
     const LayerParams lp = pp.acquire_layer(l, Pass::kForward);
     ctx_.w = lp.dense;
     ctx_.we = lp.experts;
-    attention_block_forward(x_mid_[l].data(), attn_[l], xs_[l].data(), off_.layers[l].attn, l, ctx_);
+    if (off_.layers[l].delta)
+      delta_block_forward(x_mid_[l].data(), delta_[l], xs_[l].data(), off_.layers[l].delta_w, ctx_);
+    else
+      attention_block_forward(x_mid_[l].data(), attn_[l], xs_[l].data(), off_.layers[l].attn, l, ctx_);
     FfnStats fs;
     const float* bias = (router_bias && c_.is_moe(l)) ? router_bias + moe_index * c_.n_experts : nullptr;
     ffn_block_forward(xs_[l + 1].data(), ffn_[l], fs, x_mid_[l].data(), off_.layers[l], bias, l, ctx_);
@@ -259,8 +268,11 @@ ForwardStats Transformer::forward_backward(ParamProvider& pp, const int32_t* tok
     ctx_.we = lp.experts;
     ffn_block_backward(dres_.data(), ffn_scratch_, ffn_[l], x_mid_[l].data(), off_.layers[l], l, aux_coef,
                        z_coef, ctx_);
-    attention_block_backward(dres_.data(), attn_scratch_, attn_[l], xs_[l].data(), off_.layers[l].attn, l,
-                             ctx_);
+    if (off_.layers[l].delta)
+      delta_block_backward(dres_.data(), delta_scratch_, delta_[l], xs_[l].data(), off_.layers[l].delta_w, ctx_);
+    else
+      attention_block_backward(dres_.data(), attn_scratch_, attn_[l], xs_[l].data(), off_.layers[l].attn, l,
+                               ctx_);
     pp.release_layer(l, Pass::kBackward);
   }
   embedding_backward(root_.of(off_.embed).grad(off_.embed), dres_.data(), inputs_.data(), N_, D);

@@ -10,6 +10,7 @@
 
 #include "model/attention_block.h"
 #include "model/config.h"
+#include "model/delta_block.h"
 #include "model/moe_block.h"
 #include "model/mtp.h"
 #include "model/parallel_hooks.h"
@@ -113,7 +114,8 @@ class Transformer {
   std::vector<int32_t> inputs_, targets_;        // (N)
   std::vector<std::vector<float>> xs_;           // n_layers + 1 residual streams (N, D)
   std::vector<std::vector<float>> x_mid_;        // per layer (N, D)
-  std::vector<AttnActs> attn_;
+  std::vector<AttnActs> attn_;                   // per layer; empty on D layers
+  std::vector<DeltaActs> delta_;                 // per layer; empty unless a D layer
   std::vector<FfnActs> ffn_;
   std::vector<float> hf_, rstd_f_;               // final norm output (N, D), (N)
   std::vector<float> logits_, losses_;           // (chunk, V), (N)
@@ -121,6 +123,7 @@ class Transformer {
   std::vector<MtpActs> mtp_;                     // mtp_depth modules
   double mtp_weight_ = 0.0;
   AttnScratch attn_scratch_;
+  DeltaScratch delta_scratch_;
   FfnScratch ffn_scratch_;
   MtpScratch mtp_scratch_;
   BlockContext ctx_;

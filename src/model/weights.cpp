@@ -40,24 +40,41 @@ MlaOffsets add_mla(ParamLayout& L, const ModelConfig& c, const std::string& p, i
   return m;
 }
 
-// The tensors of one block (attention + dense FFN or MoE) of unit `l`, named under prefix `p`.
+// The tensors of one block (attention or gated delta + dense FFN or MoE) of unit `l`, named under prefix `p`.
 LayerOffsets add_block(ParamLayout& L, const ModelConfig& c, const std::string& p, int64_t l) {
   const int64_t D = c.d_model, Dh = c.head_dim(), H = c.n_heads;
   const int64_t Hkv = c.kv_heads(l);
   LayerOffsets lo;
-  lo.attn.norm = L.add(p + ".attn_norm", {D}, ParamKind::kNorm, l);
-  if (c.mla()) {
-    lo.attn.mla = add_mla(L, c, p, l);
-    lo.attn.wo = L.add(p + ".attn.wo", {D, H * c.v_head_dim}, ParamKind::kMatrix, l);
+  lo.delta = c.is_delta(l);
+  if (lo.delta) {
+    const int64_t Hd = c.delta_h(), Dk = c.delta_dk(), Dv = c.delta_dv();
+    DeltaOffsets& w = lo.delta_w;
+    w.norm = L.add(p + ".attn_norm", {D}, ParamKind::kNorm, l);
+    w.w_in = L.add(p + ".delta.wq", {Hd * Dk, D}, ParamKind::kMatrix, l);
+    L.add(p + ".delta.wk", {Hd * Dk, D}, ParamKind::kMatrix, l);
+    L.add(p + ".delta.wv", {Hd * Dv, D}, ParamKind::kMatrix, l);
+    L.add(p + ".delta.wz", {Hd * Dv, D}, ParamKind::kMatrix, l);
+    L.add(p + ".delta.wa", {Hd, D}, ParamKind::kMatrix, l);
+    L.add(p + ".delta.wb", {Hd, D}, ParamKind::kMatrix, l);
+    w.A_log = L.add(p + ".delta.A_log", {Hd}, ParamKind::kNorm, l);
+    w.dt_bias = L.add(p + ".delta.dt_bias", {Hd}, ParamKind::kNorm, l);
+    w.o_norm = L.add(p + ".delta.o_norm", {Dv}, ParamKind::kNorm, l);
+    w.wo = L.add(p + ".delta.wo", {D, Hd * Dv}, ParamKind::kMatrix, l);
   } else {
-    lo.attn.wqkv = L.add(p + ".attn.wq", {H * Dh, D}, ParamKind::kMatrix, l);
-    L.add(p + ".attn.wk", {Hkv * Dh, D}, ParamKind::kMatrix, l);
-    L.add(p + ".attn.wv", {Hkv * Dh, D}, ParamKind::kMatrix, l);
-    lo.attn.wo = L.add(p + ".attn.wo", {D, H * Dh}, ParamKind::kMatrix, l);
-  }
-  if (c.qk_norm && !c.mla()) {
-    lo.attn.q_norm = L.add(p + ".attn.q_norm", {Dh}, ParamKind::kNorm, l);
-    lo.attn.k_norm = L.add(p + ".attn.k_norm", {Dh}, ParamKind::kNorm, l);
+    lo.attn.norm = L.add(p + ".attn_norm", {D}, ParamKind::kNorm, l);
+    if (c.mla()) {
+      lo.attn.mla = add_mla(L, c, p, l);
+      lo.attn.wo = L.add(p + ".attn.wo", {D, H * c.v_head_dim}, ParamKind::kMatrix, l);
+    } else {
+      lo.attn.wqkv = L.add(p + ".attn.wq", {H * Dh, D}, ParamKind::kMatrix, l);
+      L.add(p + ".attn.wk", {Hkv * Dh, D}, ParamKind::kMatrix, l);
+      L.add(p + ".attn.wv", {Hkv * Dh, D}, ParamKind::kMatrix, l);
+      lo.attn.wo = L.add(p + ".attn.wo", {D, H * Dh}, ParamKind::kMatrix, l);
+    }
+    if (c.qk_norm && !c.mla()) {
+      lo.attn.q_norm = L.add(p + ".attn.q_norm", {Dh}, ParamKind::kNorm, l);
+      lo.attn.k_norm = L.add(p + ".attn.k_norm", {Dh}, ParamKind::kNorm, l);
+    }
   }
   lo.ffn_norm = L.add(p + ".ffn_norm", {D}, ParamKind::kNorm, l);
   lo.moe = c.is_moe(l);
@@ -108,6 +125,19 @@ void init_params(float* params, const ParamLayout& layout, const ModelConfig& c,
   const float out_scale = float(1.0 / std::sqrt(2.0 * double(c.n_layers)));
   for (const auto& e : layout.entries()) {
     float* p = params + e.offset;
+    if (e.name.ends_with(".delta.A_log")) {  // A = 1 (Mamba2 / Gated DeltaNet draw A in [1, 16])
+      for (int64_t i = 0; i < e.numel; ++i) p[i] = 0.0f;
+      continue;
+    }
+    if (e.name.ends_with(".delta.dt_bias")) {
+      // softplus(dt_bias) = dt spread geometrically over [1e-3, 1e-1] across heads (Mamba2's range,
+      // deterministic instead of drawn), so decays start between exp(-0.1) and exp(-0.001).
+      for (int64_t i = 0; i < e.numel; ++i) {
+        const double dt = 1e-3 * std::pow(100.0, e.numel > 1 ? double(i) / double(e.numel - 1) : 0.5);
+        p[i] = float(std::log(std::expm1(dt)));
+      }
+      continue;
+    }
     if (e.kind == ParamKind::kNorm) {
       for (int64_t i = 0; i < e.numel; ++i) p[i] = 1.0f;
       continue;
@@ -125,6 +155,10 @@ int64_t attention_down_params(const ModelConfig& c) {
 
 int64_t attention_matmul_params(const ModelConfig& c, int64_t layer) {
   const int64_t D = c.d_model, H = c.n_heads;
+  if (c.is_delta(layer)) {  // W_in (P, D) and W_o (D, Hd Dv)
+    const int64_t Hd = c.delta_h(), P = 2 * Hd * c.delta_dk() + 2 * Hd * c.delta_dv() + 2 * Hd;
+    return P * D + D * Hd * c.delta_dv();
+  }
   if (!c.mla()) {
     const int64_t Dh = c.head_dim();
     return (H + 2 * c.kv_heads(layer)) * Dh * D + D * H * Dh;

@@ -36,6 +36,16 @@ struct AttnOffsets {
   MlaOffsets mla;       // attention = "mla" only
 };
 
+// A gated-delta ("D") layer's mixer (model/delta_block.h), in place of AttnOffsets.
+struct DeltaOffsets {
+  int64_t norm = -1;     // (D)
+  int64_t w_in = -1;     // wq, wk (Hd*Dk, D), wv, wz (Hd*Dv, D), wa, wb (Hd, D), adjacent: one (P, D) GEMM
+  int64_t A_log = -1;    // (Hd) decay rate log A
+  int64_t dt_bias = -1;  // (Hd)
+  int64_t o_norm = -1;   // (Dv) per-head RMSNorm of the output
+  int64_t wo = -1;       // (D, Hd*Dv)
+};
+
 struct MoeOffsets {
   int64_t router = -1;       // (E, D)
   int64_t down = -1;         // (Dl, D), latent only
@@ -47,7 +57,9 @@ struct MoeOffsets {
 };
 
 struct LayerOffsets {
-  AttnOffsets attn;
+  AttnOffsets attn;       // when !delta
+  bool delta = false;
+  DeltaOffsets delta_w;   // when delta
   int64_t ffn_norm = -1;  // (D)
   bool moe = false;
   SwigluOffsets dense;    // when !moe
@@ -90,7 +102,8 @@ int64_t active_matmul_params(const ModelConfig& c);
 // (Hkv Dh, D), wo (D, H Dh). MLA (DeepSeek-V2 section 2.1, eqs. 9-13 and
 // 37-40): W_DQ (Dq, D), W_UQ (H (Dn + Dr), Dq) (or W_Q (H (Dn + Dr), D) when
 // Dq = 0), W_DKV (Dc + Dr, D) holding W_KR's one shared RoPE key head,
-// W_UK (H Dn, Dc), W_UV (H Dv, Dc), W_O (D, H Dv).
+// W_UK (H Dn, Dc), W_UV (H Dv, Dc), W_O (D, H Dv). Gated-delta ("D") layers:
+// W_in (2 Hd Dk + 2 Hd Dv + 2 Hd, D) and W_o (D, Hd Dv).
 int64_t attention_matmul_params(const ModelConfig& c, int64_t layer);
 
 // The part of attention_matmul_params that MLA's down-projections W_DQ and

@@ -95,6 +95,23 @@ void mla_terms(Builder& b, const ModelConfig& c, int64_t l, const ActivationOpti
   attention_core_terms(b, c, l, H * Dv, o);
 }
 
+// Gated-delta layer (model/delta_block.h; Gated DeltaNet, Yang, Kautz & Hatamizadeh 2025), as a chunked
+// GPU kernel (flash-linear-attention) keeps it: q, k, v and the fp32 gates for the recurrence's
+// backward, its state at every chunk boundary (Hd Dv Dk fp32 per C tokens; recomputed under "core_attn"),
+// the output gate z, the output before its per-head RMSNorm with one statistic per head, and the
+// gated output (W_o's input).
+void delta_terms(Builder& b, const ModelConfig& c, const ActivationOptions& o) {
+  const double Hd = double(c.delta_h()), Dk = double(c.delta_dk()), Dv = double(c.delta_dv());
+  const double C = double(std::max<int64_t>(1, std::min(c.delta_chunk, o.seq_len)));
+  rmsnorm_terms(b, "attn_norm.input", "attn_norm.output", double(c.d_model), o);
+  b.add("delta.qkv", bit(ActModule::kQkv), o.elem_bytes * Hd * (2 * Dk + Dv));
+  b.add("delta.gates", bit(ActModule::kKept), o.stat_bytes * 2 * Hd);
+  b.add("delta.chunk_states", bit(ActModule::kCoreAttn), o.stat_bytes * Hd * Dv * Dk / C);
+  b.add("delta.z", bit(ActModule::kKept), o.elem_bytes * Hd * Dv);
+  b.add("delta.output", bit(ActModule::kKept), o.elem_bytes * Hd * Dv + o.stat_bytes * Hd);
+  b.add("delta.gated_output", bit(ActModule::kKept), linear_input_bytes(o) * Hd * Dv);
+}
+
 void dense_ffn_terms(Builder& b, const ModelConfig& c, const ActivationOptions& o) {
   rmsnorm_terms(b, "mlp_norm.input", "mlp_norm.output", double(c.d_model), o);
   swiglu_terms(b, "mlp.gate_up", "mlp.swiglu", double(c.d_ff), o.elem_bytes, bit(ActModule::kKept), o);
@@ -147,7 +164,8 @@ RecomputeMask recompute_mask(const std::vector<std::string>& names) {
 std::vector<ActTerm> layer_activation_terms(const ModelConfig& c, int64_t l, const ActivationOptions& o) {
   std::vector<ActTerm> terms;
   Builder b{&terms, double(o.tp)};
-  if (c.mla()) mla_terms(b, c, l, o);
+  if (c.is_delta(l)) delta_terms(b, c, o);
+  else if (c.mla()) mla_terms(b, c, l, o);
   else attention_terms(b, c, l, o);
   if (c.is_moe(l)) moe_terms(b, c, o);
   else dense_ffn_terms(b, c, o);

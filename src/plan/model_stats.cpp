@@ -4,8 +4,9 @@
 
 #include <algorithm>
 
-#include "model/weights.h"
+#include "kernels/cpu/gated_delta.h"
 #include "model/flops.h"
+#include "model/weights.h"
 
 namespace mt::plan {
 
@@ -30,7 +31,11 @@ LayerParams layer_params(const ModelConfig& c, int64_t l) {
   p.attn_down = attention_down_params(c);
   p.attn = attention_matmul_params(c, l) - p.attn_down;
   p.norms = 2 * D;
-  if (c.mla()) p.norms += c.q_lora_rank + c.kv_lora_rank;  // RMSNorm on each latent (DeepSeek-V2 eq. 37 / 9)
+  p.delta = c.is_delta(l);
+  if (p.delta) {
+    p.kv_heads = 0;
+    p.norms += c.delta_dv() + 2 * c.delta_h();  // output RMSNorm, A_log, dt_bias
+  } else if (c.mla()) p.norms += c.q_lora_rank + c.kv_lora_rank;  // RMSNorm on each latent (DeepSeek-V2 eq. 37 / 9)
   else if (c.qk_norm) p.norms += 2 * Dh;
   if (!p.moe) {
     p.dense_ffn = 3 * c.d_ff * D;
@@ -49,7 +54,12 @@ LayerParams layer_params(const ModelConfig& c, int64_t l) {
   return p;
 }
 
+int64_t state_elems(const ModelConfig& c, int64_t l) {
+  return c.is_delta(l) ? c.delta_h() * c.delta_dv() * c.delta_dk() : 0;
+}
+
 int64_t kv_cache_elems(const ModelConfig& c, int64_t l) {
+  if (c.is_delta(l)) return 0;
   return c.mla() ? c.kv_lora_rank + c.qk_rope_head_dim : 2 * c.kv_heads(l) * c.head_dim();
 }
 
@@ -75,6 +85,7 @@ ModelStats model_stats(const ModelConfig& c, int64_t seq_len) {
     s.kv_bytes_per_token += per_tok;
     const int64_t cached = p.local ? std::min(seq_len, c.window) : seq_len;
     kv_seq += per_tok * double(cached);
+    s.state_bytes_per_sequence += 4.0 * double(state_elems(c, l));
     s.layers.push_back(p);
   }
   if (c.mtp_depth > 0) {
@@ -90,20 +101,29 @@ ModelStats model_stats(const ModelConfig& c, int64_t seq_len) {
   s.train_flops_per_token = flops_per_token(c, seq_len);
   // Forward: 2 FLOPs per active matmul parameter, plus QK^T and PV: 2 H (Dqk + Dv) per key. The MTP
   // modules are not used (DeepSeek-V3 discards them, or runs them for speculative decoding).
-  double mean_keys_sum = 0, decode_keys = 0;
+  // Gated-delta layers: the chunked form over a prompt, and one recurrent step per decoded token (S k,
+  // the rank-1 update and S q: 6 Dk Dv per head).
+  double mean_keys_sum = 0, decode_keys = 0, delta_prefill = 0, delta_decode = 0;
   for (int64_t l = 0; l < c.n_layers; ++l) {
+    if (c.is_delta(l)) {
+      const int64_t Hd = c.delta_h(), Dk = c.delta_dk(), Dv = c.delta_dv();
+      const int64_t C = std::max<int64_t>(1, std::min(c.delta_chunk, seq_len));
+      delta_prefill += double(Hd) * gated_delta_flops_per_token(Dk, Dv, C);
+      delta_decode += 6.0 * double(Hd * Dk * Dv);
+      continue;
+    }
     const int64_t w = c.is_local(l) ? c.window : 0;
     mean_keys_sum += mean_keys(seq_len, w);
     decode_keys += keys_at(seq_len - 1, w);
   }
   const double per_key = 2.0 * double(H * (c.qk_head_dim() + c.v_dim()));
-  s.prefill_flops_per_token = 2.0 * double(s.active_matmul) + per_key * mean_keys_sum;
+  s.prefill_flops_per_token = 2.0 * double(s.active_matmul) + per_key * mean_keys_sum + delta_prefill;
   // Decode with MLA in its absorbed form (DeepSeek-V2 2.1.2: W_UK folded into the query, W_UV into the
   // output): the same matrices once per token, and per cached key 2 H (Dc + Dr) for the scores over the
   // latent and the RoPE key plus 2 H Dc for the values over the latent.
   const double decode_per_key =
       c.mla() ? 2.0 * double(H * (2 * c.kv_lora_rank + c.qk_rope_head_dim)) : per_key;
-  s.decode_flops_per_token = 2.0 * double(s.active_matmul) + decode_per_key * decode_keys;
+  s.decode_flops_per_token = 2.0 * double(s.active_matmul) + decode_per_key * decode_keys + delta_decode;
   return s;
 }
 

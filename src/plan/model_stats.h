@@ -17,6 +17,7 @@ namespace mt::plan {
 struct LayerParams {
   bool moe = false;
   bool local = false;        // sliding-window attention layer
+  bool delta = false;        // gated-delta layer: attn holds its W_in and W_o, no KV cache
   int64_t kv_heads = 0;
   int64_t attn = 0;          // wq, wk, wv, wo (MLA: W_UQ or W_Q, W_UK, W_UV, W_O), split by TP
   int64_t attn_down = 0;     // MLA: W_DQ and W_DKV, whole on every TP rank (model/weights.h)
@@ -51,6 +52,7 @@ struct ModelStats {
   // Inference, bf16 cache, context S = seq_len.
   double kv_bytes_per_token = 0;        // every layer's K and V for one token (MLA: its latent and RoPE key)
   double kv_bytes_per_sequence = 0;     // S tokens; sliding-window layers keep only `window` entries
+  double state_bytes_per_sequence = 0;  // gated-delta layers' recurrent states (fp32), the same at every S
   double prefill_flops_per_token = 0;   // forward only, mean over a prompt of S tokens
   double decode_flops_per_token = 0;    // forward only, one new token at context S (MLA: absorbed form)
   int64_t seq_len = 0;
@@ -64,6 +66,10 @@ LayerParams layer_params(const ModelConfig& c, int64_t l);
 // KV-cache elements one token keeps in layer `l`: 2 Hkv Dh for GQA; Dc + Dr for MLA, whose cache is the
 // latent c_KV and the shared RoPE key (DeepSeek-V2 section 2.1.2, Table 1).
 int64_t kv_cache_elems(const ModelConfig& c, int64_t l);
+
+// Recurrent-state elements one sequence keeps in layer `l`: Hd Dv Dk on gated-delta ("D") layers
+// (model/kv_cache.h), 0 on attention layers (whose kv_cache_elems are 0 on D layers).
+int64_t state_elems(const ModelConfig& c, int64_t l);
 
 // Mean keys per query over a sequence of T tokens (closed form of
 // kernels/cpu attention_mean_keys): (T + 1) / 2 on global layers, min(i + 1, w) averaged on local ones.

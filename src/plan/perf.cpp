@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/cpu/gated_delta.h"
 #include "plan/memory.h"
 
 namespace mt::plan {
@@ -86,7 +87,19 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
   // ---- attention sub-block
   double fwd_gemm, fwd_mem, attn_flops, proj_flops, gather_bytes = act_bytes;
   const double keys = mean_keys(p.seq_len, c.is_local(l) ? c.window : 0);
-  if (!c.mla()) {
+  const bool delta = c.is_delta(l);
+  if (delta) {
+    // Gated delta (model/delta_block.h): W_in (P, D) and W_o split by heads, the chunked recurrence in
+    // place of attention (kernels/cpu/gated_delta.h FLOPs; matmul-shaped, so at the attention rate).
+    const double Hd = double(c.delta_h()), Dk = double(c.delta_dk()), Dv = double(c.delta_dv());
+    const double P = 2 * Hd * Dk + 2 * Hd * Dv + 2 * Hd;
+    const int64_t C = std::max<int64_t>(1, std::min(c.delta_chunk, p.seq_len));
+    fwd_gemm = gemm_time(M, P / t, D, lin) + gemm_time(M, D, Hd * Dv / t, lin);
+    fwd_mem = mem_s(4 * D * Mt, mc) /* norm */ + mem_s(4 * Hd * (2 * Dk + 2 * Dv) * Mt, mc) /* l2 norms, gates */ +
+              mem_s(6 * D * Mt, mc) /* residual */;
+    attn_flops = M * (Hd / t) * gated_delta_flops_per_token(c.delta_dk(), c.delta_dv(), C);
+    proj_flops = 2.0 * M * D * (P + Hd * Dv) / t;
+  } else if (!c.mla()) {
     fwd_gemm = gemm_time(M, (H + 2 * hkv) * Dh / t, D, lin) + gemm_time(M, D, H * Dh / t, lin);
     fwd_mem = mem_s(4 * D * Mt, mc) /* norm */ + mem_s(4 * (H + hkv) * Dh * Mt, mc) /* rope */ +
               mem_s(6 * D * Mt, mc) /* residual */;
@@ -110,7 +123,7 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
     gather_bytes = 2.0 * M * ((Dq > 0 ? Dq : D) + Dc + Dr);
   }
   double attn_fwd, attn_bwd;
-  if (p.cfg.flash_attention) {
+  if (p.cfg.flash_attention || delta) {
     attn_fwd = attn_flops / mc.attn + mc.lat;
     attn_bwd = 2.5 * attn_flops / mc.attn + mc.lat;
   } else {  // two batched GEMMs plus a softmax over the materialised probabilities
@@ -133,7 +146,7 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
   // backward sends K/V and their gradients (twice the bytes). Step i+1's transfer hides behind step i's
   // attention, so all but one step's share of the attention time is the window.
   double layer_cp_fwd = 0;
-  if (p.cp > 1) {
+  if (p.cp > 1 && !delta) {  // a D layer passes one state per head along the ring instead: not modelled
     const double step = p2p_s(cp_kv_bytes(c, p), g.cp_same_domain, lk), steps = double(p.cp - 1);
     layer_cp_fwd = steps * step;
     r.cp_comm += layer_cp_fwd + 2 * steps * step;

@@ -272,6 +272,7 @@ nlohmann::json to_json(const Plan& p) {
                          {"v_head_dim", p.in.model.v_head_dim}};
   j["inference"] = {{"kv_cache_bytes_per_token", s.kv_bytes_per_token},
                     {"kv_cache_bytes_per_sequence", s.kv_bytes_per_sequence},
+                    {"recurrent_state_bytes_per_sequence", s.state_bytes_per_sequence},
                     {"context", s.seq_len},
                     {"prefill_flops_per_token", s.prefill_flops_per_token},
                     {"decode_flops_per_token", s.decode_flops_per_token},
@@ -632,6 +633,9 @@ std::string to_text(const Plan& p) {
   line("Inference", fmt::format("KV cache {}/token, {} per {}-token sequence; {} FLOP/token prefill, {} decode",
                                 fmtx::bytes(s.kv_bytes_per_token), fmtx::bytes(s.kv_bytes_per_sequence), s.seq_len,
                                 fmtx::flops(s.prefill_flops_per_token), fmtx::flops(s.decode_flops_per_token)));
+  if (s.state_bytes_per_sequence > 0)
+    line("", fmt::format("gated-delta layers: recurrent state {} per sequence (fp32, any length)",
+                         fmtx::bytes(s.state_bytes_per_sequence)));
   if (p.largest.found || !p.largest.binding.empty()) {
     const LargestModel& lm = p.largest;
     o += "\n";

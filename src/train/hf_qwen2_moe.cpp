@@ -36,6 +36,8 @@ std::string layer_type(const ModelConfig& c, int64_t l) {
 
 Status check_qwen2_moe(const ModelConfig& c) {
   if (c.mla()) return Status::error(refuse("model.attention", "\"mla\"", "multi-head latent attention"));
+  if (c.has_delta())
+    return Status::error(refuse("model.layer_pattern", "\"" + c.layer_pattern + "\"", "gated-delta (D) layers"));
   if (c.d_latent > 0) return Status::error(refuse("model.d_latent", std::to_string(c.d_latent), "latent MoE"));
   // Said, not dropped silently: the raw export keeps the modules, generation never reads them.
   if (c.mtp_depth > 0)

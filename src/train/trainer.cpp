@@ -48,7 +48,10 @@ double approx_params(const ModelConfig& c) {
   double total = double(c.vocab_size) * D * (c.tied_embeddings ? 1.0 : 2.0);
   total += double(c.mtp_depth) * 2.0 * D * D;  // MTP projections; their blocks are units below
   for (int64_t l = 0; l < c.n_units(); ++l) {
-    if (!c.mla()) {
+    if (c.is_delta(l)) {  // W_in (2 Hd Dk + 2 Hd Dv + 2 Hd, D), W_o (D, Hd Dv)
+      const double Hd = double(c.delta_h()), Dk = double(c.delta_dk()), Dv = double(c.delta_dv());
+      total += D * (2.0 * Hd * Dk + 3.0 * Hd * Dv + 2.0 * Hd);
+    } else if (!c.mla()) {
       total += 2.0 * D * H * Dh + 2.0 * D * double(c.kv_heads(l)) * Dh;  // q, o; k, v
     } else {  // model/weights.h attention_matmul_params, in double
       const double Dq = double(c.q_lora_rank), Dc = double(c.kv_lora_rank), Dr = double(c.qk_rope_head_dim);

@@ -79,6 +79,10 @@ bool config_from_json(const nlohmann::json& j, ModelConfig& c, std::string& erro
     else if (k == "aux_loss_coef") c.aux_loss_coef = v.get<double>();
     else if (k == "z_loss_coef") c.z_loss_coef = v.get<double>();
     else if (k == "d_latent") c.d_latent = v.get<int64_t>();
+    else if (k == "delta_heads") c.delta_heads = v.get<int64_t>();
+    else if (k == "delta_key_dim") c.delta_key_dim = v.get<int64_t>();
+    else if (k == "delta_value_dim") c.delta_value_dim = v.get<int64_t>();
+    else if (k == "delta_chunk") c.delta_chunk = v.get<int64_t>();
     else if (k == "moe_out_norm") c.moe_out_norm = v.get<bool>();
     else if (k == "attention") {
       const std::string s = v.get<std::string>();
@@ -252,7 +256,7 @@ TEST_P(GoldenTest, CapacityDropsAndExpertLoadMatchReference) {
   EXPECT_NEAR(st.total_loss, scalar(g_, "total_loss"), kLossRelTol * std::max(1.0, scalar(g_, "total_loss")));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::Values("moe_a", "moe_b", "moe_c", "moe_mla_d", "moe_mla_e", "moe_d"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::Values("moe_a", "moe_b", "moe_c", "moe_mla_d", "moe_mla_e", "moe_d", "moe_delta"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

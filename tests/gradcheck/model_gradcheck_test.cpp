@@ -100,6 +100,28 @@ std::vector<Case> cases() {
     k.c.tied_embeddings = false;
     v.push_back(k);
   }
+  {
+    // Gated-delta layers mixed with local and global attention; Dk != Dv and a chunk that does not
+    // divide T, so every path of the chunked kernel carries gradient.
+    Case k{"hybrid_delta_moe", tiny_base()};
+    k.c.n_layers = 3; k.c.layer_pattern = "DLG"; k.c.delta_heads = 2; k.c.delta_key_dim = 4;
+    k.c.delta_value_dim = 6; k.c.delta_chunk = 3;
+    k.c.n_experts = 4; k.c.top_k = 2; k.c.d_expert = 12;
+    v.push_back(k);
+  }
+  {
+    Case k{"delta_default_dims", tiny_base()};
+    k.c.layer_pattern = "DG"; k.c.delta_chunk = 4;
+    v.push_back(k);
+  }
+  {
+    // Every layer type the trainer has with GQA (gated delta, sliding window, global) and an MTP module
+    // after the global last layer (MLA is its own attention kind: the MLA cases above).
+    Case k{"delta_local_global_mtp", tiny_base()};
+    k.c.n_layers = 3; k.c.layer_pattern = "DLG"; k.c.delta_chunk = 3; k.c.mtp_depth = 1;
+    k.c.n_experts = 4; k.c.top_k = 2; k.c.d_expert = 12;
+    v.push_back(k);
+  }
   return v;
 }
 
@@ -114,7 +136,10 @@ TEST_P(ModelGradCheck, EveryTensorMatchesCentralDifferences) {
   // Norm weights at 1 would hide bugs that swap them with other ones.
   for (const auto& e : L.entries())
     if (e.kind == ParamKind::kNorm) fill_normal(params.data() + e.offset, e.numel, 0.1f, 9, e.offset), [&] {
-        for (int64_t i = 0; i < e.numel; ++i) params[e.offset + i] += 1.0f;
+        // Gated-delta decay parameters near -1 rather than 1: decays exp(g) around 0.9, so the
+        // state carries gradient across many steps.
+        const bool decay = e.name.ends_with(".A_log") || e.name.ends_with(".dt_bias");
+        for (int64_t i = 0; i < e.numel; ++i) params[e.offset + i] += decay ? -1.0f : 1.0f;
       }();
   std::vector<int32_t> tokens(k.B * model.tokens_per_sequence());
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 7 + 3) % k.c.vocab_size);

@@ -1,6 +1,7 @@
 // distributed_training_test.cpp — `mpirun -np N moetrain train` against the
 // one-process run (no MPI) on the tiny-test MoE with capacity drops:
-//  - np=2 (ep=2), np=2 (fsdp=2), np=4 (ep=2 x fsdp=2): per-step losses
+//  - np=2 (ep=2), np=2 (fsdp=2), np=4 (ep=2 x fsdp=2), and np=4 for a hybrid
+//    with gated-delta layers: per-step losses
 //    within kLossTol, token-drop decisions (expert loads, drop fractions)
 //    identical, final parameters within kParamTol, and the comm metrics equal
 //    the closed forms of dist/comm_volume.h;
@@ -210,6 +211,33 @@ TEST(Layouts, MultiTokenPredictionMatchesOneProcess) {
     EXPECT_EQ(row["comm"]["reduce_scatter_bytes"].get<int64_t>(), want.reduce_scatter) << "step " << row["step"];
     EXPECT_EQ(row["comm"]["allreduce_bytes"].get<int64_t>(), want.allreduce) << "step " << row["step"];
   }
+  ASSERT_EQ(r.exit_code, 0) << r;
+}
+
+// A hybrid of gated-delta and attention layers (model/delta_block.h): FSDP shards and gathers the
+// D layers' tensors like any other; ep=2 x fsdp=2 follows the one-process run.
+TEST(Layouts, HybridGatedDeltaMatchesOneProcess) {
+  TempDir tmp;
+  const std::vector<std::string> hybrid = {"model.n_layers=4", "model.layer_pattern=\"DLDG\"", "model.window=16",
+                                           "model.delta_heads=2", "model.delta_key_dim=16",
+                                           "model.delta_value_dim=24", "model.delta_chunk=16", "train.steps=10"};
+  const auto base = run_layout(Layout{1, 1, 1}, tmp / "one", hybrid);
+  ASSERT_EQ(base.exit_code, 0) << base;
+  const Layout l{4, 2, 2};
+  const auto r = run_layout(l, tmp / l.name(), hybrid);
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const auto mb = read_metrics(tmp / "one"), m = read_metrics(tmp / l.name());
+  ASSERT_TRUE(has_steps_1_to_n(m, 10)) << r;
+  EXPECT_TRUE(losses_close(mb, m, 1, 10));
+  for (size_t i = 0; i < m.size(); ++i) {
+    EXPECT_EQ(m[i]["expert_load"], mb[i]["expert_load"]) << "step " << i + 1;
+    EXPECT_EQ(m[i]["dropped_frac"], mb[i]["dropped_frac"]) << "step " << i + 1;
+  }
+  const CkptDiff d = compare_checkpoints(ckpt_dir(tmp / "one", 10), ckpt_dir(tmp / l.name(), 10));
+  ASSERT_TRUE(d.ok) << d.error;
+  EXPECT_LE(d.max_rel, kParamTol) << "worst tensor " << d.worst;
+  std::cout << "[mpi] hybrid " << l.name() << ": parameters and moments within " << d.max_rel << " (" << d.worst
+            << ")\n";
 }
 
 TEST(Checkpoints, ResumeAndReshardAcrossWorldSizes) {

@@ -65,6 +65,14 @@ std::vector<Case> cases() {
     v.push_back(k);
   }
   {
+    // Gated-delta layers between local and global attention: the recurrent state in the cache,
+    // advanced row by row, against the chunked training kernel (chunk 4 does not divide the text).
+    Case k{"hybrid_gated_delta", base()};
+    k.c.n_layers = 4; k.c.layer_pattern = "DLDG"; k.c.delta_heads = 2; k.c.delta_key_dim = 8;
+    k.c.delta_value_dim = 12; k.c.delta_chunk = 4; k.c.n_experts = 4; k.c.top_k = 2; k.c.d_expert = 16;
+    v.push_back(k);
+  }
+  {
     Case k{"capacity_factor_decodes_dropless", base()};
     k.c.n_experts = 4; k.c.top_k = 2; k.c.d_expert = 16; k.c.capacity_factor = 0.5;
     v.push_back(k);

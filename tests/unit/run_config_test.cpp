@@ -30,6 +30,7 @@ void expect_same(const RunConfig& a, const RunConfig& b) {
   MT_EQ(model.bias_update_rate); MT_EQ(model.d_latent); MT_EQ(model.moe_out_norm);
   MT_EQ(model.attention); MT_EQ(model.q_lora_rank); MT_EQ(model.kv_lora_rank); MT_EQ(model.qk_nope_head_dim);
   MT_EQ(model.qk_rope_head_dim); MT_EQ(model.v_head_dim);
+  MT_EQ(model.delta_heads); MT_EQ(model.delta_key_dim); MT_EQ(model.delta_value_dim); MT_EQ(model.delta_chunk);
   MT_EQ(train.steps); MT_EQ(train.batch_size); MT_EQ(train.seq_len); MT_EQ(train.grad_accum);
   MT_EQ(train.schedule.lr); MT_EQ(train.schedule.min_lr_ratio); MT_EQ(train.schedule.warmup_steps); MT_EQ(train.schedule.kind);
   MT_EQ(train.schedule.decay_frac); MT_EQ(train.optim.weight_decay); MT_EQ(train.optim.decay_embeddings);
@@ -82,6 +83,7 @@ RunConfig full_config() {
   m.capacity_factor = 1.2345678901234567; m.routing_group = 128; m.aux_loss_coef = 0.0;
   m.z_loss_coef = 2.5e-4; m.aux_free_bias = true; m.bias_update_rate = 1e-300;
   m.d_latent = 48; m.moe_out_norm = true;
+  m.delta_heads = 3; m.delta_key_dim = 24; m.delta_value_dim = 40; m.delta_chunk = 17;
   TrainConfig& t = c.train;
   t.steps = 12345; t.batch_size = 4; t.seq_len = 64; t.grad_accum = 4; t.schedule.lr = 3e-4;
   t.schedule.min_lr_ratio = 0.0; t.schedule.warmup_steps = 0; t.schedule.kind = ScheduleKind::kCosine; t.schedule.decay_frac = 1.0;

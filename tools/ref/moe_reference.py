@@ -12,7 +12,8 @@ Legend: B batch, T time, N = B*T tokens, D model dim, H heads, Hkv kv heads,
 Dh head dim, F ffn/expert hidden, E experts, K top-k, V vocab, G routing group,
 Dl latent dim, Din expert input dim (D, or Dl for latent MoE); MLA (DeepSeek-V2
 section 2.1): Dq query latent, Dc kv latent, Dn / Dr q-k dims without / with
-RoPE, Dv value dim; Dm the number of multi-token-prediction modules
+RoPE, Dv value dim; gated-delta ("D") layers: Hd heads, Dk / Dv per-head
+key / value dims; Dm the number of multi-token-prediction modules
 (mtp_depth).
 
 Multi-token prediction follows DeepSeek-V3 section 2.2 (eqs. 21-25): module k
@@ -50,6 +51,7 @@ BASE = dict(
     # Larger than the training defaults so the router-loss gradients are not
     # hidden under the cross-entropy ones.
     aux_loss_coef=0.1, z_loss_coef=0.02, d_latent=0, moe_out_norm=False,
+    delta_heads=0, delta_key_dim=0, delta_value_dim=0, delta_chunk=64,
 )
 
 VARIANTS = {
@@ -76,6 +78,11 @@ VARIANTS = {
     # cap, 1 shared expert, untied head.
     "d": dict(mtp_depth=2, mtp_loss_weight=0.3, layer_pattern="GL", window=3, capacity_factor=1.0,
               n_shared_experts=1, tied_embeddings=False),
+    # two gated-delta layers (Gated DeltaNet) around a local attention layer, Dk != Dv, and a
+    # chunk (3) that does not divide T for the C++ chunked kernel; the reference runs the plain
+    # recurrence. Dropless, 1 shared expert.
+    "delta": dict(n_layers=3, layer_pattern="DLD", window=3, delta_heads=2, delta_key_dim=4,
+              delta_value_dim=6, delta_chunk=3, n_shared_experts=1, capacity_factor=0.0),
 }
 
 B, T = 2, 8
@@ -98,6 +105,16 @@ def mtp_depth(c):
 def is_local(c, l):
     p = c["layer_pattern"]
     return p[l % len(p)] == "L"
+
+
+def is_delta(c, l):
+    p = c["layer_pattern"]
+    return p[l % len(p)] == "D"
+
+
+def delta_dims(c):
+    Dh = c["d_model"] // c["n_heads"]
+    return (c["delta_heads"] or c["n_heads"], c["delta_key_dim"] or Dh, c["delta_value_dim"] or Dh)
 
 
 def kv_heads(c, l):
@@ -130,7 +147,13 @@ def param_shapes(c):
         out = []
         Hkv = kv_heads(c, l)
         out.append((p + ".attn_norm", (D,)))
-        if is_mla(c):
+        if is_delta(c, l):
+            Hd, Dk, Dv = delta_dims(c)
+            out += [(p + ".delta.wq", (Hd * Dk, D)), (p + ".delta.wk", (Hd * Dk, D)),
+                    (p + ".delta.wv", (Hd * Dv, D)), (p + ".delta.wz", (Hd * Dv, D)), (p + ".delta.wa", (Hd, D)),
+                    (p + ".delta.wb", (Hd, D)), (p + ".delta.A_log", (Hd,)), (p + ".delta.dt_bias", (Hd,)),
+                    (p + ".delta.o_norm", (Dv,)), (p + ".delta.wo", (D, Hd * Dv))]
+        elif is_mla(c):
             Dq, Dc, Dr, Dv = c["q_lora_rank"], c["kv_lora_rank"], c["qk_rope_head_dim"], c["v_head_dim"]
             Dn = c["qk_nope_head_dim"]
             if Dq > 0:
@@ -144,7 +167,7 @@ def param_shapes(c):
         else:
             out += [(p + ".attn.wq", (H * Dh, D)), (p + ".attn.wk", (Hkv * Dh, D)),
                     (p + ".attn.wv", (Hkv * Dh, D)), (p + ".attn.wo", (D, H * Dh))]
-        if c["qk_norm"] and not is_mla(c):
+        if c["qk_norm"] and not is_mla(c) and not is_delta(c, l):
             out += [(p + ".attn.q_norm", (Dh,)), (p + ".attn.k_norm", (Dh,))]
         out.append((p + ".ffn_norm", (D,)))
         if not is_moe(c, l):
@@ -186,7 +209,10 @@ def make_params(c, gen):
     their use in the forward are both exercised."""
     params = {}
     for name, shape in param_shapes(c):
-        if is_norm(name):
+        if name.endswith(".A_log") or name.endswith(".dt_bias"):
+            # Decays exp(g) around 0.9, so the recurrent state matters over the whole sequence.
+            w = -1.0 + 0.2 * torch.randn(shape, generator=gen, dtype=f64)
+        elif is_norm(name):
             w = 1.0 + 0.2 * torch.randn(shape, generator=gen, dtype=f64)
         else:
             std = c["init_std"] * (2.0 if name.endswith(".router") else 1.0)
@@ -283,6 +309,37 @@ def attention(c, P, prefix, l, x):
     return o @ P[p + ".wo"].T
 
 
+def gated_delta(c, P, prefix, l, x):
+    """Gated DeltaNet mixer (Yang, Kautz & Hatamizadeh, ICLR 2025), x (B, T, D) -> (B, T, D), in its
+    plain recurrent form: per head, S_t = a_t S_{t-1} (I - b_t k_t k_t^T) + b_t v_t k_t^T, o_t = S_t q_t,
+    with q, k L2-normalised, a_t = exp(-exp(A_log) softplus(w_a x + dt_bias)), b_t = sigmoid(w_b x);
+    then a per-head RMSNorm of o, the gate silu(w_z x) and W_o. No short convolution."""
+    p = prefix + ".delta"
+    Hd, Dk, Dv = delta_dims(c)
+    a = rmsnorm(x, P[prefix + ".attn_norm"], c["norm_eps"])
+
+    def l2(t):
+        return t / torch.sqrt(t.pow(2).sum(dim=-1, keepdim=True) + 1e-6)
+
+    q = l2((a @ P[p + ".wq"].T).view(B, T, Hd, Dk))
+    k = l2((a @ P[p + ".wk"].T).view(B, T, Hd, Dk))
+    v = (a @ P[p + ".wv"].T).view(B, T, Hd, Dv)
+    z = (a @ P[p + ".wz"].T).view(B, T, Hd, Dv)
+    g = -torch.exp(P[p + ".A_log"]) * F.softplus(a @ P[p + ".wa"].T + P[p + ".dt_bias"])  # (B, T, Hd)
+    beta = torch.sigmoid(a @ P[p + ".wb"].T)
+    S = torch.zeros(B, Hd, Dv, Dk, dtype=f64)
+    eye = torch.eye(Dk, dtype=f64)
+    outs = []
+    for t in range(T):
+        kt, vt, bt = k[:, t], v[:, t], beta[:, t, :, None, None]
+        S = torch.exp(g[:, t])[:, :, None, None] * (S @ (eye - bt * kt[..., :, None] * kt[..., None, :])) \
+            + bt * vt[..., :, None] * kt[..., None, :]
+        outs.append((S @ q[:, t, :, :, None])[..., 0])                # (B, Hd, Dv)
+    o = torch.stack(outs, dim=1)                                       # (B, T, Hd, Dv)
+    y = rmsnorm(o, P[p + ".o_norm"], c["norm_eps"]) * F.silu(z)
+    return y.reshape(B, T, Hd * Dv) @ P[p + ".wo"].T
+
+
 def swiglu(P, prefix, x):
     return (F.silu(x @ P[prefix + ".w1"].T) * (x @ P[prefix + ".w3"].T)) @ P[prefix + ".w2"].T
 
@@ -366,7 +423,7 @@ def moe(c, P, prefix, m, info):
 def block(c, P, prefix, l, x, info, auxes, zs):
     """One pre-norm block named `prefix`, built like layer l: x (B, T, D) -> (B, T, D)."""
     D = c["d_model"]
-    x = x + attention(c, P, prefix, l, x)
+    x = x + (gated_delta(c, P, prefix, l, x) if is_delta(c, l) else attention(c, P, prefix, l, x))
     m = rmsnorm(x, P[prefix + ".ffn_norm"], c["norm_eps"]).reshape(B * T, D)
     if is_moe(c, l):
         y, aux, z = moe(c, P, prefix, m, info)

@@ -1,0 +1,120 @@
+// delta_gates.cpp — see delta_gates.h. Every output element is written by one task with a
+// serial reduction order, so results do not depend on the thread count.
+#include "kernels/cpu/delta_gates.h"
+
+#include <cmath>
+
+namespace mt {
+namespace {
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+}  // namespace
+
+void l2norm_forward(float* y, float* rnorm, const float* x, int64_t N, int64_t C, float eps) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    const float* xr = x + n * C;
+    float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+    for (int64_t c = 0; c < C; ++c) ss += xr[c] * xr[c];
+    const float r = 1.0f / std::sqrt(ss + eps);
+    rnorm[n] = r;
+    for (int64_t c = 0; c < C; ++c) y[n * C + c] = xr[c] * r;
+  }
+}
+
+// dx = r (dy - y (y . dy)).
+void l2norm_backward(float* dx, const float* dy, const float* y, const float* rnorm, int64_t N, int64_t C) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    const float *yr = y + n * C, *dyr = dy + n * C;
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t c = 0; c < C; ++c) dot += yr[c] * dyr[c];
+    for (int64_t c = 0; c < C; ++c) dx[n * C + c] = rnorm[n] * (dyr[c] - yr[c] * dot);
+  }
+}
+
+void delta_gates_forward(float* g, float* beta, const float* a, const float* b, int64_t ld, const float* A_log,
+                         const float* dt_bias, int64_t B, int64_t T, int64_t H) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t bb = 0; bb < B; ++bb)
+    for (int64_t h = 0; h < H; ++h) {
+      const float A = std::exp(A_log[h]);
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t n = bb * T + t, o = (bb * H + h) * T + t;
+        g[o] = -A * softplus(a[n * ld + h] + dt_bias[h]);
+        beta[o] = sigmoid(b[n * ld + h]);
+      }
+    }
+}
+
+// dg/dA_log = g, dg/da = dg/ddt_bias = -exp(A_log) sigmoid(a + dt_bias), dbeta/db = beta (1 - beta).
+void delta_gates_backward(float* da, float* db, float* dA_log, float* ddt_bias, const float* dg,
+                          const float* dbeta, const float* a, const float* b, int64_t ld, const float* A_log,
+                          const float* dt_bias, int64_t B, int64_t T, int64_t H) {
+#pragma omp parallel for schedule(static)
+  for (int64_t h = 0; h < H; ++h) {
+    const float A = std::exp(A_log[h]);
+    double sA = 0.0, sdt = 0.0;
+    for (int64_t bb = 0; bb < B; ++bb)
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t n = bb * T + t, o = (bb * H + h) * T + t;
+        const float x = a[n * ld + h] + dt_bias[h];
+        const float dx = dg[o] * -A * sigmoid(x);
+        da[n * ld + h] = dx;
+        sdt += dx;
+        sA += double(dg[o]) * double(-A * softplus(x));
+        const float be = sigmoid(b[n * ld + h]);
+        db[n * ld + h] = dbeta[o] * be * (1.0f - be);
+      }
+    dA_log[h] += float(sA);
+    ddt_bias[h] += float(sdt);
+  }
+}
+
+void silu_gate_forward(float* y, const float* x, const float* z, int64_t ldz, int64_t N, int64_t C) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      const float zz = z[n * ldz + c];
+      y[n * C + c] = x[n * C + c] * zz * sigmoid(zz);
+    }
+}
+
+// silu'(z) = s (1 + z (1 - s)), s = sigmoid(z).
+void silu_gate_backward(float* dx, float* dz, const float* dy, const float* x, const float* z, int64_t ldz,
+                        int64_t N, int64_t C) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      const float zz = z[n * ldz + c], s = sigmoid(zz), d = dy[n * C + c];
+      dx[n * C + c] = d * zz * s;
+      dz[n * ldz + c] = d * x[n * C + c] * s * (1.0f + zz * (1.0f - s));
+    }
+}
+
+void gather_heads(float* heads, const float* src, int64_t ld, int64_t B, int64_t T, int64_t H, int64_t Dh) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t bb = 0; bb < B; ++bb)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        const float* s = src + (bb * T + t) * ld + h * Dh;
+        float* d = heads + ((bb * H + h) * T + t) * Dh;
+        for (int64_t e = 0; e < Dh; ++e) d[e] = s[e];
+      }
+}
+
+void gather_heads_backward(float* dsrc, const float* dheads, int64_t ld, int64_t B, int64_t T, int64_t H,
+                           int64_t Dh) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t bb = 0; bb < B; ++bb)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        const float* s = dheads + ((bb * H + h) * T + t) * Dh;
+        float* d = dsrc + (bb * T + t) * ld + h * Dh;
+        for (int64_t e = 0; e < Dh; ++e) d[e] = s[e];
+      }
+}
+
+}  // namespace mt

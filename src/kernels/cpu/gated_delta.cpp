@@ -1,0 +1,265 @@
+// gated_delta.cpp — chunked gated delta rule on the CPU. Within a chunk (local steps i = 0..n-1,
+// gamma_i = g_1 + ... + g_i cumulated inside the chunk, S the entering state), writing
+// u_i = b_i (v_i - a_i S_{i-1} k_i) turns the recurrence into S_i = a_i S_{i-1} + u_i k_i^T, so
+//   S_i = e^{gamma_i} S + sum_{j<=i} e^{gamma_i - gamma_j} u_j k_j^T
+// and the u_i solve a unit lower-triangular system (I + A) U = diag(b) V - diag(b e^gamma) K S^T,
+// A_ij = b_i e^{gamma_i - gamma_j} k_i.k_j (j < i). With the UT transform Tm = (I + A)^{-1}:
+//   W = Tm diag(b e^gamma) K,  U~ = Tm diag(b) V   (state-free: the WY representation)
+//   U = U~ - W S^T
+//   O = diag(e^gamma) Q S^T + (M o Q K^T) U,   M_ij = e^{gamma_i - gamma_j} (j <= i, else 0)
+//   S <- e^{gamma_n} S + U^T diag(e^{gamma_n - gamma}) K
+// (Yang et al. 2024, sections 3-4; the gated form of Yang, Kautz & Hatamizadeh 2025, section 3.3).
+// Only differences gamma_i - gamma_j with j <= i are exponentiated, so nothing overflows.
+#include "kernels/cpu/gated_delta.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/simd.h"
+
+namespace mt {
+namespace {
+
+struct Scratch {
+  std::vector<float> gam, A, Tm, Kt, Kb, Vb, W, U, St, P, Ut;
+  std::vector<float> states;  // backward: (C + 1) states of one chunk
+  void reserve(int64_t C, int64_t Dk, int64_t Dv) {
+    auto grow = [](std::vector<float>& v, int64_t n) {
+      if (int64_t(v.size()) < n) v.resize(size_t(n));
+    };
+    grow(gam, C), grow(A, C * C), grow(Tm, C * C), grow(P, C * C), grow(Kt, Dk * C), grow(Kb, C * Dk);
+    grow(W, C * Dk), grow(Vb, C * Dv), grow(U, C * Dv), grow(Ut, Dv * C), grow(St, Dk * Dv);
+  }
+};
+// Per-thread, grow-only (docs/kernels.md).
+thread_local Scratch tls;
+
+// One recurrent step on state S (Dv, Dk); p (Dv) is scratch. Returns nothing; o (Dv) may be null.
+void step(float* S, float* p, float* o, const float* q, const float* k, const float* v, float g, float beta,
+          int64_t Dk, int64_t Dv) {
+  const float a = std::exp(g);
+  for (int64_t r = 0; r < Dv; ++r) {
+    const float* s = S + r * Dk;
+    float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+    for (int64_t e = 0; e < Dk; ++e) acc += s[e] * k[e];
+    p[r] = acc;
+  }
+  for (int64_t r = 0; r < Dv; ++r) {
+    float* s = S + r * Dk;
+    const float u = beta * (v[r] - a * p[r]);
+#pragma omp simd
+    for (int64_t e = 0; e < Dk; ++e) s[e] = a * s[e] + u * k[e];
+  }
+  if (!o) return;
+  for (int64_t r = 0; r < Dv; ++r) {
+    const float* s = S + r * Dk;
+    float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+    for (int64_t e = 0; e < Dk; ++e) acc += s[e] * q[e];
+    o[r] = acc;
+  }
+}
+
+// One chunk of n <= C steps for one head: o rows written, S (Dv, Dk) advanced.
+void chunk_forward(float* o, float* S, const float* q, const float* k, const float* v, const float* g,
+                   const float* beta, int64_t n, int64_t Dk, int64_t Dv, Scratch& sc) {
+  float* gam = sc.gam.data();
+  float acc = 0.0f;
+  for (int64_t i = 0; i < n; ++i) gam[i] = acc += g[i];
+  // A (strictly lower) from K K^T; P = M o Q K^T.
+  simd::transpose(sc.Kt.data(), k, n, Dk, Dk, n);
+  float* A = sc.A.data();
+  float* P = sc.P.data();
+  std::fill(A, A + n * n, 0.0f);
+  std::fill(P, P + n * n, 0.0f);
+  simd::small_gemm_acc(A, k, sc.Kt.data(), n, n, Dk, Dk, n, n);
+  simd::small_gemm_acc(P, q, sc.Kt.data(), n, n, Dk, Dk, n, n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const float m = j <= i ? std::exp(gam[i] - gam[j]) : 0.0f;
+      A[i * n + j] = j < i ? beta[i] * m * A[i * n + j] : 0.0f;
+      P[i * n + j] *= m;
+    }
+  // UT transform: Tm = (I + A)^{-1} by forward substitution, row i = e_i - sum_{j<i} A_ij Tm_j.
+  float* Tm = sc.Tm.data();
+  std::fill(Tm, Tm + n * n, 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    float* ti = Tm + i * n;
+    ti[i] = 1.0f;
+    for (int64_t j = 0; j < i; ++j) {
+      const float aij = A[i * n + j];
+      const float* tj = Tm + j * n;
+      for (int64_t c = 0; c <= j; ++c) ti[c] -= aij * tj[c];
+    }
+  }
+  // W = -Tm diag(b e^gamma) K (negated so U = U~ + W S^T is one accumulation), U~ = Tm diag(b) V.
+  float* Kb = sc.Kb.data();
+  float* Vb = sc.Vb.data();
+  for (int64_t i = 0; i < n; ++i) {
+    const float sk = -beta[i] * std::exp(gam[i]);
+    for (int64_t e = 0; e < Dk; ++e) Kb[i * Dk + e] = sk * k[i * Dk + e];
+    for (int64_t e = 0; e < Dv; ++e) Vb[i * Dv + e] = beta[i] * v[i * Dv + e];
+  }
+  float* W = sc.W.data();
+  float* U = sc.U.data();
+  std::fill(W, W + n * Dk, 0.0f);
+  std::fill(U, U + n * Dv, 0.0f);
+  simd::small_gemm_acc(W, Tm, Kb, n, Dk, n, n, Dk, Dk);
+  simd::small_gemm_acc(U, Tm, Vb, n, Dv, n, n, Dv, Dv);
+  float* St = sc.St.data();
+  simd::transpose(St, S, Dv, Dk, Dk, Dv);  // S^T (Dk, Dv)
+  simd::small_gemm_acc(U, W, St, n, Dv, Dk, Dk, Dv, Dv);
+  // O = diag(e^gamma) Q S^T + P U.
+  std::fill(o, o + n * Dv, 0.0f);
+  simd::small_gemm_acc(o, q, St, n, Dv, Dk, Dk, Dv, Dv);
+  for (int64_t i = 0; i < n; ++i) {
+    const float s = std::exp(gam[i]);
+    for (int64_t e = 0; e < Dv; ++e) o[i * Dv + e] *= s;
+  }
+  simd::small_gemm_acc(o, P, U, n, Dv, n, n, Dv, Dv);
+  // S <- e^{gamma_n} S + U^T diag(e^{gamma_n - gamma}) K.
+  const float last = gam[n - 1];
+  for (int64_t i = 0; i < n; ++i) {
+    const float s = std::exp(last - gam[i]);
+    for (int64_t e = 0; e < Dk; ++e) Kb[i * Dk + e] = s * k[i * Dk + e];
+  }
+  const float decay = std::exp(last);
+  for (int64_t e = 0; e < Dv * Dk; ++e) S[e] *= decay;
+  simd::transpose(sc.Ut.data(), U, n, Dv, Dv, n);
+  simd::small_gemm_acc(S, sc.Ut.data(), Kb, Dv, Dk, n, n, Dk, Dk);
+}
+
+}  // namespace
+
+int64_t gated_delta_chunks(const GatedDeltaDims& d) { return (d.T + d.C - 1) / d.C; }
+
+double gated_delta_flops_per_token(int64_t Dk, int64_t Dv, int64_t C) {
+  const double c = double(C), k = double(Dk), v = double(Dv);
+  return 4.0 * c * k + 2.0 * c * (k + v) + 2.0 * c * v + 6.0 * k * v;
+}
+
+void gated_delta_forward(float* o, float* states, const float* q, const float* k, const float* v,
+                         const float* g, const float* beta, const GatedDeltaDims& d) {
+  const int64_t NC = gated_delta_chunks(d), SS = d.Dv * d.Dk;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
+    Scratch& sc = tls;
+    sc.reserve(d.C, d.Dk, d.Dv);
+    float* st = states + bh * NC * SS;
+    std::vector<float>& S = sc.states;  // the running state (forward uses the first SS floats)
+    if (int64_t(S.size()) < SS) S.resize(size_t(SS));
+    std::fill(S.begin(), S.begin() + SS, 0.0f);
+    for (int64_t c = 0; c < NC; ++c) {
+      const int64_t t0 = c * d.C, n = std::min(d.C, d.T - t0);
+      std::copy(S.begin(), S.begin() + SS, st + c * SS);
+      const int64_t row = bh * d.T + t0;
+      chunk_forward(o + row * d.Dv, S.data(), q + row * d.Dk, k + row * d.Dk, v + row * d.Dv, g + row,
+                    beta + row, n, d.Dk, d.Dv, sc);
+    }
+  }
+}
+
+void gated_delta_recurrent(float* o, float* state, const float* q, const float* k, const float* v,
+                           const float* g, const float* beta, const GatedDeltaDims& d) {
+  const int64_t SS = d.Dv * d.Dk;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
+    std::vector<float> p(size_t{0} + size_t(d.Dv));
+    float* S = state + bh * SS;
+    for (int64_t t = 0; t < d.T; ++t) {
+      const int64_t row = bh * d.T + t;
+      step(S, p.data(), o + row * d.Dv, q + row * d.Dk, k + row * d.Dk, v + row * d.Dv, g[row], beta[row],
+           d.Dk, d.Dv);
+    }
+  }
+}
+
+// Reverse-time step with G = dL/dS_t (o_t's gradient added first), a = e^g, p = S_{t-1} k,
+// u = b (v - a p), S_t = a S_{t-1} + u k^T:
+//   du = G k,  dk = G^T u + S_{t-1}^T dp,  dp = -a b du,  dv = b du,  db = du.(v - a p),
+//   da = <G, S_{t-1}> - b du.p,  dg = a da,  dS_{t-1} = a G + dp k^T.
+void gated_delta_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, const float* dout,
+                          const float* q, const float* k, const float* v, const float* g, const float* beta,
+                          const float* states, const GatedDeltaDims& d) {
+  const int64_t NC = gated_delta_chunks(d), SS = d.Dv * d.Dk, Dk = d.Dk, Dv = d.Dv;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
+    Scratch& sc = tls;
+    sc.reserve(d.C, Dk, Dv);
+    if (int64_t(sc.states.size()) < (d.C + 1) * SS) sc.states.resize(size_t((d.C + 1) * SS));
+    std::vector<float> G(size_t(SS), 0.0f), p(size_t{0} + size_t(Dv)), du(p), dp(p);
+    for (int64_t c = NC - 1; c >= 0; --c) {
+      const int64_t t0 = c * d.C, n = std::min(d.C, d.T - t0);
+      float* Sb = sc.states.data();  // Sb + i SS = state after local step i - 1
+      std::copy(states + (bh * NC + c) * SS, states + (bh * NC + c + 1) * SS, Sb);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t row = bh * d.T + t0 + i;
+        std::copy(Sb + i * SS, Sb + (i + 1) * SS, Sb + (i + 1) * SS);
+        step(Sb + (i + 1) * SS, p.data(), nullptr, nullptr, k + row * Dk, v + row * Dv, g[row], beta[row], Dk, Dv);
+      }
+      for (int64_t i = n - 1; i >= 0; --i) {
+        const int64_t row = bh * d.T + t0 + i;
+        const float* St = Sb + (i + 1) * SS;
+        const float* Sp = Sb + i * SS;
+        const float *qt = q + row * Dk, *kt = k + row * Dk, *vt = v + row * Dv, *dot = dout + row * Dv;
+        float *dqt = dq + row * Dk, *dkt = dk + row * Dk, *dvt = dv + row * Dv;
+        const float a = std::exp(g[row]), b = beta[row];
+        // o_t = S_t q_t: dq = S_t^T do, G += do q^T.
+        std::fill(dqt, dqt + Dk, 0.0f);
+        for (int64_t r = 0; r < Dv; ++r) {
+          const float* s = St + r * Dk;
+          float* gr = G.data() + r * Dk;
+          const float dr = dot[r];
+#pragma omp simd
+          for (int64_t e = 0; e < Dk; ++e) {
+            dqt[e] += s[e] * dr;
+            gr[e] += dr * qt[e];
+          }
+        }
+        // p = S_{t-1} k, du = G k, <G, S_{t-1}>.
+        double dalpha = 0.0;
+        for (int64_t r = 0; r < Dv; ++r) {
+          const float* s = Sp + r * Dk;
+          const float* gr = G.data() + r * Dk;
+          float ps = 0.0f, gs = 0.0f, gsp = 0.0f;
+#pragma omp simd reduction(+ : ps, gs, gsp)
+          for (int64_t e = 0; e < Dk; ++e) {
+            ps += s[e] * kt[e];
+            gs += gr[e] * kt[e];
+            gsp += gr[e] * s[e];
+          }
+          p[r] = ps;
+          du[r] = gs;
+          dalpha += gsp;
+        }
+        float db = 0.0f;
+        for (int64_t r = 0; r < Dv; ++r) {
+          const float u = b * (vt[r] - a * p[r]);
+          db += du[r] * (vt[r] - a * p[r]);
+          dalpha -= double(b * du[r] * p[r]);
+          dvt[r] = b * du[r];
+          dp[r] = -a * b * du[r];
+          p[r] = u;  // p now holds u
+        }
+        dbeta[row] = db;
+        dg[row] = float(double(a) * dalpha);
+        // dk = G^T u + S_{t-1}^T dp; then G <- a G + dp k^T.
+        std::fill(dkt, dkt + Dk, 0.0f);
+        for (int64_t r = 0; r < Dv; ++r) {
+          const float* s = Sp + r * Dk;
+          float* gr = G.data() + r * Dk;
+          const float ur = p[r], dpr = dp[r];
+#pragma omp simd
+          for (int64_t e = 0; e < Dk; ++e) {
+            dkt[e] += gr[e] * ur + s[e] * dpr;
+            gr[e] = a * gr[e] + dpr * kt[e];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace mt

@@ -1,0 +1,42 @@
+// gated_delta.h — the gated delta rule (Gated DeltaNet: Yang, Kautz & Hatamizadeh, ICLR 2025), per head:
+//   S_t = a_t S_{t-1} (I - b_t k_t k_t^T) + b_t v_t k_t^T,   o_t = S_t q_t,   S_0 = 0,   a_t = exp(g_t)
+// with S (Dv, Dk). Trained in chunks of C steps (Yang et al. 2024, "Parallelizing Linear
+// Transformers with the Delta Rule over Sequence Length", WY/UT form); cost O(T C (Dk + Dv) + T Dk Dv).
+// Shapes: q, k (B, H, T, Dk); v, o (B, H, T, Dv); g, beta (B, H, T); states (B, H, NC, Dv, Dk) with
+// NC = ceil(T / C): the state entering each chunk, written by forward and read by backward.
+#pragma once
+#include <cstdint>
+
+namespace mt {
+
+struct GatedDeltaDims {
+  int64_t B, H, T, Dk, Dv;
+  int64_t C;  // chunk length (>= 1)
+};
+
+// Chunks per sequence: ceil(T / C).
+int64_t gated_delta_chunks(const GatedDeltaDims& d);
+
+// Chunked forward (every (batch, head) is one serial task: thread-count invariant).
+void gated_delta_forward(float* o, float* states, const float* q, const float* k, const float* v,
+                         const float* g, const float* beta, const GatedDeltaDims& d);
+
+// All gradients written. Exact reverse-time pass: each chunk's states are recomputed from the
+// saved chunk-entry state, then walked backwards one step at a time, so the cost is linear in T
+// (O(T Dk Dv)) and the extra memory is one chunk of states per thread.
+void gated_delta_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, const float* dout,
+                          const float* q, const float* k, const float* v, const float* g, const float* beta,
+                          const float* states, const GatedDeltaDims& d);
+
+// The plain recurrence, one step at a time: the reference the chunked form is tested against,
+// and the decoder's per-token update. state (B, H, Dv, Dk) holds S on entry (zeros for a fresh
+// sequence) and the state after the last step on exit. d.C is not read.
+void gated_delta_recurrent(float* o, float* state, const float* q, const float* k, const float* v,
+                           const float* g, const float* beta, const GatedDeltaDims& d);
+
+// Forward FLOPs per token per head of the chunked form with chunks of C: Q K^T and K K^T
+// (4 C Dk), the UT products Tm K and Tm V (2 C (Dk + Dv)), (M o Q K^T) U (2 C Dv), and the three
+// state products W S^T, Q S^T, U^T K (6 Dk Dv); dense C x C blocks, as the kernel computes them.
+double gated_delta_flops_per_token(int64_t Dk, int64_t Dv, int64_t C);
+
+}  // namespace mt
