@@ -69,8 +69,6 @@ int run_generate(const Args& a) {
   set_num_threads(int(a.threads));
   auto m = load_inference_model(a.ckpt);
   if (!m) return fail(m.status(), 1);
-  if (Status st = decoder_supports(m.value().cfg.model); !st.is_ok())
-    return fail(Status::errorf("{}: {}", m.value().ckpt_dir, st.message()), 1);
   auto codec = open_run_codec(m.value(), a.tokenizer);
   if (!codec) return fail(codec.status(), 1);
   const ModelConfig& c = m.value().cfg.model;

@@ -25,13 +25,6 @@ ModelConfig dropless(ModelConfig c) {
 }
 }  // namespace
 
-Status decoder_supports(const ModelConfig& c) {
-  if (c.mla())
-    return Status::error("model.attention = \"mla\": incremental decoding (generate, eval tasks) does not support "
-                         "multi-head latent attention yet; the checkpoint trains and evaluates its held-out loss");
-  return Status::ok();
-}
-
 Decoder::Decoder(const ModelConfig& c, const float* params, const float* router_bias, const DecoderOptions& opt)
     : c_(dropless(c)),
       params_(params),
@@ -39,23 +32,27 @@ Decoder::Decoder(const ModelConfig& c, const float* params, const float* router_
       opt_(opt),
       cache_(c_, opt.batch, opt.max_len, opt.kv_dtype),
       experts_(c.n_experts) {
-  MT_CHECK(decoder_supports(c_).is_ok(), "decoder: {}", decoder_supports(c_).message());
   off_ = build_layout(c_, layout_);
   const int64_t R = opt.max_rows, D = c_.d_model, Dh = c_.head_dim(), H = c_.n_heads;
   int64_t Hkv = 0;
   for (int64_t l = 0; l < c_.n_layers; ++l) Hkv = std::max(Hkv, c_.kv_heads(l));
-  rope_cos_.resize(size_t(opt.max_len * Dh / 2));
-  rope_sin_.resize(size_t(opt.max_len * Dh / 2));
-  rope_tables(rope_cos_.data(), rope_sin_.data(), opt.max_len, Dh, c_.rope_theta);
+  const int64_t Dr = c_.rope_dim();
+  rope_cos_.resize(size_t(opt.max_len * Dr / 2));
+  rope_sin_.resize(size_t(opt.max_len * Dr / 2));
+  rope_tables(rope_cos_.data(), rope_sin_.data(), opt.max_len, Dr, c_.rope_theta);
   pos_.resize(size_t(R));
   first_row_.resize(size_t(R));
   for (auto* v : {&x_, &x_mid_, &a_}) v->resize(size_t(R * D));
   rstd_.resize(size_t(R));
-  qkv_.resize(size_t(R * (H + 2 * Hkv) * Dh));
-  for (auto* v : {&q_, &q_raw_, &o_}) v->resize(size_t(R * H * Dh));
-  for (auto* v : {&k_, &v_, &k_raw_}) v->resize(size_t(R * Hkv * Dh));
-  rstd_q_.resize(size_t(R * H));
-  rstd_k_.resize(size_t(R * Hkv));
+  if (c_.mla()) {
+    mla_.allocate(c_, R);
+  } else {
+    qkv_.resize(size_t(R * (H + 2 * Hkv) * Dh));
+    for (auto* v : {&q_, &q_raw_, &o_}) v->resize(size_t(R * H * Dh));
+    for (auto* v : {&k_, &v_, &k_raw_}) v->resize(size_t(R * Hkv * Dh));
+    rstd_q_.resize(size_t(R * H));
+    rstd_k_.resize(size_t(R * Hkv));
+  }
   logits_.resize(size_t(R * c_.vocab_size));
   if (c_.has_delta()) {
     const int64_t Hd = c_.delta_h(), Dk = c_.delta_dk(), Dv = c_.delta_dv();
@@ -73,6 +70,11 @@ Decoder::Decoder(const ModelConfig& c, const float* params, const float* router_
 }
 
 void Decoder::attention(float* x_mid, const float* x, int64_t layer, int64_t n) {
+  if (c_.mla()) {
+    const DecodeRows rows{n, seqs_, pos_.data(), first_row_.data(), rope_cos_.data(), rope_sin_.data()};
+    mla_decode_forward(x_mid, mla_, cache_, x, params_, off_.layers[size_t(layer)].attn, layer, c_, rows);
+    return;
+  }
   const int64_t D = c_.d_model, H = c_.n_heads, Hkv = c_.kv_heads(layer), Dh = c_.head_dim();
   const int64_t QKV = (H + 2 * Hkv) * Dh;
   const AttnOffsets& w = off_.layers[size_t(layer)].attn;

@@ -1,7 +1,9 @@
 // decoder.h — inference forward with a KV cache: prefill and incremental
 // decoding of a batch of sequences, each at its own position. The same
 // weights layout (weights.h), kernels and FFN block (moe_block.h) as the
-// training forward; attention reads the cache (kernels/cpu/attention_cached.h).
+// training forward; attention reads the cache (kernels/cpu/attention_cached.h),
+// multi-head latent attention in its absorbed form over the compressed cache
+// (model/mla_decode.h).
 // Its logits equal Transformer::forward_logits over the same text at every
 // position, within fp32 rounding (tests/unit/decoder_test.cpp).
 //
@@ -19,19 +21,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/status.h"
 #include "model/attention_block.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
+#include "model/mla_decode.h"
 #include "model/moe_block.h"
 #include "model/weights.h"
 
 namespace mt {
-
-// Models the decoder runs; an error naming the key otherwise. Multi-head
-// latent attention decodes through the training forward only (`moetrain
-// eval`'s held-out loss); its compressed-cache decoder is not written yet.
-Status decoder_supports(const ModelConfig& c);
 
 struct DecoderOptions {
   int64_t batch = 1;           // sequences decoded together (cache rows)
@@ -70,13 +67,14 @@ class Decoder {
   ParamLayout layout_;
   ModelOffsets off_;
   KvCache cache_;
-  std::vector<float> rope_cos_, rope_sin_;          // (max_len, Dh/2)
+  std::vector<float> rope_cos_, rope_sin_;          // (max_len, Dh/2); MLA: Dr/2
   std::vector<int64_t> pos_, first_row_;            // (max_rows)
   const int32_t* seqs_ = nullptr;                   // of the current forward call
   std::vector<float> x_, x_mid_, a_, rstd_, qkv_;   // (rows, D) ... (rows, QKV)
   std::vector<float> q_, k_, v_, q_raw_, k_raw_, rstd_q_, rstd_k_, o_;
   // Gated-delta layers: projection (rows, P); q, k, v, o, gates, norms and a scratch per row.
   std::vector<float> proj_, lin_q_, lin_k_, lin_v_, lin_g_, lin_beta_, lin_rn_, lin_o_, lin_tmp_;
+  MlaDecodeActs mla_;                               // MLA layers' scratch (attention = "mla")
   std::vector<float> logits_;                       // (max_rows, V)
   FfnActs ffn_dense_, ffn_moe_;
   IdentityDispatcher experts_;

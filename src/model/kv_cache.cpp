@@ -1,4 +1,4 @@
-// kv_cache.cpp — allocation of the per-layer K/V rings.
+// kv_cache.cpp — allocation of the per-layer K/V (or MLA latent) rings and D-layer states.
 #include "model/kv_cache.h"
 
 #include <algorithm>
@@ -23,13 +23,16 @@ KvCache::KvCache(const ModelConfig& c, int64_t batch, int64_t max_len, KvDtype d
     }
     const int64_t C = c.is_local(l) ? std::min(c.window, max_len) : max_len;
     cap_.push_back(C);
-    const size_t n = size_t(batch * c.kv_heads(l) * C * c.head_dim());
+    // MLA: one latent row per slot, no separate values; GQA: K and V per kv head.
+    const size_t n = c.mla() ? size_t(batch * C * (c.kv_lora_rank + c.qk_rope_head_dim))
+                             : size_t(batch * c.kv_heads(l) * C * c.head_dim());
+    const size_t nv = c.mla() ? 0 : n;
     if (dtype == KvDtype::kF32) {
       kf_[size_t(l)].assign(n, 0.0f);
-      vf_[size_t(l)].assign(n, 0.0f);
+      vf_[size_t(l)].assign(nv, 0.0f);
     } else {
       kb_[size_t(l)].assign(n, bf16{0});
-      vb_[size_t(l)].assign(n, bf16{0});
+      vb_[size_t(l)].assign(nv, bf16{0});
     }
   }
 }

@@ -5,9 +5,14 @@
 // holds more than the `window` keys a query can see). Grouped-query layers
 // cache their Hkv heads only. Stored in bf16 (the planner's figure,
 // plan/model_stats.h kv_bytes_per_sequence, counts bf16) or fp32 (exact
-// against the training forward). Gated-delta ("D") layers cache no keys: their
+// against the training forward). Multi-head latent attention layers cache one
+// row per token instead of K and V, [c_kv | k_r] (B, C, Dc + Dr): the
+// normalised kv latent and the rotated shared RoPE key (DeepSeek-V2 section
+// 2.1.4; decoded in the absorbed form, model/mla_decode.h), on the same rings.
+// Gated-delta ("D") layers cache no keys: their
 // recurrent state (B, Hd, Dv, Dk), fp32, the same size at every position.
-// Legend: B sequences, Hkv kv heads, C slots, Dh head dim; Hd, Dk, Dv the D layers' heads and dims.
+// Legend: B sequences, Hkv kv heads, C slots, Dh head dim; Dc, Dr the MLA
+// latent and RoPE key dims; Hd, Dk, Dv the D layers' heads and dims.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -34,15 +39,18 @@ class KvCache {
   // Forgets sequence b (its slots are overwritten as it grows again; its D-layer states are zeroed).
   void reset(int64_t b);
 
-  // Layer storage (exactly one of the pairs is non-empty, per dtype).
+  // Layer storage (exactly one of the pairs is non-empty, per dtype; on MLA
+  // layers only k, holding the latent rows: latent_*).
   float* k_f32(int64_t l) { return kf_[size_t(l)].data(); }
   float* v_f32(int64_t l) { return vf_[size_t(l)].data(); }
   bf16* k_bf16(int64_t l) { return kb_[size_t(l)].data(); }
   bf16* v_bf16(int64_t l) { return vb_[size_t(l)].data(); }
+  float* latent_f32(int64_t l) { return k_f32(l); }
+  bf16* latent_bf16(int64_t l) { return k_bf16(l); }
   // D layer l's states, (B, Hd, Dv, Dk); empty on attention layers.
   float* state(int64_t l) { return state_[size_t(l)].data(); }
 
-  // Bytes of K, V and D-layer states held, measured from the buffers.
+  // Bytes of K, V (or MLA latents) and D-layer states held, measured from the buffers.
   int64_t bytes() const;
 
  private:

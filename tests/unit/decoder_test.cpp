@@ -1,7 +1,10 @@
 // decoder_test.cpp — incremental decoding with the KV cache against the
 // training forward: logits at every position, for dense GQA with local and
 // global layers, MoE with shared experts, latent MoE, sigmoid routing with
-// the aux-loss-free bias, and a capacity-factor model (decoded dropless).
+// the aux-loss-free bias, a gated-delta hybrid, multi-head latent attention
+// in the absorbed form over the compressed cache (with and without a query
+// latent, local and global layers), and a capacity-factor model (decoded
+// dropless).
 // Fed whole, token by token and in chunks longer than the window (the ring
 // wraps), as a ragged batch. Also: cache bytes equal the planner's formula,
 // a bf16 cache stays close, and results do not depend on the thread count.
@@ -44,6 +47,19 @@ struct Case {
   ModelConfig c;
 };
 
+// Multi-head latent attention with Dc = 10 > Dn = 6 (the absorbed query is wider than the head),
+// Dr = 4, Dv = 5; Dq = 0 projects queries from the input directly.
+ModelConfig mla(ModelConfig c, int64_t Dq) {
+  c.attention = AttentionKind::kMla;
+  c.n_kv_heads_local = 0;
+  c.q_lora_rank = Dq;
+  c.kv_lora_rank = 10;
+  c.qk_nope_head_dim = 6;
+  c.qk_rope_head_dim = 4;
+  c.v_head_dim = 5;
+  return c;
+}
+
 std::vector<Case> cases() {
   std::vector<Case> v;
   v.push_back({"dense_gqa_local_global", base()});
@@ -70,6 +86,17 @@ std::vector<Case> cases() {
     Case k{"hybrid_gated_delta", base()};
     k.c.n_layers = 4; k.c.layer_pattern = "DLDG"; k.c.delta_heads = 2; k.c.delta_key_dim = 8;
     k.c.delta_value_dim = 12; k.c.delta_chunk = 4; k.c.n_experts = 4; k.c.top_k = 2; k.c.d_expert = 16;
+    v.push_back(k);
+  }
+  {
+    // MLA with a query latent, one sliding-window and one global layer, MoE with a shared expert.
+    Case k{"mla_query_latent_LG", mla(base(), 12)};
+    k.c.n_layers = 4; k.c.layer_pattern = "LG"; k.c.n_experts = 4; k.c.top_k = 2; k.c.d_expert = 16;
+    k.c.n_shared_experts = 1; k.c.n_dense_layers = 1;
+    v.push_back(k);
+  }
+  {
+    Case k{"mla_no_query_latent_LLG", mla(base(), 0)};
     v.push_back(k);
   }
   {
@@ -193,41 +220,41 @@ TEST(Decoder, CacheBytesEqualPlannerFormula) {
   c.n_layers = 5;
   c.layer_pattern = "LLGLG";
   c.window = 16;
-  for (int64_t S : {8, 16, 100}) {
-    const auto st = plan::model_stats(c, S);
-    for (int64_t B : {1, 3}) {
-      KvCache bf(c, B, S, KvDtype::kBf16);
-      EXPECT_EQ(double(bf.bytes()), double(B) * st.kv_bytes_per_sequence) << "S=" << S << " B=" << B;
-      KvCache f32(c, B, S, KvDtype::kF32);
-      EXPECT_EQ(double(f32.bytes()), 2.0 * double(B) * st.kv_bytes_per_sequence);
+  // MLA caches Dc + Dr = 14 values per token and layer (plan/model_stats.h kv_cache_elems), GQA 2 Hkv Dh.
+  for (const ModelConfig& m : {c, mla(c, 12)}) {
+    SCOPED_TRACE(m.mla() ? "mla" : "gqa");
+    for (int64_t S : {8, 16, 100}) {
+      const auto st = plan::model_stats(m, S);
+      for (int64_t B : {1, 3}) {
+        KvCache bf(m, B, S, KvDtype::kBf16);
+        EXPECT_EQ(double(bf.bytes()), double(B) * st.kv_bytes_per_sequence) << "S=" << S << " B=" << B;
+        KvCache f32(m, B, S, KvDtype::kF32);
+        EXPECT_EQ(double(f32.bytes()), 2.0 * double(B) * st.kv_bytes_per_sequence);
+      }
     }
+    // Local layers hold a ring of `window` slots, global layers every position.
+    KvCache k(m, 1, 100, KvDtype::kF32);
+    EXPECT_EQ(k.capacity(0), 16);
+    EXPECT_EQ(k.capacity(2), 100);
   }
-  // Local layers hold a ring of `window` slots, global layers every position.
-  KvCache k(c, 1, 100, KvDtype::kF32);
-  EXPECT_EQ(k.capacity(0), 16);
-  EXPECT_EQ(k.capacity(2), 100);
+  // The MLA figure by hand, bf16, one sequence of 100: 3 local layers x 16 slots + 2 global x 100, 14 values each.
+  KvCache k(mla(c, 0), 1, 100, KvDtype::kBf16);
+  EXPECT_EQ(k.bytes(), (3 * 16 + 2 * 100) * 14 * 2);
 }
 
 TEST(Decoder, ThreadCountInvariant) {
-  const Model m = make(cases()[2].c);
-  const std::vector<std::vector<int32_t>> seqs = {tokens_of(10, m.c.vocab_size, 4), tokens_of(7, m.c.vocab_size, 5)};
-  set_num_threads(1);
-  const auto one = decode(m, seqs, {3, 2}, KvDtype::kF32);
-  set_num_threads(2);
-  const auto two = decode(m, seqs, {3, 2}, KvDtype::kF32);
-  for (size_t s = 0; s < seqs.size(); ++s) EXPECT_EQ(one[s], two[s]);
-}
-
-// Multi-head latent attention has no compressed-cache decoder yet: refused with a message naming the key
-// (generate and eval's tasks print it), never a crash.
-TEST(Decoder, RefusesMultiHeadLatentAttention) {
-  ModelConfig c = cases()[0].c;
-  EXPECT_TRUE(decoder_supports(c).is_ok());
-  c.attention = AttentionKind::kMla;
-  c.kv_lora_rank = 8, c.qk_nope_head_dim = 4, c.qk_rope_head_dim = 2, c.v_head_dim = 4;
-  const Status st = decoder_supports(c);
-  ASSERT_FALSE(st.is_ok());
-  EXPECT_NE(st.message().find("model.attention"), std::string::npos) << st.message();
+  for (const Case& k : cases()) {
+    if (k.name != "latent_moe_outnorm_qknorm_untied" && k.name != "mla_query_latent_LG") continue;
+    SCOPED_TRACE(k.name);
+    const Model m = make(k.c);
+    const std::vector<std::vector<int32_t>> seqs = {tokens_of(10, m.c.vocab_size, 4),
+                                                    tokens_of(7, m.c.vocab_size, 5)};
+    set_num_threads(1);
+    const auto one = decode(m, seqs, {3, 2}, KvDtype::kF32);
+    set_num_threads(2);
+    const auto two = decode(m, seqs, {3, 2}, KvDtype::kF32);
+    for (size_t s = 0; s < seqs.size(); ++s) EXPECT_EQ(one[s], two[s]);
+  }
 }
 
 }  // namespace

@@ -24,8 +24,8 @@ template <typename T>
 void attention_cached_forward(float* o, const float* q, const float* k_new, const float* v_new,
                               const T* k_cache, const T* v_cache, const int32_t* seq, const int64_t* pos,
                               const int64_t* first_row, const CachedAttentionDims& d) {
-  const int64_t Dh = d.Dh, group = d.H / d.Hkv;
-  const float scale = 1.0f / std::sqrt(float(Dh));
+  const int64_t Dh = d.Dh, group = d.H / d.Hkv, Dv = d.Dv > 0 ? d.Dv : Dh, ldv = d.ld_v > 0 ? d.ld_v : Dv;
+  const float scale = d.scale > 0.0f ? d.scale : 1.0f / std::sqrt(float(Dh));
 #pragma omp parallel for schedule(dynamic, 4)
   for (int64_t rh = 0; rh < d.N * d.H; ++rh) {
     const int64_t r = rh / d.H, h = rh % d.H, kvh = h / group;
@@ -54,16 +54,16 @@ void attention_cached_forward(float* o, const float* q, const float* k_new, cons
       sum += s[j - lo];
     }
     const float inv = 1.0f / sum;
-    float* orow = o + (r * d.H + h) * Dh;
-    std::fill(orow, orow + Dh, 0.0f);
+    float* orow = o + (r * d.H + h) * Dv;
+    std::fill(orow, orow + Dv, 0.0f);
     for (int64_t j = lo; j <= p; ++j) {
       const float w = s[j - lo] * inv;
       if (j >= p0) {
-        const float* vr = v_new + ((r0 + j - p0) * d.Hkv + kvh) * Dh;
-        for (int64_t e = 0; e < Dh; ++e) orow[e] += w * vr[e];
+        const float* vr = v_new + ((r0 + j - p0) * d.Hkv + kvh) * ldv;
+        for (int64_t e = 0; e < Dv; ++e) orow[e] += w * vr[e];
       } else {
-        const T* vr = v_cache + (cache_base + j % d.C) * Dh;
-        for (int64_t e = 0; e < Dh; ++e) orow[e] += w * to_f32(vr[e]);
+        const T* vr = v_cache + (cache_base + j % d.C) * ldv;
+        for (int64_t e = 0; e < Dv; ++e) orow[e] += w * to_f32(vr[e]);
       }
     }
   }
@@ -78,11 +78,10 @@ void kv_cache_append(T* k_cache, T* v_cache, const float* k_new, const float* v_
     for (int64_t r = 0; r < d.N; ++r) {
       const int64_t slot = (int64_t(seq[r]) * d.Hkv + kvh) * d.C + pos[r] % d.C;
       const float* kr = k_new + (r * d.Hkv + kvh) * Dh;
-      const float* vr = v_new + (r * d.Hkv + kvh) * Dh;
-      for (int64_t e = 0; e < Dh; ++e) {
-        from_f32(k_cache[slot * Dh + e], kr[e]);
-        from_f32(v_cache[slot * Dh + e], vr[e]);
-      }
+      const float* vr = v_cache ? v_new + (r * d.Hkv + kvh) * Dh : nullptr;
+      for (int64_t e = 0; e < Dh; ++e) from_f32(k_cache[slot * Dh + e], kr[e]);
+      if (v_cache)
+        for (int64_t e = 0; e < Dh; ++e) from_f32(v_cache[slot * Dh + e], vr[e]);
     }
 }
 
