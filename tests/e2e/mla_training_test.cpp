@@ -1,8 +1,11 @@
 // mla_training_test.cpp — `moetrain train` with multi-head latent attention
 // (model.attention = "mla", sliding-window and global layers, a query latent):
 // the run learns, two runs with one seed end in the same tensors, and
-// "10 steps, save, resume to 20" ends bit for bit where "20 steps" ends.
+// "10 steps, save, resume to 20" ends bit for bit where "20 steps" ends;
+// `moetrain generate` decodes the checkpoint from the compressed cache.
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include "support/e2e.h"
 
@@ -61,6 +64,28 @@ TEST(MlaTraining, SaveThenResumeEqualsOneRun) {
   ASSERT_EQ(lw.size(), 20u);
   ASSERT_EQ(ls.size(), 20u);
   EXPECT_EQ(lw, ls);
+}
+
+// generate runs on the absorbed-form decoder: greedy text independent of the thread count, and the
+// cache holds Dc + Dr = 28 values per token and layer: 2 layers x (4 prompt + 6 new) tokens, fp32 or bf16.
+TEST(MlaTraining, GeneratesFromTheCompressedCache) {
+  TempDir tmp;
+  const auto t = train(tiny_mla(tmp / "run", {"train.steps=4", "train.checkpoint_every=4"}));
+  ASSERT_EQ(t.exit_code, 0) << t;
+  auto gen = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = {moetrain_binary(), "generate", "--ckpt", tmp / "run", "--prompt", "abc", "--json",
+                                  "--max-new-tokens", "6", "--no-stop", "--temperature", "0"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    const auto r = run_process(a, 120, kPassiveOmp);
+    EXPECT_EQ(r.exit_code, 0) << r;
+    return nlohmann::json::parse(r.out, nullptr, false);
+  };
+  const auto one = gen({"--threads", "1"}), two = gen({"--threads", "2"}), b16 = gen({"--kv-dtype", "bf16"});
+  ASSERT_TRUE(one.is_object() && two.is_object() && b16.is_object());
+  EXPECT_EQ(one["samples"][0]["tokens"].size(), 6u);
+  EXPECT_EQ(one["samples"], two["samples"]);
+  EXPECT_EQ(one["kv_cache_bytes"].get<int64_t>(), 2 * 10 * 28 * 4);
+  EXPECT_EQ(b16["kv_cache_bytes"].get<int64_t>(), 2 * 10 * 28 * 2);
 }
 
 }  // namespace
