@@ -116,10 +116,10 @@ std::vector<Case> cases() {
   }
   {
     // Every layer type the trainer has with GQA (gated delta, sliding window, global) and an MTP module
-    // after the global last layer (MLA is its own attention kind: the MLA cases above).
+    // after the global last layer (MLA is its own attention kind: the MLA cases above). Dense FFNs: with
+    // four routed blocks, top-k routing flipped under the perturbations (MoE is covered above).
     Case k{"delta_local_global_mtp", tiny_base()};
     k.c.n_layers = 3; k.c.layer_pattern = "DLG"; k.c.delta_chunk = 3; k.c.mtp_depth = 1;
-    k.c.n_experts = 4; k.c.top_k = 2; k.c.d_expert = 12;
     v.push_back(k);
   }
   return v;
