@@ -28,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 LADDER = os.path.join(ROOT, "configs/ladder/arch-ablation.toml")
 CONTEXT = 32768  # the context at which the inference cost is compared
+SEEDS = [1, 2]   # train.seed: initialisation and data order
 
 # MLA sizes are DeepSeek-V2's ratios to a head dim of 16: Dc = 2 Dh, Dr = Dh / 2, Dn = Dv = Dh, no
 # query latent (V2-Lite); fixed across widths like the head dim.
@@ -49,11 +50,15 @@ def base_sets():
         return tomllib.load(f)["ladder"]["set"]
 
 
+def variant_dir(out, name, seed):
+    return os.path.join(out, name if seed == 1 else f"{name}-seed{seed}")
+
+
 def cmd_run(a):
     for name, v in VARIANTS.items():
-        d = os.path.join(a.out, name)
+        d = variant_dir(a.out, name, a.seed)
         argv = [a.moetrain, "ladder", "run", LADDER, "--out", d, "--jobs", str(a.jobs), "--no-progress",
-                "--set", "ladder.set=" + json.dumps(base_sets() + v["sets"])]
+                "--set", "ladder.set=" + json.dumps(base_sets() + v["sets"] + [f"train.seed={a.seed}"])]
         print("#", " ".join(argv), flush=True)
         if subprocess.run(argv).returncode != 0:
             sys.exit(f"{d}: ladder run failed")
@@ -85,16 +90,28 @@ def inference_cost(moetrain, run_dir):
 def read(a):
     rows = []
     for name in VARIANTS:
-        path = os.path.join(a.out, name, "results.jsonl")
-        if not os.path.exists(path):
-            continue
-        for line in open(path):
-            r = json.loads(line)
-            run_dir = os.path.join(a.out, name, r["name"])
-            rows.append({"variant": name, "rung": r["name"], "loss": r["loss"], "tokens": r["tokens"],
-                         "flops": r["flops"], "active_params": r["active_params"],
-                         "tokens_per_s": tokens_per_s(run_dir), **inference_cost(a.moetrain, run_dir)})
+        for seed in SEEDS:
+            d = variant_dir(a.out, name, seed)
+            path = os.path.join(d, "results.jsonl")
+            if not os.path.exists(path):
+                continue
+            for line in open(path):
+                r = json.loads(line)
+                run_dir = os.path.join(d, r["name"])
+                rows.append({"variant": name, "seed": seed, "rung": r["name"], "loss": r["loss"],
+                             "tokens": r["tokens"], "flops": r["flops"], "active_params": r["active_params"],
+                             "tokens_per_s": tokens_per_s(run_dir), **inference_cost(a.moetrain, run_dir)})
     return rows
+
+
+def mean_by_rung(rows, name):
+    """{rung: (flops, mean loss over seeds)} of one variant (flops: seed 1's, budgets are equal)."""
+    out = {}
+    for rung in {r["rung"] for r in rows if r["variant"] == name}:
+        mine = [r for r in rows if r["variant"] == name and r["rung"] == rung and math.isfinite(r["loss"])]
+        if mine:
+            out[rung] = (mine[0]["flops"], sum(r["loss"] for r in mine) / len(mine))
+    return out
 
 
 def svg(rows, path):
@@ -120,7 +137,7 @@ def svg(rows, path):
     out.append(f'<text x="16" y="{y0 + ph / 2}" transform="rotate(-90 16 {y0 + ph / 2})" text-anchor="middle">'
                'held-out loss (nats/byte)</text>')
     for j, (name, v) in enumerate(VARIANTS.items()):
-        pts = sorted((r["flops"], r["loss"]) for r in rows if r["variant"] == name and math.isfinite(r["loss"]))
+        pts = sorted(mean_by_rung(rows, name).values())
         if not pts:
             continue
         c = COLORS[name]
@@ -142,15 +159,22 @@ def cmd_report(a):
         json.dump({"context": CONTEXT, "ladder": os.path.relpath(LADDER, ROOT), "rows": rows}, f, indent=1)
     svg(rows, a.svg)
     rungs = sorted({r["rung"] for r in rows}, key=lambda n: int("".join(c for c in n if c.isdigit())))
-    print("| variant | " + " | ".join(f"{r}: loss, tokens" for r in rungs) +
+    print("| variant | " + " | ".join(f"{r}: loss (seeds), tokens" for r in rungs) +
           f" | KV cache per token | KV + state per {CONTEXT // 1024}K sequence | train tokens/s ({rungs[-1]}) |")
     print("|---" * (len(rungs) + 4) + "|")
     for name, v in VARIANTS.items():
-        mine = {r["rung"]: r for r in rows if r["variant"] == name}
+        mine = {r["rung"]: r for r in rows if r["variant"] == name and r["seed"] == 1}
         if not mine:
             continue
         top = mine[rungs[-1]] if rungs[-1] in mine else next(iter(mine.values()))
-        cells = [f"{mine[r]['loss']:.4f}, {mine[r]['tokens'] / 1e3:.0f}K" if r in mine else "" for r in rungs]
+
+        def cell(rung):
+            ls = [r["loss"] for r in rows if r["variant"] == name and r["rung"] == rung]
+            if not ls:
+                return ""
+            spread = f" ({', '.join(f'{x:.3f}' for x in ls)})" if len(ls) > 1 else ""
+            return f"**{sum(ls) / len(ls):.3f}**{spread}, {mine[rung]['tokens'] / 1e3:.0f}K"
+        cells = [cell(r) for r in rungs]
         kv = top["kv_bytes_per_sequence"] + top["state_bytes_per_sequence"]
         print(f"| {v['label']} | " + " | ".join(cells) + f" | {top['kv_bytes_per_token']:.0f} B | "
               f"{kv / 2**20:.2f} MiB | {top['tokens_per_s']:.0f} |")
@@ -161,6 +185,7 @@ def main():
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--jobs", type=int, default=2)
+    r.add_argument("--seed", type=int, default=1, help="train.seed (1 or 2: the seeds the report reads)")
     s = sub.add_parser("report")
     s.add_argument("--json", default=os.path.join(ROOT, "docs/architectures-ablation.json"))
     s.add_argument("--svg", default=os.path.join(ROOT, "docs/architectures-ablation.svg"))
