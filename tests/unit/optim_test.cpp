@@ -520,7 +520,15 @@ TEST(OptimizerPlan, MemoryEqualsTheAllocation) {
   latent.d_latent = 32;
   latent.n_shared_experts = 1;
   latent.n_dense_layers = 1;
-  for (const ModelConfig& c : {run->model, latent}) {
+  // The other layer kinds: MLA (its down projections), an MTP module (its block and projection) and
+  // gated-delta layers (their fused input projection; A_log and dt_bias stay with AdamW).
+  ModelConfig mla = run->model, mtp = run->model, delta = run->model;
+  mla.attention = AttentionKind::kMla;
+  mla.q_lora_rank = 24, mla.kv_lora_rank = 16, mla.qk_nope_head_dim = 8, mla.qk_rope_head_dim = 4,
+  mla.v_head_dim = 8;
+  mtp.mtp_depth = 1;
+  delta.layer_pattern = "DG";
+  for (const ModelConfig& c : {run->model, latent, mla, mtp, delta}) {
     plan::ClusterConfig cpu;
     cpu.source = "cpu";
     cpu.device = *plan::find_device("cpu");
