@@ -21,12 +21,8 @@ namespace {
 using testing::expect_gradient_matches;
 using testing::GradCheckOptions;
 using testing::randn;
+using testing::weighted;
 
-double weighted(const std::vector<float>& w, const float* y) {
-  double s = 0.0;
-  for (size_t i = 0; i < w.size(); ++i) s += double(w[i]) * double(y[i]);
-  return s;
-}
 
 const bool one_thread = [] {
   omp_set_num_threads(1);

@@ -35,14 +35,10 @@ using testing::expect_gradient_matches;
 using testing::GradCheckOptions;
 
 using testing::randn;
+using testing::weighted;
 
 uint32_t rand_u32(uint64_t seed, uint64_t i) { return testing::rand_u32(seed, 0x5eed, i); }
 
-double weighted(const std::vector<float>& w, const float* y) {
-  double s = 0.0;
-  for (size_t i = 0; i < w.size(); ++i) s += double(w[i]) * double(y[i]);
-  return s;
-}
 
 // Test-name builder (string operator+ chains trip a GCC 12 -Wrestrict false positive).
 template <class... A>

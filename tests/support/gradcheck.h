@@ -14,6 +14,13 @@
 
 namespace mt::testing {
 
+// The scalar loss sum_i w_i y_i whose gradient w.r.t. y is w: how the op tests turn an output into a loss.
+inline double weighted(const std::vector<float>& w, const float* y) {
+  double s = 0.0;
+  for (size_t i = 0; i < w.size(); ++i) s += double(w[i]) * double(y[i]);
+  return s;
+}
+
 struct GradCheckOptions {
   int samples = 48;        // coordinates checked per tensor
   float eps = 1e-3f;
