@@ -8,6 +8,15 @@
 // layer stays gathered between forward and backward. Units whose group has
 // one rank (np = 1, or experts under fsdp = 1) are used in place, with no
 // copy at all. With EP, experts(l) serves only this EP rank's experts.
+//
+// Weight streaming (stream.enabled, docs/streaming.md): this rank's storage
+// is the store, and nothing is computed on it in place. Units of a one-rank
+// group are copied into the same pooled buffers by background threads
+// (dist/stager.h) `depth` layers ahead, and their gradients copied back;
+// units of larger groups are all-gathered from the store as before. A
+// copied-back gradient starts from the store's value (or from zeros when the
+// store's is known to be zero), so the sums are the in-place ones, in the
+// same order: streaming is bit-identical to computing in place.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -22,13 +31,37 @@ namespace mt {
 
 enum class Prefetch { kOff, kNextLayer };
 
+struct StreamOptions {
+  int64_t prefetch_layers = 1;  // layers fetched ahead of the one computing
+  int64_t io_threads = 1;       // copy threads
+};
+
+// What streaming moved since reset_stream_stats(): floats read from the
+// store (weights, and gradients resumed from it), floats written back, and
+// the seconds the compute thread waited for a copy.
+struct StreamStats {
+  int64_t floats_in = 0, floats_out = 0;
+  double stall_s = 0.0;
+};
+
+class Stager;
+
 class FsdpProvider final : public ParamProvider {
  public:
   // params / grads: this rank's local storage (plan.local_size() floats each);
   // grads accumulate (the caller zeroes them once per optimizer step).
   FsdpProvider(Mesh& mesh, const ShardPlan& plan, int64_t n_layers, float* params, float* grads,
-               Prefetch prefetch, ExpertDispatcher* dispatcher);
+               Prefetch prefetch, ExpertDispatcher* dispatcher, const StreamOptions* stream = nullptr);
   ~FsdpProvider() override;
+
+  // Streaming: every gradient of the store is zero (the trainer zeroed it),
+  // so a unit's first backward starts from zeros instead of reading it.
+  void store_grads_zeroed();
+  const StreamStats& stream_stats() const { return stats_; }
+  void reset_stream_stats() { stats_ = StreamStats(); }
+  // Bytes of this provider's own buffers (pools and root units): with the
+  // activations, the compute memory of a streamed run.
+  int64_t buffer_bytes() const;
 
   RootParams acquire_root(Grads grads) override;
   void release_root() override;
@@ -50,6 +83,7 @@ class FsdpProvider final : public ParamProvider {
   void start_reduce(Unit& u);
   void finish_reduce(Unit& u);
   void start_layer(int64_t layer);
+  bool copied(const Unit& u) const;  // computed on a buffer, not in place on the store
 
   Mesh& mesh_;
   const ShardPlan& plan_;
@@ -59,10 +93,15 @@ class FsdpProvider final : public ParamProvider {
   Prefetch prefetch_;
   ExpertDispatcher* dispatcher_;
   Grads mode_ = Grads::kNo;
+  bool stream_ = false;
+  int64_t depth_ = 1;                 // layers prefetched ahead
+  std::unique_ptr<Stager> stager_;
+  StreamStats stats_;
   std::unique_ptr<Unit> embed_, tail_;
   std::vector<Layer> layers_;
-  // Buffer pools: two per kind (a layer and the one being prefetched, or a
-  // layer and the one whose reduce-scatter is still in flight).
+  // Buffer pools per kind: depth + 1 weight slots (the layer computing and
+  // those prefetched; at least two without streaming) and two gradient slots
+  // (a layer and the one whose reduce-scatter or copy-back is in flight).
   struct Pool;
   std::unique_ptr<Pool> dense_pool_, expert_pool_;
 };

@@ -59,7 +59,7 @@ Optimizer::Optimizer(const ParamLayout& layout, const AdamWConfig& adamw, const 
     : Optimizer(layout, adamw, cfg, peak_lr, {{Range{0, layout.total(), 0}}}, comm) {}
 
 Optimizer::Optimizer(const ParamLayout& layout, const AdamWConfig& adamw, const OptimizerConfig& cfg, double peak_lr,
-                     std::vector<std::vector<Range>> ranks_owned, OptimizerComm& comm)
+                     std::vector<std::vector<Range>> ranks_owned, OptimizerComm& comm, const std::string& state_dir)
     : layout_(layout), adamw_(adamw), cfg_(cfg), comm_(comm) {
   MT_CHECK(int64_t(ranks_owned.size()) == comm.size(), "{} ranks' ranges for a world of {}", ranks_owned.size(),
            comm.size());
@@ -91,7 +91,7 @@ Optimizer::Optimizer(const ParamLayout& layout, const AdamWConfig& adamw, const 
     MT_CHECK(r.local == local_size_ && r.hi >= r.lo, "owned ranges must be stored back to back");
     local_size_ += r.hi - r.lo;
   }
-  build_pieces();
+  build_pieces(state_dir);
   if (any_muon_) build_exchange(ranks_owned);
 }
 
@@ -114,7 +114,7 @@ void for_each_overlap(const ParamLayout& L, int64_t range_lo, int64_t range_hi, 
 
 }  // namespace
 
-void Optimizer::build_pieces() {
+void Optimizer::build_pieces(const std::string& state_dir) {
   const auto& entries = layout_.entries();
   int64_t vpos = 0;
   for (const Range& r : owned_)
@@ -133,8 +133,13 @@ void Optimizer::build_pieces() {
   for (size_t i = 0; i < pieces_.size(); ++i)
     for (int64_t lo = 0; lo < pieces_[i].n; lo += kBlock)
       segments_.push_back({int64_t(i), lo, std::min(pieces_[i].n, lo + kBlock)});
-  m_.assign(size_t(local_size_), 0.0f);
-  v_.assign(size_t(vpos), 0.0f);
+  if (state_dir.empty()) {
+    m_.assign(local_size_, 0.0f);
+    v_.assign(vpos, 0.0f);
+  } else {  // fresh files are zeros
+    storage_ = m_.map_file(state_dir + "/optim_m.f32", local_size_);
+    if (storage_) storage_ = v_.map_file(state_dir + "/optim_v.f32", vpos);
+  }
 }
 
 void Optimizer::build_exchange(const std::vector<std::vector<Range>>& ranks_owned) {

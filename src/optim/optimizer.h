@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "core/float_buffer.h"
+#include "core/status.h"
 #include "kernels/cpu/muon.h"
 #include "model/param_layout.h"
 #include "optim/adamw_optimizer.h"
@@ -61,12 +63,15 @@ class Optimizer {
   using Range = AdamW::Range;
   // ranks_owned[r]: the layout ranges rank r holds (its local storage order);
   // this rank is comm.rank(). `peak_lr` is train.lr (for optim.aux_lr).
+  // A non-empty `state_dir` keeps m and v in memory-mapped files there (the
+  // disk tier of weight streaming); storage_status() says whether that worked.
   Optimizer(const ParamLayout& layout, const AdamWConfig& adamw, const OptimizerConfig& cfg, double peak_lr,
-            std::vector<std::vector<Range>> ranks_owned, OptimizerComm& comm);
+            std::vector<std::vector<Range>> ranks_owned, OptimizerComm& comm, const std::string& state_dir = "");
   // The whole layout in one process.
   Optimizer(const ParamLayout& layout, const AdamWConfig& adamw, const OptimizerConfig& cfg, double peak_lr,
             OptimizerComm& comm);
   ~Optimizer();
+  const Status& storage_status() const { return storage_; }
 
   // Hyperball radii from the whole initial model (every rank passes the same
   // values). Call once before the first step; restore() overwrites them.
@@ -98,7 +103,7 @@ class Optimizer {
   std::vector<float>& radii() { return radii_; }
   const std::vector<int64_t>& wrapped_entries() const { return wrapped_; }
   // m and v expanded to local storage (v is 0 where Muon has none): for hashes.
-  const std::vector<float>& m() const { return m_; }
+  const FloatBuffer& m() const { return m_; }
   std::vector<float> v_local() const;
 
   // Floats of persistent state: m (local size) and v (AdamW-updated elements).
@@ -110,7 +115,7 @@ class Optimizer {
  private:
   struct Piece;
   struct Exchange;
-  void build_pieces();
+  void build_pieces(const std::string& state_dir);
   void build_exchange(const std::vector<std::vector<Range>>& ranks_owned);
   void muon_exchange();  // send buffer -> owners -> Newton-Schulz -> back
 
@@ -132,7 +137,8 @@ class Optimizer {
     int64_t piece, lo, hi;             // [lo, hi) within the piece (fixed cut: thread invariant)
   };
   std::vector<Segment> segments_;
-  std::vector<float> m_, v_;
+  FloatBuffer m_, v_;
+  Status storage_ = Status::ok();
   std::vector<float> radii_;
   bool any_adamh_ = false, any_muon_ = false;  // over the whole model (same on every rank)
   std::vector<float> send_;            // Muon: this rank's momentum-updated pieces, grouped by owner

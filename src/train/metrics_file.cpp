@@ -69,6 +69,11 @@ void append_metrics_line(std::FILE* f, const StepResult& r, double tokens_per_s,
   comm["wait_s"] = r.comm.wait_seconds;
   comm["compute_s"] = r.seconds - r.comm.wait_seconds;
   j["comm"] = comm;
+  if (r.compute_memory_bytes > 0)  // weight streaming (docs/streaming.md)
+    j["stream"] = {{"bytes_in", r.stream_bytes_in},
+                   {"bytes_out", r.stream_bytes_out},
+                   {"stall_s", r.stream_stall_s},
+                   {"compute_memory_bytes", r.compute_memory_bytes}};
   if (!r.bucket_tokens.empty()) {
     nlohmann::json bt = nlohmann::json::object();
     for (const auto& [name, tokens] : r.bucket_tokens) bt[name] = tokens;

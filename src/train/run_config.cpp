@@ -69,6 +69,7 @@ void declare_keys(ConfigSchema& s, RunConfig& c) {
   declare_keys(s, c.train.health);
   declare_data_keys(s, c.data);
   declare_keys(s, c.dist, "dist");
+  declare_keys(s, c.stream, "stream");
 }
 
 Result<RunConfig> parse_run_config(const std::string& toml_text, const std::string& source,

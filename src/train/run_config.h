@@ -11,6 +11,7 @@
 #include "core/config_schema.h"
 #include "core/status.h"
 #include "dist/dist_config.h"
+#include "dist/stream_config.h"
 #include "kernels/cpu/gemm.h"
 #include "model/config.h"
 #include "optim/adamw_optimizer.h"
@@ -54,6 +55,7 @@ struct RunConfig {
   TrainConfig train;
   DataConfig data;
   DistConfig dist;
+  StreamConfig stream;            // [stream]: weight streaming (docs/streaming.md)
   std::string source;             // file the config came from ("<embedded ...>" for presets)
   ConfigOrigins origins;          // where every key got its value
 };

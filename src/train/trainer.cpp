@@ -37,6 +37,15 @@ Trainer::Trainer(const RunConfig& cfg, const TrainerOptions& opt) : cfg_(cfg), o
 Trainer::~Trainer() {
   if (!params_bf16_.empty()) gemm_register_bf16_shadow(nullptr, nullptr, 0);
   if (metrics_) std::fclose(metrics_);
+  // The disk store is scratch (checkpoints hold the run): its files go, the
+  // mappings stay valid until the buffers are destroyed.
+  if (params_.mapped()) {
+    const std::string dir = store_dir();
+    std::error_code ec;
+    for (const char* f : {"params.f32", "grads.f32", "optim_m.f32", "optim_v.f32"})
+      std::filesystem::remove(dir + "/" + f, ec);
+    std::filesystem::remove(dir, ec);  // only if now empty
+  }
 }
 
 namespace {
@@ -101,8 +110,11 @@ Status check_trainer_limits(const RunConfig& cfg) {
   const double tokens = double(tc.batch_size) * double(tc.seq_len);
   const double rough_acts = tokens * double(cfg.model.n_layers) * double(cfg.model.d_model) * 64.0;
   const double limit = physical_memory_bytes();
-  double need = param_bytes + rough_acts;
-  if (need < limit) need = param_bytes + double(Transformer::activation_bytes(cfg.model, tc.batch_size, tc.seq_len));
+  // The disk store keeps the training state in files: only compute memory counts.
+  const bool on_disk = cfg.stream.enabled && cfg.stream.store == StreamStore::kDisk;
+  const double state_bytes = on_disk ? 0.0 : param_bytes;
+  double need = state_bytes + rough_acts;
+  if (need < limit) need = state_bytes + double(Transformer::activation_bytes(cfg.model, tc.batch_size, tc.seq_len));
   if (need > limit)
     return Status::errorf(
         "{}: the run needs about {:.3g} GiB (parameters, gradients, optimizer state and activations of one "
@@ -135,10 +147,14 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
   MT_RETURN_IF_ERROR(t->setup_dist(opt));  // no-op in one process
   t->model_ = std::make_unique<Transformer>(cfg.model, t->local_batch(), tc.seq_len, prec);
   const ParamLayout& L = t->model_->layout();
-  t->init_local_params();  // params_ / grads_: the whole model, or this rank's shard; the optimizer
+  // params_ / grads_: the whole model, or this rank's shard; the optimizer
+  MT_RETURN_IF_ERROR(t->init_local_params());
+  if (cfg.stream.enabled) MT_RETURN_IF_ERROR(t->check_stream_budget());
   if (cfg.model.aux_free_bias) t->router_bias_.assign(t->model_->n_moe_layers() * cfg.model.n_experts, 0.0f);
   t->batch_.resize(tc.batch_size * t->model_->tokens_per_sequence());
-  if (prec == MatmulPrecision::kBf16) {
+  // The bf16 shadow of the parameters is for computing on them in place;
+  // streamed layers are converted as their GEMMs read them.
+  if (prec == MatmulPrecision::kBf16 && !cfg.stream.enabled) {
     t->params_bf16_.resize(t->params_.size());
     gemm_register_bf16_shadow(t->params_.data(), t->params_bf16_.data(), int64_t(t->params_.size()));
   }
@@ -194,6 +210,8 @@ StepResult Trainer::train_step() {
     const int64_t n = int64_t(grads_.size());
 #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < n; ++i) g[i] = 0.0f;
+    dist_->fsdp->store_grads_zeroed();
+    dist_->fsdp->reset_stream_stats();
   }
   const float grad_scale = 1.0f / float(tc.grad_accum);
   const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
@@ -243,6 +261,13 @@ StepResult Trainer::train_step() {
   r.step = step_;
   r.tokens = tc.batch_size * tc.seq_len * tc.grad_accum;
   r.seconds = now_seconds() - t0;
+  if (cfg_.stream.enabled) {
+    const StreamStats& ss = dist_->fsdp->stream_stats();
+    r.stream_bytes_in = ss.floats_in * int64_t(sizeof(float));
+    r.stream_bytes_out = ss.floats_out * int64_t(sizeof(float));
+    r.stream_stall_s = ss.stall_s;
+    r.compute_memory_bytes = compute_memory_bytes();
+  }
   finish_step(r);
   return r;
 }
@@ -443,13 +468,18 @@ Status Trainer::run() {
       const double tps = double(r.tokens) / r.seconds;
       const double mfu = flops_per_step() / r.seconds / (peak_gflops_ * 1e9);
       progress.update(r.step, tc.steps,
-                      fmt::format("loss {:.4f}{} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% | dropped {:.1f}% | ETA {}",
+                      fmt::format("loss {:.4f}{} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% | dropped {:.1f}%{} | ETA {}",
                                   r.loss,
                                   cfg_.model.mtp_depth > 0
                                       ? fmt::format(" | mtp {:.4f} x {:.2g}", r.mtp_loss, r.mtp_weight)
                                       : std::string(),
                                   r.lr, tps, 100.0 * mfu,
                                   r.assignments ? 100.0 * double(r.dropped) / double(r.assignments) : 0.0,
+                                  cfg_.stream.enabled
+                                      ? fmt::format(" | streamed {:.0f} MB, stall {:.1f}%",
+                                                    1e-6 * double(r.stream_bytes_in + r.stream_bytes_out),
+                                                    100.0 * r.stream_stall_s / r.seconds)
+                                      : std::string(),
                                   ProgressLine::format_eta(ema_seconds * double(tc.steps - r.step))));
     }
     const bool periodic = tc.checkpoint_every > 0 && r.step % tc.checkpoint_every == 0;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/bf16.h"
+#include "core/float_buffer.h"
 #include <map>
 
 #include "core/status.h"
@@ -70,6 +71,13 @@ struct StepResult {
   std::string spike;
   double loss_z = 0, norm_z = 0;
   std::vector<std::pair<std::string, int64_t>> skipped_bucket_tokens;
+  // Weight streaming (stream.enabled; zeros otherwise): bytes read from the
+  // store into compute memory and written back during the step, seconds the
+  // compute waited for them, and the compute memory (activations + layer
+  // buffers) of the step.
+  int64_t stream_bytes_in = 0, stream_bytes_out = 0;
+  double stream_stall_s = 0;
+  int64_t compute_memory_bytes = 0;
 };
 
 // Limits of the CPU kernels on a valid config (at most 256 experts, top-k
@@ -104,6 +112,9 @@ class Trainer {
   // collective that gathers every rank's shard).
   std::string state_hash() const;
   const Transformer& model() const { return *model_; }
+  // Activations plus the layer buffers (streaming, FSDP): what compute memory
+  // holds; with streaming the parameters stay in the store.
+  int64_t compute_memory() const { return compute_memory_bytes(); }
 
  private:
   Trainer(const RunConfig& cfg, const TrainerOptions& opt);
@@ -142,7 +153,7 @@ class Trainer {
   std::vector<Optimizer::Range> owned_ranges(int64_t rank) const;
   // Deterministic init of the full model, keeping this rank's shard; creates
   // the optimizer (Hyperball's radii come from the whole initial model).
-  void init_local_params();
+  Status init_local_params();
   // This rank's pieces of every saved tensor (whole tensors in one process).
   std::vector<TensorView> checkpoint_views() const;
   Status write_checkpoint_files(const std::vector<TensorView>& views, const nlohmann::json& state);
@@ -162,7 +173,13 @@ class Trainer {
   std::unique_ptr<TokenSource> data_;
   std::unique_ptr<Transformer> model_;
   std::unique_ptr<Optimizer> optim_;
-  std::vector<float> params_, grads_, router_bias_;
+  // This rank's store: host memory, or memory-mapped files (stream.store = "disk").
+  FloatBuffer params_, grads_;
+  std::vector<float> router_bias_;
+  Status place_store();            // stream.store = "disk": params_ and grads_ into files
+  std::string store_dir() const;   // the disk store's directory ("" = host memory)
+  int64_t compute_memory_bytes() const;  // activations + the provider's buffers
+  Status check_stream_budget() const;    // stream.compute_memory_bytes against compute_memory_bytes()
   std::vector<bf16> params_bf16_;  // bf16 precision: GEMM copy of params_, refreshed after every update
   void refresh_bf16_params();
   std::vector<int32_t> batch_;

@@ -32,6 +32,7 @@ RunConfig normalised(RunConfig c) {
   c.train.threads = 0;
   c.train.health = HealthConfig();  // checks never change training
   c.dist = DistConfig();  // any layout resumes any checkpoint (resharding)
+  c.stream = StreamConfig();  // streaming is bit-identical to computing in place
   c.source.clear();
   return c;
 }

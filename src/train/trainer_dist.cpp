@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -124,17 +125,42 @@ std::vector<Optimizer::Range> Trainer::owned_ranges(int64_t rank) const {
   return out;
 }
 
-void Trainer::init_local_params() {
+std::string Trainer::store_dir() const {
+  const StreamConfig& sc = cfg_.stream;
+  if (!sc.enabled || sc.store != StreamStore::kDisk) return "";
+  std::string dir = !sc.store_dir.empty() ? sc.store_dir
+                    : !opt_.run_dir.empty() ? opt_.run_dir + "/stream_store"
+                                            : fmt::format("/tmp/moetrain-stream-{}", getpid());
+  if (dist_->world.size() > 1) dir += fmt::format("/rank_{}", dist_->world.rank());
+  return dir;
+}
+
+Status Trainer::place_store() {
+  const std::string dir = store_dir();
+  if (dir.empty()) return Status::ok();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return cfg_.origins.error("stream.store_dir", fmt::format("{}: cannot create: {}", dir, ec.message()));
+  const int64_t n = dist_->plan->local_size();
+  MT_RETURN_IF_ERROR(params_.map_file(dir + "/params.f32", n));
+  return grads_.map_file(dir + "/grads.f32", n);
+}
+
+Status Trainer::init_local_params() {
   const ParamLayout& L = model_->layout();
   Dist& d = *dist_;
   d.plan = std::make_unique<ShardPlan>(L, cfg_.model, d.shape, d.world.rank());
-  params_.assign(d.plan->local_size(), 0.0f);
-  grads_.assign(d.plan->local_size(), 0.0f);
+  MT_RETURN_IF_ERROR(place_store());
+  if (!params_.mapped()) {  // mapped files start as zeros
+    params_.assign(d.plan->local_size(), 0.0f);
+    grads_.assign(d.plan->local_size(), 0.0f);
+  }
   std::vector<std::vector<Optimizer::Range>> all_owned;
   for (int64_t r = 0; r < d.world.size(); ++r) all_owned.push_back(owned_ranges(r));
   d.optim_comm = std::make_unique<WorldOptimizerComm>(d.world);
   optim_ = std::make_unique<Optimizer>(L, cfg_.train.optim, cfg_.train.optimizer, cfg_.train.schedule.lr,
-                                       std::move(all_owned), *d.optim_comm);
+                                       std::move(all_owned), *d.optim_comm, store_dir());
+  MT_RETURN_IF_ERROR(optim_->storage_status());
   if (d.plan->local_size() == L.total()) {
     // A world of one owns every element in layout order: initialise in place.
     init_params(params_.data(), L, cfg_.model, cfg_.train.seed);
@@ -148,8 +174,37 @@ void Trainer::init_local_params() {
     optim_->init_radii(full.data());
   }
   if (d.shape.ep > 1) d.ep = std::make_unique<EpDispatcher>(d.mesh->ep(), cfg_.model, d.local_batch, cfg_.train.seq_len);
+  const StreamOptions so{cfg_.stream.prefetch_layers, cfg_.stream.io_threads};
   d.fsdp = std::make_unique<FsdpProvider>(*d.mesh, *d.plan, cfg_.model.n_units(), params_.data(), grads_.data(),
-                                          cfg_.dist.prefetch ? Prefetch::kNextLayer : Prefetch::kOff, d.ep.get());
+                                          cfg_.dist.prefetch ? Prefetch::kNextLayer : Prefetch::kOff, d.ep.get(),
+                                          cfg_.stream.enabled ? &so : nullptr);
+  return Status::ok();
+}
+
+int64_t Trainer::compute_memory_bytes() const {
+  return model_->activation_bytes() + dist_->fsdp->buffer_bytes();
+}
+
+Status Trainer::check_stream_budget() const {
+  const StreamConfig& sc = cfg_.stream;
+  const double gib = double(int64_t(1) << 30);
+  const int64_t acts = model_->activation_bytes(), bufs = dist_->fsdp->buffer_bytes(), have = acts + bufs;
+  const int64_t state = int64_t(sizeof(float)) * (params_.size() + grads_.size() + optim_->state_floats());
+  if (is_root() && opt_.print_config)
+    fmt::print(stderr, "# stream: store {}{}: {:.4g} GiB of training state on this rank; compute memory {:.4g} GiB "
+               "(activations {:.4g} GiB, layer buffers {:.4g} GiB for {} prefetched layers){}\n",
+               sc.store == StreamStore::kDisk ? "disk " : "host memory", store_dir(), double(state) / gib,
+               double(have) / gib, double(acts) / gib, double(bufs) / gib, sc.prefetch_layers,
+               sc.compute_memory_bytes > 0 ? fmt::format(", budget {:.4g} GiB", double(sc.compute_memory_bytes) / gib)
+                                           : std::string());
+  if (sc.compute_memory_bytes == 0 || have <= sc.compute_memory_bytes) return Status::ok();
+  return cfg_.origins.error(
+      "stream.compute_memory_bytes",
+      fmt::format("{} bytes cannot hold this run's compute memory of {} bytes: activations of one micro-batch {} "
+                  "(train.batch_size, train.seq_len; activation checkpointing is not implemented) and layer "
+                  "buffers {} (stream.prefetch_layers + 1 weight slots and 2 gradient slots of the largest unit, "
+                  "the embedding and head)",
+                  sc.compute_memory_bytes, have, acts, bufs));
 }
 
 void Trainer::begin_step() {
@@ -392,8 +447,10 @@ std::string Trainer::state_hash() const {
   }
   std::vector<float> all(displs[P - 1] + counts[P - 1]), full(L.total());
   const std::vector<float> v = optim_->v_local();  // 0 where Muon keeps no second moment
-  for (const std::vector<float>* local : std::initializer_list<const std::vector<float>*>{&params_, &optim_->m(), &v}) {
-    w.allgatherv(local->data(), int64_t(local->size()), all.data(), counts.data(), displs.data(), DType::kF32,
+  const std::pair<const float*, int64_t> locals[] = {
+      {params_.data(), params_.size()}, {optim_->m().data(), optim_->m().size()}, {v.data(), int64_t(v.size())}};
+  for (const auto& [local, local_n] : locals) {
+    w.allgatherv(local, local_n, all.data(), counts.data(), displs.data(), DType::kF32,
                  "all-gather (state hash)");
     for (int64_t r = 0; r < P; ++r)
       for (const OwnedRange& o : plans[r].owned())
