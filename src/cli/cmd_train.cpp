@@ -46,7 +46,7 @@ void register_train(CLI::App& app, CommandAction& run) {
                   "Supervised runs (moetrain supervise sets it): keep DIR/rank_R.json current every step, and die "
                   "with the parent process");
   sub->add_option("--inject-fault", args->inject_fault,
-                  "Testing only: hang:RANK:STEP or kill:RANK:STEP makes that rank hang or SIGKILL itself at STEP");
+                  "Testing only: hang:RANK:STEP, kill:RANK:STEP or killmid:RANK:STEP makes that rank hang or SIGKILL itself at (or in the middle of) STEP");
   sub->callback([args, &run] {
     run = [args]() -> int {
       if (args->resume && args->move_aside) {

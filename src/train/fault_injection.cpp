@@ -15,7 +15,7 @@
 namespace mt {
 namespace {
 
-enum class ProcessFault { kHang, kKill, kSlow, kNan, kSpike, kWrongGemm };
+enum class ProcessFault { kHang, kKill, kKillMid, kSlow, kNan, kSpike, kWrongGemm };
 
 class ScheduledFault final : public FaultInjector {
  public:
@@ -45,6 +45,12 @@ class ScheduledFault final : public FaultInjector {
     // Once per process: a rollback that recomputes the step sees clean data.
     if (rank != rank_ || step != step_ || n == 0 || fired_) return;
     fired_ = true;
+    if (kind_ == ProcessFault::kKillMid) {
+      fmt::print(stderr, "moetrain: rank {}: injected fault: killing myself mid-step {} (gradients complete, update "
+                 "not applied)\n", rank, step);
+      std::fflush(stderr);
+      raise(SIGKILL);
+    }
     if (kind_ == ProcessFault::kNan) {
       fmt::print(stderr, "moetrain: rank {}: injected fault: NaN in the gradient at step {}\n", rank, step);
       grads[n / 2] = std::nanf("");
@@ -68,6 +74,7 @@ Result<std::unique_ptr<FaultInjector>> parse_fault_spec(const std::string& spec)
   char extra = 0;
   static const std::pair<const char*, ProcessFault> kKinds[] = {{"hang", ProcessFault::kHang},
                                                                  {"kill", ProcessFault::kKill},
+                                                                 {"killmid", ProcessFault::kKillMid},
                                                                  {"slow", ProcessFault::kSlow},
                                                                  {"nan", ProcessFault::kNan},
                                                                  {"spike", ProcessFault::kSpike},
@@ -76,7 +83,7 @@ Result<std::unique_ptr<FaultInjector>> parse_fault_spec(const std::string& spec)
   const auto* it = std::find_if(std::begin(kKinds), std::end(kKinds),
                                 [&](const auto& k) { return std::string(kind) == k.first; });
   if (!parsed || rank < 0 || step < 1 || it == std::end(kKinds))
-    return Status::errorf("--inject-fault: expected KIND:RANK:STEP with KIND hang, kill, slow, nan, spike or "
+    return Status::errorf("--inject-fault: expected KIND:RANK:STEP with KIND hang, kill, killmid, slow, nan, spike or "
                           "wronggemm (STEP >= 1), got \"{}\"",
                           spec);
   const ProcessFault k = it->second;

@@ -27,7 +27,9 @@ class FaultInjector {
 };
 
 // "KIND:RANK:STEP", as given to --inject-fault. KIND: hang (the rank stops
-// answering), kill (it raises SIGKILL), slow (from STEP on, each step of the
+// answering), kill (it raises SIGKILL at the start of STEP), killmid
+// (SIGKILL mid-step: the step's gradients are complete, in the weight
+// streaming store too, and the update is not applied), slow (from STEP on, each step of the
 // rank sleeps 0.5 s), nan (a NaN in its gradient at STEP), spike (its
 // gradient scaled by 1e4 at STEP), wronggemm (from STEP on, every GEMM of
 // the rank returns values off by kInjectedGemmError relative: a device with

@@ -73,7 +73,8 @@ void append_metrics_line(std::FILE* f, const StepResult& r, double tokens_per_s,
     j["stream"] = {{"bytes_in", r.stream_bytes_in},
                    {"bytes_out", r.stream_bytes_out},
                    {"stall_s", r.stream_stall_s},
-                   {"compute_memory_bytes", r.compute_memory_bytes}};
+                   {"compute_memory_bytes", r.compute_memory_bytes},
+                   {"store_bytes", r.store_bytes}};
   if (!r.bucket_tokens.empty()) {
     nlohmann::json bt = nlohmann::json::object();
     for (const auto& [name, tokens] : r.bucket_tokens) bt[name] = tokens;

@@ -267,6 +267,7 @@ StepResult Trainer::train_step() {
     r.stream_bytes_out = ss.floats_out * int64_t(sizeof(float));
     r.stream_stall_s = ss.stall_s;
     r.compute_memory_bytes = compute_memory_bytes();
+    r.store_bytes = store_bytes();
   }
   finish_step(r);
   return r;

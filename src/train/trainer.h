@@ -78,6 +78,7 @@ struct StepResult {
   int64_t stream_bytes_in = 0, stream_bytes_out = 0;
   double stream_stall_s = 0;
   int64_t compute_memory_bytes = 0;
+  int64_t store_bytes = 0;  // parameters, gradients and optimizer state in this rank's store
 };
 
 // Limits of the CPU kernels on a valid config (at most 256 experts, top-k
@@ -179,6 +180,7 @@ class Trainer {
   Status place_store();            // stream.store = "disk": params_ and grads_ into files
   std::string store_dir() const;   // the disk store's directory ("" = host memory)
   int64_t compute_memory_bytes() const;  // activations + the provider's buffers
+  int64_t store_bytes() const;           // parameters, gradients, optimizer state of this rank
   Status check_stream_budget() const;    // stream.compute_memory_bytes against compute_memory_bytes()
   std::vector<bf16> params_bf16_;  // bf16 precision: GEMM copy of params_, refreshed after every update
   void refresh_bf16_params();

@@ -185,11 +185,15 @@ int64_t Trainer::compute_memory_bytes() const {
   return model_->activation_bytes() + dist_->fsdp->buffer_bytes();
 }
 
+int64_t Trainer::store_bytes() const {
+  return int64_t(sizeof(float)) * (params_.size() + grads_.size() + optim_->state_floats());
+}
+
 Status Trainer::check_stream_budget() const {
   const StreamConfig& sc = cfg_.stream;
   const double gib = double(int64_t(1) << 30);
   const int64_t acts = model_->activation_bytes(), bufs = dist_->fsdp->buffer_bytes(), have = acts + bufs;
-  const int64_t state = int64_t(sizeof(float)) * (params_.size() + grads_.size() + optim_->state_floats());
+  const int64_t state = store_bytes();
   if (is_root() && opt_.print_config)
     fmt::print(stderr, "# stream: store {}{}: {:.4g} GiB of training state on this rank; compute memory {:.4g} GiB "
                "(activations {:.4g} GiB, layer buffers {:.4g} GiB for {} prefetched layers){}\n",

@@ -11,6 +11,8 @@
 //  - resume at the same layout is bit-identical; one checkpoint loads
 //    bit-exactly at np=1, 2 and 4 (same state hash); np=4 -> np=2 -> np=1 ->
 //    np=4 resharded continuations follow the uninterrupted run;
+//  - weight streaming (stream.enabled, host and disk stores) at ep=2 and at
+//    fsdp=2 ends in the same state hash as the same layout computing in place;
 //  - a hung rank, a dead rank, mismatched configs and impossible layouts end
 //    the job non-zero with a message naming the rank or the key.
 //
@@ -238,6 +240,28 @@ TEST(Layouts, HybridGatedDeltaMatchesOneProcess) {
   EXPECT_LE(d.max_rel, kParamTol) << "worst tensor " << d.worst;
   std::cout << "[mpi] hybrid " << l.name() << ": parameters and moments within " << d.max_rel << " (" << d.worst
             << ")\n";
+}
+
+// Streaming only moves bytes: each rank streams its own shard (experts under
+// EP, its FSDP chunks all-gathered from the store), so the state is the
+// in-place run's bit for bit, on either store tier.
+TEST(Layouts, WeightStreamingIsBitIdenticalAtEachLayout) {
+  TempDir tmp;
+  const std::vector<std::string> sets = {"train.steps=4", "train.grad_accum=2"};
+  for (const Layout& l : {Layout{2, 2, 1}, Layout{2, 1, 2}}) {
+    const auto in_place = run_layout(l, tmp / (l.name() + "_in_place"), sets);
+    ASSERT_EQ(in_place.exit_code, 0) << in_place;
+    for (const char* store : {"host", "disk"}) {
+      std::vector<std::string> st = sets;
+      st.insert(st.end(), {"stream.enabled=true", std::string("stream.store=\"") + store + "\"", "stream.prefetch_layers=2"});
+      const auto streamed = run_layout(l, tmp / (l.name() + "_" + store), st);
+      ASSERT_EQ(streamed.exit_code, 0) << streamed;
+      EXPECT_EQ(done_state_hash(streamed.err), done_state_hash(in_place.err)) << l.name() << ", " << store << " store";
+      const auto rows = read_metrics(tmp / (l.name() + "_" + store));
+      ASSERT_FALSE(rows.empty());
+      EXPECT_GT(rows.back()["stream"]["bytes_in"].get<int64_t>(), 0) << l.name();
+    }
+  }
 }
 
 TEST(Checkpoints, ResumeAndReshardAcrossWorldSizes) {

@@ -1,0 +1,108 @@
+// stream_training_test.cpp — weight streaming (docs/streaming.md) through
+// `moetrain train`:
+//  - a model whose training state is over 4x the compute-memory budget trains
+//    with its measured compute memory under the budget, and ends bit for bit
+//    where in-place training ends (host and disk stores, prefetch depths 0
+//    and 2, gradient accumulation); the disk store's files are gone after;
+//  - a budget below what the activations and layer buffers need is refused,
+//    naming the key;
+//  - a streamed run SIGKILLed mid-step (gradients in the store, update not
+//    applied) resumes to the uninterrupted run's state bit for bit.
+#include <gtest/gtest.h>
+
+#include "support/e2e.h"
+
+namespace mt::e2e {
+namespace {
+
+constexpr int64_t kBudget = 28 << 20;  // bytes of compute memory
+
+// 20 MoE layers of 16 experts at batch 2 x 16 tokens: about 8.2M parameters
+// (131 MB of parameters, gradients and AdamW moments) against 24-26 MB of
+// activations and streamed layer buffers.
+std::vector<std::string> big_model(const std::string& run_dir, std::vector<std::string> sets) {
+  std::vector<std::string> a = {"--preset", "tiny-test", "--run-dir", run_dir};
+  sets.insert(sets.begin(), {"model.n_layers=20", "model.n_experts=16", "model.d_expert=128", "train.batch_size=2",
+                             "train.seq_len=16", "train.threads=1"});
+  for (const std::string& s : sets) {
+    a.push_back("--set");
+    a.push_back(s);
+  }
+  return a;
+}
+
+std::vector<std::string> streamed(const std::string& store, int64_t prefetch, std::vector<std::string> sets = {}) {
+  sets.insert(sets.end(), {"stream.enabled=true", "stream.store=\"" + store + "\"",
+                           "stream.prefetch_layers=" + std::to_string(prefetch),
+                           "stream.compute_memory_bytes=" + std::to_string(kBudget)});
+  return sets;
+}
+
+TEST(StreamTraining, StateFourTimesTheBudgetTrainsBitIdenticallyToInPlace) {
+  TempDir tmp;
+  for (const std::string accum : {"1", "2"}) {
+    const std::vector<std::string> base = {"train.steps=4", "train.grad_accum=" + accum};
+    const auto in_place = train(big_model(tmp / ("in_place" + accum), base));
+    ASSERT_EQ(in_place.exit_code, 0) << in_place;
+    const std::string want = done_state_hash(in_place.err);
+    ASSERT_EQ(want.size(), 16u) << in_place;
+    for (const auto& [store, prefetch] : std::vector<std::pair<std::string, int64_t>>{{"host", 1}, {"disk", 0}, {"disk", 2}}) {
+      const std::string name = store + std::to_string(prefetch) + "_accum" + accum;
+      const auto r = train(big_model(tmp / name, streamed(store, prefetch, base)));
+      ASSERT_EQ(r.exit_code, 0) << r;
+      EXPECT_EQ(done_state_hash(r.err), want) << name;
+      const auto rows = read_metrics(tmp / name);
+      ASSERT_TRUE(has_steps_1_to_n(rows, 4)) << name;
+      for (const json& row : rows) {
+        const json& s = row["stream"];
+        const int64_t compute = s["compute_memory_bytes"], store_bytes = s["store_bytes"];
+        EXPECT_LE(compute, kBudget) << name;
+        EXPECT_GE(store_bytes, 4 * kBudget) << name;
+        // Every weight crosses at least once per micro-batch (twice for the layers recomputed in
+        // the backward), every gradient goes back once per micro-batch.
+        EXPECT_GE(s["bytes_in"].get<int64_t>(), store_bytes / 4) << name;
+        EXPECT_GE(s["bytes_out"].get<int64_t>(), store_bytes / 4 * std::stoll(accum) - 4096) << name;
+        EXPECT_GE(s["stall_s"].get<double>(), 0.0);
+      }
+      EXPECT_FALSE(fs::exists(tmp / name + "/stream_store")) << "the disk store's scratch files were left behind";
+    }
+  }
+}
+
+TEST(StreamTraining, BudgetBelowTheComputeMemoryIsRefusedNamingTheKey) {
+  TempDir tmp;
+  const auto r = train(big_model(tmp / "r", {"stream.enabled=true", "stream.compute_memory_bytes=1000000"}));
+  EXPECT_NE(r.exit_code, 0) << r;
+  EXPECT_NE(r.err.find("stream.compute_memory_bytes"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("activations"), std::string::npos) << r;
+}
+
+TEST(StreamTraining, KilledMidStepResumesBitExactly) {
+  TempDir tmp;
+  const std::vector<std::string> sets = streamed("disk", 1, {"train.steps=12", "train.checkpoint_every=4", "train.async_checkpoint=false"});
+  const auto killed = train([&] {
+    auto a = big_model(tmp / "b", sets);
+    a.insert(a.end(), {"--inject-fault", "killmid:0:7"});
+    return a;
+  }());
+  ASSERT_EQ(killed.term_signal, SIGKILL) << killed;
+  EXPECT_NE(killed.err.find("mid-step 7"), std::string::npos) << killed;
+  // The store was live when the process died; resume rebuilds it from the last checkpoint.
+  EXPECT_TRUE(fs::exists(tmp / "b/stream_store/params.f32"));
+  auto resume = big_model(tmp / "b", sets);
+  resume.push_back("--resume");
+  const auto b = train(resume);
+  ASSERT_EQ(b.exit_code, 0) << b;
+  EXPECT_EQ(resumed_from(b.err).second, 4) << b;
+
+  const auto a = train(big_model(tmp / "a", {"train.steps=12", "train.checkpoint_every=4"}));  // in place
+  ASSERT_EQ(a.exit_code, 0) << a;
+  EXPECT_EQ(done_state_hash(b.err), done_state_hash(a.err));
+  const Inspect ia = inspect(ckpt_dir(tmp / "a", 12)), ib = inspect(ckpt_dir(tmp / "b", 12));
+  ASSERT_TRUE(ia.ok()) << ia.proc;
+  ASSERT_TRUE(ib.ok()) << ib.proc;
+  EXPECT_EQ(ia.tensor_hash(), ib.tensor_hash());
+}
+
+}  // namespace
+}  // namespace mt::e2e
