@@ -7,9 +7,14 @@
 // mpirun every rank benchmarks its part of the distributed step (dist.*
 // keys via --set); rank 0 prints, peaks are summed over ranks, and the
 // breakdown gains comm_wait (rank 0 blocked in collectives).
+// --stream host|disk benchmarks weight streaming (docs/streaming.md): the
+// streamed trainer and an in-place one of the same config step alternately,
+// so the overhead is a ratio of medians taken in one run; bytes streamed per
+// step, stall time and compute memory against the store come with it.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -49,7 +54,7 @@ double gemm_best_gflops(MatmulPrecision p) {
 
 void register_bench(CLI::App& app, CommandAction& run) {
   struct Args {
-    std::string preset = "moe-512", precision = "fp32";
+    std::string preset = "moe-512", precision = "fp32", stream = "off";
     int64_t steps = 4, threads = 0;
     bool json = false;
     std::vector<std::string> sets;
@@ -63,6 +68,11 @@ void register_bench(CLI::App& app, CommandAction& run) {
       ->check(CLI::PositiveNumber)->capture_default_str();
   sub->add_option("--threads", args->threads, "Worker threads (0 = all)")->capture_default_str();
   sub->add_option("--set", args->sets, "Override a preset key: section.key=value (repeatable)");
+  sub->add_option("--stream", args->stream,
+                  "Weight streaming: off, host or disk (stream.store); steps alternate with an in-place trainer of "
+                  "the same config and the overhead is reported")
+      ->check(CLI::IsMember({"off", "host", "disk"}))
+      ->capture_default_str();
   sub->add_flag("--json", args->json, "Print one JSON object instead of a table");
   sub->callback([args, &run] {
     run = [args]() -> int {
@@ -76,6 +86,11 @@ void register_bench(CLI::App& app, CommandAction& run) {
       sets.push_back("train.steps=1000000");
       sets.push_back("data.path=\"\"");
       sets.push_back("train.threads=" + std::to_string(args->threads));
+      const bool streaming = args->stream != "off";
+      if (streaming) {
+        sets.push_back("stream.enabled=true");
+        sets.push_back("stream.store=\"" + args->stream + "\"");
+      }
       auto cfg = parse_run_config(e->text, "<embedded bench/" + args->preset + ".toml>", sets);
       if (!cfg) {
         fmt::print(stderr, "moetrain bench: {}\n", cfg.status().message());
@@ -104,11 +119,34 @@ void register_bench(CLI::App& app, CommandAction& run) {
         return 1;
       }
       Trainer& t = *trainer.value();
+      // Streaming: an in-place trainer of the same config, stepped alternately.
+      std::unique_ptr<Trainer> in_place;
+      if (streaming) {
+        RunConfig c = cfg.value();
+        c.stream = StreamConfig();
+        auto r = Trainer::create(c, opt);
+        if (!r) {
+          fmt::print(stderr, "moetrain bench: {}\n", r.status().message());
+          if (ranks > 1) abort_job(*world, 1);
+          return 1;
+        }
+        in_place = std::move(r.value());
+        in_place->train_step();
+      }
       t.train_step();  // warm-up: primitive creation, first-touch of buffers
       PhaseTimer::reset();
-      std::vector<double> times;
-      for (int64_t s = 0; s < args->steps; ++s) times.push_back(t.train_step().seconds);
-      const auto phases = PhaseTimer::totals();
+      std::vector<double> times, in_place_times, stall;
+      std::array<double, size_t(Phase::kCount)> phases{};
+      StepResult last;
+      for (int64_t s = 0; s < args->steps; ++s) {
+        const auto before = PhaseTimer::totals();
+        last = t.train_step();
+        const auto after = PhaseTimer::totals();
+        for (size_t p = 0; p < phases.size(); ++p) phases[p] += after[p] - before[p];
+        times.push_back(last.seconds);
+        stall.push_back(last.stream_stall_s);
+        if (in_place) in_place_times.push_back(in_place->train_step().seconds);
+      }
       double total_time = 0.0;
       for (double x : times) total_time += x;
       const double step_s = median(times);
@@ -144,6 +182,19 @@ void register_bench(CLI::App& app, CommandAction& run) {
       }
       br["other"] = std::max(0.0, 1.0 - accounted / total_time);
       j["time_fraction"] = br;
+      if (streaming) {
+        const double base = median(in_place_times);
+        j["stream"] = {{"store", args->stream},
+                       {"prefetch_layers", cfg.value().stream.prefetch_layers},
+                       {"bytes_in_per_step", last.stream_bytes_in},
+                       {"bytes_out_per_step", last.stream_bytes_out},
+                       {"stall_s_median", median(stall)},
+                       {"compute_memory_bytes", last.compute_memory_bytes},
+                       {"store_bytes", last.store_bytes},
+                       {"in_place_step_time_s", base},
+                       {"in_place_tokens_per_s", tokens / base},
+                       {"overhead", step_s / base - 1.0}};
+      }
       if (world->rank() != 0) return 0;
       if (args->json) {
         fmt::print("{}\n", j.dump());
@@ -158,6 +209,18 @@ void register_bench(CLI::App& app, CommandAction& run) {
       fmt::print("  model GFLOP/s        {:8.1f}\n", model_gflops);
       fmt::print("  MFU                  {:8.1f} %   (vs gemm best {:.1f} %)\n", 100.0 * model_gflops / peak_gflops,
                  100.0 * model_gflops / gemm_best);
+      if (streaming) {
+        const nlohmann::json& st = j["stream"];
+        fmt::print("  streaming ({} store, prefetch {}): {:.1f} MB in + {:.1f} MB out per step, stall {:.1f}% of the "
+                   "step\n", args->stream, st["prefetch_layers"].get<int64_t>(),
+                   1e-6 * st["bytes_in_per_step"].get<double>(), 1e-6 * st["bytes_out_per_step"].get<double>(),
+                   100.0 * st["stall_s_median"].get<double>() / step_s);
+        fmt::print("  compute memory       {:8.1f} MiB  (store {:.1f} MiB)\n",
+                   st["compute_memory_bytes"].get<double>() / (1 << 20), st["store_bytes"].get<double>() / (1 << 20));
+        fmt::print("  in place, alternate  {:8.3f} s   {:.0f} tokens/s; streaming overhead {:+.1f}%\n",
+                   st["in_place_step_time_s"].get<double>(), st["in_place_tokens_per_s"].get<double>(),
+                   100.0 * st["overhead"].get<double>());
+      }
       fmt::print("  time by phase:");
       for (auto it = br.begin(); it != br.end(); ++it) fmt::print(" {} {:.0f}%", it.key(), 100.0 * it.value().get<double>());
       fmt::print("\n");

@@ -18,12 +18,17 @@ class BufferSizer {
   void operator()(std::vector<T>& v, int64_t n) {
     if (mode_ == Mode::kAllocate) v.resize(size_t(n));
     bytes_ += n * int64_t(sizeof(T));
+    sizes_.push_back(n * int64_t(sizeof(T)));
   }
   int64_t bytes() const { return bytes_; }
+  // Bytes of every buffer in the order sized: two layers whose lists are
+  // equal can share their activation buffers (layer recomputation).
+  const std::vector<int64_t>& sizes() const { return sizes_; }
 
  private:
   Mode mode_;
   int64_t bytes_ = 0;
+  std::vector<int64_t> sizes_;
 };
 
 // Bytes of data held by vectors (what a sizing pass must have counted).

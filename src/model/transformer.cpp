@@ -13,8 +13,9 @@
 
 namespace mt {
 
-Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, MatmulPrecision prec)
-    : c_(c), B_(batch), T_(seq_len), N_(batch * seq_len), prec_(prec), mtp_weight_(c.mtp_loss_weight) {
+Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, MatmulPrecision prec,
+                         LayerActivations acts)
+    : c_(c), B_(batch), T_(seq_len), N_(batch * seq_len), prec_(prec), acts_(acts), mtp_weight_(c.mtp_loss_weight) {
   off_ = build_layout(c_, layout_);
   BufferSizer sizer(BufferSizer::Mode::kAllocate);
   size_buffers(sizer);
@@ -29,13 +30,57 @@ Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, M
   identity_experts_ = IdentityDispatcher(c_.n_experts);
 }
 
-Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, BufferSizer& s)
-    : c_(c), B_(batch), T_(seq_len), N_(batch * seq_len), prec_(MatmulPrecision::kFp32) {
+Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, LayerActivations acts, BufferSizer& s)
+    : c_(c), B_(batch), T_(seq_len), N_(batch * seq_len), prec_(MatmulPrecision::kFp32), acts_(acts) {
   size_buffers(s);
+}
+
+// With recomputation, layer l uses the buffers of the first layer whose
+// buffers have exactly the same sizes (same kind: attention or gated delta,
+// dense or MoE, window and KV heads as far as they change a size).
+void Transformer::share_layer_buffers() {
+  act_of_.assign(size_t(c_.n_layers), 0);
+  std::vector<std::vector<int64_t>> shapes;
+  for (int64_t l = 0; l < c_.n_layers; ++l) {
+    act_of_[l] = l;
+    if (acts_ == LayerActivations::kKeep) continue;
+    BufferSizer count(BufferSizer::Mode::kCountOnly);
+    AttnActs a;
+    DeltaActs d;
+    FfnActs f;
+    if (c_.is_delta(l))
+      d.allocate(c_, B_, T_, count);
+    else
+      a.allocate(c_, l, B_, T_, count);
+    f.allocate(c_, l, B_, T_, count);
+    std::vector<int64_t> shape = count.sizes();
+    shape.push_back(c_.is_delta(l) ? 1 : 0);
+    shape.push_back(c_.is_moe(l) ? 1 : 0);
+    for (int64_t j = 0; j < l; ++j)
+      if (act_of_[j] == j && shapes[size_t(j)] == shape) {
+        act_of_[l] = j;
+        break;
+      }
+    shapes.push_back(std::move(shape));
+  }
+  held_.assign(size_t(c_.n_layers), -1);
+}
+
+void Transformer::set_layer_activations(LayerActivations acts) {
+  if (acts == acts_) return;
+  acts_ = acts;
+  // Free the per-layer buffers, then size again (every other buffer keeps its size).
+  x_mid_.clear();
+  attn_.clear();
+  delta_.clear();
+  ffn_.clear();
+  BufferSizer sizer(BufferSizer::Mode::kAllocate);
+  size_buffers(sizer);
 }
 
 void Transformer::size_buffers(BufferSizer& s) {
   const int64_t D = c_.d_model, Dr = c_.rope_dim();
+  share_layer_buffers();
   s(rope_cos_, T_ * Dr / 2);
   s(rope_sin_, T_ * Dr / 2);
   s(inputs_, N_);
@@ -43,11 +88,13 @@ void Transformer::size_buffers(BufferSizer& s) {
   xs_.resize(c_.n_layers + 1);
   for (auto& x : xs_) s(x, N_ * D);
   x_mid_.resize(c_.n_layers);
-  for (auto& x : x_mid_) s(x, N_ * D);
+  for (int64_t l = 0; l < c_.n_layers; ++l)
+    if (act_of_[l] == l) s(x_mid_[l], N_ * D);
   attn_.resize(c_.n_layers);
   delta_.resize(c_.n_layers);
   ffn_.resize(c_.n_layers);
   for (int64_t l = 0; l < c_.n_layers; ++l) {
+    if (act_of_[l] != l) continue;
     if (c_.is_delta(l))
       delta_[l].allocate(c_, B_, T_, s);
     else
@@ -80,9 +127,9 @@ int64_t Transformer::activation_bytes() const {
   return b;
 }
 
-int64_t Transformer::activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq_len) {
+int64_t Transformer::activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq_len, LayerActivations acts) {
   BufferSizer counter(BufferSizer::Mode::kCountOnly);
-  Transformer sizing(c, batch, seq_len, counter);
+  Transformer sizing(c, batch, seq_len, acts, counter);
   return counter.bytes();
 }
 
@@ -120,13 +167,8 @@ void Transformer::run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, 
     const LayerParams lp = pp.acquire_layer(l, Pass::kForward);
     ctx_.w = lp.dense;
     ctx_.we = lp.experts;
-    if (off_.layers[l].delta)
-      delta_block_forward(x_mid_[l].data(), delta_[l], xs_[l].data(), off_.layers[l].delta_w, ctx_);
-    else
-      attention_block_forward(x_mid_[l].data(), attn_[l], xs_[l].data(), off_.layers[l].attn, l, ctx_);
     FfnStats fs;
-    const float* bias = (router_bias && c_.is_moe(l)) ? router_bias + moe_index * c_.n_experts : nullptr;
-    ffn_block_forward(xs_[l + 1].data(), ffn_[l], fs, x_mid_[l].data(), off_.layers[l], bias, l, ctx_);
+    layer_forward(l, fs, router_bias, moe_index);
     if (c_.is_moe(l)) {
       add_moe_stats(st, fs, moe_layers);
       ++moe_index;
@@ -135,6 +177,17 @@ void Transformer::run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, 
   }
   rmsnorm_forward(hf_.data(), rstd_f_.data(), xs_[c_.n_layers].data(), root_.of(off_.final_norm).at(off_.final_norm),
                   N_, D, float(c_.norm_eps));
+}
+
+void Transformer::layer_forward(int64_t l, FfnStats& fs, const float* router_bias, int64_t moe_index) {
+  const int64_t a = act_of_[l];
+  if (off_.layers[l].delta)
+    delta_block_forward(x_mid_[a].data(), delta_[a], xs_[l].data(), off_.layers[l].delta_w, ctx_);
+  else
+    attention_block_forward(x_mid_[a].data(), attn_[a], xs_[l].data(), off_.layers[l].attn, l, ctx_);
+  const float* bias = (router_bias && c_.is_moe(l)) ? router_bias + moe_index * c_.n_experts : nullptr;
+  ffn_block_forward(xs_[l + 1].data(), ffn_[a], fs, x_mid_[a].data(), off_.layers[l], bias, l, ctx_);
+  held_[a] = l;
 }
 
 double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale, const float* hf,
@@ -262,16 +315,26 @@ ForwardStats Transformer::forward_backward(ParamProvider& pp, const int32_t* tok
   const ParamSpan& fnorm = root_.of(off_.final_norm);
   rmsnorm_backward(dres_.data(), fnorm.grad(off_.final_norm), dhf_.data(), xs_[c_.n_layers].data(),
                    fnorm.at(off_.final_norm), rstd_f_.data(), N_, D, c_.mtp_depth > 0 ? 1.0f : 0.0f);
+  int64_t moe_index = 0;  // MoE layers below l: the router-bias row of layer l
+  for (int64_t l = 0; l < c_.n_layers; ++l) moe_index += c_.is_moe(l) ? 1 : 0;
   for (int64_t l = c_.n_layers - 1; l >= 0; --l) {
     const LayerParams lp = pp.acquire_layer(l, Pass::kBackward);
     ctx_.w = lp.dense;
     ctx_.we = lp.experts;
-    ffn_block_backward(dres_.data(), ffn_scratch_, ffn_[l], x_mid_[l].data(), off_.layers[l], l, aux_coef,
+    const int64_t a = act_of_[l];
+    if (c_.is_moe(l)) --moe_index;
+    if (held_[a] != l) {  // recomputation: the buffers hold another layer's activations
+      // Rewrites xs_[l + 1] with the same bits (deterministic kernels); only
+      // layer l + 1's finished backward read it. The router stats were counted in the forward.
+      FfnStats discarded;
+      layer_forward(l, discarded, router_bias, moe_index);
+    }
+    ffn_block_backward(dres_.data(), ffn_scratch_, ffn_[a], x_mid_[a].data(), off_.layers[l], l, aux_coef,
                        z_coef, ctx_);
     if (off_.layers[l].delta)
-      delta_block_backward(dres_.data(), delta_scratch_, delta_[l], xs_[l].data(), off_.layers[l].delta_w, ctx_);
+      delta_block_backward(dres_.data(), delta_scratch_, delta_[a], xs_[l].data(), off_.layers[l].delta_w, ctx_);
     else
-      attention_block_backward(dres_.data(), attn_scratch_, attn_[l], xs_[l].data(), off_.layers[l].attn, l,
+      attention_block_backward(dres_.data(), attn_scratch_, attn_[a], xs_[l].data(), off_.layers[l].attn, l,
                                ctx_);
     pp.release_layer(l, Pass::kBackward);
   }

@@ -36,9 +36,18 @@ struct ForwardStats {
   std::vector<std::vector<int64_t>> expert_load;  // per MoE layer, (E)
 };
 
+// Activation memory: keep every layer's activations from the forward for the
+// backward, or keep only each layer's input (the residual stream) and
+// recompute the layer's forward just before its backward (activation
+// checkpointing at layer granularity), with the layers of one shape sharing
+// one set of buffers. Kernels are deterministic, so the recomputed
+// activations, and hence the gradients, are bit-identical to kept ones.
+enum class LayerActivations { kKeep, kRecompute };
+
 class Transformer {
  public:
-  Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, MatmulPrecision prec);
+  Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, MatmulPrecision prec,
+              LayerActivations acts = LayerActivations::kKeep);
 
   const ModelConfig& config() const { return c_; }
   const ParamLayout& layout() const { return layout_; }
@@ -59,7 +68,12 @@ class Transformer {
   // The same figure for (config, batch, seq_len) without allocating anything:
   // the sizing pass of the constructor run in count-only mode. `moetrain plan`
   // uses it, so its CPU activation figure equals the trainer's allocation.
-  static int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq_len);
+  static int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq_len,
+                                  LayerActivations acts = LayerActivations::kKeep);
+  // Switches between keeping and recomputing layer activations (frees and
+  // re-sizes the buffers; the layout is unchanged).
+  void set_layer_activations(LayerActivations acts);
+  LayerActivations layer_activations() const { return acts_; }
 
   // tokens: B sequences of tokens_per_sequence() ids (inputs are [0, T),
   // targets [1, T], MTP module k's targets [1 + k, T + k]).
@@ -92,8 +106,12 @@ class Transformer {
 
  private:
   // Count-only construction for activation_bytes(c, batch, seq_len).
-  Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, BufferSizer& s);
+  Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, LayerActivations acts, BufferSizer& s);
   void size_buffers(BufferSizer& s);  // sizes (or counts) every buffer below
+  void share_layer_buffers();         // act_of_: which layer's buffers each layer uses
+  // The forward of layer l into its (possibly shared) buffers: attention or
+  // gated-delta mixing, then the FFN into xs_[l + 1]; router stats into fs.
+  void layer_forward(int64_t l, FfnStats& fs, const float* router_bias, int64_t moe_index);
   void run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, const int32_t* tokens, int64_t stride,
                    const float* router_bias);
   // Shared head + cross-entropy of hf (N, D) against targets; with grads, the
@@ -108,6 +126,9 @@ class Transformer {
   ModelConfig c_;
   int64_t B_, T_, N_;
   MatmulPrecision prec_;
+  LayerActivations acts_ = LayerActivations::kKeep;
+  std::vector<int64_t> act_of_;                  // per layer: the layer whose activation buffers it uses
+  std::vector<int64_t> held_;                    // per layer: the layer whose activations its buffers hold now (-1)
   ParamLayout layout_;
   ModelOffsets off_;
   std::vector<float> rope_cos_, rope_sin_;

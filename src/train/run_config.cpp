@@ -19,6 +19,10 @@ void declare_train_keys(ConfigSchema& s, TrainConfig& t) {
   declare_keys(s, t.optim, "train");
   s.add_enum("train.precision", &t.precision, {"fp32", "bf16"},
              "matrix-multiply operands (bf16: fp32 accumulate, fp32 master weights and optimizer state)");
+  s.add_enum("train.activation_checkpointing", &t.activation_checkpointing, {"off", "layers", "auto"},
+             "keep each layer's activations for the backward (off), or keep only layer inputs and recompute each "
+             "layer's forward before its backward (layers; bit-identical gradients, one more forward)")
+      .note("auto = layers only when stream.compute_memory_bytes cannot hold the kept activations");
   s.add("train.seed", &t.seed, "parameter init; also the order of the synthetic and stream data");
   s.add("train.threads", &t.threads, "OpenMP threads").range(0, 256).note("0 = OpenMP default");
   s.add("train.checkpoint_every", &t.checkpoint_every, "commit a checkpoint every N steps")

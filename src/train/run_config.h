@@ -23,6 +23,10 @@
 
 namespace mt {
 
+// Layer activations kept for the backward, or recomputed (model/transformer.h);
+// auto = recompute only when stream.compute_memory_bytes requires it.
+enum class ActivationCheckpointing { kOff, kLayers, kAuto };
+
 struct TrainConfig {
   int64_t steps = 100;            // optimizer steps
   int64_t batch_size = 8;         // B sequences per micro-batch
@@ -32,6 +36,7 @@ struct TrainConfig {
   AdamWConfig optim;              // train.beta1, beta2, eps, weight_decay, decay_embeddings, grad_clip
   OptimizerConfig optimizer;      // [optim]: AdamW or Muon per tensor class, the Hyperball wrapper
   MatmulPrecision precision = MatmulPrecision::kFp32;  // operands of the matrix multiplies
+  ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::kAuto;
   SpikeConfig spike;              // [spike]: loss / gradient-norm spike handling
   bool async_checkpoint = true;   // snapshot to memory, write in the background, commit a step later
   HealthConfig health;            // [health]: periodic GEMM health check over the ranks

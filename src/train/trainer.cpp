@@ -145,11 +145,14 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
 
   const MatmulPrecision prec = tc.precision;
   MT_RETURN_IF_ERROR(t->setup_dist(opt));  // no-op in one process
-  t->model_ = std::make_unique<Transformer>(cfg.model, t->local_batch(), tc.seq_len, prec);
+  t->model_ = std::make_unique<Transformer>(cfg.model, t->local_batch(), tc.seq_len, prec,
+                                            tc.activation_checkpointing == ActivationCheckpointing::kLayers
+                                                ? LayerActivations::kRecompute
+                                                : LayerActivations::kKeep);
   const ParamLayout& L = t->model_->layout();
   // params_ / grads_: the whole model, or this rank's shard; the optimizer
   MT_RETURN_IF_ERROR(t->init_local_params());
-  if (cfg.stream.enabled) MT_RETURN_IF_ERROR(t->check_stream_budget());
+  if (cfg.stream.enabled) MT_RETURN_IF_ERROR(t->check_stream_budget());  // may turn recomputation on (auto)
   if (cfg.model.aux_free_bias) t->router_bias_.assign(t->model_->n_moe_layers() * cfg.model.n_experts, 0.0f);
   t->batch_.resize(tc.batch_size * t->model_->tokens_per_sequence());
   // The bf16 shadow of the parameters is for computing on them in place;

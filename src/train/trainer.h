@@ -181,7 +181,7 @@ class Trainer {
   std::string store_dir() const;   // the disk store's directory ("" = host memory)
   int64_t compute_memory_bytes() const;  // activations + the provider's buffers
   int64_t store_bytes() const;           // parameters, gradients, optimizer state of this rank
-  Status check_stream_budget() const;    // stream.compute_memory_bytes against compute_memory_bytes()
+  Status check_stream_budget();          // stream.compute_memory_bytes against compute_memory_bytes()
   std::vector<bf16> params_bf16_;  // bf16 precision: GEMM copy of params_, refreshed after every update
   void refresh_bf16_params();
   std::vector<int32_t> batch_;

@@ -33,6 +33,7 @@ RunConfig normalised(RunConfig c) {
   c.train.health = HealthConfig();  // checks never change training
   c.dist = DistConfig();  // any layout resumes any checkpoint (resharding)
   c.stream = StreamConfig();  // streaming is bit-identical to computing in place
+  c.train.activation_checkpointing = ActivationCheckpointing::kAuto;  // recomputation too
   c.source.clear();
   return c;
 }

@@ -189,26 +189,36 @@ int64_t Trainer::store_bytes() const {
   return int64_t(sizeof(float)) * (params_.size() + grads_.size() + optim_->state_floats());
 }
 
-Status Trainer::check_stream_budget() const {
+Status Trainer::check_stream_budget() {
   const StreamConfig& sc = cfg_.stream;
   const double gib = double(int64_t(1) << 30);
-  const int64_t acts = model_->activation_bytes(), bufs = dist_->fsdp->buffer_bytes(), have = acts + bufs;
+  const int64_t bufs = dist_->fsdp->buffer_bytes();
+  // auto: recompute layer activations only when the kept ones do not fit.
+  if (sc.compute_memory_bytes > 0 && cfg_.train.activation_checkpointing == ActivationCheckpointing::kAuto &&
+      model_->activation_bytes() + bufs > sc.compute_memory_bytes)
+    model_->set_layer_activations(LayerActivations::kRecompute);
+  const int64_t acts = model_->activation_bytes(), have = acts + bufs;
+  const bool recompute = model_->layer_activations() == LayerActivations::kRecompute;
   const int64_t state = store_bytes();
   if (is_root() && opt_.print_config)
     fmt::print(stderr, "# stream: store {}{}: {:.4g} GiB of training state on this rank; compute memory {:.4g} GiB "
-               "(activations {:.4g} GiB, layer buffers {:.4g} GiB for {} prefetched layers){}\n",
+               "(activations {:.4g} GiB{}, layer buffers {:.4g} GiB for {} prefetched layers){}\n",
                sc.store == StreamStore::kDisk ? "disk " : "host memory", store_dir(), double(state) / gib,
-               double(have) / gib, double(acts) / gib, double(bufs) / gib, sc.prefetch_layers,
+               double(have) / gib, double(acts) / gib, recompute ? " with layers recomputed" : "", double(bufs) / gib,
+               sc.prefetch_layers,
                sc.compute_memory_bytes > 0 ? fmt::format(", budget {:.4g} GiB", double(sc.compute_memory_bytes) / gib)
                                            : std::string());
   if (sc.compute_memory_bytes == 0 || have <= sc.compute_memory_bytes) return Status::ok();
   return cfg_.origins.error(
       "stream.compute_memory_bytes",
       fmt::format("{} bytes cannot hold this run's compute memory of {} bytes: activations of one micro-batch {} "
-                  "(train.batch_size, train.seq_len; activation checkpointing is not implemented) and layer "
-                  "buffers {} (stream.prefetch_layers + 1 weight slots and 2 gradient slots of the largest unit, "
-                  "the embedding and head)",
-                  sc.compute_memory_bytes, have, acts, bufs));
+                  "({}; train.batch_size, train.seq_len) and layer buffers {} (stream.prefetch_layers + 1 weight "
+                  "slots and 2 gradient slots of the largest unit, the embedding and head)",
+                  sc.compute_memory_bytes, have, acts,
+                  recompute ? "layers recomputed, only their inputs kept"
+                            : "every layer's kept; train.activation_checkpointing = \"layers\" or \"auto\" keeps "
+                              "only layer inputs",
+                  bufs));
 }
 
 void Trainer::begin_step() {

@@ -4,8 +4,9 @@
 //    with its measured compute memory under the budget, and ends bit for bit
 //    where in-place training ends (host and disk stores, prefetch depths 0
 //    and 2, gradient accumulation); the disk store's files are gone after;
-//  - a budget below what the activations and layer buffers need is refused,
-//    naming the key;
+//  - a budget below the kept activations recomputes layers (activation
+//    checkpointing, train.activation_checkpointing = "auto"), bit-identically;
+//    a budget below even the recomputing figure is refused, naming the key;
 //  - a streamed run SIGKILLed mid-step (gradients in the store, update not
 //    applied) resumes to the uninterrupted run's state bit for bit.
 #include <gtest/gtest.h>
@@ -67,6 +68,33 @@ TEST(StreamTraining, StateFourTimesTheBudgetTrainsBitIdenticallyToInPlace) {
       EXPECT_FALSE(fs::exists(tmp / name + "/stream_store")) << "the disk store's scratch files were left behind";
     }
   }
+}
+
+// 12 MiB cannot hold the kept activations (15.5 MiB) but holds the layer
+// inputs: train.activation_checkpointing = "auto" recomputes each layer's
+// forward before its backward, bit-identically, with state over 10x the budget.
+TEST(StreamTraining, BudgetBelowTheActivationsRecomputesLayersBitIdentically) {
+  TempDir tmp;
+  const int64_t budget = 12 << 20;
+  const std::vector<std::string> base = {"train.steps=3", "train.grad_accum=2"};
+  const auto in_place = train(big_model(tmp / "in_place", base));
+  ASSERT_EQ(in_place.exit_code, 0) << in_place;
+  std::vector<std::string> st = streamed("disk", 1, base);
+  st.push_back("stream.compute_memory_bytes=" + std::to_string(budget));  // the later --set wins
+  const auto r = train(big_model(tmp / "r", st));
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_NE(r.err.find("with layers recomputed"), std::string::npos) << r;
+  EXPECT_EQ(done_state_hash(r.err), done_state_hash(in_place.err));
+  for (const json& row : read_metrics(tmp / "r")) {
+    EXPECT_LE(row["stream"]["compute_memory_bytes"].get<int64_t>(), budget);
+    EXPECT_GE(row["stream"]["store_bytes"].get<int64_t>(), 10 * budget);
+  }
+  // Without recomputation the same budget is refused, naming both keys.
+  st.push_back("train.activation_checkpointing=\"off\"");
+  const auto off = train(big_model(tmp / "off", st));
+  EXPECT_NE(off.exit_code, 0) << off;
+  EXPECT_NE(off.err.find("stream.compute_memory_bytes"), std::string::npos) << off;
+  EXPECT_NE(off.err.find("train.activation_checkpointing"), std::string::npos) << off;
 }
 
 TEST(StreamTraining, BudgetBelowTheComputeMemoryIsRefusedNamingTheKey) {
