@@ -176,9 +176,14 @@ MemoryBreakdown cpu_memory(const ModelConfig& c, const ModelStats& s, const Para
   const double muon = p.cfg.optimizer == OptimizerKind::kMuon ? double(muon_params(c, s)) : 0.0;
   m.optimizer_state = 8 * n - 4 * muon + (c.aux_free_bias ? 4.0 * double(cpu_router_blocks(c, s) * c.n_experts) : 0.0);
   if (muon > 0) m.optimizer_workspace = 4.0 * (3.0 * muon + double(muon_scratch_floats(c)));
-  const double acts = double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len));
-  for (double& a : m.activations_by_recompute) a = acts;  // the CPU trainer does not recompute
-  m.activations = acts;
+  // The CPU trainer keeps every layer's activations, or (train.activation_checkpointing)
+  // only layer inputs, recomputing each layer's forward: "full"; it has nothing selective.
+  const double keep = double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len));
+  m.activations_by_recompute[size_t(Recompute::kNone)] = keep;
+  m.activations_by_recompute[size_t(Recompute::kSelective)] = keep;
+  m.activations_by_recompute[size_t(Recompute::kFull)] =
+      double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len, LayerActivations::kRecompute));
+  m.activations = m.activations_by_recompute[size_t(p.cfg.recompute)];
   m.comm_buffers = 4.0 * double(p.micro_batch * (p.seq_len + 1 + c.mtp_depth));  // token batch, MTP targets included
   m.layers_in_stage = c.n_layers;
   m.capacity = cl.device.hbm_gib * kGiB;

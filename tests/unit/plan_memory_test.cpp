@@ -2,7 +2,7 @@
 // the memory items per GPU on hand-computable cases (ZeRO stages, TP/PP/EP
 // splits, recomputation, pipeline in-flight counts), KV-cache and FLOP
 // figures, and the CPU path: the planner's activation figure equals what the
-// trainer's Transformer allocates.
+// trainer's Transformer allocates, with and without layer recomputation.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <malloc.h>
@@ -292,6 +292,18 @@ TEST(PlanMemory, CpuActivationsEqualTheTrainersAllocation) {
     build_layout(c, L);
     EXPECT_DOUBLE_EQ(mem.parameters, 4.0 * double(L.total()));
     EXPECT_DOUBLE_EQ(mem.optimizer_state, 8.0 * double(L.total()));
+
+    // recompute = "full" is the trainer's layer recomputation (train.activation_checkpointing = "layers").
+    LayoutConfig lr = l;
+    lr.recompute = Recompute::kFull;
+    const MemoryBreakdown full = memory_per_gpu(c, model_stats(c, T), resolved(c, lr, cpu, T), cpu);
+    const size_t before_r = mallinfo2().uordblks + mallinfo2().hblkhd;
+    Transformer recomputing(c, B, T, MatmulPrecision::kFp32, LayerActivations::kRecompute);
+    const size_t after_r = mallinfo2().uordblks + mallinfo2().hblkhd;
+    EXPECT_EQ(int64_t(full.activations), recomputing.activation_bytes()) << preset;
+    EXPECT_LT(full.activations, mem.activations) << preset;
+    EXPECT_GE(double(after_r) - double(before_r), full.activations) << preset;
+    EXPECT_LE(double(after_r) - double(before_r), full.activations * 1.01 + 4e6) << preset;
   }
 }
 
