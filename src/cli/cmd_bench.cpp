@@ -11,9 +11,14 @@
 // streamed trainer and an in-place one of the same config step alternately,
 // so the overhead is a ratio of medians taken in one run; bytes streamed per
 // step, stall time and compute memory against the store come with it.
+// Memory: the process's peak resident set (VmHWM) beside the planner's
+// figure for the same configuration on a one-CPU cluster (plan/memory.h),
+// the difference being the process itself (binary, libraries, the peak and
+// GEMM probes' buffers).
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <array>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -27,6 +32,7 @@
 #include "dist/mpi_comm.h"
 #include "kernels/cpu/gemm.h"
 #include "model/flops.h"
+#include "plan/memory.h"
 #include "train/trainer.h"
 
 namespace mt {
@@ -35,6 +41,40 @@ namespace {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// Peak resident set of this process so far (VmHWM), bytes; 0 if unreadable.
+double peak_rss_bytes() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0.0;
+  char line[256];
+  double kib = 0.0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "VmHWM: %lf kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib * 1024.0;
+}
+
+// What `moetrain plan` says one CPU rank of this run allocates (0 if it cannot plan it).
+double planner_bytes(const RunConfig& rc) {
+  plan::ClusterConfig cpu;
+  cpu.source = "moetrain bench";
+  cpu.device = *plan::find_device("cpu");
+  cpu.racks = 1;
+  cpu.gpus_per_rack = 1;
+  plan::LayoutConfig l;
+  l.source = "moetrain bench";
+  l.gpus = 1;
+  l.zero_stage = 0;
+  l.micro_batch = rc.train.batch_size;
+  l.global_batch = rc.train.batch_size * rc.train.grad_accum;
+  l.params = rc.train.precision == MatmulPrecision::kBf16 ? plan::Precision::kBf16 : plan::Precision::kFp32;
+  l.optimizer = rc.train.optimizer.name == OptimizerName::kMuon ? plan::OptimizerKind::kMuon : plan::OptimizerKind::kAdamW;
+  l.recompute = rc.train.activation_checkpointing == ActivationCheckpointing::kLayers ? plan::Recompute::kFull
+                                                                                     : plan::Recompute::kNone;
+  auto p = plan::resolve(l, rc.model, rc.train.seq_len, cpu);
+  if (!p) return 0.0;
+  return plan::memory_per_gpu(rc.model, plan::model_stats(rc.model, rc.train.seq_len), p.value(), cpu).total();
 }
 
 double gemm_best_gflops(MatmulPrecision p) {
@@ -61,7 +101,7 @@ void register_bench(CLI::App& app, CommandAction& run) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand("bench", "Throughput and MFU of full training steps against the measured peak.");
-  sub->add_option("--preset", args->preset, "configs/bench preset: dense-512, moe-512, moe-512-mla, moe-512-mtp, moe-512-hybrid, tiny")->capture_default_str();
+  sub->add_option("--preset", args->preset, "configs/bench preset: dense-512, moe-512, moe-1024, moe-512-mla, moe-512-mtp, moe-512-hybrid, tiny")->capture_default_str();
   sub->add_option("--precision", args->precision, "fp32 or bf16")
       ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
   sub->add_option("--steps", args->steps, "Timed steps (after one warm-up step); the median is reported")
@@ -78,7 +118,7 @@ void register_bench(CLI::App& app, CommandAction& run) {
     run = [args]() -> int {
       const EmbeddedConfig* e = find_embedded_config("bench/" + args->preset);
       if (!e) {
-        fmt::print(stderr, "moetrain bench: unknown preset '{}' (dense-512, moe-512, moe-512-mla, moe-512-mtp, moe-512-hybrid, tiny)\n", args->preset);
+        fmt::print(stderr, "moetrain bench: unknown preset '{}' (dense-512, moe-512, moe-1024, moe-512-mla, moe-512-mtp, moe-512-hybrid, tiny)\n", args->preset);
         return 2;
       }
       std::vector<std::string> sets = args->sets;
@@ -182,6 +222,13 @@ void register_bench(CLI::App& app, CommandAction& run) {
       }
       br["other"] = std::max(0.0, 1.0 - accounted / total_time);
       j["time_fraction"] = br;
+      // One rank's peak against the planner's figure (one process: under MPI the plan would need the layout).
+      j["peak_rss_bytes"] = peak_rss_bytes();
+      if (ranks == 1 && !streaming) {
+        const double planned = planner_bytes(cfg.value());
+        j["planner_bytes"] = planned;
+        j["peak_rss_over_planner"] = planned > 0 ? j["peak_rss_bytes"].get<double>() / planned : 0.0;
+      }
       if (streaming) {
         const double base = median(in_place_times);
         j["stream"] = {{"store", args->stream},
@@ -221,6 +268,12 @@ void register_bench(CLI::App& app, CommandAction& run) {
                    st["in_place_step_time_s"].get<double>(), st["in_place_tokens_per_s"].get<double>(),
                    100.0 * st["overhead"].get<double>());
       }
+      if (j.contains("planner_bytes"))
+        fmt::print("  peak memory (VmHWM)  {:8.1f} MiB  planner {:.1f} MiB: {:+.1f} MiB for the process itself\n",
+                   j["peak_rss_bytes"].get<double>() / (1 << 20), j["planner_bytes"].get<double>() / (1 << 20),
+                   (j["peak_rss_bytes"].get<double>() - j["planner_bytes"].get<double>()) / (1 << 20));
+      else
+        fmt::print("  peak memory (VmHWM)  {:8.1f} MiB\n", j["peak_rss_bytes"].get<double>() / (1 << 20));
       fmt::print("  time by phase:");
       for (auto it = br.begin(); it != br.end(); ++it) fmt::print(" {} {:.0f}%", it.key(), 100.0 * it.value().get<double>());
       fmt::print("\n");

@@ -5,11 +5,13 @@
 #include "dist/fsdp.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/check.h"
 #include "core/timer.h"
 #include "dist/stager.h"
+#include "kernels/cpu/magnitude_prune.h"
 
 namespace mt {
 
@@ -26,6 +28,7 @@ struct FsdpProvider::Unit {
   // gradient back to the store, and whether the store's gradient is zero.
   int64_t fetch = 0, writeback = 0;
   bool store_grad_zero = false;
+  std::vector<std::pair<int64_t, int64_t>> sparse;  // sparse streaming: (offset in the unit, numel) per tensor
   std::vector<float> own_p, own_g, own_scratch;  // root units only (layers use the pools)
   bool empty() const { return su->size() == 0; }
 };
@@ -64,7 +67,10 @@ FsdpProvider::FsdpProvider(Mesh& mesh, const ShardPlan& plan, int64_t n_layers, 
       dispatcher_(dispatcher) {
   stream_ = stream != nullptr;
   depth_ = stream_ ? stream->prefetch_layers : (prefetch == Prefetch::kNextLayer ? 1 : 0);
-  if (stream_) stager_ = std::make_unique<Stager>(stream->io_threads);
+  if (stream_) {
+    stager_ = std::make_unique<Stager>(stream->io_threads);
+    density_ = stream->expert_density;
+  }
   const int64_t slots = stream_ ? depth_ + 1 : 2;
   dense_pool_ = std::make_unique<Pool>(slots);
   expert_pool_ = std::make_unique<Pool>(slots);
@@ -78,6 +84,10 @@ FsdpProvider::FsdpProvider(Mesh& mesh, const ShardPlan& plan, int64_t n_layers, 
     layers_[l].experts.su = &plan.experts(l);
   }
   for (Unit* u : {embed_.get(), tail_.get()}) u->comm = &comm_of(*u->su);
+  if (stream_ && density_ < 1.0)
+    for (Layer& ly : layers_)
+      for (const auto& [off, n] : stream->expert_tensors)
+        if (off >= ly.experts.su->lo && off + n <= ly.experts.su->hi) ly.experts.sparse.push_back({off - ly.experts.su->lo, n});
   for (Layer& ly : layers_)
     for (Unit* u : {&ly.dense, &ly.experts}) {
       u->comm = &comm_of(*u->su);
@@ -144,7 +154,30 @@ void FsdpProvider::finish_gather(Unit& u, const char* what) {
       u.gather.reset();
     }
     u.state = Unit::State::kReady;
+    if (!u.sparse.empty()) prune(u);
   }
+}
+
+void FsdpProvider::prune(Unit& u) {
+  const double t0 = now_seconds();
+  const int64_t n = int64_t(u.sparse.size());
+  int64_t dense = 0, wire = 0;
+  // One tensor per iteration: the result does not depend on the thread count.
+#pragma omp parallel reduction(+ : dense, wire)
+  {
+    std::vector<float> scratch;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const auto [off, numel] = u.sparse[size_t(i)];
+      const int64_t keep = std::llround(density_ * double(numel));
+      const int64_t nz = prune_to_largest(u.pbuf + off, numel, keep, scratch);
+      dense += 4 * numel;
+      wire += sparse_wire_bytes(numel, nz);
+    }
+  }
+  stats_.sparse_dense_bytes += dense;
+  stats_.sparse_wire_bytes += wire;
+  stats_.prune_s += now_seconds() - t0;
 }
 
 void FsdpProvider::free_params(Unit& u) {

@@ -20,6 +20,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "dist/comm.h"
@@ -34,6 +35,11 @@ enum class Prefetch { kOff, kNextLayer };
 struct StreamOptions {
   int64_t prefetch_layers = 1;  // layers fetched ahead of the one computing
   int64_t io_threads = 1;       // copy threads
+  // Sparse streaming: each routed-expert tensor (global offset, numel) is
+  // pruned to this fraction of its largest-magnitude weights as it arrives;
+  // gradients reach the dense store weights (straight-through). 1 = dense.
+  double expert_density = 1.0;
+  std::vector<std::pair<int64_t, int64_t>> expert_tensors;
 };
 
 // What streaming moved since reset_stream_stats(): floats read from the
@@ -42,6 +48,10 @@ struct StreamOptions {
 struct StreamStats {
   int64_t floats_in = 0, floats_out = 0;
   double stall_s = 0.0;
+  // Sparse streaming: bytes of the pruned expert tensors dense, and in the
+  // sparse wire format (bitmap + kept values); seconds spent pruning.
+  int64_t sparse_dense_bytes = 0, sparse_wire_bytes = 0;
+  double prune_s = 0.0;
 };
 
 class Stager;
@@ -84,6 +94,7 @@ class FsdpProvider final : public ParamProvider {
   void finish_reduce(Unit& u);
   void start_layer(int64_t layer);
   bool copied(const Unit& u) const;  // computed on a buffer, not in place on the store
+  void prune(Unit& u);               // sparse streaming of a fetched expert unit
 
   Mesh& mesh_;
   const ShardPlan& plan_;
@@ -96,6 +107,7 @@ class FsdpProvider final : public ParamProvider {
   bool stream_ = false;
   int64_t depth_ = 1;                 // layers prefetched ahead
   std::unique_ptr<Stager> stager_;
+  double density_ = 1.0;
   StreamStats stats_;
   std::unique_ptr<Unit> embed_, tail_;
   std::vector<Layer> layers_;

@@ -17,6 +17,10 @@ void declare_keys(ConfigSchema& s, StreamConfig& c, const std::string& t) {
       .range(1, 64);
   s.add_enum(t + ".store", &c.store, {"host", "disk"},
              "where parameters, gradients and optimizer state live: host memory, or memory-mapped files");
+  s.add(t + ".expert_density", &c.expert_density,
+        "sparse streaming: each routed-expert matrix arrives pruned to this fraction of its largest-magnitude "
+        "weights; gradients update the dense weights in the store (straight-through)")
+      .above(0).max(1).note("1 = dense (bit-identical to in place)");
   s.add(t + ".store_dir", &c.store_dir, "directory of the disk store's files")
       .note("\"\" = RUN_DIR/stream_store (a temporary directory without a run directory)");
 }

@@ -20,6 +20,7 @@ struct StreamConfig {
   int64_t io_threads = 1;             // background copy threads
   StreamStore store = StreamStore::kHost;
   std::string store_dir;              // disk store: directory of its files ("" = RUN_DIR/stream_store)
+  double expert_density = 1.0;        // sparse streaming: fraction of each routed-expert tensor streamed
 };
 
 void declare_keys(ConfigSchema& s, StreamConfig& c, const std::string& table = "stream");

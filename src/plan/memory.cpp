@@ -171,7 +171,8 @@ MemoryBreakdown cpu_memory(const ModelConfig& c, const ModelStats& s, const Para
   // Transformer's buffers.
   MemoryBreakdown m;
   const double n = double(s.total);
-  m.parameters = 4 * n;
+  // bf16 (train.precision = "bf16"): fp32 master weights plus the GEMMs' bf16 shadow of them.
+  m.parameters = 4 * n + (p.cfg.params == Precision::kBf16 ? 2 * n : 0.0);
   m.gradients = 4 * n;
   const double muon = p.cfg.optimizer == OptimizerKind::kMuon ? double(muon_params(c, s)) : 0.0;
   m.optimizer_state = 8 * n - 4 * muon + (c.aux_free_bias ? 4.0 * double(cpu_router_blocks(c, s) * c.n_experts) : 0.0);

@@ -75,6 +75,8 @@ void append_metrics_line(std::FILE* f, const StepResult& r, double tokens_per_s,
                    {"stall_s", r.stream_stall_s},
                    {"compute_memory_bytes", r.compute_memory_bytes},
                    {"store_bytes", r.store_bytes}};
+  if (r.sparse_dense_bytes > 0)
+    j["stream"]["sparse"] = {{"dense_bytes", r.sparse_dense_bytes}, {"wire_bytes", r.sparse_wire_bytes}};
   if (!r.bucket_tokens.empty()) {
     nlohmann::json bt = nlohmann::json::object();
     for (const auto& [name, tokens] : r.bucket_tokens) bt[name] = tokens;

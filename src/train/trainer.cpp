@@ -271,6 +271,8 @@ StepResult Trainer::train_step() {
     r.stream_stall_s = ss.stall_s;
     r.compute_memory_bytes = compute_memory_bytes();
     r.store_bytes = store_bytes();
+    r.sparse_dense_bytes = ss.sparse_dense_bytes;
+    r.sparse_wire_bytes = ss.sparse_wire_bytes;
   }
   finish_step(r);
   return r;

@@ -79,6 +79,8 @@ struct StepResult {
   double stream_stall_s = 0;
   int64_t compute_memory_bytes = 0;
   int64_t store_bytes = 0;  // parameters, gradients and optimizer state in this rank's store
+  // Sparse streaming (stream.expert_density < 1): pruned expert tensors' bytes dense and on the sparse wire.
+  int64_t sparse_dense_bytes = 0, sparse_wire_bytes = 0;
 };
 
 // Limits of the CPU kernels on a valid config (at most 256 experts, top-k

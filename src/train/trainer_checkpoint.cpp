@@ -32,7 +32,11 @@ RunConfig normalised(RunConfig c) {
   c.train.threads = 0;
   c.train.health = HealthConfig();  // checks never change training
   c.dist = DistConfig();  // any layout resumes any checkpoint (resharding)
-  c.stream = StreamConfig();  // streaming is bit-identical to computing in place
+  // Dense streaming is bit-identical to computing in place; sparse streaming
+  // changes what the experts compute, so its density must stay.
+  const double density = c.stream.enabled ? c.stream.expert_density : 1.0;
+  c.stream = StreamConfig();
+  c.stream.expert_density = density;
   c.train.activation_checkpointing = ActivationCheckpointing::kAuto;  // recomputation too
   c.source.clear();
   return c;

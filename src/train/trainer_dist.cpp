@@ -174,7 +174,9 @@ Status Trainer::init_local_params() {
     optim_->init_radii(full.data());
   }
   if (d.shape.ep > 1) d.ep = std::make_unique<EpDispatcher>(d.mesh->ep(), cfg_.model, d.local_batch, cfg_.train.seq_len);
-  const StreamOptions so{cfg_.stream.prefetch_layers, cfg_.stream.io_threads};
+  StreamOptions so{cfg_.stream.prefetch_layers, cfg_.stream.io_threads, cfg_.stream.expert_density, {}};
+  for (const ParamEntry& e : L.entries())
+    if (e.expert >= 0) so.expert_tensors.push_back({e.offset, e.numel});
   d.fsdp = std::make_unique<FsdpProvider>(*d.mesh, *d.plan, cfg_.model.n_units(), params_.data(), grads_.data(),
                                           cfg_.dist.prefetch ? Prefetch::kNextLayer : Prefetch::kOff, d.ep.get(),
                                           cfg_.stream.enabled ? &so : nullptr);

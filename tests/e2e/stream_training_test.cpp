@@ -7,6 +7,8 @@
 //  - a budget below the kept activations recomputes layers (activation
 //    checkpointing, train.activation_checkpointing = "auto"), bit-identically;
 //    a budget below even the recomputing figure is refused, naming the key;
+//  - sparse streaming (stream.expert_density = 0.5) trains, deterministically,
+//    with the wire format's bytes reported;
 //  - a streamed run SIGKILLed mid-step (gradients in the store, update not
 //    applied) resumes to the uninterrupted run's state bit for bit.
 #include <gtest/gtest.h>
@@ -103,6 +105,35 @@ TEST(StreamTraining, BudgetBelowTheComputeMemoryIsRefusedNamingTheKey) {
   EXPECT_NE(r.exit_code, 0) << r;
   EXPECT_NE(r.err.find("stream.compute_memory_bytes"), std::string::npos) << r;
   EXPECT_NE(r.err.find("activations"), std::string::npos) << r;
+}
+
+// Sparse streaming: expert tensors arrive pruned to half their weights. The
+// run trains (loss falls), differs from dense, repeats bit for bit (the
+// pruning runs one tensor per thread; the GEMMs are what make other thread
+// counts differ in the last bits, as without streaming), and reports the sparse wire format at (1/8 + 4 x 0.5) / 4 of the
+// dense bytes.
+TEST(StreamTraining, SparseExpertStreamingTrainsDeterministically) {
+  TempDir tmp;
+  auto sparse = [&](const std::string& name, const std::string& threads) {
+    return train({"--preset", "tiny-test", "--run-dir", tmp / name, "--set", "train.steps=20", "--set",
+                  "stream.enabled=true", "--set", "stream.expert_density=0.5", "--set", "train.threads=" + threads});
+  };
+  const auto one = sparse("one", "2"), two = sparse("two", "2");
+  const auto dense = train({"--preset", "tiny-test", "--run-dir", tmp / "dense", "--set", "train.steps=20"});
+  ASSERT_EQ(one.exit_code, 0) << one;
+  ASSERT_EQ(two.exit_code, 0) << two;
+  ASSERT_EQ(dense.exit_code, 0) << dense;
+  EXPECT_EQ(done_state_hash(one.err), done_state_hash(two.err));
+  EXPECT_NE(done_state_hash(one.err), done_state_hash(dense.err));
+  const auto rows = read_metrics(tmp / "one");
+  ASSERT_TRUE(has_steps_1_to_n(rows, 20));
+  const std::vector<double> l = losses(rows);
+  EXPECT_LT(l.back(), l.front());
+  for (const json& row : rows) {
+    const json& sp = row["stream"]["sparse"];
+    const double ratio = sp["wire_bytes"].get<double>() / sp["dense_bytes"].get<double>();
+    EXPECT_NEAR(ratio, 0.5 + 1.0 / 32.0, 2e-3);
+  }
 }
 
 TEST(StreamTraining, KilledMidStepResumesBitExactly) {

@@ -1,10 +1,13 @@
 // stream_store_test.cpp — the pieces of weight streaming below the trainer:
 // the Stager's background copies (exact bytes, tickets, several threads, a
 // destructor that waits) and FloatBuffer's file-mapped tier (zeros at
-// first, writes reach the file, a bad directory is an error naming it).
+// first, writes reach the file, a bad directory is an error naming it), and
+// the magnitude pruning of sparse streaming against a sort-based reference.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +17,7 @@
 
 #include "core/float_buffer.h"
 #include "dist/stager.h"
+#include "kernels/cpu/magnitude_prune.h"
 
 namespace mt {
 namespace {
@@ -99,6 +103,43 @@ TEST(FloatBuffer, MissingDirectoryIsAnErrorNamingThePath) {
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("/nonexistent-moetrain-dir/params.f32"), std::string::npos) << s.message();
   EXPECT_EQ(f.size(), 0);
+}
+
+// Reference: sort indices by (|w| descending, index ascending), keep the first `keep`.
+std::vector<float> prune_reference(std::vector<float> w, int64_t keep) {
+  std::vector<int64_t> idx(w.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return std::fabs(w[size_t(a)]) > std::fabs(w[size_t(b)]); });
+  for (size_t i = size_t(std::max<int64_t>(keep, 0)); i < idx.size(); ++i) w[size_t(idx[i])] = 0.0f;
+  return w;
+}
+
+TEST(MagnitudePrune, KeepsTheLargestMagnitudesWithTiesInIndexOrder) {
+  std::vector<float> scratch;
+  // Distinct values, many ties (a few levels), zeros, and both signs.
+  std::vector<std::vector<float>> inputs;
+  std::vector<float> distinct(1000), ties(1000), zeros(200, 0.0f);
+  for (int i = 0; i < 1000; ++i) {
+    distinct[size_t(i)] = float((i * 7919) % 1000 - 500) * 0.01f;
+    ties[size_t(i)] = float((i * 31) % 5 - 2);
+  }
+  zeros[5] = 3.0f;
+  zeros[150] = -3.0f;
+  inputs = {distinct, ties, zeros};
+  for (const auto& in : inputs)
+    for (int64_t keep : {int64_t(0), int64_t(1), int64_t(2), int64_t(in.size() / 4), int64_t(in.size() / 2),
+                         int64_t(in.size() - 1), int64_t(in.size())}) {
+      std::vector<float> w = in;
+      const int64_t nz = prune_to_largest(w.data(), int64_t(w.size()), keep, scratch);
+      const std::vector<float> want = prune_reference(in, keep);
+      EXPECT_EQ(w, want) << "keep " << keep << " of " << in.size();
+      int64_t count = 0;
+      for (float x : want) count += x != 0.0f ? 1 : 0;
+      EXPECT_EQ(nz, count);
+      EXPECT_LE(nz, keep);
+    }
+  EXPECT_EQ(sparse_wire_bytes(1000, 500), 125 + 2000);  // 1000-bit bitmap + 500 fp32 values
+  EXPECT_EQ(sparse_wire_bytes(9, 0), 2);
 }
 
 }  // namespace
