@@ -359,32 +359,36 @@ Status Trainer::write_checkpoint_files(const std::vector<TensorView>& views, con
   if (staging.rfind("error:", 0) == 0) return Status::errorf("checkpoint step {}: rank 0: {}", step_, staging.substr(6));
   p->staging = staging.substr(3);
   // Snapshot: the views are re-pointed into one copy the next steps cannot touch.
-  // A whole-tensor view (count -1: router_bias, hyperball_radius) gets its count first.
+  // A disk store (stream.store = "disk") is written from its mappings without
+  // a copy, synchronously: a snapshot would need host memory for the whole
+  // state, which is what that store exists to avoid.
+  const bool async = cfg_.train.async_checkpoint && !params_.mapped();
   p->views = views;
-  int64_t total = 0;
-  for (TensorView& v : p->views) {
-    if (v.count < 0) {
+  for (TensorView& v : p->views)
+    if (v.count < 0) {  // a whole-tensor view (router_bias, hyperball_radius) gets its count first
       int64_t numel = 1;
       for (int64_t d : v.shape) numel *= d;
       v.count = numel - v.offset;
     }
-    total += v.count;
-  }
-  p->copy.resize(size_t(total));
-  int64_t at = 0;
-  for (TensorView& v : p->views) {
-    std::memcpy(p->copy.data() + at, v.data, size_t(v.count) * sizeof(float));
-    v.data = p->copy.data() + at;
-    at += v.count;
+  if (async) {
+    int64_t total = 0;
+    for (const TensorView& v : p->views) total += v.count;
+    p->copy.resize(size_t(total));
+    int64_t at = 0;
+    for (TensorView& v : p->views) {
+      std::memcpy(p->copy.data() + at, v.data, size_t(v.count) * sizeof(float));
+      v.data = p->copy.data() + at;
+      at += v.count;
+    }
   }
   const ShardRank who{w.rank(), w.size()};
   PendingCheckpoint* raw = p.get();
-  const std::launch how = cfg_.train.async_checkpoint ? std::launch::async : std::launch::deferred;
+  const std::launch how = async ? std::launch::async : std::launch::deferred;
   p->write = std::async(how, [raw, who] { return write_shard_file(raw->staging, who, raw->views); });
   p->started = t0;
   pending_ckpt_ = std::move(p);
   ckpt_blocking_s_ += now_seconds() - t0;
-  if (!cfg_.train.async_checkpoint) return finish_checkpoint();
+  if (!async) return finish_checkpoint();
   return Status::ok();
 }
 
