@@ -255,8 +255,8 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
     if (p.tp != 1 || p.cp != 1 || p.pp != 1 || p.ep != 1 || p.gpus != 1)
       return bad("parallel", "the CPU trainer runs one process: tp, cp, pp, ep and the GPU count must be 1 "
                              "(set parallel.gpus = 1)");
-    if (l.params != Precision::kFp32)
-      return bad("precision.params", "the CPU trainer keeps fp32 parameters: set precision.params = \"fp32\"");
+    // precision.params = "bf16" is the trainer's train.precision = "bf16": fp32 master weights
+    // plus a bf16 shadow for the GEMMs (plan/memory.cpp, cpu_memory).
     if (m.max_groups_per_token > 0)
       return bad("model.max_groups_per_token", "the CPU trainer does not implement group-limited routing yet");
     if (l.offload == Offload::kParams)

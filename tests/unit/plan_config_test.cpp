@@ -9,6 +9,7 @@
 
 #include "plan/cluster.h"
 #include "plan/layout.h"
+#include "plan/memory.h"
 #include "train/run_config.h"
 
 namespace mt::plan {
@@ -240,10 +241,28 @@ TEST(PlanLayout, ResolveErrorsNameTheField) {
 TEST(PlanLayout, CpuClusterIsOneProcess) {
   auto c = parse_cluster("[gpu]\ntype = \"cpu\"\n[topology]\nracks = 1\n", "cpu.toml");
   ASSERT_TRUE(c.is_ok()) << c.status().message();
-  auto bf16 = parse_layout("[batch]\nglobal_batch = 8\n", "l.toml");
-  auto p = resolve(*bf16, moe_model(), 256, *c);
+  auto two = parse_layout("[parallel]\nep = 2\n[batch]\nglobal_batch = 8\n", "l.toml");
+  auto p = resolve(*two, moe_model(), 256, *c);
   ASSERT_FALSE(p.is_ok());
-  EXPECT_THAT(p.status().message(), HasSubstr("precision.params"));
+  EXPECT_THAT(p.status().message(), HasSubstr("parallel"));
+}
+
+// precision.params = "bf16" on a CPU is the trainer's train.precision = "bf16": fp32 master
+// weights plus the GEMMs' bf16 shadow, 6 bytes per parameter against fp32's 4.
+TEST(PlanLayout, CpuBf16IsFp32MasterPlusShadow) {
+  auto c = parse_cluster("[gpu]\ntype = \"cpu\"\n[topology]\nracks = 1\n", "cpu.toml");
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  auto bf16 = parse_layout("[parallel]\ngpus = 1\n[batch]\nglobal_batch = 8\n", "l.toml");
+  auto fp32 = parse_layout("[parallel]\ngpus = 1\n[batch]\nglobal_batch = 8\n[precision]\nparams = \"fp32\"\n", "l.toml");
+  ASSERT_TRUE(bf16.is_ok() && fp32.is_ok());
+  auto pb = resolve(*bf16, moe_model(), 256, *c), pf = resolve(*fp32, moe_model(), 256, *c);
+  ASSERT_TRUE(pb.is_ok()) << pb.status().message();
+  ASSERT_TRUE(pf.is_ok()) << pf.status().message();
+  const ModelStats s = model_stats(moe_model(), 256);
+  const MemoryBreakdown mb = memory_per_gpu(moe_model(), s, *pb, *c), mf = memory_per_gpu(moe_model(), s, *pf, *c);
+  EXPECT_DOUBLE_EQ(mf.parameters, 4.0 * double(s.total));
+  EXPECT_DOUBLE_EQ(mb.parameters, 6.0 * double(s.total));
+  EXPECT_DOUBLE_EQ(mb.gradients, mf.gradients);
 }
 
 TEST(PlanConfigs, EveryClusterAndLayoutPresetLoads) {
