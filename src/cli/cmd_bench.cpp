@@ -57,11 +57,7 @@ double peak_rss_bytes() {
 
 // What `moetrain plan` says one CPU rank of this run allocates (0 if it cannot plan it).
 double planner_bytes(const RunConfig& rc) {
-  plan::ClusterConfig cpu;
-  cpu.source = "moetrain bench";
-  cpu.device = *plan::find_device("cpu");
-  cpu.racks = 1;
-  cpu.gpus_per_rack = 1;
+  const plan::ClusterConfig cpu = plan::one_cpu_cluster("moetrain bench");
   plan::LayoutConfig l;
   l.source = "moetrain bench";
   l.gpus = 1;
@@ -152,27 +148,22 @@ void register_bench(CLI::App& app, CommandAction& run) {
       opt.progress = false;
       opt.print_config = false;
       opt.comm = world.get();
-      auto trainer = Trainer::create(cfg.value(), opt);
-      if (!trainer) {
-        fmt::print(stderr, "moetrain bench: {}\n", trainer.status().message());
-        if (ranks > 1) abort_job(*world, 1);
-        return 1;
-      }
-      Trainer& t = *trainer.value();
-      // Streaming: an in-place trainer of the same config, stepped alternately.
-      std::unique_ptr<Trainer> in_place;
-      if (streaming) {
-        RunConfig c = cfg.value();
-        c.stream = StreamConfig();
-        auto r = Trainer::create(c, opt);
+      // The benchmarked trainer and, with streaming, an in-place one of the same config stepped alternately.
+      RunConfig in_place_cfg = cfg.value();
+      in_place_cfg.stream = StreamConfig();
+      std::unique_ptr<Trainer> streamed_or_only, in_place;
+      for (const RunConfig* c : {&cfg.value(), streaming ? &in_place_cfg : nullptr}) {
+        if (!c) continue;
+        auto r = Trainer::create(*c, opt);
         if (!r) {
           fmt::print(stderr, "moetrain bench: {}\n", r.status().message());
           if (ranks > 1) abort_job(*world, 1);
           return 1;
         }
-        in_place = std::move(r.value());
-        in_place->train_step();
+        (c == &in_place_cfg ? in_place : streamed_or_only) = std::move(r.value());
       }
+      Trainer& t = *streamed_or_only;
+      if (in_place) in_place->train_step();
       t.train_step();  // warm-up: primitive creation, first-touch of buffers
       PhaseTimer::reset();
       std::vector<double> times, in_place_times, stall;

@@ -4,6 +4,8 @@
 // being prefetched and the one still reducing never collide.
 #include "dist/fsdp.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -161,11 +163,15 @@ void FsdpProvider::finish_gather(Unit& u, const char* what) {
 void FsdpProvider::prune(Unit& u) {
   const double t0 = now_seconds();
   const int64_t n = int64_t(u.sparse.size());
-  int64_t dense = 0, wire = 0;
+  int64_t dense = 0, wire = 0, largest = 0;
+  for (const auto& t : u.sparse) largest = std::max(largest, t.second);
+  // One scratch slice per thread, sized once (grows only if the thread count does).
+  const int threads = omp_get_max_threads();
+  if (int64_t(prune_scratch_.size()) < threads * largest) prune_scratch_.resize(size_t(threads * largest));
   // One tensor per iteration: the result does not depend on the thread count.
 #pragma omp parallel reduction(+ : dense, wire)
   {
-    std::vector<float> scratch;
+    float* scratch = prune_scratch_.data() + int64_t(omp_get_thread_num()) * largest;
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < n; ++i) {
       const auto [off, numel] = u.sparse[size_t(i)];

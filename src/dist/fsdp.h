@@ -108,6 +108,7 @@ class FsdpProvider final : public ParamProvider {
   int64_t depth_ = 1;                 // layers prefetched ahead
   std::unique_ptr<Stager> stager_;
   double density_ = 1.0;
+  std::vector<float> prune_scratch_;  // sparse streaming: a slice per thread
   StreamStats stats_;
   std::unique_ptr<Unit> embed_, tail_;
   std::vector<Layer> layers_;

@@ -49,6 +49,15 @@ const DeviceSpec* find_device(const std::string& type) {
   return nullptr;
 }
 
+ClusterConfig one_cpu_cluster(const std::string& source) {
+  ClusterConfig c;
+  c.source = source;
+  c.device = *find_device("cpu");
+  c.racks = 1;
+  c.gpus_per_rack = 1;
+  return c;
+}
+
 void declare_keys(ConfigSchema& s, ClusterConfig& c) {
   s.add("cluster.name", &c.name, "a label for reports");
   s.add("gpu.type", &c.device.type, "device preset: A100, H100, H200, H800, B200, GB200, GB300 or cpu; it supplies "

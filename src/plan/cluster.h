@@ -111,4 +111,8 @@ Result<ClusterConfig> parse_cluster(const std::string& text, const std::string& 
                                     const std::vector<std::string>& overrides = {});
 Result<ClusterConfig> load_cluster(const std::string& path, const std::vector<std::string>& overrides = {});
 
+// One CPU in one rack: the cluster a single `moetrain train` process runs on
+// (the planner's figures for it are the trainer's allocation).
+ClusterConfig one_cpu_cluster(const std::string& source);
+
 }  // namespace mt::plan

@@ -498,7 +498,7 @@ Status Trainer::run() {
     fmt::print(stderr,
                "# checkpoints: {} ({}), {:.3f} s on the training thread = {:.2f}% of {:.2f} s of steps; {:.3f} s from "
                "snapshot to commit each on average\n",
-               ckpts_, cfg_.train.async_checkpoint && !params_.mapped() ? "asynchronous" : "synchronous", ckpt_blocking_s_,
+               ckpts_, async_checkpoints() ? "asynchronous" : "synchronous", ckpt_blocking_s_,
                100.0 * ckpt_blocking_s_ / train_seconds, train_seconds, ckpt_write_s_ / double(ckpts_));
   print_health_cost(step_seconds, steps_run);
   if (last < tc.steps) {

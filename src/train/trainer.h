@@ -161,6 +161,9 @@ class Trainer {
   std::vector<TensorView> checkpoint_views() const;
   Status write_checkpoint_files(const std::vector<TensorView>& views, const nlohmann::json& state);
   Status finish_checkpoint();      // commits the checkpoint being written, if any (collective)
+  // Snapshot and write in the background: train.async_checkpoint, except on a
+  // disk store, which is written from its mappings without a host-memory copy.
+  bool async_checkpoints() const { return cfg_.train.async_checkpoint && !params_.mapped(); }
   // A run that stops because it diverged still commits the checkpoint being
   // written: it was snapshotted before the bad step, so it is the last good
   // one (collective; every rank reaches it from the same reduced verdict).

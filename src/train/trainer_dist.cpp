@@ -359,10 +359,8 @@ Status Trainer::write_checkpoint_files(const std::vector<TensorView>& views, con
   if (staging.rfind("error:", 0) == 0) return Status::errorf("checkpoint step {}: rank 0: {}", step_, staging.substr(6));
   p->staging = staging.substr(3);
   // Snapshot: the views are re-pointed into one copy the next steps cannot touch.
-  // A disk store (stream.store = "disk") is written from its mappings without
-  // a copy, synchronously: a snapshot would need host memory for the whole
-  // state, which is what that store exists to avoid.
-  const bool async = cfg_.train.async_checkpoint && !params_.mapped();
+  // A disk store is written synchronously from its mappings (async_checkpoints()).
+  const bool async = async_checkpoints();
   p->views = views;
   for (TensorView& v : p->views)
     if (v.count < 0) {  // a whole-tensor view (router_bias, hyperball_radius) gets its count first

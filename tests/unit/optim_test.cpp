@@ -529,11 +529,7 @@ TEST(OptimizerPlan, MemoryEqualsTheAllocation) {
   mtp.mtp_depth = 1;
   delta.layer_pattern = "DG";
   for (const ModelConfig& c : {run->model, latent, mla, mtp, delta}) {
-    plan::ClusterConfig cpu;
-    cpu.source = "cpu";
-    cpu.device = *plan::find_device("cpu");
-    cpu.racks = 1;
-    cpu.gpus_per_rack = 1;
+    const plan::ClusterConfig cpu = plan::one_cpu_cluster("cpu");
     plan::LayoutConfig l;
     l.source = "l.toml";
     l.gpus = 1;

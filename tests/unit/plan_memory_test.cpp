@@ -269,11 +269,7 @@ TEST(PlanMemory, CpuActivationsEqualTheTrainersAllocation) {
     ASSERT_TRUE(run.is_ok()) << run.status().message();
     const ModelConfig& c = run->model;
     const int64_t B = run->train.batch_size, T = run->train.seq_len;
-    ClusterConfig cpu;
-    cpu.source = "cpu";
-    cpu.device = *find_device("cpu");
-    cpu.racks = 1;
-    cpu.gpus_per_rack = 1;
+    const ClusterConfig cpu = one_cpu_cluster("cpu");
     LayoutConfig l = layout(1, 0, B);
     l.micro_batch = B;
     l.params = Precision::kFp32;

@@ -34,11 +34,16 @@ RunConfig big_model(const std::string& store) {
   return cfg.value();
 }
 
-TEST(StreamMemory, DiskStoreHeapIsTheComputeMemory) {
+TrainerOptions quiet() {
   TrainerOptions opt;
   opt.progress = false;
   opt.print_config = false;
   opt.peak_gflops = 1.0;
+  return opt;
+}
+
+TEST(StreamMemory, DiskStoreHeapIsTheComputeMemory) {
+  const TrainerOptions opt = quiet();
   const double before = heap_in_use();
   auto t = Trainer::create(big_model("disk"), opt);
   ASSERT_TRUE(t.is_ok()) << t.status().message();
@@ -61,10 +66,7 @@ TEST(StreamMemory, DiskStoreHeapIsTheComputeMemory) {
 }
 
 TEST(StreamMemory, HostStoreHeapHoldsTheStoreToo) {
-  TrainerOptions opt;
-  opt.progress = false;
-  opt.print_config = false;
-  opt.peak_gflops = 1.0;
+  const TrainerOptions opt = quiet();
   const double before = heap_in_use();
   auto t = Trainer::create(big_model("host"), opt);
   ASSERT_TRUE(t.is_ok()) << t.status().message();

@@ -130,7 +130,8 @@ TEST(MagnitudePrune, KeepsTheLargestMagnitudesWithTiesInIndexOrder) {
     for (int64_t keep : {int64_t(0), int64_t(1), int64_t(2), int64_t(in.size() / 4), int64_t(in.size() / 2),
                          int64_t(in.size() - 1), int64_t(in.size())}) {
       std::vector<float> w = in;
-      const int64_t nz = prune_to_largest(w.data(), int64_t(w.size()), keep, scratch);
+      scratch.assign(in.size(), 0.0f);
+      const int64_t nz = prune_to_largest(w.data(), int64_t(w.size()), keep, scratch.data());
       const std::vector<float> want = prune_reference(in, keep);
       EXPECT_EQ(w, want) << "keep " << keep << " of " << in.size();
       int64_t count = 0;

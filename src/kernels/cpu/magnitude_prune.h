@@ -6,13 +6,12 @@
 // (a presence bitmap plus the kept values) that streaming accounts.
 #pragma once
 #include <cstdint>
-#include <vector>
 
 namespace mt {
 
-// Zeroes all but the `keep` largest-magnitude elements of w[0, n). `scratch`
-// is resized to n. Returns the number of nonzeros left (<= keep).
-int64_t prune_to_largest(float* w, int64_t n, int64_t keep, std::vector<float>& scratch);
+// Zeroes all but the `keep` largest-magnitude elements of w[0, n), using
+// scratch[0, n). Returns the number of nonzeros left (<= keep).
+int64_t prune_to_largest(float* w, int64_t n, int64_t keep, float* scratch);
 
 // Bytes of n elements with `nonzeros` kept, as a bitmap of n bits plus the
 // kept values in fp32.
