@@ -105,8 +105,7 @@ void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, co
   if (c.mla()) return mla_block_backward(dres, s.mla, a.mla, x_in, w, layer, ctx);
   const Dims d = dims_of(c, layer, ctx.B, ctx.T);
   const int64_t HD = d.H * d.Dh;
-  linear_backward_input(s.do_flat.data(), dres, ctx.p(w.wo), d.N, d.D, HD, 0.0f, ctx.prec);
-  linear_backward_weight(ctx.g(w.wo), dres, a.o_flat.data(), d.N, d.D, HD, ctx.prec);
+  linear_backward(s.do_flat.data(), ctx.g(w.wo), dres, a.o_flat.data(), ctx.p(w.wo), d.N, d.D, HD, 0.0f, ctx.prec);
   merge_heads_backward(s.dout_heads.data(), s.do_flat.data(), d.B, d.T, d.H, d.Dh);
   {
     ScopedPhase phase(Phase::kAttention);
@@ -127,8 +126,8 @@ void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, co
   } else {
     split_qkv_backward(s.dqkv.data(), s.dq.data(), s.dk.data(), s.dv.data(), d.B, d.T, d.H, d.Hkv, d.Dh);
   }
-  linear_backward_input(s.da.data(), s.dqkv.data(), ctx.p(w.wqkv), d.N, d.QKV, d.D, 0.0f, ctx.prec);
-  linear_backward_weight(ctx.g(w.wqkv), s.dqkv.data(), a.a.data(), d.N, d.QKV, d.D, ctx.prec);
+  linear_backward(s.da.data(), ctx.g(w.wqkv), s.dqkv.data(), a.a.data(), ctx.p(w.wqkv), d.N, d.QKV, d.D, 0.0f,
+                  ctx.prec);
   rmsnorm_backward(dres, ctx.g(w.norm), s.da.data(), x_in, ctx.p(w.norm), a.rstd_a.data(), d.N, d.D, 1.0f);
 }
 

@@ -123,8 +123,7 @@ void mla_block_backward(float* dres, MlaScratch& s, const MlaActs& a, const floa
   const Dims d = dims_of(c, ctx.B, ctx.T);
   const MlaOffsets& m = w.mla;
   const int64_t HV = d.H * d.Dv;
-  linear_backward_input(s.do_flat.data(), dres, ctx.p(w.wo), d.N, d.D, HV, 0.0f, ctx.prec);
-  linear_backward_weight(ctx.g(w.wo), dres, a.o_flat.data(), d.N, d.D, HV, ctx.prec);
+  linear_backward(s.do_flat.data(), ctx.g(w.wo), dres, a.o_flat.data(), ctx.p(w.wo), d.N, d.D, HV, 0.0f, ctx.prec);
   merge_heads_backward(s.dout_heads.data(), s.do_flat.data(), d.B, d.T, d.H, d.Dv);
   {
     ScopedPhase phase(Phase::kAttention);
@@ -134,27 +133,26 @@ void mla_block_backward(float* dres, MlaScratch& s, const MlaActs& a, const floa
   // Keys and values, back to the input's normed copy (written into s.da).
   mla_kv_heads_backward(s.dkvf.data(), s.dkr.data(), s.dk.data(), s.dv.data(), head_dims(d));
   rope_backward(s.dkr.data(), s.dkr.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T, d.Dr);
-  linear_backward_input(s.dckv_n.data(), s.dkvf.data(), ctx.p(m.wukv), d.N, d.H * (d.Dn + d.Dv), d.Dc, 0.0f,
-                        ctx.prec);
-  linear_backward_weight(ctx.g(m.wukv), s.dkvf.data(), a.ckv_n.data(), d.N, d.H * (d.Dn + d.Dv), d.Dc, ctx.prec);
+  linear_backward(s.dckv_n.data(), ctx.g(m.wukv), s.dkvf.data(), a.ckv_n.data(), ctx.p(m.wukv), d.N,
+                  d.H * (d.Dn + d.Dv), d.Dc, 0.0f, ctx.prec);
   rmsnorm_backward(s.dckv.data(), ctx.g(m.kv_norm), s.dckv_n.data(), a.ckv.data(), ctx.p(m.kv_norm),
                    a.rstd_ckv.data(), d.N, d.Dc, 0.0f);
   concat_columns(s.dckr.data(), s.dckv.data(), s.dkr.data(), d.N, d.Dc, d.Dr);
-  linear_backward_input(s.da.data(), s.dckr.data(), ctx.p(m.wdkv), d.N, d.Dc + d.Dr, d.D, 0.0f, ctx.prec);
-  linear_backward_weight(ctx.g(m.wdkv), s.dckr.data(), a.a.data(), d.N, d.Dc + d.Dr, d.D, ctx.prec);
+  linear_backward(s.da.data(), ctx.g(m.wdkv), s.dckr.data(), a.a.data(), ctx.p(m.wdkv), d.N, d.Dc + d.Dr, d.D, 0.0f,
+                  ctx.prec);
   // Queries; their gradient is added to the keys' in s.da.
   rope_backward_part(s.dq.data() + d.Dn, ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dr, d.Dqk);
   merge_heads(s.dqf.data(), s.dq.data(), d.B, d.T, d.H, d.Dqk);
   if (d.Dq > 0) {
-    linear_backward_input(s.dcq_n.data(), s.dqf.data(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.Dq, 0.0f, ctx.prec);
-    linear_backward_weight(ctx.g(m.wq), s.dqf.data(), a.cq_n.data(), d.N, d.H * d.Dqk, d.Dq, ctx.prec);
+    linear_backward(s.dcq_n.data(), ctx.g(m.wq), s.dqf.data(), a.cq_n.data(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.Dq,
+                    0.0f, ctx.prec);
     rmsnorm_backward(s.dcq.data(), ctx.g(m.q_norm), s.dcq_n.data(), a.cq.data(), ctx.p(m.q_norm),
                      a.rstd_cq.data(), d.N, d.Dq, 0.0f);
-    linear_backward_input(s.da.data(), s.dcq.data(), ctx.p(m.wdq), d.N, d.Dq, d.D, 1.0f, ctx.prec);
-    linear_backward_weight(ctx.g(m.wdq), s.dcq.data(), a.a.data(), d.N, d.Dq, d.D, ctx.prec);
+    linear_backward(s.da.data(), ctx.g(m.wdq), s.dcq.data(), a.a.data(), ctx.p(m.wdq), d.N, d.Dq, d.D, 1.0f,
+                    ctx.prec);
   } else {
-    linear_backward_input(s.da.data(), s.dqf.data(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.D, 1.0f, ctx.prec);
-    linear_backward_weight(ctx.g(m.wq), s.dqf.data(), a.a.data(), d.N, d.H * d.Dqk, d.D, ctx.prec);
+    linear_backward(s.da.data(), ctx.g(m.wq), s.dqf.data(), a.a.data(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.D, 1.0f,
+                    ctx.prec);
   }
   rmsnorm_backward(dres, ctx.g(w.norm), s.da.data(), x_in, ctx.p(w.norm), a.rstd_a.data(), d.N, d.D, 1.0f);
 }

@@ -217,8 +217,8 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
                         ctx.p(mw.shared[sh].w2), SwigluFfnDims{N, F, D}, 1.0f, ctx.prec);
   const float* dcomb = dtotal;
   if (c.d_latent > 0) {
-    linear_backward_input(s.dcomb.data(), dtotal, ctx.p(mw.up), N, D, c.d_latent, 0.0f, ctx.prec);
-    linear_backward_weight(ctx.g(mw.up), dtotal, a.comb.data(), N, D, c.d_latent, ctx.prec);
+    linear_backward(s.dcomb.data(), ctx.g(mw.up), dtotal, a.comb.data(), ctx.p(mw.up), N, D, c.d_latent, 0.0f,
+                    ctx.prec);
     dcomb = s.dcomb.data();
   }
   {
@@ -243,8 +243,7 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
     }
     rmsnorm_backward(s.dmlat.data(), ctx.g(mw.latent_norm), s.dxin.data(), a.mlat.data(),
                      ctx.p(mw.latent_norm), a.rstd_l.data(), N, c.d_latent, 0.0f);
-    linear_backward_input(dm, s.dmlat.data(), ctx.p(mw.down), N, c.d_latent, D, 1.0f, ctx.prec);
-    linear_backward_weight(ctx.g(mw.down), s.dmlat.data(), a.m.data(), N, c.d_latent, D, ctx.prec);
+    linear_backward(dm, ctx.g(mw.down), s.dmlat.data(), a.m.data(), ctx.p(mw.down), N, c.d_latent, D, 1.0f, ctx.prec);
   } else {
     {
       ScopedPhase phase(Phase::kMoeDispatch);
@@ -257,8 +256,8 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
     router_backward(s.dlogits.data(), s.dgate.data(), a.logits.data(), a.scores.data(), a.idx.data(),
                     a.gate.data(), rd, aux_coef, z_coef);
   }
-  linear_backward_input(dm, s.dlogits.data(), ctx.p(mw.router), N, E, D, 1.0f, MatmulPrecision::kFp32);
-  linear_backward_weight(ctx.g(mw.router), s.dlogits.data(), a.m.data(), N, E, D, MatmulPrecision::kFp32);
+  linear_backward(dm, ctx.g(mw.router), s.dlogits.data(), a.m.data(), ctx.p(mw.router), N, E, D, 1.0f,
+                  MatmulPrecision::kFp32);
   rmsnorm_backward(dres, ctx.g(w.ffn_norm), dm, x_mid, ctx.p(w.ffn_norm), a.rstd_m.data(), N, D, 1.0f);
 }
 

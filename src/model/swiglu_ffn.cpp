@@ -17,11 +17,9 @@ void swiglu_ffn_backward(float* dx, float* dw13, float* dw2, float* dz, float* d
                          const float* x, const float* h13, const float* z, const float* w13,
                          const float* w2, const SwigluFfnDims& d, float beta, MatmulPrecision p) {
   if (d.M == 0) return;
-  linear_backward_input(dz, dy, w2, d.M, d.Din, d.F, 0.0f, p);
-  linear_backward_weight(dw2, dy, z, d.M, d.Din, d.F, p);
+  linear_backward(dz, dw2, dy, z, w2, d.M, d.Din, d.F, 0.0f, p);
   swiglu_backward(dh13, dz, h13, d.M, d.F);
-  linear_backward_input(dx, dh13, w13, d.M, 2 * d.F, d.Din, beta, p);
-  linear_backward_weight(dw13, dh13, x, d.M, 2 * d.F, d.Din, p);
+  linear_backward(dx, dw13, dh13, x, w13, d.M, 2 * d.F, d.Din, beta, p);
 }
 
 }  // namespace mt

@@ -206,8 +206,7 @@ double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale, 
     linear_forward(logits_.data(), hf + r0 * D, W, R, V, D, prec_);
     if (grads == Grads::kYes) {
       cross_entropy_forward_backward(losses_.data() + r0, logits_.data(), targets + r0, R, V, ce_scale);
-      linear_backward_input(dhf + r0 * D, logits_.data(), W, R, V, D, 0.0f, prec_);
-      linear_backward_weight(head.grad(off_.head), logits_.data(), hf + r0 * D, R, V, D, prec_);
+      linear_backward(dhf + r0 * D, head.grad(off_.head), logits_.data(), hf + r0 * D, W, R, V, D, 0.0f, prec_);
     } else {
       cross_entropy_forward(losses_.data() + r0, logits_.data(), targets + r0, R, V);
     }

@@ -5,6 +5,7 @@
 //   B  the steps along the normalised or orthogonalised directions, with the
 //      stepped weights' norms          -> allreduce (weight norms)
 //   C  wrapped weights back to radius R
+// The pass that last changes a segment also writes its bf16 shadow, if any.
 // Every pass runs over fixed segments (at most kBlock elements of one piece),
 // each segment's sums are kept apart and added in segment order, so results
 // do not depend on the thread count.
@@ -269,8 +270,13 @@ void Optimizer::muon_exchange() {
                   "all-to-all (Muon: updates back)");
 }
 
-void Optimizer::update(float* params, const float* grads, double lr, int64_t step, double norm) {
+void Optimizer::update(float* params, const float* grads, double lr, int64_t step, double norm, bf16* shadow) {
   ScopedPhase phase(Phase::kOptimizer);
+  // The segment's parameters are final after this pass: refresh its shadow
+  // now, from cache (A: plain AdamW; B: plain Muon; C: Hyperball-wrapped).
+  auto refresh = [&](const Segment& sg, const Piece& p) {
+    if (shadow) convert_f32_to_bf16_span(shadow + p.local + sg.lo, params + p.local + sg.lo, sg.hi - sg.lo);
+  };
   float scale = 1.0f;
   if (adamw_.grad_clip > 0.0 && norm > adamw_.grad_clip) scale = float(adamw_.grad_clip / (norm + 1e-6));
   const double lr_aux = aux_scaled_ ? lr * aux_ratio_ : lr;
@@ -297,6 +303,7 @@ void Optimizer::update(float* params, const float* grads, double lr, int64_t ste
       const AdamWParams a{float(r.aux ? lr_aux : lr), float(adamw_.beta1), float(adamw_.beta2), float(adamw_.eps),
                           float(r.weight_decay), scale, step};
       adamw_update(params + i, m + i, v + p.vlocal + sg.lo, grads + i, n, a);
+      refresh(sg, p);
     }
   }
   // Per wrapped matrix: the sum of its segments' parts (segment order), over the ranks.
@@ -323,9 +330,11 @@ void Optimizer::update(float* params, const float* grads, double lr, int64_t ste
     const TensorRule& r = rules_[size_t(p.entry)];
     const int64_t i = p.local + sg.lo, n = sg.hi - sg.lo;
     if (!r.hyperball) {
-      if (r.base == BaseOptimizer::kMuon)  // Moonlight: x = (1 - lr wd) x - lr multiplier O
+      if (r.base == BaseOptimizer::kMuon) {  // Moonlight: x = (1 - lr wd) x - lr multiplier O
         decay_axpy(params + i, u + p.send + sg.lo, n, float(1.0 - lr * r.weight_decay),
                    float(lr * muon_mult_[size_t(p.entry)]));
+        refresh(sg, p);
+      }
       continue;
     }
     const int64_t h = hb_index_[size_t(p.entry)];
@@ -350,6 +359,7 @@ void Optimizer::update(float* params, const float* grads, double lr, int64_t ste
     if (h < 0) continue;
     const double w = std::sqrt(wnorm2[size_t(h)]);
     if (w > 0.0) scale_inplace(params + p.local + sg.lo, sg.hi - sg.lo, float(double(radii_[size_t(h)]) / w));
+    refresh(sg, p);
   }
 }
 

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bf16.h"
 #include "core/float_buffer.h"
 #include "core/status.h"
 #include "kernels/cpu/muon.h"
@@ -82,7 +83,12 @@ class Optimizer {
   // One step with the pre-clip global gradient norm (clipping as AdamW's).
   // `lr` is the schedule's for the matrices; AdamW tensors get lr x aux ratio.
   // Collective whenever the configuration uses Hyperball or Muon.
-  void update(float* params, const float* grads, double lr, int64_t step, double global_norm);
+  // A non-null `shadow` (local storage, like params) receives the bf16
+  // rounding of every updated parameter, written by the pass that last
+  // changes its segment while the segment is still in cache: the optimizer
+  // and the shadow refresh are one pass over memory (docs/performance.md).
+  void update(float* params, const float* grads, double lr, int64_t step, double global_norm,
+              bf16* shadow = nullptr);
   // One process: clip by the local norm, update, return the norm.
   double step(float* params, const float* grads, double lr, int64_t step);
 

@@ -251,7 +251,6 @@ StepResult Trainer::train_step() {
     apply_update(r.lr, r.grad_norm);
     spike_.accept(r.loss, r.grad_norm);
     update_router_bias(r);
-    refresh_bf16_params();
   } else {
     r.spike = v.why + (grad_culprits_.empty() ? "" : " (non-finite gradient on rank " + grad_culprits_ + ")");
     ++spike_.in_a_row;

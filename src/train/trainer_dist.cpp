@@ -285,7 +285,9 @@ double Trainer::global_grad_norm() {
 }
 
 void Trainer::apply_update(double lr, double norm) {
-  optim_->update(params_.data(), grads_.data(), lr, step_ + 1, norm);
+  // The bf16 GEMM shadow is refreshed by the update's own pass.
+  optim_->update(params_.data(), grads_.data(), lr, step_ + 1, norm,
+                 params_bf16_.empty() ? nullptr : params_bf16_.data());
 }
 
 void Trainer::beat(const char* phase) {

@@ -13,6 +13,7 @@
 //    keeps its initial norm within 1e-5;
 //  - with name = "adamw" and no Hyperball the optimizer is AdamW bit for bit;
 //  - two ranks (threads, shards cutting through matrices) match one process;
+//  - the bf16 shadow written by the update's pass is bf16(params) exactly;
 //  - aux_lr steps the tensors it names; [optim] keys are strict.
 #include <gtest/gtest.h>
 
@@ -21,6 +22,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/bf16.h"
 #include "core/reduce.h"
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/muon.h"
@@ -504,6 +506,58 @@ TEST(Optimizer, TwoRanksMatchOneProcess) {
     double moved = 0;
     for (int64_t i = 0; i < T; ++i) moved = std::max(moved, std::fabs(double(ref[size_t(i)]) - start[size_t(i)]));
     EXPECT_GT(moved, 1e-3);  // the comparison means something
+  }
+}
+
+// The update's pass writes the bf16 shadow of every parameter it changes
+// (the shadow starts as NaN patterns, so a missed element shows), and the
+// parameters are those of an update without a shadow, bit for bit.
+TEST(Optimizer, UpdateRefreshesTheBf16ShadowInItsPass) {
+  const ParamLayout L = small_layout();
+  const int64_t T = L.total();
+  struct Case {
+    const char* name;
+    OptimizerName base;
+    bool hyperball;
+  };
+  for (const Case& k : {Case{"adamw", OptimizerName::kAdamW, false}, Case{"muon", OptimizerName::kMuon, false},
+                        Case{"muon-hyperball", OptimizerName::kMuon, true},
+                        Case{"adamw-hyperball", OptimizerName::kAdamW, true}}) {
+    SCOPED_TRACE(k.name);
+    AdamWConfig a;
+    OptimizerConfig c;
+    c.name = k.base;
+    c.hyperball = k.hyperball;
+    LocalOptimizerComm local;
+    Optimizer plain(L, a, c, 0.02, local), fused(L, a, c, 0.02, local);
+    std::vector<float> p1 = init(L), p2 = p1;
+    plain.init_radii(p1.data());
+    fused.init_radii(p2.data());
+    std::vector<bf16> shadow(size_t(T), bf16{0xFFFF});
+    for (int64_t s = 1; s <= 3; ++s) {
+      const auto g = randn(T, 1.0f, 41, uint64_t(s));
+      const double norm = std::sqrt(plain.local_sum_squares(g.data()));
+      plain.update(p1.data(), g.data(), 0.02, s, norm);
+      fused.update(p2.data(), g.data(), 0.02, s, norm, shadow.data());
+      ASSERT_EQ(0, std::memcmp(p1.data(), p2.data(), size_t(T) * sizeof(float))) << "step " << s;
+      for (int64_t i = 0; i < T; ++i)
+        ASSERT_EQ(shadow[size_t(i)].bits, f32_to_bf16(p2[size_t(i)]).bits) << "step " << s << " element " << i;
+    }
+  }
+}
+
+// Span and block conversions round to nearest even, ties and NaN included.
+TEST(Bf16Convert, SpanMatchesTheScalarRounding) {
+  std::vector<float> x = randn(1000, 3.0f, 5, 1);
+  const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x7f800000u, 0xff800000u, 0x7fc00001u, 0x7f800001u,
+                              0x00000001u, 0x80000000u, 0x7f7fffffu};
+  for (size_t i = 0; i < std::size(special); ++i) std::memcpy(&x[i * 7], &special[i], 4);
+  std::vector<bf16> span(x.size()), block(x.size());
+  convert_f32_to_bf16_span(span.data(), x.data(), int64_t(x.size()));
+  convert_f32_to_bf16(block.data(), x.data(), 10, 100, 100);
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(span[i].bits, f32_to_bf16(x[i]).bits) << i;
+    ASSERT_EQ(block[i].bits, span[i].bits) << i;
   }
 }
 

@@ -78,12 +78,45 @@ const bf16* shadow_of(const float* p, int64_t rows, int64_t cols, int64_t ld) {
 }
 
 struct Scratch {
-  std::vector<bf16> a, b;
+  // An operand in the form the matmul reads: bf16 (native), or bf16-rounded
+  // fp32 (no native bf16 matmul).
+  struct Prepared {
+    std::vector<bf16> b16;
+    std::vector<float> f32;
+  };
+  Prepared a, b, dy;          // dy: linear_backward's gradient, read by both products
   std::vector<float> at, bt;  // transposed fp32 operands for the skinny path
-  std::vector<float> af, bf;  // bf16-rounded fp32 operands (no native bf16 matmul)
 };
 // Per-thread, grow-only operand conversions (docs/kernels.md).
 thread_local Scratch scratch;
+
+// What the matmul reads for one operand, and its leading dimension.
+struct Operand {
+  const void* data;
+  int64_t ld;
+};
+
+// A rows x cols operand as stored (leading dim ld) in the form precision p
+// and this CPU need: itself (fp32), the registered shadow, or a dense
+// converted copy in `buf`.
+Operand prepare(const float* X, int64_t rows, int64_t cols, int64_t ld, MatmulPrecision p, Scratch::Prepared& buf) {
+  if (p == MatmulPrecision::kFp32) return {X, ld};
+  if (!engine().native_bf16) {
+    if (int64_t(buf.f32.size()) < rows * cols) buf.f32.resize(rows * cols);
+    round_f32_to_bf16(buf.f32.data(), X, rows, cols, ld);
+    return {buf.f32.data(), cols};
+  }
+  if (const bf16* sx = shadow_of(X, rows, cols, ld)) return {sx, ld};
+  if (int64_t(buf.b16.size()) < rows * cols) buf.b16.resize(rows * cols);
+  convert_f32_to_bf16(buf.b16.data(), X, rows, cols, ld);
+  return {buf.b16.data(), cols};
+}
+
+// Rows and columns of op(A) and op(B) as stored.
+int64_t a_rows(const GemmShape& s) { return s.ta == Trans::kNo ? s.M : s.K; }
+int64_t a_cols(const GemmShape& s) { return s.ta == Trans::kNo ? s.K : s.M; }
+int64_t b_rows(const GemmShape& s) { return s.tb == Trans::kNo ? s.K : s.N; }
+int64_t b_cols(const GemmShape& s) { return s.tb == Trans::kNo ? s.N : s.K; }
 
 dnnl::memory::desc operand_desc(int64_t rows, int64_t cols, Trans t, int64_t ld,
                                 dnnl::memory::data_type dt) {
@@ -131,68 +164,13 @@ void skinny_gemm(float* C, const float* A, const float* B, const GemmShape& s, f
     }
 }
 
-}  // namespace
-
-void gemm(float* C, const float* A, const float* B, const GemmShape& s0, float beta,
-          MatmulPrecision p) {
-  MT_CHECK(beta == 0.0f || beta == 1.0f, "beta must be 0 or 1, got {}", beta);
-  ScopedPhase phase(Phase::kGemm);
-  GemmShape s = s0;
-  if (s.M == 0 || s.N == 0) return;
-  if (s.K == 0) {
-    if (beta == 0.0f)
-      for (int64_t i = 0; i < s.M; ++i)
-        for (int64_t j = 0; j < s.N; ++j) C[i * (s.ldc ? s.ldc : s.N) + j] = 0.0f;
-    return;
-  }
-  if (s.lda == 0) s.lda = s.ta == Trans::kNo ? s.K : s.M;
-  if (s.ldb == 0) s.ldb = s.tb == Trans::kNo ? s.N : s.K;
-  if (s.ldc == 0) s.ldc = s.N;
-
-  if (use_skinny(s, p)) {
-    skinny_gemm(C, A, B, s, beta);
-    if (g_inject_rel != 0.0f) [[unlikely]] perturb_output(C, s);
-    return;
-  }
-
-  const void* a_ptr = A;
-  const void* b_ptr = B;
-  auto dt = dnnl::memory::data_type::f32;
-  if (p == MatmulPrecision::kBf16 && !engine().native_bf16) {
-    // Dense bf16-rounded fp32 copies of the operands as stored.
-    const int64_t a_rows = s.ta == Trans::kNo ? s.M : s.K, a_cols = s.ta == Trans::kNo ? s.K : s.M;
-    const int64_t b_rows = s.tb == Trans::kNo ? s.K : s.N, b_cols = s.tb == Trans::kNo ? s.N : s.K;
-    if (int64_t(scratch.af.size()) < a_rows * a_cols) scratch.af.resize(a_rows * a_cols);
-    if (int64_t(scratch.bf.size()) < b_rows * b_cols) scratch.bf.resize(b_rows * b_cols);
-    round_f32_to_bf16(scratch.af.data(), A, a_rows, a_cols, s.lda);
-    round_f32_to_bf16(scratch.bf.data(), B, b_rows, b_cols, s.ldb);
-    s.lda = a_cols;
-    s.ldb = b_cols;
-    a_ptr = scratch.af.data();
-    b_ptr = scratch.bf.data();
-  } else if (p == MatmulPrecision::kBf16) {
-    dt = dnnl::memory::data_type::bf16;
-    // Dense bf16 copies of the operands as stored (rows of the stored layout).
-    int64_t a_rows = s.ta == Trans::kNo ? s.M : s.K, a_cols = s.ta == Trans::kNo ? s.K : s.M;
-    int64_t b_rows = s.tb == Trans::kNo ? s.K : s.N, b_cols = s.tb == Trans::kNo ? s.N : s.K;
-    if (const bf16* sa = shadow_of(A, a_rows, a_cols, s.lda)) {
-      a_ptr = sa;
-    } else {
-      if (int64_t(scratch.a.size()) < a_rows * a_cols) scratch.a.resize(a_rows * a_cols);
-      convert_f32_to_bf16(scratch.a.data(), A, a_rows, a_cols, s.lda);
-      s.lda = a_cols;
-      a_ptr = scratch.a.data();
-    }
-    if (const bf16* sb = shadow_of(B, b_rows, b_cols, s.ldb)) {
-      b_ptr = sb;
-    } else {
-      if (int64_t(scratch.b.size()) < b_rows * b_cols) scratch.b.resize(b_rows * b_cols);
-      convert_f32_to_bf16(scratch.b.data(), B, b_rows, b_cols, s.ldb);
-      s.ldb = b_cols;
-      b_ptr = scratch.b.data();
-    }
-  }
-
+// C = op(a) op(b) (+ C) through the cached oneDNN primitive; a and b are
+// prepared (their leading dimensions replace the shape's).
+void run_matmul(float* C, Operand a, Operand b, GemmShape s, float beta, MatmulPrecision p) {
+  s.lda = a.ld;
+  s.ldb = b.ld;
+  const auto dt = p == MatmulPrecision::kBf16 && engine().native_bf16 ? dnnl::memory::data_type::bf16
+                                                                      : dnnl::memory::data_type::f32;
   Engine& e = engine();
   Key key{s.M, s.N, s.K, int(s.ta), int(s.tb), s.lda, s.ldb, s.ldc, int(beta), int(p)};
   auto a_md = operand_desc(s.M, s.K, s.ta, s.lda, dt);
@@ -215,12 +193,46 @@ void gemm(float* C, const float* A, const float* B, const GemmShape& s0, float b
     }
     prim = &it->second;
   }
-  dnnl::memory a_mem(a_md, e.eng, const_cast<void*>(a_ptr));
-  dnnl::memory b_mem(b_md, e.eng, const_cast<void*>(b_ptr));
+  dnnl::memory a_mem(a_md, e.eng, const_cast<void*>(a.data));
+  dnnl::memory b_mem(b_md, e.eng, const_cast<void*>(b.data));
   dnnl::memory c_mem(c_md, e.eng, C);
   prim->execute(e.strm, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
   e.strm.wait();
   if (g_inject_rel != 0.0f) [[unlikely]] perturb_output(C, s);
+}
+
+// The shape with its default leading dimensions filled in.
+GemmShape with_leading_dims(GemmShape s) {
+  if (s.lda == 0) s.lda = s.ta == Trans::kNo ? s.K : s.M;
+  if (s.ldb == 0) s.ldb = s.tb == Trans::kNo ? s.N : s.K;
+  if (s.ldc == 0) s.ldc = s.N;
+  return s;
+}
+
+}  // namespace
+
+void gemm(float* C, const float* A, const float* B, const GemmShape& s0, float beta,
+          MatmulPrecision p) {
+  MT_CHECK(beta == 0.0f || beta == 1.0f, "beta must be 0 or 1, got {}", beta);
+  ScopedPhase phase(Phase::kGemm);
+  GemmShape s = s0;
+  if (s.M == 0 || s.N == 0) return;
+  if (s.K == 0) {
+    if (beta == 0.0f)
+      for (int64_t i = 0; i < s.M; ++i)
+        for (int64_t j = 0; j < s.N; ++j) C[i * (s.ldc ? s.ldc : s.N) + j] = 0.0f;
+    return;
+  }
+  s = with_leading_dims(s);
+
+  if (use_skinny(s, p)) {
+    skinny_gemm(C, A, B, s, beta);
+    if (g_inject_rel != 0.0f) [[unlikely]] perturb_output(C, s);
+    return;
+  }
+
+  run_matmul(C, prepare(A, a_rows(s), a_cols(s), s.lda, p, scratch.a),
+             prepare(B, b_rows(s), b_cols(s), s.ldb, p, scratch.b), s, beta, p);
 }
 
 void linear_forward(float* y, const float* x, const float* W, int64_t M, int64_t N, int64_t K,
@@ -236,6 +248,25 @@ void linear_backward_input(float* dx, const float* dy, const float* W, int64_t M
 void linear_backward_weight(float* dW, const float* dy, const float* x, int64_t M, int64_t N,
                             int64_t K, MatmulPrecision p) {
   gemm(dW, dy, x, GemmShape{N, K, M, Trans::kYes, Trans::kNo}, 1.0f, p);
+}
+
+void linear_backward(float* dx, float* dW, const float* dy, const float* x, const float* W, int64_t M,
+                     int64_t N, int64_t K, float beta, MatmulPrecision p) {
+  if (p == MatmulPrecision::kFp32 || M == 0 || N == 0 || K == 0) {
+    if (dx) linear_backward_input(dx, dy, W, M, N, K, beta, p);
+    linear_backward_weight(dW, dy, x, M, N, K, p);
+    return;
+  }
+  MT_CHECK(beta == 0.0f || beta == 1.0f, "beta must be 0 or 1, got {}", beta);
+  ScopedPhase phase(Phase::kGemm);
+  // bf16 never takes the skinny path, so both products go to oneDNN with
+  // the one prepared copy of dy (M x N, as stored in both).
+  const Operand g = prepare(dy, M, N, N, p, scratch.dy);
+  if (dx)
+    run_matmul(dx, g, prepare(W, N, K, K, p, scratch.b), with_leading_dims({M, K, N, Trans::kNo, Trans::kNo}),
+               beta, p);
+  run_matmul(dW, g, prepare(x, M, K, K, p, scratch.b), with_leading_dims({N, K, M, Trans::kYes, Trans::kNo}), 1.0f,
+             p);
 }
 
 void gemm_register_bf16_shadow(const float* base, const bf16* shadow, int64_t n) {

@@ -36,6 +36,11 @@ void linear_backward_input(float* dx, const float* dy, const float* W, int64_t M
 void linear_backward_weight(float* dW, const float* dy, const float* x, int64_t M, int64_t N,
                             int64_t K, MatmulPrecision p);
 
+// Both: dx (+)= dy W (skipped when dx is null) and dW += dy^T x. In bf16,
+// dy is rounded once for the two products instead of once per product.
+void linear_backward(float* dx, float* dW, const float* dy, const float* x, const float* W, int64_t M,
+                     int64_t N, int64_t K, float beta, MatmulPrecision p);
+
 // bf16 shadow of an fp32 buffer (e.g. the parameters, refreshed after each
 // optimizer step): a kBf16 gemm whose operand lies inside [base, base + n)
 // reads the shadow at the same offset instead of converting the operand on
