@@ -20,8 +20,11 @@ Dims dims_of(const ModelConfig& c, int64_t layer, int64_t B, int64_t T) {
   d.QKV = (d.H + 2 * d.Hkv) * d.Dh;
   return d;
 }
+// The kernel writes o (and reads dout) token-major, as Wo's GEMM reads them.
 AttentionDims attn_dims(const ModelConfig& c, const Dims& d, int64_t layer) {
-  return AttentionDims{d.B, d.H, d.Hkv, d.T, d.Dh, c.is_local(layer) ? c.window : 0};
+  AttentionDims a{d.B, d.H, d.Hkv, d.T, d.Dh, c.is_local(layer) ? c.window : 0};
+  a.token_major_out = true;
+  return a;
 }
 }  // namespace
 
@@ -40,7 +43,6 @@ void AttnActs::allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t 
     s(rstd_q, d.N * d.H);
     s(rstd_k, d.N * d.Hkv);
   }
-  s(o, d.N * d.H * d.Dh);
   s(lse, d.N * d.H);
   s(o_flat, d.N * d.H * d.Dh);
 }
@@ -48,7 +50,7 @@ void AttnActs::allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t 
 int64_t AttnActs::bytes() const {
   return vector_bytes(a) + vector_bytes(rstd_a) + vector_bytes(qkv) + vector_bytes(q) + vector_bytes(k) +
          vector_bytes(v) + vector_bytes(q_raw) + vector_bytes(k_raw) + vector_bytes(rstd_q) +
-         vector_bytes(rstd_k) + vector_bytes(o) + vector_bytes(lse) + vector_bytes(o_flat) + mla.bytes();
+         vector_bytes(rstd_k) + vector_bytes(lse) + vector_bytes(o_flat) + mla.bytes();
 }
 
 void AttnScratch::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& s) {
@@ -60,14 +62,14 @@ void AttnScratch::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSiz
   s(dq, N * HD);
   s(dk, N * HD);
   s(dv, N * HD);
-  s(dout_heads, N * HD);
+  if (c.qk_norm) s(dq_raw, N * HD);
   s(do_flat, N * HD);
   s(da, N * c.d_model);
 }
 
 int64_t AttnScratch::bytes() const {
   return vector_bytes(dqkv) + vector_bytes(dq) + vector_bytes(dk) + vector_bytes(dv) +
-         vector_bytes(dout_heads) + vector_bytes(do_flat) + vector_bytes(da) + mla.bytes();
+         vector_bytes(dq_raw) + vector_bytes(do_flat) + vector_bytes(da) + mla.bytes();
 }
 
 void attention_block_forward(float* x_mid, AttnActs& a, const float* x_in, const AttnOffsets& w,
@@ -90,9 +92,8 @@ void attention_block_forward(float* x_mid, AttnActs& a, const float* x_in, const
   rope_forward(a.k.data(), a.k.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.Hkv, d.T, d.Dh);
   {
     ScopedPhase phase(Phase::kAttention);
-    attention_forward(a.o.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(), attn_dims(c, d, layer));
+    attention_forward(a.o_flat.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(), attn_dims(c, d, layer));
   }
-  merge_heads(a.o_flat.data(), a.o.data(), d.B, d.T, d.H, d.Dh);
   // x_mid = x_in + o_flat Wo^T
   std::copy(x_in, x_in + d.N * d.D, x_mid);
   gemm(x_mid, a.o_flat.data(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dh, Trans::kNo, Trans::kYes},
@@ -106,17 +107,16 @@ void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, co
   const Dims d = dims_of(c, layer, ctx.B, ctx.T);
   const int64_t HD = d.H * d.Dh;
   linear_backward(s.do_flat.data(), ctx.g(w.wo), dres, a.o_flat.data(), ctx.p(w.wo), d.N, d.D, HD, 0.0f, ctx.prec);
-  merge_heads_backward(s.dout_heads.data(), s.do_flat.data(), d.B, d.T, d.H, d.Dh);
   {
     ScopedPhase phase(Phase::kAttention);
-    attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.dout_heads.data(), a.q.data(), a.k.data(),
-                     a.v.data(), a.o.data(), a.lse.data(), attn_dims(c, d, layer));
+    attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.do_flat.data(), a.q.data(), a.k.data(),
+                       a.v.data(), a.o_flat.data(), a.lse.data(), attn_dims(c, d, layer));
   }
   rope_backward(s.dq.data(), s.dq.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);
   rope_backward(s.dk.data(), s.dk.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.Hkv, d.T, d.Dh);
   if (c.qk_norm) {
-    // Normalise into dout_heads / do_flat as free (N*H*Dh) scratch.
-    float* dq_raw = s.dout_heads.data();
+    // dk before the k norm goes to do_flat, free once the attention backward has read it.
+    float* dq_raw = s.dq_raw.data();
     float* dk_raw = s.do_flat.data();
     rmsnorm_backward(dq_raw, ctx.g(w.q_norm), s.dq.data(), a.q_raw.data(), ctx.p(w.q_norm),
                      a.rstd_q.data(), d.N * d.H, d.Dh, 0.0f);

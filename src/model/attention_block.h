@@ -19,8 +19,8 @@ struct AttnActs {
   std::vector<float> q, k, v;          // (B, H|Hkv, T, Dh), after qk-norm and RoPE
   std::vector<float> q_raw, k_raw;     // before qk-norm (qk_norm only)
   std::vector<float> rstd_q, rstd_k;   // (B*H*T), (B*Hkv*T) (qk_norm only)
-  std::vector<float> o, lse;           // (B, H, T, Dh), (B, H, T)
-  std::vector<float> o_flat;           // (N, H Dh)
+  std::vector<float> lse;              // (B, H, T)
+  std::vector<float> o_flat;           // (N, H Dh): the attention kernel's output, token-major
   MlaActs mla;                         // attention = "mla": the only buffers sized
   // Sizes every buffer through `s` (allocates, or only counts for the planner).
   void allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T, BufferSizer& s);
@@ -29,7 +29,8 @@ struct AttnActs {
 
 // Scratch shared by all layers during backward.
 struct AttnScratch {
-  std::vector<float> dqkv, dq, dk, dv, dout_heads, do_flat, da;
+  std::vector<float> dqkv, dq, dk, dv, do_flat, da;
+  std::vector<float> dq_raw;  // qk_norm only: dq before the q norm
   MlaScratch mla;  // attention = "mla": the only buffers sized
   void allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& s);
   int64_t bytes() const;

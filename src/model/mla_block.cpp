@@ -20,8 +20,11 @@ Dims dims_of(const ModelConfig& c, int64_t B, int64_t T) {
   return Dims{B, T, B * T, c.d_model, c.n_heads, c.q_lora_rank, c.kv_lora_rank, c.qk_nope_head_dim,
               c.qk_rope_head_dim, c.qk_head_dim(), c.v_head_dim};
 }
+// o and dout token-major, as Wo's GEMM reads them.
 AttentionDims attn_dims(const ModelConfig& c, const Dims& d, int64_t layer) {
-  return AttentionDims{d.B, d.H, d.H, d.T, d.Dqk, c.is_local(layer) ? c.window : 0, d.Dv};
+  AttentionDims a{d.B, d.H, d.H, d.T, d.Dqk, c.is_local(layer) ? c.window : 0, d.Dv};
+  a.token_major_out = true;
+  return a;
 }
 MlaHeadDims head_dims(const Dims& d) { return MlaHeadDims{d.B, d.T, d.H, d.Dn, d.Dr, d.Dv}; }
 }  // namespace
@@ -45,7 +48,6 @@ void MlaActs::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& 
   s(q, d.N * d.H * d.Dqk);
   s(k, d.N * d.H * d.Dqk);
   s(v, d.N * d.H * d.Dv);
-  s(o, d.N * d.H * d.Dv);
   s(lse, d.N * d.H);
   s(o_flat, d.N * d.H * d.Dv);
 }
@@ -54,13 +56,12 @@ int64_t MlaActs::bytes() const {
   return vector_bytes(a) + vector_bytes(rstd_a) + vector_bytes(cq) + vector_bytes(cq_n) + vector_bytes(rstd_cq) +
          vector_bytes(qf) + vector_bytes(ckr) + vector_bytes(ckv) + vector_bytes(ckv_n) + vector_bytes(rstd_ckv) +
          vector_bytes(kr) + vector_bytes(kvf) + vector_bytes(q) + vector_bytes(k) + vector_bytes(v) +
-         vector_bytes(o) + vector_bytes(lse) + vector_bytes(o_flat);
+         vector_bytes(lse) + vector_bytes(o_flat);
 }
 
 void MlaScratch::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& s) {
   const Dims d = dims_of(c, B, T);
   s(do_flat, d.N * d.H * d.Dv);
-  s(dout_heads, d.N * d.H * d.Dv);
   s(dq, d.N * d.H * d.Dqk);
   s(dk, d.N * d.H * d.Dqk);
   s(dv, d.N * d.H * d.Dv);
@@ -78,7 +79,7 @@ void MlaScratch::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSize
 }
 
 int64_t MlaScratch::bytes() const {
-  return vector_bytes(do_flat) + vector_bytes(dout_heads) + vector_bytes(dq) + vector_bytes(dk) + vector_bytes(dv) +
+  return vector_bytes(do_flat) + vector_bytes(dq) + vector_bytes(dk) + vector_bytes(dv) +
          vector_bytes(dqf) + vector_bytes(dkvf) + vector_bytes(dkr) + vector_bytes(dckv_n) + vector_bytes(dckv) +
          vector_bytes(dckr) + vector_bytes(dcq_n) + vector_bytes(dcq) + vector_bytes(da);
 }
@@ -109,9 +110,8 @@ void mla_block_forward(float* x_mid, MlaActs& a, const float* x_in, const AttnOf
   mla_kv_heads(a.k.data(), a.v.data(), a.kvf.data(), a.kr.data(), head_dims(d));
   {
     ScopedPhase phase(Phase::kAttention);
-    attention_forward(a.o.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(), attn_dims(c, d, layer));
+    attention_forward(a.o_flat.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(), attn_dims(c, d, layer));
   }
-  merge_heads(a.o_flat.data(), a.o.data(), d.B, d.T, d.H, d.Dv);
   std::copy(x_in, x_in + d.N * d.D, x_mid);
   gemm(x_mid, a.o_flat.data(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dv, Trans::kNo, Trans::kYes}, 1.0f,
        ctx.prec);
@@ -124,11 +124,10 @@ void mla_block_backward(float* dres, MlaScratch& s, const MlaActs& a, const floa
   const MlaOffsets& m = w.mla;
   const int64_t HV = d.H * d.Dv;
   linear_backward(s.do_flat.data(), ctx.g(w.wo), dres, a.o_flat.data(), ctx.p(w.wo), d.N, d.D, HV, 0.0f, ctx.prec);
-  merge_heads_backward(s.dout_heads.data(), s.do_flat.data(), d.B, d.T, d.H, d.Dv);
   {
     ScopedPhase phase(Phase::kAttention);
-    attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.dout_heads.data(), a.q.data(), a.k.data(),
-                       a.v.data(), a.o.data(), a.lse.data(), attn_dims(c, d, layer));
+    attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.do_flat.data(), a.q.data(), a.k.data(),
+                       a.v.data(), a.o_flat.data(), a.lse.data(), attn_dims(c, d, layer));
   }
   // Keys and values, back to the input's normed copy (written into s.da).
   mla_kv_heads_backward(s.dkvf.data(), s.dkr.data(), s.dk.data(), s.dv.data(), head_dims(d));

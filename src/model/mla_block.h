@@ -29,15 +29,15 @@ struct MlaActs {
   std::vector<float> kvf;                // (N, H (Dn + Dv)) W_UK / W_UV output
   std::vector<float> q, k;               // (B, H, T, Dqk) after RoPE
   std::vector<float> v;                  // (B, H, T, Dv)
-  std::vector<float> o, lse;             // (B, H, T, Dv), (B, H, T)
-  std::vector<float> o_flat;             // (N, H Dv)
+  std::vector<float> lse;                // (B, H, T)
+  std::vector<float> o_flat;             // (N, H Dv): the attention kernel's output, token-major
   void allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& s);
   int64_t bytes() const;
 };
 
 // Backward scratch shared by all layers.
 struct MlaScratch {
-  std::vector<float> do_flat, dout_heads;  // (N, H Dv), (B, H, T, Dv)
+  std::vector<float> do_flat;  // (N, H Dv)
   std::vector<float> dq, dk, dv;           // (B, H, T, Dqk) x2, (B, H, T, Dv)
   std::vector<float> dqf, dkvf, dkr;       // (N, H Dqk), (N, H (Dn + Dv)), (N, Dr)
   std::vector<float> dckv_n, dckv, dckr;   // (N, Dc) x2, (N, Dc + Dr): kv latent after / before its norm

@@ -247,6 +247,45 @@ INSTANTIATE_TEST_SUITE_P(Table, AttentionReference, ::testing::ValuesIn(attn_cas
                            return cat("T", i.param.T, "_w", i.param.window, "_H", i.param.H, "kv", i.param.Hkv);
                          });
 
+// Token-major o and dout ((B, T, H, Dv), as the output projection reads them)
+// give the head-major results bit for bit, forward and backward, with Dv != Dh.
+TEST_P(AttentionReference, TokenMajorOutputIsTheSameArithmetic) {
+  const AttnCase c = GetParam();
+  AttentionDims d{c.B, c.H, c.Hkv, c.T, c.Dh, c.window, c.Dh + 3};
+  const int64_t T = c.T, Dh = c.Dh, Dv = d.v_dim();
+  const auto q = randn(c.B * c.H * T * Dh, 1.5f, 21), k = randn(c.B * c.Hkv * T * Dh, 1.5f, 22),
+             v = randn(c.B * c.Hkv * T * Dv, 1.0f, 23), dout = randn(c.B * c.H * T * Dv, 1.0f, 24);
+  // Head-major index of token-major element (b, t, h, e), and the permuted dout.
+  auto hm = [&](int64_t b, int64_t t, int64_t h, int64_t e) { return ((b * c.H + h) * T + t) * Dv + e; };
+  auto tm = [&](int64_t b, int64_t t, int64_t h, int64_t e) { return ((b * T + t) * c.H + h) * Dv + e; };
+  std::vector<float> dout_tm(dout.size());
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < c.H; ++h)
+        for (int64_t e = 0; e < Dv; ++e) dout_tm[tm(b, t, h, e)] = dout[hm(b, t, h, e)];
+  struct Out {
+    std::vector<float> o, lse, dq, dk, dv;
+  };
+  auto run = [&](bool token_major) {
+    d.token_major_out = token_major;
+    Out r{std::vector<float>(dout.size()), std::vector<float>(c.B * c.H * T), std::vector<float>(q.size()),
+          std::vector<float>(k.size()), std::vector<float>(v.size())};
+    attention_forward(r.o.data(), r.lse.data(), q.data(), k.data(), v.data(), d);
+    attention_backward(r.dq.data(), r.dk.data(), r.dv.data(), token_major ? dout_tm.data() : dout.data(), q.data(),
+                       k.data(), v.data(), r.o.data(), r.lse.data(), d);
+    return r;
+  };
+  const Out a = run(false), b = run(true);
+  for (int64_t bb = 0; bb < c.B; ++bb)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < c.H; ++h)
+        for (int64_t e = 0; e < Dv; ++e) ASSERT_EQ(a.o[hm(bb, t, h, e)], b.o[tm(bb, t, h, e)]);
+  EXPECT_EQ(a.lse, b.lse);
+  EXPECT_EQ(a.dq, b.dq);
+  EXPECT_EQ(a.dk, b.dk);
+  EXPECT_EQ(a.dv, b.dv);
+}
+
 TEST(AttentionCost, MeanKeysIsOTimesWindow) {
   EXPECT_DOUBLE_EQ(attention_mean_keys(5, 0), 3.0);    // (1+2+3+4+5)/5
   EXPECT_DOUBLE_EQ(attention_mean_keys(5, 3), 2.4);    // (1+2+3+3+3)/5

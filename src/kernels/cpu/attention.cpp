@@ -104,7 +104,8 @@ void attention_forward(float* o, float* lse, const float* q, const float* k, con
     const float* qh = q + (b * d.H + h) * T * Dh;
     const float* kh = k + (b * d.Hkv + kvh) * T * Dh;
     const float* vh = v + (b * d.Hkv + kvh) * T * Dv;
-    float* oh = o + (b * d.H + h) * T * Dv;
+    float* oh = o + d.out_offset(b, h);
+    const int64_t ldo = d.out_stride();
     simd::transpose(sc.kt.data(), kh, T, Dh, Dh, T);  // Kt (Dh, T), once per head
     for (int64_t i0 = 0; i0 < T; i0 += kQB) {
       const int64_t i1 = std::min(T, i0 + kQB), rows = i1 - i0;
@@ -112,8 +113,8 @@ void attention_forward(float* o, float* lse, const float* q, const float* k, con
       std::fill(sc.s.begin(), sc.s.begin() + rows * nk, 0.0f);
       simd::small_gemm_acc(sc.s.data(), qh + i0 * Dh, sc.kt.data() + j0, rows, nk, Dh, Dh, T, nk);
       softmax_rows(sc.s.data(), rows, nk, i0, j0, d.window, scale, nullptr, lse + (b * d.H + h) * T + i0);
-      std::fill(oh + i0 * Dv, oh + i1 * Dv, 0.0f);
-      simd::small_gemm_acc(oh + i0 * Dv, sc.s.data(), vh + j0 * Dv, rows, Dv, nk, nk, Dv, Dv);
+      for (int64_t i = i0; i < i1; ++i) std::fill(oh + i * ldo, oh + i * ldo + Dv, 0.0f);
+      simd::small_gemm_acc(oh + i0 * ldo, sc.s.data(), vh + j0 * Dv, rows, Dv, nk, nk, Dv, ldo);
     }
   }
 }
@@ -139,8 +140,9 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
       std::fill(dvh, dvh + T * Dv, 0.0f);
       for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
         const float* qh = q + (b * d.H + h) * T * Dh;
-        const float* oh = o + (b * d.H + h) * T * Dv;
-        const float* doh = dout + (b * d.H + h) * T * Dv;
+        const float* oh = o + d.out_offset(b, h);
+        const float* doh = dout + d.out_offset(b, h);
+        const int64_t ldo = d.out_stride();
         const float* lh = lse + (b * d.H + h) * T;
         float* dqh = dq + (b * d.H + h) * T * Dh;
         for (int64_t blk = 0; blk < blocks; ++blk) {
@@ -152,10 +154,10 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
           simd::small_gemm_acc(P, qh + i0 * Dh, sc.kt.data() + j0, rows, nk, Dh, Dh, T, nk);
           softmax_rows(P, rows, nk, i0, j0, d.window, scale, lh + i0, nullptr);
           std::fill(dS, dS + rows * nk, 0.0f);
-          simd::small_gemm_acc(dS, doh + i0 * Dv, sc.vt.data() + j0, rows, nk, Dv, Dv, T, nk);  // dP
+          simd::small_gemm_acc(dS, doh + i0 * ldo, sc.vt.data() + j0, rows, nk, Dv, ldo, T, nk);  // dP
           for (int64_t r = 0; r < rows; ++r) {
-            const float* dor = doh + (i0 + r) * Dv;
-            const float* orow = oh + (i0 + r) * Dv;
+            const float* dor = doh + (i0 + r) * ldo;
+            const float* orow = oh + (i0 + r) * ldo;
             float Di = 0.0f;
 #pragma omp simd reduction(+ : Di)
             for (int64_t e = 0; e < Dv; ++e) Di += dor[e] * orow[e];
@@ -169,7 +171,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
           simd::transpose(sc.t.data(), dS, rows, nk, nk, rows);
           simd::small_gemm_acc(dkh + j0 * Dh, sc.t.data(), qh + i0 * Dh, nk, Dh, rows, rows, Dh, Dh);
           simd::transpose(sc.t.data(), P, rows, nk, nk, rows);
-          simd::small_gemm_acc(dvh + j0 * Dv, sc.t.data(), doh + i0 * Dv, nk, Dv, rows, rows, Dv, Dv);
+          simd::small_gemm_acc(dvh + j0 * Dv, sc.t.data(), doh + i0 * ldo, nk, Dv, rows, rows, ldo, Dv);
         }
       }
     }

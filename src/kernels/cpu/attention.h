@@ -14,7 +14,15 @@ struct AttentionDims {
   int64_t B, H, Hkv, T, Dh;
   int64_t window;  // <= 0: global causal
   int64_t Dv = 0;  // value / output head width; 0: Dh
+  // o and dout token-major, (B, T, H, Dv): the layout the output projection
+  // reads, so no merge-heads copy runs in either direction.
+  bool token_major_out = false;
   int64_t v_dim() const { return Dv > 0 ? Dv : Dh; }
+  // Offset of head (b, h)'s first output row, and the stride between rows.
+  int64_t out_offset(int64_t b, int64_t h) const {
+    return token_major_out ? (b * T * H + h) * v_dim() : (b * H + h) * T * v_dim();
+  }
+  int64_t out_stride() const { return token_major_out ? H * v_dim() : v_dim(); }
 };
 
 void attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
