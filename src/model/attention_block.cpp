@@ -85,11 +85,12 @@ void attention_block_forward(float* x_mid, AttnActs& a, const float* x_in, const
                     float(c.norm_eps));
     rmsnorm_forward(a.k.data(), a.rstd_k.data(), a.k_raw.data(), ctx.p(w.k_norm), d.N * d.Hkv, d.Dh,
                     float(c.norm_eps));
+    rope_forward(a.q.data(), a.q.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);
+    rope_forward(a.k.data(), a.k.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.Hkv, d.T, d.Dh);
   } else {
-    split_qkv(a.q.data(), a.k.data(), a.v.data(), a.qkv.data(), d.B, d.T, d.H, d.Hkv, d.Dh);
+    split_qkv_rope(a.q.data(), a.k.data(), a.v.data(), a.qkv.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T, d.H, d.Hkv,
+                   d.Dh);
   }
-  rope_forward(a.q.data(), a.q.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);
-  rope_forward(a.k.data(), a.k.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.Hkv, d.T, d.Dh);
   {
     ScopedPhase phase(Phase::kAttention);
     attention_forward(a.o_flat.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(), attn_dims(c, d, layer));
@@ -112,9 +113,9 @@ void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, co
     attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.do_flat.data(), a.q.data(), a.k.data(),
                        a.v.data(), a.o_flat.data(), a.lse.data(), attn_dims(c, d, layer));
   }
-  rope_backward(s.dq.data(), s.dq.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);
-  rope_backward(s.dk.data(), s.dk.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.Hkv, d.T, d.Dh);
   if (c.qk_norm) {
+    rope_backward(s.dq.data(), s.dq.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);
+    rope_backward(s.dk.data(), s.dk.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.Hkv, d.T, d.Dh);
     // dk before the k norm goes to do_flat, free once the attention backward has read it.
     float* dq_raw = s.dq_raw.data();
     float* dk_raw = s.do_flat.data();
@@ -124,7 +125,8 @@ void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, co
                      a.rstd_k.data(), d.N * d.Hkv, d.Dh, 0.0f);
     split_qkv_backward(s.dqkv.data(), dq_raw, dk_raw, s.dv.data(), d.B, d.T, d.H, d.Hkv, d.Dh);
   } else {
-    split_qkv_backward(s.dqkv.data(), s.dq.data(), s.dk.data(), s.dv.data(), d.B, d.T, d.H, d.Hkv, d.Dh);
+    split_qkv_rope_backward(s.dqkv.data(), s.dq.data(), s.dk.data(), s.dv.data(), ctx.rope_cos, ctx.rope_sin, d.B,
+                            d.T, d.H, d.Hkv, d.Dh);
   }
   linear_backward(s.da.data(), ctx.g(w.wqkv), s.dqkv.data(), a.a.data(), ctx.p(w.wqkv), d.N, d.QKV, d.D, 0.0f,
                   ctx.prec);

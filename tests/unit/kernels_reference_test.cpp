@@ -20,6 +20,7 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/heads.h"
+#include "kernels/cpu/rope.h"
 #include "kernels/cpu/moe_dispatch.h"
 #include "kernels/cpu/router.h"
 #include "support/random.h"
@@ -650,6 +651,33 @@ TEST(HeadsReference, SplitMergeLayoutAndRoundTrip) {
           ASSERT_EQ(merged[(b * T + t) * H * Dh + h * Dh + e], q[((b * H + h) * T + t) * Dh + e]);
   merge_heads_backward(heads.data(), merged.data(), B, T, H, Dh);
   EXPECT_EQ(heads, q);
+}
+
+// The fused split + RoPE (and its backward) are the separate kernels, bit for bit.
+TEST(HeadsReference, SplitWithRopeIsSplitThenRope) {
+  const int64_t B = 2, T = 7, H = 4, Hkv = 2, Dh = 8, W = (H + 2 * Hkv) * Dh;
+  std::vector<float> cs(T * Dh / 2), sn(T * Dh / 2);
+  rope_tables(cs.data(), sn.data(), T, Dh, 10000.0);
+  const auto qkv = randn(B * T * W, 1.0f, 61);
+  std::vector<float> q1(B * H * T * Dh), k1(B * Hkv * T * Dh), v1(k1.size()), q2(q1.size()), k2(k1.size()),
+      v2(k1.size());
+  split_qkv(q1.data(), k1.data(), v1.data(), qkv.data(), B, T, H, Hkv, Dh);
+  rope_forward(q1.data(), q1.data(), cs.data(), sn.data(), B * H, T, Dh);
+  rope_forward(k1.data(), k1.data(), cs.data(), sn.data(), B * Hkv, T, Dh);
+  split_qkv_rope(q2.data(), k2.data(), v2.data(), qkv.data(), cs.data(), sn.data(), B, T, H, Hkv, Dh);
+  EXPECT_EQ(q1, q2);
+  EXPECT_EQ(k1, k2);
+  EXPECT_EQ(v1, v2);
+  EXPECT_NE(q1, std::vector<float>(qkv.begin(), qkv.begin() + int64_t(q1.size())));  // rotated, not copied
+
+  const auto dq = randn(q1.size(), 1.0f, 62), dk = randn(k1.size(), 1.0f, 63), dv = randn(k1.size(), 1.0f, 64);
+  auto dq1 = dq, dk1 = dk;
+  rope_backward(dq1.data(), dq1.data(), cs.data(), sn.data(), B * H, T, Dh);
+  rope_backward(dk1.data(), dk1.data(), cs.data(), sn.data(), B * Hkv, T, Dh);
+  std::vector<float> back1(B * T * W), back2(B * T * W);
+  split_qkv_backward(back1.data(), dq1.data(), dk1.data(), dv.data(), B, T, H, Hkv, Dh);
+  split_qkv_rope_backward(back2.data(), dq.data(), dk.data(), dv.data(), cs.data(), sn.data(), B, T, H, Hkv, Dh);
+  EXPECT_EQ(back1, back2);
 }
 
 }  // namespace

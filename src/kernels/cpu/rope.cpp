@@ -2,6 +2,7 @@
 #include "kernels/cpu/rope.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace mt {
 
@@ -16,6 +17,18 @@ void rope_tables(float* cos_T, float* sin_T, int64_t T, int64_t Dh, double theta
 }
 
 namespace {
+// One row: the pairs (x[i], x[i + half]) rotated by the row's angles (sign -1:
+// backwards). Every rotation in this file goes through here, so the fused
+// layout kernels below compute exactly what rope_forward/backward compute.
+inline void rotate_row(float* yr, const float* xr, const float* c, const float* s, int64_t half, float sign) {
+#pragma omp simd
+  for (int64_t i = 0; i < half; ++i) {
+    float a = xr[i], b = xr[i + half];
+    yr[i] = a * c[i] - sign * b * s[i];
+    yr[i + half] = b * c[i] + sign * a * s[i];
+  }
+}
+
 // Rows of ld floats; the first Dh of each are rotated (ld > Dh: the rest is left as it is).
 inline void rotate(float* y, const float* x, const float* cs, const float* sn, int64_t BH, int64_t T,
                    int64_t Dh, float sign, int64_t ld) {
@@ -23,19 +36,49 @@ inline void rotate(float* y, const float* x, const float* cs, const float* sn, i
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < BH * T; ++r) {
     const int64_t t = r % T;
-    const float* xr = x + r * ld;
-    float* yr = y + r * ld;
-    const float* c = cs + t * half;
-    const float* s = sn + t * half;
-#pragma omp simd
-    for (int64_t i = 0; i < half; ++i) {
-      float a = xr[i], b = xr[i + half];
-      yr[i] = a * c[i] - sign * b * s[i];
-      yr[i + half] = b * c[i] + sign * a * s[i];
-    }
+    rotate_row(y + r * ld, x + r * ld, cs + t * half, sn + t * half, half, sign);
   }
 }
+
+// Token-major qkv rows (B, T, (H + 2 Hkv) Dh) <-> head-major q, k, v, with
+// q and k rotated on the way: dir +1 splits and rotates forward, -1 rotates
+// backward and merges.
+void qkv_heads_rope(float* qkv, float* q, float* k, float* v, const float* cs, const float* sn, int64_t B, int64_t T,
+                    int64_t H, int64_t Hkv, int64_t Dh, int dir) {
+  const int64_t ld = (H + 2 * Hkv) * Dh, half = Dh / 2;
+  const float sign = dir > 0 ? 1.0f : -1.0f;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) {
+      float* row = qkv + (b * T + t) * ld;
+      const float* c = cs + t * half;
+      const float* s = sn + t * half;
+      for (int64_t h = 0; h < H + 2 * Hkv; ++h) {
+        float* tok = row + h * Dh;
+        float* head = h < H ? q + ((b * H + h) * T + t) * Dh
+                            : (h < H + Hkv ? k + ((b * Hkv + h - H) * T + t) * Dh
+                                           : v + ((b * Hkv + h - H - Hkv) * T + t) * Dh);
+        float* dst = dir > 0 ? head : tok;
+        const float* src = dir > 0 ? tok : head;
+        if (h < H + Hkv)
+          rotate_row(dst, src, c, s, half, sign);
+        else
+          std::memcpy(dst, src, sizeof(float) * size_t(Dh));
+      }
+    }
+}
 }  // namespace
+
+void split_qkv_rope(float* q, float* k, float* v, const float* qkv, const float* cos_T, const float* sin_T, int64_t B,
+                    int64_t T, int64_t H, int64_t Hkv, int64_t Dh) {
+  qkv_heads_rope(const_cast<float*>(qkv), q, k, v, cos_T, sin_T, B, T, H, Hkv, Dh, +1);
+}
+
+void split_qkv_rope_backward(float* dqkv, const float* dq, const float* dk, const float* dv, const float* cos_T,
+                             const float* sin_T, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t Dh) {
+  qkv_heads_rope(dqkv, const_cast<float*>(dq), const_cast<float*>(dk), const_cast<float*>(dv), cos_T, sin_T, B, T, H,
+                 Hkv, Dh, -1);
+}
 
 void rope_forward(float* y, const float* x, const float* cos_T, const float* sin_T, int64_t BH,
                   int64_t T, int64_t Dh) {

@@ -15,6 +15,14 @@ void rope_forward(float* y, const float* x, const float* cos_T, const float* sin
 void rope_backward(float* dx, const float* dy, const float* cos_T, const float* sin_T, int64_t BH,
                    int64_t T, int64_t Dh);
 
+// split_qkv (heads.h) and rope_forward on q and k in one pass over memory;
+// the same values as the three calls, bit for bit.
+void split_qkv_rope(float* q, float* k, float* v, const float* qkv, const float* cos_T, const float* sin_T, int64_t B,
+                    int64_t T, int64_t H, int64_t Hkv, int64_t Dh);
+// rope_backward on dq and dk, then split_qkv_backward, in one pass.
+void split_qkv_rope_backward(float* dqkv, const float* dq, const float* dk, const float* dv, const float* cos_T,
+                             const float* sin_T, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t Dh);
+
 // In place on part of each row: x (BH, T, ld), the first Dr values of every
 // row rotated (multi-head latent attention's decoupled RoPE dims, DeepSeek-V2
 // section 2.1.3; tables built for Dr).
