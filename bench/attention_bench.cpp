@@ -1,6 +1,8 @@
 // attention_bench.cpp — forward and backward of the attention kernel on the
 // moe-512 shapes (B 8, H 8, Hkv 2, T 512, Dh 64), local (window 128) and
-// global; GFLOP/s counts 4·Dh per attended key forward, 8·Dh backward.
+// global, with o and dout head-major (second argument 0) or token-major as
+// the trainer passes them (1); GFLOP/s counts 4·Dh per attended key forward,
+// 8·Dh backward.
 #include <benchmark/benchmark.h>
 
 #include <vector>
@@ -13,7 +15,8 @@ namespace {
 struct Inputs {
   mt::AttentionDims d;
   std::vector<float> q, k, v, o, lse, dout, dq, dk, dv;
-  explicit Inputs(int64_t window) : d{8, 8, 2, 512, 64, window} {
+  Inputs(int64_t window, bool token_major) : d{8, 8, 2, 512, 64, window} {
+    d.token_major_out = token_major;
     const int64_t nq = d.B * d.H * d.T * d.Dh, nk = d.B * d.Hkv * d.T * d.Dh;
     q.resize(nq); o.resize(nq); dout.resize(nq); dq.resize(nq);
     k.resize(nk); v.resize(nk); dk.resize(nk); dv.resize(nk);
@@ -27,7 +30,7 @@ struct Inputs {
 };
 
 void BM_AttentionForward(benchmark::State& state) {
-  Inputs in(state.range(0));
+  Inputs in(state.range(0), state.range(1) != 0);
   for (auto _ : state)
     mt::attention_forward(in.o.data(), in.lse.data(), in.q.data(), in.k.data(), in.v.data(), in.d);
   state.counters["GFLOPS"] =
@@ -35,7 +38,7 @@ void BM_AttentionForward(benchmark::State& state) {
 }
 
 void BM_AttentionBackward(benchmark::State& state) {
-  Inputs in(state.range(0));
+  Inputs in(state.range(0), state.range(1) != 0);
   mt::attention_forward(in.o.data(), in.lse.data(), in.q.data(), in.k.data(), in.v.data(), in.d);
   for (auto _ : state)
     mt::attention_backward(in.dq.data(), in.dk.data(), in.dv.data(), in.dout.data(), in.q.data(), in.k.data(),
@@ -44,7 +47,7 @@ void BM_AttentionBackward(benchmark::State& state) {
       benchmark::Counter(8.0 * in.d.Dh * in.keys() * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
-BENCHMARK(BM_AttentionForward)->Arg(128)->Arg(0)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AttentionBackward)->Arg(128)->Arg(0)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionForward)->ArgsProduct({{128, 0}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionBackward)->ArgsProduct({{128, 0}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -22,9 +22,11 @@ constexpr int64_t kQB = 32;  // queries per block
 
 struct Scratch {
   std::vector<float> kt, vt, s, dp, t;
+  std::vector<float> ob;  // one block of o or dout, contiguous (token-major rows are H * Dv apart)
   void reserve(int64_t Dh, int64_t Dv, int64_t nk) {
     if (int64_t(kt.size()) < Dh * nk) kt.resize(Dh * nk);
     if (int64_t(vt.size()) < Dv * nk) vt.resize(Dv * nk);
+    if (int64_t(ob.size()) < kQB * Dv) ob.resize(kQB * Dv);
     if (int64_t(s.size()) < kQB * nk) {
       s.resize(kQB * nk);
       dp.resize(kQB * nk);
@@ -110,11 +112,19 @@ void attention_forward(float* o, float* lse, const float* q, const float* k, con
     for (int64_t i0 = 0; i0 < T; i0 += kQB) {
       const int64_t i1 = std::min(T, i0 + kQB), rows = i1 - i0;
       const int64_t j0 = key_begin(i0, d.window), nk = i1 - j0;
+      if (ldo != Dv)  // fetch the block's strided output lines for writing while it computes
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t e = 0; e < Dv; e += 16) __builtin_prefetch(oh + (i0 + r) * ldo + e, 1, 3);
       std::fill(sc.s.begin(), sc.s.begin() + rows * nk, 0.0f);
       simd::small_gemm_acc(sc.s.data(), qh + i0 * Dh, sc.kt.data() + j0, rows, nk, Dh, Dh, T, nk);
       softmax_rows(sc.s.data(), rows, nk, i0, j0, d.window, scale, nullptr, lse + (b * d.H + h) * T + i0);
-      for (int64_t i = i0; i < i1; ++i) std::fill(oh + i * ldo, oh + i * ldo + Dv, 0.0f);
-      simd::small_gemm_acc(oh + i0 * ldo, sc.s.data(), vh + j0 * Dv, rows, Dv, nk, nk, Dv, ldo);
+      // Token-major rows are a power of two apart: the product goes through a
+      // contiguous block (rows that far apart share a few L1 sets).
+      float* ob = ldo == Dv ? oh + i0 * Dv : sc.ob.data();
+      std::fill(ob, ob + rows * Dv, 0.0f);
+      simd::small_gemm_acc(ob, sc.s.data(), vh + j0 * Dv, rows, Dv, nk, nk, Dv, Dv);
+      if (ob != oh + i0 * Dv)
+        for (int64_t r = 0; r < rows; ++r) std::copy(ob + r * Dv, ob + (r + 1) * Dv, oh + (i0 + r) * ldo);
     }
   }
 }
@@ -154,9 +164,22 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
           simd::small_gemm_acc(P, qh + i0 * Dh, sc.kt.data() + j0, rows, nk, Dh, Dh, T, nk);
           softmax_rows(P, rows, nk, i0, j0, d.window, scale, lh + i0, nullptr);
           std::fill(dS, dS + rows * nk, 0.0f);
-          simd::small_gemm_acc(dS, doh + i0 * ldo, sc.vt.data() + j0, rows, nk, Dv, ldo, T, nk);  // dP
+          // This block of dout, contiguous (as in the forward).
+          const float* dob = doh + i0 * Dv;
+          if (ldo != Dv) {
+            // The next block's strided dout and o lines, fetched while this one computes.
+            for (int64_t i = i1; i < std::min(T, i1 + kQB); ++i)
+              for (int64_t e = 0; e < Dv; e += 16) {
+                __builtin_prefetch(doh + i * ldo + e, 0, 3);
+                __builtin_prefetch(oh + i * ldo + e, 0, 3);
+              }
+            for (int64_t r = 0; r < rows; ++r)
+              std::copy(doh + (i0 + r) * ldo, doh + (i0 + r) * ldo + Dv, sc.ob.data() + r * Dv);
+            dob = sc.ob.data();
+          }
+          simd::small_gemm_acc(dS, dob, sc.vt.data() + j0, rows, nk, Dv, Dv, T, nk);  // dP
           for (int64_t r = 0; r < rows; ++r) {
-            const float* dor = doh + (i0 + r) * ldo;
+            const float* dor = dob + r * Dv;
             const float* orow = oh + (i0 + r) * ldo;
             float Di = 0.0f;
 #pragma omp simd reduction(+ : Di)
@@ -171,7 +194,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
           simd::transpose(sc.t.data(), dS, rows, nk, nk, rows);
           simd::small_gemm_acc(dkh + j0 * Dh, sc.t.data(), qh + i0 * Dh, nk, Dh, rows, rows, Dh, Dh);
           simd::transpose(sc.t.data(), P, rows, nk, nk, rows);
-          simd::small_gemm_acc(dvh + j0 * Dv, sc.t.data(), doh + i0 * ldo, nk, Dv, rows, rows, ldo, Dv);
+          simd::small_gemm_acc(dvh + j0 * Dv, sc.t.data(), dob, nk, Dv, rows, rows, Dv, Dv);
         }
       }
     }
