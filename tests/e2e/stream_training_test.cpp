@@ -72,7 +72,7 @@ TEST(StreamTraining, StateFourTimesTheBudgetTrainsBitIdenticallyToInPlace) {
   }
 }
 
-// 12 MiB cannot hold the kept activations (15.8 MiB) but holds the layer
+// 12 MiB cannot hold the kept activations (15.7 MiB) but holds the layer
 // inputs: train.activation_checkpointing = "auto" recomputes each layer's
 // forward before its backward, bit-identically, with state over 10x the budget.
 TEST(StreamTraining, BudgetBelowTheActivationsRecomputesLayersBitIdentically) {

@@ -144,7 +144,8 @@ TEST(PlanActivations, KorthikantiFormulas) {
 }
 
 // The CPU trainer keeps, per layer, exactly the tensors the formula counts (in fp32, statistics included)
-// plus two copies it could do without: the fused q|k|v before RoPE and the output in token-major order.
+// plus one copy it could do without: the fused q|k|v before RoPE (the attention output is kept once, in
+// the token-major order the output projection reads).
 // MoE layers add routing bookkeeping (slots, per-expert offsets, row owners), the combined output and the
 // block total. The check: predicted <= allocated <= predicted x (1 + tolerance), and the difference is
 // exactly those extras.
@@ -175,7 +176,7 @@ TEST(PlanActivations, MatchesWhatTheCpuTrainerAllocates) {
     const int64_t N = k.B * k.T, D = c.d_model, H = c.n_heads, Dh = c.head_dim(), Hkv = c.kv_heads(0);
     ActivationOptions o;
     o.tp = 1, o.seq_len = k.T, o.elem_bytes = 4, o.stat_bytes = 4;
-    int64_t R = 0, extras = 4 * N * ((H + 2 * Hkv) * Dh + H * Dh);  // qkv before RoPE, o_flat
+    int64_t R = 0, extras = 4 * N * (H + 2 * Hkv) * Dh;  // qkv before RoPE
     if (c.n_experts > 0) {
       const int64_t G = c.group_size(k.T);
       R = moe_max_rows(DispatchDims{N, c.n_experts, c.top_k, G, c.capacity(G), kExpertRowAlign});
