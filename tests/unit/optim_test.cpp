@@ -448,24 +448,32 @@ class ThreadComm final : public OptimizerComm {
   int rank_;
 };
 
+// A base optimizer, with or without the Hyperball wrapper.
+struct OptimizerCase {
+  const char* name;
+  OptimizerName base;
+  bool hyperball;
+  OptimizerConfig config() const {
+    OptimizerConfig c;
+    c.name = base;
+    c.hyperball = hyperball;
+    return c;
+  }
+};
+const OptimizerCase kAdamW{"adamw", OptimizerName::kAdamW, false}, kMuon{"muon", OptimizerName::kMuon, false},
+    kMuonHyperball{"muon-hyperball", OptimizerName::kMuon, true},
+    kAdamWHyperball{"adamw-hyperball", OptimizerName::kAdamW, true};
+
 TEST(Optimizer, TwoRanksMatchOneProcess) {
   const ParamLayout L = small_layout();
   const int64_t T = L.total();
   // Cuts through the middle of wq, w1 and the head: rank 0 holds [0, 31) and [70, 120).
   const std::vector<std::vector<Optimizer::Range>> ranks = {{{0, 31, 0}, {70, 120, 31}},
                                                              {{31, 70, 0}, {120, T, 39}}};
-  struct Case {
-    const char* name;
-    OptimizerName base;
-    bool hyperball;
-  };
-  for (const Case& k : {Case{"muon", OptimizerName::kMuon, false}, Case{"muon-hyperball", OptimizerName::kMuon, true},
-                        Case{"adamw-hyperball", OptimizerName::kAdamW, true}}) {
+  for (const OptimizerCase& k : {kMuon, kMuonHyperball, kAdamWHyperball}) {
     SCOPED_TRACE(k.name);
     AdamWConfig a;
-    OptimizerConfig c;
-    c.name = k.base;
-    c.hyperball = k.hyperball;
+    const OptimizerConfig c = k.config();
     LocalOptimizerComm local;
     Optimizer one(L, a, c, 0.02, local);
     std::vector<float> ref = init(L);
@@ -515,19 +523,10 @@ TEST(Optimizer, TwoRanksMatchOneProcess) {
 TEST(Optimizer, UpdateRefreshesTheBf16ShadowInItsPass) {
   const ParamLayout L = small_layout();
   const int64_t T = L.total();
-  struct Case {
-    const char* name;
-    OptimizerName base;
-    bool hyperball;
-  };
-  for (const Case& k : {Case{"adamw", OptimizerName::kAdamW, false}, Case{"muon", OptimizerName::kMuon, false},
-                        Case{"muon-hyperball", OptimizerName::kMuon, true},
-                        Case{"adamw-hyperball", OptimizerName::kAdamW, true}}) {
+  for (const OptimizerCase& k : {kAdamW, kMuon, kMuonHyperball, kAdamWHyperball}) {
     SCOPED_TRACE(k.name);
     AdamWConfig a;
-    OptimizerConfig c;
-    c.name = k.base;
-    c.hyperball = k.hyperball;
+    const OptimizerConfig c = k.config();
     LocalOptimizerComm local;
     Optimizer plain(L, a, c, 0.02, local), fused(L, a, c, 0.02, local);
     std::vector<float> p1 = init(L), p2 = p1;
