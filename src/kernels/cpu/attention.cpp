@@ -19,6 +19,7 @@ namespace mt {
 namespace {
 
 constexpr int64_t kQB = 32;  // queries per block
+constexpr int64_t kLineFloats = 64 / sizeof(float);  // floats per cache line (prefetch stride)
 
 struct Scratch {
   std::vector<float> kt, vt, s, dp, t;
@@ -108,22 +109,23 @@ void attention_forward(float* o, float* lse, const float* q, const float* k, con
     const float* vh = v + (b * d.Hkv + kvh) * T * Dv;
     float* oh = o + d.out_offset(b, h);
     const int64_t ldo = d.out_stride();
+    const bool strided = ldo != Dv;  // token-major rows: products go through sc.ob
     simd::transpose(sc.kt.data(), kh, T, Dh, Dh, T);  // Kt (Dh, T), once per head
     for (int64_t i0 = 0; i0 < T; i0 += kQB) {
       const int64_t i1 = std::min(T, i0 + kQB), rows = i1 - i0;
       const int64_t j0 = key_begin(i0, d.window), nk = i1 - j0;
-      if (ldo != Dv)  // fetch the block's strided output lines for writing while it computes
+      if (strided)  // fetch the block's output lines for writing while it computes
         for (int64_t r = 0; r < rows; ++r)
-          for (int64_t e = 0; e < Dv; e += 16) __builtin_prefetch(oh + (i0 + r) * ldo + e, 1, 3);
+          for (int64_t e = 0; e < Dv; e += kLineFloats) __builtin_prefetch(oh + (i0 + r) * ldo + e, 1, 3);
       std::fill(sc.s.begin(), sc.s.begin() + rows * nk, 0.0f);
       simd::small_gemm_acc(sc.s.data(), qh + i0 * Dh, sc.kt.data() + j0, rows, nk, Dh, Dh, T, nk);
       softmax_rows(sc.s.data(), rows, nk, i0, j0, d.window, scale, nullptr, lse + (b * d.H + h) * T + i0);
       // Token-major rows are a power of two apart: the product goes through a
       // contiguous block (rows that far apart share a few L1 sets).
-      float* ob = ldo == Dv ? oh + i0 * Dv : sc.ob.data();
+      float* ob = strided ? sc.ob.data() : oh + i0 * Dv;
       std::fill(ob, ob + rows * Dv, 0.0f);
       simd::small_gemm_acc(ob, sc.s.data(), vh + j0 * Dv, rows, Dv, nk, nk, Dv, Dv);
-      if (ob != oh + i0 * Dv)
+      if (strided)
         for (int64_t r = 0; r < rows; ++r) std::copy(ob + r * Dv, ob + (r + 1) * Dv, oh + (i0 + r) * ldo);
     }
   }
@@ -169,7 +171,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
           if (ldo != Dv) {
             // The next block's strided dout and o lines, fetched while this one computes.
             for (int64_t i = i1; i < std::min(T, i1 + kQB); ++i)
-              for (int64_t e = 0; e < Dv; e += 16) {
+              for (int64_t e = 0; e < Dv; e += kLineFloats) {
                 __builtin_prefetch(doh + i * ldo + e, 0, 3);
                 __builtin_prefetch(oh + i * ldo + e, 0, 3);
               }
