@@ -1,14 +1,17 @@
 // attention_bench.cpp — forward and backward of the attention kernel on the
 // moe-512 shapes (B 8, H 8, Hkv 2, T 512, Dh 64), local (window 128) and
 // global, with o and dout head-major (second argument 0) or token-major as
-// the trainer passes them (1); GFLOP/s counts 4·Dh per attended key forward,
-// 8·Dh backward.
+// the trainer passes them (1); third argument: the kernel (0 blocked fp32,
+// attention.h; 1 matmul-tiled fp32 and 2 matmul-tiled bf16,
+// attention_matmul.h). GFLOP/s counts 4·Dh per attended key forward, 8·Dh
+// backward, so the tiled kernel's masked extra keys are not counted.
 #include <benchmark/benchmark.h>
 
 #include <vector>
 
 #include "core/rng.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/attention_matmul.h"
 
 namespace {
 
@@ -29,25 +32,40 @@ struct Inputs {
   double keys() const { return mt::attention_mean_keys(d.T, d.window) * double(d.B * d.H * d.T); }
 };
 
+void forward(Inputs& in, int64_t kernel) {
+  if (kernel == 0)
+    mt::attention_forward(in.o.data(), in.lse.data(), in.q.data(), in.k.data(), in.v.data(), in.d);
+  else
+    mt::attention_matmul_forward(in.o.data(), in.lse.data(), in.q.data(), in.k.data(), in.v.data(), in.d,
+                                 kernel == 1 ? mt::MatmulPrecision::kFp32 : mt::MatmulPrecision::kBf16);
+}
+
+void backward(Inputs& in, int64_t kernel) {
+  if (kernel == 0)
+    mt::attention_backward(in.dq.data(), in.dk.data(), in.dv.data(), in.dout.data(), in.q.data(), in.k.data(),
+                           in.v.data(), in.o.data(), in.lse.data(), in.d);
+  else
+    mt::attention_matmul_backward(in.dq.data(), in.dk.data(), in.dv.data(), in.dout.data(), in.q.data(),
+                                  in.k.data(), in.v.data(), in.o.data(), in.lse.data(), in.d,
+                                  kernel == 1 ? mt::MatmulPrecision::kFp32 : mt::MatmulPrecision::kBf16);
+}
+
 void BM_AttentionForward(benchmark::State& state) {
   Inputs in(state.range(0), state.range(1) != 0);
-  for (auto _ : state)
-    mt::attention_forward(in.o.data(), in.lse.data(), in.q.data(), in.k.data(), in.v.data(), in.d);
+  for (auto _ : state) forward(in, state.range(2));
   state.counters["GFLOPS"] =
       benchmark::Counter(4.0 * in.d.Dh * in.keys() * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
 void BM_AttentionBackward(benchmark::State& state) {
   Inputs in(state.range(0), state.range(1) != 0);
-  mt::attention_forward(in.o.data(), in.lse.data(), in.q.data(), in.k.data(), in.v.data(), in.d);
-  for (auto _ : state)
-    mt::attention_backward(in.dq.data(), in.dk.data(), in.dv.data(), in.dout.data(), in.q.data(), in.k.data(),
-                           in.v.data(), in.o.data(), in.lse.data(), in.d);
+  forward(in, state.range(2));
+  for (auto _ : state) backward(in, state.range(2));
   state.counters["GFLOPS"] =
       benchmark::Counter(8.0 * in.d.Dh * in.keys() * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
-BENCHMARK(BM_AttentionForward)->ArgsProduct({{128, 0}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AttentionBackward)->ArgsProduct({{128, 0}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionForward)->ArgsProduct({{128, 0}, {0, 1}, {0, 1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionBackward)->ArgsProduct({{128, 0}, {0, 1}, {0, 1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace

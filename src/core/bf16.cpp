@@ -25,6 +25,10 @@ void convert_f32_to_bf16_span(bf16* dst, const float* src, int64_t n) {
   }
 }
 
+void round_f32_to_bf16_span(float* out, const float* in, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(f32_to_bf16(in[i]));
+}
+
 void convert_f32_to_bf16(bf16* out, const float* in, int64_t rows, int64_t cols, int64_t ld) {
 #pragma omp parallel for schedule(static) if (rows * cols > 65536)
   for (int64_t r = 0; r < rows; ++r) convert_f32_to_bf16_span(out + r * cols, in + r * ld, cols);
@@ -32,8 +36,7 @@ void convert_f32_to_bf16(bf16* out, const float* in, int64_t rows, int64_t cols,
 
 void round_f32_to_bf16(float* out, const float* in, int64_t rows, int64_t cols, int64_t ld) {
 #pragma omp parallel for schedule(static) if (rows * cols > 65536)
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = bf16_to_f32(f32_to_bf16(in[r * ld + c]));
+  for (int64_t r = 0; r < rows; ++r) round_f32_to_bf16_span(out + r * cols, in + r * ld, cols);
 }
 
 }  // namespace mt

@@ -28,6 +28,8 @@ inline float bf16_to_f32(bf16 b) {
 // Converts n contiguous values, on the calling thread (for use inside a
 // caller's parallel loop).
 void convert_f32_to_bf16_span(bf16* out, const float* in, int64_t n);
+// Same rounding, result kept in fp32 (the bf16 value, exactly); serial.
+void round_f32_to_bf16_span(float* out, const float* in, int64_t n);
 // Converts a rows x cols block with leading dimension `ld` into a dense
 // rows x cols bf16 block (leading dimension cols). Parallel over rows.
 void convert_f32_to_bf16(bf16* out, const float* in, int64_t rows, int64_t cols, int64_t ld);

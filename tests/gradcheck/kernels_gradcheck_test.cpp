@@ -18,6 +18,7 @@
 
 #include "core/rng.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/attention_matmul.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/moe_dispatch.h"
@@ -170,25 +171,30 @@ std::vector<AttnCase> attn_cases() {
         if (w == 17 && T < 17) continue;
         v.push_back({2, 4, 4 / g, T, 8, w});
       }
+  // Several query tiles of the matmul kernel (32 or 64 queries), a window
+  // band that starts mid-tile.
+  for (int64_t w : {0, 45}) v.push_back({1, 4, 1, 100, 8, w});
   return v;
 }
 
 class AttentionGrad : public ::testing::TestWithParam<AttnCase> {};
 
-TEST_P(AttentionGrad, QueryKeyValue) {
-  const AttnCase c = GetParam();
+using AttnForward = std::function<void(float*, float*, const float*, const float*, const float*, const AttentionDims&)>;
+using AttnBackward = std::function<void(float*, float*, float*, const float*, const float*, const float*,
+                                        const float*, const float*, const float*, const AttentionDims&)>;
+
+void check_attention_gradient(const AttnCase& c, const AttnForward& forward, const AttnBackward& backward) {
   const AttentionDims d{c.B, c.H, c.Hkv, c.T, c.Dh, c.window};
   const int64_t nq = c.B * c.H * c.T * c.Dh, nk = c.B * c.Hkv * c.T * c.Dh;
   auto q = randn(nq, 1.0f, 21), k = randn(nk, 1.0f, 22), v = randn(nk, 1.0f, 23);
   auto wl = randn(nq, 1.0f, 24);
   std::vector<float> o(nq), lse(c.B * c.H * c.T), o2(nq), lse2(c.B * c.H * c.T);
-  attention_forward(o.data(), lse.data(), q.data(), k.data(), v.data(), d);
+  forward(o.data(), lse.data(), q.data(), k.data(), v.data(), d);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> dq(nq, nan), dk(nk, nan), dv(nk, nan);  // all written by backward
-  attention_backward(dq.data(), dk.data(), dv.data(), wl.data(), q.data(), k.data(), v.data(),
-                     o.data(), lse.data(), d);
+  backward(dq.data(), dk.data(), dv.data(), wl.data(), q.data(), k.data(), v.data(), o.data(), lse.data(), d);
   auto loss = [&] {
-    attention_forward(o2.data(), lse2.data(), q.data(), k.data(), v.data(), d);
+    forward(o2.data(), lse2.data(), q.data(), k.data(), v.data(), d);
     return weighted(wl, o2.data());
   };
   const auto opt = opts(5e-3f, 160);
@@ -206,6 +212,23 @@ TEST_P(AttentionGrad, QueryKeyValue) {
     expect_gradient_matches("attention dk", k.data(), nk, dk.data(), loss, opt);
   }
   expect_gradient_matches("attention dv", v.data(), nk, dv.data(), loss, opt);
+}
+
+TEST_P(AttentionGrad, QueryKeyValue) { check_attention_gradient(GetParam(), attention_forward, attention_backward); }
+
+// The matmul-tiled kernel (attention_matmul.h) in fp32, where finite
+// differences are meaningful; its bf16 form is held to the fp32 kernel in
+// kernels_reference_test.
+TEST_P(AttentionGrad, MatmulKernelQueryKeyValue) {
+  check_attention_gradient(
+      GetParam(),
+      [](float* o, float* lse, const float* q, const float* k, const float* v, const AttentionDims& d) {
+        attention_matmul_forward(o, lse, q, k, v, d, MatmulPrecision::kFp32);
+      },
+      [](float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k, const float* v,
+         const float* o, const float* lse, const AttentionDims& d) {
+        attention_matmul_backward(dq, dk, dv, dout, q, k, v, o, lse, d, MatmulPrecision::kFp32);
+      });
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, AttentionGrad, ::testing::ValuesIn(attn_cases()),

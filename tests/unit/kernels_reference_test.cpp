@@ -18,6 +18,7 @@
 #include "core/rng.h"
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/attention_matmul.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/heads.h"
 #include "kernels/cpu/rope.h"
@@ -285,6 +286,95 @@ TEST_P(AttentionReference, TokenMajorOutputIsTheSameArithmetic) {
   EXPECT_EQ(a.dq, b.dq);
   EXPECT_EQ(a.dk, b.dk);
   EXPECT_EQ(a.dv, b.dv);
+}
+
+// The matmul-tiled kernel (attention_matmul.h) against the blocked fp32
+// kernel, forward and backward, token-major output with Dv != Dh. In fp32 the
+// two differ only in summation order. In bf16 the operands are rounded to 8
+// significant bits: every output stays within kBf16Tol of the fp32 kernel,
+// relative to the largest magnitude of that output (at least 1).
+struct AttnOut {
+  std::vector<float> o, lse, dq, dk, dv;
+};
+
+AttnOut run_attention(const AttnCase& c, bool matmul, MatmulPrecision p) {
+  AttentionDims d{c.B, c.H, c.Hkv, c.T, c.Dh, c.window, c.Dh + 8};
+  d.token_major_out = true;
+  const int64_t T = c.T, Dv = d.v_dim();
+  const auto q = randn(c.B * c.H * T * c.Dh, 1.5f, 31), k = randn(c.B * c.Hkv * T * c.Dh, 1.5f, 32),
+             v = randn(c.B * c.Hkv * T * Dv, 1.0f, 33), dout = randn(c.B * c.H * T * Dv, 1.0f, 34);
+  AttnOut r{std::vector<float>(dout.size()), std::vector<float>(c.B * c.H * T), std::vector<float>(q.size()),
+            std::vector<float>(k.size()), std::vector<float>(v.size())};
+  if (matmul) {
+    attention_matmul_forward(r.o.data(), r.lse.data(), q.data(), k.data(), v.data(), d, p);
+    attention_matmul_backward(r.dq.data(), r.dk.data(), r.dv.data(), dout.data(), q.data(), k.data(), v.data(),
+                              r.o.data(), r.lse.data(), d, p);
+  } else {
+    attention_forward(r.o.data(), r.lse.data(), q.data(), k.data(), v.data(), d);
+    attention_backward(r.dq.data(), r.dk.data(), r.dv.data(), dout.data(), q.data(), k.data(), v.data(),
+                       r.o.data(), r.lse.data(), d);
+  }
+  return r;
+}
+
+// max |a - b| / max(max |b|, 1). The floor: the inputs are of order 1, and
+// gradients that vanish exactly (one visible key: dS = P (dP - D) = 0) are
+// rounding noise in both kernels.
+double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double err = 0.0, scale = 1.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    err = std::max(err, std::abs(double(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(double(b[i])));
+  }
+  return err / scale;
+}
+
+class AttentionMatmul : public ::testing::TestWithParam<AttnCase> {};
+
+TEST_P(AttentionMatmul, Fp32IsTheBlockedKernelUpToSummationOrder) {
+  const AttnOut ref = run_attention(GetParam(), false, MatmulPrecision::kFp32);
+  const AttnOut got = run_attention(GetParam(), true, MatmulPrecision::kFp32);
+  EXPECT_LT(relative_error(got.o, ref.o), 2e-6);
+  EXPECT_LT(relative_error(got.lse, ref.lse), 2e-6);
+  EXPECT_LT(relative_error(got.dq, ref.dq), 2e-5);
+  EXPECT_LT(relative_error(got.dk, ref.dk), 2e-5);
+  EXPECT_LT(relative_error(got.dv, ref.dv), 2e-5);
+}
+
+constexpr double kBf16Tol = 3e-2;
+
+TEST_P(AttentionMatmul, Bf16IsWithinItsToleranceOfFp32) {
+  const AttnOut ref = run_attention(GetParam(), false, MatmulPrecision::kFp32);
+  const AttnOut got = run_attention(GetParam(), true, MatmulPrecision::kBf16);
+  const double eo = relative_error(got.o, ref.o), eq = relative_error(got.dq, ref.dq),
+               ek = relative_error(got.dk, ref.dk), ev = relative_error(got.dv, ref.dv);
+  EXPECT_LT(eo, kBf16Tol);
+  EXPECT_LT(relative_error(got.lse, ref.lse), kBf16Tol);
+  EXPECT_LT(eq, kBf16Tol);
+  EXPECT_LT(ek, kBf16Tol);
+  EXPECT_LT(ev, kBf16Tol);
+  // It did round: bf16 operands move the result by more than fp32 reordering.
+  if (GetParam().T > 1) EXPECT_GT(std::max({eo, eq, ek, ev}), 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, AttentionMatmul,
+                         ::testing::ValuesIn([] {
+                           std::vector<AttnCase> v = attn_cases();
+                           // Several query tiles, keys aligned below a window band, a ragged last tile.
+                           for (int64_t w : {0, 40, 100}) {
+                             for (int64_t g : {1, 4}) v.push_back({2, 4, 4 / g, 203, 16, w});
+                           }
+                           return v;
+                         }()),
+                         [](const auto& i) {
+                           return cat("T", i.param.T, "_w", i.param.window, "_H", i.param.H, "kv", i.param.Hkv);
+                         });
+
+TEST(AttentionMatmul, QueryTileStacksAbout128Rows) {
+  EXPECT_EQ(attention_matmul_query_tile(1), 64);
+  EXPECT_EQ(attention_matmul_query_tile(2), 64);
+  EXPECT_EQ(attention_matmul_query_tile(4), 32);
+  EXPECT_EQ(attention_matmul_query_tile(8), 32);
 }
 
 TEST(AttentionCost, MeanKeysIsOTimesWindow) {

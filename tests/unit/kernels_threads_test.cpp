@@ -20,6 +20,7 @@
 #include "core/rng.h"
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/attention_matmul.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/gemm.h"
@@ -114,6 +115,33 @@ TEST_F(Threads, Attention) {
       return b;
     });
   }
+}
+
+// The matmul-tiled kernel in both precisions: GQA with token-major output,
+// and H = Hkv with Dv != Dh (multi-head latent attention's shape). Its
+// products run through gemm_on_thread, planned for one thread whatever the
+// caller's count.
+TEST_F(Threads, AttentionMatmul) {
+  for (MatmulPrecision p : {MatmulPrecision::kFp32, MatmulPrecision::kBf16})
+    for (int64_t window : {0, 64})
+      for (const AttentionDims& shape : {AttentionDims{2, 4, 1, 211, 32, window, 0, true},
+                                         AttentionDims{2, 4, 4, 211, 24, window, 16, false}}) {
+        SCOPED_TRACE(cat(p == MatmulPrecision::kFp32 ? "fp32" : "bf16", " window ", window, " Hkv ", shape.Hkv));
+        const AttentionDims d = shape;
+        const int64_t nq = d.B * d.H * d.T * d.Dh, nk = d.B * d.Hkv * d.T * d.Dh;
+        const int64_t no = d.B * d.H * d.T * d.v_dim(), nv = d.B * d.Hkv * d.T * d.v_dim();
+        const auto q = randn(nq, 1.0f, 41), k = randn(nk, 1.0f, 42), v = randn(nv, 1.0f, 43),
+                   dout = randn(no, 1.0f, 44);
+        expect_invariant("matmul attention", [&] {
+          std::vector<float> o(no), lse(d.B * d.H * d.T), dq(nq), dk(nk), dv(nv);
+          attention_matmul_forward(o.data(), lse.data(), q.data(), k.data(), v.data(), d, p);
+          attention_matmul_backward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(),
+                                    o.data(), lse.data(), d, p);
+          Bytes b;
+          append(b, o), append(b, lse), append(b, dq), append(b, dk), append(b, dv);
+          return b;
+        });
+      }
 }
 
 // Multi-head latent attention's pieces: attention with Dv != Dh over H = Hkv

@@ -13,6 +13,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/attention_softmax.h"
 #include "kernels/cpu/simd.h"
 
 namespace mt {
@@ -38,60 +39,11 @@ struct Scratch {
 // Per-thread, grow-only (docs/kernels.md): the block each task works on stays in L2.
 thread_local Scratch tls;
 
-inline int64_t key_begin(int64_t i, int64_t window) {
-  return window > 0 ? std::max<int64_t>(0, i - window + 1) : 0;
-}
-
-// Turns raw scores (rows x nk, row r = query i0 + r, column c = key j0 + c)
-// into probabilities. With lse == nullptr: computes the row max and sum
-// (forward) and writes lse_out; otherwise uses the saved lse (backward).
-// Entries outside a row's band become exactly 0.
-void softmax_rows(float* S, int64_t rows, int64_t nk, int64_t i0, int64_t j0, int64_t window, float scale,
-                  const float* lse, float* lse_out) {
-  using namespace simd;
-  const Vec vscale = set1(scale);
-  for (int64_t r = 0; r < rows; ++r) {
-    float* row = S + r * nk;
-    const int64_t i = i0 + r;
-    const int64_t lo = key_begin(i, window) - j0, hi = i - j0 + 1;  // valid columns [lo, hi)
-    float m;
-    if (lse) {
-      m = lse[r];
-    } else {
-      Vec vm = set1(-std::numeric_limits<float>::infinity());
-      for (int64_t c = lo; c < hi; c += kLanes) {
-        const Mask k = tail_mask(hi - c);
-        vm = mask_max(vm, k, mul(load(k, row + c), vscale));
-      }
-      m = reduce_max(vm);
-    }
-    const Vec vmax = set1(m);
-    Vec vsum = zero();
-    for (int64_t c = lo; c < hi; c += kLanes) {
-      const Mask k = tail_mask(hi - c);
-      const Vec p = simd::exp(fmsub(load(k, row + c), vscale, vmax));
-      store(row + c, k, p);
-      vsum = mask_add(vsum, k, p);
-    }
-    std::fill(row, row + lo, 0.0f);
-    std::fill(row + hi, row + nk, 0.0f);
-    if (!lse) {
-      const float l = reduce_add(vsum);
-      const Vec inv = set1(1.0f / l);
-      for (int64_t c = lo; c < hi; c += kLanes) {
-        const Mask k = tail_mask(hi - c);
-        store(row + c, k, mul(load(k, row + c), inv));
-      }
-      lse_out[r] = m + std::log(l);
-    }
-  }
-}
-
 }  // namespace
 
 double attention_mean_keys(int64_t T, int64_t window) {
   double total = 0.0;
-  for (int64_t i = 0; i < T; ++i) total += double(i - key_begin(i, window) + 1);
+  for (int64_t i = 0; i < T; ++i) total += double(i - attention_key_begin(i, window) + 1);
   return total / double(T);
 }
 
@@ -113,13 +65,13 @@ void attention_forward(float* o, float* lse, const float* q, const float* k, con
     simd::transpose(sc.kt.data(), kh, T, Dh, Dh, T);  // Kt (Dh, T), once per head
     for (int64_t i0 = 0; i0 < T; i0 += kQB) {
       const int64_t i1 = std::min(T, i0 + kQB), rows = i1 - i0;
-      const int64_t j0 = key_begin(i0, d.window), nk = i1 - j0;
+      const int64_t j0 = attention_key_begin(i0, d.window), nk = i1 - j0;
       if (strided)  // fetch the block's output lines for writing while it computes
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t e = 0; e < Dv; e += kLineFloats) __builtin_prefetch(oh + (i0 + r) * ldo + e, 1, 3);
       std::fill(sc.s.begin(), sc.s.begin() + rows * nk, 0.0f);
       simd::small_gemm_acc(sc.s.data(), qh + i0 * Dh, sc.kt.data() + j0, rows, nk, Dh, Dh, T, nk);
-      softmax_rows(sc.s.data(), rows, nk, i0, j0, d.window, scale, nullptr, lse + (b * d.H + h) * T + i0);
+      attention_softmax_rows(sc.s.data(), rows, nk, i0, j0, d.window, scale, nullptr, lse + (b * d.H + h) * T + i0);
       // Token-major rows are a power of two apart: the product goes through a
       // contiguous block (rows that far apart share a few L1 sets).
       float* ob = strided ? sc.ob.data() : oh + i0 * Dv;
@@ -159,12 +111,12 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
         float* dqh = dq + (b * d.H + h) * T * Dh;
         for (int64_t blk = 0; blk < blocks; ++blk) {
           const int64_t i0 = blk * kQB, i1 = std::min(T, i0 + kQB), rows = i1 - i0;
-          const int64_t j0 = key_begin(i0, d.window), nk = i1 - j0;
+          const int64_t j0 = attention_key_begin(i0, d.window), nk = i1 - j0;
           float* P = sc.s.data();
           float* dS = sc.dp.data();
           std::fill(P, P + rows * nk, 0.0f);
           simd::small_gemm_acc(P, qh + i0 * Dh, sc.kt.data() + j0, rows, nk, Dh, Dh, T, nk);
-          softmax_rows(P, rows, nk, i0, j0, d.window, scale, lh + i0, nullptr);
+          attention_softmax_rows(P, rows, nk, i0, j0, d.window, scale, lh + i0, nullptr);
           std::fill(dS, dS + rows * nk, 0.0f);
           // This block of dout, contiguous (as in the forward).
           const float* dob = doh + i0 * Dv;

@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "core/bf16.h"
@@ -44,6 +45,7 @@ struct Engine {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   dnnl::stream strm{eng};
   std::map<Key, dnnl::matmul> cache;
+  std::map<Key, dnnl::matmul> serial_cache;  // planned for one thread (gemm_on_thread)
   std::mutex mu;
   bool native_bf16 = probe_native_bf16(eng);
 };
@@ -164,40 +166,59 @@ void skinny_gemm(float* C, const float* A, const float* B, const GemmShape& s, f
     }
 }
 
+dnnl::memory::data_type operand_type(MatmulPrecision p) {
+  return p == MatmulPrecision::kBf16 && engine().native_bf16 ? dnnl::memory::data_type::bf16
+                                                             : dnnl::memory::data_type::f32;
+}
+
+// The descriptors of C = op(a) op(b) for shape s (leading dims filled in).
+struct MatmulDescs {
+  dnnl::memory::desc a, b, c;
+};
+MatmulDescs matmul_descs(const GemmShape& s, MatmulPrecision p) {
+  const auto dt = operand_type(p);
+  return {operand_desc(s.M, s.K, s.ta, s.lda, dt), operand_desc(s.K, s.N, s.tb, s.ldb, dt),
+          dnnl::memory::desc({s.M, s.N}, dnnl::memory::data_type::f32, dnnl::memory::dims{s.ldc, 1})};
+}
+
+// The primitive for (s, beta, p) from `cache`, created on first use (by the
+// calling thread, with its OpenMP thread budget). Holds the engine's lock.
+dnnl::matmul& cached_matmul(std::map<Key, dnnl::matmul>& cache, const MatmulDescs& md, const GemmShape& s,
+                            float beta, MatmulPrecision p) {
+  Engine& e = engine();
+  const Key key{s.M, s.N, s.K, int(s.ta), int(s.tb), s.lda, s.ldb, s.ldc, int(beta), int(p)};
+  std::lock_guard<std::mutex> lock(e.mu);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    dnnl::primitive_attr attr;
+    if (beta == 1.0f) {
+      dnnl::post_ops po;
+      po.append_sum(1.0f);
+      attr.set_post_ops(po);
+    }
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md.a, md.b, md.c), attr, e.eng);
+    it = cache.emplace(key, dnnl::matmul(pd)).first;
+  }
+  return it->second;
+}
+
+void execute(dnnl::matmul& prim, dnnl::stream& strm, const MatmulDescs& md, float* C, const void* a,
+             const void* b) {
+  const dnnl::engine& eng = engine().eng;
+  dnnl::memory a_mem(md.a, eng, const_cast<void*>(a));
+  dnnl::memory b_mem(md.b, eng, const_cast<void*>(b));
+  dnnl::memory c_mem(md.c, eng, C);
+  prim.execute(strm, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+  strm.wait();
+}
+
 // C = op(a) op(b) (+ C) through the cached oneDNN primitive; a and b are
 // prepared (their leading dimensions replace the shape's).
 void run_matmul(float* C, Operand a, Operand b, GemmShape s, float beta, MatmulPrecision p) {
   s.lda = a.ld;
   s.ldb = b.ld;
-  const auto dt = p == MatmulPrecision::kBf16 && engine().native_bf16 ? dnnl::memory::data_type::bf16
-                                                                      : dnnl::memory::data_type::f32;
-  Engine& e = engine();
-  Key key{s.M, s.N, s.K, int(s.ta), int(s.tb), s.lda, s.ldb, s.ldc, int(beta), int(p)};
-  auto a_md = operand_desc(s.M, s.K, s.ta, s.lda, dt);
-  auto b_md = operand_desc(s.K, s.N, s.tb, s.ldb, dt);
-  auto c_md = dnnl::memory::desc({s.M, s.N}, dnnl::memory::data_type::f32, dnnl::memory::dims{s.ldc, 1});
-  dnnl::matmul* prim;
-  {
-    std::lock_guard<std::mutex> lock(e.mu);
-    auto it = e.cache.find(key);
-    if (it == e.cache.end()) {
-      dnnl::primitive_attr attr;
-      if (beta == 1.0f) {
-        dnnl::post_ops po;
-        po.append_sum(1.0f);
-        attr.set_post_ops(po);
-      }
-      dnnl::matmul::desc d(a_md, b_md, c_md);
-      dnnl::matmul::primitive_desc pd(d, attr, e.eng);
-      it = e.cache.emplace(key, dnnl::matmul(pd)).first;
-    }
-    prim = &it->second;
-  }
-  dnnl::memory a_mem(a_md, e.eng, const_cast<void*>(a.data));
-  dnnl::memory b_mem(b_md, e.eng, const_cast<void*>(b.data));
-  dnnl::memory c_mem(c_md, e.eng, C);
-  prim->execute(e.strm, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
-  e.strm.wait();
+  const MatmulDescs md = matmul_descs(s, p);
+  execute(cached_matmul(engine().cache, md, s, beta, p), engine().strm, md, C, a.data, b.data);
   if (g_inject_rel != 0.0f) [[unlikely]] perturb_output(C, s);
 }
 
@@ -269,6 +290,23 @@ void linear_backward(float* dx, float* dW, const float* dy, const float* x, cons
              p);
 }
 
+bool gemm_native_bf16() { return engine().native_bf16; }
+
+void gemm_on_thread(float* C, const void* A, const void* B, const GemmShape& s0, float beta, MatmulPrecision p) {
+  MT_CHECK(beta == 0.0f || beta == 1.0f, "beta must be 0 or 1, got {}", beta);
+  if (s0.M == 0 || s0.N == 0) return;
+  MT_CHECK(s0.K > 0, "gemm_on_thread needs K > 0");
+  const GemmShape s = with_leading_dims(s0);
+  const MatmulDescs md = matmul_descs(s, p);
+  // One thread for planning and for running: oneDNN sizes both by
+  // omp_get_max_threads(), which this changes for the calling task only.
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  thread_local dnnl::stream strm{engine().eng};
+  execute(cached_matmul(engine().serial_cache, md, s, beta, p), strm, md, C, A, B);
+  omp_set_num_threads(threads);
+}
+
 void gemm_register_bf16_shadow(const float* base, const bf16* shadow, int64_t n) {
   g_shadow = shadow ? Shadow{base, shadow, n} : Shadow{};
 }
@@ -277,7 +315,7 @@ void gemm_inject_relative_error(double rel) { g_inject_rel = float(rel); }
 
 int64_t gemm_cache_size() {
   std::lock_guard<std::mutex> lock(engine().mu);
-  return int64_t(engine().cache.size());
+  return int64_t(engine().cache.size() + engine().serial_cache.size());
 }
 
 }  // namespace mt

@@ -50,6 +50,16 @@ void linear_backward(float* dx, float* dW, const float* dy, const float* x, cons
 struct bf16;
 void gemm_register_bf16_shadow(const float* base, const bf16* shadow, int64_t n);
 
+// For kernels that multiply inside their own parallel tasks (the tiled
+// attention): one product on operands already in the form the matmul reads
+// for precision p. For kBf16 that is bf16 where this CPU has a native bf16
+// matmul (gemm_native_bf16()), else bf16-rounded values held in fp32. Runs
+// on the calling thread only, through a primitive planned for one thread, so
+// the result does not depend on the caller's thread count. No phase
+// accounting: the caller's phase covers it. beta 0 or 1.
+bool gemm_native_bf16();
+void gemm_on_thread(float* C, const void* A, const void* B, const GemmShape& s, float beta, MatmulPrecision p);
+
 // Number of cached primitives (tests and diagnostics).
 int64_t gemm_cache_size();
 

@@ -1,0 +1,18 @@
+// attention_kernel.h — the attention kernel a block runs, by the step's
+// matmul precision: bf16 steps run the matmul-tiled kernel with bf16 operands
+// (its products on AMX, attention_matmul.h); fp32 steps run the blocked fp32
+// kernel (attention.h). Both under the attention phase of the bench breakdown.
+#pragma once
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/gemm.h"
+
+namespace mt {
+
+void run_attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
+                           const AttentionDims& d, MatmulPrecision p);
+
+void run_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+                            const float* v, const float* o, const float* lse, const AttentionDims& d,
+                            MatmulPrecision p);
+
+}  // namespace mt
