@@ -31,6 +31,7 @@
 #include "core/timer.h"
 #include "dist/mpi_comm.h"
 #include "kernels/cpu/gemm.h"
+#include "model/attention_kernel.h"
 #include "model/flops.h"
 #include "plan/memory.h"
 #include "train/trainer.h"
@@ -189,6 +190,7 @@ void register_bench(CLI::App& app, CommandAction& run) {
       const OptimizerConfig& oc = cfg.value().train.optimizer;  // [optim]; its time is time_fraction.optimizer
       j["optimizer"] = std::string(oc.name == OptimizerName::kMuon ? "muon" : "adamw") + (oc.hyperball ? "+hyperball" : "");
       j["precision"] = args->precision;
+      j["attention_kernel"] = attention_kernel_name(tc.precision);
       j["threads"] = num_threads();
       j["ranks"] = ranks;
       j["tokens_per_step"] = tokens;
@@ -238,8 +240,9 @@ void register_bench(CLI::App& app, CommandAction& run) {
         fmt::print("{}\n", j.dump());
         return 0;
       }
-      fmt::print("preset {}  precision {}  optimizer {}  threads {}{}\n", args->preset, args->precision,
-                 j["optimizer"].get<std::string>(), num_threads(), ranks > 1 ? fmt::format(" per rank x {} ranks", ranks) : "");
+      fmt::print("preset {}  precision {}  optimizer {}  attention {}  threads {}{}\n", args->preset, args->precision,
+                 j["optimizer"].get<std::string>(), j["attention_kernel"].get<std::string>(), num_threads(),
+                 ranks > 1 ? fmt::format(" per rank x {} ranks", ranks) : "");
       fmt::print("  peak (measured)      {:8.1f} GFLOP/s  ({})\n", peak_gflops, j["peak_kind"].get<std::string>());
       fmt::print("  gemm best 2048^3     {:8.1f} GFLOP/s\n", gemm_best);
       fmt::print("  step time (median)   {:8.3f} s   over {} steps\n", step_s, args->steps);

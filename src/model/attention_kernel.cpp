@@ -6,6 +6,10 @@
 
 namespace mt {
 
+const char* attention_kernel_name(MatmulPrecision p) {
+  return p == MatmulPrecision::kBf16 ? "matmul-bf16" : "blocked-fp32";
+}
+
 void run_attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
                            const AttentionDims& d, MatmulPrecision p) {
   ScopedPhase phase(Phase::kAttention);

@@ -8,6 +8,9 @@
 
 namespace mt {
 
+// "blocked-fp32" or "matmul-bf16": what the bench reports and records.
+const char* attention_kernel_name(MatmulPrecision p);
+
 void run_attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
                            const AttentionDims& d, MatmulPrecision p);
 

@@ -96,6 +96,7 @@ TEST(Training, BenchSmokeJson) {
   ASSERT_TRUE(j.is_object()) << "stdout is not one JSON object:\n" << r.out;
   EXPECT_EQ(j.value("preset", ""), "tiny");
   EXPECT_EQ(j.value("precision", ""), "fp32");
+  EXPECT_EQ(j.value("attention_kernel", ""), "blocked-fp32");
   for (const char* key : {"tokens_per_s", "model_gflops_per_s", "peak_gflops_per_s", "mfu"}) {
     ASSERT_TRUE(j.contains(key) && j[key].is_number()) << key << " missing or not a number: " << j.dump();
     const double v = j[key].get<double>();
