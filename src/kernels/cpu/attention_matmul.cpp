@@ -17,45 +17,14 @@ namespace {
 
 constexpr int64_t kKeyAlign = 32;
 
-// How this CPU holds a matmul operand at precision p.
-enum class Form { kFp32, kBf16, kBf16InFp32 };
-
-Form form_of(MatmulPrecision p) {
-  if (p == MatmulPrecision::kFp32) return Form::kFp32;
-  return gemm_native_bf16() ? Form::kBf16 : Form::kBf16InFp32;
-}
-
 float* grow(std::vector<float>& v, int64_t n) {
   if (int64_t(v.size()) < n) v.resize(n);
   return v.data();
 }
 
-// Element i of an operand buffer.
-const void* element(const void* base, int64_t i, Form f) {
-  return f == Form::kBf16 ? static_cast<const void*>(static_cast<const bf16*>(base) + i)
-                          : static_cast<const void*>(static_cast<const float*>(base) + i);
-}
-
-// Writes n values to elements [i, i + n) of operand buffer `out` (bf16
-// elements take half a float of the buffer).
-void put(std::vector<float>& out, int64_t i, const float* in, int64_t n, Form f) {
-  switch (f) {
-    case Form::kFp32: std::copy(in, in + n, grow(out, i + n) + i); break;
-    case Form::kBf16: convert_f32_to_bf16_span(reinterpret_cast<bf16*>(grow(out, (i + n + 1) / 2)) + i, in, n); break;
-    case Form::kBf16InFp32: round_f32_to_bf16_span(grow(out, i + n) + i, in, n); break;
-  }
-}
-
-// n contiguous values as an operand: themselves in fp32, else converted.
-const void* operand(const float* x, int64_t n, Form f, std::vector<float>& buf) {
-  if (f == Form::kFp32) return x;
-  put(buf, 0, x, n, f);
-  return buf.data();
-}
-
 struct Scratch {
   std::vector<float> s, dp, out, dob, rowsum;       // fp32 tiles
-  std::vector<float> qop, kop, vop, dop, pop, dsop;  // operands
+  OperandBuffer qop, kop, vop, dop, pop, dsop;
 };
 thread_local Scratch tls;
 
@@ -80,12 +49,14 @@ Tile tile_of(const AttentionDims& d, int64_t b, int64_t g, int64_t blk, int64_t 
 }
 
 // The tile's queries as one (M, Dh) operand.
-const void* stacked_queries(const float* q, const AttentionDims& d, const Tile& t, Form f, std::vector<float>& buf) {
+const void* stacked_queries(const float* q, const AttentionDims& d, const Tile& t, OperandForm f,
+                            OperandBuffer& buf) {
   const int64_t G = d.H / d.Hkv;
   const float* first = q + ((t.b * d.H + t.g * G) * d.T + t.i0) * d.Dh;
-  if (G == 1) return operand(first, t.rows * d.Dh, f, buf);
-  for (int64_t hh = 0; hh < G; ++hh) put(buf, hh * t.rows * d.Dh, first + hh * d.T * d.Dh, t.rows * d.Dh, f);
-  return buf.data();
+  if (G == 1) return operand_of(first, t.rows * d.Dh, f, buf);
+  for (int64_t hh = 0; hh < G; ++hh)
+    put_operand(buf, hh * t.rows * d.Dh, first + hh * d.T * d.Dh, t.rows * d.Dh, f);
+  return buf.storage.data();
 }
 
 // Row r of the tile's heads in a (B, H, T, Dv) or token-major buffer.
@@ -117,7 +88,7 @@ void attention_matmul_forward(float* o, float* lse, const float* q, const float*
   const int64_t Dh = d.Dh, Dv = d.v_dim(), T = d.T, G = d.H / d.Hkv;
   const int64_t qt = attention_matmul_query_tile(G), blocks = (T + qt - 1) / qt;
   const float scale = 1.0f / std::sqrt(float(Dh));
-  const Form f = form_of(p);
+  const OperandForm f = operand_form(p);
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t task = 0; task < d.B * d.Hkv * blocks; ++task) {
     const Tile t = tile_of(d, task / (d.Hkv * blocks), task / blocks % d.Hkv, task % blocks, qt);
@@ -126,11 +97,11 @@ void attention_matmul_forward(float* o, float* lse, const float* q, const float*
     const float* vt = v + ((t.b * d.Hkv + t.g) * T + t.j0) * Dv;
     const void* qop = stacked_queries(q, d, t, f, sc.qop);
     float* S = grow(sc.s, t.M * t.nk);
-    gemm_on_thread(S, qop, operand(kt, t.nk * Dh, f, sc.kop), GemmShape{t.M, t.nk, Dh, Trans::kNo, Trans::kYes},
+    gemm_on_thread(S, qop, operand_of(kt, t.nk * Dh, f, sc.kop), GemmShape{t.M, t.nk, Dh, Trans::kNo, Trans::kYes},
                    0.0f, p);
     softmax_tile(S, d, t, scale, nullptr, lse);
     float* out = grow(sc.out, t.M * Dv);
-    gemm_on_thread(out, operand(S, t.M * t.nk, f, sc.pop), operand(vt, t.nk * Dv, f, sc.vop),
+    gemm_on_thread(out, operand_of(S, t.M * t.nk, f, sc.pop), operand_of(vt, t.nk * Dv, f, sc.vop),
                    GemmShape{t.M, Dv, t.nk}, 0.0f, p);
     // Row-outer: token-major, the group's heads of one query are adjacent.
     for (int64_t r = 0; r < t.rows; ++r)
@@ -147,13 +118,13 @@ void attention_matmul_backward(float* dq, float* dk, float* dv, const float* dou
   const int64_t Dh = d.Dh, Dv = d.v_dim(), T = d.T, G = d.H / d.Hkv;
   const int64_t qt = attention_matmul_query_tile(G), blocks = (T + qt - 1) / qt;
   const float scale = 1.0f / std::sqrt(float(Dh));
-  const Form f = form_of(p);
+  const OperandForm f = operand_form(p);
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
   for (int64_t b = 0; b < d.B; ++b)
     for (int64_t g = 0; g < d.Hkv; ++g) {
       Scratch& sc = tls;
-      const void* kop = operand(k + (b * d.Hkv + g) * T * Dh, T * Dh, f, sc.kop);  // once per kv head
-      const void* vop = operand(v + (b * d.Hkv + g) * T * Dv, T * Dv, f, sc.vop);
+      const void* kop = operand_of(k + (b * d.Hkv + g) * T * Dh, T * Dh, f, sc.kop);  // once per kv head
+      const void* vop = operand_of(v + (b * d.Hkv + g) * T * Dv, T * Dv, f, sc.vop);
       float* dkh = dk + (b * d.Hkv + g) * T * Dh;
       float* dvh = dv + (b * d.Hkv + g) * T * Dv;
       std::fill(dkh, dkh + T * Dh, 0.0f);
@@ -169,7 +140,7 @@ void attention_matmul_backward(float* dq, float* dk, float* dv, const float* dou
           for (int64_t hh = 0; hh < G; ++hh) {
             const float* orow = out_row(o, d, t, hh, r);
             float* dst = dob + (hh * t.rows + r) * Dv;
-            if (f == Form::kFp32)
+            if (f == OperandForm::kFp32)
               std::copy(out_row(dout, d, t, hh, r), out_row(dout, d, t, hh, r) + Dv, dst);
             else
               round_f32_to_bf16_span(dst, out_row(dout, d, t, hh, r), Dv);
@@ -179,13 +150,13 @@ void attention_matmul_backward(float* dq, float* dk, float* dv, const float* dou
             rowsum[hh * t.rows + r] = sum;
           }
         const void* qop = stacked_queries(q, d, t, f, sc.qop);
-        const void* dop = operand(dob, t.M * Dv, f, sc.dop);
-        const void* kj = element(kop, t.j0 * Dh, f);
+        const void* dop = operand_of(dob, t.M * Dv, f, sc.dop);
+        const void* kj = operand_element(kop, t.j0 * Dh, f);
         float* P = grow(sc.s, t.M * t.nk);
         float* dS = grow(sc.dp, t.M * t.nk);
         gemm_on_thread(P, qop, kj, GemmShape{t.M, t.nk, Dh, Trans::kNo, Trans::kYes}, 0.0f, p);
         softmax_tile(P, d, t, scale, lse, nullptr);
-        gemm_on_thread(dS, dop, element(vop, t.j0 * Dv, f), GemmShape{t.M, t.nk, Dv, Trans::kNo, Trans::kYes},
+        gemm_on_thread(dS, dop, operand_element(vop, t.j0 * Dv, f), GemmShape{t.M, t.nk, Dv, Trans::kNo, Trans::kYes},
                        0.0f, p);  // dP
         for (int64_t r = 0; r < t.M; ++r) {
           float* ds = dS + r * t.nk;
@@ -194,8 +165,8 @@ void attention_matmul_backward(float* dq, float* dk, float* dv, const float* dou
 #pragma omp simd
           for (int64_t c = 0; c < t.nk; ++c) ds[c] = pr[c] * (ds[c] - Di) * scale;
         }
-        const void* pop = operand(P, t.M * t.nk, f, sc.pop);
-        const void* dsop = operand(dS, t.M * t.nk, f, sc.dsop);
+        const void* pop = operand_of(P, t.M * t.nk, f, sc.pop);
+        const void* dsop = operand_of(dS, t.M * t.nk, f, sc.dsop);
         float* dqt = grow(sc.out, t.M * Dh);
         gemm_on_thread(dqt, dsop, kj, GemmShape{t.M, Dh, t.nk}, 0.0f, p);
         for (int64_t hh = 0; hh < G; ++hh)

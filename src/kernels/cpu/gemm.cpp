@@ -307,6 +307,39 @@ void gemm_on_thread(float* C, const void* A, const void* B, const GemmShape& s0,
   omp_set_num_threads(threads);
 }
 
+OperandForm operand_form(MatmulPrecision p) {
+  if (p == MatmulPrecision::kFp32) return OperandForm::kFp32;
+  return engine().native_bf16 ? OperandForm::kBf16 : OperandForm::kBf16InFp32;
+}
+
+void* OperandBuffer::reserve(int64_t n, OperandForm f) {
+  const int64_t floats = f == OperandForm::kBf16 ? (n + 1) / 2 : n;
+  if (int64_t(storage.size()) < floats) storage.resize(floats);
+  return storage.data();
+}
+
+const void* operand_element(const void* base, int64_t i, OperandForm f) {
+  return f == OperandForm::kBf16 ? static_cast<const void*>(static_cast<const bf16*>(base) + i)
+                                 : static_cast<const void*>(static_cast<const float*>(base) + i);
+}
+
+void put_operand(OperandBuffer& buf, int64_t i, const float* in, int64_t n, OperandForm f) {
+  void* out = buf.reserve(i + n, f);
+  switch (f) {
+    case OperandForm::kFp32: std::copy(in, in + n, static_cast<float*>(out) + i); break;
+    case OperandForm::kBf16: convert_f32_to_bf16_span(static_cast<bf16*>(out) + i, in, n); break;
+    case OperandForm::kBf16InFp32: round_f32_to_bf16_span(static_cast<float*>(out) + i, in, n); break;
+  }
+}
+
+const void* operand_of(const float* x, int64_t n, OperandForm f, OperandBuffer& buf) {
+  if (f == OperandForm::kFp32) return x;
+  if (f == OperandForm::kBf16)
+    if (const bf16* sx = shadow_of(x, 1, n, n)) return sx;
+  put_operand(buf, 0, x, n, f);
+  return buf.storage.data();
+}
+
 void gemm_register_bf16_shadow(const float* base, const bf16* shadow, int64_t n) {
   g_shadow = shadow ? Shadow{base, shadow, n} : Shadow{};
 }

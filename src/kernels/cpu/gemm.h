@@ -9,6 +9,7 @@
 // call may trigger, and only the first time a size is seen).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace mt {
 
@@ -59,6 +60,23 @@ void gemm_register_bf16_shadow(const float* base, const bf16* shadow, int64_t n)
 // accounting: the caller's phase covers it. beta 0 or 1.
 bool gemm_native_bf16();
 void gemm_on_thread(float* C, const void* A, const void* B, const GemmShape& s, float beta, MatmulPrecision p);
+
+// The operands gemm_on_thread reads: how this CPU holds one at precision p,
+// and a grow-only buffer of them (elements of 4 or 2 bytes by form).
+enum class OperandForm { kFp32, kBf16, kBf16InFp32 };
+OperandForm operand_form(MatmulPrecision p);
+struct OperandBuffer {
+  std::vector<float> storage;
+  // Room for n elements of form f; keeps what is already there.
+  void* reserve(int64_t n, OperandForm f);
+};
+// Element i of an operand buffer of form f.
+const void* operand_element(const void* base, int64_t i, OperandForm f);
+// Writes in[0, n) as elements [i, i + n) of `buf` (grown as needed).
+void put_operand(OperandBuffer& buf, int64_t i, const float* in, int64_t n, OperandForm f);
+// n contiguous fp32 values as an operand: themselves (kFp32), the registered
+// bf16 shadow that covers them (kBf16), or a converted copy in `buf`.
+const void* operand_of(const float* x, int64_t n, OperandForm f, OperandBuffer& buf);
 
 // Number of cached primitives (tests and diagnostics).
 int64_t gemm_cache_size();
