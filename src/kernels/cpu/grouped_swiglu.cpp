@@ -1,0 +1,166 @@
+// grouped_swiglu.cpp — the task lists and the two passes. Operands reach
+// gemm_on_thread in the form precision p needs on this CPU (gemm.h): weights
+// from the registered bf16 shadow or converted once per call per expert,
+// activations converted once per row. Scratch is grow-only and owned here
+// (docs/kernels.md).
+#include "kernels/cpu/grouped_swiglu.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/phase_timer.h"
+#include "kernels/cpu/swiglu.h"
+
+namespace mt {
+namespace {
+
+// Rows [r0, r0 + rows) of expert i; or, for the weight gradients, rows
+// [r0, r0 + rows) of dW13 (which == 0) or dW2 (which == 1).
+struct Task {
+  int64_t expert, which, r0, rows;
+};
+
+// Splits [begin, begin + n) into blocks of `tile` rows, one task each.
+void append_blocks(std::vector<Task>& tasks, int64_t expert, int64_t which, int64_t begin, int64_t n,
+                   int64_t tile) {
+  for (int64_t r = 0; r < n; r += tile) tasks.push_back(Task{expert, which, begin + r, std::min(tile, n - r)});
+}
+
+struct Module {
+  std::vector<Task> tasks;
+  std::vector<OperandBuffer> w13buf, w2buf;
+  std::vector<const void*> w13, w2;      // each expert's weights as operands
+  OperandBuffer x, z, dy, dh;            // the layer's activations as operands (bf16 backward)
+};
+Module g_module;
+
+struct ThreadScratch {
+  OperandBuffer x, z, dy, dh;
+  std::vector<float> dz;
+};
+thread_local ThreadScratch tls;
+
+// Every expert's weights in the form the products read: the fp32 tensors
+// themselves, their bf16 shadow, or a copy converted once for this call.
+void prepare_weights(const ExpertGroup& g, OperandForm f) {
+  Module& m = g_module;
+  m.w13.resize(g.count);
+  m.w2.resize(g.count);
+  if (int64_t(m.w13buf.size()) < g.count) {
+    m.w13buf.resize(g.count);
+    m.w2buf.resize(g.count);
+  }
+#pragma omp parallel for schedule(dynamic, 1) if (f != OperandForm::kFp32)
+  for (int64_t i = 0; i < g.count; ++i) {
+    m.w13[i] = operand_of(g.w13[i], 2 * g.F * g.Din, f, m.w13buf[i]);
+    m.w2[i] = operand_of(g.w2[i], g.Din * g.F, f, m.w2buf[i]);
+  }
+}
+
+// Rows [r0, r0 + n) of a (rows, cols) fp32 matrix as an operand: in place
+// for fp32, else converted into the thread's `buf`.
+const void* rows_operand(const float* X, int64_t r0, int64_t n, int64_t cols, OperandForm f, OperandBuffer& buf) {
+  if (f == OperandForm::kFp32) return X + r0 * cols;
+  put_operand(buf, 0, X + r0 * cols, n * cols, f);
+  return buf.storage.data();
+}
+
+// The same rows written at their place in a layer-wide operand buffer (sized
+// beforehand, so tasks write disjoint parts without growing it).
+const void* keep_rows(OperandBuffer& all, const float* X, int64_t r0, int64_t n, int64_t cols, OperandForm f) {
+  put_operand(all, r0 * cols, X + r0 * cols, n * cols, f);
+  return operand_element(all.storage.data(), r0 * cols, f);
+}
+
+}  // namespace
+
+void grouped_swiglu_forward(float* y, float* h13, float* z, const float* x, const ExpertGroup& g,
+                            MatmulPrecision p) {
+  const int64_t F = g.F, Din = g.Din;
+  ScopedPhase phase(Phase::kGemm);
+  const OperandForm f = operand_form(p);
+  Module& m = g_module;
+  prepare_weights(g, f);
+  m.tasks.clear();
+  for (int64_t i = 0; i < g.count; ++i) append_blocks(m.tasks, i, 0, g.begin[i], g.begin[i + 1] - g.begin[i], kGroupedRowTile);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t k = 0; k < int64_t(m.tasks.size()); ++k) {
+    const Task t = m.tasks[k];
+    ThreadScratch& sc = tls;
+    float* h = h13 + t.r0 * 2 * F;
+    float* zt = z + t.r0 * F;
+    gemm_on_thread(h, rows_operand(x, t.r0, t.rows, Din, f, sc.x), m.w13[t.expert],
+                   GemmShape{t.rows, 2 * F, Din, Trans::kNo, Trans::kYes}, 0.0f, p);
+    swiglu_forward(zt, h, t.rows, F);
+    gemm_on_thread(y + t.r0 * Din, rows_operand(z, t.r0, t.rows, F, f, sc.z), m.w2[t.expert],
+                   GemmShape{t.rows, Din, F, Trans::kNo, Trans::kYes}, 0.0f, p);
+  }
+}
+
+void grouped_swiglu_backward(float* dx, float* const* dw13, float* const* dw2, float* dh13, const float* dy,
+                             const float* x, const float* h13, const float* z, const ExpertGroup& g,
+                             MatmulPrecision p) {
+  ScopedPhase phase(Phase::kGemm);
+  const int64_t F = g.F, Din = g.Din;
+  const OperandForm f = operand_form(p);
+  Module& m = g_module;
+  prepare_weights(g, f);
+  if (f != OperandForm::kFp32) {
+    // The weight gradients read every row of x, z, dy and dh13 again: keep
+    // them converted, once, as the first pass meets them.
+    const int64_t end = g.begin[g.count];
+    m.x.reserve(end * Din, f);
+    m.z.reserve(end * F, f);
+    m.dy.reserve(end * Din, f);
+    m.dh.reserve(end * 2 * F, f);
+  }
+
+  // Pass 1, by row tile: dz = dy W2, dh13 = swiglu'(dz), dx = dh13 W13.
+  m.tasks.clear();
+  for (int64_t i = 0; i < g.count; ++i) append_blocks(m.tasks, i, 0, g.begin[i], g.begin[i + 1] - g.begin[i], kGroupedRowTile);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t k = 0; k < int64_t(m.tasks.size()); ++k) {
+    const Task t = m.tasks[k];
+    ThreadScratch& sc = tls;
+    if (int64_t(sc.dz.size()) < t.rows * F) sc.dz.resize(t.rows * F);
+    const bool keep = f != OperandForm::kFp32;
+    const void* dyop = keep ? keep_rows(m.dy, dy, t.r0, t.rows, Din, f) : dy + t.r0 * Din;
+    gemm_on_thread(sc.dz.data(), dyop, m.w2[t.expert], GemmShape{t.rows, F, Din}, 0.0f, p);
+    float* dh = dh13 + t.r0 * 2 * F;
+    swiglu_backward(dh, sc.dz.data(), h13 + t.r0 * 2 * F, t.rows, F);
+    const void* dhop = keep ? keep_rows(m.dh, dh13, t.r0, t.rows, 2 * F, f) : dh;
+    gemm_on_thread(dx + t.r0 * Din, dhop, m.w13[t.expert], GemmShape{t.rows, Din, 2 * F}, 0.0f, p);
+    if (keep) {
+      keep_rows(m.x, x, t.r0, t.rows, Din, f);
+      keep_rows(m.z, z, t.r0, t.rows, F, f);
+    }
+  }
+
+  // Pass 2, by block of dW rows: dW13 += dh13ᵀ x, dW2 += dyᵀ z, each over
+  // all of the expert's rows.
+  const void* xs = f == OperandForm::kFp32 ? static_cast<const void*>(x) : m.x.storage.data();
+  const void* zs = f == OperandForm::kFp32 ? static_cast<const void*>(z) : m.z.storage.data();
+  const void* dys = f == OperandForm::kFp32 ? static_cast<const void*>(dy) : m.dy.storage.data();
+  const void* dhs = f == OperandForm::kFp32 ? static_cast<const void*>(dh13) : m.dh.storage.data();
+  m.tasks.clear();
+  for (int64_t i = 0; i < g.count; ++i) {
+    if (g.begin[i + 1] == g.begin[i]) continue;
+    append_blocks(m.tasks, i, 0, 0, 2 * F, kGroupedWeightBlock);
+    append_blocks(m.tasks, i, 1, 0, Din, kGroupedWeightBlock);
+  }
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t k = 0; k < int64_t(m.tasks.size()); ++k) {
+    const Task t = m.tasks[k];
+    const int64_t b = g.begin[t.expert], M = g.begin[t.expert + 1] - b;
+    if (t.which == 0)
+      gemm_on_thread(dw13[t.expert] + t.r0 * Din, operand_element(dhs, b * 2 * F + t.r0, f),
+                     operand_element(xs, b * Din, f),
+                     GemmShape{t.rows, Din, M, Trans::kYes, Trans::kNo, 2 * F, Din, Din}, 1.0f, p);
+    else
+      gemm_on_thread(dw2[t.expert] + t.r0 * F, operand_element(dys, b * Din + t.r0, f),
+                     operand_element(zs, b * F, f),
+                     GemmShape{t.rows, F, M, Trans::kYes, Trans::kNo, Din, F, F}, 1.0f, p);
+  }
+}
+
+}  // namespace mt

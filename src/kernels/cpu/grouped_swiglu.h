@@ -1,0 +1,48 @@
+// grouped_swiglu.h — all routed experts of a layer in one parallel loop (a
+// grouped GEMM over the capacity layout): expert i's SwiGLU MLP runs on its
+// rows [begin[i], begin[i + 1]) of x, y = (silu(x W1ᵀ) * (x W3ᵀ)) W2ᵀ, as
+// in swiglu_ffn.h. Used by the MoE block for the experts this process holds.
+//
+// Tasks, each on one thread through gemm_on_thread (a primitive planned for
+// one thread), so results do not depend on the thread count:
+// - forward and the input gradient: (expert, tile of kGroupedRowTile rows);
+//   a tile's two products and its SwiGLU run back to back, in cache;
+// - weight gradients: (expert, block of up to kGroupedWeightBlock rows of
+//   dW), each summing over all of the expert's rows in one product.
+// One parallel region per pass instead of three GEMM calls per expert, each
+// with its own fork and join: with many small experts those dominated
+// (docs/performance.md, "Grouped expert GEMMs"). The block sizes are
+// constants, never derived from the thread count.
+#pragma once
+#include <cstdint>
+
+#include "kernels/cpu/gemm.h"
+
+namespace mt {
+
+// 128 rows: measured level with 256 and the whole segment on moe-512's
+// experts; the weight gradients take whole tensors up to 1024 rows, which
+// measured 5-10% faster than 128-row blocks (oneDNN packs the operand it
+// reuses once per product).
+inline constexpr int64_t kGroupedRowTile = 128;
+inline constexpr int64_t kGroupedWeightBlock = 1024;
+
+struct ExpertGroup {
+  int64_t count = 0;               // experts
+  const int64_t* begin = nullptr;  // (count + 1) row offsets into x, y, h13, z
+  int64_t F = 0, Din = 0;          // expert hidden width, input width
+  const float* const* w13 = nullptr;  // per expert: (2F, Din), W1 then W3
+  const float* const* w2 = nullptr;   // per expert: (Din, F)
+};
+
+// y (rows, Din) written; h13 (rows, 2F) and z (rows, F) saved for the backward.
+void grouped_swiglu_forward(float* y, float* h13, float* z, const float* x, const ExpertGroup& g,
+                            MatmulPrecision p);
+
+// dx (rows, Din) written; dw13[i], dw2[i] accumulated (+=); dh13 (rows, 2F)
+// is scratch the weight gradients read.
+void grouped_swiglu_backward(float* dx, float* const* dw13, float* const* dw2, float* dh13, const float* dy,
+                             const float* x, const float* h13, const float* z, const ExpertGroup& g,
+                             MatmulPrecision p);
+
+}  // namespace mt
