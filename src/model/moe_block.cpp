@@ -2,8 +2,10 @@
 #include "model/moe_block.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "core/phase_timer.h"
+#include "kernels/cpu/grouped_swiglu.h"
 #include "kernels/cpu/moe_dispatch.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/router.h"
@@ -22,6 +24,27 @@ RouterDims router_dims(const ModelConfig& c, int64_t N, int64_t T) {
                     c.router_score == RouterScore::kSoftmax ? ScoreFn::kSoftmax : ScoreFn::kSigmoid,
                     c.router_renormalize, c.group_size(T)};
 }
+
+// The weights and gradients of the experts this process holds, as the
+// grouped kernel takes them.
+struct ExpertWeightPointers {
+  std::vector<const float*> w13, w2;
+  std::vector<float*> dw13, dw2;
+  ExpertWeightPointers(const MoeOffsets& mw, const ExpertRows& er, const BlockContext& ctx) {
+    for (int64_t i = 0; i < er.count; ++i) {
+      const SwigluOffsets& we = mw.experts[er.first + i];
+      w13.push_back(ctx.pe(we.w13));
+      w2.push_back(ctx.pe(we.w2));
+      if (ctx.we.g) {
+        dw13.push_back(ctx.ge(we.w13));
+        dw2.push_back(ctx.ge(we.w2));
+      }
+    }
+  }
+  ExpertGroup group(const ExpertRows& er, int64_t F, int64_t Din) const {
+    return ExpertGroup{er.count, er.begin, F, Din, w13.data(), w2.data()};
+  }
+};
 
 void add(float* out, const float* a, const float* b, int64_t n) {
 #pragma omp parallel for simd schedule(static)
@@ -157,12 +180,8 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
   // The experts this process holds, on the rows the dispatcher brought them
   // (one process: all experts, on a.xe in place).
   const ExpertRows er = ctx.experts->dispatch(layer, a, Din);
-  for (int64_t i = 0; i < er.count; ++i) {
-    const int64_t b = er.begin[i], M = er.begin[i + 1] - b;
-    const SwigluOffsets& we = mw.experts[er.first + i];
-    swiglu_ffn_forward(er.y + b * Din, er.h + b * 2 * F, er.z + b * F, er.x + b * Din, ctx.pe(we.w13),
-                       ctx.pe(we.w2), SwigluFfnDims{M, F, Din}, 0.0f, ctx.prec);
-  }
+  ExpertWeightPointers ew(mw, er, ctx);
+  grouped_swiglu_forward(er.y, er.h, er.z, er.x, ew.group(er, F, Din), ctx.prec);
   ctx.experts->combine(layer, a, Din);
   {
     ScopedPhase phase(Phase::kMoeDispatch);
@@ -227,13 +246,9 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
                          a.row_token.data(), a.rows, N, K, Din);
   }
   const ExpertRows er = ctx.experts->dispatch_grad(layer, a, s, Din);
-  for (int64_t i = 0; i < er.count; ++i) {
-    const int64_t b = er.begin[i], M = er.begin[i + 1] - b;
-    const SwigluOffsets& we = mw.experts[er.first + i];
-    swiglu_ffn_backward(er.dx + b * Din, ctx.ge(we.w13), ctx.ge(we.w2), er.dz, er.dh, er.dy + b * Din,
-                        er.x + b * Din, er.h + b * 2 * F, er.z + b * F, ctx.pe(we.w13), ctx.pe(we.w2),
-                        SwigluFfnDims{M, F, Din}, 0.0f, ctx.prec);
-  }
+  ExpertWeightPointers ew(mw, er, ctx);
+  grouped_swiglu_backward(er.dx, ew.dw13.data(), ew.dw2.data(), er.dh, er.dy, er.x, er.h, er.z,
+                          ew.group(er, F, Din), ctx.prec);
   ctx.experts->combine_grad(layer, a, s, Din);
   if (c.d_latent > 0) {
     std::fill(s.dxin.begin(), s.dxin.begin() + N * Din, 0.0f);

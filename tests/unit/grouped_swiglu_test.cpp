@@ -31,10 +31,11 @@ struct Problem {
   int64_t rows() const { return begin.back(); }
 };
 
-// Segments of 0, 48, 128 + 16, 300 (three tiles, the last ragged and not a
-// multiple of 16) and 16 rows.
+// Segments of 0, 48, 144 and 16 rows, and one of three row tiles whose last
+// is ragged and not a multiple of 16.
 Problem problem(int64_t F, int64_t Din) {
-  Problem p{F, Din, {0, 0, 48, 192, 492, 508}, {}, {}, {}, {}};
+  const int64_t long_segment = 2 * kGroupedRowTile + 44;
+  Problem p{F, Din, {0, 0, 48, 192, 192 + long_segment, 208 + long_segment}, {}, {}, {}, {}};
   const int64_t E = p.experts(), R = p.rows();
   p.x = randn(R * Din, 1.0f, 11);
   p.dy = randn(R * Din, 1.0f, 12);

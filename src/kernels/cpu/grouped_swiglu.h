@@ -5,7 +5,7 @@
 //
 // Tasks, each on one thread through gemm_on_thread (a primitive planned for
 // one thread), so results do not depend on the thread count:
-// - forward and the input gradient: (expert, tile of kGroupedRowTile rows);
+// - forward and the input gradient: (expert, tile of up to kGroupedRowTile rows);
 //   a tile's two products and its SwiGLU run back to back, in cache;
 // - weight gradients: (expert, block of up to kGroupedWeightBlock rows of
 //   dW), each summing over all of the expert's rows in one product.
@@ -20,11 +20,12 @@
 
 namespace mt {
 
-// 128 rows: measured level with 256 and the whole segment on moe-512's
-// experts; the weight gradients take whole tensors up to 1024 rows, which
-// measured 5-10% faster than 128-row blocks (oneDNN packs the operand it
-// reuses once per product).
-inline constexpr int64_t kGroupedRowTile = 128;
+// Row tiles: 128, 256 and whole segments measured level on moe-512's
+// experts (AVX2); 256 packs each expert's weights half as often as 128 and
+// still gives a fine-grained expert (about 128 rows) one task. The weight
+// gradients take whole tensors up to 1024 rows, which measured 5-10% faster
+// than 128-row blocks (oneDNN packs the operand it reuses once per product).
+inline constexpr int64_t kGroupedRowTile = 256;
 inline constexpr int64_t kGroupedWeightBlock = 1024;
 
 struct ExpertGroup {
