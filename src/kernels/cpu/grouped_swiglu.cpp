@@ -20,10 +20,16 @@ struct Task {
   int64_t expert, which, r0, rows;
 };
 
-// Splits [begin, begin + n) into blocks of `tile` rows, one task each.
+// Splits [begin, begin + n) into the fewest blocks of at most `most` rows,
+// of equal size in multiples of 16 but the last: a 540-row segment becomes
+// 192 + 192 + 156 rather than 256 + 256 + 28, whose last product would
+// repack the weights for a sliver of work.
 void append_blocks(std::vector<Task>& tasks, int64_t expert, int64_t which, int64_t begin, int64_t n,
-                   int64_t tile) {
-  for (int64_t r = 0; r < n; r += tile) tasks.push_back(Task{expert, which, begin + r, std::min(tile, n - r)});
+                   int64_t most) {
+  if (n == 0) return;
+  const int64_t blocks = (n + most - 1) / most;
+  const int64_t size = std::min(most, ((n + blocks - 1) / blocks + 15) / 16 * 16);
+  for (int64_t r = 0; r < n; r += size) tasks.push_back(Task{expert, which, begin + r, std::min(size, n - r)});
 }
 
 struct Module {
