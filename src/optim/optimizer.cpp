@@ -270,7 +270,8 @@ void Optimizer::muon_exchange() {
                   "all-to-all (Muon: updates back)");
 }
 
-void Optimizer::update(float* params, const float* grads, double lr, int64_t step, double norm, bf16* shadow) {
+void Optimizer::update(float* params, const float* grads, double lr, int64_t step, double norm, bf16* shadow,
+                       float* spent_grads) {
   ScopedPhase phase(Phase::kOptimizer);
   // The segment's parameters are final after this pass: refresh its shadow
   // now, from cache (A: plain AdamW; B: plain Muon; C: Hyperball-wrapped).
@@ -305,6 +306,7 @@ void Optimizer::update(float* params, const float* grads, double lr, int64_t ste
       adamw_update(params + i, m + i, v + p.vlocal + sg.lo, grads + i, n, a);
       refresh(sg, p);
     }
+    if (spent_grads) std::fill(spent_grads + i, spent_grads + i + n, 0.0f);  // still in cache
   }
   // Per wrapped matrix: the sum of its segments' parts (segment order), over the ranks.
   auto per_matrix = [&](const char* what) {

@@ -87,8 +87,11 @@ class Optimizer {
   // rounding of every updated parameter, written by the pass that last
   // changes its segment while the segment is still in cache: the optimizer
   // and the shadow refresh are one pass over memory (docs/performance.md).
+  // A non-null `spent_grads` (the storage of `grads` itself) is zeroed
+  // segment by segment right after the pass reads it, so the next step
+  // starts from zero gradients without a pass of its own.
   void update(float* params, const float* grads, double lr, int64_t step, double global_norm,
-              bf16* shadow = nullptr);
+              bf16* shadow = nullptr, float* spent_grads = nullptr);
   // One process: clip by the local norm, update, return the norm.
   double step(float* params, const float* grads, double lr, int64_t step);
 

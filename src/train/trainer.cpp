@@ -208,14 +208,10 @@ StepResult Trainer::train_step() {
   StepResult r;
   begin_step();
   const double t0 = now_seconds();
-  {
-    float* g = grads_.data();
-    const int64_t n = int64_t(grads_.size());
-#pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; ++i) g[i] = 0.0f;
-    dist_->fsdp->store_grads_zeroed();
-    dist_->fsdp->reset_stream_stats();
-  }
+  // The gradients are zero here: from construction, then from the previous
+  // step's update (which zeroes them as it reads them) or its skip.
+  dist_->fsdp->store_grads_zeroed();
+  dist_->fsdp->reset_stream_stats();
   const float grad_scale = 1.0f / float(tc.grad_accum);
   const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
   // Multi-token prediction: each sequence brings mtp_depth more targets, and
@@ -252,6 +248,7 @@ StepResult Trainer::train_step() {
     spike_.accept(r.loss, r.grad_norm);
     update_router_bias(r);
   } else {
+    zero_grads();  // not consumed by an update
     r.spike = v.why + (grad_culprits_.empty() ? "" : " (non-finite gradient on rank " + grad_culprits_ + ")");
     ++spike_.in_a_row;
     ++spike_.total;

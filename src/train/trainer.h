@@ -141,7 +141,8 @@ class Trainer {
   bool all_ranks(bool ok);         // logical and over ranks
   void reduce_step_stats(StepResult& r);   // sums / means over ranks
   double global_grad_norm();               // pre-clip L2 norm of the whole gradient (all ranks)
-  void apply_update(double lr, double norm);  // clip by the global norm + the optimizer on the shard
+  void apply_update(double lr, double norm);  // clip by the global norm + the optimizer on the shard; zeroes the grads
+  void zero_grads();                          // a pass of its own, after a skipped step
   Status health_check(int64_t step);       // the GEMM check on every rank; an error names the culprits
   void print_health_cost(double step_seconds, int64_t steps) const;  // closing line (rank 0)
   Status rollback(int64_t spike_step);     // spike policy rollback: newest checkpoint, skip the data since

@@ -285,9 +285,17 @@ double Trainer::global_grad_norm() {
 }
 
 void Trainer::apply_update(double lr, double norm) {
-  // The bf16 GEMM shadow is refreshed by the update's own pass.
+  // The bf16 GEMM shadow is refreshed, and the gradients are zeroed for the
+  // next step, by the update's own pass.
   optim_->update(params_.data(), grads_.data(), lr, step_ + 1, norm,
-                 params_bf16_.empty() ? nullptr : params_bf16_.data());
+                 params_bf16_.empty() ? nullptr : params_bf16_.data(), grads_.data());
+}
+
+void Trainer::zero_grads() {
+  float* g = grads_.data();
+  const int64_t n = int64_t(grads_.size());
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) g[i] = 0.0f;
 }
 
 void Trainer::beat(const char* phase) {

@@ -240,6 +240,32 @@ std::vector<float> init(const ParamLayout& L) {
 
 double frob(const float* x, int64_t n) { return std::sqrt(sum_squares(x, n)); }
 
+// The trainer hands the update its gradient storage to zero: the same
+// step, bitwise, and zero gradients after it, for every base optimizer.
+TEST(Optimizer, SpentGradientsAreZeroedAndTheStepIsUnchanged) {
+  const ParamLayout L = small_layout();
+  for (const auto& [name, hyperball] : {std::pair{OptimizerName::kAdamW, false}, std::pair{OptimizerName::kMuon, false},
+                                       std::pair{OptimizerName::kAdamW, true}, std::pair{OptimizerName::kMuon, true}}) {
+    SCOPED_TRACE(std::string(name == OptimizerName::kMuon ? "muon" : "adamw") + (hyperball ? " + hyperball" : ""));
+    OptimizerConfig c;
+    c.name = name;
+    c.hyperball = hyperball;
+    LocalOptimizerComm comm;
+    Optimizer kept(L, AdamWConfig{}, c, 1e-2, comm), spent(L, AdamWConfig{}, c, 1e-2, comm);
+    std::vector<float> p1 = init(L), p2 = p1;
+    kept.init_radii(p1.data());
+    spent.init_radii(p2.data());
+    for (int64_t step = 1; step <= 3; ++step) {
+      const auto g = randn(L.total(), 1.0f, 7, uint64_t(step));
+      std::vector<float> g2 = g;
+      kept.update(p1.data(), g.data(), 1e-2, step, 1.0);
+      spent.update(p2.data(), g2.data(), 1e-2, step, 1.0, nullptr, g2.data());
+      EXPECT_TRUE(std::all_of(g2.begin(), g2.end(), [](float x) { return x == 0.0f; }));
+    }
+    EXPECT_EQ(0, std::memcmp(p1.data(), p2.data(), p1.size() * sizeof(float)));
+  }
+}
+
 TEST(Optimizer, AdamWModeIsAdamWBitForBit) {
   const ParamLayout L = small_layout();
   AdamWConfig a;

@@ -10,9 +10,10 @@
 // - weight gradients: (expert, block of up to kGroupedWeightBlock rows of
 //   dW), each summing over all of the expert's rows in one product.
 // One parallel region per pass instead of three GEMM calls per expert, each
-// with its own fork and join: with many small experts those dominated
-// (docs/performance.md, "Grouped expert GEMMs"). The block sizes are
-// constants, never derived from the thread count.
+// with its own fork and join, and expert products that are bitwise the same
+// at any thread count (oneDNN's threaded GEMM promises only agreement to
+// rounding). Measurements: docs/performance.md, "Grouped expert GEMMs". The
+// block sizes are constants, never derived from the thread count.
 #pragma once
 #include <cstdint>
 
