@@ -88,8 +88,10 @@ void FfnActs::allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T
     s(sh13[e], N * 2 * F);
     s(sz[e], N * F);
   }
-  if (c.moe_out_norm || c.d_latent > 0 || c.n_shared_experts > 0) s(total, N * D);
-  if (c.moe_out_norm) s(rstd_o, N);
+  if (c.moe_out_norm) {
+    s(total, N * D);
+    s(rstd_o, N);
+  }
 }
 
 int64_t FfnActs::bytes() const {
@@ -188,12 +190,21 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
     moe_combine(a.comb.data(), a.ye.data(), a.slot.data(), a.gate.data(), N, K, Din, 0.0f);
   }
 
-  // total = up(comb) or comb, plus shared experts; out = norm(total) or total.
-  const bool separate_total = !a.total.empty();
-  float* total = separate_total ? a.total.data() : x_out;
+  // total = up(comb) or comb, plus the shared experts. With an output norm,
+  // total is kept for its backward and out = x_mid + norm(total); without
+  // one, x_out itself starts as x_mid + comb (or x_mid, then += up(comb))
+  // and the shared experts accumulate onto it: no buffer, no extra pass.
+  float* total = c.moe_out_norm ? a.total.data() : x_out;
+  float beta = 1.0f;
+  if (c.moe_out_norm)
+    beta = 0.0f;
+  else if (c.d_latent > 0)
+    std::copy(x_mid, x_mid + N * D, x_out);
+  else
+    add(x_out, a.comb.data(), x_mid, N * D);
   if (c.d_latent > 0)
-    linear_forward(total, a.comb.data(), ctx.p(mw.up), N, D, c.d_latent, ctx.prec);
-  else if (separate_total)
+    gemm(total, a.comb.data(), ctx.p(mw.up), GemmShape{N, D, c.d_latent, Trans::kNo, Trans::kYes}, beta, ctx.prec);
+  else if (c.moe_out_norm)
     std::copy(a.comb.begin(), a.comb.begin() + N * D, total);
   for (size_t s = 0; s < mw.shared.size(); ++s)
     swiglu_ffn_forward(total, a.sh13[s].data(), a.sz[s].data(), a.m.data(), ctx.p(mw.shared[s].w13),
@@ -201,10 +212,6 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
   if (c.moe_out_norm) {
     rmsnorm_forward(x_out, a.rstd_o.data(), total, ctx.p(mw.out_norm), N, D, float(c.norm_eps));
     add(x_out, x_out, x_mid, N * D);
-  } else if (separate_total) {
-    add(x_out, total, x_mid, N * D);
-  } else {
-    add(x_out, a.comb.data(), x_mid, N * D);
   }
 }
 
