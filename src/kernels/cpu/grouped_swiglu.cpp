@@ -1,8 +1,8 @@
 // grouped_swiglu.cpp — the task lists and the two passes. Operands reach
 // gemm_on_thread in the form precision p needs on this CPU (gemm.h): weights
 // from the registered bf16 shadow or converted once per call per expert,
-// activations converted once per row. Scratch is grow-only and owned here
-// (docs/kernels.md).
+// activations by the task that reads them, into its thread's buffers.
+// Scratch is grow-only and owned here (docs/kernels.md).
 #include "kernels/cpu/grouped_swiglu.h"
 
 #include <algorithm>
@@ -36,7 +36,6 @@ struct Module {
   std::vector<Task> tasks;
   std::vector<OperandBuffer> w13buf, w2buf;
   std::vector<const void*> w13, w2;      // each expert's weights as operands
-  OperandBuffer x, z, dy, dh;            // the layer's activations as operands (bf16 backward)
 };
 Module g_module;
 
@@ -69,13 +68,6 @@ const void* rows_operand(const float* X, int64_t r0, int64_t n, int64_t cols, Op
   if (f == OperandForm::kFp32) return X + r0 * cols;
   put_operand(buf, 0, X + r0 * cols, n * cols, f);
   return buf.storage.data();
-}
-
-// The same rows written at their place in a layer-wide operand buffer (sized
-// beforehand, so tasks write disjoint parts without growing it).
-const void* keep_rows(OperandBuffer& all, const float* X, int64_t r0, int64_t n, int64_t cols, OperandForm f) {
-  put_operand(all, r0 * cols, X + r0 * cols, n * cols, f);
-  return operand_element(all.storage.data(), r0 * cols, f);
 }
 
 }  // namespace
@@ -111,43 +103,28 @@ void grouped_swiglu_backward(float* dx, float* const* dw13, float* const* dw2, f
   const OperandForm f = operand_form(p);
   Module& m = g_module;
   prepare_weights(g, f);
-  if (f != OperandForm::kFp32) {
-    // The weight gradients read every row of x, z, dy and dh13 again: keep
-    // them converted, once, as the first pass meets them.
-    const int64_t end = g.begin[g.count];
-    m.x.reserve(end * Din, f);
-    m.z.reserve(end * F, f);
-    m.dy.reserve(end * Din, f);
-    m.dh.reserve(end * 2 * F, f);
-  }
 
   // Pass 1, by row tile: dz = dy W2, dh13 = swiglu'(dz), dx = dh13 W13.
   m.tasks.clear();
-  for (int64_t i = 0; i < g.count; ++i) append_blocks(m.tasks, i, 0, g.begin[i], g.begin[i + 1] - g.begin[i], kGroupedRowTile);
+  for (int64_t i = 0; i < g.count; ++i)
+    append_blocks(m.tasks, i, 0, g.begin[i], g.begin[i + 1] - g.begin[i], kGroupedRowTile);
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t k = 0; k < int64_t(m.tasks.size()); ++k) {
     const Task t = m.tasks[k];
     ThreadScratch& sc = tls;
     if (int64_t(sc.dz.size()) < t.rows * F) sc.dz.resize(t.rows * F);
-    const bool keep = f != OperandForm::kFp32;
-    const void* dyop = keep ? keep_rows(m.dy, dy, t.r0, t.rows, Din, f) : dy + t.r0 * Din;
-    gemm_on_thread(sc.dz.data(), dyop, m.w2[t.expert], GemmShape{t.rows, F, Din}, 0.0f, p);
-    float* dh = dh13 + t.r0 * 2 * F;
-    swiglu_backward(dh, sc.dz.data(), h13 + t.r0 * 2 * F, t.rows, F);
-    const void* dhop = keep ? keep_rows(m.dh, dh13, t.r0, t.rows, 2 * F, f) : dh;
-    gemm_on_thread(dx + t.r0 * Din, dhop, m.w13[t.expert], GemmShape{t.rows, Din, 2 * F}, 0.0f, p);
-    if (keep) {
-      keep_rows(m.x, x, t.r0, t.rows, Din, f);
-      keep_rows(m.z, z, t.r0, t.rows, F, f);
-    }
+    gemm_on_thread(sc.dz.data(), rows_operand(dy, t.r0, t.rows, Din, f, sc.dy), m.w2[t.expert],
+                   GemmShape{t.rows, F, Din}, 0.0f, p);
+    swiglu_backward(dh13 + t.r0 * 2 * F, sc.dz.data(), h13 + t.r0 * 2 * F, t.rows, F);
+    gemm_on_thread(dx + t.r0 * Din, rows_operand(dh13, t.r0, t.rows, 2 * F, f, sc.dh), m.w13[t.expert],
+                   GemmShape{t.rows, Din, 2 * F}, 0.0f, p);
   }
 
   // Pass 2, by block of dW rows: dW13 += dh13ᵀ x, dW2 += dyᵀ z, each over
-  // all of the expert's rows.
-  const void* xs = f == OperandForm::kFp32 ? static_cast<const void*>(x) : m.x.storage.data();
-  const void* zs = f == OperandForm::kFp32 ? static_cast<const void*>(z) : m.z.storage.data();
-  const void* dys = f == OperandForm::kFp32 ? static_cast<const void*>(dy) : m.dy.storage.data();
-  const void* dhs = f == OperandForm::kFp32 ? static_cast<const void*>(dh13) : m.dh.storage.data();
+  // all of the expert's rows. In bf16 a task converts the expert's rows it
+  // reads (once per expert when a tensor is one block, as in every preset):
+  // converting dy and dh13 again costs less than keeping the layer's rows
+  // converted since pass 1 (rows × (2 Din + 3 F) operand elements).
   m.tasks.clear();
   for (int64_t i = 0; i < g.count; ++i) {
     if (g.begin[i + 1] == g.begin[i]) continue;
@@ -157,14 +134,15 @@ void grouped_swiglu_backward(float* dx, float* const* dw13, float* const* dw2, f
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t k = 0; k < int64_t(m.tasks.size()); ++k) {
     const Task t = m.tasks[k];
+    ThreadScratch& sc = tls;
     const int64_t b = g.begin[t.expert], M = g.begin[t.expert + 1] - b;
     if (t.which == 0)
-      gemm_on_thread(dw13[t.expert] + t.r0 * Din, operand_element(dhs, b * 2 * F + t.r0, f),
-                     operand_element(xs, b * Din, f),
+      gemm_on_thread(dw13[t.expert] + t.r0 * Din, operand_element(rows_operand(dh13, b, M, 2 * F, f, sc.dh), t.r0, f),
+                     rows_operand(x, b, M, Din, f, sc.x),
                      GemmShape{t.rows, Din, M, Trans::kYes, Trans::kNo, 2 * F, Din, Din}, 1.0f, p);
     else
-      gemm_on_thread(dw2[t.expert] + t.r0 * F, operand_element(dys, b * Din + t.r0, f),
-                     operand_element(zs, b * F, f),
+      gemm_on_thread(dw2[t.expert] + t.r0 * F, operand_element(rows_operand(dy, b, M, Din, f, sc.dy), t.r0, f),
+                     rows_operand(z, b, M, F, f, sc.z),
                      GemmShape{t.rows, F, M, Trans::kYes, Trans::kNo, Din, F, F}, 1.0f, p);
   }
 }
