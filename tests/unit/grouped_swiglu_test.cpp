@@ -16,12 +16,15 @@
 
 #include "kernels/cpu/grouped_swiglu.h"
 #include "model/swiglu_ffn.h"
+#include "support/compare.h"
 #include "support/random.h"
 
 namespace mt {
 namespace {
 
+using testing::kBf16Tol;
 using testing::randn;
+using testing::relative_error;
 
 struct Problem {
   int64_t F, Din;
@@ -80,16 +83,6 @@ Result run(const Problem& pr, bool grouped, MatmulPrecision prec) {
   return r;
 }
 
-// max |a - b| / max(max |b|, 1).
-double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double err = 0.0, scale = 1.0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    err = std::max(err, std::abs(double(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(double(b[i])));
-  }
-  return err / scale;
-}
-
 class GroupedSwiglu : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
 
 TEST_P(GroupedSwiglu, Fp32IsOneFfnPerExpertUpToSummationOrder) {
@@ -104,10 +97,6 @@ TEST_P(GroupedSwiglu, Fp32IsOneFfnPerExpertUpToSummationOrder) {
   const int64_t n13 = 2 * pr.F * pr.Din;
   EXPECT_TRUE(std::all_of(got.dw13.begin(), got.dw13.begin() + n13, [](float v) { return v == 0.5f; }));
 }
-
-// bf16 operands, fp32 accumulation: the tolerance the attention kernel
-// states for the same rounding (kernels_reference_test.cpp).
-constexpr double kBf16Tol = 3e-2;
 
 TEST_P(GroupedSwiglu, Bf16IsWithinItsToleranceOfFp32) {
   const Problem pr = problem(GetParam().first, GetParam().second);

@@ -24,12 +24,15 @@
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/moe_dispatch.h"
 #include "kernels/cpu/router.h"
+#include "support/compare.h"
 #include "support/random.h"
 
 namespace mt {
 namespace {
 
+using testing::kBf16Tol;
 using testing::randn;
+using testing::relative_error;
 
 uint32_t rand_u32(uint64_t seed, uint64_t i) { return testing::rand_u32(seed, 0xfeed, i); }
 
@@ -317,18 +320,6 @@ AttnOut run_attention(const AttnCase& c, bool matmul, MatmulPrecision p) {
   return r;
 }
 
-// max |a - b| / max(max |b|, 1). The floor: the inputs are of order 1, and
-// gradients that vanish exactly (one visible key: dS = P (dP - D) = 0) are
-// rounding noise in both kernels.
-double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double err = 0.0, scale = 1.0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    err = std::max(err, std::abs(double(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(double(b[i])));
-  }
-  return err / scale;
-}
-
 class AttentionMatmul : public ::testing::TestWithParam<AttnCase> {};
 
 TEST_P(AttentionMatmul, Fp32IsTheBlockedKernelUpToSummationOrder) {
@@ -340,8 +331,6 @@ TEST_P(AttentionMatmul, Fp32IsTheBlockedKernelUpToSummationOrder) {
   EXPECT_LT(relative_error(got.dk, ref.dk), 2e-5);
   EXPECT_LT(relative_error(got.dv, ref.dv), 2e-5);
 }
-
-constexpr double kBf16Tol = 3e-2;
 
 TEST_P(AttentionMatmul, Bf16IsWithinItsToleranceOfFp32) {
   const AttnOut ref = run_attention(GetParam(), false, MatmulPrecision::kFp32);
