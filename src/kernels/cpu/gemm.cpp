@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include <omp.h>
@@ -41,11 +42,21 @@ bool probe_native_bf16(const dnnl::engine& eng) {
   }
 }
 
+// A planned product and the scratchpad it needs when the caller provides it.
+struct CachedMatmul {
+  dnnl::matmul prim;
+  dnnl::memory::desc scratchpad;
+};
+
 struct Engine {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   dnnl::stream strm{eng};
-  std::map<Key, dnnl::matmul> cache;
-  std::map<Key, dnnl::matmul> serial_cache;  // planned for one thread (gemm_on_thread)
+  std::map<Key, CachedMatmul> cache;
+  // Planned for one thread (gemm_on_thread), with a caller-provided
+  // scratchpad: oneDNN's own scratchpad is shared by every primitive unless
+  // the library was built for concurrent execution, so two tasks running
+  // AMX products at once would pack their operands into the same memory.
+  std::map<Key, CachedMatmul> serial_cache;
   std::mutex mu;
   bool native_bf16 = probe_native_bf16(eng);
 };
@@ -183,8 +194,9 @@ MatmulDescs matmul_descs(const GemmShape& s, MatmulPrecision p) {
 
 // The primitive for (s, beta, p) from `cache`, created on first use (by the
 // calling thread, with its OpenMP thread budget). Holds the engine's lock.
-dnnl::matmul& cached_matmul(std::map<Key, dnnl::matmul>& cache, const MatmulDescs& md, const GemmShape& s,
-                            float beta, MatmulPrecision p) {
+// user_scratchpad: the caller passes the scratchpad at execution.
+const CachedMatmul& cached_matmul(std::map<Key, CachedMatmul>& cache, const MatmulDescs& md, const GemmShape& s,
+                                  float beta, MatmulPrecision p, bool user_scratchpad) {
   Engine& e = engine();
   const Key key{s.M, s.N, s.K, int(s.ta), int(s.tb), s.lda, s.ldb, s.ldc, int(beta), int(p)};
   std::lock_guard<std::mutex> lock(e.mu);
@@ -196,19 +208,23 @@ dnnl::matmul& cached_matmul(std::map<Key, dnnl::matmul>& cache, const MatmulDesc
       po.append_sum(1.0f);
       attr.set_post_ops(po);
     }
+    if (user_scratchpad) attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md.a, md.b, md.c), attr, e.eng);
-    it = cache.emplace(key, dnnl::matmul(pd)).first;
+    it = cache.emplace(key, CachedMatmul{dnnl::matmul(pd), pd.scratchpad_desc()}).first;
   }
   return it->second;
 }
 
-void execute(dnnl::matmul& prim, dnnl::stream& strm, const MatmulDescs& md, float* C, const void* a,
-             const void* b) {
+// scratchpad: null when the primitive manages its own.
+void execute(const CachedMatmul& mm, dnnl::stream& strm, const MatmulDescs& md, float* C, const void* a,
+             const void* b, void* scratchpad) {
   const dnnl::engine& eng = engine().eng;
   dnnl::memory a_mem(md.a, eng, const_cast<void*>(a));
   dnnl::memory b_mem(md.b, eng, const_cast<void*>(b));
   dnnl::memory c_mem(md.c, eng, C);
-  prim.execute(strm, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
+  if (scratchpad) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(mm.scratchpad, eng, scratchpad));
+  mm.prim.execute(strm, args);
   strm.wait();
 }
 
@@ -218,7 +234,7 @@ void run_matmul(float* C, Operand a, Operand b, GemmShape s, float beta, MatmulP
   s.lda = a.ld;
   s.ldb = b.ld;
   const MatmulDescs md = matmul_descs(s, p);
-  execute(cached_matmul(engine().cache, md, s, beta, p), engine().strm, md, C, a.data, b.data);
+  execute(cached_matmul(engine().cache, md, s, beta, p, false), engine().strm, md, C, a.data, b.data, nullptr);
   if (g_inject_rel != 0.0f) [[unlikely]] perturb_output(C, s);
 }
 
@@ -303,7 +319,10 @@ void gemm_on_thread(float* C, const void* A, const void* B, const GemmShape& s0,
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
   thread_local dnnl::stream strm{engine().eng};
-  execute(cached_matmul(engine().serial_cache, md, s, beta, p), strm, md, C, A, B);
+  thread_local std::vector<char> scratchpad;
+  const CachedMatmul& mm = cached_matmul(engine().serial_cache, md, s, beta, p, true);
+  if (scratchpad.size() < mm.scratchpad.get_size()) scratchpad.resize(mm.scratchpad.get_size());
+  execute(mm, strm, md, C, A, B, scratchpad.data());
   omp_set_num_threads(threads);
 }
 
