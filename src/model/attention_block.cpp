@@ -76,8 +76,8 @@ void attention_block_forward(float* x_mid, AttnActs& a, const float* x_in, const
   const ModelConfig& c = *ctx.c;
   if (c.mla()) return mla_block_forward(x_mid, a.mla, x_in, w, layer, ctx);
   const Dims d = dims_of(c, layer, ctx.B, ctx.T);
-  rmsnorm_forward(a.a.data(), a.rstd_a.data(), x_in, ctx.p(w.norm), d.N, d.D, float(c.norm_eps));
-  linear_forward(a.qkv.data(), a.a.data(), ctx.p(w.wqkv), d.N, d.QKV, d.D, ctx.prec);
+  rmsnorm_forward(a.a.out(), a.a.form, a.rstd_a.data(), x_in, ctx.p(w.norm), d.N, d.D, float(c.norm_eps));
+  linear_forward(a.qkv.data(), a.a.in(), ctx.p(w.wqkv), d.N, d.QKV, d.D, ctx.prec);
   if (c.qk_norm) {
     split_qkv(a.q_raw.data(), a.k_raw.data(), a.v.data(), a.qkv.data(), d.B, d.T, d.H, d.Hkv, d.Dh);
     rmsnorm_forward(a.q.data(), a.rstd_q.data(), a.q_raw.data(), ctx.p(w.q_norm), d.N * d.H, d.Dh,
@@ -122,7 +122,7 @@ void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, co
     split_qkv_rope_backward(s.dqkv.data(), s.dq.data(), s.dk.data(), s.dv.data(), ctx.rope_cos, ctx.rope_sin, d.B,
                             d.T, d.H, d.Hkv, d.Dh);
   }
-  linear_backward(s.da.data(), ctx.g(w.wqkv), s.dqkv.data(), a.a.data(), ctx.p(w.wqkv), d.N, d.QKV, d.D, 0.0f,
+  linear_backward(s.da.data(), ctx.g(w.wqkv), s.dqkv.data(), a.a.in(), ctx.p(w.wqkv), d.N, d.QKV, d.D, 0.0f,
                   ctx.prec);
   rmsnorm_backward(dres, ctx.g(w.norm), s.da.data(), x_in, ctx.p(w.norm), a.rstd_a.data(), d.N, d.D, 1.0f);
 }

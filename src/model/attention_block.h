@@ -14,7 +14,8 @@
 namespace mt {
 
 struct AttnActs {
-  std::vector<float> a, rstd_a;        // (N, D), (N): normed input
+  GemmActivation a;                    // (N, D): normed input, read only by W_qkv's GEMMs
+  std::vector<float> rstd_a;           // (N)
   std::vector<float> qkv;              // (N, (H + 2 Hkv) Dh)
   std::vector<float> q, k, v;          // (B, H|Hkv, T, Dh), after qk-norm and RoPE
   std::vector<float> q_raw, k_raw;     // before qk-norm (qk_norm only)

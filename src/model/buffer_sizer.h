@@ -3,15 +3,32 @@
 // (the trainer) or only adds up their bytes (the planner, `moetrain plan`),
 // so the planner's activation figure is the trainer's allocation by construction.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu/gemm.h"
+
 namespace mt {
+
+// An activation whose only readers are GEMMs (a projection's normed input,
+// the SwiGLU product before the down projection), stored in the form those
+// GEMMs read at the step's precision: bf16 in a bf16 step on a CPU with a
+// native bf16 matmul. Its producer writes that form once; neither the
+// forward GEMM nor the weight-gradient GEMM converts it again.
+struct GemmActivation {
+  std::vector<float> storage;  // elements of `form`: two per float for kBf16
+  OperandForm form = OperandForm::kFp32;
+  void* out() { return storage.data(); }
+  GemmInput in() const { return {storage.data(), form}; }
+};
 
 class BufferSizer {
  public:
   enum class Mode { kAllocate, kCountOnly };
-  explicit BufferSizer(Mode mode) : mode_(mode) {}
+  // gemm_inputs: the form GemmActivations take (operand_form of the step's precision).
+  explicit BufferSizer(Mode mode, OperandForm gemm_inputs = OperandForm::kFp32)
+      : mode_(mode), gemm_inputs_(gemm_inputs) {}
 
   // Sizes `v` to n elements (kAllocate) and counts n * sizeof(T) bytes.
   template <typename T>
@@ -20,6 +37,11 @@ class BufferSizer {
     bytes_ += n * int64_t(sizeof(T));
     sizes_.push_back(n * int64_t(sizeof(T)));
   }
+  // Sizes `a` to n elements of the GEMM input form.
+  void operator()(GemmActivation& a, int64_t n) {
+    a.form = gemm_inputs_;
+    (*this)(a.storage, operand_floats(n, a.form));
+  }
   int64_t bytes() const { return bytes_; }
   // Bytes of every buffer in the order sized: two layers whose lists are
   // equal can share their activation buffers (layer recomputation).
@@ -27,6 +49,7 @@ class BufferSizer {
 
  private:
   Mode mode_;
+  OperandForm gemm_inputs_;
   int64_t bytes_ = 0;
   std::vector<int64_t> sizes_;
 };
@@ -35,6 +58,12 @@ class BufferSizer {
 template <typename T>
 int64_t vector_bytes(const std::vector<T>& v) {
   return int64_t(v.size() * sizeof(T));
+}
+inline int64_t vector_bytes(const GemmActivation& a) { return vector_bytes(a.storage); }
+inline int64_t vector_bytes(const std::vector<GemmActivation>& v) {
+  int64_t s = 0;
+  for (const GemmActivation& a : v) s += vector_bytes(a);
+  return s;
 }
 template <typename T>
 int64_t vector_bytes(const std::vector<std::vector<T>>& vv) {

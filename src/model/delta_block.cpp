@@ -60,8 +60,8 @@ void DeltaActs::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer
 }
 
 int64_t DeltaActs::bytes() const {
-  int64_t b = 0;
-  for (const auto* v : {&a, &rstd_a, &proj, &q_raw, &k_raw, &q, &k, &rn_q, &rn_k, &this->v, &g, &beta, &states, &o,
+  int64_t b = vector_bytes(a);
+  for (const auto* v : {&rstd_a, &proj, &q_raw, &k_raw, &q, &k, &rn_q, &rn_k, &this->v, &g, &beta, &states, &o,
                         &o_flat, &rstd_o, &on, &y})
     b += vector_bytes(*v);
   return b;
@@ -94,8 +94,8 @@ void delta_block_forward(float* x_mid, DeltaActs& a, const float* x_in, const De
   const ModelConfig& c = *ctx.c;
   const Dims d = dims_of(c, ctx.B, ctx.T);
   const float eps = float(c.norm_eps);
-  rmsnorm_forward(a.a.data(), a.rstd_a.data(), x_in, ctx.p(w.norm), d.N, d.D, eps);
-  linear_forward(a.proj.data(), a.a.data(), ctx.p(w.w_in), d.N, d.P, d.D, ctx.prec);
+  rmsnorm_forward(a.a.out(), a.a.form, a.rstd_a.data(), x_in, ctx.p(w.norm), d.N, d.D, eps);
+  linear_forward(a.proj.data(), a.a.in(), ctx.p(w.w_in), d.N, d.P, d.D, ctx.prec);
   const float* proj = a.proj.data();
   gather_heads(a.q_raw.data(), proj + d.cq, d.P, d.B, d.T, d.H, d.Dk);
   gather_heads(a.k_raw.data(), proj + d.ck, d.P, d.B, d.T, d.H, d.Dk);
@@ -144,7 +144,7 @@ void delta_block_backward(float* dres, DeltaScratch& s, const DeltaActs& a, cons
   gather_heads_backward(dproj + d.cq, dq_raw, d.P, d.B, d.T, d.H, d.Dk);
   gather_heads_backward(dproj + d.ck, dk_raw, d.P, d.B, d.T, d.H, d.Dk);
   gather_heads_backward(dproj + d.cv, s.dv.data(), d.P, d.B, d.T, d.H, d.Dv);
-  linear_backward(s.da.data(), ctx.g(w.w_in), dproj, a.a.data(), ctx.p(w.w_in), d.N, d.P, d.D, 0.0f, ctx.prec);
+  linear_backward(s.da.data(), ctx.g(w.w_in), dproj, a.a.in(), ctx.p(w.w_in), d.N, d.P, d.D, 0.0f, ctx.prec);
   rmsnorm_backward(dres, ctx.g(w.norm), s.da.data(), x_in, ctx.p(w.norm), a.rstd_a.data(), d.N, d.D, 1.0f);
 }
 

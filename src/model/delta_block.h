@@ -18,7 +18,8 @@
 namespace mt {
 
 struct DeltaActs {
-  std::vector<float> a, rstd_a;        // (N, D), (N): normed input
+  GemmActivation a;                    // (N, D): normed input, read only by W_in's GEMMs
+  std::vector<float> rstd_a;           // (N)
   std::vector<float> proj;             // (N, P)
   std::vector<float> q_raw, k_raw;     // (B, Hd, T, Dk) before the L2 norm
   std::vector<float> q, k, rn_q, rn_k; // (B, Hd, T, Dk) unit rows, (B Hd T) their 1/norms

@@ -89,23 +89,23 @@ void mla_block_forward(float* x_mid, MlaActs& a, const float* x_in, const AttnOf
   const Dims d = dims_of(c, ctx.B, ctx.T);
   const MlaOffsets& m = w.mla;
   const float eps = float(c.norm_eps);
-  rmsnorm_forward(a.a.data(), a.rstd_a.data(), x_in, ctx.p(w.norm), d.N, d.D, eps);
+  rmsnorm_forward(a.a.out(), a.a.form, a.rstd_a.data(), x_in, ctx.p(w.norm), d.N, d.D, eps);
   // Queries: through the normed latent (DeepSeek-V2 eq. 37-39), or straight from a.
   if (d.Dq > 0) {
-    linear_forward(a.cq.data(), a.a.data(), ctx.p(m.wdq), d.N, d.Dq, d.D, ctx.prec);
-    rmsnorm_forward(a.cq_n.data(), a.rstd_cq.data(), a.cq.data(), ctx.p(m.q_norm), d.N, d.Dq, eps);
-    linear_forward(a.qf.data(), a.cq_n.data(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.Dq, ctx.prec);
+    linear_forward(a.cq.data(), a.a.in(), ctx.p(m.wdq), d.N, d.Dq, d.D, ctx.prec);
+    rmsnorm_forward(a.cq_n.out(), a.cq_n.form, a.rstd_cq.data(), a.cq.data(), ctx.p(m.q_norm), d.N, d.Dq, eps);
+    linear_forward(a.qf.data(), a.cq_n.in(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.Dq, ctx.prec);
   } else {
-    linear_forward(a.qf.data(), a.a.data(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.D, ctx.prec);
+    linear_forward(a.qf.data(), a.a.in(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.D, ctx.prec);
   }
   merge_heads_backward(a.q.data(), a.qf.data(), d.B, d.T, d.H, d.Dqk);  // token-major -> (B, H, T, Dqk)
   rope_forward_part(a.q.data() + d.Dn, ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dr, d.Dqk);
   // Keys and values: one latent and one RoPE key per token (eqs. 9-11, 43-44).
-  linear_forward(a.ckr.data(), a.a.data(), ctx.p(m.wdkv), d.N, d.Dc + d.Dr, d.D, ctx.prec);
+  linear_forward(a.ckr.data(), a.a.in(), ctx.p(m.wdkv), d.N, d.Dc + d.Dr, d.D, ctx.prec);
   split_columns(a.ckv.data(), a.kr.data(), a.ckr.data(), d.N, d.Dc, d.Dr);
   rope_forward(a.kr.data(), a.kr.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T, d.Dr);
-  rmsnorm_forward(a.ckv_n.data(), a.rstd_ckv.data(), a.ckv.data(), ctx.p(m.kv_norm), d.N, d.Dc, eps);
-  linear_forward(a.kvf.data(), a.ckv_n.data(), ctx.p(m.wukv), d.N, d.H * (d.Dn + d.Dv), d.Dc, ctx.prec);
+  rmsnorm_forward(a.ckv_n.out(), a.ckv_n.form, a.rstd_ckv.data(), a.ckv.data(), ctx.p(m.kv_norm), d.N, d.Dc, eps);
+  linear_forward(a.kvf.data(), a.ckv_n.in(), ctx.p(m.wukv), d.N, d.H * (d.Dn + d.Dv), d.Dc, ctx.prec);
   mla_kv_heads(a.k.data(), a.v.data(), a.kvf.data(), a.kr.data(), head_dims(d));
   run_attention_forward(a.o_flat.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(), attn_dims(c, d, layer),
                         ctx.prec);
@@ -126,25 +126,25 @@ void mla_block_backward(float* dres, MlaScratch& s, const MlaActs& a, const floa
   // Keys and values, back to the input's normed copy (written into s.da).
   mla_kv_heads_backward(s.dkvf.data(), s.dkr.data(), s.dk.data(), s.dv.data(), head_dims(d));
   rope_backward(s.dkr.data(), s.dkr.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T, d.Dr);
-  linear_backward(s.dckv_n.data(), ctx.g(m.wukv), s.dkvf.data(), a.ckv_n.data(), ctx.p(m.wukv), d.N,
+  linear_backward(s.dckv_n.data(), ctx.g(m.wukv), s.dkvf.data(), a.ckv_n.in(), ctx.p(m.wukv), d.N,
                   d.H * (d.Dn + d.Dv), d.Dc, 0.0f, ctx.prec);
   rmsnorm_backward(s.dckv.data(), ctx.g(m.kv_norm), s.dckv_n.data(), a.ckv.data(), ctx.p(m.kv_norm),
                    a.rstd_ckv.data(), d.N, d.Dc, 0.0f);
   concat_columns(s.dckr.data(), s.dckv.data(), s.dkr.data(), d.N, d.Dc, d.Dr);
-  linear_backward(s.da.data(), ctx.g(m.wdkv), s.dckr.data(), a.a.data(), ctx.p(m.wdkv), d.N, d.Dc + d.Dr, d.D, 0.0f,
+  linear_backward(s.da.data(), ctx.g(m.wdkv), s.dckr.data(), a.a.in(), ctx.p(m.wdkv), d.N, d.Dc + d.Dr, d.D, 0.0f,
                   ctx.prec);
   // Queries; their gradient is added to the keys' in s.da.
   rope_backward_part(s.dq.data() + d.Dn, ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dr, d.Dqk);
   merge_heads(s.dqf.data(), s.dq.data(), d.B, d.T, d.H, d.Dqk);
   if (d.Dq > 0) {
-    linear_backward(s.dcq_n.data(), ctx.g(m.wq), s.dqf.data(), a.cq_n.data(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.Dq,
+    linear_backward(s.dcq_n.data(), ctx.g(m.wq), s.dqf.data(), a.cq_n.in(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.Dq,
                     0.0f, ctx.prec);
     rmsnorm_backward(s.dcq.data(), ctx.g(m.q_norm), s.dcq_n.data(), a.cq.data(), ctx.p(m.q_norm),
                      a.rstd_cq.data(), d.N, d.Dq, 0.0f);
-    linear_backward(s.da.data(), ctx.g(m.wdq), s.dcq.data(), a.a.data(), ctx.p(m.wdq), d.N, d.Dq, d.D, 1.0f,
+    linear_backward(s.da.data(), ctx.g(m.wdq), s.dcq.data(), a.a.in(), ctx.p(m.wdq), d.N, d.Dq, d.D, 1.0f,
                     ctx.prec);
   } else {
-    linear_backward(s.da.data(), ctx.g(m.wq), s.dqf.data(), a.a.data(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.D, 1.0f,
+    linear_backward(s.da.data(), ctx.g(m.wq), s.dqf.data(), a.a.in(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.D, 1.0f,
                     ctx.prec);
   }
   rmsnorm_backward(dres, ctx.g(w.norm), s.da.data(), x_in, ctx.p(w.norm), a.rstd_a.data(), d.N, d.D, 1.0f);

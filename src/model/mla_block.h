@@ -20,11 +20,14 @@
 namespace mt {
 
 struct MlaActs {
-  std::vector<float> a, rstd_a;          // (N, D), (N): normed input
-  std::vector<float> cq, cq_n, rstd_cq;  // (N, Dq), (N, Dq), (N): query latent and its norm (Dq > 0)
+  GemmActivation a;                      // (N, D): normed input, read only by GEMMs
+  std::vector<float> rstd_a;             // (N)
+  std::vector<float> cq, rstd_cq;        // (N, Dq), (N): query latent (Dq > 0)
+  GemmActivation cq_n;                   // (N, Dq): its norm, read only by W_UQ's GEMMs
   std::vector<float> qf;                 // (N, H Dqk) query projection
   std::vector<float> ckr;                // (N, Dc + Dr) W_DKV / W_KR output
-  std::vector<float> ckv, ckv_n, rstd_ckv;  // (N, Dc), (N, Dc), (N): kv latent and its norm
+  std::vector<float> ckv, rstd_ckv;      // (N, Dc), (N): kv latent
+  GemmActivation ckv_n;                  // (N, Dc): its norm, read only by W_UKV's GEMMs
   std::vector<float> kr;                 // (N, Dr) shared RoPE key, rotated
   std::vector<float> kvf;                // (N, H (Dn + Dv)) W_UK / W_UV output
   std::vector<float> q, k;               // (B, H, T, Dqk) after RoPE

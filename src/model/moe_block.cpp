@@ -139,7 +139,7 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
   rmsnorm_forward(a.m.data(), a.rstd_m.data(), x_mid, ctx.p(w.ffn_norm), N, D, float(c.norm_eps));
   if (!w.moe) {
     std::copy(x_mid, x_mid + N * D, x_out);
-    swiglu_ffn_forward(x_out, a.h13.data(), a.z.data(), a.m.data(), ctx.p(w.dense.w13), ctx.p(w.dense.w2),
+    swiglu_ffn_forward(x_out, a.h13.data(), a.z, a.m.data(), ctx.p(w.dense.w13), ctx.p(w.dense.w2),
                        SwigluFfnDims{N, c.d_ff, D}, 1.0f, ctx.prec);
     return;
   }
@@ -207,7 +207,7 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
   else if (c.moe_out_norm)
     std::copy(a.comb.begin(), a.comb.begin() + N * D, total);
   for (size_t s = 0; s < mw.shared.size(); ++s)
-    swiglu_ffn_forward(total, a.sh13[s].data(), a.sz[s].data(), a.m.data(), ctx.p(mw.shared[s].w13),
+    swiglu_ffn_forward(total, a.sh13[s].data(), a.sz[s], a.m.data(), ctx.p(mw.shared[s].w13),
                        ctx.p(mw.shared[s].w2), SwigluFfnDims{N, F, D}, 1.0f, ctx.prec);
   if (c.moe_out_norm) {
     rmsnorm_forward(x_out, a.rstd_o.data(), total, ctx.p(mw.out_norm), N, D, float(c.norm_eps));
@@ -223,7 +223,7 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
   float* dm = s.dm.data();
   if (!w.moe) {
     swiglu_ffn_backward(dm, ctx.g(w.dense.w13), ctx.g(w.dense.w2), s.dz.data(), s.dh13.data(), dres,
-                        a.m.data(), a.h13.data(), a.z.data(), ctx.p(w.dense.w13), ctx.p(w.dense.w2),
+                        a.m.data(), a.h13.data(), a.z.in(), ctx.p(w.dense.w13), ctx.p(w.dense.w2),
                         SwigluFfnDims{N, c.d_ff, D}, 0.0f, ctx.prec);
     rmsnorm_backward(dres, ctx.g(w.ffn_norm), dm, x_mid, ctx.p(w.ffn_norm), a.rstd_m.data(), N, D, 1.0f);
     return;
@@ -239,7 +239,7 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
   std::fill(dm, dm + N * D, 0.0f);
   for (size_t sh = 0; sh < mw.shared.size(); ++sh)
     swiglu_ffn_backward(dm, ctx.g(mw.shared[sh].w13), ctx.g(mw.shared[sh].w2), s.dz.data(), s.dh13.data(),
-                        dtotal, a.m.data(), a.sh13[sh].data(), a.sz[sh].data(), ctx.p(mw.shared[sh].w13),
+                        dtotal, a.m.data(), a.sh13[sh].data(), a.sz[sh].in(), ctx.p(mw.shared[sh].w13),
                         ctx.p(mw.shared[sh].w2), SwigluFfnDims{N, F, D}, 1.0f, ctx.prec);
   const float* dcomb = dtotal;
   if (c.d_latent > 0) {

@@ -22,7 +22,8 @@ struct FfnStats {
 struct FfnActs {
   std::vector<float> m, rstd_m;            // (N, D): normed input
   // dense
-  std::vector<float> h13, z;               // (N, 2F), (N, F)
+  std::vector<float> h13;                  // (N, 2F)
+  GemmActivation z;                        // (N, F): read only by W2's GEMMs
   // moe
   std::vector<float> logits, scores;       // (N, E)
   std::vector<int32_t> idx, slot;          // (N, K)
@@ -32,7 +33,8 @@ struct FfnActs {
   std::vector<float> mlat, mln, rstd_l;    // (N, Dl) x2, (N): latent only
   std::vector<float> xe, he, ze, ye;       // (R, Din), (R, 2F), (R, F), (R, Din)
   std::vector<float> comb;                 // (N, Din): combined routed output
-  std::vector<std::vector<float>> sh13, sz;  // per shared expert (N, 2F), (N, F)
+  std::vector<std::vector<float>> sh13;    // per shared expert (N, 2F)
+  std::vector<GemmActivation> sz;          // per shared expert (N, F): read only by its W2's GEMMs
   std::vector<float> total, rstd_o;        // (N, D) pre-out-norm, (N): out_norm only
   int64_t rows = 0;                        // R used this step
   // Sizes every buffer through `s` (allocates, or only counts for the planner).

@@ -80,7 +80,7 @@ void mtp_module_forward(MtpActs& a, FfnStats& stats, const float* h_prev, const 
   linear_forward(a.x_in.data(), a.cat.data(), ctx.p(w.proj), N, D, 2 * D, ctx.prec);
   attention_block_forward(a.x_mid.data(), a.attn, a.x_in.data(), w.block.attn, unit, ctx);
   ffn_block_forward(a.h.data(), a.ffn, stats, a.x_mid.data(), w.block, router_bias, unit, ctx);
-  rmsnorm_forward(a.hf.data(), a.rstd_f.data(), a.h.data(), ctx.p(w.head_norm), N, D, eps);
+  rmsnorm_forward(a.hf.out(), a.hf.form, a.rstd_f.data(), a.h.data(), ctx.p(w.head_norm), N, D, eps);
 }
 
 void mtp_module_backward(float* dres, Accumulate from_next, MtpScratch& s, AttnScratch& as, FfnScratch& fs,

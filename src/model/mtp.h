@@ -32,7 +32,8 @@ struct MtpActs {
   std::vector<float> x_in, x_mid, h;        // (N, D): h', after attention, h^k
   AttnActs attn;
   FfnActs ffn;
-  std::vector<float> hf, rstd_f, dhf;       // (N, D), (N), (N, D): head-norm output and the head's gradient of it
+  GemmActivation hf;                        // (N, D): head-norm output, read only by the head's GEMMs
+  std::vector<float> rstd_f, dhf;           // (N), (N, D): its statistics and the head's gradient of it
   // Sizes every buffer through `s`; `unit` is the module's index in the layout (n_layers + k - 1).
   void allocate(const ModelConfig& c, int64_t unit, int64_t B, int64_t T, BufferSizer& s);
   int64_t bytes() const;

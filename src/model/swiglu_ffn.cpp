@@ -5,16 +5,16 @@
 
 namespace mt {
 
-void swiglu_ffn_forward(float* y, float* h13, float* z, const float* x, const float* w13,
+void swiglu_ffn_forward(float* y, float* h13, void* z, OperandForm zf, const float* x, const float* w13,
                         const float* w2, const SwigluFfnDims& d, float beta, MatmulPrecision p) {
   if (d.M == 0) return;
   linear_forward(h13, x, w13, d.M, 2 * d.F, d.Din, p);
-  swiglu_forward(z, h13, d.M, d.F);
-  gemm(y, z, w2, GemmShape{d.M, d.Din, d.F, Trans::kNo, Trans::kYes}, beta, p);
+  swiglu_forward(z, zf, h13, d.M, d.F);
+  gemm(y, GemmInput(z, zf), w2, GemmShape{d.M, d.Din, d.F, Trans::kNo, Trans::kYes}, beta, p);
 }
 
 void swiglu_ffn_backward(float* dx, float* dw13, float* dw2, float* dz, float* dh13, const float* dy,
-                         const float* x, const float* h13, const float* z, const float* w13,
+                         const float* x, const float* h13, GemmInput z, const float* w13,
                          const float* w2, const SwigluFfnDims& d, float beta, MatmulPrecision p) {
   if (d.M == 0) return;
   linear_backward(dz, dw2, dy, z, w2, d.M, d.Din, d.F, 0.0f, p);

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/gemm.h"
+#include "model/buffer_sizer.h"
 
 namespace mt {
 
@@ -12,13 +13,22 @@ struct SwigluFfnDims {
   int64_t M, F, Din;
 };
 
-// y (M, Din) = beta * y + ffn(x).
-void swiglu_ffn_forward(float* y, float* h13, float* z, const float* x, const float* w13,
+// y (M, Din) = beta * y + ffn(x). z is written in the form W2's GEMM reads
+// at p (a plain fp32 buffer is the fp32 form).
+void swiglu_ffn_forward(float* y, float* h13, void* z, OperandForm zf, const float* x, const float* w13,
                         const float* w2, const SwigluFfnDims& d, float beta, MatmulPrecision p);
+inline void swiglu_ffn_forward(float* y, float* h13, float* z, const float* x, const float* w13, const float* w2,
+                               const SwigluFfnDims& d, float beta, MatmulPrecision p) {
+  swiglu_ffn_forward(y, h13, z, OperandForm::kFp32, x, w13, w2, d, beta, p);
+}
+inline void swiglu_ffn_forward(float* y, float* h13, GemmActivation& z, const float* x, const float* w13,
+                               const float* w2, const SwigluFfnDims& d, float beta, MatmulPrecision p) {
+  swiglu_ffn_forward(y, h13, z.out(), z.form, x, w13, w2, d, beta, p);
+}
 
 // dx (M, Din) = beta * dx + d/dx; dw13, dw2 accumulated. Scratch dz (M, F), dh13 (M, 2F).
 void swiglu_ffn_backward(float* dx, float* dw13, float* dw2, float* dz, float* dh13, const float* dy,
-                         const float* x, const float* h13, const float* z, const float* w13,
+                         const float* x, const float* h13, GemmInput z, const float* w13,
                          const float* w2, const SwigluFfnDims& d, float beta, MatmulPrecision p);
 
 }  // namespace mt

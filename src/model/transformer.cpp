@@ -17,7 +17,7 @@ Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, M
                          LayerActivations acts)
     : c_(c), B_(batch), T_(seq_len), N_(batch * seq_len), prec_(prec), acts_(acts), mtp_weight_(c.mtp_loss_weight) {
   off_ = build_layout(c_, layout_);
-  BufferSizer sizer(BufferSizer::Mode::kAllocate);
+  BufferSizer sizer(BufferSizer::Mode::kAllocate, operand_form(prec_));
   size_buffers(sizer);
   rope_tables(rope_cos_.data(), rope_sin_.data(), T_, c_.rope_dim(), c_.rope_theta);
   ctx_.c = &c_;
@@ -30,8 +30,9 @@ Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, M
   identity_experts_ = IdentityDispatcher(c_.n_experts);
 }
 
-Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, LayerActivations acts, BufferSizer& s)
-    : c_(c), B_(batch), T_(seq_len), N_(batch * seq_len), prec_(MatmulPrecision::kFp32), acts_(acts) {
+Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, MatmulPrecision prec,
+                         LayerActivations acts, BufferSizer& s)
+    : c_(c), B_(batch), T_(seq_len), N_(batch * seq_len), prec_(prec), acts_(acts) {
   size_buffers(s);
 }
 
@@ -74,7 +75,7 @@ void Transformer::set_layer_activations(LayerActivations acts) {
   attn_.clear();
   delta_.clear();
   ffn_.clear();
-  BufferSizer sizer(BufferSizer::Mode::kAllocate);
+  BufferSizer sizer(BufferSizer::Mode::kAllocate, operand_form(prec_));
   size_buffers(sizer);
 }
 
@@ -127,9 +128,10 @@ int64_t Transformer::activation_bytes() const {
   return b;
 }
 
-int64_t Transformer::activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq_len, LayerActivations acts) {
-  BufferSizer counter(BufferSizer::Mode::kCountOnly);
-  Transformer sizing(c, batch, seq_len, acts, counter);
+int64_t Transformer::activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq_len, MatmulPrecision prec,
+                                      LayerActivations acts) {
+  BufferSizer counter(BufferSizer::Mode::kCountOnly, operand_form(prec));
+  Transformer sizing(c, batch, seq_len, prec, acts, counter);
   return counter.bytes();
 }
 
@@ -175,7 +177,7 @@ void Transformer::run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, 
     }
     pp.release_layer(l, Pass::kForward);
   }
-  rmsnorm_forward(hf_.data(), rstd_f_.data(), xs_[c_.n_layers].data(), root_.of(off_.final_norm).at(off_.final_norm),
+  rmsnorm_forward(hf_.out(), hf_.form, rstd_f_.data(), xs_[c_.n_layers].data(), root_.of(off_.final_norm).at(off_.final_norm),
                   N_, D, float(c_.norm_eps));
 }
 
@@ -190,7 +192,7 @@ void Transformer::layer_forward(int64_t l, FfnStats& fs, const float* router_bia
   held_[a] = l;
 }
 
-double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale, const float* hf,
+double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale, GemmInput hf,
                               const int32_t* targets, float* dhf) {
   const int64_t D = c_.d_model, V = c_.vocab_size;
   const ParamSpan& head = root_.of(off_.head);
@@ -203,10 +205,10 @@ double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale, 
   const float ce_scale = valid > 0 ? grad_scale / float(valid) : 0.0f;
   for (int64_t r0 = 0; r0 < N_; r0 += kHeadChunk) {
     const int64_t R = std::min(kHeadChunk, N_ - r0);
-    linear_forward(logits_.data(), hf + r0 * D, W, R, V, D, prec_);
+    linear_forward(logits_.data(), hf.at(r0 * D), W, R, V, D, prec_);
     if (grads == Grads::kYes) {
       cross_entropy_forward_backward(losses_.data() + r0, logits_.data(), targets + r0, R, V, ce_scale);
-      linear_backward(dhf + r0 * D, head.grad(off_.head), logits_.data(), hf + r0 * D, W, R, V, D, 0.0f, prec_);
+      linear_backward(dhf + r0 * D, head.grad(off_.head), logits_.data(), hf.at(r0 * D), W, R, V, D, 0.0f, prec_);
     } else {
       cross_entropy_forward(losses_.data() + r0, logits_.data(), targets + r0, R, V);
     }
@@ -242,7 +244,7 @@ void Transformer::run_mtp_forward(ForwardStats& st, ParamProvider& pp, Grads gra
       add_moe_stats(st, fs, moe_layers);
       ++moe_index;
     }
-    st.mtp_loss += head_loss(pp, grads, grad_scale * weight, a.hf.data(), a.tgt.data(), a.dhf.data()) /
+    st.mtp_loss += head_loss(pp, grads, grad_scale * weight, a.hf.in(), a.tgt.data(), a.dhf.data()) /
                    double(c_.mtp_depth);
     pp.release_layer(u, Pass::kForward);
   }
@@ -259,7 +261,7 @@ ForwardStats Transformer::forward(ParamProvider& pp, const int32_t* tokens, cons
   ForwardStats st;
   const bool mtp = obj == Objective::kTraining;
   run_forward(st, pp, Grads::kNo, tokens, mtp ? tokens_per_sequence() : T_ + 1, router_bias);
-  st.loss = head_loss(pp, Grads::kNo, 0.0f, hf_.data(), targets_.data(), dhf_.data());
+  st.loss = head_loss(pp, Grads::kNo, 0.0f, hf_.in(), targets_.data(), dhf_.data());
   if (mtp) run_mtp_forward(st, pp, Grads::kNo, tokens, 0.0f, router_bias);
   st.total_loss = st.loss + c_.aux_loss_coef * st.aux_loss + c_.z_loss_coef * st.z_loss + st.mtp_weight * st.mtp_loss;
   pp.release_root();
@@ -274,7 +276,7 @@ void Transformer::forward_logits(const float* params, const int32_t* tokens, con
   const int64_t D = c_.d_model, V = c_.vocab_size;
   for (int64_t r0 = 0; r0 < N_; r0 += kHeadChunk) {
     const int64_t R = std::min(kHeadChunk, N_ - r0);
-    linear_forward(logits_NV + r0 * V, hf_.data() + r0 * D, root_.of(off_.head).at(off_.head), R, V, D, prec_);
+    linear_forward(logits_NV + r0 * V, hf_.in().at(r0 * D), root_.of(off_.head).at(off_.head), R, V, D, prec_);
   }
   flat.release_root();
 }
@@ -289,7 +291,7 @@ ForwardStats Transformer::forward_backward(ParamProvider& pp, const int32_t* tok
                                            const float* router_bias) {
   ForwardStats st;
   run_forward(st, pp, Grads::kYes, tokens, tokens_per_sequence(), router_bias);
-  st.loss = head_loss(pp, Grads::kYes, grad_scale, hf_.data(), targets_.data(), dhf_.data());
+  st.loss = head_loss(pp, Grads::kYes, grad_scale, hf_.in(), targets_.data(), dhf_.data());
   run_mtp_forward(st, pp, Grads::kYes, tokens, grad_scale, router_bias);
   st.total_loss = st.loss + c_.aux_loss_coef * st.aux_loss + c_.z_loss_coef * st.z_loss + st.mtp_weight * st.mtp_loss;
 

@@ -68,7 +68,9 @@ class Transformer {
   // The same figure for (config, batch, seq_len) without allocating anything:
   // the sizing pass of the constructor run in count-only mode. `moetrain plan`
   // uses it, so its CPU activation figure equals the trainer's allocation.
+  // `prec` matters through the GemmActivations, whose form it sets.
   static int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq_len,
+                                  MatmulPrecision prec = MatmulPrecision::kFp32,
                                   LayerActivations acts = LayerActivations::kKeep);
   // Switches between keeping and recomputing layer activations (frees and
   // re-sizes the buffers; the layout is unchanged).
@@ -106,7 +108,8 @@ class Transformer {
 
  private:
   // Count-only construction for activation_bytes(c, batch, seq_len).
-  Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, LayerActivations acts, BufferSizer& s);
+  Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, MatmulPrecision prec, LayerActivations acts,
+              BufferSizer& s);
   void size_buffers(BufferSizer& s);  // sizes (or counts) every buffer below
   void share_layer_buffers();         // act_of_: which layer's buffers each layer uses
   // The forward of layer l into its (possibly shared) buffers: attention or
@@ -116,7 +119,7 @@ class Transformer {
                    const float* router_bias);
   // Shared head + cross-entropy of hf (N, D) against targets; with grads, the
   // head's gradient (+=) and dhf (=) of weight * the mean loss.
-  double head_loss(ParamProvider& pp, Grads grads, float grad_scale, const float* hf, const int32_t* targets,
+  double head_loss(ParamProvider& pp, Grads grads, float grad_scale, GemmInput hf, const int32_t* targets,
                    float* dhf);
   // The MTP modules' forward after the main head (each runs the shared head).
   void run_mtp_forward(ForwardStats& st, ParamProvider& pp, Grads grads, const int32_t* tokens, float grad_scale,
@@ -138,7 +141,8 @@ class Transformer {
   std::vector<AttnActs> attn_;                   // per layer; empty on D layers
   std::vector<DeltaActs> delta_;                 // per layer; empty unless a D layer
   std::vector<FfnActs> ffn_;
-  std::vector<float> hf_, rstd_f_;               // final norm output (N, D), (N)
+  GemmActivation hf_;                            // final norm output (N, D), read only by the head's GEMMs
+  std::vector<float> rstd_f_;                    // (N)
   std::vector<float> logits_, losses_;           // (chunk, V), (N)
   std::vector<float> dres_, dhf_;                // (N, D)
   std::vector<MtpActs> mtp_;                     // mtp_depth modules

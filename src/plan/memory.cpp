@@ -179,11 +179,13 @@ MemoryBreakdown cpu_memory(const ModelConfig& c, const ModelStats& s, const Para
   if (muon > 0) m.optimizer_workspace = 4.0 * (3.0 * muon + double(muon_scratch_floats(c)));
   // The CPU trainer keeps every layer's activations, or (train.activation_checkpointing)
   // only layer inputs, recomputing each layer's forward: "full"; it has nothing selective.
-  const double keep = double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len));
+  // bf16: the GEMM-only activations in the form this CPU's bf16 matmul reads.
+  const MatmulPrecision prec = p.cfg.params == Precision::kBf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32;
+  const double keep = double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len, prec));
   m.activations_by_recompute[size_t(Recompute::kNone)] = keep;
   m.activations_by_recompute[size_t(Recompute::kSelective)] = keep;
   m.activations_by_recompute[size_t(Recompute::kFull)] =
-      double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len, LayerActivations::kRecompute));
+      double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len, prec, LayerActivations::kRecompute));
   m.activations = m.activations_by_recompute[size_t(p.cfg.recompute)];
   m.comm_buffers = 4.0 * double(p.micro_batch * (p.seq_len + 1 + c.mtp_depth));  // token batch, MTP targets included
   m.layers_in_stage = c.n_layers;

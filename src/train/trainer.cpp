@@ -114,7 +114,7 @@ Status check_trainer_limits(const RunConfig& cfg) {
   const bool on_disk = cfg.stream.enabled && cfg.stream.store == StreamStore::kDisk;
   const double state_bytes = on_disk ? 0.0 : param_bytes;
   double need = state_bytes + rough_acts;
-  if (need < limit) need = state_bytes + double(Transformer::activation_bytes(cfg.model, tc.batch_size, tc.seq_len));
+  if (need < limit) need = state_bytes + double(Transformer::activation_bytes(cfg.model, tc.batch_size, tc.seq_len, tc.precision));
   if (need > limit)
     return Status::errorf(
         "{}: the run needs about {:.3g} GiB (parameters, gradients, optimizer state and activations of one "

@@ -83,22 +83,22 @@ TEST(LayerRecompute, CountOnlySizingEqualsTheAllocationAndSwitchingModesMatchesI
     const ModelConfig c = model(k.sets);
     for (LayerActivations mode : {LayerActivations::kKeep, LayerActivations::kRecompute}) {
       Transformer m(c, B, T, MatmulPrecision::kFp32, mode);
-      EXPECT_EQ(m.activation_bytes(), Transformer::activation_bytes(c, B, T, mode)) << k.name;
+      EXPECT_EQ(m.activation_bytes(), Transformer::activation_bytes(c, B, T, MatmulPrecision::kFp32, mode)) << k.name;
     }
     Transformer live(c, B, T, MatmulPrecision::kFp32, LayerActivations::kKeep);
     live.set_layer_activations(LayerActivations::kRecompute);
-    EXPECT_EQ(live.activation_bytes(), Transformer::activation_bytes(c, B, T, LayerActivations::kRecompute)) << k.name;
+    EXPECT_EQ(live.activation_bytes(), Transformer::activation_bytes(c, B, T, MatmulPrecision::kFp32, LayerActivations::kRecompute)) << k.name;
     // A sixth layer of a shape already present costs only its input (B*T*D floats) when recomputing,
     // and its whole activation set when keeping.
     ModelConfig five = c;
     five.n_layers = 5;
     const int64_t layer_input = int64_t(sizeof(float)) * B * T * c.d_model;
-    EXPECT_EQ(Transformer::activation_bytes(c, B, T, LayerActivations::kRecompute) -
-                  Transformer::activation_bytes(five, B, T, LayerActivations::kRecompute),
+    EXPECT_EQ(Transformer::activation_bytes(c, B, T, MatmulPrecision::kFp32, LayerActivations::kRecompute) -
+                  Transformer::activation_bytes(five, B, T, MatmulPrecision::kFp32, LayerActivations::kRecompute),
               layer_input)
         << k.name;
-    EXPECT_GT(Transformer::activation_bytes(c, B, T, LayerActivations::kKeep) -
-                  Transformer::activation_bytes(five, B, T, LayerActivations::kKeep),
+    EXPECT_GT(Transformer::activation_bytes(c, B, T, MatmulPrecision::kFp32, LayerActivations::kKeep) -
+                  Transformer::activation_bytes(five, B, T, MatmulPrecision::kFp32, LayerActivations::kKeep),
               3 * layer_input)
         << k.name;
   }

@@ -110,9 +110,14 @@ struct Operand {
 };
 
 // A rows x cols operand as stored (leading dim ld) in the form precision p
-// and this CPU need: itself (fp32), the registered shadow, or a dense
-// converted copy in `buf`.
-Operand prepare(const float* X, int64_t rows, int64_t cols, int64_t ld, MatmulPrecision p, Scratch::Prepared& buf) {
+// and this CPU need: itself (fp32, or already in that form), the registered
+// shadow, or a dense converted copy in `buf`.
+Operand prepare(GemmInput in, int64_t rows, int64_t cols, int64_t ld, MatmulPrecision p, Scratch::Prepared& buf) {
+  if (in.form != OperandForm::kFp32) {
+    MT_CHECK(in.form == operand_form(p), "a GEMM input held for another precision");
+    return {in.data, ld};
+  }
+  const float* X = static_cast<const float*>(in.data);
   if (p == MatmulPrecision::kFp32) return {X, ld};
   if (!engine().native_bf16) {
     if (int64_t(buf.f32.size()) < rows * cols) buf.f32.resize(rows * cols);
@@ -248,8 +253,7 @@ GemmShape with_leading_dims(GemmShape s) {
 
 }  // namespace
 
-void gemm(float* C, const float* A, const float* B, const GemmShape& s0, float beta,
-          MatmulPrecision p) {
+void gemm(float* C, GemmInput A, GemmInput B, const GemmShape& s0, float beta, MatmulPrecision p) {
   MT_CHECK(beta == 0.0f || beta == 1.0f, "beta must be 0 or 1, got {}", beta);
   ScopedPhase phase(Phase::kGemm);
   GemmShape s = s0;
@@ -263,7 +267,8 @@ void gemm(float* C, const float* A, const float* B, const GemmShape& s0, float b
   s = with_leading_dims(s);
 
   if (use_skinny(s, p)) {
-    skinny_gemm(C, A, B, s, beta);
+    MT_CHECK(A.form == OperandForm::kFp32 && B.form == OperandForm::kFp32, "fp32 product of non-fp32 inputs");
+    skinny_gemm(C, static_cast<const float*>(A.data), static_cast<const float*>(B.data), s, beta);
     if (g_inject_rel != 0.0f) [[unlikely]] perturb_output(C, s);
     return;
   }
@@ -272,8 +277,7 @@ void gemm(float* C, const float* A, const float* B, const GemmShape& s0, float b
              prepare(B, b_rows(s), b_cols(s), s.ldb, p, scratch.b), s, beta, p);
 }
 
-void linear_forward(float* y, const float* x, const float* W, int64_t M, int64_t N, int64_t K,
-                    MatmulPrecision p) {
+void linear_forward(float* y, GemmInput x, const float* W, int64_t M, int64_t N, int64_t K, MatmulPrecision p) {
   gemm(y, x, W, GemmShape{M, N, K, Trans::kNo, Trans::kYes}, 0.0f, p);
 }
 
@@ -282,13 +286,13 @@ void linear_backward_input(float* dx, const float* dy, const float* W, int64_t M
   gemm(dx, dy, W, GemmShape{M, K, N, Trans::kNo, Trans::kNo}, beta, p);
 }
 
-void linear_backward_weight(float* dW, const float* dy, const float* x, int64_t M, int64_t N,
-                            int64_t K, MatmulPrecision p) {
+void linear_backward_weight(float* dW, const float* dy, GemmInput x, int64_t M, int64_t N, int64_t K,
+                            MatmulPrecision p) {
   gemm(dW, dy, x, GemmShape{N, K, M, Trans::kYes, Trans::kNo}, 1.0f, p);
 }
 
-void linear_backward(float* dx, float* dW, const float* dy, const float* x, const float* W, int64_t M,
-                     int64_t N, int64_t K, float beta, MatmulPrecision p) {
+void linear_backward(float* dx, float* dW, const float* dy, GemmInput x, const float* W, int64_t M, int64_t N,
+                     int64_t K, float beta, MatmulPrecision p) {
   if (p == MatmulPrecision::kFp32 || M == 0 || N == 0 || K == 0) {
     if (dx) linear_backward_input(dx, dy, W, M, N, K, beta, p);
     linear_backward_weight(dW, dy, x, M, N, K, p);
@@ -329,26 +333,6 @@ void gemm_on_thread(float* C, const void* A, const void* B, const GemmShape& s0,
 OperandForm operand_form(MatmulPrecision p) {
   if (p == MatmulPrecision::kFp32) return OperandForm::kFp32;
   return engine().native_bf16 ? OperandForm::kBf16 : OperandForm::kBf16InFp32;
-}
-
-void* OperandBuffer::reserve(int64_t n, OperandForm f) {
-  const int64_t floats = f == OperandForm::kBf16 ? (n + 1) / 2 : n;
-  if (int64_t(storage.size()) < floats) storage.resize(floats);
-  return storage.data();
-}
-
-const void* operand_element(const void* base, int64_t i, OperandForm f) {
-  return f == OperandForm::kBf16 ? static_cast<const void*>(static_cast<const bf16*>(base) + i)
-                                 : static_cast<const void*>(static_cast<const float*>(base) + i);
-}
-
-void put_operand(OperandBuffer& buf, int64_t i, const float* in, int64_t n, OperandForm f) {
-  void* out = buf.reserve(i + n, f);
-  switch (f) {
-    case OperandForm::kFp32: std::copy(in, in + n, static_cast<float*>(out) + i); break;
-    case OperandForm::kBf16: convert_f32_to_bf16_span(static_cast<bf16*>(out) + i, in, n); break;
-    case OperandForm::kBf16InFp32: round_f32_to_bf16_span(static_cast<float*>(out) + i, in, n); break;
-  }
 }
 
 const void* operand_of(const float* x, int64_t n, OperandForm f, OperandBuffer& buf) {

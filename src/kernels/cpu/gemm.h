@@ -9,7 +9,8 @@
 // call may trigger, and only the first time a size is seen).
 #pragma once
 #include <cstdint>
-#include <vector>
+
+#include "kernels/cpu/operand.h"
 
 namespace mt {
 
@@ -22,25 +23,37 @@ struct GemmShape {
   int64_t lda = 0, ldb = 0, ldc = 0;  // 0 = dense (derived from shape)
 };
 
+// A GEMM input: fp32 values, which a bf16 product converts on every call
+// (or reads from the registered shadow, below), or values already in the
+// form the product reads (operand_form(p)), which it reads as they are. The
+// second is how an activation whose producer wrote that form (operand.h)
+// reaches its GEMMs; giving it to a product of another precision is an error.
+struct GemmInput {
+  const void* data = nullptr;
+  OperandForm form = OperandForm::kFp32;
+  GemmInput(const float* x) : data(x) {}  // NOLINT(google-explicit-constructor): fp32 is the common case
+  GemmInput(const void* x, OperandForm f) : data(x), form(f) {}
+  // The input starting i elements further on.
+  GemmInput at(int64_t i) const { return {operand_element(data, i, form), form}; }
+};
+
 // beta must be 0 (overwrite) or 1 (accumulate).
-void gemm(float* C, const float* A, const float* B, const GemmShape& s, float beta,
-          MatmulPrecision p);
+void gemm(float* C, GemmInput A, GemmInput B, const GemmShape& s, float beta, MatmulPrecision p);
 
 // Convenience forms for y = x W^T (nn.Linear) and its two backward products.
 // x: M x K, W: N x K, y: M x N.
-void linear_forward(float* y, const float* x, const float* W, int64_t M, int64_t N, int64_t K,
-                    MatmulPrecision p);
+void linear_forward(float* y, GemmInput x, const float* W, int64_t M, int64_t N, int64_t K, MatmulPrecision p);
 // dx[M,K] (+)= dy[M,N] W[N,K]   (beta 0 or 1)
 void linear_backward_input(float* dx, const float* dy, const float* W, int64_t M, int64_t N,
                            int64_t K, float beta, MatmulPrecision p);
 // dW[N,K] += dy^T[N,M] x[M,K]
-void linear_backward_weight(float* dW, const float* dy, const float* x, int64_t M, int64_t N,
-                            int64_t K, MatmulPrecision p);
+void linear_backward_weight(float* dW, const float* dy, GemmInput x, int64_t M, int64_t N, int64_t K,
+                            MatmulPrecision p);
 
 // Both: dx (+)= dy W (skipped when dx is null) and dW += dy^T x. In bf16,
 // dy is rounded once for the two products instead of once per product.
-void linear_backward(float* dx, float* dW, const float* dy, const float* x, const float* W, int64_t M,
-                     int64_t N, int64_t K, float beta, MatmulPrecision p);
+void linear_backward(float* dx, float* dW, const float* dy, GemmInput x, const float* W, int64_t M, int64_t N,
+                     int64_t K, float beta, MatmulPrecision p);
 
 // bf16 shadow of an fp32 buffer (e.g. the parameters, refreshed after each
 // optimizer step): a kBf16 gemm whose operand lies inside [base, base + n)
@@ -61,19 +74,8 @@ void gemm_register_bf16_shadow(const float* base, const bf16* shadow, int64_t n)
 bool gemm_native_bf16();
 void gemm_on_thread(float* C, const void* A, const void* B, const GemmShape& s, float beta, MatmulPrecision p);
 
-// The operands gemm_on_thread reads: how this CPU holds one at precision p,
-// and a grow-only buffer of them (elements of 4 or 2 bytes by form).
-enum class OperandForm { kFp32, kBf16, kBf16InFp32 };
+// How this CPU holds an operand of a product at precision p (operand.h).
 OperandForm operand_form(MatmulPrecision p);
-struct OperandBuffer {
-  std::vector<float> storage;
-  // Room for n elements of form f; keeps what is already there.
-  void* reserve(int64_t n, OperandForm f);
-};
-// Element i of an operand buffer of form f.
-const void* operand_element(const void* base, int64_t i, OperandForm f);
-// Writes in[0, n) as elements [i, i + n) of `buf` (grown as needed).
-void put_operand(OperandBuffer& buf, int64_t i, const float* in, int64_t n, OperandForm f);
 // n contiguous fp32 values as an operand: themselves (kFp32), the registered
 // bf16 shadow that covers them (kBf16), or a converted copy in `buf`.
 const void* operand_of(const float* x, int64_t n, OperandForm f, OperandBuffer& buf);

@@ -3,9 +3,15 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/cpu/operand.h"
+
 namespace mt {
 
 void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t N, int64_t C,
+                     float eps);
+// The same values, written in form yf (operand.h): for a y whose only
+// readers are GEMMs of that form, rounded once here instead of in each GEMM.
+void rmsnorm_forward(void* y, OperandForm yf, float* rstd, const float* x, const float* w, int64_t N, int64_t C,
                      float eps);
 
 // dx (N, C): written when beta == 0, accumulated when beta == 1.

@@ -1,6 +1,8 @@
 // swiglu.cpp — elementwise, row-parallel, vectorised with the shared exp (simd.h).
 #include "kernels/cpu/swiglu.h"
 
+#include <algorithm>
+
 #include "kernels/cpu/simd.h"
 
 namespace mt {
@@ -11,19 +13,38 @@ inline Vec sigmoid(Vec u) {
   const Vec one = set1(1.0f);
   return div(one, add(one, simd::exp(sub(zero(), u))));
 }
+
+// z[0, n) = silu(u) * g over one stretch of a row.
+inline void swiglu_span(float* z, const float* u, const float* g, int64_t n) {
+  for (int64_t f = 0; f < n; f += kLanes) {
+    const Mask k = tail_mask(n - f);
+    const Vec uf = load(k, u + f);
+    const Vec gf = load(k, g + f);
+    store(z + f, k, mul(mul(uf, sigmoid(uf)), gf));
+  }
+}
 }  // namespace
 
-void swiglu_forward(float* z, const float* h, int64_t M, int64_t F) {
+void swiglu_forward(float* z, const float* h, int64_t M, int64_t F) { swiglu_forward(z, OperandForm::kFp32, h, M, F); }
+
+void swiglu_forward(void* z, OperandForm zf, const float* h, int64_t M, int64_t F) {
+  // bf16 rows are computed in fp32 a chunk at a time, on the stack, then rounded.
+  constexpr int64_t kChunk = 512;
 #pragma omp parallel for schedule(static) if (M * F > 16384)
   for (int64_t m = 0; m < M; ++m) {
     const float* u = h + m * 2 * F;
     const float* g = u + F;
-    float* zr = z + m * F;
-    for (int64_t f = 0; f < F; f += kLanes) {
-      const Mask k = tail_mask(F - f);
-      const Vec uf = load(k, u + f);
-      const Vec gf = load(k, g + f);
-      store(zr + f, k, mul(mul(uf, sigmoid(uf)), gf));
+    if (zf != OperandForm::kBf16) {
+      float* zr = static_cast<float*>(z) + m * F;
+      swiglu_span(zr, u, g, F);
+      if (zf == OperandForm::kBf16InFp32) write_operand(zr, 0, zr, F, zf);
+      continue;
+    }
+    alignas(64) float tmp[kChunk];
+    for (int64_t f0 = 0; f0 < F; f0 += kChunk) {
+      const int64_t len = std::min(kChunk, F - f0);
+      swiglu_span(tmp, u + f0, g + f0, len);
+      write_operand(z, m * F + f0, tmp, len, zf);
     }
   }
 }

@@ -3,8 +3,13 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/cpu/operand.h"
+
 namespace mt {
 void swiglu_forward(float* z, const float* h, int64_t M, int64_t F);
+// The same values, written in form zf (operand.h): for a z whose only
+// readers are the down projection's GEMMs, rounded once here.
+void swiglu_forward(void* z, OperandForm zf, const float* h, int64_t M, int64_t F);
 // dh (M, 2F) written.
 void swiglu_backward(float* dh, const float* dz, const float* h, int64_t M, int64_t F);
 }  // namespace mt

@@ -1,0 +1,38 @@
+// operand.h — the forms a GEMM operand is held in, and writing values into
+// them. A matmul at bf16 precision reads bf16 where the CPU has a native bf16
+// matmul, else bf16-rounded values held in fp32 (gemm.h, operand_form). A
+// producer whose only consumers are such GEMMs (an RMSNorm before a
+// projection, a SwiGLU before the down projection) writes this form directly,
+// so no GEMM converts that activation, in the forward or the backward.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace mt {
+
+enum class OperandForm { kFp32, kBf16, kBf16InFp32 };
+
+// Floats of storage that n elements of form f occupy (two bf16 per float).
+int64_t operand_floats(int64_t n, OperandForm f);
+
+// Element i of an operand of form f starting at base.
+const void* operand_element(const void* base, int64_t i, OperandForm f);
+void* operand_element(void* base, int64_t i, OperandForm f);
+
+// Writes the fp32 values in[0, n) as elements [i, i + n) of the operand at
+// base, rounding to bf16 by round-to-nearest-even (the rounding every GEMM
+// conversion uses). Serial: for use inside a caller's parallel loop. `in`
+// may be the destination itself when f is kFp32 or kBf16InFp32.
+void write_operand(void* base, int64_t i, const float* in, int64_t n, OperandForm f);
+
+// A grow-only buffer of operand elements (per-thread scratch of kernels that
+// multiply inside their own tasks).
+struct OperandBuffer {
+  std::vector<float> storage;
+  // Room for n elements of form f; keeps what is already there.
+  void* reserve(int64_t n, OperandForm f);
+};
+// Writes in[0, n) as elements [i, i + n) of `buf` (grown as needed).
+void put_operand(OperandBuffer& buf, int64_t i, const float* in, int64_t n, OperandForm f);
+
+}  // namespace mt

@@ -1,0 +1,121 @@
+// GEMM inputs written by their producers in the form the product reads
+// (kernels/cpu/operand.h): the producer's rounding is the one a GEMM applies
+// to an fp32 input, so a bf16 product of a prepared input is bit for bit the
+// product of the fp32 input; and the model stores its GEMM-only activations
+// in that form (model/buffer_sizer.h: GemmActivation).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "core/bf16.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/operand.h"
+#include "kernels/cpu/rmsnorm.h"
+#include "kernels/cpu/swiglu.h"
+#include "model/transformer.h"
+#include "support/random.h"
+
+namespace mt {
+namespace {
+
+using testing::randn;
+
+const OperandForm kForms[] = {OperandForm::kFp32, OperandForm::kBf16, OperandForm::kBf16InFp32};
+
+// The fp32 value of element i of an operand of form f.
+float element_value(const std::vector<float>& storage, int64_t i, OperandForm f) {
+  const void* e = operand_element(storage.data(), i, f);
+  return f == OperandForm::kBf16 ? bf16_to_f32(*static_cast<const bf16*>(e)) : *static_cast<const float*>(e);
+}
+
+// What a GEMM converting x would read: x itself, or x rounded to bf16.
+float expected_value(float x, OperandForm f) { return f == OperandForm::kFp32 ? x : bf16_to_f32(f32_to_bf16(x)); }
+
+TEST(Operand, WriteRoundsToNearestEvenAtAnyOffset) {
+  const std::vector<float> x = randn(37, 3.0f, 1);
+  for (OperandForm f : kForms) {
+    std::vector<float> storage(size_t(operand_floats(40, f)), -1.0f);
+    write_operand(storage.data(), 3, x.data(), 37, f);
+    for (int64_t i = 0; i < 37; ++i) EXPECT_EQ(element_value(storage, 3 + i, f), expected_value(x[i], f)) << i;
+  }
+  EXPECT_EQ(operand_floats(7, OperandForm::kBf16), 4);
+  EXPECT_EQ(operand_floats(7, OperandForm::kBf16InFp32), 7);
+}
+
+// Rows longer than the producers' 512-value chunks, and a ragged last chunk.
+TEST(Operand, RmsnormAndSwigluWriteEveryFormAsTheirFp32OutputRounded) {
+  const int64_t N = 5, C = 1100;
+  const std::vector<float> x = randn(N * C, 1.0f, 2), w = randn(C, 1.0f, 3), h = randn(N * 2 * C, 2.0f, 4);
+  std::vector<float> y(N * C), rstd(N), z(N * C);
+  rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), N, C, 1e-6f);
+  swiglu_forward(z.data(), h.data(), N, C);
+  for (OperandForm f : kForms) {
+    std::vector<float> yf(size_t(operand_floats(N * C, f))), zf(yf.size()), rstd_f(N);
+    rmsnorm_forward(yf.data(), f, rstd_f.data(), x.data(), w.data(), N, C, 1e-6f);
+    swiglu_forward(zf.data(), f, h.data(), N, C);
+    EXPECT_EQ(0, std::memcmp(rstd.data(), rstd_f.data(), N * sizeof(float)));
+    for (int64_t i = 0; i < N * C; ++i) {
+      ASSERT_EQ(element_value(yf, i, f), expected_value(y[i], f)) << "rmsnorm " << i;
+      ASSERT_EQ(element_value(zf, i, f), expected_value(z[i], f)) << "swiglu " << i;
+    }
+  }
+}
+
+// A prepared bf16 input gives the product of the fp32 input bit for bit, in
+// the forward and in linear_backward's weight gradient, at an offset too.
+TEST(GemmInputs, PreparedInputIsTheProductOfItsFp32Values) {
+  const MatmulPrecision p = MatmulPrecision::kBf16;
+  const OperandForm f = operand_form(p);
+  const int64_t M = 96, N = 80, K = 72, skip = 16;
+  const std::vector<float> x = randn((M + skip) * K, 1.0f, 5), W = randn(N * K, 1.0f, 6), dy = randn(M * N, 1.0f, 7);
+  std::vector<float> xp(size_t(operand_floats((M + skip) * K, f)));
+  write_operand(xp.data(), 0, x.data(), (M + skip) * K, f);
+  const GemmInput prepared = GemmInput(xp.data(), f).at(skip * K);
+
+  std::vector<float> y1(M * N), y2(M * N);
+  linear_forward(y1.data(), x.data() + skip * K, W.data(), M, N, K, p);
+  linear_forward(y2.data(), prepared, W.data(), M, N, K, p);
+  EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)));
+
+  std::vector<float> dx1(M * K), dx2(M * K), dW1(N * K, 0.5f), dW2(N * K, 0.5f);
+  linear_backward(dx1.data(), dW1.data(), dy.data(), x.data() + skip * K, W.data(), M, N, K, 0.0f, p);
+  linear_backward(dx2.data(), dW2.data(), dy.data(), prepared, W.data(), M, N, K, 0.0f, p);
+  EXPECT_EQ(0, std::memcmp(dx1.data(), dx2.data(), dx1.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(dW1.data(), dW2.data(), dW1.size() * sizeof(float)));
+}
+
+TEST(GemmInputsDeathTest, AnInputHeldForAnotherPrecisionIsRefused) {
+  const OperandForm f = operand_form(MatmulPrecision::kBf16);
+  std::vector<float> x(64 * 64, 1.0f), W(64 * 64, 1.0f), y(64 * 64);
+  EXPECT_DEATH(linear_forward(y.data(), GemmInput(x.data(), f), W.data(), 64, 64, 64, MatmulPrecision::kFp32),
+               "another precision");
+}
+
+// The model sizes its GEMM-only activations (normed attention input, SwiGLU
+// products before W2, final-norm outputs) in the bf16 form: half the bytes
+// where this CPU has a native bf16 matmul, the same bytes where bf16 values
+// are held in fp32.
+TEST(GemmInputs, Bf16StepStoresGemmOnlyActivationsInTheGemmForm) {
+  ModelConfig c;
+  c.vocab_size = 64;
+  c.d_model = 32;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.d_ff = 48;
+  const int64_t B = 2, T = 16, N = B * T;
+  const int64_t fp32 = Transformer::activation_bytes(c, B, T, MatmulPrecision::kFp32);
+  const int64_t bf16 = Transformer::activation_bytes(c, B, T, MatmulPrecision::kBf16);
+  // Per layer: the attention's normed input (N, D) and the dense z (N, F); then the final norm's output (N, D).
+  const int64_t gemm_only = c.n_layers * (N * c.d_model + N * c.d_ff) + N * c.d_model;
+  if (gemm_native_bf16())
+    EXPECT_EQ(fp32 - bf16, gemm_only * 2);
+  else
+    EXPECT_EQ(fp32, bf16);
+  Transformer live(c, B, T, MatmulPrecision::kBf16);
+  EXPECT_EQ(live.activation_bytes(), bf16);
+}
+
+}  // namespace
+}  // namespace mt
