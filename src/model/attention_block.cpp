@@ -90,11 +90,11 @@ void attention_block_forward(float* x_mid, AttnActs& a, const float* x_in, const
     split_qkv_rope(a.q.data(), a.k.data(), a.v.data(), a.qkv.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T, d.H, d.Hkv,
                    d.Dh);
   }
-  run_attention_forward(a.o_flat.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(), attn_dims(c, d, layer),
-                        ctx.prec);
+  run_attention_forward(a.o_flat.out(), a.o_flat.form, a.lse.data(), a.q.data(), a.k.data(), a.v.data(),
+                        attn_dims(c, d, layer), ctx.prec);
   // x_mid = x_in + o_flat Wo^T
   std::copy(x_in, x_in + d.N * d.D, x_mid);
-  gemm(x_mid, a.o_flat.data(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dh, Trans::kNo, Trans::kYes},
+  gemm(x_mid, a.o_flat.in(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dh, Trans::kNo, Trans::kYes},
        1.0f, ctx.prec);
 }
 
@@ -104,9 +104,10 @@ void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, co
   if (c.mla()) return mla_block_backward(dres, s.mla, a.mla, x_in, w, layer, ctx);
   const Dims d = dims_of(c, layer, ctx.B, ctx.T);
   const int64_t HD = d.H * d.Dh;
-  linear_backward(s.do_flat.data(), ctx.g(w.wo), dres, a.o_flat.data(), ctx.p(w.wo), d.N, d.D, HD, 0.0f, ctx.prec);
+  linear_backward(s.do_flat.data(), ctx.g(w.wo), dres, a.o_flat.in(), ctx.p(w.wo), d.N, d.D, HD, 0.0f, ctx.prec);
   run_attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.do_flat.data(), a.q.data(), a.k.data(),
-                         a.v.data(), a.o_flat.data(), a.lse.data(), attn_dims(c, d, layer), ctx.prec);
+                         a.v.data(), a.o_flat.in().data, a.o_flat.form, a.lse.data(), attn_dims(c, d, layer),
+                         ctx.prec);
   if (c.qk_norm) {
     rope_backward(s.dq.data(), s.dq.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);
     rope_backward(s.dk.data(), s.dk.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.Hkv, d.T, d.Dh);

@@ -21,7 +21,8 @@ struct AttnActs {
   std::vector<float> q_raw, k_raw;     // before qk-norm (qk_norm only)
   std::vector<float> rstd_q, rstd_k;   // (B*H*T), (B*Hkv*T) (qk_norm only)
   std::vector<float> lse;              // (B, H, T)
-  std::vector<float> o_flat;           // (N, H Dh): the attention kernel's output, token-major
+  GemmActivation o_flat;               // (N, H Dh): the attention kernel's output, token-major (Wo's GEMMs and
+                                       // the attention backward's row sums read it)
   MlaActs mla;                         // attention = "mla": the only buffers sized
   // Sizes every buffer through `s` (allocates, or only counts for the planner).
   void allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T, BufferSizer& s);

@@ -11,11 +11,13 @@ namespace mt {
 // "blocked-fp32" or "matmul-bf16": what the bench reports and records.
 const char* attention_kernel_name(MatmulPrecision p);
 
-void run_attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
+// o is written (and read back by the backward) in form of, the form Wo's
+// GEMMs read at p: bf16 steps store it rounded (docs/kernels.md).
+void run_attention_forward(void* o, OperandForm of, float* lse, const float* q, const float* k, const float* v,
                            const AttentionDims& d, MatmulPrecision p);
 
 void run_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
-                            const float* v, const float* o, const float* lse, const AttentionDims& d,
+                            const float* v, const void* o, OperandForm of, const float* lse, const AttentionDims& d,
                             MatmulPrecision p);
 
 }  // namespace mt

@@ -11,11 +11,12 @@
 
 namespace mt {
 
-// An activation whose only readers are GEMMs (a projection's normed input,
-// the SwiGLU product before the down projection), stored in the form those
-// GEMMs read at the step's precision: bf16 in a bf16 step on a CPU with a
-// native bf16 matmul. Its producer writes that form once; neither the
-// forward GEMM nor the weight-gradient GEMM converts it again.
+// An activation whose readers are GEMMs (a projection's normed input, the
+// SwiGLU product before the down projection), or kernels that read the same
+// form (the attention output, read back by the attention backward), stored
+// in the form those GEMMs read at the step's precision: bf16 in a bf16 step
+// on a CPU with a native bf16 matmul. Its producer writes that form once;
+// neither the forward GEMM nor the weight-gradient GEMM converts it again.
 struct GemmActivation {
   std::vector<float> storage;  // elements of `form`: two per float for kBf16
   OperandForm form = OperandForm::kFp32;

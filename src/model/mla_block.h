@@ -33,7 +33,8 @@ struct MlaActs {
   std::vector<float> q, k;               // (B, H, T, Dqk) after RoPE
   std::vector<float> v;                  // (B, H, T, Dv)
   std::vector<float> lse;                // (B, H, T)
-  std::vector<float> o_flat;             // (N, H Dv): the attention kernel's output, token-major
+  GemmActivation o_flat;                 // (N, H Dv): the attention kernel's output, token-major (Wo's GEMMs and
+                                         // the attention backward's row sums read it)
   void allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& s);
   int64_t bytes() const;
 };

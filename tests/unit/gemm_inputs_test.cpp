@@ -92,8 +92,8 @@ TEST(GemmInputsDeathTest, AnInputHeldForAnotherPrecisionIsRefused) {
                "another precision");
 }
 
-// The model sizes its GEMM-only activations (normed attention input, SwiGLU
-// products before W2, final-norm outputs) in the bf16 form: half the bytes
+// The model sizes its GEMM-input activations (normed attention input,
+// attention output, SwiGLU products before W2, final-norm outputs) in the bf16 form: half the bytes
 // where this CPU has a native bf16 matmul, the same bytes where bf16 values
 // are held in fp32.
 TEST(GemmInputs, Bf16StepStoresGemmOnlyActivationsInTheGemmForm) {
@@ -107,8 +107,9 @@ TEST(GemmInputs, Bf16StepStoresGemmOnlyActivationsInTheGemmForm) {
   const int64_t B = 2, T = 16, N = B * T;
   const int64_t fp32 = Transformer::activation_bytes(c, B, T, MatmulPrecision::kFp32);
   const int64_t bf16 = Transformer::activation_bytes(c, B, T, MatmulPrecision::kBf16);
-  // Per layer: the attention's normed input (N, D) and the dense z (N, F); then the final norm's output (N, D).
-  const int64_t gemm_only = c.n_layers * (N * c.d_model + N * c.d_ff) + N * c.d_model;
+  // Per layer: the attention's normed input (N, D), its output (N, H Dh) and the dense z (N, F); then the
+  // final norm's output (N, D).
+  const int64_t gemm_only = c.n_layers * (N * c.d_model + N * c.n_heads * c.head_dim() + N * c.d_ff) + N * c.d_model;
   if (gemm_native_bf16())
     EXPECT_EQ(fp32 - bf16, gemm_only * 2);
   else

@@ -346,6 +346,39 @@ TEST_P(AttentionMatmul, Bf16IsWithinItsToleranceOfFp32) {
   if (GetParam().T > 1) EXPECT_GT(std::max({eo, eq, ek, ev}), 1e-4);
 }
 
+// A bf16 step stores the output in the form Wo's GEMMs read (docs/kernels.md):
+// the kernel writes exactly its fp32 output rounded, and its backward, given
+// that stored output, computes what it computes from the same rounded values
+// held in fp32, bit for bit.
+TEST_P(AttentionMatmul, OutputStoredInTheGemmFormIsItsFp32OutputRounded) {
+  const AttnCase c = GetParam();
+  const MatmulPrecision p = MatmulPrecision::kBf16;
+  const OperandForm f = operand_form(p);
+  AttentionDims d{c.B, c.H, c.Hkv, c.T, c.Dh, c.window, c.Dh + 8};
+  d.token_major_out = true;
+  const int64_t T = c.T, Dv = d.v_dim(), n = c.B * c.H * T * Dv;
+  const auto q = randn(c.B * c.H * T * c.Dh, 1.5f, 31), k = randn(c.B * c.Hkv * T * c.Dh, 1.5f, 32),
+             v = randn(c.B * c.Hkv * T * Dv, 1.0f, 33), dout = randn(n, 1.0f, 34);
+  std::vector<float> o(n), lse(c.B * c.H * T), lse2(lse.size()), stored(size_t(operand_floats(n, f)));
+  attention_matmul_forward(o.data(), lse.data(), q.data(), k.data(), v.data(), d, p);
+  attention_matmul_forward(stored.data(), f, lse2.data(), q.data(), k.data(), v.data(), d, p);
+  EXPECT_EQ(lse, lse2);
+  std::vector<float> rounded(n);
+  round_f32_to_bf16_span(rounded.data(), o.data(), n);
+  std::vector<float> widened(n);
+  for (int64_t i = 0; i < n; ++i)
+    widened[i] = f == OperandForm::kBf16 ? bf16_to_f32(reinterpret_cast<const bf16*>(stored.data())[i]) : stored[i];
+  ASSERT_EQ(widened, rounded);
+  std::vector<float> dq1(q.size()), dk1(k.size()), dv1(v.size()), dq2(q.size()), dk2(k.size()), dv2(v.size());
+  attention_matmul_backward(dq1.data(), dk1.data(), dv1.data(), dout.data(), q.data(), k.data(), v.data(),
+                            rounded.data(), lse.data(), d, p);
+  attention_matmul_backward(dq2.data(), dk2.data(), dv2.data(), dout.data(), q.data(), k.data(), v.data(),
+                            stored.data(), f, lse.data(), d, p);
+  EXPECT_EQ(dq1, dq2);
+  EXPECT_EQ(dk1, dk2);
+  EXPECT_EQ(dv1, dv2);
+}
+
 INSTANTIATE_TEST_SUITE_P(Table, AttentionMatmul,
                          ::testing::ValuesIn([] {
                            std::vector<AttnCase> v = attn_cases();

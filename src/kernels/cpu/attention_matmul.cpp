@@ -23,7 +23,7 @@ float* grow(std::vector<float>& v, int64_t n) {
 }
 
 struct Scratch {
-  std::vector<float> s, dp, out, dob, rowsum;       // fp32 tiles
+  std::vector<float> s, dp, out, dob, rowsum, orow;  // fp32 tiles; orow: one output row read from bf16
   OperandBuffer qop, kop, vop, dop, pop, dsop;
 };
 thread_local Scratch tls;
@@ -59,11 +59,24 @@ const void* stacked_queries(const float* q, const AttentionDims& d, const Tile& 
   return buf.storage.data();
 }
 
-// Row r of the tile's heads in a (B, H, T, Dv) or token-major buffer.
+// Element index of row r of the tile's heads in a (B, H, T, Dv) or token-major buffer.
+int64_t out_index(const AttentionDims& d, const Tile& t, int64_t hh, int64_t r) {
+  const int64_t h = t.g * (d.H / d.Hkv) + hh;
+  return d.out_offset(t.b, h) + (t.i0 + r) * d.out_stride();
+}
 template <class F>
 F* out_row(F* base, const AttentionDims& d, const Tile& t, int64_t hh, int64_t r) {
-  const int64_t h = t.g * (d.H / d.Hkv) + hh;
-  return base + d.out_offset(t.b, h) + (t.i0 + r) * d.out_stride();
+  return base + out_index(d, t, hh, r);
+}
+
+// Dv values of the output from element i on, as fp32: in place, or widened
+// from bf16 into `buf`.
+const float* output_row(const void* o, OperandForm of, int64_t i, int64_t Dv, std::vector<float>& buf) {
+  if (of != OperandForm::kBf16) return static_cast<const float*>(o) + i;
+  float* row = grow(buf, Dv);
+  const bf16* src = static_cast<const bf16*>(o) + i;
+  for (int64_t e = 0; e < Dv; ++e) row[e] = bf16_to_f32(src[e]);
+  return row;
 }
 
 void softmax_tile(float* S, const AttentionDims& d, const Tile& t, float scale, const float* lse, float* lse_out) {
@@ -85,6 +98,11 @@ int64_t attention_matmul_query_tile(int64_t group) {
 
 void attention_matmul_forward(float* o, float* lse, const float* q, const float* k, const float* v,
                               const AttentionDims& d, MatmulPrecision p) {
+  attention_matmul_forward(o, OperandForm::kFp32, lse, q, k, v, d, p);
+}
+
+void attention_matmul_forward(void* o, OperandForm of, float* lse, const float* q, const float* k, const float* v,
+                              const AttentionDims& d, MatmulPrecision p) {
   const int64_t Dh = d.Dh, Dv = d.v_dim(), T = d.T, G = d.H / d.Hkv;
   const int64_t qt = attention_matmul_query_tile(G), blocks = (T + qt - 1) / qt;
   const float scale = 1.0f / std::sqrt(float(Dh));
@@ -105,15 +123,18 @@ void attention_matmul_forward(float* o, float* lse, const float* q, const float*
                    GemmShape{t.M, Dv, t.nk}, 0.0f, p);
     // Row-outer: token-major, the group's heads of one query are adjacent.
     for (int64_t r = 0; r < t.rows; ++r)
-      for (int64_t hh = 0; hh < G; ++hh) {
-        const float* src = out + (hh * t.rows + r) * Dv;
-        std::copy(src, src + Dv, out_row(o, d, t, hh, r));
-      }
+      for (int64_t hh = 0; hh < G; ++hh) write_operand(o, out_index(d, t, hh, r), out + (hh * t.rows + r) * Dv, Dv, of);
   }
 }
 
 void attention_matmul_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                                const float* k, const float* v, const float* o, const float* lse,
+                               const AttentionDims& d, MatmulPrecision p) {
+  attention_matmul_backward(dq, dk, dv, dout, q, k, v, o, OperandForm::kFp32, lse, d, p);
+}
+
+void attention_matmul_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
+                               const float* k, const float* v, const void* o, OperandForm of, const float* lse,
                                const AttentionDims& d, MatmulPrecision p) {
   const int64_t Dh = d.Dh, Dv = d.v_dim(), T = d.T, G = d.H / d.Hkv;
   const int64_t qt = attention_matmul_query_tile(G), blocks = (T + qt - 1) / qt;
@@ -138,7 +159,7 @@ void attention_matmul_backward(float* dq, float* dk, float* dv, const float* dou
         float* rowsum = grow(sc.rowsum, t.M);
         for (int64_t r = 0; r < t.rows; ++r)
           for (int64_t hh = 0; hh < G; ++hh) {
-            const float* orow = out_row(o, d, t, hh, r);
+            const float* orow = output_row(o, of, out_index(d, t, hh, r), Dv, sc.orow);
             float* dst = dob + (hh * t.rows + r) * Dv;
             if (f == OperandForm::kFp32)
               std::copy(out_row(dout, d, t, hh, r), out_row(dout, d, t, hh, r) + Dv, dst);
