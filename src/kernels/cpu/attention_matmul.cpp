@@ -123,7 +123,8 @@ void attention_matmul_forward(void* o, OperandForm of, float* lse, const float* 
                    GemmShape{t.M, Dv, t.nk}, 0.0f, p);
     // Row-outer: token-major, the group's heads of one query are adjacent.
     for (int64_t r = 0; r < t.rows; ++r)
-      for (int64_t hh = 0; hh < G; ++hh) write_operand(o, out_index(d, t, hh, r), out + (hh * t.rows + r) * Dv, Dv, of);
+      for (int64_t hh = 0; hh < G; ++hh)
+        write_operand(o, out_index(d, t, hh, r), out + (hh * t.rows + r) * Dv, Dv, of);
   }
 }
 
