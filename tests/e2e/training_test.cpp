@@ -97,7 +97,8 @@ TEST(Training, BenchSmokeJson) {
   EXPECT_EQ(j.value("preset", ""), "tiny");
   EXPECT_EQ(j.value("precision", ""), "fp32");
   EXPECT_EQ(j.value("attention_kernel", ""), "blocked-fp32");
-  for (const char* key : {"tokens_per_s", "model_gflops_per_s", "peak_gflops_per_s", "mfu"}) {
+  for (const char* key : {"tokens_per_s", "model_gflops_per_s", "peak_gflops_per_s", "mfu", "gemm_best_gflops_per_s",
+                          "gemm_interleaved_gflops_per_s", "mfu_vs_gemm_interleaved"}) {
     ASSERT_TRUE(j.contains(key) && j[key].is_number()) << key << " missing or not a number: " << j.dump();
     const double v = j[key].get<double>();
     EXPECT_TRUE(std::isfinite(v) && v > 0) << key << " = " << v;
@@ -107,6 +108,10 @@ TEST(Training, BenchSmokeJson) {
   EXPECT_LT(mfu, 1.0);
   EXPECT_NEAR(mfu, j["model_gflops_per_s"].get<double>() / j["peak_gflops_per_s"].get<double>(), 1e-9 * mfu + 1e-12);
   EXPECT_LT(j["model_gflops_per_s"].get<double>(), j["peak_gflops_per_s"].get<double>());
+  // With one timed step the interleaved ratio is that step's rate over the GEMM measured right after it.
+  EXPECT_NEAR(j["mfu_vs_gemm_interleaved"].get<double>(),
+              j["model_gflops_per_s"].get<double>() / j["gemm_interleaved_gflops_per_s"].get<double>(),
+              1e-9 * j["mfu_vs_gemm_interleaved"].get<double>());
   std::cout << "[e2e] bench tiny fp32: " << j["tokens_per_s"] << " tok/s, mfu " << mfu << "\n";
 }
 
