@@ -70,8 +70,8 @@ ExpertRows EpDispatcher::rows_of(LayerState& st) {
   return r;
 }
 
-void EpDispatcher::to_experts(LayerState& st, const FfnActs& a, const float* src, float* dst, int64_t Din,
-                              const char* what) {
+void EpDispatcher::post_to_experts(LayerState& st, const FfnActs& a, const float* src, int64_t Din,
+                                   const char* what) {
   int64_t off = 0;
   for (int64_t p = 0; p < P_; ++p) {
     sdispls_[p] = off * Din;
@@ -88,8 +88,13 @@ void EpDispatcher::to_experts(LayerState& st, const FfnActs& a, const float* src
     for (int64_t i = 0; i < El_; ++i) off += st.recv_rows[s * El_ + i];
     rcounts_[s] = off * Din - rdispls_[s];
   }
-  ep_.alltoallv(send_.data(), scounts_.data(), sdispls_.data(), recv_.data(), rcounts_.data(), rdispls_.data(),
-                DType::kF32, what);
+  MT_CHECK(!posted_what_, "EP: '{}' posted while '{}' is in flight", what, posted_what_);
+  posted_ = ep_.ialltoallv(send_.data(), scounts_.data(), sdispls_.data(), recv_.data(), rcounts_.data(),
+                           rdispls_.data(), DType::kF32, CommKind::kAllToAll);
+  posted_what_ = what;
+}
+
+void EpDispatcher::unpack_to_experts(const LayerState& st, float* dst, int64_t Din) {
   for (int64_t i = 0; i < El_; ++i) {
     int64_t row = st.begin[i];
     for (int64_t s = 0; s < P_; ++s) {
@@ -103,8 +108,7 @@ void EpDispatcher::to_experts(LayerState& st, const FfnActs& a, const float* src
   }
 }
 
-void EpDispatcher::from_experts(LayerState& st, const FfnActs& a, const float* src, float* dst, int64_t Din,
-                                const char* what) {
+void EpDispatcher::post_from_experts(LayerState& st, const float* src, int64_t Din, const char* what) {
   // Back along the forward's routes: what we received from s goes back to s.
   int64_t off = 0;
   for (int64_t s = 0; s < P_; ++s) {
@@ -124,14 +128,32 @@ void EpDispatcher::from_experts(LayerState& st, const FfnActs& a, const float* s
     for (int64_t i = 0; i < El_; ++i) off += st.send_rows[p * El_ + i];
     rcounts_[p] = off * Din - rdispls_[p];
   }
-  ep_.alltoallv(send_.data(), scounts_.data(), sdispls_.data(), recv_.data(), rcounts_.data(), rdispls_.data(),
-                DType::kF32, what);
-  off = 0;
+  MT_CHECK(!posted_what_, "EP: '{}' posted while '{}' is in flight", what, posted_what_);
+  posted_ = ep_.ialltoallv(send_.data(), scounts_.data(), sdispls_.data(), recv_.data(), rcounts_.data(),
+                           rdispls_.data(), DType::kF32, CommKind::kAllToAll);
+  posted_what_ = what;
+}
+
+void EpDispatcher::unpack_from_experts(const LayerState& st, const FfnActs& a, float* dst, int64_t Din) {
+  int64_t off = 0;
   for (int64_t e = 0; e < E_; ++e) {
     const int64_t n = st.send_rows[e];
     std::memcpy(dst + a.begin[e] * Din, recv_.data() + off * Din, sizeof(float) * size_t(n * Din));
     off += n;
   }
+}
+
+void EpDispatcher::wait_posted(const char* expected) {
+  MT_CHECK(posted_what_, "EP: waiting for '{}' with nothing in flight", expected);
+  MT_CHECK(std::strcmp(posted_what_, expected) == 0, "EP: waiting for '{}' while '{}' is in flight", expected,
+           posted_what_);
+  ep_.wait(posted_.get(), expected);
+  posted_.reset();
+  posted_what_ = nullptr;
+}
+
+void EpDispatcher::progress() {
+  if (posted_what_) ep_.progress();
 }
 
 void EpDispatcher::set_begin(LayerState& st) {
@@ -144,7 +166,15 @@ void EpDispatcher::set_begin(LayerState& st) {
   st.rows = st.begin[El_];
 }
 
-void EpDispatcher::dispatch_fixed(LayerState& st, const FfnActs& a, int64_t Din) {
+namespace {
+constexpr const char* kDispatchFixed = "all-to-all (expert dispatch, fixed capacity)";
+constexpr const char* kDispatch = "all-to-all (expert dispatch)";
+constexpr const char* kCombine = "all-to-all (expert combine)";
+constexpr const char* kDispatchGrad = "all-to-all (expert gradient dispatch)";
+constexpr const char* kCombineGrad = "all-to-all (expert gradient combine)";
+}  // namespace
+
+void EpDispatcher::post_fixed(LayerState& st, const FfnActs& a, int64_t Din) {
   const int64_t slot = slot_rows_ * Din, block = El_ + El_ * slot;
   for (int64_t p = 0; p < P_; ++p) {
     float* b = send_.data() + p * block;
@@ -159,8 +189,14 @@ void EpDispatcher::dispatch_fixed(LayerState& st, const FfnActs& a, int64_t Din)
     scounts_[p] = rcounts_[p] = block;
     sdispls_[p] = rdispls_[p] = p * block;
   }
-  ep_.alltoallv(send_.data(), scounts_.data(), sdispls_.data(), recv_.data(), rcounts_.data(), rdispls_.data(),
-                DType::kF32, "all-to-all (expert dispatch, fixed capacity)");
+  MT_CHECK(!posted_what_, "EP: '{}' posted while '{}' is in flight", kDispatchFixed, posted_what_);
+  posted_ = ep_.ialltoallv(send_.data(), scounts_.data(), sdispls_.data(), recv_.data(), rcounts_.data(),
+                           rdispls_.data(), DType::kF32, CommKind::kAllToAll);
+  posted_what_ = kDispatchFixed;
+}
+
+void EpDispatcher::unpack_fixed(LayerState& st, int64_t Din) {
+  const int64_t slot = slot_rows_ * Din, block = El_ + El_ * slot;
   for (int64_t s = 0; s < P_; ++s)
     for (int64_t i = 0; i < El_; ++i) st.recv_rows[s * El_ + i] = int64_t(recv_[s * block + i]);
   set_begin(st);
@@ -175,45 +211,67 @@ void EpDispatcher::dispatch_fixed(LayerState& st, const FfnActs& a, int64_t Din)
   }
 }
 
-ExpertRows EpDispatcher::dispatch(int64_t layer, FfnActs& a, int64_t Din) {
+void EpDispatcher::dispatch_start(int64_t layer, FfnActs& a, int64_t Din) {
   LayerState& st = layers_[layer];
   std::copy(a.kept.begin(), a.kept.begin() + E_, st.send_rows.begin());
   if (slot_rows_ > 0) {
-    dispatch_fixed(st, a, Din);  // buffers were sized for the capacity bound
+    post_fixed(st, a, Din);  // buffers were sized for the capacity bound
+    return;
+  }
+  std::vector<int64_t> c(P_, El_), d(P_);
+  for (int64_t p = 0; p < P_; ++p) d[p] = p * El_;
+  ep_.alltoallv(st.send_rows.data(), c.data(), d.data(), st.recv_rows.data(), c.data(), d.data(), DType::kI64,
+                "all-to-all (expert row counts)");
+  set_begin(st);
+  int64_t sent = 0, total = 0;
+  for (int64_t e = 0; e < E_; ++e) sent += st.send_rows[e];
+  for (int64_t k = 0; k < P_ * El_; ++k) total += st.recv_rows[k];
+  // Dropless: grow to the high-water mark.
+  ensure(send_, std::max(sent, total) * Din);
+  ensure(recv_, std::max(sent, total) * Din);
+  ensure(st.x, st.rows * Din);
+  ensure(st.h, st.rows * 2 * F_);
+  ensure(st.z, st.rows * F_);
+  ensure(y_, st.rows * Din);
+  post_to_experts(st, a, a.xe.data(), Din, kDispatch);
+}
+
+ExpertRows EpDispatcher::dispatch_finish(int64_t layer, FfnActs&, int64_t Din) {
+  LayerState& st = layers_[layer];
+  if (slot_rows_ > 0) {
+    wait_posted(kDispatchFixed);
+    unpack_fixed(st, Din);
   } else {
-    std::vector<int64_t> c(P_, El_), d(P_);
-    for (int64_t p = 0; p < P_; ++p) d[p] = p * El_;
-    ep_.alltoallv(st.send_rows.data(), c.data(), d.data(), st.recv_rows.data(), c.data(), d.data(), DType::kI64,
-                  "all-to-all (expert row counts)");
-    set_begin(st);
-    int64_t sent = 0, total = 0;
-    for (int64_t e = 0; e < E_; ++e) sent += st.send_rows[e];
-    for (int64_t k = 0; k < P_ * El_; ++k) total += st.recv_rows[k];
-    // Dropless: grow to the high-water mark.
-    ensure(send_, std::max(sent, total) * Din);
-    ensure(recv_, std::max(sent, total) * Din);
-    ensure(st.x, st.rows * Din);
-    ensure(st.h, st.rows * 2 * F_);
-    ensure(st.z, st.rows * F_);
-    ensure(y_, st.rows * Din);
-    to_experts(st, a, a.xe.data(), st.x.data(), Din, "all-to-all (expert dispatch)");
+    wait_posted(kDispatch);
+    unpack_to_experts(st, st.x.data(), Din);
   }
   ExpertRows r = rows_of(st);
   r.y = y_.data();
   return r;
 }
 
-void EpDispatcher::combine(int64_t layer, FfnActs& a, int64_t Din) {
-  from_experts(layers_[layer], a, y_.data(), a.ye.data(), Din, "all-to-all (expert combine)");
+void EpDispatcher::combine_start(int64_t layer, FfnActs&, int64_t Din) {
+  post_from_experts(layers_[layer], y_.data(), Din, kCombine);
 }
 
-ExpertRows EpDispatcher::dispatch_grad(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) {
+void EpDispatcher::combine_finish(int64_t layer, FfnActs& a, int64_t Din) {
+  wait_posted(kCombine);
+  unpack_from_experts(layers_[layer], a, a.ye.data(), Din);
+}
+
+void EpDispatcher::dispatch_grad_start(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) {
   LayerState& st = layers_[layer];
   ensure(dy_, st.rows * Din);
   ensure(dx_, st.rows * Din);
   ensure(dz_, st.rows * F_);
   ensure(dh_, st.rows * 2 * F_);
-  to_experts(st, a, s.dye.data(), dy_.data(), Din, "all-to-all (expert gradient dispatch)");
+  post_to_experts(st, a, s.dye.data(), Din, kDispatchGrad);
+}
+
+ExpertRows EpDispatcher::dispatch_grad_finish(int64_t layer, const FfnActs&, FfnScratch&, int64_t Din) {
+  LayerState& st = layers_[layer];
+  wait_posted(kDispatchGrad);
+  unpack_to_experts(st, dy_.data(), Din);
   ExpertRows r = rows_of(st);
   r.dy = dy_.data();
   r.dx = dx_.data();
@@ -222,8 +280,13 @@ ExpertRows EpDispatcher::dispatch_grad(int64_t layer, const FfnActs& a, FfnScrat
   return r;
 }
 
-void EpDispatcher::combine_grad(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) {
-  from_experts(layers_[layer], a, dx_.data(), s.dxe.data(), Din, "all-to-all (expert gradient combine)");
+void EpDispatcher::combine_grad_start(int64_t layer, const FfnActs&, FfnScratch&, int64_t Din) {
+  post_from_experts(layers_[layer], dx_.data(), Din, kCombineGrad);
+}
+
+void EpDispatcher::combine_grad_finish(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) {
+  wait_posted(kCombineGrad);
+  unpack_from_experts(layers_[layer], a, s.dxe.data(), Din);
 }
 
 }  // namespace mt

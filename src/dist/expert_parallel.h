@@ -10,6 +10,11 @@
 //   combine       expert outputs travel back the same way into a.ye
 //   dispatch_grad output gradients follow the forward's routes (no counts)
 //   combine_grad  input gradients come back into s.dxe
+// Each all-to-all of rows is non-blocking: *_start packs and posts it, the
+// MoE block computes its shared experts (forward, gradient dispatch) or its
+// router's backward (gradient combine) and *_finish waits and unpacks, so a
+// rank that reaches the exchange first works instead of waiting for its
+// peers. The dropless counts exchange is small and stays blocking.
 // Only real rows travel (padding stays home); the owner lays each expert's
 // rows out source rank by source rank, in token order, padded to
 // kExpertRowAlign with zero rows, so its GEMMs look like the one-process ones.
@@ -19,6 +24,7 @@
 // move real rows only.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "dist/comm.h"
@@ -32,10 +38,15 @@ class EpDispatcher final : public ExpertDispatcher {
   // ep: this rank's EP group; tokens: B*T tokens of one local micro-batch.
   EpDispatcher(Comm& ep, const ModelConfig& c, int64_t batch, int64_t seq_len);
 
-  ExpertRows dispatch(int64_t layer, FfnActs& a, int64_t Din) override;
-  void combine(int64_t layer, FfnActs& a, int64_t Din) override;
-  ExpertRows dispatch_grad(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) override;
-  void combine_grad(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) override;
+  void dispatch_start(int64_t layer, FfnActs& a, int64_t Din) override;
+  ExpertRows dispatch_finish(int64_t layer, FfnActs& a, int64_t Din) override;
+  void combine_start(int64_t layer, FfnActs& a, int64_t Din) override;
+  void combine_finish(int64_t layer, FfnActs& a, int64_t Din) override;
+  void dispatch_grad_start(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) override;
+  ExpertRows dispatch_grad_finish(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) override;
+  void combine_grad_start(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) override;
+  void combine_grad_finish(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) override;
+  void progress() override;
 
   // Rows bound used to size the buffers (the static-capacity bound, or the
   // dropless starting size).
@@ -49,15 +60,20 @@ class EpDispatcher final : public ExpertDispatcher {
     std::vector<float> x, h, z;      // saved for the backward: (rows, Din), (rows, 2F), (rows, F)
     int64_t rows = 0;
   };
-  // Local segments (rows of `src` in FfnActs layout) -> send buffer -> peers
-  // -> expert-major `dst` (zero padding rows).
-  void to_experts(LayerState& st, const FfnActs& a, const float* src, float* dst, int64_t Din, const char* what);
-  // Expert-major `src` -> peers -> local segments of `dst` (FfnActs layout).
-  void from_experts(LayerState& st, const FfnActs& a, const float* src, float* dst, int64_t Din, const char* what);
+  // Local segments (rows of `src` in FfnActs layout) -> send buffer -> post
+  // to the peers; then, once it lands, -> expert-major `dst` (zero padding rows).
+  void post_to_experts(LayerState& st, const FfnActs& a, const float* src, int64_t Din, const char* what);
+  void unpack_to_experts(const LayerState& st, float* dst, int64_t Din);
+  // Expert-major `src` -> post to the peers; then -> local segments of `dst`.
+  void post_from_experts(LayerState& st, const float* src, int64_t Din, const char* what);
+  void unpack_from_experts(const LayerState& st, const FfnActs& a, float* dst, int64_t Din);
+  // Waits for the exchange in flight (the one `what` names).
+  void wait_posted(const char* expected);
   ExpertRows rows_of(LayerState& st);
   void set_begin(LayerState& st);  // expert-major offsets from recv_rows
   // Capacity mode: counts and rows in one fixed-size all-to-all.
-  void dispatch_fixed(LayerState& st, const FfnActs& a, int64_t Din);
+  void post_fixed(LayerState& st, const FfnActs& a, int64_t Din);
+  void unpack_fixed(LayerState& st, int64_t Din);
 
   Comm& ep_;
   int64_t P_, me_, E_, El_, F_, align_;
@@ -65,7 +81,9 @@ class EpDispatcher final : public ExpertDispatcher {
   int64_t row_bound_ = 0;
   std::vector<LayerState> layers_;
   std::vector<float> send_, recv_, y_, dy_, dx_, dz_, dh_;
-  std::vector<int64_t> scounts_, sdispls_, rcounts_, rdispls_;
+  std::vector<int64_t> scounts_, sdispls_, rcounts_, rdispls_;  // live until the exchange lands
+  std::unique_ptr<Request> posted_;     // null also when the exchange completed at once (LocalComm)
+  const char* posted_what_ = nullptr;  // names the exchange in flight; null when none is
 };
 
 }  // namespace mt

@@ -179,36 +179,53 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
     ScopedPhase phase(Phase::kMoeDispatch);
     moe_gather(a.xe.data(), xin, a.row_token.data(), a.rows, Din, Din);
   }
+  // The routed rows travel while this process computes what does not need
+  // them: the shared experts' up halves while the rows go out, their down
+  // halves while the outputs come back. Under EP a rank whose experts got
+  // fewer rows spends its wait there instead of idling (one process: no
+  // transfer, the same order).
+  ExpertDispatcher& ex = *ctx.experts;
+  const SwigluFfnDims sd{N, F, D};
+  ex.dispatch_start(layer, a, Din);
+  for (size_t s = 0; s < mw.shared.size(); ++s) {
+    swiglu_ffn_up(a.sh13[s].data(), a.sz[s].out(), a.sz[s].form, a.m.data(), ctx.p(mw.shared[s].w13), sd, ctx.prec);
+    ex.progress();
+  }
   // The experts this process holds, on the rows the dispatcher brought them
   // (one process: all experts, on a.xe in place).
-  const ExpertRows er = ctx.experts->dispatch(layer, a, Din);
+  const ExpertRows er = ex.dispatch_finish(layer, a, Din);
   ExpertWeightPointers ew(mw, er, ctx);
   grouped_swiglu_forward(er.y, er.h, er.z, er.x, ew.group(er, F, Din), ctx.prec);
-  ctx.experts->combine(layer, a, Din);
+  ex.combine_start(layer, a, Din);
+
+  // total = base + shared experts + up(comb) or comb, summed in that order.
+  // base is the residual x_mid, so the sum lands in x_out directly; with an
+  // output norm there is no base and total is kept for the norm's backward.
+  float* total = c.moe_out_norm ? a.total.data() : x_out;
+  const float* base = c.moe_out_norm ? nullptr : x_mid;
+  if (!mw.shared.empty()) {
+    if (base) std::copy(base, base + N * D, total);
+    for (size_t s = 0; s < mw.shared.size(); ++s) {
+      swiglu_ffn_down(total, a.sz[s].storage.data(), a.sz[s].form, ctx.p(mw.shared[s].w2), sd,
+                      base || s > 0 ? 1.0f : 0.0f, ctx.prec);
+      ex.progress();
+    }
+    base = total;
+  }
+  ex.combine_finish(layer, a, Din);
   {
     ScopedPhase phase(Phase::kMoeDispatch);
     moe_combine(a.comb.data(), a.ye.data(), a.slot.data(), a.gate.data(), N, K, Din, 0.0f);
   }
-
-  // total = up(comb) or comb, plus the shared experts. With an output norm,
-  // total is kept for its backward and out = x_mid + norm(total); without
-  // one, x_out itself starts as x_mid + comb (or x_mid, then += up(comb))
-  // and the shared experts accumulate onto it: no buffer, no extra pass.
-  float* total = c.moe_out_norm ? a.total.data() : x_out;
-  float beta = 1.0f;
-  if (c.moe_out_norm)
-    beta = 0.0f;
-  else if (c.d_latent > 0)
-    std::copy(x_mid, x_mid + N * D, x_out);
-  else
-    add(x_out, a.comb.data(), x_mid, N * D);
-  if (c.d_latent > 0)
-    gemm(total, a.comb.data(), ctx.p(mw.up), GemmShape{N, D, c.d_latent, Trans::kNo, Trans::kYes}, beta, ctx.prec);
-  else if (c.moe_out_norm)
+  if (c.d_latent > 0) {
+    if (base && base != total) std::copy(base, base + N * D, total);
+    gemm(total, a.comb.data(), ctx.p(mw.up), GemmShape{N, D, c.d_latent, Trans::kNo, Trans::kYes},
+         base ? 1.0f : 0.0f, ctx.prec);
+  } else if (base) {
+    add(total, base, a.comb.data(), N * D);
+  } else {
     std::copy(a.comb.begin(), a.comb.begin() + N * D, total);
-  for (size_t s = 0; s < mw.shared.size(); ++s)
-    swiglu_ffn_forward(total, a.sh13[s].data(), a.sz[s], a.m.data(), ctx.p(mw.shared[s].w13),
-                       ctx.p(mw.shared[s].w2), SwigluFfnDims{N, F, D}, 1.0f, ctx.prec);
+  }
   if (c.moe_out_norm) {
     rmsnorm_forward(x_out, a.rstd_o.data(), total, ctx.p(mw.out_norm), N, D, float(c.norm_eps));
     add(x_out, x_out, x_mid, N * D);
@@ -236,11 +253,11 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
                      a.rstd_o.data(), N, D, 0.0f);
     dtotal = s.dtotal.data();
   }
-  std::fill(dm, dm + N * D, 0.0f);
-  for (size_t sh = 0; sh < mw.shared.size(); ++sh)
-    swiglu_ffn_backward(dm, ctx.g(mw.shared[sh].w13), ctx.g(mw.shared[sh].w2), s.dz.data(), s.dh13.data(),
-                        dtotal, a.m.data(), a.sh13[sh].data(), a.sz[sh].in(), ctx.p(mw.shared[sh].w13),
-                        ctx.p(mw.shared[sh].w2), SwigluFfnDims{N, F, D}, 1.0f, ctx.prec);
+  // As in the forward, the transfers overlap work that does not need them:
+  // the shared experts' backward while the output gradients go out, the
+  // router's backward while the input gradients come back. dm still sums
+  // shared, routed, router in that order.
+  ExpertDispatcher& ex = *ctx.experts;
   const float* dcomb = dtotal;
   if (c.d_latent > 0) {
     linear_backward(s.dcomb.data(), ctx.g(mw.up), dtotal, a.comb.data(), ctx.p(mw.up), N, D, c.d_latent, 0.0f,
@@ -252,11 +269,28 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
     moe_combine_backward(s.dye.data(), s.dgate.data(), dcomb, a.ye.data(), a.slot.data(), a.gate.data(),
                          a.row_token.data(), a.rows, N, K, Din);
   }
-  const ExpertRows er = ctx.experts->dispatch_grad(layer, a, s, Din);
+  ex.dispatch_grad_start(layer, a, s, Din);
+  std::fill(dm, dm + N * D, 0.0f);
+  for (size_t sh = 0; sh < mw.shared.size(); ++sh) {
+    swiglu_ffn_backward(dm, ctx.g(mw.shared[sh].w13), ctx.g(mw.shared[sh].w2), s.dz.data(), s.dh13.data(),
+                        dtotal, a.m.data(), a.sh13[sh].data(), a.sz[sh].in(), ctx.p(mw.shared[sh].w13),
+                        ctx.p(mw.shared[sh].w2), SwigluFfnDims{N, F, D}, 1.0f, ctx.prec);
+    ex.progress();
+  }
+  const ExpertRows er = ex.dispatch_grad_finish(layer, a, s, Din);
   ExpertWeightPointers ew(mw, er, ctx);
   grouped_swiglu_backward(er.dx, ew.dw13.data(), ew.dw2.data(), er.dh, er.dy, er.x, er.h, er.z,
                           ew.group(er, F, Din), ctx.prec);
-  ctx.experts->combine_grad(layer, a, s, Din);
+  ex.combine_grad_start(layer, a, s, Din);
+  const RouterDims rd = router_dims(c, N, ctx.T);
+  {
+    ScopedPhase phase(Phase::kMoeDispatch);
+    router_backward(s.dlogits.data(), s.dgate.data(), a.logits.data(), a.scores.data(), a.idx.data(),
+                    a.gate.data(), rd, aux_coef, z_coef);
+  }
+  linear_backward_weight(ctx.g(mw.router), s.dlogits.data(), a.m.data(), N, E, D, MatmulPrecision::kFp32);
+  ex.progress();
+  ex.combine_grad_finish(layer, a, s, Din);
   if (c.d_latent > 0) {
     std::fill(s.dxin.begin(), s.dxin.begin() + N * Din, 0.0f);
     {
@@ -272,18 +306,11 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
       moe_gather_backward(dm, s.dxe.data(), a.slot.data(), N, K, Din);
     }
   }
-  const RouterDims rd = router_dims(c, N, ctx.T);
-  {
-    ScopedPhase phase(Phase::kMoeDispatch);
-    router_backward(s.dlogits.data(), s.dgate.data(), a.logits.data(), a.scores.data(), a.idx.data(),
-                    a.gate.data(), rd, aux_coef, z_coef);
-  }
-  linear_backward(dm, ctx.g(mw.router), s.dlogits.data(), a.m.data(), ctx.p(mw.router), N, E, D, 1.0f,
-                  MatmulPrecision::kFp32);
+  linear_backward_input(dm, s.dlogits.data(), ctx.p(mw.router), N, E, D, 1.0f, MatmulPrecision::kFp32);
   rmsnorm_backward(dres, ctx.g(w.ffn_norm), dm, x_mid, ctx.p(w.ffn_norm), a.rstd_m.data(), N, D, 1.0f);
 }
 
-ExpertRows IdentityDispatcher::dispatch(int64_t, FfnActs& a, int64_t) {
+ExpertRows IdentityDispatcher::dispatch_finish(int64_t, FfnActs& a, int64_t) {
   ExpertRows r;
   r.first = 0;
   r.count = E_;
@@ -295,7 +322,7 @@ ExpertRows IdentityDispatcher::dispatch(int64_t, FfnActs& a, int64_t) {
   return r;
 }
 
-ExpertRows IdentityDispatcher::dispatch_grad(int64_t, const FfnActs& a, FfnScratch& s, int64_t) {
+ExpertRows IdentityDispatcher::dispatch_grad_finish(int64_t, const FfnActs& a, FfnScratch& s, int64_t) {
   // The saved activations are only read by the backward.
   FfnActs& saved = const_cast<FfnActs&>(a);
   ExpertRows r;

@@ -97,28 +97,43 @@ struct ExpertRows {
 
 // Moves routed rows between this process's tokens and the experts' owners.
 // The local layout is FfnActs' (a.begin: rows grouped by global expert, the
-// a.kept real rows first in each segment, then padding).
+// a.kept real rows first in each segment, then padding). Every transfer is
+// split in two so the MoE block can compute between them while the rows are
+// in flight (the shared experts, the router's backward): *_start packs and
+// posts it, *_finish waits and unpacks. Each start is followed by its finish
+// before the next start.
 class ExpertDispatcher {
  public:
   virtual ~ExpertDispatcher() = default;
   // Forward, after the gather into a.xe: rows to their experts.
-  virtual ExpertRows dispatch(int64_t layer, FfnActs& a, int64_t Din) = 0;
+  virtual void dispatch_start(int64_t layer, FfnActs& a, int64_t Din) = 0;
+  virtual ExpertRows dispatch_finish(int64_t layer, FfnActs& a, int64_t Din) = 0;
   // Forward, after the experts wrote y: outputs back into a.ye.
-  virtual void combine(int64_t layer, FfnActs& a, int64_t Din) = 0;
+  virtual void combine_start(int64_t layer, FfnActs& a, int64_t Din) = 0;
+  virtual void combine_finish(int64_t layer, FfnActs& a, int64_t Din) = 0;
   // Backward, after moe_combine_backward filled s.dye: output gradients to the experts.
-  virtual ExpertRows dispatch_grad(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) = 0;
+  virtual void dispatch_grad_start(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) = 0;
+  virtual ExpertRows dispatch_grad_finish(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) = 0;
   // Backward, after the experts wrote dx: input gradients back into s.dxe.
-  virtual void combine_grad(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) = 0;
+  virtual void combine_grad_start(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) = 0;
+  virtual void combine_grad_finish(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) = 0;
+  // Lets a transfer in flight advance (MPI progresses only inside its
+  // calls); the block calls it between the pieces of work it overlaps.
+  virtual void progress() {}
 };
 
-// Every expert is local: the rows stay where they are (no copies).
+// Every expert is local: the rows stay where they are (no copies, nothing in flight).
 class IdentityDispatcher final : public ExpertDispatcher {
  public:
   explicit IdentityDispatcher(int64_t n_experts) : E_(n_experts) {}
-  ExpertRows dispatch(int64_t layer, FfnActs& a, int64_t Din) override;
-  void combine(int64_t, FfnActs&, int64_t) override {}
-  ExpertRows dispatch_grad(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) override;
-  void combine_grad(int64_t, const FfnActs&, FfnScratch&, int64_t) override {}
+  void dispatch_start(int64_t, FfnActs&, int64_t) override {}
+  ExpertRows dispatch_finish(int64_t layer, FfnActs& a, int64_t Din) override;
+  void combine_start(int64_t, FfnActs&, int64_t) override {}
+  void combine_finish(int64_t, FfnActs&, int64_t) override {}
+  void dispatch_grad_start(int64_t, const FfnActs&, FfnScratch&, int64_t) override {}
+  ExpertRows dispatch_grad_finish(int64_t layer, const FfnActs& a, FfnScratch& s, int64_t Din) override;
+  void combine_grad_start(int64_t, const FfnActs&, FfnScratch&, int64_t) override {}
+  void combine_grad_finish(int64_t, const FfnActs&, FfnScratch&, int64_t) override {}
 
  private:
   int64_t E_;

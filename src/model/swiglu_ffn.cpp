@@ -5,12 +5,23 @@
 
 namespace mt {
 
-void swiglu_ffn_forward(float* y, float* h13, void* z, OperandForm zf, const float* x, const float* w13,
-                        const float* w2, const SwigluFfnDims& d, float beta, MatmulPrecision p) {
+void swiglu_ffn_up(float* h13, void* z, OperandForm zf, const float* x, const float* w13, const SwigluFfnDims& d,
+                   MatmulPrecision p) {
   if (d.M == 0) return;
   linear_forward(h13, x, w13, d.M, 2 * d.F, d.Din, p);
   swiglu_forward(z, zf, h13, d.M, d.F);
+}
+
+void swiglu_ffn_down(float* y, const void* z, OperandForm zf, const float* w2, const SwigluFfnDims& d, float beta,
+                     MatmulPrecision p) {
+  if (d.M == 0) return;
   gemm(y, GemmInput(z, zf), w2, GemmShape{d.M, d.Din, d.F, Trans::kNo, Trans::kYes}, beta, p);
+}
+
+void swiglu_ffn_forward(float* y, float* h13, void* z, OperandForm zf, const float* x, const float* w13,
+                        const float* w2, const SwigluFfnDims& d, float beta, MatmulPrecision p) {
+  swiglu_ffn_up(h13, z, zf, x, w13, d, p);
+  swiglu_ffn_down(y, z, zf, w2, d, beta, p);
 }
 
 void swiglu_ffn_backward(float* dx, float* dw13, float* dw2, float* dz, float* dh13, const float* dy,

@@ -13,8 +13,17 @@ struct SwigluFfnDims {
   int64_t M, F, Din;
 };
 
-// y (M, Din) = beta * y + ffn(x). z is written in the form W2's GEMM reads
-// at p (a plain fp32 buffer is the fp32 form).
+// The forward's two halves, for callers that run other work between them
+// (the MoE block, while its routed rows are in flight):
+//   up:   h13 = x W13^T, z = silu(h1) * h3 (z written in the form W2's GEMM reads)
+//   down: y = beta * y + z W2^T
+void swiglu_ffn_up(float* h13, void* z, OperandForm zf, const float* x, const float* w13, const SwigluFfnDims& d,
+                   MatmulPrecision p);
+void swiglu_ffn_down(float* y, const void* z, OperandForm zf, const float* w2, const SwigluFfnDims& d, float beta,
+                     MatmulPrecision p);
+
+// y (M, Din) = beta * y + ffn(x): up then down. z is written in the form
+// W2's GEMM reads at p (a plain fp32 buffer is the fp32 form).
 void swiglu_ffn_forward(float* y, float* h13, void* z, OperandForm zf, const float* x, const float* w13,
                         const float* w2, const SwigluFfnDims& d, float beta, MatmulPrecision p);
 inline void swiglu_ffn_forward(float* y, float* h13, float* z, const float* x, const float* w13, const float* w2,
