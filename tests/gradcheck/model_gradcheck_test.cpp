@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "core/threads.h"
 #include "model/transformer.h"
 #include "support/gradcheck.h"
 
@@ -28,6 +29,15 @@ ModelConfig tiny_base() {
   c.init_std = 0.3;  // large enough that every path carries signal
   return c;
 }
+
+// One thread, as the kernel gradchecks: thousands of tiny forwards, each a
+// string of OpenMP regions, would otherwise spin in barriers whenever
+// another test shares the cores (ctest -j2 once took 77-411 s for cases
+// that run in 0.03-0.4 s alone). Thread invariance is kernels_threads_test's job.
+const bool one_thread = [] {
+  set_num_threads(1);
+  return true;
+}();
 
 struct Case {
   std::string name;
