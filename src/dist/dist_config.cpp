@@ -11,6 +11,9 @@ void declare_keys(ConfigSchema& s, DistConfig& d, const std::string& t) {
   s.add(t + ".timeout_s", &d.timeout_s, "a rank waiting longer in a collective ends the job, naming the silent ranks")
       .above(0).unit("s");
   s.add(t + ".prefetch", &d.prefetch, "gather layer l+1 while layer l computes");
+  s.add(t + ".ep_overlap", &d.ep_overlap,
+        "keep EP row all-to-alls in flight while the shared experts and the router's backward compute")
+      .note("false: each exchange completes when it is posted (same results)");
 }
 
 }  // namespace mt

@@ -14,6 +14,7 @@ struct DistConfig {
   int64_t fsdp = 0;           // FSDP ranks sharing each EP rank's experts; 0 = ranks / ep
   double timeout_s = 600.0;   // seconds a rank may wait in a collective before the job ends naming the silent ranks
   bool prefetch = true;       // gather layer l+1 while layer l computes
+  bool ep_overlap = true;     // EP row all-to-alls in flight while the shared experts / router backward compute
 };
 
 void declare_keys(ConfigSchema& s, DistConfig& d, const std::string& table = "dist");

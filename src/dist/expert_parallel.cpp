@@ -20,8 +20,8 @@ int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 }  // namespace
 
-EpDispatcher::EpDispatcher(Comm& ep, const ModelConfig& c, int64_t batch, int64_t seq_len)
-    : ep_(ep), P_(ep.size()), me_(ep.rank()), E_(c.n_experts), El_(c.n_experts / ep.size()), F_(c.d_expert),
+EpDispatcher::EpDispatcher(Comm& ep, const ModelConfig& c, int64_t batch, int64_t seq_len, EpOverlap overlap)
+    : ep_(ep), overlap_(overlap), P_(ep.size()), me_(ep.rank()), E_(c.n_experts), El_(c.n_experts / ep.size()), F_(c.d_expert),
       align_(kExpertRowAlign) {
   MT_CHECK(E_ % P_ == 0, "{} experts over {} EP ranks", E_, P_);
   const int64_t N = batch * seq_len, K = c.top_k, G = c.group_size(seq_len), groups = N / G;
@@ -88,10 +88,7 @@ void EpDispatcher::post_to_experts(LayerState& st, const FfnActs& a, const float
     for (int64_t i = 0; i < El_; ++i) off += st.recv_rows[s * El_ + i];
     rcounts_[s] = off * Din - rdispls_[s];
   }
-  MT_CHECK(!posted_what_, "EP: '{}' posted while '{}' is in flight", what, posted_what_);
-  posted_ = ep_.ialltoallv(send_.data(), scounts_.data(), sdispls_.data(), recv_.data(), rcounts_.data(),
-                           rdispls_.data(), DType::kF32, CommKind::kAllToAll);
-  posted_what_ = what;
+  post(what);
 }
 
 void EpDispatcher::unpack_to_experts(const LayerState& st, float* dst, int64_t Din) {
@@ -128,10 +125,7 @@ void EpDispatcher::post_from_experts(LayerState& st, const float* src, int64_t D
     for (int64_t i = 0; i < El_; ++i) off += st.send_rows[p * El_ + i];
     rcounts_[p] = off * Din - rdispls_[p];
   }
-  MT_CHECK(!posted_what_, "EP: '{}' posted while '{}' is in flight", what, posted_what_);
-  posted_ = ep_.ialltoallv(send_.data(), scounts_.data(), sdispls_.data(), recv_.data(), rcounts_.data(),
-                           rdispls_.data(), DType::kF32, CommKind::kAllToAll);
-  posted_what_ = what;
+  post(what);
 }
 
 void EpDispatcher::unpack_from_experts(const LayerState& st, const FfnActs& a, float* dst, int64_t Din) {
@@ -140,6 +134,17 @@ void EpDispatcher::unpack_from_experts(const LayerState& st, const FfnActs& a, f
     const int64_t n = st.send_rows[e];
     std::memcpy(dst + a.begin[e] * Din, recv_.data() + off * Din, sizeof(float) * size_t(n * Din));
     off += n;
+  }
+}
+
+void EpDispatcher::post(const char* what) {
+  MT_CHECK(!posted_what_, "EP: '{}' posted while '{}' is in flight", what, posted_what_);
+  posted_ = ep_.ialltoallv(send_.data(), scounts_.data(), sdispls_.data(), recv_.data(), rcounts_.data(),
+                           rdispls_.data(), DType::kF32, CommKind::kAllToAll);
+  posted_what_ = what;
+  if (overlap_ == EpOverlap::kOff) {
+    ep_.wait(posted_.get(), what);
+    posted_.reset();
   }
 }
 
@@ -189,10 +194,7 @@ void EpDispatcher::post_fixed(LayerState& st, const FfnActs& a, int64_t Din) {
     scounts_[p] = rcounts_[p] = block;
     sdispls_[p] = rdispls_[p] = p * block;
   }
-  MT_CHECK(!posted_what_, "EP: '{}' posted while '{}' is in flight", kDispatchFixed, posted_what_);
-  posted_ = ep_.ialltoallv(send_.data(), scounts_.data(), sdispls_.data(), recv_.data(), rcounts_.data(),
-                           rdispls_.data(), DType::kF32, CommKind::kAllToAll);
-  posted_what_ = kDispatchFixed;
+  post(kDispatchFixed);
 }
 
 void EpDispatcher::unpack_fixed(LayerState& st, int64_t Din) {

@@ -33,10 +33,14 @@
 
 namespace mt {
 
+// kOff (dist.ep_overlap = false) completes each exchange inside its start:
+// the same data and results, only without the overlap (to measure it).
+enum class EpOverlap { kOn, kOff };
+
 class EpDispatcher final : public ExpertDispatcher {
  public:
   // ep: this rank's EP group; tokens: B*T tokens of one local micro-batch.
-  EpDispatcher(Comm& ep, const ModelConfig& c, int64_t batch, int64_t seq_len);
+  EpDispatcher(Comm& ep, const ModelConfig& c, int64_t batch, int64_t seq_len, EpOverlap overlap = EpOverlap::kOn);
 
   void dispatch_start(int64_t layer, FfnActs& a, int64_t Din) override;
   ExpertRows dispatch_finish(int64_t layer, FfnActs& a, int64_t Din) override;
@@ -67,7 +71,9 @@ class EpDispatcher final : public ExpertDispatcher {
   // Expert-major `src` -> post to the peers; then -> local segments of `dst`.
   void post_from_experts(LayerState& st, const float* src, int64_t Din, const char* what);
   void unpack_from_experts(const LayerState& st, const FfnActs& a, float* dst, int64_t Din);
-  // Waits for the exchange in flight (the one `what` names).
+  // Posts the exchange (completing it at once under EpOverlap::kOff), then
+  // waits for it (the one `what` names).
+  void post(const char* what);
   void wait_posted(const char* expected);
   ExpertRows rows_of(LayerState& st);
   void set_begin(LayerState& st);  // expert-major offsets from recv_rows
@@ -76,6 +82,7 @@ class EpDispatcher final : public ExpertDispatcher {
   void unpack_fixed(LayerState& st, int64_t Din);
 
   Comm& ep_;
+  EpOverlap overlap_;
   int64_t P_, me_, E_, El_, F_, align_;
   int64_t slot_rows_ = 0;  // capacity mode: rows of one expert from one peer, at most (0 = dropless)
   int64_t row_bound_ = 0;

@@ -173,7 +173,8 @@ Status Trainer::init_local_params() {
       std::copy(full.begin() + r.lo, full.begin() + r.hi, params_.begin() + r.local);
     optim_->init_radii(full.data());
   }
-  if (d.shape.ep > 1) d.ep = std::make_unique<EpDispatcher>(d.mesh->ep(), cfg_.model, d.local_batch, cfg_.train.seq_len);
+  if (d.shape.ep > 1) d.ep = std::make_unique<EpDispatcher>(d.mesh->ep(), cfg_.model, d.local_batch, cfg_.train.seq_len,
+                                           cfg_.dist.ep_overlap ? EpOverlap::kOn : EpOverlap::kOff);
   StreamOptions so{cfg_.stream.prefetch_layers, cfg_.stream.io_threads, cfg_.stream.expert_density, {}};
   for (const ParamEntry& e : L.entries())
     if (e.expert >= 0) so.expert_tensors.push_back({e.offset, e.numel});

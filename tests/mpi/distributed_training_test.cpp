@@ -178,6 +178,27 @@ TEST(Layouts, DroplessExpertParallelMatchesOneProcess) {
   }
 }
 
+// dist.ep_overlap = false completes each EP exchange when it is posted; the
+// rows, and so the run, are the same bit for bit, fixed capacity or dropless.
+TEST(Layouts, ExpertParallelOverlapChangesNoBit) {
+  TempDir tmp;
+  for (const char* cf : {"model.capacity_factor=1.0", "model.capacity_factor=0.0"}) {
+    SCOPED_TRACE(cf);
+    std::string hash[2];
+    for (int off = 0; off < 2; ++off) {
+      const std::string dir = tmp / (std::string(cf).substr(21) + (off ? "_off" : "_on"));
+      std::vector<std::string> sets = {cf, "train.steps=6"};
+      if (off) sets.push_back("dist.ep_overlap=false");
+      const auto r = run_layout(Layout{2, 2, 1}, dir, sets);
+      ASSERT_EQ(r.exit_code, 0) << r;
+      ASSERT_TRUE(has_steps_1_to_n(read_metrics(dir), 6)) << r;
+      hash[off] = done_state_hash(r.err);
+      ASSERT_FALSE(hash[off].empty()) << r;
+    }
+    EXPECT_EQ(hash[0], hash[1]);
+  }
+}
+
 // Multi-token prediction (model/mtp.h): the module is unit n_layers of the provider's walk.
 TEST(Layouts, MultiTokenPredictionMatchesOneProcess) {
   TempDir tmp;
