@@ -25,6 +25,9 @@ AttentionDims attn_dims(const ModelConfig& c, const Dims& d, int64_t layer) {
   a.token_major_out = true;
   return a;
 }
+QkvOperands qkv_operands(const AttnActs& a) {
+  return {a.q.storage.data(), a.k.storage.data(), a.v.storage.data(), a.q.form};
+}
 }  // namespace
 
 void AttnActs::allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T, BufferSizer& s) {
@@ -33,9 +36,12 @@ void AttnActs::allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t 
   s(a, d.N * d.D);
   s(rstd_a, d.N);
   s(qkv, d.N * d.QKV);
-  s(q, d.N * d.H * d.Dh);
-  s(k, d.N * d.Hkv * d.Dh);
-  s(v, d.N * d.Hkv * d.Dh);
+  // Without qk-norm split_qkv_rope writes them in the GEMM form; with it
+  // the norm's fp32 output is rotated in place, so they stay fp32.
+  const OperandForm qkv_form = c.qk_norm ? OperandForm::kFp32 : s.gemm_inputs();
+  s(q, d.N * d.H * d.Dh, qkv_form);
+  s(k, d.N * d.Hkv * d.Dh, qkv_form);
+  s(v, d.N * d.Hkv * d.Dh, qkv_form);
   if (c.qk_norm) {
     s(q_raw, d.N * d.H * d.Dh);
     s(k_raw, d.N * d.Hkv * d.Dh);
@@ -79,19 +85,19 @@ void attention_block_forward(float* x_mid, AttnActs& a, const float* x_in, const
   rmsnorm_forward(a.a.out(), a.a.form, a.rstd_a.data(), x_in, ctx.p(w.norm), d.N, d.D, float(c.norm_eps));
   linear_forward(a.qkv.data(), a.a.in(), ctx.p(w.wqkv), d.N, d.QKV, d.D, ctx.prec);
   if (c.qk_norm) {
-    split_qkv(a.q_raw.data(), a.k_raw.data(), a.v.data(), a.qkv.data(), d.B, d.T, d.H, d.Hkv, d.Dh);
-    rmsnorm_forward(a.q.data(), a.rstd_q.data(), a.q_raw.data(), ctx.p(w.q_norm), d.N * d.H, d.Dh,
-                    float(c.norm_eps));
-    rmsnorm_forward(a.k.data(), a.rstd_k.data(), a.k_raw.data(), ctx.p(w.k_norm), d.N * d.Hkv, d.Dh,
-                    float(c.norm_eps));
-    rope_forward(a.q.data(), a.q.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);
-    rope_forward(a.k.data(), a.k.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.Hkv, d.T, d.Dh);
+    float* q = a.q.storage.data();  // fp32 form (allocate)
+    float* k = a.k.storage.data();
+    split_qkv(a.q_raw.data(), a.k_raw.data(), a.v.storage.data(), a.qkv.data(), d.B, d.T, d.H, d.Hkv, d.Dh);
+    rmsnorm_forward(q, a.rstd_q.data(), a.q_raw.data(), ctx.p(w.q_norm), d.N * d.H, d.Dh, float(c.norm_eps));
+    rmsnorm_forward(k, a.rstd_k.data(), a.k_raw.data(), ctx.p(w.k_norm), d.N * d.Hkv, d.Dh, float(c.norm_eps));
+    rope_forward(q, q, ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);
+    rope_forward(k, k, ctx.rope_cos, ctx.rope_sin, d.B * d.Hkv, d.T, d.Dh);
   } else {
-    split_qkv_rope(a.q.data(), a.k.data(), a.v.data(), a.qkv.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T, d.H, d.Hkv,
-                   d.Dh);
+    split_qkv_rope(a.q.out(), a.k.out(), a.v.out(), a.q.form, a.qkv.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T,
+                   d.H, d.Hkv, d.Dh);
   }
-  run_attention_forward(a.o_flat.out(), a.o_flat.form, a.lse.data(), a.q.data(), a.k.data(), a.v.data(),
-                        attn_dims(c, d, layer), ctx.prec);
+  run_attention_forward(a.o_flat.out(), a.o_flat.form, a.lse.data(), qkv_operands(a), attn_dims(c, d, layer),
+                        ctx.prec);
   // x_mid = x_in + o_flat Wo^T
   std::copy(x_in, x_in + d.N * d.D, x_mid);
   gemm(x_mid, a.o_flat.in(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dh, Trans::kNo, Trans::kYes},
@@ -105,9 +111,8 @@ void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, co
   const Dims d = dims_of(c, layer, ctx.B, ctx.T);
   const int64_t HD = d.H * d.Dh;
   linear_backward(s.do_flat.data(), ctx.g(w.wo), dres, a.o_flat.in(), ctx.p(w.wo), d.N, d.D, HD, 0.0f, ctx.prec);
-  run_attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.do_flat.data(), a.q.data(), a.k.data(),
-                         a.v.data(), a.o_flat.in().data, a.o_flat.form, a.lse.data(), attn_dims(c, d, layer),
-                         ctx.prec);
+  run_attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.do_flat.data(), qkv_operands(a),
+                         a.o_flat.in().data, a.o_flat.form, a.lse.data(), attn_dims(c, d, layer), ctx.prec);
   if (c.qk_norm) {
     rope_backward(s.dq.data(), s.dq.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);
     rope_backward(s.dk.data(), s.dk.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.Hkv, d.T, d.Dh);

@@ -17,7 +17,8 @@ struct AttnActs {
   GemmActivation a;                    // (N, D): normed input, read only by W_qkv's GEMMs
   std::vector<float> rstd_a;           // (N)
   std::vector<float> qkv;              // (N, (H + 2 Hkv) Dh)
-  std::vector<float> q, k, v;          // (B, H|Hkv, T, Dh), after qk-norm and RoPE
+  GemmActivation q, k, v;              // (B, H|Hkv, T, Dh), after qk-norm and RoPE: read only by the
+                                       // attention kernel's products (fp32 with qk_norm, rotated in place)
   std::vector<float> q_raw, k_raw;     // before qk-norm (qk_norm only)
   std::vector<float> rstd_q, rstd_k;   // (B*H*T), (B*Hkv*T) (qk_norm only)
   std::vector<float> lse;              // (B, H, T)

@@ -39,10 +39,13 @@ class BufferSizer {
     sizes_.push_back(n * int64_t(sizeof(T)));
   }
   // Sizes `a` to n elements of the GEMM input form.
-  void operator()(GemmActivation& a, int64_t n) {
-    a.form = gemm_inputs_;
+  void operator()(GemmActivation& a, int64_t n) { (*this)(a, n, gemm_inputs_); }
+  // ... or of form f (fp32: a tensor whose producer keeps it in fp32).
+  void operator()(GemmActivation& a, int64_t n, OperandForm f) {
+    a.form = f;
     (*this)(a.storage, operand_floats(n, a.form));
   }
+  OperandForm gemm_inputs() const { return gemm_inputs_; }
   int64_t bytes() const { return bytes_; }
   // Bytes of every buffer in the order sized: two layers whose lists are
   // equal can share their activation buffers (layer recomputation).

@@ -107,15 +107,22 @@ TEST(GemmInputs, Bf16StepStoresGemmOnlyActivationsInTheGemmForm) {
   const int64_t B = 2, T = 16, N = B * T;
   const int64_t fp32 = Transformer::activation_bytes(c, B, T, MatmulPrecision::kFp32);
   const int64_t bf16 = Transformer::activation_bytes(c, B, T, MatmulPrecision::kBf16);
-  // Per layer: the attention's normed input (N, D), its output (N, H Dh) and the dense z (N, F); then the
-  // final norm's output (N, D).
-  const int64_t gemm_only = c.n_layers * (N * c.d_model + N * c.n_heads * c.head_dim() + N * c.d_ff) + N * c.d_model;
+  // Per layer: the attention's normed input (N, D), q, k, v (N, (H + 2 Hkv) Dh), its output (N, H Dh) and
+  // the dense z (N, F); then the final norm's output (N, D).
+  const int64_t qkv = N * (c.n_heads + 2 * c.n_kv_heads) * c.head_dim();
+  const int64_t gemm_only =
+      c.n_layers * (N * c.d_model + qkv + N * c.n_heads * c.head_dim() + N * c.d_ff) + N * c.d_model;
   if (gemm_native_bf16())
     EXPECT_EQ(fp32 - bf16, gemm_only * 2);
   else
     EXPECT_EQ(fp32, bf16);
   Transformer live(c, B, T, MatmulPrecision::kBf16);
   EXPECT_EQ(live.activation_bytes(), bf16);
+  // With qk-norm q, k, v are rotated in place after the norm, in fp32.
+  c.qk_norm = true;
+  const int64_t fp32_qkn = Transformer::activation_bytes(c, B, T, MatmulPrecision::kFp32);
+  const int64_t bf16_qkn = Transformer::activation_bytes(c, B, T, MatmulPrecision::kBf16);
+  if (gemm_native_bf16()) EXPECT_EQ(fp32_qkn - bf16_qkn, (gemm_only - c.n_layers * qkv) * 2);
 }
 
 }  // namespace

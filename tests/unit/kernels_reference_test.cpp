@@ -361,7 +361,7 @@ TEST_P(AttentionMatmul, OutputStoredInTheGemmFormIsItsFp32OutputRounded) {
              v = randn(c.B * c.Hkv * T * Dv, 1.0f, 33), dout = randn(n, 1.0f, 34);
   std::vector<float> o(n), lse(c.B * c.H * T), lse2(lse.size()), stored(size_t(operand_floats(n, f)));
   attention_matmul_forward(o.data(), lse.data(), q.data(), k.data(), v.data(), d, p);
-  attention_matmul_forward(stored.data(), f, lse2.data(), q.data(), k.data(), v.data(), d, p);
+  attention_matmul_forward(stored.data(), f, lse2.data(), QkvOperands{q.data(), k.data(), v.data()}, d, p);
   EXPECT_EQ(lse, lse2);
   std::vector<float> rounded(n);
   round_f32_to_bf16_span(rounded.data(), o.data(), n);
@@ -372,8 +372,42 @@ TEST_P(AttentionMatmul, OutputStoredInTheGemmFormIsItsFp32OutputRounded) {
   std::vector<float> dq1(q.size()), dk1(k.size()), dv1(v.size()), dq2(q.size()), dk2(k.size()), dv2(v.size());
   attention_matmul_backward(dq1.data(), dk1.data(), dv1.data(), dout.data(), q.data(), k.data(), v.data(),
                             rounded.data(), lse.data(), d, p);
-  attention_matmul_backward(dq2.data(), dk2.data(), dv2.data(), dout.data(), q.data(), k.data(), v.data(),
+  attention_matmul_backward(dq2.data(), dk2.data(), dv2.data(), dout.data(), QkvOperands{q.data(), k.data(), v.data()},
                             stored.data(), f, lse.data(), d, p);
+  EXPECT_EQ(dq1, dq2);
+  EXPECT_EQ(dk1, dk2);
+  EXPECT_EQ(dv1, dv2);
+}
+
+// q, k, v written in the bf16 step's operand form by their producer are read
+// in place; the kernel computes exactly what it computes when it rounds the
+// same fp32 values per tile itself, forward and backward.
+TEST_P(AttentionMatmul, InputsHeldInTheGemmFormGiveTheSameBits) {
+  const AttnCase c = GetParam();
+  const MatmulPrecision p = MatmulPrecision::kBf16;
+  const OperandForm f = operand_form(p);
+  AttentionDims d{c.B, c.H, c.Hkv, c.T, c.Dh, c.window, c.Dh + 8};
+  d.token_major_out = true;
+  const int64_t T = c.T, Dv = d.v_dim(), n = c.B * c.H * T * Dv;
+  const auto q = randn(c.B * c.H * T * c.Dh, 1.5f, 41), k = randn(c.B * c.Hkv * T * c.Dh, 1.5f, 42),
+             v = randn(c.B * c.Hkv * T * Dv, 1.0f, 43), dout = randn(n, 1.0f, 44);
+  auto held = [&](const std::vector<float>& x) {
+    std::vector<float> h(size_t(operand_floats(int64_t(x.size()), f)));
+    write_operand(h.data(), 0, x.data(), int64_t(x.size()), f);
+    return h;
+  };
+  const auto qh = held(q), kh = held(k), vh = held(v);
+  const QkvOperands fp32{q.data(), k.data(), v.data()}, gemm_form{qh.data(), kh.data(), vh.data(), f};
+  std::vector<float> o1(n), o2(n), lse1(c.B * c.H * T), lse2(lse1.size());
+  attention_matmul_forward(o1.data(), OperandForm::kFp32, lse1.data(), fp32, d, p);
+  attention_matmul_forward(o2.data(), OperandForm::kFp32, lse2.data(), gemm_form, d, p);
+  EXPECT_EQ(o1, o2);
+  EXPECT_EQ(lse1, lse2);
+  std::vector<float> dq1(q.size()), dk1(k.size()), dv1(v.size()), dq2(q.size()), dk2(k.size()), dv2(v.size());
+  attention_matmul_backward(dq1.data(), dk1.data(), dv1.data(), dout.data(), fp32, o1.data(), OperandForm::kFp32,
+                            lse1.data(), d, p);
+  attention_matmul_backward(dq2.data(), dk2.data(), dv2.data(), dout.data(), gemm_form, o1.data(),
+                            OperandForm::kFp32, lse1.data(), d, p);
   EXPECT_EQ(dq1, dq2);
   EXPECT_EQ(dk1, dk2);
   EXPECT_EQ(dv1, dv2);

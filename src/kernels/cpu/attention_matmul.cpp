@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/bf16.h"
+#include "core/check.h"
 #include "kernels/cpu/attention_softmax.h"
 
 namespace mt {
@@ -49,13 +50,18 @@ Tile tile_of(const AttentionDims& d, int64_t b, int64_t g, int64_t blk, int64_t 
 }
 
 // The tile's queries as one (M, Dh) operand.
-const void* stacked_queries(const float* q, const AttentionDims& d, const Tile& t, OperandForm f,
+const void* stacked_queries(const QkvOperands& in, const AttentionDims& d, const Tile& t, OperandForm f,
                             OperandBuffer& buf) {
   const int64_t G = d.H / d.Hkv;
-  const float* first = q + ((t.b * d.H + t.g * G) * d.T + t.i0) * d.Dh;
-  if (G == 1) return operand_of(first, t.rows * d.Dh, f, buf);
-  for (int64_t hh = 0; hh < G; ++hh)
-    put_operand(buf, hh * t.rows * d.Dh, first + hh * d.T * d.Dh, t.rows * d.Dh, f);
+  const int64_t first = ((t.b * d.H + t.g * G) * d.T + t.i0) * d.Dh;
+  if (G == 1) return operand_at(in.q, in.form, first, t.rows * d.Dh, f, buf);
+  for (int64_t hh = 0; hh < G; ++hh) {
+    const int64_t at = first + hh * d.T * d.Dh;
+    if (in.form == f)
+      copy_operand(buf, hh * t.rows * d.Dh, operand_element(in.q, at, f), t.rows * d.Dh, f);
+    else
+      put_operand(buf, hh * t.rows * d.Dh, static_cast<const float*>(in.q) + at, t.rows * d.Dh, f);
+  }
   return buf.storage.data();
 }
 
@@ -98,29 +104,29 @@ int64_t attention_matmul_query_tile(int64_t group) {
 
 void attention_matmul_forward(float* o, float* lse, const float* q, const float* k, const float* v,
                               const AttentionDims& d, MatmulPrecision p) {
-  attention_matmul_forward(o, OperandForm::kFp32, lse, q, k, v, d, p);
+  attention_matmul_forward(o, OperandForm::kFp32, lse, QkvOperands{q, k, v}, d, p);
 }
 
-void attention_matmul_forward(void* o, OperandForm of, float* lse, const float* q, const float* k, const float* v,
-                              const AttentionDims& d, MatmulPrecision p) {
+void attention_matmul_forward(void* o, OperandForm of, float* lse, const QkvOperands& in, const AttentionDims& d,
+                              MatmulPrecision p) {
   const int64_t Dh = d.Dh, Dv = d.v_dim(), T = d.T, G = d.H / d.Hkv;
   const int64_t qt = attention_matmul_query_tile(G), blocks = (T + qt - 1) / qt;
   const float scale = 1.0f / std::sqrt(float(Dh));
   const OperandForm f = operand_form(p);
+  MT_CHECK(in.form == OperandForm::kFp32 || in.form == f, "q, k, v are held for another precision");
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t task = 0; task < d.B * d.Hkv * blocks; ++task) {
     const Tile t = tile_of(d, task / (d.Hkv * blocks), task / blocks % d.Hkv, task % blocks, qt);
     Scratch& sc = tls;
-    const float* kt = k + ((t.b * d.Hkv + t.g) * T + t.j0) * Dh;
-    const float* vt = v + ((t.b * d.Hkv + t.g) * T + t.j0) * Dv;
-    const void* qop = stacked_queries(q, d, t, f, sc.qop);
+    const int64_t kv_row = (t.b * d.Hkv + t.g) * T + t.j0;
+    const void* qop = stacked_queries(in, d, t, f, sc.qop);
     float* S = grow(sc.s, t.M * t.nk);
-    gemm_on_thread(S, qop, operand_of(kt, t.nk * Dh, f, sc.kop), GemmShape{t.M, t.nk, Dh, Trans::kNo, Trans::kYes},
-                   0.0f, p);
+    gemm_on_thread(S, qop, operand_at(in.k, in.form, kv_row * Dh, t.nk * Dh, f, sc.kop),
+                   GemmShape{t.M, t.nk, Dh, Trans::kNo, Trans::kYes}, 0.0f, p);
     softmax_tile(S, d, t, scale, nullptr, lse);
     float* out = grow(sc.out, t.M * Dv);
-    gemm_on_thread(out, operand_of(S, t.M * t.nk, f, sc.pop), operand_of(vt, t.nk * Dv, f, sc.vop),
-                   GemmShape{t.M, Dv, t.nk}, 0.0f, p);
+    gemm_on_thread(out, operand_of(S, t.M * t.nk, f, sc.pop),
+                   operand_at(in.v, in.form, kv_row * Dv, t.nk * Dv, f, sc.vop), GemmShape{t.M, Dv, t.nk}, 0.0f, p);
     // Row-outer: token-major, the group's heads of one query are adjacent.
     for (int64_t r = 0; r < t.rows; ++r)
       for (int64_t hh = 0; hh < G; ++hh)
@@ -131,22 +137,23 @@ void attention_matmul_forward(void* o, OperandForm of, float* lse, const float* 
 void attention_matmul_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                                const float* k, const float* v, const float* o, const float* lse,
                                const AttentionDims& d, MatmulPrecision p) {
-  attention_matmul_backward(dq, dk, dv, dout, q, k, v, o, OperandForm::kFp32, lse, d, p);
+  attention_matmul_backward(dq, dk, dv, dout, QkvOperands{q, k, v}, o, OperandForm::kFp32, lse, d, p);
 }
 
-void attention_matmul_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
-                               const float* k, const float* v, const void* o, OperandForm of, const float* lse,
-                               const AttentionDims& d, MatmulPrecision p) {
+void attention_matmul_backward(float* dq, float* dk, float* dv, const float* dout, const QkvOperands& in,
+                               const void* o, OperandForm of, const float* lse, const AttentionDims& d,
+                               MatmulPrecision p) {
   const int64_t Dh = d.Dh, Dv = d.v_dim(), T = d.T, G = d.H / d.Hkv;
   const int64_t qt = attention_matmul_query_tile(G), blocks = (T + qt - 1) / qt;
   const float scale = 1.0f / std::sqrt(float(Dh));
   const OperandForm f = operand_form(p);
+  MT_CHECK(in.form == OperandForm::kFp32 || in.form == f, "q, k, v are held for another precision");
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
   for (int64_t b = 0; b < d.B; ++b)
     for (int64_t g = 0; g < d.Hkv; ++g) {
       Scratch& sc = tls;
-      const void* kop = operand_of(k + (b * d.Hkv + g) * T * Dh, T * Dh, f, sc.kop);  // once per kv head
-      const void* vop = operand_of(v + (b * d.Hkv + g) * T * Dv, T * Dv, f, sc.vop);
+      const void* kop = operand_at(in.k, in.form, (b * d.Hkv + g) * T * Dh, T * Dh, f, sc.kop);  // once per kv head
+      const void* vop = operand_at(in.v, in.form, (b * d.Hkv + g) * T * Dv, T * Dv, f, sc.vop);
       float* dkh = dk + (b * d.Hkv + g) * T * Dh;
       float* dvh = dv + (b * d.Hkv + g) * T * Dv;
       std::fill(dkh, dkh + T * Dh, 0.0f);
@@ -171,7 +178,7 @@ void attention_matmul_backward(float* dq, float* dk, float* dv, const float* dou
             for (int64_t e = 0; e < Dv; ++e) sum += dst[e] * orow[e];
             rowsum[hh * t.rows + r] = sum;
           }
-        const void* qop = stacked_queries(q, d, t, f, sc.qop);
+        const void* qop = stacked_queries(in, d, t, f, sc.qop);
         const void* dop = operand_of(dob, t.M * Dv, f, sc.dop);
         const void* kj = operand_element(kop, t.j0 * Dh, f);
         float* P = grow(sc.s, t.M * t.nk);

@@ -34,5 +34,11 @@ struct OperandBuffer {
 };
 // Writes in[0, n) as elements [i, i + n) of `buf` (grown as needed).
 void put_operand(OperandBuffer& buf, int64_t i, const float* in, int64_t n, OperandForm f);
+// Copies n elements already in form f (from in) to elements [i, i + n) of `buf`.
+void copy_operand(OperandBuffer& buf, int64_t i, const void* in, int64_t n, OperandForm f);
+
+// Elements [i, i + n) of an input held in form `held`, as an operand of form
+// f: in place when held is f, else (held is fp32) converted into `buf`.
+const void* operand_at(const void* x, OperandForm held, int64_t i, int64_t n, OperandForm f, OperandBuffer& buf);
 
 }  // namespace mt

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/check.h"
+
 namespace mt {
 
 void rope_tables(float* cos_T, float* sin_T, int64_t T, int64_t Dh, double theta) {
@@ -72,6 +74,34 @@ void qkv_heads_rope(float* qkv, float* q, float* k, float* v, const float* cs, c
 void split_qkv_rope(float* q, float* k, float* v, const float* qkv, const float* cos_T, const float* sin_T, int64_t B,
                     int64_t T, int64_t H, int64_t Hkv, int64_t Dh) {
   qkv_heads_rope(const_cast<float*>(qkv), q, k, v, cos_T, sin_T, B, T, H, Hkv, Dh, +1);
+}
+
+void split_qkv_rope(void* q, void* k, void* v, OperandForm f, const float* qkv, const float* cs, const float* sn,
+                    int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t Dh) {
+  if (f == OperandForm::kFp32)
+    return split_qkv_rope(static_cast<float*>(q), static_cast<float*>(k), static_cast<float*>(v), qkv, cs, sn, B, T,
+                          H, Hkv, Dh);
+  constexpr int64_t kMaxDh = 1024;
+  MT_CHECK(Dh <= kMaxDh, "head dim {} above {}", Dh, kMaxDh);
+  const int64_t ld = (H + 2 * Hkv) * Dh, half = Dh / 2;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) {
+      const float* row = qkv + (b * T + t) * ld;
+      float rotated[kMaxDh];
+      for (int64_t h = 0; h < H + 2 * Hkv; ++h) {
+        const float* tok = row + h * Dh;
+        if (h < H) {
+          rotate_row(rotated, tok, cs + t * half, sn + t * half, half, 1.0f);
+          write_operand(q, ((b * H + h) * T + t) * Dh, rotated, Dh, f);
+        } else if (h < H + Hkv) {
+          rotate_row(rotated, tok, cs + t * half, sn + t * half, half, 1.0f);
+          write_operand(k, ((b * Hkv + h - H) * T + t) * Dh, rotated, Dh, f);
+        } else {
+          write_operand(v, ((b * Hkv + h - H - Hkv) * T + t) * Dh, tok, Dh, f);
+        }
+      }
+    }
 }
 
 void split_qkv_rope_backward(float* dqkv, const float* dq, const float* dk, const float* dv, const float* cos_T,

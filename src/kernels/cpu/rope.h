@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/cpu/operand.h"
+
 namespace mt {
 
 void rope_tables(float* cos_T, float* sin_T, int64_t T, int64_t Dh, double theta);
@@ -19,6 +21,10 @@ void rope_backward(float* dx, const float* dy, const float* cos_T, const float* 
 // the same values as the three calls, bit for bit.
 void split_qkv_rope(float* q, float* k, float* v, const float* qkv, const float* cos_T, const float* sin_T, int64_t B,
                     int64_t T, int64_t H, int64_t Hkv, int64_t Dh);
+// The same, q, k, v written in operand form f (operand.h): each rotated row
+// rounded once, as a bf16 product would round it (f = kFp32: the above).
+void split_qkv_rope(void* q, void* k, void* v, OperandForm f, const float* qkv, const float* cos_T,
+                    const float* sin_T, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t Dh);
 // rope_backward on dq and dk, then split_qkv_backward, in one pass.
 void split_qkv_rope_backward(float* dqkv, const float* dq, const float* dk, const float* dv, const float* cos_T,
                              const float* sin_T, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t Dh);
