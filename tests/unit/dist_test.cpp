@@ -21,26 +21,12 @@
 #include "dist/mesh.h"
 #include "dist/shard_plan.h"
 #include "model/transformer.h"
+#include "support/tiny_moe.h"
 
 namespace mt {
 namespace {
 
-ModelConfig moe_config() {
-  ModelConfig c;
-  c.vocab_size = 41;
-  c.d_model = 16;
-  c.n_layers = 3;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.d_ff = 24;
-  c.n_experts = 4;
-  c.top_k = 2;
-  c.d_expert = 12;
-  c.n_shared_experts = 1;
-  c.n_dense_layers = 1;
-  c.init_std = 0.3;
-  return c;
-}
+ModelConfig moe_config() { return testing::tiny_moe_config(); }
 
 std::vector<ModelConfig> configs() {
   std::vector<ModelConfig> v;

@@ -17,25 +17,15 @@
 #include "dist/mesh.h"
 #include "model/moe_block.h"
 #include "model/transformer.h"
+#include "support/tiny_moe.h"
 
 namespace mt {
 namespace {
 
 ModelConfig moe_config(int64_t shared, int64_t latent) {
-  ModelConfig c;
-  c.vocab_size = 37;
-  c.d_model = 16;
-  c.n_layers = 3;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.d_ff = 24;
-  c.n_experts = 4;
-  c.top_k = 2;
-  c.d_expert = 12;
+  ModelConfig c = testing::tiny_moe_config();
   c.n_shared_experts = shared;
   c.d_latent = latent;
-  c.n_dense_layers = 1;
-  c.init_std = 0.3;
   return c;
 }
 
@@ -160,41 +150,29 @@ TEST(EpOverlap, EveryExchangeHasWorkBetweenItsStartAndFinishAndTheResultIsTheFla
 TEST(EpOverlapDeathTest, AnExchangePostedOverAnotherOrFinishedUnpostedIsRefused) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   const ModelConfig c = moe_config(1, 0);
-  const int64_t B = 2, T = 8, layer = 1;
-  auto dispatcher = [&](LocalComm& world, std::unique_ptr<Mesh>& mesh) {
-    mesh = std::make_unique<Mesh>(world, MeshShape{1, 1});
-    return std::make_unique<EpDispatcher>(mesh->ep(), c, B, T);
+  const int64_t layer = 1, Din = c.expert_in_dim();
+  // Runs `calls` on a one-rank EP dispatcher (B = 2, T = 8).
+  auto with_dispatcher = [&](auto calls) {
+    LocalComm world;
+    Mesh mesh(world, MeshShape{1, 1});
+    EpDispatcher ep(mesh.ep(), c, 2, 8);
+    FfnActs a;
+    FfnScratch s;
+    calls(ep, a, s);
   };
-  EXPECT_DEATH(
-      {
-        LocalComm world;
-        std::unique_ptr<Mesh> mesh;
-        auto ep = dispatcher(world, mesh);
-        FfnActs a;
-        ep->combine_finish(layer, a, c.expert_in_dim());
-      },
-      "waiting for 'all-to-all \\(expert combine\\)' with nothing in flight");
-  EXPECT_DEATH(
-      {
-        LocalComm world;
-        std::unique_ptr<Mesh> mesh;
-        auto ep = dispatcher(world, mesh);
-        FfnActs a;
-        ep->combine_start(layer, a, c.expert_in_dim());
-        ep->combine_start(layer, a, c.expert_in_dim());
-      },
-      "'all-to-all \\(expert combine\\)' posted while 'all-to-all \\(expert combine\\)' is in flight");
-  EXPECT_DEATH(
-      {
-        LocalComm world;
-        std::unique_ptr<Mesh> mesh;
-        auto ep = dispatcher(world, mesh);
-        FfnActs a;
-        FfnScratch s;
-        ep->combine_start(layer, a, c.expert_in_dim());
-        ep->combine_grad_finish(layer, a, s, c.expert_in_dim());
-      },
-      "waiting for 'all-to-all \\(expert gradient combine\\)' while 'all-to-all \\(expert combine\\)' is in flight");
+  EXPECT_DEATH(with_dispatcher([&](EpDispatcher& ep, FfnActs& a, FfnScratch&) { ep.combine_finish(layer, a, Din); }),
+               "waiting for 'all-to-all \\(expert combine\\)' with nothing in flight");
+  EXPECT_DEATH(with_dispatcher([&](EpDispatcher& ep, FfnActs& a, FfnScratch&) {
+                 ep.combine_start(layer, a, Din);
+                 ep.combine_start(layer, a, Din);
+               }),
+               "'all-to-all \\(expert combine\\)' posted while 'all-to-all \\(expert combine\\)' is in flight");
+  EXPECT_DEATH(with_dispatcher([&](EpDispatcher& ep, FfnActs& a, FfnScratch& s) {
+                 ep.combine_start(layer, a, Din);
+                 ep.combine_grad_finish(layer, a, s, Din);
+               }),
+               "waiting for 'all-to-all \\(expert gradient combine\\)' while 'all-to-all \\(expert combine\\)' is "
+               "in flight");
 }
 
 }  // namespace

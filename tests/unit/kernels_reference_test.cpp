@@ -350,16 +350,28 @@ TEST_P(AttentionMatmul, Bf16IsWithinItsToleranceOfFp32) {
 // the kernel writes exactly its fp32 output rounded, and its backward, given
 // that stored output, computes what it computes from the same rounded values
 // held in fp32, bit for bit.
+// A bf16 case of the tiled kernel: token-major output, a value width other
+// than the key width, random q, k, v and output gradient from `seed` on.
+struct Bf16AttnInputs {
+  MatmulPrecision p = MatmulPrecision::kBf16;
+  OperandForm f = operand_form(MatmulPrecision::kBf16);
+  AttentionDims d;
+  int64_t n;  // output elements
+  std::vector<float> q, k, v, dout;
+  Bf16AttnInputs(const AttnCase& c, uint64_t seed) : d{c.B, c.H, c.Hkv, c.T, c.Dh, c.window, c.Dh + 8} {
+    d.token_major_out = true;
+    n = c.B * c.H * c.T * d.v_dim();
+    q = randn(c.B * c.H * c.T * c.Dh, 1.5f, seed);
+    k = randn(c.B * c.Hkv * c.T * c.Dh, 1.5f, seed + 1);
+    v = randn(c.B * c.Hkv * c.T * d.v_dim(), 1.0f, seed + 2);
+    dout = randn(n, 1.0f, seed + 3);
+  }
+};
+
 TEST_P(AttentionMatmul, OutputStoredInTheGemmFormIsItsFp32OutputRounded) {
-  const AttnCase c = GetParam();
-  const MatmulPrecision p = MatmulPrecision::kBf16;
-  const OperandForm f = operand_form(p);
-  AttentionDims d{c.B, c.H, c.Hkv, c.T, c.Dh, c.window, c.Dh + 8};
-  d.token_major_out = true;
-  const int64_t T = c.T, Dv = d.v_dim(), n = c.B * c.H * T * Dv;
-  const auto q = randn(c.B * c.H * T * c.Dh, 1.5f, 31), k = randn(c.B * c.Hkv * T * c.Dh, 1.5f, 32),
-             v = randn(c.B * c.Hkv * T * Dv, 1.0f, 33), dout = randn(n, 1.0f, 34);
-  std::vector<float> o(n), lse(c.B * c.H * T), lse2(lse.size()), stored(size_t(operand_floats(n, f)));
+  const Bf16AttnInputs in(GetParam(), 31);
+  const auto& [p, f, d, n, q, k, v, dout] = in;
+  std::vector<float> o(n), lse(d.B * d.H * d.T), lse2(lse.size()), stored(size_t(operand_floats(n, f)));
   attention_matmul_forward(o.data(), lse.data(), q.data(), k.data(), v.data(), d, p);
   attention_matmul_forward(stored.data(), f, lse2.data(), QkvOperands{q.data(), k.data(), v.data()}, d, p);
   EXPECT_EQ(lse, lse2);
@@ -383,14 +395,8 @@ TEST_P(AttentionMatmul, OutputStoredInTheGemmFormIsItsFp32OutputRounded) {
 // in place; the kernel computes exactly what it computes when it rounds the
 // same fp32 values per tile itself, forward and backward.
 TEST_P(AttentionMatmul, InputsHeldInTheGemmFormGiveTheSameBits) {
-  const AttnCase c = GetParam();
-  const MatmulPrecision p = MatmulPrecision::kBf16;
-  const OperandForm f = operand_form(p);
-  AttentionDims d{c.B, c.H, c.Hkv, c.T, c.Dh, c.window, c.Dh + 8};
-  d.token_major_out = true;
-  const int64_t T = c.T, Dv = d.v_dim(), n = c.B * c.H * T * Dv;
-  const auto q = randn(c.B * c.H * T * c.Dh, 1.5f, 41), k = randn(c.B * c.Hkv * T * c.Dh, 1.5f, 42),
-             v = randn(c.B * c.Hkv * T * Dv, 1.0f, 43), dout = randn(n, 1.0f, 44);
+  const Bf16AttnInputs in(GetParam(), 41);
+  const auto& [p, f, d, n, q, k, v, dout] = in;
   auto held = [&](const std::vector<float>& x) {
     std::vector<float> h(size_t(operand_floats(int64_t(x.size()), f)));
     write_operand(h.data(), 0, x.data(), int64_t(x.size()), f);
@@ -398,7 +404,7 @@ TEST_P(AttentionMatmul, InputsHeldInTheGemmFormGiveTheSameBits) {
   };
   const auto qh = held(q), kh = held(k), vh = held(v);
   const QkvOperands fp32{q.data(), k.data(), v.data()}, gemm_form{qh.data(), kh.data(), vh.data(), f};
-  std::vector<float> o1(n), o2(n), lse1(c.B * c.H * T), lse2(lse1.size());
+  std::vector<float> o1(n), o2(n), lse1(d.B * d.H * d.T), lse2(lse1.size());
   attention_matmul_forward(o1.data(), OperandForm::kFp32, lse1.data(), fp32, d, p);
   attention_matmul_forward(o2.data(), OperandForm::kFp32, lse2.data(), gemm_form, d, p);
   EXPECT_EQ(o1, o2);
