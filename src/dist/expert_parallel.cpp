@@ -21,7 +21,8 @@ int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 }  // namespace
 
 EpDispatcher::EpDispatcher(Comm& ep, const ModelConfig& c, int64_t batch, int64_t seq_len, EpOverlap overlap)
-    : ep_(ep), overlap_(overlap), P_(ep.size()), me_(ep.rank()), E_(c.n_experts), El_(c.n_experts / ep.size()), F_(c.d_expert),
+    : ep_(ep), overlap_(overlap), P_(ep.size()), me_(ep.rank()), E_(c.n_experts), El_(c.n_experts / ep.size()),
+      F_(c.d_expert),
       align_(kExpertRowAlign) {
   MT_CHECK(E_ % P_ == 0, "{} experts over {} EP ranks", E_, P_);
   const int64_t N = batch * seq_len, K = c.top_k, G = c.group_size(seq_len), groups = N / G;

@@ -181,9 +181,10 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
   }
   // The routed rows travel while this process computes what does not need
   // them: the shared experts' up halves while the rows go out, their down
-  // halves while the outputs come back. Under EP a rank whose experts got
-  // fewer rows spends its wait there instead of idling (one process: no
-  // transfer, the same order).
+  // halves while the outputs come back. That hides the transfer wherever
+  // something beside the cores moves the bytes (RDMA, NCCL); on one CPU host
+  // it measured level (docs/distributed.md, "Overlap"). One process: nothing
+  // in flight, the same order.
   ExpertDispatcher& ex = *ctx.experts;
   const SwigluFfnDims sd{N, F, D};
   ex.dispatch_start(layer, a, Din);

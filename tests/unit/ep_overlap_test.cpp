@@ -35,13 +35,22 @@ class RecordingDispatcher final : public ExpertDispatcher {
   explicit RecordingDispatcher(int64_t E) : inner_(E) {}
   std::vector<std::string> log;
 
-  void dispatch_start(int64_t l, FfnActs& a, int64_t d) override { note("dispatch_start", l), inner_.dispatch_start(l, a, d); }
+  void dispatch_start(int64_t l, FfnActs& a, int64_t d) override {
+    note("dispatch_start", l);
+    inner_.dispatch_start(l, a, d);
+  }
   ExpertRows dispatch_finish(int64_t l, FfnActs& a, int64_t d) override {
     note("dispatch_finish", l);
     return inner_.dispatch_finish(l, a, d);
   }
-  void combine_start(int64_t l, FfnActs& a, int64_t d) override { note("combine_start", l), inner_.combine_start(l, a, d); }
-  void combine_finish(int64_t l, FfnActs& a, int64_t d) override { note("combine_finish", l), inner_.combine_finish(l, a, d); }
+  void combine_start(int64_t l, FfnActs& a, int64_t d) override {
+    note("combine_start", l);
+    inner_.combine_start(l, a, d);
+  }
+  void combine_finish(int64_t l, FfnActs& a, int64_t d) override {
+    note("combine_finish", l);
+    inner_.combine_finish(l, a, d);
+  }
   void dispatch_grad_start(int64_t l, const FfnActs& a, FfnScratch& s, int64_t d) override {
     note("dispatch_grad_start", l);
     inner_.dispatch_grad_start(l, a, s, d);
