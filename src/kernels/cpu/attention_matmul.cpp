@@ -55,13 +55,8 @@ const void* stacked_queries(const QkvOperands& in, const AttentionDims& d, const
   const int64_t G = d.H / d.Hkv;
   const int64_t first = ((t.b * d.H + t.g * G) * d.T + t.i0) * d.Dh;
   if (G == 1) return operand_at(in.q, in.form, first, t.rows * d.Dh, f, buf);
-  for (int64_t hh = 0; hh < G; ++hh) {
-    const int64_t at = first + hh * d.T * d.Dh;
-    if (in.form == f)
-      copy_operand(buf, hh * t.rows * d.Dh, operand_element(in.q, at, f), t.rows * d.Dh, f);
-    else
-      put_operand(buf, hh * t.rows * d.Dh, static_cast<const float*>(in.q) + at, t.rows * d.Dh, f);
-  }
+  for (int64_t hh = 0; hh < G; ++hh)
+    put_operand(buf, hh * t.rows * d.Dh, in.q, in.form, first + hh * d.T * d.Dh, t.rows * d.Dh, f);
   return buf.storage.data();
 }
 

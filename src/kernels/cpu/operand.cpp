@@ -41,16 +41,20 @@ void put_operand(OperandBuffer& buf, int64_t i, const float* in, int64_t n, Oper
   write_operand(buf.reserve(i + n, f), i, in, n, f);
 }
 
-void copy_operand(OperandBuffer& buf, int64_t i, const void* in, int64_t n, OperandForm f) {
+void put_operand(OperandBuffer& buf, int64_t i, const void* x, OperandForm held, int64_t at, int64_t n,
+                 OperandForm f) {
+  if (held != f) {
+    MT_CHECK(held == OperandForm::kFp32, "an input held in one bf16 form cannot serve a product in another");
+    return put_operand(buf, i, static_cast<const float*>(x) + at, n, f);
+  }
   void* out = operand_element(buf.reserve(i + n, f), i, f);
   const size_t bytes = size_t(n) * (f == OperandForm::kBf16 ? sizeof(bf16) : sizeof(float));
-  std::memcpy(out, in, bytes);
+  std::memcpy(out, operand_element(x, at, f), bytes);
 }
 
 const void* operand_at(const void* x, OperandForm held, int64_t i, int64_t n, OperandForm f, OperandBuffer& buf) {
   if (held == f) return operand_element(x, i, f);
-  MT_CHECK(held == OperandForm::kFp32, "an input held in one bf16 form cannot serve a product in another");
-  put_operand(buf, 0, static_cast<const float*>(x) + i, n, f);
+  put_operand(buf, 0, x, held, i, n, f);
   return buf.storage.data();
 }
 

@@ -34,8 +34,10 @@ struct OperandBuffer {
 };
 // Writes in[0, n) as elements [i, i + n) of `buf` (grown as needed).
 void put_operand(OperandBuffer& buf, int64_t i, const float* in, int64_t n, OperandForm f);
-// Copies n elements already in form f (from in) to elements [i, i + n) of `buf`.
-void copy_operand(OperandBuffer& buf, int64_t i, const void* in, int64_t n, OperandForm f);
+// Writes elements [at, at + n) of an input held in form `held` (fp32, or
+// already f: copied as it is) as elements [i, i + n) of `buf`.
+void put_operand(OperandBuffer& buf, int64_t i, const void* x, OperandForm held, int64_t at, int64_t n,
+                 OperandForm f);
 
 // Elements [i, i + n) of an input held in form `held`, as an operand of form
 // f: in place when held is f, else (held is fp32) converted into `buf`.

@@ -42,6 +42,18 @@ inline void rotate(float* y, const float* x, const float* cs, const float* sn, i
   }
 }
 
+// Where column block h of token (b, t)'s qkv row lives head-major: in q
+// (0), k (1) or v (2), from element `at` on.
+struct HeadRow {
+  int tensor;
+  int64_t at;
+};
+inline HeadRow head_row(int64_t b, int64_t t, int64_t h, int64_t T, int64_t H, int64_t Hkv, int64_t Dh) {
+  if (h < H) return {0, ((b * H + h) * T + t) * Dh};
+  if (h < H + Hkv) return {1, ((b * Hkv + h - H) * T + t) * Dh};
+  return {2, ((b * Hkv + h - H - Hkv) * T + t) * Dh};
+}
+
 // Token-major qkv rows (B, T, (H + 2 Hkv) Dh) <-> head-major q, k, v, with
 // q and k rotated on the way: dir +1 splits and rotates forward, -1 rotates
 // backward and merges.
@@ -57,9 +69,8 @@ void qkv_heads_rope(float* qkv, float* q, float* k, float* v, const float* cs, c
       const float* s = sn + t * half;
       for (int64_t h = 0; h < H + 2 * Hkv; ++h) {
         float* tok = row + h * Dh;
-        float* head = h < H ? q + ((b * H + h) * T + t) * Dh
-                            : (h < H + Hkv ? k + ((b * Hkv + h - H) * T + t) * Dh
-                                           : v + ((b * Hkv + h - H - Hkv) * T + t) * Dh);
+        const HeadRow hr = head_row(b, t, h, T, H, Hkv, Dh);
+        float* head = (hr.tensor == 0 ? q : hr.tensor == 1 ? k : v) + hr.at;
         float* dst = dir > 0 ? head : tok;
         const float* src = dir > 0 ? tok : head;
         if (h < H + Hkv)
@@ -89,16 +100,15 @@ void split_qkv_rope(void* q, void* k, void* v, OperandForm f, const float* qkv, 
     for (int64_t t = 0; t < T; ++t) {
       const float* row = qkv + (b * T + t) * ld;
       float rotated[kMaxDh];
+      void* const heads[3] = {q, k, v};
       for (int64_t h = 0; h < H + 2 * Hkv; ++h) {
         const float* tok = row + h * Dh;
-        if (h < H) {
+        const HeadRow hr = head_row(b, t, h, T, H, Hkv, Dh);
+        if (hr.tensor < 2) {
           rotate_row(rotated, tok, cs + t * half, sn + t * half, half, 1.0f);
-          write_operand(q, ((b * H + h) * T + t) * Dh, rotated, Dh, f);
-        } else if (h < H + Hkv) {
-          rotate_row(rotated, tok, cs + t * half, sn + t * half, half, 1.0f);
-          write_operand(k, ((b * Hkv + h - H) * T + t) * Dh, rotated, Dh, f);
+          write_operand(heads[hr.tensor], hr.at, rotated, Dh, f);
         } else {
-          write_operand(v, ((b * Hkv + h - H - Hkv) * T + t) * Dh, tok, Dh, f);
+          write_operand(heads[2], hr.at, tok, Dh, f);
         }
       }
     }
