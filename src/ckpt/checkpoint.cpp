@@ -142,9 +142,9 @@ Result<ShardFile> write_shard_file(const std::string& staging_dir, const ShardRa
     }
     const int64_t count = v.count < 0 ? numel - v.offset : v.count;
     if (v.offset < 0 || v.offset > numel || count < 0 || count > numel - v.offset ||
-        (count > 0 && v.data == nullptr)) {
+        (count > 0 && (v.data == nullptr) == (v.data_bf16 == nullptr))) {
       return Status::errorf("{}: tensor '{}': piece offset {} count {} does not fit shape {} "
-                            "(or data is null)",
+                            "(or it has not exactly one of data, data_bf16)",
                             path, v.name, v.offset, v.count, shape_str(v.shape));
     }
     ShardFile::Piece p;
@@ -196,12 +196,18 @@ Result<ShardFile> write_shard_file(const std::string& staging_dir, const ShardRa
   file_hash.update(header.data(), header.size());
   for (size_t i = 0; i < out.pieces.size(); ++i) {
     ShardFile::Piece& p = out.pieces[i];
-    const int64_t bytes = p.count * 4;
     p.byte_begin = data_start + entries[i].begin;
     p.byte_end = data_start + entries[i].end;
-    p.xxh64 = xxh64(views[i]->data, bytes);
-    MT_RETURN_IF_ERROR((*file)->append(views[i]->data, bytes));
-    if (bytes > 0) file_hash.update(views[i]->data, bytes);
+    Hasher piece;
+    Status wrote = Status::ok();
+    for_each_f32_chunk(*views[i], p.count, [&](const float* x, int64_t n) {
+      if (!wrote || n == 0) return;
+      wrote = (*file)->append(x, n * 4);
+      piece.update(x, size_t(n) * 4);
+      file_hash.update(x, size_t(n) * 4);
+    });
+    MT_RETURN_IF_ERROR(wrote);
+    p.xxh64 = piece.digest();
   }
   MT_RETURN_IF_ERROR((*file)->sync());
   MT_RETURN_IF_ERROR((*file)->close());

@@ -15,18 +15,23 @@
 #include <vector>
 
 #include "ckpt/file_system.h"
+#include "core/bf16.h"
 #include "core/status.h"
 
 namespace mt {
 
 // A tensor to save, or one contiguous piece of it (an FSDP shard: a range of
-// the row-major flattened tensor). `data` points at `count` floats.
+// the row-major flattened tensor). `data` points at `count` floats, or
+// `data_bf16` at `count` bf16 values (optimizer moments held in bf16), which
+// are saved widened to F32: exactly, so the file format has one dtype and a
+// checkpoint restores into either form.
 struct TensorView {
   std::string name;             // global name, e.g. "layers.3.attn.wq"
   std::vector<int64_t> shape;   // global shape of the whole tensor
   const float* data = nullptr;
   int64_t offset = 0;           // first element of this piece in the flattened tensor
   int64_t count = -1;           // elements in this piece; -1 = up to the end of the tensor
+  const bf16* data_bf16 = nullptr;  // instead of data
 };
 
 // Which shard file a process writes: rank_<5-digit rank>.safetensors.

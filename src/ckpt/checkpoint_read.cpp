@@ -347,7 +347,7 @@ std::string compute_tensor_hash(const std::vector<TensorView>& tensors) {
              "compute_tensor_hash needs whole tensors; '{}' is a piece at {} of {} elements",
              v->name, v->offset, v->count);
     hash_tensor_name(all, v->name);
-    all.update(v->data, numel * sizeof(float));
+    for_each_f32_chunk(*v, numel, [&](const float* x, int64_t n) { all.update(x, size_t(n) * sizeof(float)); });
   }
   return hex64(all.digest());
 }

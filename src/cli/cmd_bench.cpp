@@ -67,6 +67,7 @@ double planner_bytes(const RunConfig& rc) {
   l.global_batch = rc.train.batch_size * rc.train.grad_accum;
   l.params = rc.train.precision == MatmulPrecision::kBf16 ? plan::Precision::kBf16 : plan::Precision::kFp32;
   l.optimizer = rc.train.optimizer.name == OptimizerName::kMuon ? plan::OptimizerKind::kMuon : plan::OptimizerKind::kAdamW;
+  l.moments = rc.train.optimizer.state_precision == StatePrecision::kBf16 ? plan::Precision::kBf16 : plan::Precision::kFp32;
   l.recompute = rc.train.activation_checkpointing == ActivationCheckpointing::kLayers ? plan::Recompute::kFull
                                                                                      : plan::Recompute::kNone;
   auto p = plan::resolve(l, rc.model, rc.train.seq_len, cpu);

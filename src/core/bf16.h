@@ -18,6 +18,21 @@ inline bf16 f32_to_bf16(float f) {
   return bf16{uint16_t(u >> 16)};
 }
 
+// Stochastic rounding (Gupta et al. 2015, "Deep Learning with Limited
+// Numerical Precision"): rounds |f| up to the next bf16 with probability
+// equal to the fraction of the gap it covers, given 16 uniform random bits
+// in the low half of `r`, so the expected result is f itself. A value that
+// is already bf16 comes back unchanged; NaN stays a quiet NaN. For state
+// that moves by less than half a bf16 ulp per step (Adam's second moment at
+// beta2 = 0.95 moves by 5% of the gap to g^2, an ulp is 0.4-0.8%), where
+// round-to-nearest would freeze it.
+inline bf16 f32_to_bf16_stochastic(float f, uint32_t r) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t up = (u + (r & 0xffffu)) >> 16;
+  return bf16{uint16_t((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40 : up)};
+}
+
 inline float bf16_to_f32(bf16 b) {
   uint32_t u = uint32_t(b.bits) << 16;
   float f;

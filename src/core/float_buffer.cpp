@@ -14,11 +14,14 @@
 
 namespace mt {
 
-FloatBuffer::~FloatBuffer() { release(); }
+template <typename T>
+MappedBuffer<T>::~MappedBuffer() { release(); }
 
-FloatBuffer::FloatBuffer(FloatBuffer&& o) noexcept { *this = std::move(o); }
+template <typename T>
+MappedBuffer<T>::MappedBuffer(MappedBuffer&& o) noexcept { *this = std::move(o); }
 
-FloatBuffer& FloatBuffer::operator=(FloatBuffer&& o) noexcept {
+template <typename T>
+MappedBuffer<T>& MappedBuffer<T>::operator=(MappedBuffer&& o) noexcept {
   if (this == &o) return *this;
   release();
   const bool heap = o.fd_ < 0;
@@ -33,9 +36,10 @@ FloatBuffer& FloatBuffer::operator=(FloatBuffer&& o) noexcept {
   return *this;
 }
 
-void FloatBuffer::release() {
+template <typename T>
+void MappedBuffer<T>::release() {
   if (fd_ >= 0) {
-    if (n_ > 0) munmap(p_, size_t(n_) * sizeof(float));
+    if (n_ > 0) munmap(p_, size_t(n_) * sizeof(T));
     close(fd_);
     fd_ = -1;
   }
@@ -45,11 +49,12 @@ void FloatBuffer::release() {
   n_ = 0;
 }
 
-Status FloatBuffer::map_file(const std::string& path, int64_t n) {
+template <typename T>
+Status MappedBuffer<T>::map_file(const std::string& path, int64_t n) {
   release();
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::errorf("{}: cannot create the stream store file: {}", path, std::strerror(errno));
-  const size_t bytes = size_t(std::max<int64_t>(n, 1)) * sizeof(float);
+  const size_t bytes = size_t(std::max<int64_t>(n, 1)) * sizeof(T);
   if (const int e = posix_fallocate(fd, 0, off_t(bytes)); e != 0) {
     close(fd);
     unlink(path.c_str());
@@ -62,15 +67,16 @@ Status FloatBuffer::map_file(const std::string& path, int64_t n) {
     return Status::errorf("{}: cannot map the stream store file: {}", path, std::strerror(e));
   }
   fd_ = fd;
-  p_ = static_cast<float*>(p);
+  p_ = static_cast<T*>(p);
   n_ = n;
   path_ = path;
   return Status::ok();
 }
 
-void FloatBuffer::assign(int64_t n, float value) {
+template <typename T>
+void MappedBuffer<T>::assign(int64_t n, T value) {
   if (fd_ >= 0) {
-    MT_CHECK(n == n_, "{}: a mapped stream store buffer keeps its size ({} floats, asked for {})", path_, n_, n);
+    MT_CHECK(n == n_, "{}: a mapped stream store buffer keeps its size ({} elements, asked for {})", path_, n_, n);
     std::fill(p_, p_ + n_, value);
     return;
   }
@@ -78,5 +84,8 @@ void FloatBuffer::assign(int64_t n, float value) {
   p_ = heap_.data();
   n_ = n;
 }
+
+template class MappedBuffer<float>;
+template class MappedBuffer<bf16>;
 
 }  // namespace mt

@@ -1,6 +1,7 @@
-// float_buffer.h — a float array in host memory or in a memory-mapped file
-// on local disk (the disk tier of weight streaming, docs/streaming.md). The
-// trainer's parameter, gradient and optimizer-state buffers are these, so
+// float_buffer.h — an array (fp32, or bf16 for optimizer moments held in
+// bf16) in host memory or in a memory-mapped file on local disk (the disk
+// tier of weight streaming, docs/streaming.md). The trainer's parameter,
+// gradient and optimizer-state buffers are these, so
 // the same code trains with its state on either tier; the kernel pages the
 // file in and out, and nothing but the layers in flight has to fit in RAM.
 // The file is reserved in full when mapped (posix_fallocate), so a full disk
@@ -10,44 +11,49 @@
 #include <string>
 #include <vector>
 
+#include "core/bf16.h"
 #include "core/status.h"
 
 namespace mt {
 
-class FloatBuffer {
+template <typename T>
+class MappedBuffer {
  public:
-  FloatBuffer() = default;
-  ~FloatBuffer();
-  FloatBuffer(FloatBuffer&& o) noexcept;
-  FloatBuffer& operator=(FloatBuffer&& o) noexcept;
-  FloatBuffer(const FloatBuffer&) = delete;
-  FloatBuffer& operator=(const FloatBuffer&) = delete;
+  MappedBuffer() = default;
+  ~MappedBuffer();
+  MappedBuffer(MappedBuffer&& o) noexcept;
+  MappedBuffer& operator=(MappedBuffer&& o) noexcept;
+  MappedBuffer(const MappedBuffer&) = delete;
+  MappedBuffer& operator=(const MappedBuffer&) = delete;
 
   // n zeros in a new file at `path` (replacing any), mapped shared. Later
   // assign() calls must keep the size.
   Status map_file(const std::string& path, int64_t n);
   // n copies of value (in host memory unless mapped; a mapped buffer keeps its size).
-  void assign(int64_t n, float value);
+  void assign(int64_t n, T value);
 
-  float* data() { return p_; }
-  const float* data() const { return p_; }
+  T* data() { return p_; }
+  const T* data() const { return p_; }
   int64_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
   bool mapped() const { return fd_ >= 0; }
-  float* begin() { return p_; }
-  float* end() { return p_ + n_; }
-  const float* begin() const { return p_; }
-  const float* end() const { return p_ + n_; }
-  float& operator[](int64_t i) { return p_[i]; }
-  const float& operator[](int64_t i) const { return p_[i]; }
+  T* begin() { return p_; }
+  T* end() { return p_ + n_; }
+  const T* begin() const { return p_; }
+  const T* end() const { return p_ + n_; }
+  T& operator[](int64_t i) { return p_[i]; }
+  const T& operator[](int64_t i) const { return p_[i]; }
 
  private:
   void release();
-  std::vector<float> heap_;
-  float* p_ = nullptr;
+  std::vector<T> heap_;
+  T* p_ = nullptr;
   int64_t n_ = 0;
   int fd_ = -1;
   std::string path_;
 };
+
+using FloatBuffer = MappedBuffer<float>;
+using Bf16Buffer = MappedBuffer<bf16>;  // optimizer moments held in bf16 (optim.state_precision)
 
 }  // namespace mt

@@ -18,6 +18,7 @@
 #include "core/check.h"
 #include "core/phase_timer.h"
 #include "core/reduce.h"
+#include "core/rng.h"
 #include "kernels/cpu/adamw.h"
 
 namespace mt {
@@ -28,6 +29,7 @@ constexpr int64_t kBlock = 1 << 16;
 // Local storage [local, local + n) holds elements [off, off + n) of entry.
 struct Optimizer::Piece {
   int64_t local = 0, n = 0, entry = 0, off = 0;
+  int64_t layout = 0;   // its first element's layout offset (the dither's counter)
   int64_t vlocal = -1;  // AdamW-based: its second moment at v_[vlocal, + n)
   int64_t send = -1;    // Muon-based: its update at send_[send, + n)
 };
@@ -125,6 +127,7 @@ void Optimizer::build_pieces(const std::string& state_dir) {
       p.n = hi - lo;
       p.entry = e;
       p.off = lo - entries[size_t(e)].offset;
+      p.layout = lo;
       if (rules_[size_t(e)].base == BaseOptimizer::kAdamW) {
         p.vlocal = vpos;
         vpos += p.n;
@@ -134,10 +137,18 @@ void Optimizer::build_pieces(const std::string& state_dir) {
   for (size_t i = 0; i < pieces_.size(); ++i)
     for (int64_t lo = 0; lo < pieces_[i].n; lo += kBlock)
       segments_.push_back({int64_t(i), lo, std::min(pieces_[i].n, lo + kBlock)});
-  if (state_dir.empty()) {
+  if (cfg_.state_precision == StatePrecision::kBf16) {
+    if (state_dir.empty()) {
+      m16_.assign(local_size_, bf16{0});
+      v16_.assign(vpos, bf16{0});
+    } else {  // fresh files are zeros
+      storage_ = m16_.map_file(state_dir + "/optim_m.bf16", local_size_);
+      if (storage_) storage_ = v16_.map_file(state_dir + "/optim_v.bf16", vpos);
+    }
+  } else if (state_dir.empty()) {
     m_.assign(local_size_, 0.0f);
     v_.assign(vpos, 0.0f);
-  } else {  // fresh files are zeros
+  } else {
     storage_ = m_.map_file(state_dir + "/optim_m.f32", local_size_);
     if (storage_) storage_ = v_.map_file(state_dir + "/optim_v.f32", vpos);
   }
@@ -273,6 +284,15 @@ void Optimizer::muon_exchange() {
 void Optimizer::update(float* params, const float* grads, double lr, int64_t step, double norm, bf16* shadow,
                        float* spent_grads) {
   ScopedPhase phase(Phase::kOptimizer);
+  if (cfg_.state_precision == StatePrecision::kBf16)
+    update_with(m16_.data(), v16_.data(), params, grads, lr, step, norm, shadow, spent_grads);
+  else
+    update_with(m_.data(), v_.data(), params, grads, lr, step, norm, shadow, spent_grads);
+}
+
+template <typename State>
+void Optimizer::update_with(State* m, State* v, float* params, const float* grads, double lr, int64_t step, double norm,
+                            bf16* shadow, float* spent_grads) {
   // The segment's parameters are final after this pass: refresh its shadow
   // now, from cache (A: plain AdamW; B: plain Muon; C: Hyperball-wrapped).
   auto refresh = [&](const Segment& sg, const Piece& p) {
@@ -284,9 +304,9 @@ void Optimizer::update(float* params, const float* grads, double lr, int64_t ste
   const AdamDirParams ad{float(adamw_.beta1), float(adamw_.beta2), float(adamw_.eps), scale, step};
   const int64_t S = int64_t(segments_.size());
   std::vector<double> part(size_t(S), 0.0);
-  float* m = m_.data();
-  float* v = v_.data();
   float* u = send_.data();
+  const uint32_t key = dither_key(step);
+  auto dither = [&](const Segment& sg, const Piece& p) { return StateDither{key, uint64_t(p.layout + sg.lo)}; };
   const Nesterov nesterov = cfg_.muon_nesterov ? Nesterov::kYes : Nesterov::kNo;
 
   // A: AdamW; Hyperball-AdamW moments (update norms); Muon momentum.
@@ -297,13 +317,14 @@ void Optimizer::update(float* params, const float* grads, double lr, int64_t ste
     const TensorRule& r = rules_[size_t(p.entry)];
     const int64_t i = p.local + sg.lo, n = sg.hi - sg.lo;
     if (r.base == BaseOptimizer::kMuon) {
-      muon_momentum(m + i, u + p.send + sg.lo, grads + i, n, float(cfg_.muon_momentum), scale, nesterov);
+      muon_momentum(m + i, u + p.send + sg.lo, grads + i, n, float(cfg_.muon_momentum), scale, nesterov,
+                    dither(sg, p));
     } else if (r.hyperball) {
-      part[size_t(s)] = adam_direction(m + i, v + p.vlocal + sg.lo, grads + i, n, ad);
+      part[size_t(s)] = adam_direction(m + i, v + p.vlocal + sg.lo, grads + i, n, ad, dither(sg, p));
     } else {
       const AdamWParams a{float(r.aux ? lr_aux : lr), float(adamw_.beta1), float(adamw_.beta2), float(adamw_.eps),
                           float(r.weight_decay), scale, step};
-      adamw_update(params + i, m + i, v + p.vlocal + sg.lo, grads + i, n, a);
+      adamw_update(params + i, m + i, v + p.vlocal + sg.lo, grads + i, n, a, dither(sg, p));
       refresh(sg, p);
     }
     if (spent_grads) std::fill(spent_grads + i, spent_grads + i + n, 0.0f);  // still in cache
@@ -370,14 +391,45 @@ std::vector<Optimizer::StateSlot> Optimizer::state_at(int64_t entry, int64_t loc
                              [](int64_t l, const Piece& p) { return l < p.local + p.n; });
   MT_CHECK(it != pieces_.end() && it->entry == entry && it->local <= local, "no piece of entry {} at local {}", entry,
            local);
-  if (it->vlocal < 0) return {{"muon_m.", m_.data() + local}};
-  return {{"adam_m.", m_.data() + local}, {"adam_v.", v_.data() + it->vlocal + (local - it->local)}};
+  auto slot = [&](const char* prefix, FloatBuffer& f, Bf16Buffer& h, int64_t at) {
+    return cfg_.state_precision == StatePrecision::kBf16 ? StateSlot{prefix, nullptr, h.data() + at}
+                                                          : StateSlot{prefix, f.data() + at, nullptr};
+  };
+  if (it->vlocal < 0) return {slot("muon_m.", m_, m16_, local)};
+  return {slot("adam_m.", m_, m16_, local), slot("adam_v.", v_, v16_, it->vlocal + (local - it->local))};
+}
+
+int64_t Optimizer::state_bytes() const {
+  if (cfg_.state_precision == StatePrecision::kBf16) return int64_t(sizeof(bf16)) * (m16_.size() + v16_.size());
+  return int64_t(sizeof(float)) * (m_.size() + v_.size());
+}
+
+namespace {
+float widen(float x) { return x; }
+float widen(bf16 x) { return bf16_to_f32(x); }
+}  // namespace
+
+std::vector<float> Optimizer::m_local() const {
+  std::vector<float> out(static_cast<size_t>(local_size_));
+  if (cfg_.state_precision == StatePrecision::kBf16)
+    std::transform(m16_.begin(), m16_.end(), out.begin(), [](bf16 x) { return widen(x); });
+  else
+    std::copy(m_.begin(), m_.end(), out.begin());
+  return out;
 }
 
 std::vector<float> Optimizer::v_local() const {
   std::vector<float> out(size_t(local_size_), 0.0f);
-  for (const Piece& p : pieces_)
-    if (p.vlocal >= 0) std::copy(v_.begin() + p.vlocal, v_.begin() + p.vlocal + p.n, out.begin() + p.local);
+  auto expand = [&](const auto& v) {
+    for (const Piece& p : pieces_)
+      if (p.vlocal >= 0)
+        std::transform(v.begin() + p.vlocal, v.begin() + p.vlocal + p.n, out.begin() + p.local,
+                       [](auto x) { return widen(x); });
+  };
+  if (cfg_.state_precision == StatePrecision::kBf16)
+    expand(v16_);
+  else
+    expand(v_);
   return out;
 }
 

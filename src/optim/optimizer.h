@@ -4,8 +4,9 @@
 //
 // State, mirroring the local storage: m (AdamW first moment, or Muon's
 // momentum), v (AdamW second moment, only for AdamW-updated elements, stored
-// back to back), and the Hyperball radii R = ||W_0||_F of the wrapped
-// matrices (fp32, replicated on every rank).
+// back to back), both fp32 or both bf16 (optim.state_precision), and the
+// Hyperball radii R = ||W_0||_F of the wrapped matrices (fp32, replicated on
+// every rank).
 //
 // Sharding. AdamW is elementwise. Hyperball needs two norms per matrix (of
 // the update, of the stepped weight): each rank sums squares over its pieces
@@ -101,22 +102,25 @@ class Optimizer {
 
   // Checkpoint state of the owned piece of layout entry `entry` that starts
   // at local offset `local`: ("adam_m.", m), ("adam_v.", v) for AdamW-based
-  // tensors, ("muon_m.", momentum) for Muon-based ones; each pointer is the
-  // piece's first element (the piece's count is the caller's).
+  // tensors, ("muon_m.", momentum) for Muon-based ones; the pointer (fp32 or
+  // bf16, as the state is held; the other is null) is the piece's first
+  // element (the piece's count is the caller's).
   struct StateSlot {
     const char* prefix;
     float* data;
+    bf16* data_bf16;
   };
   std::vector<StateSlot> state_at(int64_t entry, int64_t local);
   // Radii of the wrapped entries in layout order (empty without Hyperball).
   std::vector<float>& radii() { return radii_; }
   const std::vector<int64_t>& wrapped_entries() const { return wrapped_; }
-  // m and v expanded to local storage (v is 0 where Muon has none): for hashes.
-  const FloatBuffer& m() const { return m_; }
+  StatePrecision state_precision() const { return cfg_.state_precision; }
+  // m and v in fp32 over the local storage (v is 0 where Muon has none): for hashes.
+  std::vector<float> m_local() const;
   std::vector<float> v_local() const;
 
-  // Floats of persistent state: m (local size) and v (AdamW-updated elements).
-  int64_t state_floats() const { return int64_t(m_.size() + v_.size()); }
+  // Bytes of persistent state: m (local size) and v (AdamW-updated elements).
+  int64_t state_bytes() const;
   // Elements of the transient buffers of a Muon step on this rank (send and
   // receive buffers, the owner's whole matrices, the Newton-Schulz scratch).
   int64_t muon_workspace_floats() const;
@@ -127,6 +131,10 @@ class Optimizer {
   void build_pieces(const std::string& state_dir);
   void build_exchange(const std::vector<std::vector<Range>>& ranks_owned);
   void muon_exchange();  // send buffer -> owners -> Newton-Schulz -> back
+  // update() over moments held as State (float or bf16).
+  template <typename State>
+  void update_with(State* m, State* v, float* params, const float* grads, double lr, int64_t step, double norm, bf16* shadow,
+                   float* spent_grads);
 
   const ParamLayout& layout_;
   AdamWConfig adamw_;
@@ -146,7 +154,8 @@ class Optimizer {
     int64_t piece, lo, hi;             // [lo, hi) within the piece (fixed cut: thread invariant)
   };
   std::vector<Segment> segments_;
-  FloatBuffer m_, v_;
+  FloatBuffer m_, v_;         // optim.state_precision = "fp32"
+  Bf16Buffer m16_, v16_;      // "bf16"
   Status storage_ = Status::ok();
   std::vector<float> radii_;
   bool any_adamh_ = false, any_muon_ = false;  // over the whole model (same on every rank)

@@ -42,6 +42,9 @@ void declare_keys(ConfigSchema& s, OptimizerConfig& c, const std::string& t) {
              "lr x sqrt(max(1, rows/cols)) (Jordan), or lr");
   s.add(t + ".muon_update_rms", &c.muon_update_rms, "Muon, moonlight scale: update RMS to match (AdamW's ~0.2)")
       .above(0);
+  s.add_enum(t + ".state_precision", &c.state_precision, {"fp32", "bf16"},
+             "storage of the optimizer moments (AdamW m and v, Muon momentum): bf16 halves their memory, rounding "
+             "each new value stochastically; master weights stay fp32; a checkpoint resumes under either");
 }
 
 Status validate(const OptimizerConfig& c, const ConfigOrigins& o, const std::string& t) {

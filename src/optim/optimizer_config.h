@@ -27,6 +27,13 @@ enum class OptimizerName { kAdamW, kMuon };
 //   keller     sqrt(max(1, rows / cols)) (Jordan's muon.py; lr ~0.02)
 //   none       1
 enum class MuonLrScale { kMoonlight, kKeller, kNone };
+// How the moments (AdamW's m and v, Muon's momentum) are stored. bf16 halves
+// their memory and traffic (DeepSeek-V3 keeps AdamW's moments in bf16,
+// DeepSeek-AI 2024, §3.3.2); each new moment is rounded stochastically with
+// counter-based bits (kernels/cpu/adamw.h), since round-to-nearest would
+// freeze a second moment that moves by less than half an ulp per step.
+// Master weights stay fp32 either way.
+enum class StatePrecision { kFp32, kBf16 };
 
 struct OptimizerConfig {
   OptimizerName name = OptimizerName::kAdamW;  // base optimizer of the hidden matrices
@@ -46,6 +53,7 @@ struct OptimizerConfig {
   std::vector<double> ns_coefficients = {3.4445, -4.7750, 2.0315};  // (a, b, c) of the quintic
   MuonLrScale muon_lr_scale = MuonLrScale::kMoonlight;
   double muon_update_rms = 0.2;     // moonlight scale: target RMS of the update at lr 1
+  StatePrecision state_precision = StatePrecision::kFp32;  // m, v and Muon's momentum
 };
 
 // Declares every key under `table` ("optim").

@@ -91,6 +91,8 @@ void declare_setting_keys(ConfigSchema& s, LayoutSettings& l, KeyRole role) {
       .range(-1, 1).note("-1 = the allocator's figure (caching 0.15, expandable 0.02, arena 0)");
   s.add_enum("precision.params", &l.params, {"bf16", "fp32"}, "bf16 = bf16 weights, fp32 master copy in the optimizer");
   s.add_enum("precision.grads", &l.grads, {"bf16", "fp32"}, "gradient accumulation and reduction dtype");
+  s.add_enum("precision.optimizer_state", &l.moments, {"bf16", "fp32"},
+             "optimizer moments (AdamW m and v, Muon momentum): bf16 halves their memory and update traffic");
   s.add_enum("precision.gemm", &l.gemm, {"bf16", "fp8"},
              "linear-layer GEMMs: fp8 runs them at gpu.peak_fp8_tflops (router, LM head and attention stay bf16)");
   s.add_enum("precision.optimizer", &l.optimizer, {"adamw", "muon"}, "optimizer (its state size)");

@@ -73,6 +73,7 @@ struct LayoutSettings {
   // [precision]
   Precision params = Precision::kBf16;    // bf16 = bf16 weights, fp32 master copy in the optimizer
   Precision grads = Precision::kFp32;     // gradient accumulation and reduction dtype
+  Precision moments = Precision::kFp32;   // optimizer moments (AdamW m and v, Muon momentum); bf16 as DeepSeek-V3
   OptimizerKind optimizer = OptimizerKind::kAdamW;
   GemmPrecision gemm = GemmPrecision::kBf16;  // fp8: linear-layer GEMMs at the FP8 peak (router, head, attention stay bf16)
   // [comm]

@@ -175,7 +175,9 @@ MemoryBreakdown cpu_memory(const ModelConfig& c, const ModelStats& s, const Para
   m.parameters = 4 * n + (p.cfg.params == Precision::kBf16 ? 2 * n : 0.0);
   m.gradients = 4 * n;
   const double muon = p.cfg.optimizer == OptimizerKind::kMuon ? double(muon_params(c, s)) : 0.0;
-  m.optimizer_state = 8 * n - 4 * muon + (c.aux_free_bias ? 4.0 * double(cpu_router_blocks(c, s) * c.n_experts) : 0.0);
+  const double mb = p.cfg.moments == Precision::kBf16 ? 2.0 : 4.0;  // optim.state_precision
+  m.optimizer_state =
+      2 * mb * n - mb * muon + (c.aux_free_bias ? 4.0 * double(cpu_router_blocks(c, s) * c.n_experts) : 0.0);
   if (muon > 0) m.optimizer_workspace = 4.0 * (3.0 * muon + double(muon_scratch_floats(c)));
   // The CPU trainer keeps every layer's activations, or (train.activation_checkpointing)
   // only layer inputs, recomputing each layer's forward: "full"; it has nothing selective.
@@ -297,7 +299,8 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
   if (L.zero_stage >= 3 && !L.reshard_after_forward) m.parameters += wbytes * held(/*never sharded*/ 4);
   m.gradients = gbytes * held(2);
   m.master_weights = L.params == Precision::kBf16 ? 4.0 * updated(1) : 0.0;
-  m.optimizer_state = 8.0 * updated(1);
+  const double mb = L.moments == Precision::kBf16 ? 2.0 : 4.0;
+  m.optimizer_state = 2.0 * mb * updated(1);
   if (L.optimizer == OptimizerKind::kMuon) {
     // Muon keeps one moment for its matrices (AdamW's two for the embedding,
     // head, norms and router) and, ZeRO-sharded, gathers each whole matrix to
@@ -306,7 +309,7 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
     const double muon_updated =
         dual ? (sharded(1, muon_stage_params(c, s, p, stage)) + sharded(1, muon_stage_params(c, s, p, p.pp - 1 - stage))) / 2.0
              : sharded(1, muon_stage_params(c, s, p, stage));
-    m.optimizer_state -= 4.0 * muon_updated;
+    m.optimizer_state -= mb * muon_updated;
     m.optimizer_workspace = 4.0 * (3.0 * muon_updated + double(muon_scratch_floats(c)));
   }
   const double root = std::max(stage == 0 || (dual && stage == p.pp - 1) ? double(s.embed) / double(p.tp) : 0.0,

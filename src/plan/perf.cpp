@@ -444,12 +444,13 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
   const double shard = p.cfg.zero_stage >= 1 ? sp.dense / double(p.grad_replicas()) + sp.experts / double(p.edp)
                                              : sp.dense + sp.experts;
   const bool master = p.cfg.params == Precision::kBf16;
-  const double per_param = gbytes + 16.0 + (master ? 8.0 + wbytes : 8.0);
+  const double mbytes = p.cfg.moments == Precision::kBf16 ? 2.0 : 4.0;  // each of m, v, read and written
+  const double per_param = gbytes + 4.0 * mbytes + (master ? 8.0 + wbytes : 8.0);
   // Offload: the update runs on the host CPUs, memory-bound, every GPU of the node sharing its host memory
   // bandwidth (ZeRO-Offload's CPU Adam); gradients go down and weights come back over the host link. From
   // NVMe, master weights and moments are also read and written back through host memory (ZeRO-Infinity).
   const double host_update_s = per_param * shard * double(cl.device.gpus_per_node) / (cl.host_memory_gbps * 1e9);
-  const double state_bytes = (master ? 4.0 : 0.0) + 8.0;
+  const double state_bytes = (master ? 4.0 : 0.0) + 2.0 * mbytes;
   if (p.cfg.offload == Offload::kOptimizer) {
     st.optimizer_s = (gbytes + wbytes) * shard / (cl.host_link_gbps * 1e9) + host_update_s + mc.lat;
   } else if (p.cfg.offload == Offload::kParams) {

@@ -445,6 +445,7 @@ nlohmann::json to_json(const Plan& p) {
         {"params", a.params == Precision::kBf16 ? "bf16 + fp32 master" : "fp32"},
         {"grads", a.grads == Precision::kBf16 ? "bf16" : "fp32"},
         {"optimizer", a.optimizer == OptimizerKind::kAdamW ? "adamw" : "muon"},
+        {"optimizer_state", a.moments == Precision::kBf16 ? "bf16" : "fp32"},
         {"state_bytes_per_param", a.state_bytes_per_param},
         {"capacity_bytes", a.capacity_bytes},
         {"allocator_overhead", a.allocator_overhead},

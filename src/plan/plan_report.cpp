@@ -429,7 +429,10 @@ void largest_side_by_side(HtmlPage& h, const LargestModel& lm) {
                  fmt::format("{} weights, {} gradients, {}: {:g} bytes per parameter before sharding",
                              a.params == Precision::kBf16 ? "bf16 (fp32 master copy)" : "fp32",
                              a.grads == Precision::kBf16 ? "bf16" : "fp32",
-                             a.optimizer == OptimizerKind::kAdamW ? "AdamW (2 fp32 moments)" : "Muon (1 moment)",
+                             fmt::format("{} ({} {} moment{})", a.optimizer == OptimizerKind::kAdamW ? "AdamW" : "Muon",
+                                         a.optimizer == OptimizerKind::kAdamW ? 2 : 1,
+                                         a.moments == Precision::kBf16 ? "bf16" : "fp32",
+                                         a.optimizer == OptimizerKind::kAdamW ? "s" : ""),
                              a.state_bytes_per_param)},
                 {"memory headroom", fmt::format("fits when the fullest stage needs at most {} per GPU, allocator "
                                                 "overhead {:g} of activations and buffers and the runtime included; "

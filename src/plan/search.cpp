@@ -238,7 +238,9 @@ LargestModel largest_model_per_domain(const ModelConfig& base, int64_t seq_len, 
   a.params = base_layout.params;
   a.grads = base_layout.grads;
   a.optimizer = base_layout.optimizer;
-  const double opt = base_layout.optimizer == OptimizerKind::kAdamW ? 8.0 : 4.0;
+  a.moments = base_layout.moments;
+  const double opt = (base_layout.optimizer == OptimizerKind::kAdamW ? 2.0 : 1.0) *
+                     (base_layout.moments == Precision::kBf16 ? 2.0 : 4.0);
   const double grads = base_layout.grads == Precision::kBf16 ? 2.0 : 4.0;
   a.state_bytes_per_param = base_layout.params == Precision::kBf16 ? 2.0 + grads + 4.0 + opt : 4.0 + grads + opt;
   a.capacity_bytes = dc.device.hbm_gib * kGiB;

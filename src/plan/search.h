@@ -57,6 +57,7 @@ struct SearchAssumptions {
   Precision params = Precision::kBf16; // weights (bf16: with an fp32 master copy)
   Precision grads = Precision::kFp32;
   OptimizerKind optimizer = OptimizerKind::kAdamW;
+  Precision moments = Precision::kFp32;  // optimizer moments
   double state_bytes_per_param = 0;    // weights + gradients + master + optimizer state, before sharding
   double capacity_bytes = 0;           // HBM per GPU: a layout fits when its fullest stage needs no more
   double allocator_overhead = 0;       // fraction of activations and buffers (layout.h), inside the capacity

@@ -31,6 +31,7 @@ RunConfig normalised(RunConfig c) {
   c.train.eval_batches = 0;
   c.train.threads = 0;
   c.train.health = HealthConfig();  // checks never change training
+  c.train.optimizer.state_precision = StatePrecision::kFp32;  // checkpoints hold moments in F32: either resumes
   c.dist = DistConfig();  // any layout resumes any checkpoint (resharding)
   // Dense streaming is bit-identical to computing in place; sparse streaming
   // changes what the experts compute, so its density must stay.

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -189,7 +190,7 @@ int64_t Trainer::compute_memory_bytes() const {
 }
 
 int64_t Trainer::store_bytes() const {
-  return int64_t(sizeof(float)) * (params_.size() + grads_.size() + optim_->state_floats());
+  return int64_t(sizeof(float)) * (params_.size() + grads_.size()) + optim_->state_bytes();
 }
 
 Status Trainer::check_stream_budget() {
@@ -332,7 +333,7 @@ std::vector<TensorView> Trainer::checkpoint_views() const {
       const int64_t local = r.local + (lo - r.lo), off = lo - e.offset, count = hi - lo;
       views.push_back({e.name, e.shape, params_.data() + local, off, count});
       for (const Optimizer::StateSlot& s : optim_->state_at(int64_t(i), local))
-        views.push_back({s.prefix + e.name, e.shape, s.data, off, count});
+        views.push_back({s.prefix + e.name, e.shape, s.data, off, count, s.data_bf16});
     }
   if (!router_bias_.empty() && is_root())
     views.push_back({"router_bias", {int64_t(router_bias_.size())}, router_bias_.data()});
@@ -385,8 +386,13 @@ Status Trainer::write_checkpoint_files(const std::vector<TensorView>& views, con
     p->copy.resize(size_t(total));
     int64_t at = 0;
     for (TensorView& v : p->views) {
-      std::memcpy(p->copy.data() + at, v.data, size_t(v.count) * sizeof(float));
-      v.data = p->copy.data() + at;
+      float* to = p->copy.data() + at;
+      if (v.data_bf16)  // moments held in bf16 are saved widened (exact)
+        std::transform(v.data_bf16, v.data_bf16 + v.count, to, [](bf16 x) { return bf16_to_f32(x); });
+      else
+        std::memcpy(to, v.data, size_t(v.count) * sizeof(float));
+      v.data = to;
+      v.data_bf16 = nullptr;
       at += v.count;
     }
   }
@@ -449,9 +455,18 @@ Status Trainer::stop_keeping_last_checkpoint(Status why) {
 
 Status Trainer::load_checkpoint_tensors(const LoadedCheckpoint& ck) {
   // Any world size wrote it: take this rank's ranges of the whole tensors.
+  std::vector<float> widened;
   for (const TensorView& v : checkpoint_views()) {
     if (v.name == "router_bias" || v.name == "hyperball_radius") continue;
-    MT_RETURN_IF_ERROR(load_range_into(ck, v.name, v.offset, v.count, const_cast<float*>(v.data)));
+    if (!v.data_bf16) {
+      MT_RETURN_IF_ERROR(load_range_into(ck, v.name, v.offset, v.count, const_cast<float*>(v.data)));
+      continue;
+    }
+    // Moments held in bf16: saved from bf16 they round back exactly; saved
+    // by an fp32-state run they round to nearest once (docs/optimizers.md).
+    widened.resize(size_t(v.count));
+    MT_RETURN_IF_ERROR(load_range_into(ck, v.name, v.offset, v.count, widened.data()));
+    convert_f32_to_bf16_span(const_cast<bf16*>(v.data_bf16), widened.data(), v.count);
   }
   if (!router_bias_.empty())
     MT_RETURN_IF_ERROR(load_into(ck, "router_bias", {int64_t(router_bias_.size())}, router_bias_.data()));
@@ -475,9 +490,9 @@ std::string Trainer::state_hash() const {
     displs[r] = r ? displs[r - 1] + counts[r - 1] : 0;
   }
   std::vector<float> all(displs[P - 1] + counts[P - 1]), full(L.total());
-  const std::vector<float> v = optim_->v_local();  // 0 where Muon keeps no second moment
+  const std::vector<float> m = optim_->m_local(), v = optim_->v_local();  // v: 0 where Muon keeps none
   const std::pair<const float*, int64_t> locals[] = {
-      {params_.data(), params_.size()}, {optim_->m().data(), optim_->m().size()}, {v.data(), int64_t(v.size())}};
+      {params_.data(), params_.size()}, {m.data(), int64_t(m.size())}, {v.data(), int64_t(v.size())}};
   for (const auto& [local, local_n] : locals) {
     w.allgatherv(local, local_n, all.data(), counts.data(), displs.data(), DType::kF32,
                  "all-gather (state hash)");

@@ -4,9 +4,13 @@
 
 #include <cmath>
 
-namespace mt {
+#include "kernels/cpu/state_io.h"
 
-void adamw_update(float* p, float* m, float* v, const float* g, int64_t n, const AdamWParams& a) {
+namespace mt {
+namespace {
+
+template <typename S>
+void adamw_update_impl(float* p, S* m, S* v, const float* g, int64_t n, const AdamWParams& a, const StateDither& d) {
   const float bc1 = 1.0f - float(std::pow(double(a.beta1), double(a.step)));
   const float bc2 = 1.0f - float(std::pow(double(a.beta2), double(a.step)));
   const float step_size = a.lr / bc1;
@@ -15,11 +19,22 @@ void adamw_update(float* p, float* m, float* v, const float* g, int64_t n, const
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float gi = g[i] * a.grad_scale;
-    m[i] = a.beta1 * m[i] + (1.0f - a.beta1) * gi;
-    v[i] = a.beta2 * v[i] + (1.0f - a.beta2) * gi * gi;
-    const float denom = std::sqrt(v[i]) * inv_sqrt_bc2 + a.eps;
-    p[i] = p[i] * decay - step_size * m[i] / denom;
+    const uint32_t r = state_io::bits<S>(d.key, d.first, i);
+    const float mi = state_io::store(m, i, a.beta1 * state_io::load(m, i) + (1.0f - a.beta1) * gi, r);
+    const float vi = state_io::store(v, i, a.beta2 * state_io::load(v, i) + (1.0f - a.beta2) * gi * gi, r >> 16);
+    const float denom = std::sqrt(vi) * inv_sqrt_bc2 + a.eps;
+    p[i] = p[i] * decay - step_size * mi / denom;
   }
+}
+
+}  // namespace
+
+void adamw_update(float* p, float* m, float* v, const float* g, int64_t n, const AdamWParams& a, const StateDither&) {
+  adamw_update_impl(p, m, v, g, n, a, StateDither{});
+}
+
+void adamw_update(float* p, bf16* m, bf16* v, const float* g, int64_t n, const AdamWParams& a, const StateDither& d) {
+  adamw_update_impl(p, m, v, g, n, a, d);
 }
 
 }  // namespace mt

@@ -7,6 +7,7 @@
 
 #include "core/reduce.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/state_io.h"
 
 namespace mt {
 
@@ -52,23 +53,37 @@ void newton_schulz(float* out, const float* g, int64_t rows, int64_t cols, const
   }
 }
 
-void muon_momentum(float* buf, float* u, const float* g, int64_t n, float beta, float grad_scale,
-                   Nesterov nesterov) {
+namespace {
+
+template <typename S>
+void muon_momentum_impl(S* buf, float* u, const float* g, int64_t n, float beta, float grad_scale, Nesterov nesterov,
+                        const StateDither& d) {
   const float one_minus = 1.0f - beta;
   if (nesterov == Nesterov::kYes) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
       const float gi = one_minus * (g[i] * grad_scale);
-      buf[i] = beta * buf[i] + gi;
-      u[i] = gi + beta * buf[i];
+      const float b = state_io::store(buf, i, beta * state_io::load(buf, i) + gi, state_io::bits<S>(d.key, d.first, i));
+      u[i] = gi + beta * b;
     }
   } else {
 #pragma omp simd
-    for (int64_t i = 0; i < n; ++i) {
-      buf[i] = beta * buf[i] + one_minus * (g[i] * grad_scale);
-      u[i] = buf[i];
-    }
+    for (int64_t i = 0; i < n; ++i)
+      u[i] = state_io::store(buf, i, beta * state_io::load(buf, i) + one_minus * (g[i] * grad_scale),
+                             state_io::bits<S>(d.key, d.first, i));
   }
+}
+
+}  // namespace
+
+void muon_momentum(float* buf, float* u, const float* g, int64_t n, float beta, float grad_scale,
+                   Nesterov nesterov, const StateDither&) {
+  muon_momentum_impl(buf, u, g, n, beta, grad_scale, nesterov, StateDither{});
+}
+
+void muon_momentum(bf16* buf, float* u, const float* g, int64_t n, float beta, float grad_scale, Nesterov nesterov,
+                   const StateDither& d) {
+  muon_momentum_impl(buf, u, g, n, beta, grad_scale, nesterov, d);
 }
 
 namespace {
@@ -88,29 +103,49 @@ inline float adam_u(float m, float v, const AdamScalars& s, float eps) {
 
 }  // namespace
 
-double adam_direction(float* m, float* v, const float* g, int64_t n, const AdamDirParams& a) {
+namespace {
+
+template <typename S>
+double adam_direction_impl(S* m, S* v, const float* g, int64_t n, const AdamDirParams& a, const StateDither& d) {
   const AdamScalars s = adam_scalars(a);
   double acc = 0.0;
 #pragma omp simd reduction(+ : acc)
   for (int64_t i = 0; i < n; ++i) {
     const float gi = g[i] * a.grad_scale;
-    m[i] = a.beta1 * m[i] + (1.0f - a.beta1) * gi;
-    v[i] = a.beta2 * v[i] + (1.0f - a.beta2) * gi * gi;
-    const float u = adam_u(m[i], v[i], s, a.eps);
+    const uint32_t r = state_io::bits<S>(d.key, d.first, i);
+    const float mi = state_io::store(m, i, a.beta1 * state_io::load(m, i) + (1.0f - a.beta1) * gi, r);
+    const float vi = state_io::store(v, i, a.beta2 * state_io::load(v, i) + (1.0f - a.beta2) * gi * gi, r >> 16);
+    const float u = adam_u(mi, vi, s, a.eps);
     acc += double(u) * double(u);
   }
   return acc;
 }
 
-double adam_direction_axpy(float* x, const float* m, const float* v, int64_t n, const AdamDirParams& a, float k) {
+template <typename S>
+double adam_direction_axpy_impl(float* x, const S* m, const S* v, int64_t n, const AdamDirParams& a, float k) {
   const AdamScalars s = adam_scalars(a);
   double acc = 0.0;
 #pragma omp simd reduction(+ : acc)
   for (int64_t i = 0; i < n; ++i) {
-    x[i] -= k * adam_u(m[i], v[i], s, a.eps);
+    x[i] -= k * adam_u(state_io::load(m, i), state_io::load(v, i), s, a.eps);
     acc += double(x[i]) * double(x[i]);
   }
   return acc;
+}
+
+}  // namespace
+
+double adam_direction(float* m, float* v, const float* g, int64_t n, const AdamDirParams& a, const StateDither&) {
+  return adam_direction_impl(m, v, g, n, a, StateDither{});
+}
+double adam_direction(bf16* m, bf16* v, const float* g, int64_t n, const AdamDirParams& a, const StateDither& d) {
+  return adam_direction_impl(m, v, g, n, a, d);
+}
+double adam_direction_axpy(float* x, const float* m, const float* v, int64_t n, const AdamDirParams& a, float k) {
+  return adam_direction_axpy_impl(x, m, v, n, a, k);
+}
+double adam_direction_axpy(float* x, const bf16* m, const bf16* v, int64_t n, const AdamDirParams& a, float k) {
+  return adam_direction_axpy_impl(x, m, v, n, a, k);
 }
 
 void decay_axpy(float* x, const float* u, int64_t n, float decay, float k) {

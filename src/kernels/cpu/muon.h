@@ -16,6 +16,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/cpu/adamw.h"  // StateDither
+
 namespace mt {
 
 struct NewtonSchulzParams {
@@ -39,7 +41,12 @@ void newton_schulz(float* out, const float* g, int64_t rows, int64_t cols, const
 // u = g + mu buf give the same direction scaled by 1 / (1 - beta), which
 // orthogonalisation removes.
 enum class Nesterov { kNo, kYes };
-void muon_momentum(float* buf, float* u, const float* g, int64_t n, float beta, float grad_scale, Nesterov nesterov);
+// The dither rounds bf16 momentum (adamw.h; fp32 ignores it); u comes from
+// the stored value.
+void muon_momentum(float* buf, float* u, const float* g, int64_t n, float beta, float grad_scale, Nesterov nesterov,
+                   const StateDither& d = {});
+void muon_momentum(bf16* buf, float* u, const float* g, int64_t n, float beta, float grad_scale, Nesterov nesterov,
+                   const StateDither& d);
 
 // Adam's moments and its direction u = m_hat / (sqrt(v_hat) + eps) over
 // [0, n), the same arithmetic as adamw_update (kernels/cpu/adamw.h) without
@@ -52,8 +59,12 @@ struct AdamDirParams {
   float grad_scale;
   int64_t step;  // 1-based, for bias correction
 };
-double adam_direction(float* m, float* v, const float* g, int64_t n, const AdamDirParams& a);
+double adam_direction(float* m, float* v, const float* g, int64_t n, const AdamDirParams& a,
+                      const StateDither& d = {});
 double adam_direction_axpy(float* x, const float* m, const float* v, int64_t n, const AdamDirParams& a, float k);
+// bf16 moments (adamw.h): u from the moments as stored, in both passes.
+double adam_direction(bf16* m, bf16* v, const float* g, int64_t n, const AdamDirParams& a, const StateDither& d);
+double adam_direction_axpy(float* x, const bf16* m, const bf16* v, int64_t n, const AdamDirParams& a, float k);
 
 // x = decay x - k u (Muon's step with decoupled weight decay).
 void decay_axpy(float* x, const float* u, int64_t n, float decay, float k);
