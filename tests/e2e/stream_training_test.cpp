@@ -72,6 +72,24 @@ TEST(StreamTraining, StateFourTimesTheBudgetTrainsBitIdenticallyToInPlace) {
   }
 }
 
+// Moments held in bf16 stream from the disk store like fp32 ones (the same
+// bits as in place), and the store holds 4 bytes less per parameter:
+// params, gradients, m and v take 12 bytes instead of 16.
+TEST(StreamTraining, Bf16StateOnDiskTrainsBitIdenticallyToInPlace) {
+  TempDir tmp;
+  const std::vector<std::string> base = {"train.steps=3", "optim.state_precision=bf16"};
+  const auto in_place = train(big_model(tmp / "in_place", base));
+  ASSERT_EQ(in_place.exit_code, 0) << in_place;
+  const auto disk = train(big_model(tmp / "disk", streamed("disk", 1, base)));
+  ASSERT_EQ(disk.exit_code, 0) << disk;
+  EXPECT_EQ(done_state_hash(disk.err), done_state_hash(in_place.err));
+  const auto fp32 = train(big_model(tmp / "disk32", streamed("disk", 1, {"train.steps=1"})));
+  ASSERT_EQ(fp32.exit_code, 0) << fp32;
+  const int64_t bytes16 = read_metrics(tmp / "disk").back()["stream"]["store_bytes"];
+  const int64_t bytes32 = read_metrics(tmp / "disk32").back()["stream"]["store_bytes"];
+  EXPECT_EQ(4 * bytes16, 3 * bytes32);
+}
+
 // 12 MiB cannot hold the kept activations (15.7 MiB) but holds the layer
 // inputs: train.activation_checkpointing = "auto" recomputes each layer's
 // forward before its backward, bit-identically, with state over 10x the budget.

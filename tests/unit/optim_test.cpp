@@ -626,6 +626,15 @@ TEST(OptimizerPlan, MemoryEqualsTheAllocation) {
     EXPECT_EQ(mem.optimizer_state, double(opt.state_bytes()));
     EXPECT_EQ(mem.optimizer_workspace, 4.0 * double(opt.muon_workspace_floats()));
     EXPECT_GT(mem.optimizer_workspace, 0.0);
+    // Moments in bf16: half the bytes, allocated and planned.
+    OptimizerConfig half = run->train.optimizer;
+    half.state_precision = StatePrecision::kBf16;
+    l.moments = plan::Precision::kBf16;
+    auto ph = plan::resolve(l, c, 64, cpu);
+    ASSERT_TRUE(ph.is_ok()) << ph.status().message();
+    const Optimizer opt16(L, run->train.optim, half, run->train.schedule.lr, comm);
+    EXPECT_EQ(plan::memory_per_gpu(c, plan::model_stats(c, 64), *ph, cpu).optimizer_state, double(opt16.state_bytes()));
+    EXPECT_EQ(2 * opt16.state_bytes(), opt.state_bytes());
   }
 
   // Dense: D 64, 2 layers, 4 heads of 16 (MHA), SwiGLU 128, vocab 1000, tied.
@@ -662,6 +671,12 @@ TEST(OptimizerPlan, MemoryEqualsTheAllocation) {
   EXPECT_DOUBLE_EQ(u.optimizer_workspace, 4.0 * (3.0 * shard + 24576));
   EXPECT_EQ(a.optimizer_workspace, 0.0);
   EXPECT_NEAR(u.total() - a.total(), u.optimizer_workspace - 4.0 * shard, 1e-6 * u.total());
+  // bf16 moments (precision.optimizer_state): half of AdamW's fp32 state.
+  l.optimizer = plan::OptimizerKind::kAdamW;
+  l.moments = plan::Precision::kBf16;
+  auto adamw16 = plan::resolve(l, m, 32, h100);
+  ASSERT_TRUE(adamw16.is_ok());
+  EXPECT_DOUBLE_EQ(plan::memory_per_gpu(m, s, *adamw16, h100).optimizer_state, a.optimizer_state / 2);
 }
 
 // MLA's down projections and the MTP modules are Muon's matrices too (the planner models both before the
