@@ -13,25 +13,41 @@ void philox_block(uint64_t seed, uint64_t stream, uint64_t counter, uint32_t out
 float uniform01(uint32_t word);
 
 // 32 random bits for element `index` under `key`, for dithering (the
-// stochastic rounding of optimizer state, core/bf16.h): Wellons' "triple32"
-// integer hash (three multiply-xorshift rounds, full avalanche) of the
-// index folded to 32 bits and the key. Cheap enough to run per element in a
-// vectorised loop, where a Philox block per element would cost several
-// times the memory traffic of the loop itself. Indices 2^32 apart may share
-// bits, which only correlates the rounding of far-apart elements.
-inline uint32_t dither_bits(uint32_t key, uint64_t index) {
-  uint32_t x = uint32_t(index) ^ (uint32_t(index >> 32) * 0x9e3779b9u) ^ key;
-  x ^= x >> 17;
-  x *= 0xed5ad4bbu;
-  x ^= x >> 11;
-  x *= 0xac4c1b51u;
+// stochastic rounding of optimizer state, core/bf16.h): Wellons' "lowbias32"
+// integer hash (two multiply-xorshift rounds, full avalanche) of the index's
+// low word xor a key that folds in its high word. Cheap enough per element
+// in a vectorised loop, where a Philox block per element would cost more
+// than the memory traffic of the loop; the rounding needs evenly spread
+// bits, not a stream fit for sampling. DitherRange gives the same bits for
+// a range with 32-bit arithmetic only.
+inline uint32_t dither_mix(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
   x ^= x >> 15;
-  x *= 0x31848babu;
-  x ^= x >> 14;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
   return x;
 }
+inline uint32_t dither_key_of_word(uint32_t key, uint32_t high_word) { return key ^ (high_word * 0x9e3779b9u); }
+inline uint32_t dither_bits(uint32_t key, uint64_t index) {
+  return dither_mix(uint32_t(index) ^ dither_key_of_word(key, uint32_t(index >> 32)));
+}
 // The key of optimizer step `step` (1-based): a different dither each step.
-inline uint32_t dither_key(int64_t step) { return dither_bits(0x6d745f31u, uint64_t(step)); }
+inline uint32_t dither_key(int64_t step) { return dither_mix(uint32_t(step) ^ 0x6d745f31u) ^ uint32_t(uint64_t(step) >> 32); }
+
+// dither_bits(key, first + i) for i in [0, 2^32): the high word of the index
+// is first's, or one more once the low word has wrapped.
+struct DitherRange {
+  uint32_t lo0, k0, k1;
+  DitherRange(uint32_t key, uint64_t first)
+      : lo0(uint32_t(first)),
+        k0(dither_key_of_word(key, uint32_t(first >> 32))),
+        k1(dither_key_of_word(key, uint32_t(first >> 32) + 1)) {}
+  uint32_t operator()(uint32_t i) const {
+    const uint32_t lo = lo0 + i;
+    return dither_mix(lo ^ (lo < lo0 ? k1 : k0));
+  }
+};
 
 // Fills `out[0..n)` with N(0, std^2) samples: element i depends only on
 // (seed, stream, i). Box-Muller on Philox blocks; parallel and thread-count

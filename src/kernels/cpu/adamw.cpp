@@ -16,13 +16,16 @@ void adamw_update_impl(float* p, S* m, S* v, const float* g, int64_t n, const Ad
   const float step_size = a.lr / bc1;
   const float inv_sqrt_bc2 = 1.0f / std::sqrt(bc2);
   const float decay = 1.0f - a.lr * a.weight_decay;
+  // Scalars in registers: read through `a`, they could alias the arrays.
+  const float beta1 = a.beta1, beta2 = a.beta2, eps = a.eps, grad_scale = a.grad_scale;
+  const DitherRange dither(d.key, d.first);
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
-    const float gi = g[i] * a.grad_scale;
-    const uint32_t r = state_io::bits<S>(d.key, d.first, i);
-    const float mi = state_io::store(m, i, a.beta1 * state_io::load(m, i) + (1.0f - a.beta1) * gi, r);
-    const float vi = state_io::store(v, i, a.beta2 * state_io::load(v, i) + (1.0f - a.beta2) * gi * gi, r >> 16);
-    const float denom = std::sqrt(vi) * inv_sqrt_bc2 + a.eps;
+    const float gi = g[i] * grad_scale;
+    const uint32_t r = state_io::bits<S>(dither, i);
+    const float mi = state_io::store(m, i, beta1 * state_io::load(m, i) + (1.0f - beta1) * gi, r);
+    const float vi = state_io::store(v, i, beta2 * state_io::load(v, i) + (1.0f - beta2) * gi * gi, r >> 16);
+    const float denom = std::sqrt(vi) * inv_sqrt_bc2 + eps;
     p[i] = p[i] * decay - step_size * mi / denom;
   }
 }

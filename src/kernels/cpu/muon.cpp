@@ -59,18 +59,19 @@ template <typename S>
 void muon_momentum_impl(S* buf, float* u, const float* g, int64_t n, float beta, float grad_scale, Nesterov nesterov,
                         const StateDither& d) {
   const float one_minus = 1.0f - beta;
+  const DitherRange dither(d.key, d.first);
   if (nesterov == Nesterov::kYes) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
       const float gi = one_minus * (g[i] * grad_scale);
-      const float b = state_io::store(buf, i, beta * state_io::load(buf, i) + gi, state_io::bits<S>(d.key, d.first, i));
+      const float b = state_io::store(buf, i, beta * state_io::load(buf, i) + gi, state_io::bits<S>(dither, i));
       u[i] = gi + beta * b;
     }
   } else {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i)
       u[i] = state_io::store(buf, i, beta * state_io::load(buf, i) + one_minus * (g[i] * grad_scale),
-                             state_io::bits<S>(d.key, d.first, i));
+                             state_io::bits<S>(dither, i));
   }
 }
 
@@ -108,14 +109,16 @@ namespace {
 template <typename S>
 double adam_direction_impl(S* m, S* v, const float* g, int64_t n, const AdamDirParams& a, const StateDither& d) {
   const AdamScalars s = adam_scalars(a);
+  const float beta1 = a.beta1, beta2 = a.beta2, eps = a.eps, grad_scale = a.grad_scale;  // registers, not aliases
+  const DitherRange dither(d.key, d.first);
   double acc = 0.0;
 #pragma omp simd reduction(+ : acc)
   for (int64_t i = 0; i < n; ++i) {
-    const float gi = g[i] * a.grad_scale;
-    const uint32_t r = state_io::bits<S>(d.key, d.first, i);
-    const float mi = state_io::store(m, i, a.beta1 * state_io::load(m, i) + (1.0f - a.beta1) * gi, r);
-    const float vi = state_io::store(v, i, a.beta2 * state_io::load(v, i) + (1.0f - a.beta2) * gi * gi, r >> 16);
-    const float u = adam_u(mi, vi, s, a.eps);
+    const float gi = g[i] * grad_scale;
+    const uint32_t r = state_io::bits<S>(dither, i);
+    const float mi = state_io::store(m, i, beta1 * state_io::load(m, i) + (1.0f - beta1) * gi, r);
+    const float vi = state_io::store(v, i, beta2 * state_io::load(v, i) + (1.0f - beta2) * gi * gi, r >> 16);
+    const float u = adam_u(mi, vi, s, eps);
     acc += double(u) * double(u);
   }
   return acc;
@@ -124,10 +127,11 @@ double adam_direction_impl(S* m, S* v, const float* g, int64_t n, const AdamDirP
 template <typename S>
 double adam_direction_axpy_impl(float* x, const S* m, const S* v, int64_t n, const AdamDirParams& a, float k) {
   const AdamScalars s = adam_scalars(a);
+  const float eps = a.eps;
   double acc = 0.0;
 #pragma omp simd reduction(+ : acc)
   for (int64_t i = 0; i < n; ++i) {
-    x[i] -= k * adam_u(state_io::load(m, i), state_io::load(v, i), s, a.eps);
+    x[i] -= k * adam_u(state_io::load(m, i), state_io::load(v, i), s, eps);
     acc += double(x[i]) * double(x[i]);
   }
   return acc;

@@ -24,14 +24,14 @@ inline float store(bf16* p, int64_t i, float x, uint32_t r) {
   return bf16_to_f32(p[i]);
 }
 
-// The dither bits of element i of a range starting at layout element `first`;
-// fp32 state needs none (and the compiler drops the hash).
+// The dither bits of element i of a range (DitherRange, core/rng.h); fp32
+// state needs none (and the compiler drops the hash).
 template <typename S>
-inline uint32_t bits(uint32_t key, uint64_t first, int64_t i) {
+inline uint32_t bits(const DitherRange& d, int64_t i) {
   if constexpr (sizeof(S) == sizeof(float)) {
     return 0;
   } else {
-    return dither_bits(key, first + uint64_t(i));
+    return d(uint32_t(i));
   }
 }
 
