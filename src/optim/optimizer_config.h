@@ -29,7 +29,7 @@ enum class OptimizerName { kAdamW, kMuon };
 enum class MuonLrScale { kMoonlight, kKeller, kNone };
 // How the moments (AdamW's m and v, Muon's momentum) are stored. bf16 halves
 // their memory and traffic (DeepSeek-V3 keeps AdamW's moments in bf16,
-// DeepSeek-AI 2024, §3.3.2); each new moment is rounded stochastically with
+// DeepSeek-AI 2024, §3.3.3); each new moment is rounded stochastically with
 // counter-based bits (kernels/cpu/adamw.h), since round-to-nearest would
 // freeze a second moment that moves by less than half an ulp per step.
 // Master weights stay fp32 either way.
