@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-
 #include "ckpt/checkpoint.h"
 #include "ckpt/file_system.h"
 #include "ckpt/manifest.h"

@@ -23,9 +23,9 @@ inline bf16 f32_to_bf16(float f) {
 // equal to the fraction of the gap it covers, given 16 uniform random bits
 // in the low half of `r`, so the expected result is f itself. A value that
 // is already bf16 comes back unchanged; NaN stays a quiet NaN. For state
-// that moves by less than half a bf16 ulp per step (Adam's second moment at
-// beta2 = 0.95 moves by 5% of the gap to g^2, an ulp is 0.4-0.8%), where
-// round-to-nearest would freeze it.
+// that moves by less than half a bf16 ulp per step, which round-to-nearest
+// would freeze: Adam's second moment at beta2 = 0.999 moves by 0.1% of its
+// gap to g^2 per step, and an ulp is 0.4-0.8% of the value.
 inline bf16 f32_to_bf16_stochastic(float f, uint32_t r) {
   uint32_t u;
   std::memcpy(&u, &f, 4);

@@ -33,7 +33,9 @@ inline uint32_t dither_bits(uint32_t key, uint64_t index) {
   return dither_mix(uint32_t(index) ^ dither_key_of_word(key, uint32_t(index >> 32)));
 }
 // The key of optimizer step `step` (1-based): a different dither each step.
-inline uint32_t dither_key(int64_t step) { return dither_mix(uint32_t(step) ^ 0x6d745f31u) ^ uint32_t(uint64_t(step) >> 32); }
+inline uint32_t dither_key(int64_t step) {
+  return dither_mix(uint32_t(step) ^ 0x6d745f31u) ^ uint32_t(uint64_t(step) >> 32);
+}
 
 // dither_bits(key, first + i) for i in [0, 2^32): the high word of the index
 // is first's, or one more once the low word has wrapped.

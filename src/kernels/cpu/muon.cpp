@@ -102,10 +102,6 @@ inline float adam_u(float m, float v, const AdamScalars& s, float eps) {
   return (m * s.inv_bc1) / (std::sqrt(v) * s.inv_sqrt_bc2 + eps);
 }
 
-}  // namespace
-
-namespace {
-
 template <typename S>
 double adam_direction_impl(S* m, S* v, const float* g, int64_t n, const AdamDirParams& a, const StateDither& d) {
   const AdamScalars s = adam_scalars(a);
