@@ -85,6 +85,11 @@ void MappedBuffer<T>::assign(int64_t n, T value) {
   n_ = n;
 }
 
+template <typename T>
+void MappedBuffer<T>::remove_file() {
+  if (fd_ >= 0) unlink(path_.c_str());
+}
+
 template class MappedBuffer<float>;
 template class MappedBuffer<bf16>;
 

@@ -31,6 +31,9 @@ class MappedBuffer {
   Status map_file(const std::string& path, int64_t n);
   // n copies of value (in host memory unless mapped; a mapped buffer keeps its size).
   void assign(int64_t n, T value);
+  // Removes a mapped buffer's file from the directory; the mapping stays
+  // valid until the buffer is destroyed (scratch stores leave nothing).
+  void remove_file();
 
   T* data() { return p_; }
   const T* data() const { return p_; }

@@ -399,6 +399,13 @@ std::vector<Optimizer::StateSlot> Optimizer::state_at(int64_t entry, int64_t loc
   return {slot("adam_m.", m_, m16_, local), slot("adam_v.", v_, v16_, it->vlocal + (local - it->local))};
 }
 
+void Optimizer::remove_state_files() {
+  m_.remove_file();
+  v_.remove_file();
+  m16_.remove_file();
+  v16_.remove_file();
+}
+
 int64_t Optimizer::state_bytes() const {
   if (cfg_.state_precision == StatePrecision::kBf16) return int64_t(sizeof(bf16)) * (m16_.size() + v16_.size());
   return int64_t(sizeof(float)) * (m_.size() + v_.size());

@@ -74,6 +74,8 @@ class Optimizer {
             OptimizerComm& comm);
   ~Optimizer();
   const Status& storage_status() const { return storage_; }
+  // Removes the state files of a disk store (FloatBuffer::remove_file).
+  void remove_state_files();
 
   // Hyperball radii from the whole initial model (every rank passes the same
   // values). Call once before the first step; restore() overwrites them.

@@ -40,11 +40,11 @@ Trainer::~Trainer() {
   // The disk store is scratch (checkpoints hold the run): its files go, the
   // mappings stay valid until the buffers are destroyed.
   if (params_.mapped()) {
-    const std::string dir = store_dir();
+    params_.remove_file();
+    grads_.remove_file();
+    if (optim_) optim_->remove_state_files();
     std::error_code ec;
-    for (const char* f : {"params.f32", "grads.f32", "optim_m.f32", "optim_v.f32"})
-      std::filesystem::remove(dir + "/" + f, ec);
-    std::filesystem::remove(dir, ec);  // only if now empty
+    std::filesystem::remove(store_dir(), ec);  // only if now empty
   }
 }
 

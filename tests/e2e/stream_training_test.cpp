@@ -83,6 +83,7 @@ TEST(StreamTraining, Bf16StateOnDiskTrainsBitIdenticallyToInPlace) {
   const auto disk = train(big_model(tmp / "disk", streamed("disk", 1, base)));
   ASSERT_EQ(disk.exit_code, 0) << disk;
   EXPECT_EQ(done_state_hash(disk.err), done_state_hash(in_place.err));
+  EXPECT_FALSE(fs::exists(tmp / "disk/stream_store")) << "the disk store's scratch files were left behind";
   const auto fp32 = train(big_model(tmp / "disk32", streamed("disk", 1, {"train.steps=1"})));
   ASSERT_EQ(fp32.exit_code, 0) << fp32;
   const int64_t bytes16 = read_metrics(tmp / "disk").back()["stream"]["store_bytes"];
