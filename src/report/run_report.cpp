@@ -44,15 +44,23 @@ std::string chart(const std::string& title, const std::string& ylabel, std::vect
 
 // RUN_DIR/events.jsonl (spikes, rollbacks, launches, failures, hosts) as a
 // timeline: wall-clock minutes since the first event against the step, one
-// marker per event, and the table of them.
+// marker per event, and the table of them. Checkpoint commits are only
+// counted: a run logs one every few steps.
 void add_events_timeline(HtmlPage& page, const std::string& metrics_path) {
   const std::string path = std::filesystem::path(metrics_path).parent_path().string() + "/events.jsonl";
   std::ifstream in(path);
   if (!in) return;
   std::vector<nlohmann::json> ev;
+  int64_t commits = 0, last_commit = 0;  // checkpoint commits: counted, not drawn (one every few steps)
   for (std::string line; std::getline(in, line);) {
     auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && j.contains("event") && j.contains("time")) ev.push_back(std::move(j));
+    if (!j.is_object() || !j.contains("event") || !j.contains("time")) continue;
+    if (j["event"] == "checkpoint") {
+      ++commits;
+      last_commit = j.value("step", int64_t(0));
+      continue;
+    }
+    ev.push_back(std::move(j));
   }
   if (ev.empty()) return;
   const double t0 = ev.front()["time"].get<double>();
@@ -79,7 +87,10 @@ void add_events_timeline(HtmlPage& page, const std::string& metrics_path) {
     rows.push_back({e.value("utc", ""), fmt::format("{:.2f}", m), kind, what});
   }
   page.heading(2, "Events");
-  page.figure(render_svg(c), "Every event of " + path + ": red for failures, spikes, rollbacks and quarantines.");
+  page.figure(render_svg(c), "Every event of " + path + ": red for failures, spikes, rollbacks and quarantines" +
+                                 (commits ? fmt::format("; besides them, {} checkpoint commits, the last at step {}.",
+                                                        commits, last_commit)
+                                          : std::string(".")));
   page.table({"time (UTC)", "minute", "event", "details"}, rows, {Align::kLeft, Align::kRight, Align::kLeft, Align::kLeft});
 }
 

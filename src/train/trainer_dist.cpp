@@ -29,6 +29,7 @@
 
 #include <unistd.h>
 
+#include "train/events.h"
 #include "train/heartbeat.h"
 #include "train/pending_checkpoint.h"
 
@@ -434,6 +435,9 @@ Status Trainer::finish_checkpoint() {
         Status c = commit_checkpoint(root, p->step, p->staging, shards, to_toml(cfg_), p->state,
                                      cfg_.train.keep_checkpoints);
         if (!c) verdict = "error:" + c.message();
+        // The run's log says which checkpoint a restart may resume from.
+        else append_event(opt_.run_dir, {{"event", "checkpoint"}, {"step", p->step},
+                                         {"write_s", now_seconds() - p->started}});
       }
     }
     if (!verdict.empty()) abort_checkpoint(p->staging);

@@ -20,10 +20,14 @@ std::vector<std::string> guarded(const std::string& dir, const std::string& poli
           "--set", "spike.policy=" + policy, "--set", "spike.min_history=20", "--set", "spike.window=20"};
 }
 
+// The guard's events (spikes, rollbacks); checkpoint commits are logged too.
 std::vector<json> events(const std::string& dir) {
   std::vector<json> out;
   std::istringstream in(read_file(dir + "/events.jsonl"));
-  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+  for (std::string line; std::getline(in, line);) {
+    json e = json::parse(line);
+    if (e["event"] != "checkpoint") out.push_back(std::move(e));
+  }
   return out;
 }
 
