@@ -15,6 +15,11 @@
 #include "core/hash.h"
 
 namespace mt {
+
+void copy_view_as_f32(const TensorView& v, float* to) {
+  ckpt_internal::for_each_f32_chunk(v, v.count, [&](const float* x, int64_t n) { to = std::copy(x, x + n, to); });
+}
+
 namespace ckpt_internal {
 
 std::string join_path(const std::string& dir, const std::string& name) {

@@ -34,6 +34,10 @@ struct TensorView {
   const bf16* data_bf16 = nullptr;  // instead of data
 };
 
+// The view's `count` values as saved (bf16 widened) into `to`: what an
+// asynchronous save snapshots before the step goes on.
+void copy_view_as_f32(const TensorView& v, float* to);
+
 // Which shard file a process writes: rank_<5-digit rank>.safetensors.
 struct ShardRank {
   int64_t rank = 0;

@@ -151,7 +151,8 @@ void register_bench(CLI::App& app, CommandAction& run) {
       peak.fp32_gflops *= ranks;  // every rank measured its own cores
       peak.bf16_gflops *= ranks;
       peak.amx_bf16_gflops *= ranks;
-      const double peak_gflops = bf16 && peak.amx_bf16_gflops > 0 ? peak.amx_bf16_gflops : peak.fp32_gflops;
+      const char* peak_kind = bf16 ? bf16_matmul_peak(peak).kind : "fp32_fma";
+      const double peak_gflops = bf16 ? bf16_matmul_peak(peak).gflops : peak.fp32_gflops;
       const MatmulPrecision ref_prec = bf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32;
       ReferenceGemm ref;
       const double gemm_best = ranks * gemm_best_gflops(ref, ref_prec);
@@ -215,7 +216,7 @@ void register_bench(CLI::App& app, CommandAction& run) {
       j["model_gflops_per_step"] = t.flops_per_step() / 1e9;
       j["model_gflops_per_s"] = model_gflops;
       j["peak_gflops_per_s"] = peak_gflops;
-      j["peak_kind"] = bf16 && peak.amx_bf16_gflops > 0 ? "amx_bf16" : "fp32_fma";
+      j["peak_kind"] = peak_kind;
       j["peak_fp32_fma_gflops_per_s"] = peak.fp32_gflops;
       j["peak_avx512_bf16_gflops_per_s"] = peak.bf16_gflops;
       j["peak_amx_bf16_gflops_per_s"] = peak.amx_bf16_gflops;

@@ -248,4 +248,10 @@ PeakResult measure_peak(double seconds_per_dtype, int threads) {
   return r;
 }
 
+Bf16Peak bf16_matmul_peak(const PeakResult& p) {
+  if (p.amx_bf16_gflops > 0) return {p.amx_bf16_gflops, "amx_bf16"};
+  if (p.bf16_gflops > 0) return {p.bf16_gflops, "avx512_bf16"};
+  return {p.fp32_gflops, "fp32_fma"};
+}
+
 }  // namespace mt

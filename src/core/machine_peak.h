@@ -22,4 +22,13 @@ struct PeakResult {
 // limit. Counts 2 flops per multiply-add.
 PeakResult measure_peak(double seconds_per_dtype = 0.3, int threads = 0);
 
+// The unit a bf16 matmul runs on, for a bf16 step's MFU: AMX tiles where the
+// CPU has them, else AVX512-BF16 dot products (AMD Zen 4 has these and no
+// AMX), else the fp32 FMA units (bf16 emulated through fp32).
+struct Bf16Peak {
+  double gflops;
+  const char* kind;  // "amx_bf16", "avx512_bf16" or "fp32_fma"
+};
+Bf16Peak bf16_matmul_peak(const PeakResult& p);
+
 }  // namespace mt

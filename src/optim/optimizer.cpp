@@ -414,29 +414,32 @@ int64_t Optimizer::state_bytes() const {
 namespace {
 float widen(float x) { return x; }
 float widen(bf16 x) { return bf16_to_f32(x); }
+
+// `n` values of `buf` from `from`, as fp32, into `out` at `to`.
+template <typename Buffer>
+void widen_into(std::vector<float>& out, int64_t to, const Buffer& buf, int64_t from, int64_t n) {
+  std::transform(buf.begin() + from, buf.begin() + from + n, out.begin() + to, [](auto x) { return widen(x); });
+}
 }  // namespace
 
 std::vector<float> Optimizer::m_local() const {
   std::vector<float> out(static_cast<size_t>(local_size_));
   if (cfg_.state_precision == StatePrecision::kBf16)
-    std::transform(m16_.begin(), m16_.end(), out.begin(), [](bf16 x) { return widen(x); });
+    widen_into(out, 0, m16_, 0, local_size_);
   else
-    std::copy(m_.begin(), m_.end(), out.begin());
+    widen_into(out, 0, m_, 0, local_size_);
   return out;
 }
 
 std::vector<float> Optimizer::v_local() const {
   std::vector<float> out(size_t(local_size_), 0.0f);
-  auto expand = [&](const auto& v) {
-    for (const Piece& p : pieces_)
-      if (p.vlocal >= 0)
-        std::transform(v.begin() + p.vlocal, v.begin() + p.vlocal + p.n, out.begin() + p.local,
-                       [](auto x) { return widen(x); });
-  };
-  if (cfg_.state_precision == StatePrecision::kBf16)
-    expand(v16_);
-  else
-    expand(v_);
+  for (const Piece& p : pieces_) {
+    if (p.vlocal < 0) continue;
+    if (cfg_.state_precision == StatePrecision::kBf16)
+      widen_into(out, p.local, v16_, p.vlocal, p.n);
+    else
+      widen_into(out, p.local, v_, p.vlocal, p.n);
+  }
   return out;
 }
 

@@ -51,7 +51,7 @@ void add_events_timeline(HtmlPage& page, const std::string& metrics_path) {
   std::ifstream in(path);
   if (!in) return;
   std::vector<nlohmann::json> ev;
-  int64_t commits = 0, last_commit = 0;  // checkpoint commits: counted, not drawn (one every few steps)
+  int64_t commits = 0, last_commit = 0;
   for (std::string line; std::getline(in, line);) {
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_object() || !j.contains("event") || !j.contains("time")) continue;

@@ -187,7 +187,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
   t->refresh_bf16_params();
   t->peak_gflops_ = opt.peak_gflops > 0 ? opt.peak_gflops : [&] {
     PeakResult p = measure_peak(0.1);
-    const double one = prec == MatmulPrecision::kBf16 && p.amx_bf16_gflops > 0 ? p.amx_bf16_gflops : p.fp32_gflops;
+    const double one = prec == MatmulPrecision::kBf16 ? bf16_matmul_peak(p).gflops : p.fp32_gflops;
     return one * double(t->dist_->world.size());  // each rank measured its own cores
   }();
   if (opt.print_config) {

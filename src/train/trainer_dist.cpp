@@ -33,7 +33,6 @@
 #include "train/heartbeat.h"
 #include "train/pending_checkpoint.h"
 
-#include <cstring>
 #include <future>
 
 #include "core/timer.h"
@@ -388,10 +387,7 @@ Status Trainer::write_checkpoint_files(const std::vector<TensorView>& views, con
     int64_t at = 0;
     for (TensorView& v : p->views) {
       float* to = p->copy.data() + at;
-      if (v.data_bf16)  // moments held in bf16 are saved widened (exact)
-        std::transform(v.data_bf16, v.data_bf16 + v.count, to, [](bf16 x) { return bf16_to_f32(x); });
-      else
-        std::memcpy(to, v.data, size_t(v.count) * sizeof(float));
+      copy_view_as_f32(v, to);  // moments held in bf16 are saved widened (exact)
       v.data = to;
       v.data_bf16 = nullptr;
       at += v.count;

@@ -279,6 +279,21 @@ TEST_F(Threads, ElementwiseAndLayout) {
   });
 }
 
+// The grouped expert kernel runs SwiGLU inside its own tasks through the
+// on-thread forms; they must give the row-parallel kernels' bits.
+TEST_F(Threads, SwigluOnThreadGivesTheParallelKernelsBits) {
+  const int64_t M = 300, F = 344;  // F leaves a masked tail in every row
+  const auto h = randn(M * 2 * F, 1.0f, 71), dz = randn(M * F, 1.0f, 72);
+  omp_set_num_threads(2);
+  std::vector<float> z(M * F), dh(M * 2 * F), z1(M * F), dh1(M * 2 * F);
+  swiglu_forward(z.data(), h.data(), M, F);
+  swiglu_backward(dh.data(), dz.data(), h.data(), M, F);
+  swiglu_forward_on_thread(z1.data(), h.data(), M, F);
+  swiglu_backward_on_thread(dh1.data(), dz.data(), h.data(), M, F);
+  EXPECT_EQ(0, std::memcmp(z.data(), z1.data(), z.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(dh.data(), dh1.data(), dh.size() * sizeof(float)));
+}
+
 // GEMM through oneDNN on model shapes, in all three linear forms.
 struct GemmJob {
   std::string name;

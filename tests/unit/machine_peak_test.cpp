@@ -56,5 +56,19 @@ TEST(MachinePeak, ExplicitThreadCountIsHonoured) {
   EXPECT_GT(r.fp32_gflops, 1.0);
 }
 
+// A bf16 step's MFU divides by the unit its matmuls run on: AMX where there
+// is one, AVX512-BF16 without it (AMD Zen 4), the FMA units with neither.
+TEST(MachinePeak, Bf16MatmulPeakIsTheFastestBf16UnitPresent) {
+  const PeakResult amx{300.0, 150.0, 2, 4000.0};
+  EXPECT_EQ(bf16_matmul_peak(amx).gflops, 4000.0);
+  EXPECT_STREQ(bf16_matmul_peak(amx).kind, "amx_bf16");
+  const PeakResult zen4{200.0, 400.0, 2, 0.0};
+  EXPECT_EQ(bf16_matmul_peak(zen4).gflops, 400.0);
+  EXPECT_STREQ(bf16_matmul_peak(zen4).kind, "avx512_bf16");
+  const PeakResult avx2{100.0, 0.0, 2, 0.0};
+  EXPECT_EQ(bf16_matmul_peak(avx2).gflops, 100.0);
+  EXPECT_STREQ(bf16_matmul_peak(avx2).kind, "fp32_fma");
+}
+
 }  // namespace
 }  // namespace mt

@@ -89,7 +89,7 @@ void grouped_swiglu_forward(float* y, float* h13, float* z, const float* x, cons
     float* zt = z + t.r0 * F;
     gemm_on_thread(h, rows_operand(x, t.r0, t.rows, Din, f, sc.x), m.w13[t.expert],
                    GemmShape{t.rows, 2 * F, Din, Trans::kNo, Trans::kYes}, 0.0f, p);
-    swiglu_forward(zt, h, t.rows, F);
+    swiglu_forward_on_thread(zt, h, t.rows, F);
     gemm_on_thread(y + t.r0 * Din, rows_operand(z, t.r0, t.rows, F, f, sc.z), m.w2[t.expert],
                    GemmShape{t.rows, Din, F, Trans::kNo, Trans::kYes}, 0.0f, p);
   }
@@ -115,7 +115,7 @@ void grouped_swiglu_backward(float* dx, float* const* dw13, float* const* dw2, f
     if (int64_t(sc.dz.size()) < t.rows * F) sc.dz.resize(t.rows * F);
     gemm_on_thread(sc.dz.data(), rows_operand(dy, t.r0, t.rows, Din, f, sc.dy), m.w2[t.expert],
                    GemmShape{t.rows, F, Din}, 0.0f, p);
-    swiglu_backward(dh13 + t.r0 * 2 * F, sc.dz.data(), h13 + t.r0 * 2 * F, t.rows, F);
+    swiglu_backward_on_thread(dh13 + t.r0 * 2 * F, sc.dz.data(), h13 + t.r0 * 2 * F, t.rows, F);
     gemm_on_thread(dx + t.r0 * Din, rows_operand(dh13, t.r0, t.rows, 2 * F, f, sc.dh), m.w13[t.expert],
                    GemmShape{t.rows, Din, 2 * F}, 0.0f, p);
   }

@@ -23,6 +23,27 @@ inline void swiglu_span(float* z, const float* u, const float* g, int64_t n) {
     store(z + f, k, mul(mul(uf, sigmoid(uf)), gf));
   }
 }
+
+// One row: dh = [du | dg] from dz and h = [u | g].
+inline void swiglu_backward_row(float* dh, const float* dz, const float* h, int64_t F) {
+  const Vec one = set1(1.0f);
+  const float* u = h;
+  const float* g = h + F;
+  float* du = dh;
+  float* dg = dh + F;
+  for (int64_t f = 0; f < F; f += kLanes) {
+    const Mask k = tail_mask(F - f);
+    const Vec uf = load(k, u + f);
+    const Vec gf = load(k, g + f);
+    const Vec d = load(k, dz + f);
+    const Vec sig = sigmoid(uf);
+    const Vec silu = mul(uf, sig);
+    store(dg + f, k, mul(d, silu));
+    // d silu/du = sig * (1 + u (1 - sig))
+    const Vec dsilu = mul(sig, fmadd(uf, sub(one, sig), one));
+    store(du + f, k, mul(mul(d, gf), dsilu));
+  }
+}
 }  // namespace
 
 void swiglu_forward(float* z, const float* h, int64_t M, int64_t F) { swiglu_forward(z, OperandForm::kFp32, h, M, F); }
@@ -50,27 +71,16 @@ void swiglu_forward(void* z, OperandForm zf, const float* h, int64_t M, int64_t 
 }
 
 void swiglu_backward(float* dh, const float* dz, const float* h, int64_t M, int64_t F) {
-  const Vec one = set1(1.0f);
 #pragma omp parallel for schedule(static) if (M * F > 16384)
-  for (int64_t m = 0; m < M; ++m) {
-    const float* u = h + m * 2 * F;
-    const float* g = u + F;
-    const float* dzr = dz + m * F;
-    float* du = dh + m * 2 * F;
-    float* dg = du + F;
-    for (int64_t f = 0; f < F; f += kLanes) {
-      const Mask k = tail_mask(F - f);
-      const Vec uf = load(k, u + f);
-      const Vec gf = load(k, g + f);
-      const Vec d = load(k, dzr + f);
-      const Vec sig = sigmoid(uf);
-      const Vec silu = mul(uf, sig);
-      store(dg + f, k, mul(d, silu));
-      // d silu/du = sig * (1 + u (1 - sig))
-      const Vec dsilu = mul(sig, fmadd(uf, sub(one, sig), one));
-      store(du + f, k, mul(mul(d, gf), dsilu));
-    }
-  }
+  for (int64_t m = 0; m < M; ++m) swiglu_backward_row(dh + m * 2 * F, dz + m * F, h + m * 2 * F, F);
+}
+
+void swiglu_forward_on_thread(float* z, const float* h, int64_t M, int64_t F) {
+  for (int64_t m = 0; m < M; ++m) swiglu_span(z + m * F, h + m * 2 * F, h + m * 2 * F + F, F);
+}
+
+void swiglu_backward_on_thread(float* dh, const float* dz, const float* h, int64_t M, int64_t F) {
+  for (int64_t m = 0; m < M; ++m) swiglu_backward_row(dh + m * 2 * F, dz + m * F, h + m * 2 * F, F);
 }
 
 }  // namespace mt

@@ -12,4 +12,10 @@ void swiglu_forward(float* z, const float* h, int64_t M, int64_t F);
 void swiglu_forward(void* z, OperandForm zf, const float* h, int64_t M, int64_t F);
 // dh (M, 2F) written.
 void swiglu_backward(float* dh, const float* dz, const float* h, int64_t M, int64_t F);
+
+// The fp32 forward and the backward on the calling thread only, for kernels
+// that run them inside their own parallel tasks (grouped_swiglu.h): the same
+// bits as above, without opening a nested one-thread OpenMP region per call.
+void swiglu_forward_on_thread(float* z, const float* h, int64_t M, int64_t F);
+void swiglu_backward_on_thread(float* dh, const float* dz, const float* h, int64_t M, int64_t F);
 }  // namespace mt
