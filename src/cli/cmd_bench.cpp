@@ -182,7 +182,10 @@ void register_bench(CLI::App& app, CommandAction& run) {
       // The reference GEMM once more after each timed step: on a shared host
       // its rate moves with the neighbours' load, so the step's rate is also
       // taken against the reference measured in the same seconds.
-      std::vector<double> times, in_place_times, stall, ref_after, vs_ref_after;
+      // Model FLOPs count the assignments a step kept (model/flops.h): a fresh
+      // router on the synthetic stream drops a large share of them.
+      std::vector<double> times, in_place_times, stall, ref_after, vs_ref_after, step_gflops, step_gflop;
+      int64_t dropped = 0, assignments = 0;
       std::array<double, size_t(Phase::kCount)> phases{};
       StepResult last;
       for (int64_t s = 0; s < args->steps; ++s) {
@@ -191,17 +194,21 @@ void register_bench(CLI::App& app, CommandAction& run) {
         const auto after = PhaseTimer::totals();
         for (size_t p = 0; p < phases.size(); ++p) phases[p] += after[p] - before[p];
         times.push_back(last.seconds);
+        step_gflop.push_back(t.flops_of(last) / 1e9);
+        step_gflops.push_back(step_gflop.back() / last.seconds);
+        dropped += last.dropped;
+        assignments += last.assignments;
         stall.push_back(last.stream_stall_s);
         if (in_place) in_place_times.push_back(in_place->train_step().seconds);
         ref_after.push_back(ranks * ref.gflops_once(ref_prec));
-        vs_ref_after.push_back(t.flops_per_step() / last.seconds / 1e9 / ref_after.back());
+        vs_ref_after.push_back(step_gflops.back() / ref_after.back());
       }
       double total_time = 0.0;
       for (double x : times) total_time += x;
       const double step_s = median(times);
       const TrainConfig& tc = cfg.value().train;
       const double tokens = double(tc.batch_size * tc.seq_len * tc.grad_accum);
-      const double model_gflops = t.flops_per_step() / step_s / 1e9;
+      const double model_gflops = median(step_gflops);
       nlohmann::json j;
       j["preset"] = args->preset;
       const OptimizerConfig& oc = cfg.value().train.optimizer;  // [optim]; its time is time_fraction.optimizer
@@ -213,7 +220,9 @@ void register_bench(CLI::App& app, CommandAction& run) {
       j["tokens_per_step"] = tokens;
       j["step_time_s"] = step_s;
       j["tokens_per_s"] = tokens / step_s;
-      j["model_gflops_per_step"] = t.flops_per_step() / 1e9;
+      j["model_gflops_per_step"] = median(step_gflop);
+      j["model_gflops_per_step_no_drops"] = t.flops_per_step() / 1e9;
+      j["dropped_frac"] = assignments ? double(dropped) / double(assignments) : 0.0;
       j["model_gflops_per_s"] = model_gflops;
       j["peak_gflops_per_s"] = peak_gflops;
       j["peak_kind"] = peak_kind;
@@ -267,6 +276,11 @@ void register_bench(CLI::App& app, CommandAction& run) {
       fmt::print("  step time (median)   {:8.3f} s   over {} steps\n", step_s, args->steps);
       fmt::print("  tokens/s             {:8.0f}\n", tokens / step_s);
       fmt::print("  model GFLOP/s        {:8.1f}\n", model_gflops);
+      if (assignments)
+        fmt::print("  dropped by capacity  {:8.1f} %   of expert assignments, not counted as model FLOPs "
+                   "({:.0f} of {:.0f} GFLOP per step)\n",
+                   100.0 * j["dropped_frac"].get<double>(), j["model_gflops_per_step"].get<double>(),
+                   j["model_gflops_per_step_no_drops"].get<double>());
       fmt::print("  MFU                  {:8.1f} %   (vs gemm best {:.1f} %, vs the gemm after each step {:.1f} %)\n",
                  100.0 * model_gflops / peak_gflops, 100.0 * model_gflops / gemm_best,
                  100.0 * j["mfu_vs_gemm_interleaved"].get<double>());

@@ -28,4 +28,13 @@ double flops_per_token(const ModelConfig& c, int64_t seq_len) {
   }
   return f;
 }
+
+double flops_per_routed_assignment(const ModelConfig& c) {
+  if (c.n_experts == 0) return 0.0;
+  return 6.0 * 3.0 * double(c.d_expert) * double(c.expert_in_dim());
+}
+
+double step_flops(const ModelConfig& c, int64_t seq_len, double tokens, int64_t dropped) {
+  return flops_per_token(c, seq_len) * tokens - double(dropped) * flops_per_routed_assignment(c);
+}
 }  // namespace mt

@@ -15,4 +15,17 @@
 
 namespace mt {
 double flops_per_token(const ModelConfig& c, int64_t seq_len);
+
+// One (token, routed expert) assignment's share of that count: 6 x one
+// expert's three matrices. An assignment the capacity drops skips its expert
+// (the token goes on through the residual), so a step's model FLOPs are the
+// count above less this per dropped assignment (step_flops). 0 without
+// routed experts.
+double flops_per_routed_assignment(const ModelConfig& c);
+
+// The model FLOPs of a step of `tokens` tokens that dropped `dropped`
+// assignments: what MFU and the bench divide by. Counting dropped
+// assignments as done would credit the step with work it skipped; at a
+// fresh router's 40-60% drops that put a bench step above 100% of the peak.
+double step_flops(const ModelConfig& c, int64_t seq_len, double tokens, int64_t dropped);
 }  // namespace mt

@@ -198,9 +198,11 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
   return t;
 }
 
-double Trainer::flops_per_step() const {
+double Trainer::flops_per_step() const { return flops_of(StepResult{}); }
+
+double Trainer::flops_of(const StepResult& r) const {
   const TrainConfig& tc = cfg_.train;
-  return flops_per_token(cfg_.model, tc.seq_len) * double(tc.batch_size * tc.seq_len * tc.grad_accum);
+  return step_flops(cfg_.model, tc.seq_len, double(tc.batch_size * tc.seq_len * tc.grad_accum), r.dropped);
 }
 
 StepResult Trainer::train_step() {
@@ -299,7 +301,7 @@ void Trainer::update_router_bias(const StepResult& r) {
 void Trainer::write_metrics(const StepResult& r) {
   if (!metrics_) return;
   const double tps = double(r.tokens) / r.seconds;
-  const double mfu = flops_per_step() / r.seconds / (peak_gflops_ * 1e9);
+  const double mfu = flops_of(r) / r.seconds / (peak_gflops_ * 1e9);
   append_metrics_line(metrics_, r, tps, mfu);
 }
 
@@ -468,7 +470,7 @@ Status Trainer::run() {
     ema_seconds = ema_seconds == 0.0 ? r.seconds : 0.9 * ema_seconds + 0.1 * r.seconds;
     if (opt_.progress) {
       const double tps = double(r.tokens) / r.seconds;
-      const double mfu = flops_per_step() / r.seconds / (peak_gflops_ * 1e9);
+      const double mfu = flops_of(r) / r.seconds / (peak_gflops_ * 1e9);
       progress.update(r.step, tc.steps,
                       fmt::format("loss {:.4f}{} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% | dropped {:.1f}%{} | ETA {}",
                                   r.loss,

@@ -108,7 +108,10 @@ class Trainer {
   StepResult train_step();
 
   int64_t step() const { return step_; }
+  // Model FLOPs of a step with no assignment dropped (model/flops.h), and
+  // of the step `r` as it ran: less its dropped assignments' expert work.
   double flops_per_step() const;
+  double flops_of(const StepResult& r) const;
   double peak_gflops() const { return peak_gflops_; }
   // xxh64 over parameters, optimizer moments and router biases of the whole
   // model, in layout order: the same for any world size (under MPI a

@@ -112,7 +112,18 @@ TEST(Training, BenchSmokeJson) {
   EXPECT_NEAR(j["mfu_vs_gemm_interleaved"].get<double>(),
               j["model_gflops_per_s"].get<double>() / j["gemm_interleaved_gflops_per_s"].get<double>(),
               1e-9 * j["mfu_vs_gemm_interleaved"].get<double>());
-  std::cout << "[e2e] bench tiny fp32: " << j["tokens_per_s"] << " tok/s, mfu " << mfu << "\n";
+  // Model FLOPs leave out the expert work of dropped assignments (model/flops.h).
+  ASSERT_TRUE(j.contains("dropped_frac") && j.contains("model_gflops_per_step_no_drops")) << j.dump();
+  const double dropped = j["dropped_frac"].get<double>();
+  EXPECT_GE(dropped, 0.0);
+  EXPECT_LT(dropped, 1.0);
+  const double kept_gflop = j["model_gflops_per_step"].get<double>(),
+               all_gflop = j["model_gflops_per_step_no_drops"].get<double>();
+  if (dropped > 0) EXPECT_LT(kept_gflop, all_gflop);
+  else EXPECT_EQ(kept_gflop, all_gflop);
+  EXPECT_NEAR(j["model_gflops_per_s"].get<double>(), kept_gflop / j["step_time_s"].get<double>(), 1e-9 * kept_gflop);
+  std::cout << "[e2e] bench tiny fp32: " << j["tokens_per_s"] << " tok/s, mfu " << mfu << ", dropped " << dropped
+            << "\n";
 }
 
 }  // namespace
