@@ -118,6 +118,10 @@ void declare_keys(ConfigSchema& s, ModelConfig& m, const std::string& t) {
   s.add(p + "n_dense_layers", &m.n_dense_layers, "the first layers use the dense FFN").range(0, 1 << 14);
   s.add_enum(p + "router_score", &m.router_score, {"softmax", "sigmoid"}, "router scores");
   s.add(p + "router_renormalize", &m.router_renormalize, "gates of the chosen K experts sum to 1");
+  s.add(p + "router_force_balance", &m.router_force_balance,
+        "benchmarks only: route on random logits (per layer and sequence position) so experts are loaded evenly "
+        "from the first step; the router still runs and gets no gradient (Megatron-LM "
+        "--moe-router-force-load-balancing)");
   s.add(p + "capacity_factor", &m.capacity_factor, "> 0: ceil(cf G K / E) slots per expert per routing group")
       .min(0).note("0 = dropless");
   s.add(p + "routing_group", &m.routing_group, "G: tokens per routing group (divides seq_len or a multiple of it)")

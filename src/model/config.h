@@ -73,6 +73,11 @@ struct ModelConfig {
   int64_t n_dense_layers = 0;     // first layers use the dense FFN
   RouterScore router_score = RouterScore::kSoftmax;
   bool router_renormalize = true; // gates of the chosen K experts sum to 1
+  // Benchmarks only (Megatron-LM's --moe-router-force-load-balancing): route
+  // on counter-based uniform random logits instead of the router's, so every
+  // expert gets its share of tokens from the first step; the router's
+  // products still run and it gets no gradient (moe_block.cpp).
+  bool router_force_balance = false;
   double capacity_factor = 0.0;   // > 0: ceil(cf * G * K / E) slots per expert per group; 0 = dropless
   int64_t routing_group = 0;      // G tokens per routing group; 0 = one sequence
   double aux_loss_coef = 0.01;    // Switch load-balancing loss weight (mean over MoE layers)

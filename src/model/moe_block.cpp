@@ -149,6 +149,7 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
   // The router stays fp32 in every precision: routing decisions are discrete
   // and bf16 logits would flip near-ties between otherwise identical runs.
   linear_forward(a.logits.data(), a.m.data(), ctx.p(mw.router), N, E, D, MatmulPrecision::kFp32);
+  if (c.router_force_balance) router_random_logits(a.logits.data(), layer, N, E, ctx.T);
   {
     ScopedPhase phase(Phase::kMoeDispatch);
     router_topk_forward(a.idx.data(), a.gate.data(), a.scores.data(), a.logits.data(), router_bias, rd);
@@ -289,6 +290,8 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
     router_backward(s.dlogits.data(), s.dgate.data(), a.logits.data(), a.scores.data(), a.idx.data(),
                     a.gate.data(), rd, aux_coef, z_coef);
   }
+  // Forced-balance logits do not depend on the router: zeros, with the products' cost kept.
+  if (c.router_force_balance) std::fill(s.dlogits.begin(), s.dlogits.begin() + N * E, 0.0f);
   linear_backward_weight(ctx.g(mw.router), s.dlogits.data(), a.m.data(), N, E, D, MatmulPrecision::kFp32);
   ex.progress();
   ex.combine_grad_finish(layer, a, s, Din);

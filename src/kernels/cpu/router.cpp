@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/rng.h"
 
 namespace mt {
 namespace {
@@ -155,6 +156,19 @@ void router_backward(float* dlogits, const float* dgate, const float* logits, co
       const float lse = logsumexp(l, d.E);
       const float c = z_coef * 2.0f * lse / float(d.N);
       for (int64_t e = 0; e < d.E; ++e) dl[e] += c * std::exp(l[e] - lse);
+    }
+  }
+}
+
+void router_random_logits(float* logits, int64_t layer, int64_t N, int64_t E, int64_t T) {
+  constexpr uint64_t kSeed = 0x62616c616e6365;  // "balance"
+  const int64_t blocks = (E + 3) / 4;           // a Philox block gives four words
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t t = n % T;
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint32_t w[4];
+      philox_block(kSeed, uint64_t(layer), uint64_t(t * blocks + b), w);
+      for (int64_t e = 4 * b; e < std::min(E, 4 * b + 4); ++e) logits[n * E + e] = uniform01(w[e - 4 * b]);
     }
   }
 }

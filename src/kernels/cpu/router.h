@@ -34,4 +34,10 @@ void router_backward(float* dlogits, const float* dgate, const float* logits, co
                      const int32_t* idx, const float* gate, const RouterDims& d, float aux_coef,
                      float z_coef);
 
+// Forced-balance routing for benchmarks (model.router_force_balance):
+// logits (N, E) overwritten with uniform [0, 1) values drawn from Philox by
+// (layer, position in the sequence t = n mod T, expert), so every sequence
+// routes alike, whatever the batch, thread count or number of ranks.
+void router_random_logits(float* logits, int64_t layer, int64_t N, int64_t E, int64_t T);
+
 }  // namespace mt
