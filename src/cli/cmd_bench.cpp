@@ -214,7 +214,7 @@ void register_bench(CLI::App& app, CommandAction& run) {
       const OptimizerConfig& oc = cfg.value().train.optimizer;  // [optim]; its time is time_fraction.optimizer
       j["optimizer"] = std::string(oc.name == OptimizerName::kMuon ? "muon" : "adamw") + (oc.hyperball ? "+hyperball" : "");
       j["precision"] = args->precision;
-      j["attention_kernel"] = attention_kernel_name(tc.precision);
+      j["attention_kernel"] = attention_kernel_name(tc.attention_kernel, tc.precision);
       j["threads"] = num_threads();
       j["ranks"] = ranks;
       j["tokens_per_step"] = tokens;

@@ -52,6 +52,7 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
   const int64_t B = tc.batch_size, T = tc.seq_len;
   const HeldOutShape shape{B, T, a.batches > 0 ? a.batches : std::max<int64_t>(1, tc.eval_batches), B, 0};
   Transformer model(cfg.model, B, T, MatmulPrecision::kFp32);
+  model.set_attention_kernel(tc.attention_kernel);
   std::vector<int32_t> tokens(size_t(B * (T + 1)));
   std::map<int64_t, std::pair<int64_t, int64_t>> counted;  // bucket -> (tokens, bytes) predicted
   const HeldOutLosses h = held_out_losses(

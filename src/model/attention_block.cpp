@@ -97,7 +97,7 @@ void attention_block_forward(float* x_mid, AttnActs& a, const float* x_in, const
                    d.H, d.Hkv, d.Dh);
   }
   run_attention_forward(a.o_flat.out(), a.o_flat.form, a.lse.data(), qkv_operands(a), attn_dims(c, d, layer),
-                        ctx.prec);
+                        ctx.prec, ctx.attention);
   // x_mid = x_in + o_flat Wo^T
   std::copy(x_in, x_in + d.N * d.D, x_mid);
   gemm(x_mid, a.o_flat.in(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dh, Trans::kNo, Trans::kYes},
@@ -112,7 +112,8 @@ void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, co
   const int64_t HD = d.H * d.Dh;
   linear_backward(s.do_flat.data(), ctx.g(w.wo), dres, a.o_flat.in(), ctx.p(w.wo), d.N, d.D, HD, 0.0f, ctx.prec);
   run_attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.do_flat.data(), qkv_operands(a),
-                         a.o_flat.in().data, a.o_flat.form, a.lse.data(), attn_dims(c, d, layer), ctx.prec);
+                         a.o_flat.in().data, a.o_flat.form, a.lse.data(), attn_dims(c, d, layer), ctx.prec,
+                         ctx.attention);
   if (c.qk_norm) {
     rope_backward(s.dq.data(), s.dq.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);
     rope_backward(s.dk.data(), s.dk.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.Hkv, d.T, d.Dh);

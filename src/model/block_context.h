@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/gemm.h"
+#include "model/attention_kernel.h"
 #include "model/config.h"
 #include "model/parallel_hooks.h"
 
@@ -15,6 +16,7 @@ struct BlockContext {
   const ModelConfig* c = nullptr;
   int64_t B = 0, T = 0, N = 0;  // N = B * T tokens
   MatmulPrecision prec = MatmulPrecision::kFp32;
+  AttentionKernel attention = AttentionKernel::kAuto;  // train.attention_kernel
   ParamSpan w;               // this layer's dense tensors (params read, grads accumulated)
   ParamSpan we;              // its routed experts held by this process
   ExpertDispatcher* experts = nullptr;  // routed rows to the experts and back

@@ -61,6 +61,9 @@ class Transformer {
   int64_t tokens_per_sequence() const { return T_ + 1 + c_.mtp_depth; }
   // lambda of the MTP loss from now on (mtp_loss_weight_at; initially model.mtp_loss_weight).
   void set_mtp_loss_weight(double lambda) { mtp_weight_ = lambda; }
+  // The attention kernel of every layer from now on (train.attention_kernel;
+  // initially kAuto).
+  void set_attention_kernel(AttentionKernel k) { ctx_.attention = k; }
 
   // Bytes of every activation and scratch buffer this object holds (measured
   // from the buffers themselves).

@@ -19,6 +19,10 @@ void declare_train_keys(ConfigSchema& s, TrainConfig& t) {
   declare_keys(s, t.optim, "train");
   s.add_enum("train.precision", &t.precision, {"fp32", "bf16"},
              "matrix-multiply operands (bf16: fp32 accumulate, fp32 master weights and optimizer state)");
+  s.add_enum("train.attention_kernel", &t.attention_kernel, {"auto", "blocked", "matmul"},
+             "attention kernel of fp32 steps: blocked fp32 register blocks, or tiles through the matmul "
+             "(bf16 steps always run the matmul one)")
+      .note("auto = matmul on AVX2 builds (measured faster there), blocked on AVX-512 builds");
   s.add_enum("train.activation_checkpointing", &t.activation_checkpointing, {"off", "layers", "auto"},
              "keep each layer's activations for the backward (off), or keep only layer inputs and recompute each "
              "layer's forward before its backward (layers; bit-identical gradients, one more forward)")
@@ -51,6 +55,8 @@ Status validate(const RunConfig& c) {
   if (d.dataset.empty() && !d.mixture.empty()) return o.error("data.dataset", "required with data.mixture");
   MT_RETURN_IF_ERROR(c.model.validate(o, t.seq_len));
   MT_RETURN_IF_ERROR(validate(t.optimizer, o, "optim"));
+  if (t.precision == MatmulPrecision::kBf16 && t.attention_kernel == AttentionKernel::kBlocked)
+    return o.error("train.attention_kernel", "\"blocked\" is fp32 only; bf16 steps run the matmul kernel (use auto or matmul)");
   if (c.model.n_experts > 0) {
     const int64_t g = c.model.group_size(t.seq_len);
     if ((t.batch_size * t.seq_len) % g != 0)

@@ -13,6 +13,7 @@
 #include "dist/dist_config.h"
 #include "dist/stream_config.h"
 #include "kernels/cpu/gemm.h"
+#include "model/attention_kernel.h"
 #include "model/config.h"
 #include "optim/adamw_optimizer.h"
 #include "optim/lr_schedule.h"
@@ -36,6 +37,7 @@ struct TrainConfig {
   AdamWConfig optim;              // train.beta1, beta2, eps, weight_decay, decay_embeddings, grad_clip
   OptimizerConfig optimizer;      // [optim]: AdamW or Muon per tensor class, the Hyperball wrapper
   MatmulPrecision precision = MatmulPrecision::kFp32;  // operands of the matrix multiplies
+  AttentionKernel attention_kernel = AttentionKernel::kAuto;  // model/attention_kernel.h
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::kAuto;
   SpikeConfig spike;              // [spike]: loss / gradient-norm spike handling
   bool async_checkpoint = true;   // snapshot to memory, write in the background, commit a step later

@@ -149,6 +149,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
                                             tc.activation_checkpointing == ActivationCheckpointing::kLayers
                                                 ? LayerActivations::kRecompute
                                                 : LayerActivations::kKeep);
+  t->model_->set_attention_kernel(tc.attention_kernel);
   const ParamLayout& L = t->model_->layout();
   // params_ / grads_: the whole model, or this rank's shard; the optimizer
   MT_RETURN_IF_ERROR(t->init_local_params());

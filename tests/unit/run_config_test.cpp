@@ -2,6 +2,7 @@
 // to_toml round trip, every error class (message names file and key),
 // --set overrides, and that every preset under configs/ loads cleanly.
 #include "train/run_config.h"
+#include "kernels/cpu/simd.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -35,7 +36,7 @@ void expect_same(const RunConfig& a, const RunConfig& b) {
   MT_EQ(train.schedule.lr); MT_EQ(train.schedule.min_lr_ratio); MT_EQ(train.schedule.warmup_steps); MT_EQ(train.schedule.kind);
   MT_EQ(train.schedule.decay_frac); MT_EQ(train.optim.weight_decay); MT_EQ(train.optim.decay_embeddings);
   MT_EQ(train.optim.beta1); MT_EQ(train.optim.beta2); MT_EQ(train.optim.eps); MT_EQ(train.optim.grad_clip);
-  MT_EQ(train.precision); MT_EQ(train.seed); MT_EQ(train.threads);
+  MT_EQ(train.precision); MT_EQ(train.attention_kernel); MT_EQ(train.seed); MT_EQ(train.threads);
   MT_EQ(train.checkpoint_every); MT_EQ(train.keep_checkpoints); MT_EQ(train.log_every);
   MT_EQ(data.stream.path); MT_EQ(data.stream.format); MT_EQ(data.stream.extensions); MT_EQ(data.stream.max_bytes);
   MT_EQ(data.stream.eval_frac); MT_EQ(data.dataset); MT_EQ(data.mixture);
@@ -198,6 +199,8 @@ TEST(RunConfig, OutOfRangeNamesKey) {
       {"[model]\nn_experts = 4\nrouting_group = 128\n[train]\nbatch_size = 3\nseq_len = 64\n",
        "configs/x.toml:3: model.routing_group: group of 128 tokens must divide"},
       {"[model]\nvocab_size = 258\n", "model.vocab_size: must be >= 259 for data.format = \"text\""},
+      {"[train]\nprecision = \"bf16\"\nattention_kernel = \"blocked\"\n",
+       "configs/x.toml:3: train.attention_kernel: \"blocked\" is fp32 only"},
   };
   for (const Case& c : cases) EXPECT_THAT(error_of(c.text), HasSubstr(c.want)) << c.text;
 }
@@ -331,6 +334,27 @@ TEST(RunConfig, PresetValues) {
   EXPECT_EQ(tiny->data.stream.path, "");
   EXPECT_EQ(tiny->model.n_experts, 4);
   EXPECT_EQ(tiny->train.steps, 20);
+}
+
+// train.attention_kernel: fp32 steps run what the key asks (auto = the
+// kernel measured faster for the build's ISA); bf16 steps always run the
+// matmul-tiled kernel, and asking them for the blocked one is refused above.
+TEST(RunConfig, AttentionKernelKeyResolvesByPrecisionAndIsa) {
+  Result<RunConfig> r = parse_run_config("", kSrc, {"train.attention_kernel=matmul"});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->train.attention_kernel, AttentionKernel::kMatmul);
+  EXPECT_EQ(RunConfig().train.attention_kernel, AttentionKernel::kAuto);
+  const MatmulPrecision fp32 = MatmulPrecision::kFp32, bf16 = MatmulPrecision::kBf16;
+  EXPECT_EQ(resolve_attention_kernel(AttentionKernel::kBlocked, fp32), AttentionKernel::kBlocked);
+  EXPECT_EQ(resolve_attention_kernel(AttentionKernel::kMatmul, fp32), AttentionKernel::kMatmul);
+  EXPECT_EQ(resolve_attention_kernel(AttentionKernel::kAuto, fp32),
+            simd::kLanes >= 16 ? AttentionKernel::kBlocked : AttentionKernel::kMatmul);
+  for (AttentionKernel k : {AttentionKernel::kAuto, AttentionKernel::kBlocked, AttentionKernel::kMatmul}) {
+    EXPECT_EQ(resolve_attention_kernel(k, bf16), AttentionKernel::kMatmul);
+    EXPECT_STREQ(attention_kernel_name(k, bf16), "matmul-bf16");
+  }
+  EXPECT_STREQ(attention_kernel_name(AttentionKernel::kBlocked, fp32), "blocked-fp32");
+  EXPECT_STREQ(attention_kernel_name(AttentionKernel::kMatmul, fp32), "matmul-fp32");
 }
 
 }  // namespace
