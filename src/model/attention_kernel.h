@@ -11,11 +11,11 @@
 
 namespace mt {
 
-// train.attention_kernel. kAuto picks, for fp32 steps, the kernel measured
-// faster for the build's vector ISA: on AVX2 (8 lanes) the matmul-tiled one,
-// 1.3-1.8x faster per pass on the moe-512 shapes (AMD Zen 3, 2026-12-01,
-// docs/performance.md); on AVX-512 the blocked one, whose register blocks
-// have twice the lanes there and which no AVX-512 run has compared yet.
+// train.attention_kernel. kAuto picks the fp32 kernel by the build's vector
+// ISA: on AVX2 (8 lanes) the matmul-tiled one, measured 1.3-1.8x faster per
+// pass on the moe-512 shapes (AMD Zen 3, 2026-12-01, docs/performance.md);
+// on AVX-512 the blocked one, as before, whose register blocks have twice
+// the lanes there, until a run on such a CPU compares the two.
 // bf16 steps always run the matmul-tiled kernel: the blocked one has no bf16
 // form (a config asking for it is refused, run_config.cpp).
 enum class AttentionKernel { kAuto, kBlocked, kMatmul };
