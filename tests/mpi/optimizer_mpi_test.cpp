@@ -91,10 +91,16 @@ TEST(OptimizerLayouts, MatchTheOneProcessRun) {
 // function of its layout index, so a shard rounds as one process does; but
 // where the gradient sums differ in their last bit (summation order), a
 // rounding can fall the other way, a whole bf16 ulp (2^-8) of that moment,
-// and the runs drift apart at bf16's scale, not fp32's. Measured over 20
-// steps at np = 2 (fsdp) and 4 (ep 2 x fsdp 2): loss within 2.0e-5 and
-// 8.6e-7 relative per step, layer weights within 0.012 and 0.0069 of each
-// tensor's largest value; thresholds 5x and 4x above.
+// and the runs drift apart at bf16's scale, not fp32's. How far depends on
+// the trajectory: a router that a drifted score flips moves most. Measured
+// over 20 steps at np = 2 (fsdp) and 4 (ep 2 x fsdp 2), loss relative per
+// step / layer weights relative to each tensor's largest value:
+//   Sapphire Rapids: 2.0e-5 / 0.012 and 8.6e-7 / 0.0069;
+//   AMD Zen 3, blocked fp32 attention: 8.0e-6 / 0.022 and 8.1e-6 / 0.010;
+//   Zen 3, matmul-tiled attention (its default there), seed 1234: 5.0e-5 /
+//   0.055 and 4.9e-5 / 0.053 (layers.1.moe.router); seeds 7 and 99: at most
+//   2.0e-5 / 0.023.
+// Thresholds 2x above the worst of these.
 TEST(OptimizerLayouts, Bf16StateTracksTheOneProcessRun) {
   const std::vector<std::string> sets = {"optim.name=muon", "optim.hyperball=true", "train.lr=0.02",
                                          "optim.aux_lr=3e-3", "optim.state_precision=bf16"};
@@ -123,7 +129,7 @@ TEST(OptimizerLayouts, Bf16StateTracksTheOneProcessRun) {
     std::cout << "[mpi] bf16 state " << l.name() << ": worst per-step loss relative " << worst
               << ", layer weights within " << d.max_rel << " (" << d.worst << ")\n";
     EXPECT_LE(worst, 1e-4);
-    EXPECT_LE(d.max_rel, 0.05);
+    EXPECT_LE(d.max_rel, 0.1);
   }
 }
 
