@@ -15,8 +15,8 @@ AttentionKernel resolve_attention_kernel(AttentionKernel requested, MatmulPrecis
 }
 
 const char* attention_kernel_name(AttentionKernel requested, MatmulPrecision p) {
-  if (p == MatmulPrecision::kBf16) return "matmul-bf16";
-  return resolve_attention_kernel(requested, p) == AttentionKernel::kBlocked ? "blocked-fp32" : "matmul-fp32";
+  if (resolve_attention_kernel(requested, p) == AttentionKernel::kBlocked) return "blocked-fp32";
+  return p == MatmulPrecision::kBf16 ? "matmul-bf16" : "matmul-fp32";
 }
 
 void run_attention_forward(void* o, OperandForm of, float* lse, const QkvOperands& in, const AttentionDims& d,
