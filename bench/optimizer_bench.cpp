@@ -48,7 +48,7 @@ void BM_AdamWOptimizerPass(benchmark::State& state) {
   L.add("layers.0.mlp.w1", {2048, kN / 2048}, mt::ParamKind::kMatrix, 0);
   mt::OptimizerConfig c;
   c.state_precision = half ? mt::StatePrecision::kBf16 : mt::StatePrecision::kFp32;
-  mt::LocalOptimizerComm comm;
+  mt::LocalComm comm;
   mt::Optimizer opt(L, mt::AdamWConfig{}, c, 1e-3, comm);
   std::vector<float> p(kN), g(kN), grads(kN);
   std::vector<mt::bf16> shadow(kN);

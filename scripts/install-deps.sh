@@ -18,6 +18,8 @@ packages=(
   libfasttext-dev                  # data labels: quality and topic classifiers, document vectors
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
+  libprotobuf-dev protobuf-compiler  # tests: decode the TensorBoard writer's Event messages
+  libboost-dev                     # Boost.CRC: the masked CRC-32C of TFRecord framing (header-only)
   python3-doc manpages-dev         # quickstart corpus (Debian-shipped text; also base-files' licences)
   chromium                         # tests render the HTML reports in a real headless browser
   python3 python3-venv             # the interop tests' venv (scripts/interop-venv.sh: transformers, lm-eval)

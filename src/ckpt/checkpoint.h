@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "ckpt/file_system.h"
+#include "core/file_system.h"
 #include "core/bf16.h"
 #include "core/status.h"
 

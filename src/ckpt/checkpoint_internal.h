@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ckpt/checkpoint.h"
-#include "ckpt/file_system.h"
+#include "core/file_system.h"
 #include "ckpt/manifest.h"
 #include "core/hash.h"
 #include "core/status.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ckpt/file_system.h"
+#include "core/file_system.h"
 #include "core/status.h"
 
 namespace mt {

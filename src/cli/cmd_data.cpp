@@ -15,7 +15,6 @@
 
 #include "cli/commands.h"
 #include "cli/data_docs.h"
-#include "data/build_comm.h"
 #include "dist/mpi_comm.h"
 #include "core/file_io.h"
 #include "train/run_config.h"
@@ -34,27 +33,13 @@ namespace {
 
 using json = nlohmann::json;
 
-// The MPI world as the data layer's one collective.
-class WorldBuildComm final : public BuildComm {
- public:
-  explicit WorldBuildComm(Comm& w) : w_(w) {}
-  int rank() const override { return w_.rank(); }
-  int size() const override { return w_.size(); }
-  std::vector<std::string> allgather(const std::string& mine, const char* what) override {
-    return w_.allgather_strings(mine, what);
-  }
-
- private:
-  Comm& w_;
-};
-
 int run_build(const std::string& config, const std::vector<std::string>& sets, const std::string& out, bool quiet,
               double timeout_s) {
   auto cfg = load_data_build_config(config, sets);
   if (!cfg) return fail("data build", cfg.status(), 2);
   // Under mpirun every rank reads, labels and tokenizes its share; rank 0 writes.
   std::unique_ptr<Comm> world = make_world_comm(timeout_s);
-  WorldBuildComm comm(*world);
+  Comm& comm = *world;
   BuildReport rep;
   const double t0 = now_seconds();
   Status s = build_dataset(cfg.value(), out, rep, !quiet, comm);

@@ -1,12 +1,9 @@
 // file_io.cpp — whole-file reads, and atomic small-file writes.
 #include "core/file_io.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -21,32 +18,22 @@ Result<std::string> read_file(const std::string& path, const std::string& what) 
   return ss.str();
 }
 
-Status write_file_atomic(const std::string& path, const std::string& content) {
+Status write_file_atomic(const std::string& path, const std::string& content, FileSystem& fs) {
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::errorf("{}: cannot create: {}", tmp, std::strerror(errno));
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Status::errorf("{}: write failed: {}", tmp, why);
-    }
-    done += size_t(n);
+  Status s = [&]() -> Status {
+    auto f = fs.new_writable_file(tmp);
+    if (!f) return f.status();
+    MT_RETURN_IF_ERROR((*f)->append(content.data(), int64_t(content.size())));
+    MT_RETURN_IF_ERROR((*f)->sync());
+    MT_RETURN_IF_ERROR((*f)->close());
+    return fs.rename(tmp, path);
+  }();
+  if (!s) {
+    (void)fs.remove_all(tmp);  // the error to report is the first one
+    return s;
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    return Status::errorf("{}: cannot flush to disk", tmp);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return Status::errorf("{}: cannot rename into place: {}", path, why);
-  }
-  return Status::ok();
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return fs.sync_dir(dir.empty() ? "." : dir);  // the rename itself persists
 }
 
 }  // namespace mt

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 
+#include "core/file_system.h"
 #include "core/status.h"
 
 namespace mt {
@@ -11,8 +12,10 @@ namespace mt {
 // ("config file" -> "x.toml: cannot open config file").
 Result<std::string> read_file(const std::string& path, const std::string& what = "file");
 
-// Writes `content` to path.tmp-PID, fsyncs it and renames it over `path`:
-// readers see the old file or the new one, never a torn one.
-Status write_file_atomic(const std::string& path, const std::string& content);
+// Writes `content` to path.tmp-PID, fsyncs it, renames it over `path` and
+// syncs the directory: readers see the old file or the new one, never a torn
+// one, and a failed write leaves the old file as it was (and no temporary).
+Status write_file_atomic(const std::string& path, const std::string& content,
+                         FileSystem& fs = default_file_system());
 
 }  // namespace mt

@@ -27,11 +27,11 @@
 
 #include <omp.h>
 
+#include "comm/comm.h"
 #include "core/file_io.h"
 #include "core/hash.h"
 #include "core/progress.h"
 #include "core/timer.h"
-#include "data/build_comm.h"
 #include "data/build_labels.h"
 #include "data/build_records.h"
 #include "data/data_build.h"
@@ -59,8 +59,8 @@ inline uint64_t mix64(uint64_t z) {
 
 // The same error on every rank: the failing rank's message (the lowest such
 // rank), or ok.
-Status agree(BuildComm& comm, const Status& mine, const char* what) {
-  const std::vector<std::string> all = comm.allgather(mine ? std::string() : "E" + mine.message(), what);
+Status agree(Comm& comm, const Status& mine, const char* what) {
+  const std::vector<std::string> all = comm.allgather_strings(mine ? std::string() : "E" + mine.message(), what);
   for (const std::string& s : all)
     if (!s.empty()) return Status::error(s.substr(1));
   return Status::ok();
@@ -77,7 +77,7 @@ void raise_open_file_limit() {
 
 class Pipeline {
  public:
-  Pipeline(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& rep, bool verbose, BuildComm& comm)
+  Pipeline(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& rep, bool verbose, Comm& comm)
       : cfg_(cfg), out_(out_dir), rep_(rep), verbose_(verbose && comm.rank() == 0), comm_(comm) {}
 
   Status run();
@@ -103,7 +103,7 @@ class Pipeline {
   const std::string out_;
   BuildReport& rep_;
   const bool verbose_;
-  BuildComm& comm_;
+  Comm& comm_;
   std::string tmp_;
   std::vector<IngestItem> items_;
   // Pass 1 results, this rank's documents in spill order.
@@ -123,7 +123,16 @@ class Pipeline {
   LabelMap label_map_;
 };
 
+// Inputs and labels are checked before anything is created: bad input
+// leaves nothing behind (the directory is removed by run() from here on).
 Status Pipeline::setup() {
+  auto items = list_ingest_items(cfg_.inputs);
+  if (!items) return items.status();  // the same on every rank: every rank lists the same inputs
+  items_ = std::move(items.value());
+  for (const InputSpec& in : cfg_.inputs) inputs_path_.push_back(in.path);
+  auto map = LabelMap::build(cfg_.topic_config.map, cfg_.topic_config.unmapped);
+  if (!map) return Status::errorf("{}: topics.map: {}", cfg_.source, map.status().message());
+  label_map_ = std::move(map.value());
   std::error_code ec;
   Status s;
   std::string tmp;
@@ -140,14 +149,7 @@ Status Pipeline::setup() {
     }
   }
   MT_RETURN_IF_ERROR(agree(comm_, s, "data build (set-up)"));
-  tmp_ = comm_.allgather(tmp, "data build (directory)")[0];
-  auto items = list_ingest_items(cfg_.inputs);
-  if (!items) return items.status();  // the same on every rank: every rank lists the same inputs
-  items_ = std::move(items.value());
-  for (const InputSpec& in : cfg_.inputs) inputs_path_.push_back(in.path);
-  auto map = LabelMap::build(cfg_.topic_config.map, cfg_.topic_config.unmapped);
-  if (!map) return Status::errorf("{}: topics.map: {}", cfg_.source, map.status().message());
-  label_map_ = std::move(map.value());
+  tmp_ = comm_.allgather_strings(tmp, "data build (directory)")[0];
   return Status::ok();
 }
 
@@ -224,14 +226,14 @@ Status Pipeline::ingest_pass() {
   // Gather keys and statistics; every rank decides the same.
   json st = json::array();
   for (const ItemStats& is : item_stats) st.push_back(item_stats_json(is));
-  const std::vector<std::string> all_stats = comm_.allgather(st.dump(), "data build (ingest statistics)");
+  const std::vector<std::string> all_stats = comm_.allgather_strings(st.dump(), "data build (ingest statistics)");
   std::vector<std::pair<int64_t, json>> by_item;
   for (const std::string& r : all_stats)
     for (const json& j : json::parse(r)) by_item.emplace_back(j["item"].get<int64_t>(), j["stats"]);
   std::sort(by_item.begin(), by_item.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [item, j] : by_item) merge_into(rep_.ingest, j);
 
-  std::vector<std::string> all_keys = comm_.allgather(keys_payload, "data build (document keys)");
+  std::vector<std::string> all_keys = comm_.allgather_strings(keys_payload, "data build (document keys)");
   std::string().swap(keys_payload);
   std::vector<DocKeys> keys_all;
   std::vector<int> owner;
@@ -350,7 +352,7 @@ Status Pipeline::sample_pass() {
     return Status::ok();
   }();
   MT_RETURN_IF_ERROR(agree(comm_, s, "data build (samples)"));
-  const std::vector<std::string> all = comm_.allgather(payload, "data build (samples)");
+  const std::vector<std::string> all = comm_.allgather_strings(payload, "data build (samples)");
   payload.clear();
   std::vector<std::tuple<int64_t, int64_t, std::string>> docs;
   for (const std::string& part : all)
@@ -386,7 +388,7 @@ Status Pipeline::tokenizer_stage() {
   tok_sample_.clear();
   tok_sample_.shrink_to_fit();
   MT_RETURN_IF_ERROR(agree(comm_, s, "data build (tokenizer)"));
-  if (cfg_.tokenizer_model.empty()) model = comm_.allgather(comm_.rank() == 0 ? model : "", "data build (tokenizer)")[0];
+  if (cfg_.tokenizer_model.empty()) model = comm_.allgather_strings(comm_.rank() == 0 ? model : "", "data build (tokenizer)")[0];
   auto tok = Tokenizer::from_serialized(model, cfg_.tokenizer_model.empty() ? "trained tokenizer" : cfg_.tokenizer_model);
   if (!tok) return tok.status();
   tok_ = std::move(tok.value());
@@ -489,7 +491,7 @@ Status Pipeline::tokenize_pass() {
   MT_RETURN_IF_ERROR(agree(comm_, s, "data build (tokenize)"));
   std::error_code ec;
   fs::remove(spill_path(me, "docs"), ec);  // the texts are no longer needed
-  const std::vector<std::string> all = comm_.allgather(payload, "data build (labels)");
+  const std::vector<std::string> all = comm_.allgather_strings(payload, "data build (labels)");
   payload.clear();
   if (comm_.rank() == 0) {
     labels_.resize(size_t(n_docs_));
@@ -750,13 +752,13 @@ Status Pipeline::run() {
 }  // namespace
 
 Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& rep, bool verbose,
-                     BuildComm& comm) {
+                     Comm& comm) {
   Pipeline p(cfg, out_dir, rep, verbose, comm);
   return p.run();
 }
 
 Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& rep, bool verbose) {
-  LocalBuildComm one;
+  LocalComm one;
   return build_dataset(cfg, out_dir, rep, verbose, one);
 }
 

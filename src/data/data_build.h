@@ -73,9 +73,9 @@ struct BuildReport {
 // of the inputs and rank 0 writes the dataset; the bytes are those of a
 // one-rank build. The output directory must be on a file system all ranks
 // share. Every rank returns the same status.
-class BuildComm;
+class Comm;
 Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& report, bool verbose,
-                     BuildComm& comm);
+                     Comm& comm);
 Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& report,
                      bool verbose = false);
 

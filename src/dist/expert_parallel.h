@@ -27,7 +27,7 @@
 #include <memory>
 #include <vector>
 
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "model/config.h"
 #include "model/parallel_hooks.h"
 

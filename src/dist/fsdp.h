@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "dist/mesh.h"
 #include "dist/shard_plan.h"
 #include "model/parallel_hooks.h"

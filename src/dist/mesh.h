@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "core/status.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 
 namespace mt {
 

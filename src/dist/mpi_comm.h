@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "dist/comm.h"
+#include "comm/comm.h"
 
 namespace mt {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "core/status.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 
 namespace mt {
 

@@ -51,18 +51,12 @@ struct Optimizer::Exchange {
   std::vector<float> scratch;  // Newton-Schulz, sized for the largest of `mine`
 };
 
-void LocalOptimizerComm::alltoallv(const float* send, const int64_t* scounts, const int64_t* sdispls, float* recv,
-                                   const int64_t* rcounts, const int64_t* rdispls, const char* what) {
-  MT_CHECK(scounts[0] == rcounts[0], "{}: sends {} but receives {}", what, scounts[0], rcounts[0]);
-  std::memcpy(recv + rdispls[0], send + sdispls[0], size_t(scounts[0]) * sizeof(float));
-}
-
 Optimizer::Optimizer(const ParamLayout& layout, const AdamWConfig& adamw, const OptimizerConfig& cfg, double peak_lr,
-                     OptimizerComm& comm)
+                     Comm& comm)
     : Optimizer(layout, adamw, cfg, peak_lr, {{Range{0, layout.total(), 0}}}, comm) {}
 
 Optimizer::Optimizer(const ParamLayout& layout, const AdamWConfig& adamw, const OptimizerConfig& cfg, double peak_lr,
-                     std::vector<std::vector<Range>> ranks_owned, OptimizerComm& comm, const std::string& state_dir)
+                     std::vector<std::vector<Range>> ranks_owned, Comm& comm, const std::string& state_dir)
     : layout_(layout), adamw_(adamw), cfg_(cfg), comm_(comm) {
   MT_CHECK(int64_t(ranks_owned.size()) == comm.size(), "{} ranks' ranges for a world of {}", ranks_owned.size(),
            comm.size());
@@ -263,7 +257,7 @@ double Optimizer::step(float* params, const float* grads, double lr, int64_t ste
 void Optimizer::muon_exchange() {
   Exchange& x = *x_;
   comm_.alltoallv(send_.data(), x.scounts.data(), x.sdispls.data(), x.recv.data(), x.rcounts.data(), x.rdispls.data(),
-                  "all-to-all (Muon: pieces to their owner)");
+                  DType::kF32, "all-to-all (Muon: pieces to their owner)");
   for (const Exchange::Unpack& u : x.unpack)
     std::memcpy(x.ws.data() + u.ws, x.recv.data() + u.recv, size_t(u.n) * sizeof(float));
   for (const Exchange::Matrix& mat : x.mine) {
@@ -278,7 +272,7 @@ void Optimizer::muon_exchange() {
   for (const Exchange::Unpack& u : x.unpack)
     std::memcpy(x.recv.data() + u.recv, x.ws.data() + u.ws, size_t(u.n) * sizeof(float));
   comm_.alltoallv(x.recv.data(), x.rcounts.data(), x.rdispls.data(), send_.data(), x.scounts.data(), x.sdispls.data(),
-                  "all-to-all (Muon: updates back)");
+                  DType::kF32, "all-to-all (Muon: updates back)");
 }
 
 void Optimizer::update(float* params, const float* grads, double lr, int64_t step, double norm, bf16* shadow,
@@ -415,31 +409,45 @@ namespace {
 float widen(float x) { return x; }
 float widen(bf16 x) { return bf16_to_f32(x); }
 
-// `n` values of `buf` from `from`, as fp32, into `out` at `to`.
+// `n` values of `buf` from `from`, as fp32, into `out`.
 template <typename Buffer>
-void widen_into(std::vector<float>& out, int64_t to, const Buffer& buf, int64_t from, int64_t n) {
-  std::transform(buf.begin() + from, buf.begin() + from + n, out.begin() + to, [](auto x) { return widen(x); });
+void widen_into(float* out, const Buffer& buf, int64_t from, int64_t n) {
+  std::transform(buf.begin() + from, buf.begin() + from + n, out, [](auto x) { return widen(x); });
 }
 }  // namespace
 
+void Optimizer::read_m(int64_t lo, int64_t n, float* out) const {
+  MT_CHECK(lo >= 0 && n >= 0 && lo + n <= local_size_, "read_m [{}, +{}) of {}", lo, n, local_size_);
+  if (cfg_.state_precision == StatePrecision::kBf16)
+    widen_into(out, m16_, lo, n);
+  else
+    widen_into(out, m_, lo, n);
+}
+
+void Optimizer::read_v(int64_t lo, int64_t n, float* out) const {
+  MT_CHECK(lo >= 0 && n >= 0 && lo + n <= local_size_, "read_v [{}, +{}) of {}", lo, n, local_size_);
+  std::fill(out, out + n, 0.0f);
+  const int64_t hi = lo + n;
+  for (const Piece& p : pieces_) {  // in local order
+    if (p.local >= hi) break;
+    const int64_t a = std::max(lo, p.local), b = std::min(hi, p.local + p.n);
+    if (p.vlocal < 0 || a >= b) continue;
+    if (cfg_.state_precision == StatePrecision::kBf16)
+      widen_into(out + (a - lo), v16_, p.vlocal + (a - p.local), b - a);
+    else
+      widen_into(out + (a - lo), v_, p.vlocal + (a - p.local), b - a);
+  }
+}
+
 std::vector<float> Optimizer::m_local() const {
   std::vector<float> out(static_cast<size_t>(local_size_));
-  if (cfg_.state_precision == StatePrecision::kBf16)
-    widen_into(out, 0, m16_, 0, local_size_);
-  else
-    widen_into(out, 0, m_, 0, local_size_);
+  read_m(0, local_size_, out.data());
   return out;
 }
 
 std::vector<float> Optimizer::v_local() const {
-  std::vector<float> out(size_t(local_size_), 0.0f);
-  for (const Piece& p : pieces_) {
-    if (p.vlocal < 0) continue;
-    if (cfg_.state_precision == StatePrecision::kBf16)
-      widen_into(out, p.local, v16_, p.vlocal, p.n);
-    else
-      widen_into(out, p.local, v_, p.vlocal, p.n);
-  }
+  std::vector<float> out(static_cast<size_t>(local_size_));
+  read_v(0, local_size_, out.data());
   return out;
 }
 

@@ -27,6 +27,7 @@
 
 #include "core/bf16.h"
 #include "core/float_buffer.h"
+#include "comm/comm.h"
 #include "core/status.h"
 #include "kernels/cpu/muon.h"
 #include "model/param_layout.h"
@@ -34,31 +35,6 @@
 #include "optim/optimizer_config.h"
 
 namespace mt {
-
-// The collectives the optimizer needs, in the optimizer's terms (the trainer
-// implements them over dist/Comm; optim/ sits below dist/).
-class OptimizerComm {
- public:
-  virtual ~OptimizerComm() = default;
-  virtual int rank() const = 0;
-  virtual int size() const = 0;
-  // Sums x over the ranks in rank order: the same values on every rank.
-  virtual void allreduce_sum(double* x, int64_t n, const char* what) = 0;
-  // Floats [sdispls[r], + scounts[r]) of send go to rank r, which stores them
-  // at its rdispls[this rank].
-  virtual void alltoallv(const float* send, const int64_t* scounts, const int64_t* sdispls, float* recv,
-                         const int64_t* rcounts, const int64_t* rdispls, const char* what) = 0;
-};
-
-// A world of one: sums are the identity, the all-to-all a copy.
-class LocalOptimizerComm final : public OptimizerComm {
- public:
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
-  void allreduce_sum(double*, int64_t, const char*) override {}
-  void alltoallv(const float* send, const int64_t* scounts, const int64_t* sdispls, float* recv,
-                 const int64_t* rcounts, const int64_t* rdispls, const char* what) override;
-};
 
 class Optimizer {
  public:
@@ -68,10 +44,10 @@ class Optimizer {
   // A non-empty `state_dir` keeps m and v in memory-mapped files there (the
   // disk tier of weight streaming); storage_status() says whether that worked.
   Optimizer(const ParamLayout& layout, const AdamWConfig& adamw, const OptimizerConfig& cfg, double peak_lr,
-            std::vector<std::vector<Range>> ranks_owned, OptimizerComm& comm, const std::string& state_dir = "");
+            std::vector<std::vector<Range>> ranks_owned, Comm& comm, const std::string& state_dir = "");
   // The whole layout in one process.
   Optimizer(const ParamLayout& layout, const AdamWConfig& adamw, const OptimizerConfig& cfg, double peak_lr,
-            OptimizerComm& comm);
+            Comm& comm);
   ~Optimizer();
   const Status& storage_status() const { return storage_; }
   // Removes the state files of a disk store (FloatBuffer::remove_file).
@@ -117,7 +93,12 @@ class Optimizer {
   std::vector<float>& radii() { return radii_; }
   const std::vector<int64_t>& wrapped_entries() const { return wrapped_; }
   StatePrecision state_precision() const { return cfg_.state_precision; }
-  // m and v in fp32 over the local storage (v is 0 where Muon has none): for hashes.
+  // m and v in fp32 over local storage [lo, lo + n) (v is 0 where Muon has
+  // none), into out: for hashes, which read the state a chunk at a time so a
+  // store larger than memory is never copied whole.
+  void read_m(int64_t lo, int64_t n, float* out) const;
+  void read_v(int64_t lo, int64_t n, float* out) const;
+  // The same over the whole local storage (tests).
   std::vector<float> m_local() const;
   std::vector<float> v_local() const;
 
@@ -143,7 +124,7 @@ class Optimizer {
   OptimizerConfig cfg_;
   double aux_ratio_ = 1.0;
   bool aux_scaled_ = false;
-  OptimizerComm& comm_;
+  Comm& comm_;
   NewtonSchulzParams ns_;
   std::vector<TensorRule> rules_;      // per layout entry
   std::vector<double> muon_mult_;      // per layout entry: Muon's lr multiplier (muon_lr_multiplier)

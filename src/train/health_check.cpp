@@ -15,7 +15,7 @@
 #include "core/hash.h"
 #include "core/rng.h"
 #include "core/timer.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "kernels/cpu/gemm.h"
 
 namespace mt {

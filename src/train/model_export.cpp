@@ -10,7 +10,7 @@
 #include <set>
 
 #include "ckpt/checkpoint.h"
-#include "ckpt/file_system.h"
+#include "core/file_system.h"
 #include "ckpt/safetensors.h"
 #include "core/bf16.h"
 #include "core/file_io.h"

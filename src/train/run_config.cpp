@@ -38,6 +38,8 @@ void declare_train_keys(ConfigSchema& s, TrainConfig& t) {
   s.add("train.eval_every", &t.eval_every, "held-out eval pass every N steps (and at the end)")
       .range(0, int64_t(1) << 40).unit("steps").note("0 = off");
   s.add("train.eval_batches", &t.eval_batches, "batches of batch_size eval sequences per bucket per pass").range(1, 1 << 20);
+  s.add("train.tensorboard", &t.tensorboard,
+        "also write the scalars of metrics.jsonl as TensorBoard event files in RUN_DIR/tensorboard/");
 }
 
 void declare_data_keys(ConfigSchema& s, DataConfig& d) {

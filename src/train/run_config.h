@@ -49,6 +49,7 @@ struct TrainConfig {
   int64_t log_every = 1;          // metrics line every N steps
   int64_t eval_every = 0;         // held-out eval pass (eval_loss, bucket_eval_loss) every N steps; 0 = off
   int64_t eval_batches = 1;       // batches of batch_size eval sequences per bucket (or in all) per pass
+  bool tensorboard = true;        // mirror metrics.jsonl's scalars to RUN_DIR/tensorboard/ (event files)
 };
 
 struct DataConfig {

@@ -23,10 +23,11 @@
 #include "data/stream_source.h"
 #include "optim/lr_schedule.h"
 #include "report/run_report.h"
+#include "model/attention_kernel.h"
 #include "model/flops.h"
 #include "dist/mpi_comm.h"
 #include "train/health_check.h"
-#include "train/metrics_file.h"
+#include "train/metrics_line.h"
 #include "train/run_dir.h"
 #include "train/trainer_dist.h"
 
@@ -36,7 +37,6 @@ Trainer::Trainer(const RunConfig& cfg, const TrainerOptions& opt) : cfg_(cfg), o
 
 Trainer::~Trainer() {
   if (!params_bf16_.empty()) gemm_register_bf16_shadow(nullptr, nullptr, 0);
-  if (metrics_) std::fclose(metrics_);
   // The disk store is scratch (checkpoints hold the run): its files go, the
   // mappings stay valid until the buffers are destroyed.
   if (params_.mapped()) {
@@ -179,10 +179,19 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
       }
     }
     if (t->is_root()) {  // rank 0 writes the metrics and the resolved config of the whole job
-      auto f = open_metrics_file(opt.run_dir, t->step_);
+      auto f = MetricsLog::open(opt.run_dir, t->step_, tc.tensorboard ? TensorBoard::kOn : TensorBoard::kOff);
       if (!f) return f.status();
-      t->metrics_ = f.value();
+      t->metrics_ = std::move(f.value());
       MT_RETURN_IF_ERROR(save_run_config(opt.run_dir, to_toml(cfg)));
+      // What this invocation runs, as resolved (the kernels that `auto`
+      // picked on this CPU): a reader can tell runs and resumes apart.
+      append_event(opt.run_dir, {{"event", "start"},
+                                 {"step", t->step_},
+                                 {"resumed", t->step_ > 0},
+                                 {"world_size", t->dist_->world.size()},
+                                 {"threads", num_threads()},
+                                 {"precision", tc.precision == MatmulPrecision::kBf16 ? "bf16" : "fp32"},
+                                 {"attention_kernel", attention_kernel_name(tc.attention_kernel, prec)}});
     }
   }
   t->refresh_bf16_params();
@@ -303,7 +312,9 @@ void Trainer::write_metrics(const StepResult& r) {
   if (!metrics_) return;
   const double tps = double(r.tokens) / r.seconds;
   const double mfu = flops_of(r) / r.seconds / (peak_gflops_ * 1e9);
-  append_metrics_line(metrics_, r, tps, mfu);
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (Status s = metrics_->append(metrics_line(r, tps, mfu, now)); !s)
+    fmt::print(stderr, "\n# warning: {}\n", s.message());  // the step itself is done and checkpointed as usual
 }
 
 void Trainer::evaluate(StepResult& r) {

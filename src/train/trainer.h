@@ -22,11 +22,13 @@
 
 #include "core/status.h"
 #include "data/token_source.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "model/transformer.h"
 #include "optim/optimizer.h"
+#include "rundir/metrics_log.h"
 #include "train/fault_injection.h"
 #include "train/run_config.h"
+#include "train/step_result.h"
 
 namespace mt {
 
@@ -47,40 +49,6 @@ struct TrainerOptions {
   int64_t stop_at_step = 0;
   // Supervised runs: every rank keeps DIR/rank_R.json current (heartbeat.h). "" = none.
   std::string heartbeat_dir;
-};
-
-struct StepResult {
-  int64_t step = 0;             // 1-based index of the step just taken
-  double loss = 0, aux_loss = 0, z_loss = 0, lr = 0, grad_norm = 0;
-  double mtp_loss = 0, mtp_weight = 0;  // multi-token prediction: mean CE of the modules (unweighted), lambda
-  double seconds = 0;           // wall time of the step (compute only)
-  int64_t tokens = 0;           // tokens in this step
-  int64_t dropped = 0, assignments = 0;
-  std::vector<std::vector<int64_t>> expert_load;  // per MoE layer, summed over micro-batches
-  // This rank's collectives during the step (bytes received per kind, time
-  // blocked in them); zeros in one process. compute = seconds - comm wait.
-  CommStats comm;
-  int64_t world_size = 1;
-  // Filled by run() on logged steps: tokens each bucket supplied so far
-  // (dataset runs), and held-out losses when an eval pass ran (NaN if not).
-  std::vector<std::pair<std::string, int64_t>> bucket_tokens;
-  double eval_loss = std::nan("");
-  std::vector<std::pair<std::string, double>> bucket_eval_loss;
-  // Spike guard: a non-empty `spike` says the update was not applied and why;
-  // skipped_bucket_tokens (logged steps) is the data skipped so far per bucket.
-  std::string spike;
-  double loss_z = 0, norm_z = 0;
-  std::vector<std::pair<std::string, int64_t>> skipped_bucket_tokens;
-  // Weight streaming (stream.enabled; zeros otherwise): bytes read from the
-  // store into compute memory and written back during the step, seconds the
-  // compute waited for them, and the compute memory (activations + layer
-  // buffers) of the step.
-  int64_t stream_bytes_in = 0, stream_bytes_out = 0;
-  double stream_stall_s = 0;
-  int64_t compute_memory_bytes = 0;
-  int64_t store_bytes = 0;  // parameters, gradients and optimizer state in this rank's store
-  // Sparse streaming (stream.expert_density < 1): pruned expert tensors' bytes dense and on the sparse wire.
-  int64_t sparse_dense_bytes = 0, sparse_wire_bytes = 0;
 };
 
 // Limits of the CPU kernels on a valid config (at most 256 experts, top-k
@@ -204,7 +172,7 @@ class Trainer {
   double health_seconds_ = 0.0;         // all but the first
   double health_first_seconds_ = 0.0;
   double peak_gflops_ = 0.0;
-  std::FILE* metrics_ = nullptr;
+  std::unique_ptr<MetricsLog> metrics_;  // rank 0 with a run directory
 };
 
 }  // namespace mt

@@ -13,7 +13,6 @@
 #include "optim/lr_schedule.h"
 #include "train/trainer.h"
 #include "train/events.h"
-#include "train/metrics_file.h"
 
 namespace mt {
 
@@ -29,6 +28,7 @@ RunConfig normalised(RunConfig c) {
   c.train.log_every = 0;
   c.train.eval_every = 0;  // evaluation never changes training
   c.train.eval_batches = 0;
+  c.train.tensorboard = true;  // logging only
   c.train.threads = 0;
   c.train.health = HealthConfig();  // checks never change training
   c.train.optimizer.state_precision = StatePrecision::kFp32;  // checkpoints hold moments in F32: either resumes
@@ -146,8 +146,9 @@ Status Trainer::restore(const std::string& dir) {
   if (was != now)
     return Status::errorf(
         "{}: checkpoint was written with a different config (only train.steps, checkpoint_every, "
-        "keep_checkpoints, log_every, eval_every, eval_batches, threads, health.* and the [dist] layout may "
-        "change on resume); differences (checkpoint -> now):\n{}",
+        "keep_checkpoints, log_every, eval_every, eval_batches, tensorboard, threads, async_checkpoint, "
+        "activation_checkpointing, optim.state_precision, health.*, stream.* other than expert_density and the "
+        "[dist] layout may change on resume); differences (checkpoint -> now):\n{}",
         dir, config_differences(was, now));
   // Whatever world size wrote it, each rank takes its ranges of the whole tensors.
   MT_RETURN_IF_ERROR(load_checkpoint_tensors(ck));
@@ -220,11 +221,10 @@ Status Trainer::rollback(int64_t spike_step) {
   refresh_bf16_params();
   if (is_root()) {
     // metrics.jsonl holds the run as it stands: the steps rolled back go.
-    if (metrics_) std::fclose(metrics_);
-    metrics_ = nullptr;
-    auto f = open_metrics_file(opt_.run_dir, step_);
+    metrics_.reset();
+    auto f = MetricsLog::open(opt_.run_dir, step_, tc.tensorboard ? TensorBoard::kOn : TensorBoard::kOff);
     if (!f) return f.status();
-    metrics_ = f.value();
+    metrics_ = std::move(f.value());
     append_event(opt_.run_dir, {{"event", "rollback"},
                                 {"spike_step", spike_step},
                                 {"to_step", step_},

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -61,22 +62,6 @@ Status check_agreement(Comm& world, const std::string& what, const std::string& 
       return Status::errorf("rank {}'s {} differs from rank 0's (xxh64 {} vs {}): {}", r, what, all[r], all[0], hint);
   return Status::ok();
 }
-
-// The optimizer's collectives (optim/optimizer.h) over the world.
-class WorldOptimizerComm final : public OptimizerComm {
- public:
-  explicit WorldOptimizerComm(Comm& c) : c_(c) {}
-  int rank() const override { return c_.rank(); }
-  int size() const override { return c_.size(); }
-  void allreduce_sum(double* x, int64_t n, const char* what) override { c_.allreduce_sum(x, n, what); }
-  void alltoallv(const float* send, const int64_t* scounts, const int64_t* sdispls, float* recv,
-                 const int64_t* rcounts, const int64_t* rdispls, const char* what) override {
-    c_.alltoallv(send, scounts, sdispls, recv, rcounts, rdispls, DType::kF32, what);
-  }
-
- private:
-  Comm& c_;
-};
 
 }  // namespace
 
@@ -158,9 +143,8 @@ Status Trainer::init_local_params() {
   }
   std::vector<std::vector<Optimizer::Range>> all_owned;
   for (int64_t r = 0; r < d.world.size(); ++r) all_owned.push_back(owned_ranges(r));
-  d.optim_comm = std::make_unique<WorldOptimizerComm>(d.world);
   optim_ = std::make_unique<Optimizer>(L, cfg_.train.optim, cfg_.train.optimizer, cfg_.train.schedule.lr,
-                                       std::move(all_owned), *d.optim_comm, store_dir());
+                                       std::move(all_owned), d.world, store_dir());
   MT_RETURN_IF_ERROR(optim_->storage_status());
   if (d.plan->local_size() == L.total()) {
     // A world of one owns every element in layout order: initialise in place.
@@ -477,31 +461,59 @@ Status Trainer::load_checkpoint_tensors(const LoadedCheckpoint& ck) {
 
 // Whole-model hash, independent of the world size: every rank's buffers are
 // gathered and put back in layout order (each rank's plan is computable).
+// The hash reads the model a chunk of the layout at a time (every rank's
+// owned elements of the chunk, gathered and put in layout order), so a store
+// larger than memory (stream.store = "disk") is hashed in a few MiB; xxh64
+// over the chunks in order is the hash of the whole.
 std::string Trainer::state_hash() const {
   Hasher h;
   Comm& w = dist_->world;
   const ParamLayout& L = model_->layout();
-  const int64_t P = w.size();
+  const int64_t P = w.size(), me = w.rank(), total = L.total();
   std::vector<ShardPlan> plans;
+  for (int64_t r = 0; r < P; ++r) plans.emplace_back(L, cfg_.model, dist_->shape, r);
+  using Read = std::function<void(int64_t lo, int64_t n, float* out)>;  // this rank's local storage
+  const Read reads[] = {
+      [&](int64_t lo, int64_t n, float* out) { std::copy(params_.data() + lo, params_.data() + lo + n, out); },
+      [&](int64_t lo, int64_t n, float* out) { optim_->read_m(lo, n, out); },
+      [&](int64_t lo, int64_t n, float* out) { optim_->read_v(lo, n, out); }};  // v: 0 where Muon keeps none
+  constexpr int64_t kChunk = int64_t(1) << 20;  // floats
+  std::vector<float> mine, all, full;
   std::vector<int64_t> counts(P), displs(P);
-  for (int64_t r = 0; r < P; ++r) {
-    plans.emplace_back(L, cfg_.model, dist_->shape, r);
-    counts[r] = plans[r].local_size();
-    displs[r] = r ? displs[r - 1] + counts[r - 1] : 0;
-  }
-  std::vector<float> all(displs[P - 1] + counts[P - 1]), full(L.total());
-  const std::vector<float> m = optim_->m_local(), v = optim_->v_local();  // v: 0 where Muon keeps none
-  const std::pair<const float*, int64_t> locals[] = {
-      {params_.data(), params_.size()}, {m.data(), int64_t(m.size())}, {v.data(), int64_t(v.size())}};
-  for (const auto& [local, local_n] : locals) {
-    w.allgatherv(local, local_n, all.data(), counts.data(), displs.data(), DType::kF32,
-                 "all-gather (state hash)");
-    for (int64_t r = 0; r < P; ++r)
-      for (const OwnedRange& o : plans[r].owned())
-        std::copy(all.begin() + displs[r] + o.local, all.begin() + displs[r] + o.local + (o.hi - o.lo),
-                  full.begin() + o.lo);
-    h.update(full.data(), full.size() * sizeof(float));
-  }
+  // Calls f(range, a, b) for each of rank r's owned ranges that meets [lo, hi), clipped to [a, b).
+  auto overlaps = [&](int64_t r, int64_t lo, int64_t hi, auto&& f) {
+    for (const OwnedRange& o : plans[r].owned()) {
+      const int64_t a = std::max(lo, o.lo), b = std::min(hi, o.hi);
+      if (a < b) f(o, a, b);
+    }
+  };
+  for (const Read& read : reads)
+    for (int64_t lo = 0; lo < total; lo += kChunk) {
+      const int64_t hi = std::min(total, lo + kChunk);
+      for (int64_t r = 0; r < P; ++r) {
+        counts[r] = 0;
+        overlaps(r, lo, hi, [&](const OwnedRange&, int64_t a, int64_t b) { counts[r] += b - a; });
+        displs[r] = r ? displs[r - 1] + counts[r - 1] : 0;
+      }
+      mine.resize(size_t(counts[me]));
+      int64_t k = 0;
+      overlaps(me, lo, hi, [&](const OwnedRange& o, int64_t a, int64_t b) {
+        read(o.local + (a - o.lo), b - a, mine.data() + k);
+        k += b - a;
+      });
+      all.resize(size_t(displs[P - 1] + counts[P - 1]));
+      w.allgatherv(mine.data(), counts[me], all.data(), counts.data(), displs.data(), DType::kF32,
+                   "all-gather (state hash)");
+      full.resize(size_t(hi - lo));
+      for (int64_t r = 0; r < P; ++r) {
+        k = displs[r];
+        overlaps(r, lo, hi, [&](const OwnedRange&, int64_t a, int64_t b) {
+          std::copy(all.begin() + k, all.begin() + k + (b - a), full.begin() + (a - lo));
+          k += b - a;
+        });
+      }
+      h.update(full.data(), full.size() * sizeof(float));
+    }
   h.update(router_bias_.data(), router_bias_.size() * sizeof(float));
   h.update(optim_->radii().data(), optim_->radii().size() * sizeof(float));  // nothing without Hyperball
   return hex64(h.digest());

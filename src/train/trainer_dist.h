@@ -5,7 +5,7 @@
 #pragma once
 #include <memory>
 
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "dist/expert_parallel.h"
 #include "dist/fsdp.h"
 #include "dist/mesh.h"
@@ -23,7 +23,6 @@ struct Trainer::Dist {
   std::unique_ptr<ShardPlan> plan;
   std::unique_ptr<EpDispatcher> ep;
   std::unique_ptr<FsdpProvider> fsdp;
-  std::unique_ptr<OptimizerComm> optim_comm;  // the world, as the optimizer sees it
 };
 
 }  // namespace mt

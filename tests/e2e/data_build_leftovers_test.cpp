@@ -103,5 +103,16 @@ TEST(DataBuildLeftovers, TrailingSlashBuildsBesideTheOutput) {
   EXPECT_EQ(e2e::list_dir(dir.path()), (std::vector<std::string>{"data.toml", "ds", "web.jsonl"}));
 }
 
+// Bad input leaves nothing: an input path that does not exist is refused
+// with its name, and no DIR.tmp-<pid> (nor DIR) stays behind.
+TEST(DataBuildLeftovers, MissingInputLeavesNothing) {
+  e2e::TempDir dir;
+  td::write_file(dir / "data.toml", "[[input]]\npath = \"no-such.jsonl\"\n[tokenizer]\nvocab_size = 300\n");
+  const e2e::ProcessResult r = build(dir / "data.toml", dir / "ds", /*quiet=*/false);
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_THAT(r.err, HasSubstr("no-such.jsonl"));
+  EXPECT_EQ(e2e::list_dir(dir.path()), (std::vector<std::string>{"data.toml"}));
+}
+
 }  // namespace
 }  // namespace mt

@@ -20,13 +20,13 @@ std::vector<std::string> guarded(const std::string& dir, const std::string& poli
           "--set", "spike.policy=" + policy, "--set", "spike.min_history=20", "--set", "spike.window=20"};
 }
 
-// The guard's events (spikes, rollbacks); checkpoint commits are logged too.
+// The guard's events (spikes, rollbacks); starts and checkpoint commits are logged too.
 std::vector<json> events(const std::string& dir) {
   std::vector<json> out;
   std::istringstream in(read_file(dir + "/events.jsonl"));
   for (std::string line; std::getline(in, line);) {
     json e = json::parse(line);
-    if (e["event"] != "checkpoint") out.push_back(std::move(e));
+    if (e["event"] == "spike" || e["event"] == "rollback") out.push_back(std::move(e));
   }
   return out;
 }

@@ -96,7 +96,9 @@ TEST(Training, Bf16TracksFp32) {
 // (AVX2): worst per-step relative difference 2.1e-8, final 6.4e-10; bound
 // 1e-4. The matmul kernel is also thread-count invariant like the blocked
 // one: threads 1 and 2 end in the same tensors (up to the oneDNN exception
-// of Determinism.ThreadCountDoesNotChangeTheResult).
+// of Determinism.ThreadCountDoesNotChangeTheResult). That the key reached
+// the model is read from the run's start event, not from a difference in
+// results: on some CPUs (AMD Zen 5) the two kernels end bit-identical here.
 TEST(Training, MatmulAttentionTracksBlockedInFp32) {
   TempDir tmp;
   auto run = [&](const std::string& name, const char* kernel, const char* threads) {
@@ -109,6 +111,9 @@ TEST(Training, MatmulAttentionTracksBlockedInFp32) {
     EXPECT_TRUE(has_steps_1_to_n(m, 50));
     const Inspect i = inspect(ckpt_dir(dir, 50));
     EXPECT_TRUE(i.ok()) << i.proc;
+    const auto starts = read_events(dir, "start");
+    EXPECT_EQ(starts.size(), 1u);
+    if (!starts.empty()) EXPECT_EQ(starts[0].value("attention_kernel", ""), std::string(kernel) + "-fp32");
     return std::make_pair(losses(m), i.tensor_hash());
   };
   const auto [blocked, blocked_hash] = run("blocked", "blocked", "1");
@@ -117,7 +122,6 @@ TEST(Training, MatmulAttentionTracksBlockedInFp32) {
   ASSERT_EQ(blocked.size(), 50u);
   ASSERT_EQ(matmul.size(), 50u);
   ASSERT_EQ(matmul2.size(), 50u);
-  EXPECT_NE(blocked_hash, matmul_hash) << "the two kernels ended bit-identical: the key is not applied";
   double worst = 0;
   for (size_t s = 0; s < 50; ++s) {
     const double rel = std::abs(matmul[s] - blocked[s]) / std::abs(blocked[s]);

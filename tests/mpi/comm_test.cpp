@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "dist/mesh.h"
 #include "dist/mpi_comm.h"
 #include "support/mpi.h"

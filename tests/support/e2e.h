@@ -312,6 +312,18 @@ inline std::vector<json> read_metrics(const std::string& run_dir) {
   return rows;
 }
 
+// Every line of RUN_DIR/events.jsonl of the given kind ("start", "spike",
+// ...), parsed; lines that do not parse are left out.
+inline std::vector<json> read_events(const std::string& run_dir, const std::string& kind) {
+  std::vector<json> rows;
+  std::ifstream in(run_dir + "/events.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    json e = json::parse(line, nullptr, false);
+    if (e.is_object() && e.value("event", "") == kind) rows.push_back(std::move(e));
+  }
+  return rows;
+}
+
 inline std::vector<double> losses(const std::vector<json>& rows) {
   std::vector<double> v;
   for (const json& r : rows) v.push_back(r.is_object() && r.contains("loss") ? r["loss"].get<double>() : NAN);

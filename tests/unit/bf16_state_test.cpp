@@ -204,18 +204,29 @@ TEST(Bf16StateKernels, TheSecondMomentDecaysWhereRoundToNearestWouldFreezeIt) {
 // ---------------------------------------------------------------- the optimizer
 
 // A world of `size` for AdamW alone, which needs no collective.
-class NoCollectives final : public OptimizerComm {
+class NoCollectives final : public Comm {
  public:
-  NoCollectives(int rank, int size) : rank_(rank), size_(size) {}
+  NoCollectives(int rank, int size) : Comm(std::make_shared<CommStats>()), rank_(rank), size_(size) {}
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  void allreduce_sum(double*, int64_t, const char* what) override { FAIL() << "unexpected collective: " << what; }
-  void alltoallv(const float*, const int64_t*, const int64_t*, float*, const int64_t*, const int64_t*,
-                 const char* what) override {
-    FAIL() << "unexpected collective: " << what;
+  std::unique_ptr<Comm> split(int, int) override { return unexpected("split"); }
+  void barrier(const char* what) override { unexpected(what); }
+  void bcast(void*, int64_t, int) override { unexpected("bcast"); }
+  std::unique_ptr<Request> iallgatherv(const void*, int64_t, void*, const int64_t*, const int64_t*, DType,
+                                       CommKind k) override {
+    return unexpected(comm_kind_name(k));
   }
+  std::unique_ptr<Request> ialltoallv(const void*, const int64_t*, const int64_t*, void*, const int64_t*,
+                                      const int64_t*, DType, CommKind k) override {
+    return unexpected(comm_kind_name(k));
+  }
+  void wait(Request*, const char*) override {}
 
  private:
+  static std::nullptr_t unexpected(const char* what) {
+    ADD_FAILURE() << "unexpected collective: " << what;
+    return nullptr;
+  }
   int rank_, size_;
 };
 

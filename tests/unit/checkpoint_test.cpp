@@ -14,11 +14,14 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "support/faulty_file_system.h"
+
 namespace mt {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testing::FaultyFileSystem;
 
 using Tensors = std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>>;
 
@@ -74,81 +77,6 @@ json read_json(const std::string& path) {
   std::ifstream in(path);
   return json::parse(in);
 }
-
-// Fails the Nth mutating operation, or every append once `byte_budget` bytes
-// have been written (the failing append writes what the budget allows first).
-class FaultyFileSystem final : public FileSystem {
- public:
-  int64_t fail_at_op = -1;     // 1-based; -1 = never
-  int64_t byte_budget = -1;    // -1 = unlimited
-  int64_t ops = 0;
-  int64_t bytes = 0;
-
-  Result<std::unique_ptr<WritableFile>> new_writable_file(const std::string& path) override {
-    MT_RETURN_IF_ERROR(tick("open " + path));
-    auto f = base_.new_writable_file(path);
-    if (!f) return f.status();
-    return std::unique_ptr<WritableFile>(new File(this, std::move(*f)));
-  }
-  Result<std::unique_ptr<ReadableFile>> open_readable_file(const std::string& path) override {
-    return base_.open_readable_file(path);
-  }
-  Status create_dirs(const std::string& p) override {
-    MT_RETURN_IF_ERROR(tick("mkdir " + p));
-    return base_.create_dirs(p);
-  }
-  Status sync_dir(const std::string& p) override {
-    MT_RETURN_IF_ERROR(tick("fsync dir " + p));
-    return base_.sync_dir(p);
-  }
-  Status rename(const std::string& a, const std::string& b) override {
-    MT_RETURN_IF_ERROR(tick("rename " + a));
-    return base_.rename(a, b);
-  }
-  Status remove_all(const std::string& p) override {
-    MT_RETURN_IF_ERROR(tick("remove " + p));
-    return base_.remove_all(p);
-  }
-  Result<std::vector<std::string>> list_dir(const std::string& p) override {
-    return base_.list_dir(p);
-  }
-  bool exists(const std::string& p) override { return base_.exists(p); }
-
- private:
-  class File final : public WritableFile {
-   public:
-    File(FaultyFileSystem* fs, std::unique_ptr<WritableFile> f) : fs_(fs), f_(std::move(f)) {}
-    Status append(const void* data, int64_t n) override {
-      MT_RETURN_IF_ERROR(fs_->tick("append"));
-      if (fs_->byte_budget >= 0 && fs_->bytes + n > fs_->byte_budget) {
-        const int64_t part = fs_->byte_budget - fs_->bytes;
-        MT_RETURN_IF_ERROR(f_->append(data, part));
-        fs_->bytes += part;
-        return Status::errorf("injected write failure after {} bytes", fs_->bytes);
-      }
-      fs_->bytes += n;
-      return f_->append(data, n);
-    }
-    Status sync() override {
-      MT_RETURN_IF_ERROR(fs_->tick("fsync"));
-      return f_->sync();
-    }
-    Status close() override {
-      MT_RETURN_IF_ERROR(fs_->tick("close"));
-      return f_->close();
-    }
-
-   private:
-    FaultyFileSystem* fs_;
-    std::unique_ptr<WritableFile> f_;
-  };
-
-  Status tick(const std::string& what) {
-    if (++ops == fail_at_op) return Status::errorf("injected failure at op {} ({})", ops, what);
-    return Status::ok();
-  }
-  FileSystem& base_ = default_file_system();
-};
 
 class CheckpointTest : public ::testing::Test {
  protected:
@@ -289,9 +217,9 @@ TEST_F(CheckpointTest, FlippedByteIsDetectedAndSkipped) {
   EXPECT_FALSE(verify_checkpoint(dir(2)));
   EXPECT_FALSE(inspect_checkpoint(dir(2)));
 
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   EXPECT_EQ(latest(), dir(1));
-  const std::string warning = testing::internal::GetCapturedStderr();
+  const std::string warning = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(warning.find(dir(2)), std::string::npos) << warning;
   EXPECT_NE(warning.find("layers.0.w"), std::string::npos) << warning;
 
@@ -308,9 +236,9 @@ TEST_F(CheckpointTest, FlippedHeaderByteIsDetected) {
   ASSERT_FALSE(c);
   EXPECT_NE(c.status().message().find("rank_00000.safetensors"), std::string::npos)
       << c.status().message();
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   EXPECT_EQ(latest(), dir(1));
-  testing::internal::GetCapturedStderr();
+  ::testing::internal::GetCapturedStderr();
 }
 
 TEST_F(CheckpointTest, TruncatedFileIsDetectedAndSkipped) {
@@ -329,9 +257,9 @@ TEST_F(CheckpointTest, TruncatedFileIsDetectedAndSkipped) {
   EXPECT_NE(msg.find("'scalar'"), std::string::npos) << msg;
   EXPECT_EQ(msg.find("'norm'"), std::string::npos) << msg;  // still complete
 
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   EXPECT_EQ(latest(), dir(1));
-  EXPECT_NE(testing::internal::GetCapturedStderr().find("truncated"), std::string::npos);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("truncated"), std::string::npos);
   auto c1 = read_checkpoint(dir(1));
   ASSERT_TRUE(c1);
   expect_matches(*c1, t1);
@@ -356,17 +284,17 @@ TEST_F(CheckpointTest, CorruptedManifestIsSkipped) {
   EXPECT_NE(c2.status().message().find("manifest checksum mismatch"), std::string::npos)
       << c2.status().message();
 
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   EXPECT_EQ(latest(), dir(1));
-  const std::string warnings = testing::internal::GetCapturedStderr();
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(warnings.find(dir(3)), std::string::npos) << warnings;
   EXPECT_NE(warnings.find(dir(2)), std::string::npos) << warnings;
 
   // A missing manifest is skipped the same way; with nothing valid left, an error.
   fs::remove(dir(1) + "/manifest.json");
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   auto none = find_latest_checkpoint(root_);
-  testing::internal::GetCapturedStderr();
+  ::testing::internal::GetCapturedStderr();
   ASSERT_FALSE(none);
   EXPECT_NE(none.status().message().find(root_), std::string::npos);
 }
@@ -375,9 +303,9 @@ TEST_F(CheckpointTest, RenamedDirectoryIsSkipped) {
   write(1, make_tensors(1));
   write(2, make_tensors(2));
   fs::rename(dir(2), dir(9));  // manifest says step 2
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   EXPECT_EQ(latest(), dir(1));
-  EXPECT_NE(testing::internal::GetCapturedStderr().find("does not match"), std::string::npos);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("does not match"), std::string::npos);
 }
 
 TEST_F(CheckpointTest, UncommittedTmpDirIsIgnoredThenCleaned) {

@@ -15,7 +15,7 @@
 #include "ckpt/checkpoint.h"
 #include "core/rng.h"
 #include "core/threads.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "dist/expert_parallel.h"
 #include "dist/fsdp.h"
 #include "dist/mesh.h"

@@ -12,7 +12,7 @@
 
 #include "core/rng.h"
 #include "core/threads.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "dist/expert_parallel.h"
 #include "dist/mesh.h"
 #include "model/moe_block.h"

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <vector>
 
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "kernels/cpu/gemm_fault.h"
 #include "train/fault_injection.h"
 

@@ -17,7 +17,6 @@
 //  - aux_lr steps the tensors it names; [optim] keys are strict.
 #include <gtest/gtest.h>
 
-#include <barrier>
 #include <cmath>
 #include <cstring>
 #include <thread>
@@ -34,6 +33,7 @@
 #include "plan/memory.h"
 #include "plan/model_stats.h"
 #include "support/random.h"
+#include "support/thread_comm.h"
 #include "train/run_config.h"
 
 namespace mt {
@@ -250,7 +250,7 @@ TEST(Optimizer, SpentGradientsAreZeroedAndTheStepIsUnchanged) {
     OptimizerConfig c;
     c.name = name;
     c.hyperball = hyperball;
-    LocalOptimizerComm comm;
+    LocalComm comm;
     Optimizer kept(L, AdamWConfig{}, c, 1e-2, comm), spent(L, AdamWConfig{}, c, 1e-2, comm);
     std::vector<float> p1 = init(L), p2 = p1;
     kept.init_radii(p1.data());
@@ -271,7 +271,7 @@ TEST(Optimizer, AdamWModeIsAdamWBitForBit) {
   AdamWConfig a;
   a.decay_embeddings = true;
   a.grad_clip = 0.5;  // engaged: the gradients below have norm ~ 5
-  LocalOptimizerComm comm;
+  LocalComm comm;
   AdamW ref(L, a);
   Optimizer opt(L, a, OptimizerConfig{}, 1e-2, comm);
   std::vector<float> p1 = init(L), p2 = p1;
@@ -293,7 +293,7 @@ TEST(Optimizer, OneMuonStepByHand) {
   a.weight_decay = 0.1;
   OptimizerConfig c;
   c.name = OptimizerName::kMuon;
-  LocalOptimizerComm comm;
+  LocalComm comm;
   Optimizer opt(L, a, c, 0.02, comm);
   const std::vector<float> p0 = init(L);
   std::vector<float> p = p0;
@@ -336,7 +336,7 @@ TEST(Optimizer, OneHyperballStepByHand) {
     a.grad_clip = 0;
     OptimizerConfig c;
     c.hyperball = true;
-    LocalOptimizerComm comm;
+    LocalComm comm;
     Optimizer opt(L, a, c, 0.1, comm);
     std::vector<float> p = {0.1f, 0.2f, 0.3f, 0.4f, 3.0f, 4.0f};
     opt.init_radii(p.data());
@@ -362,7 +362,7 @@ TEST(Optimizer, OneHyperballStepByHand) {
     OptimizerConfig c;
     c.name = OptimizerName::kMuon;
     c.hyperball = true;
-    LocalOptimizerComm comm;
+    LocalComm comm;
     Optimizer opt(L, a, c, 0.05, comm);
     std::vector<float> p = {3, 0, 0, 4};
     opt.init_radii(p.data());
@@ -388,7 +388,7 @@ TEST(Optimizer, OneHyperballStepByHand) {
     OptimizerConfig c;
     c.name = OptimizerName::kMuon;
     c.hyperball = true;
-    LocalOptimizerComm comm;
+    LocalComm comm;
     Optimizer opt(L, a, c, 0.05, comm);
     const std::vector<float> w = {3, 0, 0, 4};
     std::vector<float> p = w;
@@ -411,7 +411,7 @@ TEST(Optimizer, HyperballHoldsEveryNormOver100Steps) {
     c.name = name;
     c.hyperball = true;
     c.aux_lr = 1e-3;
-    LocalOptimizerComm comm;
+    LocalComm comm;
     Optimizer opt(L, a, c, 0.05, comm);
     std::vector<float> p = init(L);
     const std::vector<float> p0 = p;
@@ -436,43 +436,6 @@ TEST(Optimizer, HyperballHoldsEveryNormOver100Steps) {
 }
 
 // ---------------------------------------------------------------- two ranks
-
-// Two ranks as two threads: sums in rank order, the all-to-all by copies.
-class ThreadComm final : public OptimizerComm {
- public:
-  struct Shared {
-    std::barrier<> sync{2};
-    const double* sums[2] = {nullptr, nullptr};
-    const float* send[2] = {nullptr, nullptr};
-    const int64_t *scounts[2] = {}, *sdispls[2] = {};
-  };
-  ThreadComm(Shared& s, int rank) : s_(s), rank_(rank) {}
-  int rank() const override { return rank_; }
-  int size() const override { return 2; }
-  void allreduce_sum(double* x, int64_t n, const char*) override {
-    std::vector<double> mine(x, x + n);
-    s_.sums[rank_] = mine.data();
-    s_.sync.arrive_and_wait();
-    for (int64_t i = 0; i < n; ++i) x[i] = s_.sums[0][i] + s_.sums[1][i];
-    s_.sync.arrive_and_wait();
-  }
-  void alltoallv(const float* send, const int64_t* scounts, const int64_t* sdispls, float* recv, const int64_t* rcounts,
-                 const int64_t* rdispls, const char*) override {
-    s_.send[rank_] = send;
-    s_.scounts[rank_] = scounts;
-    s_.sdispls[rank_] = sdispls;
-    s_.sync.arrive_and_wait();
-    for (int q = 0; q < 2; ++q) {
-      EXPECT_EQ(s_.scounts[q][rank_], rcounts[q]);
-      std::memcpy(recv + rdispls[q], s_.send[q] + s_.sdispls[q][rank_], size_t(rcounts[q]) * sizeof(float));
-    }
-    s_.sync.arrive_and_wait();
-  }
-
- private:
-  Shared& s_;
-  int rank_;
-};
 
 // A base optimizer, with or without the Hyperball wrapper.
 struct OptimizerCase {
@@ -500,7 +463,7 @@ TEST(Optimizer, TwoRanksMatchOneProcess) {
     SCOPED_TRACE(k.name);
     AdamWConfig a;
     const OptimizerConfig c = k.config();
-    LocalOptimizerComm local;
+    LocalComm local;
     Optimizer one(L, a, c, 0.02, local);
     std::vector<float> ref = init(L);
     const std::vector<float> start = ref;
@@ -508,10 +471,10 @@ TEST(Optimizer, TwoRanksMatchOneProcess) {
     const int64_t steps = 5;
     for (int64_t s = 1; s <= steps; ++s) one.step(ref.data(), randn(T, 1.0f, 31, uint64_t(s)).data(), 0.02, s);
 
-    ThreadComm::Shared shared;
+    testing::ThreadComm::World shared(2);
     std::vector<std::vector<float>> shard(2);
     auto run = [&](int r) {
-      ThreadComm comm(shared, r);
+      testing::ThreadComm comm(shared, r);
       Optimizer opt(L, a, c, 0.02, ranks, comm);
       std::vector<float>& p = shard[size_t(r)];
       p.resize(size_t(opt.local_size()));
@@ -553,7 +516,7 @@ TEST(Optimizer, UpdateRefreshesTheBf16ShadowInItsPass) {
     SCOPED_TRACE(k.name);
     AdamWConfig a;
     const OptimizerConfig c = k.config();
-    LocalOptimizerComm local;
+    LocalComm local;
     Optimizer plain(L, a, c, 0.02, local), fused(L, a, c, 0.02, local);
     std::vector<float> p1 = init(L), p2 = p1;
     plain.init_radii(p1.data());
@@ -621,7 +584,7 @@ TEST(OptimizerPlan, MemoryEqualsTheAllocation) {
     const plan::MemoryBreakdown mem = plan::memory_per_gpu(c, plan::model_stats(c, 64), *p, cpu);
     ParamLayout L;
     build_layout(c, L);
-    LocalOptimizerComm comm;
+    LocalComm comm;
     const Optimizer opt(L, run->train.optim, run->train.optimizer, run->train.schedule.lr, comm);
     EXPECT_EQ(mem.optimizer_state, double(opt.state_bytes()));
     EXPECT_EQ(mem.optimizer_workspace, 4.0 * double(opt.muon_workspace_floats()));
@@ -765,7 +728,7 @@ TEST(Optimizer, AuxLrUnderPlainAdamW) {
   a.grad_clip = 0;
   OptimizerConfig c;
   c.aux_lr = 0.03;
-  LocalOptimizerComm comm;
+  LocalComm comm;
   Optimizer opt(L, a, c, 0.01, comm);
   const std::vector<float> p0 = init(L);
   std::vector<float> p = p0;

@@ -1,10 +1,12 @@
-// comm.h — the collectives moetrain needs, over a group of ranks. MpiComm
-// (OpenMPI) runs them between processes; LocalComm is the one-process group,
-// so the orchestration above (FSDP, EP) is the same code in both and is
-// tested in one process. Every call records the bytes it moved and the time
-// this rank spent blocked in it (CommStats), which the trainer reports per
-// step. Blocking calls, and wait(), give up after the configured timeout and
-// end the job naming the ranks that did not answer (mpi_comm.h).
+// comm.h — the collectives moetrain needs, over a group of ranks: the one
+// interface that FSDP and EP, the optimizer (Muon's exchange, ordered sums)
+// and `data build` all take. MpiComm (OpenMPI, dist/mpi_comm.h) runs them
+// between processes; LocalComm is the one-process group, so the
+// orchestration above is the same code in both and is tested in one process.
+// This library depends on core alone, so data/ and optim/ need no MPI.
+// Every call records the bytes it moved and the time this rank spent
+// blocked in it (CommStats), which the trainer reports per step. Blocking calls, and wait(), give up after the configured timeout and
+// end the job naming the ranks that did not answer (dist/mpi_comm.h).
 //
 // Byte convention (docs/distributed.md): bytes this rank received from other
 // ranks; for the sum reductions built on all-to-all (reduce_scatter_sum,

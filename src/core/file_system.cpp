@@ -1,6 +1,6 @@
 // file_system.cpp — POSIX FileSystem: open/write/pread/fsync/rename, with
 // EINTR and short writes handled and errno turned into messages naming paths.
-#include "ckpt/file_system.h"
+#include "core/file_system.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,6 +1,6 @@
 // comm.cpp — the blocking forms and ordered reductions shared by every Comm,
 // and LocalComm.
-#include "dist/comm.h"
+#include "comm/comm.h"
 
 #include <algorithm>
 #include <cstring>

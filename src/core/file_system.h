@@ -1,6 +1,7 @@
-// file_system.h — the file operations the checkpoint layer needs, behind an
-// interface so tests can inject failures (a write that dies after K bytes, a
-// rename that fails). default_file_system() is the POSIX implementation.
+// file_system.h — the file operations of durable writes (checkpoints, the
+// run directory's logs, atomic whole-file writes), behind an interface so
+// tests can inject failures (a write that dies after K bytes, a rename that
+// fails). default_file_system() is the POSIX implementation.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -1,41 +1,15 @@
-// metrics_file.cpp — JSON lines via nlohmann::json.
-#include "train/metrics_file.h"
-
-#include <fmt/format.h>
+// metrics_line.cpp — see metrics_line.h.
+#include "train/metrics_line.h"
 
 #include <cmath>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
-#include <vector>
-
-#include "train/trainer.h"
+#include <string>
 
 namespace mt {
 
-Result<std::FILE*> open_metrics_file(const std::string& run_dir, int64_t resume_step) {
-  const std::string path = run_dir + "/metrics.jsonl";
-  std::vector<std::string> keep;
-  {
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) {
-      auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
-          j["step"].get<int64_t>() <= resume_step)
-        keep.push_back(line);
-    }
-  }
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) return Status::errorf("{}: cannot open for writing", path);
-  for (const auto& l : keep) fmt::print(f, "{}\n", l);
-  std::fflush(f);
-  return f;
-}
-
-void append_metrics_line(std::FILE* f, const StepResult& r, double tokens_per_s, double mfu) {
+nlohmann::json metrics_line(const StepResult& r, double tokens_per_s, double mfu, double unix_time) {
   nlohmann::json j;
   j["step"] = r.step;
+  j["time"] = unix_time;
   j["loss"] = r.loss;
   j["aux_loss"] = r.aux_loss;
   j["z_loss"] = r.z_loss;
@@ -94,8 +68,7 @@ void append_metrics_line(std::FILE* f, const StepResult& r, double tokens_per_s,
     for (const auto& [name, loss] : r.bucket_eval_loss) be[name] = loss;
     j["bucket_eval_loss"] = be;
   }
-  fmt::print(f, "{}\n", j.dump());
-  std::fflush(f);
+  return j;
 }
 
 }  // namespace mt
