@@ -218,6 +218,14 @@ class Background {
     wait();
     return result_.term_signal == SIGKILL;
   }
+  // The process's anonymous resident memory (RssAnon: heap, stacks, private
+  // mappings; not the page cache of mapped files), 0 once it is gone.
+  int64_t rss_anon_bytes() const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("RssAnon:", 0) == 0) return std::stoll(line.substr(8)) * 1024;  // "RssAnon:  123 kB"
+    return 0;
+  }
   // Waits for exit (SIGKILL after timeout_s).
   const ProcessResult& wait(double timeout_s = 120) {
     const double t0 = now_s();
