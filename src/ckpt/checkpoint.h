@@ -99,6 +99,13 @@ Status write_checkpoint(const std::string& root, int64_t step,
 Result<std::string> find_latest_checkpoint(const std::string& root,
                                            FileSystem& fs = default_file_system());
 
+// A run directory's checkpoints live in RUN_DIR/checkpoints: its newest valid
+// one (an error if none), and whether it holds any committed one at all,
+// valid or not (--resume refuses to start over on those).
+std::string run_checkpoints_dir(const std::string& run_dir);
+Result<std::string> find_latest_checkpoint_dir(const std::string& run_dir);
+bool has_committed_checkpoints(const std::string& run_dir);
+
 // Full validation without keeping the data: manifest (parse, checksum,
 // schema), each file's size, header and xxh64, each piece's and tensor's
 // xxh64, and tensor_hash. Reads every byte of the checkpoint twice.

@@ -304,6 +304,23 @@ Result<std::string> find_latest_checkpoint(const std::string& root, FileSystem& 
                         steps.size());
 }
 
+std::string run_checkpoints_dir(const std::string& run_dir) { return run_dir + "/checkpoints"; }
+
+Result<std::string> find_latest_checkpoint_dir(const std::string& run_dir) {
+  FileSystem& fs = default_file_system();
+  if (!fs.exists(run_checkpoints_dir(run_dir))) return Status::errorf("{}: no checkpoints", run_dir);
+  return find_latest_checkpoint(run_checkpoints_dir(run_dir), fs);
+}
+
+bool has_committed_checkpoints(const std::string& run_dir) {
+  auto names = default_file_system().list_dir(run_checkpoints_dir(run_dir));
+  if (!names) return false;
+  int64_t step;
+  for (const std::string& n : names.value())
+    if (parse_step_dir_name(n, &step)) return true;
+  return false;
+}
+
 Status load_into(const LoadedCheckpoint& ckpt, const std::string& name,
                  const std::vector<int64_t>& shape, float* dst) {
   auto it = ckpt.tensors.find(name);

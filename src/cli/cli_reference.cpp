@@ -226,7 +226,7 @@ std::string exit_code_section(const std::vector<std::string>& leaves) {
              "cli/exit_codes.cpp lists '{}', which is not a command (any more)", c.command);
     MT_CHECK(listed.insert(c.command).second, "cli/exit_codes.cpp lists '{}' twice", c.command);
     out += fmt::format("| {} | 0 | success | {} |\n", code(std::string(kProgram) + " " + c.command), cell(c.where));
-    for (const ExitCode& e : c.codes) out += fmt::format("| | {} | {} | |\n", e.code, cell(e.meaning));
+    for (const ExitCodeMeaning& e : c.codes) out += fmt::format("| | {} | {} | |\n", int(e.code), cell(e.meaning));
   }
   for (const std::string& leaf : leaves)
     MT_CHECK(listed.count(leaf) == 1, "command '{}' has no entry in cli/exit_codes.cpp", leaf);
@@ -255,7 +255,7 @@ void register_cli_reference(CLI::App& app, CommandAction& run) {
   sub->callback([&app, &run] {
     run = [&app] {
       fmt::print("{}", cli_reference_markdown(app));
-      return 0;
+      return ExitCode::kOk;
     };
   });
 }

@@ -121,11 +121,11 @@ void register_bench(CLI::App& app, CommandAction& run) {
       ->capture_default_str();
   sub->add_flag("--json", args->json, "Print one JSON object instead of a table");
   sub->callback([args, &run] {
-    run = [args]() -> int {
+    run = [args]() -> ExitCode {
       const EmbeddedConfig* e = find_embedded_config("bench/" + args->preset);
       if (!e) {
         fmt::print(stderr, "moetrain bench: unknown preset '{}' (dense-512, moe-512, moe-1024, moe-512-mla, moe-512-mtp, moe-512-hybrid, tiny)\n", args->preset);
-        return 2;
+        return ExitCode::kUsage;
       }
       std::vector<std::string> sets = args->sets;
       sets.push_back("train.precision=" + args->precision);
@@ -140,7 +140,7 @@ void register_bench(CLI::App& app, CommandAction& run) {
       auto cfg = parse_run_config(e->text, "<embedded bench/" + args->preset + ".toml>", sets);
       if (!cfg) {
         fmt::print(stderr, "moetrain bench: {}\n", cfg.status().message());
-        return 2;
+        return ExitCode::kUsage;
       }
       std::unique_ptr<Comm> world = make_world_comm(cfg.value().dist.timeout_s);  // outlives the trainer
       const int ranks = world->size();
@@ -170,8 +170,8 @@ void register_bench(CLI::App& app, CommandAction& run) {
         auto r = Trainer::create(*c, opt);
         if (!r) {
           fmt::print(stderr, "moetrain bench: {}\n", r.status().message());
-          if (ranks > 1) abort_job(*world, 1);
-          return 1;
+          if (ranks > 1) abort_job(*world, int(ExitCode::kFailed));
+          return ExitCode::kFailed;
         }
         (c == &in_place_cfg ? in_place : streamed_or_only) = std::move(r.value());
       }
@@ -263,10 +263,10 @@ void register_bench(CLI::App& app, CommandAction& run) {
                        {"in_place_tokens_per_s", tokens / base},
                        {"overhead", step_s / base - 1.0}};
       }
-      if (world->rank() != 0) return 0;
+      if (world->rank() != 0) return ExitCode::kOk;
       if (args->json) {
         fmt::print("{}\n", j.dump());
-        return 0;
+        return ExitCode::kOk;
       }
       fmt::print("preset {}  precision {}  optimizer {}  attention {}  threads {}{}\n", args->preset, args->precision,
                  j["optimizer"].get<std::string>(), j["attention_kernel"].get<std::string>(), num_threads(),
@@ -305,7 +305,7 @@ void register_bench(CLI::App& app, CommandAction& run) {
       fmt::print("  time by phase:");
       for (auto it = br.begin(); it != br.end(); ++it) fmt::print(" {} {:.0f}%", it.key(), 100.0 * it.value().get<double>());
       fmt::print("\n");
-      return 0;
+      return ExitCode::kOk;
     };
   });
 }

@@ -16,21 +16,21 @@ void register_ckpt(CLI::App& app, CommandAction& run) {
   inspect->add_option("dir", *dir, "Checkpoint directory (step_XXXXXXXX)")->required();
   inspect->add_flag("--json", *as_json, "Print JSON");
   inspect->callback([dir, as_json, &run] {
-    run = [dir, as_json]() -> int {
+    run = [dir, as_json]() -> ExitCode {
       auto info = inspect_checkpoint(*dir);
       if (!info) {
         fmt::print(stderr, "moetrain ckpt inspect: {}\n", info.status().message());
-        return 1;
+        return ExitCode::kFailed;
       }
       const auto& j = info.value();
       if (*as_json) {
         fmt::print("{}\n", j.dump(2));
-        return 0;
+        return ExitCode::kOk;
       }
       fmt::print("checkpoint {}\nstep        {}\ntensor_hash {}\ntensors     {}\n", *dir, j["step"].get<int64_t>(),
                  j["tensor_hash"].get<std::string>(), j["tensors"].size());
       for (const auto& t : j["tensors"]) fmt::print("  {:<48} {}\n", t["name"].get<std::string>(), t["shape"].dump());
-      return 0;
+      return ExitCode::kOk;
     };
   });
 }

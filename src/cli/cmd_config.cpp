@@ -87,7 +87,7 @@ Result<std::string> resolved(const char* kind, Load load) {
   return s.to_toml();
 }
 
-int show(const std::string& kind, const std::string& path, const std::vector<std::string>& sets) {
+ExitCode show(const std::string& kind, const std::string& path, const std::vector<std::string>& sets) {
   Result<std::string> text = Status::errorf("unknown file type '{}' (run, data, mixture, cluster, layout, law, ladder, mix)", kind);
   if (kind == "run") {
     auto c = load_run_config(path, sets);
@@ -110,10 +110,10 @@ int show(const std::string& kind, const std::string& path, const std::vector<std
   }
   if (!text) {
     fmt::print(stderr, "moetrain config show: {}\n", text.status().message());
-    return 2;
+    return ExitCode::kUsage;
   }
   fmt::print("{}", text.value());
-  return 0;
+  return ExitCode::kOk;
 }
 
 }  // namespace
@@ -125,7 +125,7 @@ void register_config(CLI::App& app, CommandAction& run) {
   ref->callback([&run] {
     run = [] {
       fmt::print("{}", reference());
-      return 0;
+      return ExitCode::kOk;
     };
   });
   struct ShowArgs {

@@ -33,10 +33,10 @@ namespace {
 
 using json = nlohmann::json;
 
-int run_build(const std::string& config, const std::vector<std::string>& sets, const std::string& out, bool quiet,
+ExitCode run_build(const std::string& config, const std::vector<std::string>& sets, const std::string& out, bool quiet,
               double timeout_s) {
   auto cfg = load_data_build_config(config, sets);
-  if (!cfg) return fail("data build", cfg.status(), 2);
+  if (!cfg) return fail("data build", cfg.status(), ExitCode::kUsage);
   // Under mpirun every rank reads, labels and tokenizes its share; rank 0 writes.
   std::unique_ptr<Comm> world = make_world_comm(timeout_s);
   Comm& comm = *world;
@@ -44,7 +44,7 @@ int run_build(const std::string& config, const std::vector<std::string>& sets, c
   const double t0 = now_seconds();
   Status s = build_dataset(cfg.value(), out, rep, !quiet, comm);
   if (!s) return fail("data build", s);
-  if (comm.rank() != 0) return 0;
+  if (comm.rank() != 0) return ExitCode::kOk;
   const double dt = now_seconds() - t0;
   const IngestStats& st = rep.ingest;
   fmt::print("built {}: {} buckets, {} train tokens in {} documents, {} eval tokens in {} documents\n", out,
@@ -66,10 +66,10 @@ int run_build(const std::string& config, const std::vector<std::string>& sets, c
   ::getrusage(RUSAGE_SELF, &ru);  // ru_maxrss is in KiB on Linux
   fmt::print("  throughput: {:.2f} MB/s end to end; peak memory {} MiB\n", double(st.bytes) / 1e6 / std::max(dt, 1e-9),
              int64_t(ru.ru_maxrss) >> 10);
-  return 0;
+  return ExitCode::kOk;
 }
 
-int run_inspect(const std::string& dir, bool as_json, const std::string& html, bool heatmap) {
+ExitCode run_inspect(const std::string& dir, bool as_json, const std::string& html, bool heatmap) {
   auto ds = Dataset::open(dir);
   if (!ds) return fail("data inspect", ds.status());
   const Dataset& d = *ds.value();
@@ -115,7 +115,7 @@ int run_inspect(const std::string& dir, bool as_json, const std::string& html, b
     j["labels"] = d.manifest().value("labels", json::object());
     if (heatmap) j["heatmap"] = dir + "/heatmap.svg";
     fmt::print("{}\n", j.dump(1));
-    return 0;
+    return ExitCode::kOk;
   }
   fmt::print("dataset {}: {} buckets, {} train tokens; tokenizer {} ({} pieces)\n", dir, d.buckets().size(), total,
              d.manifest()["tokenizer"].value("hash", ""), d.tokenizer().vocab_size());
@@ -133,23 +133,23 @@ int run_inspect(const std::string& dir, bool as_json, const std::string& html, b
       fmt::print("skipped repository files ({}): {}\n", it.key(), it.value().dump());
   if (heatmap) fmt::print("heatmap: {}/heatmap.svg\n", dir);
   if (!html.empty()) fmt::print("html: {}\n", html);
-  return 0;
+  return ExitCode::kOk;
 }
 
-int run_plan(const std::string& dir, const std::string& mixture, const std::vector<std::string>& sets, int64_t seq_len,
+ExitCode run_plan(const std::string& dir, const std::string& mixture, const std::vector<std::string>& sets, int64_t seq_len,
              const std::string& run_config, bool as_json) {
   if (!run_config.empty()) {  // the run's own sequence length, unless --seq-len was given
     auto rc = load_run_config(run_config, {});
-    if (!rc) return fail("data plan", rc.status(), 2);
+    if (!rc) return fail("data plan", rc.status(), ExitCode::kUsage);
     if (seq_len == 0) seq_len = rc->train.seq_len;
   }
   if (seq_len == 0) seq_len = 1024;
   auto ds = Dataset::open(dir, ShardVerify::kHeadersOnly);
   if (!ds) return fail("data plan", ds.status());
   auto mx = load_mixture(mixture, sets);
-  if (!mx) return fail("data plan", mx.status(), 2);
+  if (!mx) return fail("data plan", mx.status(), ExitCode::kUsage);
   auto plan = plan_mixture(*ds.value(), mx.value(), seq_len);
-  if (!plan) return fail("data plan", plan.status(), 2);
+  if (!plan) return fail("data plan", plan.status(), ExitCode::kUsage);
   const MixturePlan& p = plan.value();
   const Status ok = p.check(mixture);
   if (as_json) {
@@ -181,11 +181,11 @@ int run_plan(const std::string& dir, const std::string& mixture, const std::vect
                  b.sequences, b.tokens_wanted, b.tokens_available, b.epochs,
                  b.epochs > p.max_epochs ? "  <-- repeats data" : "");
   }
-  if (!ok) return fail("data plan", ok, 3);
-  return 0;
+  if (!ok) return fail("data plan", ok, ExitCode::kRefused);
+  return ExitCode::kOk;
 }
 
-int run_tokenizer_train(const std::vector<std::string>& inputs, const std::string& out, int64_t vocab,
+ExitCode run_tokenizer_train(const std::vector<std::string>& inputs, const std::string& out, int64_t vocab,
                         int64_t sample_bytes) {
   std::vector<InputSpec> specs;
   for (const std::string& p : inputs) {
@@ -212,10 +212,10 @@ int run_tokenizer_train(const std::vector<std::string>& inputs, const std::strin
   if (!s) return fail("tokenizer train", s);
   fmt::print("tokenizer {}: {} pieces from {} documents ({:.1f} MB), hash {}\n", out, tok.value()->vocab_size(),
              docs.size(), double(st.bytes) / 1e6, hex64(tok.value()->hash()));
-  return 0;
+  return ExitCode::kOk;
 }
 
-int run_tokenizer_encode(const std::string& model, const std::string& text, const std::string& file, bool as_json) {
+ExitCode run_tokenizer_encode(const std::string& model, const std::string& text, const std::string& file, bool as_json) {
   auto tok = Tokenizer::load(model);
   if (!tok) return fail("tokenizer encode", tok.status());
   std::string input = text;
@@ -242,7 +242,7 @@ int run_tokenizer_encode(const std::string& model, const std::string& text, cons
   } else {
     fmt::print("{}\n", fmt::join(ids, " "));
   }
-  return 0;
+  return ExitCode::kOk;
 }
 
 }  // namespace

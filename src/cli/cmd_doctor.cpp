@@ -175,13 +175,13 @@ void print_table(const std::vector<Row>& rows, const std::vector<std::string>& h
                r.rank < 0 ? "" : hosts[r.rank].substr(0, 16), r.pass ? "pass" : "FAIL", 1e3 * r.seconds, r.detail);
 }
 
-int run_doctor(const Args& a) {
+ExitCode run_doctor(const Args& a) {
   int inject_rank = -1;
   if (!a.inject_fault.empty()) {
     auto f = parse_doctor_fault(a.inject_fault);
     if (!f) {
       fmt::print(stderr, "moetrain doctor: {}\n", f.status().message());
-      return 2;
+      return ExitCode::kUsage;
     }
     inject_rank = f.value();
   }
@@ -203,7 +203,7 @@ int run_doctor(const Args& a) {
   Status links = link_rows(*world, a, rows, slowest);
   if (!links) {  // a partner that does not answer leaves nothing to gather: end the job
     fmt::print(stderr, "moetrain doctor: rank {}: {}\n", world->rank(), links.message());
-    abort_job(*world, 1);
+    abort_job(*world, int(ExitCode::kFailed));
   }
   set_comm_context("doctor: clock");
   clock_rows(*world, rows);
@@ -236,7 +236,7 @@ int run_doctor(const Args& a) {
     if (failures.empty()) fmt::print(stderr, "moetrain doctor: all checks passed on {} rank(s)\n", world->size());
     else fmt::print(stderr, "moetrain doctor: FAILED: culprit rank(s) {}: {}\n", join_ranks(culprit_ranks), all);
   }
-  return failures.empty() ? 0 : 1;
+  return failures.empty() ? ExitCode::kOk : ExitCode::kFailed;
 }
 
 }  // namespace

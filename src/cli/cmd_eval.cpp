@@ -84,28 +84,24 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
   return j;
 }
 
-int run_eval(const Args& a) {
-  auto fail = [](const Status& s, int code) {
-    fmt::print(stderr, "moetrain eval: {}\n", s.message());
-    return code;
-  };
+ExitCode run_eval(const Args& a) {
   set_num_threads(int(a.threads));
   std::vector<std::pair<std::string, std::vector<McDoc>>> tasks;
   for (const std::string& path : a.tasks) {
     auto docs = read_mc_tasks(path);
-    if (!docs) return fail(docs.status(), 2);
+    if (!docs) return fail("eval", docs.status(), ExitCode::kUsage);
     tasks.emplace_back(mc_task_name(path), std::move(docs.value()));
   }
   auto m = load_inference_model(a.ckpt);
-  if (!m) return fail(m.status(), 1);
+  if (!m) return fail("eval", m.status(), ExitCode::kFailed);
   auto codec = open_run_codec(m.value(), a.tokenizer);
-  if (!codec) return fail(codec.status(), 1);
+  if (!codec) return fail("eval", codec.status(), ExitCode::kFailed);
   nlohmann::json out;
   out["checkpoint"] = m.value().ckpt_dir;
   out["step"] = m.value().step;
   if (!a.no_held_out) {
     auto h = held_out(m.value(), *codec.value(), a);
-    if (!h) return fail(h.status(), 1);
+    if (!h) return fail("eval", h.status(), ExitCode::kFailed);
     if (!h.value().is_null()) {
       out["held_out"] = h.value();
       fmt::print("held-out loss {:.4f} ({} sequences of {} tokens per bucket)\n", h.value()["eval_loss"].get<double>(),
@@ -126,9 +122,9 @@ int run_eval(const Args& a) {
       longest = std::max<int64_t>(longest, int64_t(s.size()));
       for (int32_t t : s)
         if (t >= m.value().cfg.model.vocab_size)
-          return fail(Status::errorf("{}: token id {} outside vocab_size {} (wrong --tokenizer?)",
+          return fail("eval", Status::errorf("{}: token id {} outside vocab_size {} (wrong --tokenizer?)",
                                      codec.value()->source(), t, m.value().cfg.model.vocab_size),
-                      1);
+                      ExitCode::kFailed);
     }
     Decoder dec(m.value().cfg.model, m.value().params.data(), m.value().bias(),
                 DecoderOptions{a.batch, longest, 512, KvDtype::kF32});
@@ -139,9 +135,9 @@ int run_eval(const Args& a) {
   }
   if (!a.out.empty()) {
     Status s = write_file_atomic(a.out, out.dump(2) + "\n");
-    if (!s.is_ok()) return fail(s, 1);
+    if (!s.is_ok()) return fail("eval", s, ExitCode::kFailed);
   }
-  return 0;
+  return ExitCode::kOk;
 }
 
 }  // namespace

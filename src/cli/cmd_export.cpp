@@ -16,31 +16,27 @@ struct ExportArgs {
   double max_shard_mb = 5000;
 };
 
-int run_export(const ExportArgs& a) {
-  auto fail = [](const Status& s, int code) {
-    fmt::print(stderr, "moetrain export: {}\n", s.message());
-    return code;
-  };
+ExitCode run_export(const ExportArgs& a) {
   ExportOptions opt;
   if (a.format == "hf") opt.format = ExportFormat::kHf;
   else if (a.format == "safetensors") opt.format = ExportFormat::kSafetensors;
-  else return fail(Status::errorf("--format: expected hf or safetensors, got \"{}\"", a.format), 2);
-  if (!(a.max_shard_mb > 0)) return fail(Status::errorf("--max-shard-mb: expected > 0, got {}", a.max_shard_mb), 2);
+  else return fail("export", Status::errorf("--format: expected hf or safetensors, got \"{}\"", a.format), ExitCode::kUsage);
+  if (!(a.max_shard_mb > 0)) return fail("export", Status::errorf("--max-shard-mb: expected > 0, got {}", a.max_shard_mb), ExitCode::kUsage);
   opt.out = a.out;
   opt.max_shard_bytes = int64_t(a.max_shard_mb * 1e6);
   auto m = load_inference_model(a.ckpt);
-  if (!m) return fail(m.status(), 1);
+  if (!m) return fail("export", m.status(), ExitCode::kFailed);
   if (opt.format == ExportFormat::kHf)
-    if (Status s = check_qwen2_moe(m.value().cfg.model); !s) return fail(s, 3);
+    if (Status s = check_qwen2_moe(m.value().cfg.model); !s) return fail("export", s, ExitCode::kRefused);
   auto codec = open_run_codec(m.value(), a.tokenizer);
-  if (!codec) return fail(codec.status(), 1);
+  if (!codec) return fail("export", codec.status(), ExitCode::kFailed);
   auto sum = export_model(m.value(), *codec.value(), opt);
-  if (!sum) return fail(sum.status(), 1);
+  if (!sum) return fail("export", sum.status(), ExitCode::kFailed);
   fmt::print("exported {} (step {}) as {} to {}: {} tensors, {:.1f} MB of fp32 data, tokenizer: {}\n",
              m.value().ckpt_dir, m.value().step, opt.format == ExportFormat::kHf ? kHfArchitecture : "safetensors",
              a.out, sum.value().tensors, double(sum.value().tensor_bytes) / 1e6, codec.value()->source());
   for (const std::string& f : sum.value().files) fmt::print("  {}\n", f);
-  return 0;
+  return ExitCode::kOk;
 }
 
 struct ImportArgs {
@@ -48,15 +44,15 @@ struct ImportArgs {
   int64_t step = -1;
 };
 
-int run_import(const ImportArgs& a) {
+ExitCode run_import(const ImportArgs& a) {
   auto sum = import_model(a.hf, a.out, a.step);
   if (!sum) {
     fmt::print(stderr, "moetrain import: {}\n", sum.status().message());
-    return 1;
+    return ExitCode::kFailed;
   }
   fmt::print("imported {} into {} ({} parameters; run config from {})\n", a.hf, sum.value().checkpoint,
              sum.value().params, sum.value().config_source);
-  return 0;
+  return ExitCode::kOk;
 }
 
 }  // namespace

@@ -51,26 +51,22 @@ Result<std::vector<std::string>> read_prompts(const std::string& path) {
   return out;
 }
 
-int run_generate(const Args& a) {
-  auto fail = [](const Status& s, int code) {
-    fmt::print(stderr, "moetrain generate: {}\n", s.message());
-    return code;
-  };
+ExitCode run_generate(const Args& a) {
   std::vector<std::string> prompts = a.prompts;
   if (!a.prompts_file.empty()) {
     auto p = read_prompts(a.prompts_file);
-    if (!p) return fail(p.status(), 2);
+    if (!p) return fail("generate", p.status(), ExitCode::kUsage);
     prompts.insert(prompts.end(), p.value().begin(), p.value().end());
   }
-  if (prompts.empty()) return fail(Status::error("give --prompt TEXT or --prompts FILE"), 2);
+  if (prompts.empty()) return fail("generate", Status::error("give --prompt TEXT or --prompts FILE"), ExitCode::kUsage);
   if (a.kv_dtype != "f32" && a.kv_dtype != "bf16")
-    return fail(Status::errorf("--kv-dtype: expected f32 or bf16, got \"{}\"", a.kv_dtype), 2);
-  if (a.top_p <= 0.0 || a.top_p > 1.0) return fail(Status::errorf("--top-p: expected (0, 1], got {}", a.top_p), 2);
+    return fail("generate", Status::errorf("--kv-dtype: expected f32 or bf16, got \"{}\"", a.kv_dtype), ExitCode::kUsage);
+  if (a.top_p <= 0.0 || a.top_p > 1.0) return fail("generate", Status::errorf("--top-p: expected (0, 1], got {}", a.top_p), ExitCode::kUsage);
   set_num_threads(int(a.threads));
   auto m = load_inference_model(a.ckpt);
-  if (!m) return fail(m.status(), 1);
+  if (!m) return fail("generate", m.status(), ExitCode::kFailed);
   auto codec = open_run_codec(m.value(), a.tokenizer);
-  if (!codec) return fail(codec.status(), 1);
+  if (!codec) return fail("generate", codec.status(), ExitCode::kFailed);
   const ModelConfig& c = m.value().cfg.model;
   std::vector<std::vector<int32_t>> ids;
   int64_t longest = 0;
@@ -80,9 +76,9 @@ int run_generate(const Args& a) {
     v.insert(v.end(), e.begin(), e.end());
     for (int32_t t : v)
       if (t >= c.vocab_size)
-        return fail(Status::errorf("{}: token id {} is outside the model's vocab_size {} (wrong --tokenizer?)",
+        return fail("generate", Status::errorf("{}: token id {} is outside the model's vocab_size {} (wrong --tokenizer?)",
                                    codec.value()->source(), t, c.vocab_size),
-                    1);
+                    ExitCode::kFailed);
     longest = std::max<int64_t>(longest, int64_t(v.size()));
     ids.push_back(std::move(v));
   }
@@ -129,7 +125,7 @@ int run_generate(const Args& a) {
   fmt::print(stderr, "# {} prompts, step {}: prefill {} tokens {:.1f} tok/s, decode {} tokens {:.1f} tok/s, KV cache {} bytes ({})\n",
              prompts.size(), m.value().step, r.prefill_tokens, prefill_tps, r.decode_tokens, decode_tps,
              dec.cache().bytes(), a.kv_dtype);
-  return 0;
+  return ExitCode::kOk;
 }
 
 }  // namespace

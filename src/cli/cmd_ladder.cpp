@@ -42,10 +42,10 @@ Result<std::map<std::string, double>> parse_chance(const std::vector<std::string
   return out;
 }
 
-int run_ladder_fit(const LadderFitArgs& args) {
+ExitCode run_ladder_fit(const LadderFitArgs& args) {
   auto fail = [](const Status& s) {
     fmt::print(stderr, "moetrain ladder fit: {}\n", s.message());
-    return 2;
+    return ExitCode::kUsage;
   };
   ladder::LadderOptions opt;
   opt.param_count = args.n == "total" ? ladder::ParamCount::kTotal : ladder::ParamCount::kActive;
@@ -70,21 +70,21 @@ int run_ladder_fit(const LadderFitArgs& args) {
     Status w = write_file_atomic(args.out, j.dump(2) + "\n");
     if (!w) {
       fmt::print(stderr, "moetrain ladder fit: --out: {}\n", w.message());
-      return 1;
+      return ExitCode::kFailed;
     }
   }
   if (!args.html.empty()) {
     Status w = write_file_atomic(args.html, ladder::fit_html(*analysis, args.results));
     if (!w) {
       fmt::print(stderr, "moetrain ladder fit: --html: {}\n", w.message());
-      return 1;
+      return ExitCode::kFailed;
     }
   }
   if (args.json)
     fmt::print("{}\n", j.dump(2));
   else
     fmt::print("{}", ladder::to_text(*analysis, args.results));
-  return 0;
+  return ExitCode::kOk;
 }
 
 }  // namespace
@@ -159,11 +159,11 @@ void register_ladder(CLI::App& app, CommandAction& run) {
       ->capture_default_str();
   lr->add_flag("--no-progress", ra->no_progress, "No live progress line");
   lr->callback([ra, &run] {
-    run = [ra]() -> int {
+    run = [ra]() -> ExitCode {
       auto cfg = load_ladder_config(ra->ladder, ra->sets);
       if (!cfg) {
         fmt::print(stderr, "moetrain ladder run: {}\n", cfg.status().message());
-        return 2;
+        return ExitCode::kUsage;
       }
       LadderRunOptions opt;
       opt.out_dir = ra->out;
@@ -172,10 +172,10 @@ void register_ladder(CLI::App& app, CommandAction& run) {
       auto results = run_ladder(cfg.value(), opt);
       if (!results) {
         fmt::print(stderr, "moetrain ladder run: {}\n", results.status().message());
-        return 1;
+        return ExitCode::kFailed;
       }
       fmt::print("{}\n", results.value());
-      return 0;
+      return ExitCode::kOk;
     };
   });
 }

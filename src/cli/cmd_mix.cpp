@@ -36,11 +36,11 @@ void register_mix(CLI::App& app, CommandAction& run) {
       ->capture_default_str();
   search->add_flag("--no-progress", a->no_progress, "No live progress line");
   search->callback([a, &run] {
-    run = [a]() -> int {
+    run = [a]() -> ExitCode {
       auto cfg = load_mix_search_config(a->file, a->sets);
       if (!cfg) {
         fmt::print(stderr, "moetrain mix search: {}\n", cfg.status().message());
-        return 2;
+        return ExitCode::kUsage;
       }
       MixSearchOptions opt;
       opt.out_dir = a->out;
@@ -49,10 +49,10 @@ void register_mix(CLI::App& app, CommandAction& run) {
       auto best = run_mix_search(cfg.value(), opt);
       if (!best) {
         fmt::print(stderr, "moetrain mix search: {}\n", best.status().message());
-        return 1;
+        return ExitCode::kFailed;
       }
       fmt::print("{}\n", best.value());
-      return 0;
+      return ExitCode::kOk;
     };
   });
 }

@@ -86,10 +86,10 @@ void register_plan(CLI::App& app, CommandAction& run) {
   sub->add_option("--seed", args->seed, "Seed of the simulated run behind the failure timeline (same seed, same run)")
       ->capture_default_str();
   sub->callback([args, &run] {
-    run = [args]() -> int {
+    run = [args]() -> ExitCode {
       auto fail = [](const Status& s) {
         fmt::print(stderr, "moetrain plan: {}\n", s.message());
-        return 2;
+        return ExitCode::kUsage;
       };
       std::vector<std::string> model_sets, cluster_sets, layout_sets;
       for (const std::string& s : args->sets) {
@@ -137,7 +137,7 @@ void register_plan(CLI::App& app, CommandAction& run) {
       }
       if (args->json) fmt::print("{}\n", plan::to_json(*p).dump(2));
       else fmt::print("{}", plan::to_text(*p));
-      return 0;
+      return ExitCode::kOk;
     };
   });
 }

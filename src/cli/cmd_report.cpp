@@ -54,7 +54,7 @@ void register_report(CLI::App& app, CommandAction& run) {
   sub->add_option("--out", *out, "Output file (default DIR/report.html)");
   sub->add_option("--hold-out", *hold_out, "Ladders: leave rung NAME out of the fit and show it predicted (repeatable)");
   sub->callback([dir, out, hold_out, &run] {
-    run = [dir, out, hold_out]() -> int {
+    run = [dir, out, hold_out]() -> ExitCode {
       namespace fs = std::filesystem;
       const std::string path = out->empty() ? *dir + "/report.html" : *out;
       Status s = Status::ok();
@@ -63,13 +63,13 @@ void register_report(CLI::App& app, CommandAction& run) {
       else if (fs::exists(*dir + "/results.jsonl"))
         s = write_ladder_report(*dir, path, *hold_out);
       else
-        s = report::write_run_report(*dir + "/metrics.jsonl", path, "moetrain run " + *dir);
+        s = report::write_run_report(*dir, path, "moetrain run " + *dir);
       if (!s) {
         fmt::print(stderr, "moetrain report: {}\n", s.message());
-        return 1;
+        return ExitCode::kFailed;
       }
       fmt::print("{}\n", path);
-      return 0;
+      return ExitCode::kOk;
     };
   });
 }

@@ -52,13 +52,13 @@ void register_supervise(CLI::App& app, CommandAction& run) {
   sub->add_flag("--local", o->local, "Every host is this machine (one box): no --host to mpirun");
   sub->add_option("train_args", o->train_args, "Arguments of `moetrain train` (after --), e.g. --config C.toml");
   sub->callback([o, &run] {
-    run = [o]() -> int {
+    run = [o]() -> ExitCode {
       SupervisorOptions opt = *o;
       opt.train_args.insert(opt.train_args.begin(), "train");
       for (const std::string& a : opt.train_args)
         if (a == "--run-dir" || a == "--resume" || a == "--heartbeat" || a == "--move-aside") {
           fmt::print(stderr, "moetrain supervise: {} is the supervisor's to set; give --run-dir before --\n", a);
-          return 2;
+          return ExitCode::kUsage;
         }
       if (opt.mpirun.find('/') == std::string::npos) {
         for (const char* dir : {"/usr/bin/", "/usr/local/bin/"})
@@ -70,9 +70,9 @@ void register_supervise(CLI::App& app, CommandAction& run) {
       Status s = supervise(opt);
       if (!s) {
         fmt::print(stderr, "moetrain supervise: {}\n", s.message());
-        return 1;
+        return ExitCode::kFailed;
       }
-      return 0;
+      return ExitCode::kOk;
     };
   });
 }

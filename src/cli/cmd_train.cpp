@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
-#include "train/run_dir.h"
+#include "rundir/run_dir.h"
 #include "cli/embedded_configs.h"
 #include "dist/mpi_comm.h"
 #include "train/run_config.h"
@@ -48,10 +48,10 @@ void register_train(CLI::App& app, CommandAction& run) {
   sub->add_option("--inject-fault", args->inject_fault,
                   "Testing only: hang:RANK:STEP, kill:RANK:STEP or killmid:RANK:STEP makes that rank hang or SIGKILL itself at (or in the middle of) STEP");
   sub->callback([args, &run] {
-    run = [args]() -> int {
+    run = [args]() -> ExitCode {
       if (args->resume && args->move_aside) {
         fmt::print(stderr, "moetrain train: --resume and --move-aside exclude each other\n");
-        return 2;
+        return ExitCode::kUsage;
       }
       Result<RunConfig> cfg = Status::ok();
       const std::string saved = saved_config_path(args->run_dir);
@@ -64,7 +64,7 @@ void register_train(CLI::App& app, CommandAction& run) {
                      "moetrain train: {}: no saved config.toml to resume from (is this a run directory?); give "
                      "--config or --preset to start one\n",
                      args->run_dir);
-          return 2;
+          return ExitCode::kUsage;
         }
         cfg = load_run_config(saved, args->sets);
       } else {
@@ -72,7 +72,7 @@ void register_train(CLI::App& app, CommandAction& run) {
         const EmbeddedConfig* e = find_embedded_config(name);
         if (!e) {
           fmt::print(stderr, "moetrain train: no embedded preset '{}'\n", name);
-          return 2;
+          return ExitCode::kUsage;
         }
         cfg = parse_run_config(e->text, "<embedded " + name + ".toml>", args->sets);
       }
@@ -82,14 +82,14 @@ void register_train(CLI::App& app, CommandAction& run) {
       }
       if (!cfg) {
         fmt::print(stderr, "moetrain train: {}\n", cfg.status().message());
-        return 2;
+        return ExitCode::kUsage;
       }
       std::unique_ptr<FaultInjector> faults;
       if (!args->inject_fault.empty()) {
         auto f = parse_fault_spec(args->inject_fault);
         if (!f) {
           fmt::print(stderr, "moetrain train: {}\n", f.status().message());
-          return 2;
+          return ExitCode::kUsage;
         }
         faults = std::move(f.value());
       }
@@ -113,8 +113,8 @@ void register_train(CLI::App& app, CommandAction& run) {
           auto moved = prepare_run_dir(args->run_dir, mode);
           if (!moved) {
             fmt::print(stderr, "moetrain train: {}\n", moved.status().message());
-            if (multi) abort_job(*world, 2);
-            return 2;
+            if (multi) abort_job(*world, int(ExitCode::kUsage));
+            return ExitCode::kUsage;
           }
           if (!moved->empty()) fmt::print(stderr, "# moved the previous run in {} to {}\n", args->run_dir, *moved);
         }
@@ -123,8 +123,8 @@ void register_train(CLI::App& app, CommandAction& run) {
       // One rank failing ends the job (the others would wait for it).
       auto fail = [&](const std::string& msg) {
         fmt::print(stderr, "moetrain train: {}{}\n", who, msg);
-        if (multi) abort_job(*world, 1);
-        return 1;
+        if (multi) abort_job(*world, int(ExitCode::kFailed));
+        return ExitCode::kFailed;
       };
       TrainerOptions opt;
       opt.run_dir = args->run_dir;
@@ -143,7 +143,7 @@ void register_train(CLI::App& app, CommandAction& run) {
       if (root)
         fmt::print(stderr, "# done: step {}, state hash {}, metrics in {}/metrics.jsonl\n", trainer.value()->step(),
                    hash, args->run_dir);
-      return 0;
+      return ExitCode::kOk;
     };
   });
 }

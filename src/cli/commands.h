@@ -1,12 +1,14 @@
 // commands.h — one registration function per subcommand (cmd_<name>.cpp).
 // Each adds its CLI11 subcommand and sets `run` to the action, which returns
-// the process exit code.
+// the process exit code (cli/exit_code.h).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "cli/exit_code.h"
+
 namespace mt {
-using CommandAction = std::function<int()>;
+using CommandAction = std::function<ExitCode()>;
 void register_train(CLI::App& app, CommandAction& run);
 void register_bench(CLI::App& app, CommandAction& run);
 void register_ckpt(CLI::App& app, CommandAction& run);

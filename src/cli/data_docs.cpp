@@ -43,12 +43,7 @@ std::string score_text(const json& j) {
 
 }  // namespace
 
-int fail(const std::string& cmd, const Status& s, int code) {
-  fmt::print(stderr, "moetrain {}: {}\n", cmd, s.message());
-  return code;
-}
-
-int run_inspect_docs(const std::string& dir, const std::string& bucket, bool as_json, int64_t limit) {
+ExitCode run_inspect_docs(const std::string& dir, const std::string& bucket, bool as_json, int64_t limit) {
   auto ds = Dataset::open(dir, ShardVerify::kHeadersOnly);
   if (!ds) return fail("data inspect", ds.status());
   int64_t shown = 0;
@@ -77,10 +72,10 @@ int run_inspect_docs(const std::string& dir, const std::string& bucket, bool as_
     return true;
   });
   if (!s) return fail("data inspect", s);
-  return 0;
+  return ExitCode::kOk;
 }
 
-int run_show_doc(const std::string& dir, int64_t id, bool as_json) {
+ExitCode run_show_doc(const std::string& dir, int64_t id, bool as_json) {
   auto ds = Dataset::open(dir, ShardVerify::kHeadersOnly);
   if (!ds) return fail("data show", ds.status());
   const std::string key = fmt::format("{{\"id\":{},", id);  // docs lines start with their id
@@ -102,14 +97,14 @@ int run_show_doc(const std::string& dir, int64_t id, bool as_json) {
   if (as_json) {
     found["text"] = text;
     fmt::print("{}\n", found.dump(1));
-    return 0;
+    return ExitCode::kOk;
   }
   fmt::print("document {} in {} ({})\n", id, found["bucket"].get<std::string>(), found["split"].get<std::string>());
   for (const char* k : {"source", "line", "offset", "part", "text_offset", "hash", "topic", "quality", "tokens"})
     fmt::print("  {}: {}\n", k, found[k].is_string() ? found[k].get<std::string>() : found[k].dump());
   fmt::print("  scores: {}\n", found["scores"].dump());
   fmt::print("---\n{}\n", text);
-  return 0;
+  return ExitCode::kOk;
 }
 
 }  // namespace mt

@@ -15,102 +15,102 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
   static const std::vector<CommandExitCodes> kCodes = {
       {"train",
        "src/cli/cmd_train.cpp",
-       {{1, "the trainer could not start or a step failed (run directory, `--resume` without a valid checkpoint, "
+       {{ExitCode::kFailed, "the trainer could not start or a step failed (run directory, `--resume` without a valid checkpoint, "
             "dataset, distributed layout, diverged loss, checkpoint I/O); under mpirun the failing rank ends the "
             "job with `MPI_Abort(1)`"},
-        {2, "config or usage error: no such `--preset`, the `--config` file cannot be read or parsed, a bad "
+        {ExitCode::kUsage, "config or usage error: no such `--preset`, the `--config` file cannot be read or parsed, a bad "
             "`--set`, limits of the trainer (`check_trainer_limits`), a malformed `--inject-fault`, a `--run-dir` "
             "that already holds a run (without `--resume` or `--move-aside`), `--resume` with no saved "
             "`config.toml` and no `--config`, or `--resume` with `--move-aside`"},
-        {3, kMpiTimeout}}},
+        {ExitCode::kRefused, kMpiTimeout}}},
       {"bench",
        "src/cli/cmd_bench.cpp",
-       {{1, "the trainer could not be created for the preset; under mpirun the job is ended with `MPI_Abort(1)`"},
-        {2, "unknown `--preset`, or the preset with the `--set` overrides does not parse"},
-        {3, kMpiTimeout}}},
+       {{ExitCode::kFailed, "the trainer could not be created for the preset; under mpirun the job is ended with `MPI_Abort(1)`"},
+        {ExitCode::kUsage, "unknown `--preset`, or the preset with the `--set` overrides does not parse"},
+        {ExitCode::kRefused, kMpiTimeout}}},
       {"doctor",
        "src/cli/cmd_doctor.cpp",
-       {{1, "a check failed (the culprit ranks and checks are named on stderr): GEMM off the reference or disagreeing "
+       {{ExitCode::kFailed, "a check failed (the culprit ranks and checks are named on stderr): GEMM off the reference or disagreeing "
             "across ranks, NaN/Inf in its results, a memory pattern read back wrong, a link slower than a quarter of "
             "the median, a clock off rank 0's by more than 0.25 s, a different binary; or a rank did not answer "
             "the link test (the job is ended with `MPI_Abort(1)`)"},
-        {2, "a malformed `--inject-fault` (expected `wronggemm:RANK`)"},
-        {3, kMpiTimeout}}},
+        {ExitCode::kUsage, "a malformed `--inject-fault` (expected `wronggemm:RANK`)"},
+        {ExitCode::kRefused, kMpiTimeout}}},
       {"ckpt inspect",
        "src/cli/cmd_ckpt.cpp",
-       {{1, "the checkpoint is missing, incomplete or fails validation"}}},
-      {"report", "src/cli/cmd_report.cpp", {{1, "what DIR holds cannot be read (`metrics.jsonl`, a ladder's `results.jsonl` that cannot be fitted, `search.json`), or the report cannot be written"}}},
+       {{ExitCode::kFailed, "the checkpoint is missing, incomplete or fails validation"}}},
+      {"report", "src/cli/cmd_report.cpp", {{ExitCode::kFailed, "what DIR holds cannot be read (`metrics.jsonl`, a ladder's `results.jsonl` that cannot be fitted, `search.json`), or the report cannot be written"}}},
       {"data build",
        "src/cli/cmd_data.cpp (`run_build`)",
-       {{1, "the build failed (inputs, tokenizer, output directory exists and is not empty, write errors)"},
-        {2, "the `--config` file cannot be read or parsed, or a bad `--set`"}}},
+       {{ExitCode::kFailed, "the build failed (inputs, tokenizer, output directory exists and is not empty, write errors)"},
+        {ExitCode::kUsage, "the `--config` file cannot be read or parsed, or a bad `--set`"}}},
       {"data inspect",
        "src/cli/cmd_data.cpp (`run_inspect`)",
-       {{1, "the dataset cannot be opened or verified, `heatmap.svg` / `--html` cannot be written, or (`--docs`) "
+       {{ExitCode::kFailed, "the dataset cannot be opened or verified, `heatmap.svg` / `--html` cannot be written, or (`--docs`) "
             "a provenance file is missing or `--bucket` names no bucket"}}},
       {"data show",
        "src/cli/data_docs.cpp (`run_show_doc`)",
-       {{1, "the dataset cannot be opened, a provenance file is missing, or no document has that id"}}},
+       {{ExitCode::kFailed, "the dataset cannot be opened, a provenance file is missing, or no document has that id"}}},
       {"data plan",
        "src/cli/cmd_data.cpp (`run_plan`)",
-       {{1, "the dataset cannot be opened"},
-        {2, "the `--config` run config or the `--mixture` file is bad (a bad `--set` too), or the mixture does not "
+       {{ExitCode::kFailed, "the dataset cannot be opened"},
+        {ExitCode::kUsage, "the `--config` run config or the `--mixture` file is bad (a bad `--set` too), or the mixture does not "
             "fit the dataset (e.g. an unknown bucket)"},
-        {3, "the plan would repeat data: some bucket needs more epochs than the mixture's `max_epochs` (the table "
+        {ExitCode::kRefused, "the plan would repeat data: some bucket needs more epochs than the mixture's `max_epochs` (the table "
             "or JSON is printed first)"}}},
       {"tokenizer train",
        "src/cli/cmd_data.cpp (`run_tokenizer_train`)",
-       {{1, "any failure: inputs, training, or writing `--out`"}}},
+       {{ExitCode::kFailed, "any failure: inputs, training, or writing `--out`"}}},
       {"tokenizer encode",
        "src/cli/cmd_data.cpp (`run_tokenizer_encode`)",
-       {{1, "any failure: the model cannot be loaded, `--file` cannot be read, or the text is not valid UTF-8"}}},
+       {{ExitCode::kFailed, "any failure: the model cannot be loaded, `--file` cannot be read, or the text is not valid UTF-8"}}},
       {"plan",
        "src/cli/cmd_plan.cpp",
-       {{2, "any failure, input or output: a bad `--tokens`; a model, cluster, layout or scaling-law file (or "
+       {{ExitCode::kUsage, "any failure, input or output: a bad `--tokens`; a model, cluster, layout or scaling-law file (or "
             "`--set`) that cannot be read or parsed; a layout the model and cluster cannot take; or `--html` cannot "
             "be written. A plan that does not fit in memory is a warning in the output, exit 0"}}},
       {"config reference", "src/cli/cmd_config.cpp", {}},
       {"config show",
        "src/cli/cmd_config.cpp (`show`)",
-       {{2, "any failure: unknown KIND, the file cannot be read or parsed, or a bad `--set`"}}},
+       {{ExitCode::kUsage, "any failure: unknown KIND, the file cannot be read or parsed, or a bad `--set`"}}},
       {"ladder fit",
        "src/cli/cmd_ladder.cpp",
-       {{1, "the `--out` fit file or the `--html` report cannot be written"},
-        {2, "bad input: the results file, an option (e.g. `--chance`), or data that cannot identify the law"}}},
+       {{ExitCode::kFailed, "the `--out` fit file or the `--html` report cannot be written"},
+        {ExitCode::kUsage, "bad input: the results file, an option (e.g. `--chance`), or data that cannot identify the law"}}},
       {"ladder run",
        "src/cli/cmd_ladder.cpp",
-       {{1, "a rung could not be planned, trained or evaluated (no held-out data), or results.jsonl cannot be written"},
-        {2, "the ladder file or a `--set` is invalid"}}},
+       {{ExitCode::kFailed, "a rung could not be planned, trained or evaluated (no held-out data), or results.jsonl cannot be written"},
+        {ExitCode::kUsage, "the ladder file or a `--set` is invalid"}}},
       {"mix search",
        "src/cli/cmd_mix.cpp",
-       {{1, "the search could not be planned (dataset, hero budget, domains, target), a proxy failed or broke its "
+       {{ExitCode::kFailed, "the search could not be planned (dataset, hero budget, domains, target), a proxy failed or broke its "
             "ledger check, a fit failed, or an output cannot be written"},
-        {2, "the search file or a `--set` is invalid"}}},
+        {ExitCode::kUsage, "the search file or a `--set` is invalid"}}},
       {"supervise",
        "src/cli/cmd_supervise.cpp",
-       {{1, "the run cannot go on: fewer usable ranks than `--min-ranks` after `--wait-for-hosts`, three launches in a "
+       {{ExitCode::kFailed, "the run cannot go on: fewer usable ranks than `--min-ranks` after `--wait-for-hosts`, three launches in a "
             "row without progress, the job refused at start (a config error), `--max-restarts` reached, or the "
             "hosts file / state cannot be read"},
-        {2, "a bad option, or train arguments the supervisor sets itself (`--run-dir`, `--resume`, `--heartbeat`)"}}},
+        {ExitCode::kUsage, "a bad option, or train arguments the supervisor sets itself (`--run-dir`, `--resume`, `--heartbeat`)"}}},
       {"generate",
        "src/cli/cmd_generate.cpp",
-       {{1, "the checkpoint cannot be read or validated, the tokenizer cannot be found or loaded, or a prompt "
+       {{ExitCode::kFailed, "the checkpoint cannot be read or validated, the tokenizer cannot be found or loaded, or a prompt "
             "encodes to ids outside the model's vocabulary"},
-        {2, "no prompt, a `--prompts` file that cannot be read or is empty, or a bad `--kv-dtype` / `--top-p`"}}},
+        {ExitCode::kUsage, "no prompt, a `--prompts` file that cannot be read or is empty, or a bad `--kv-dtype` / `--top-p`"}}},
       {"eval",
        "src/cli/cmd_eval.cpp",
-       {{1, "the checkpoint, tokenizer, dataset or mixture cannot be read, or `--out` cannot be written"},
-        {2, "a `--tasks` file that cannot be read, or a line of it that is not a valid task document (named as "
+       {{ExitCode::kFailed, "the checkpoint, tokenizer, dataset or mixture cannot be read, or `--out` cannot be written"},
+        {ExitCode::kUsage, "a `--tasks` file that cannot be read, or a line of it that is not a valid task document (named as "
             "FILE:LINE)"}}},
       {"export",
        "src/cli/cmd_export.cpp",
-       {{1, "the checkpoint or tokenizer cannot be read, or the output cannot be written"},
-        {2, "a bad `--format` or `--max-shard-mb`"},
-        {3, "`--format hf` and the model uses a feature Qwen2MoeForCausalLM cannot represent (the message names "
+       {{ExitCode::kFailed, "the checkpoint or tokenizer cannot be read, or the output cannot be written"},
+        {ExitCode::kUsage, "a bad `--format` or `--max-shard-mb`"},
+        {ExitCode::kRefused, "`--format hf` and the model uses a feature Qwen2MoeForCausalLM cannot represent (the message names "
             "the model.* key)"}}},
       {"import",
        "src/cli/cmd_export.cpp",
-       {{1, "the directory is not a Qwen2MoeForCausalLM (or raw moetrain) export, a config.json key or tensor has "
+       {{ExitCode::kFailed, "the directory is not a Qwen2MoeForCausalLM (or raw moetrain) export, a config.json key or tensor has "
             "no counterpart in moetrain (named), or the run directory cannot be written"}}},
       {"cli-reference", "src/cli/cli_reference.cpp", {}},
   };

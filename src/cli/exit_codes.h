@@ -5,17 +5,19 @@
 #include <string>
 #include <vector>
 
+#include "cli/exit_code.h"
+
 namespace mt {
 
-struct ExitCode {
-  int code;
+struct ExitCodeMeaning {
+  ExitCode code;
   std::string meaning;
 };
 
 struct CommandExitCodes {
   std::string command;          // the path below `moetrain`, e.g. "data plan"
   std::string where;            // the code that returns them, e.g. "src/cli/cmd_data.cpp (run_plan)"
-  std::vector<ExitCode> codes;  // every code besides 0 (success) and CLI11's parse errors
+  std::vector<ExitCodeMeaning> codes;  // every code besides 0 (success) and CLI11's parse errors
 };
 
 // One entry per leaf command (a command without subcommands), in the order

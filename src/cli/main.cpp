@@ -34,5 +34,5 @@ int main(int argc, char** argv) {
   mt::register_import(app, run);
   mt::register_cli_reference(app, run);  // docs/cli.md: the tree above
   CLI11_PARSE(app, argc, argv);
-  return run ? run() : 0;
+  return int(run ? run() : mt::ExitCode::kOk);
 }

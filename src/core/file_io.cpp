@@ -18,22 +18,23 @@ Result<std::string> read_file(const std::string& path, const std::string& what) 
   return ss.str();
 }
 
-Status write_file_atomic(const std::string& path, const std::string& content, FileSystem& fs) {
+Status write_file_atomic(const std::string& path, const std::string& content, FileSystem& fs,
+                         WriteDurability durability) {
+  const bool durable = durability == WriteDurability::kDurable;
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   Status s = [&]() -> Status {
     auto f = fs.new_writable_file(tmp);
     if (!f) return f.status();
     MT_RETURN_IF_ERROR((*f)->append(content.data(), int64_t(content.size())));
-    MT_RETURN_IF_ERROR((*f)->sync());
+    if (durable) MT_RETURN_IF_ERROR((*f)->sync());
     MT_RETURN_IF_ERROR((*f)->close());
-    return fs.rename(tmp, path);
+    MT_RETURN_IF_ERROR(fs.rename(tmp, path));
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    return durable ? fs.sync_dir(dir.empty() ? "." : dir) : Status::ok();  // the rename itself persists
   }();
-  if (!s) {
-    (void)fs.remove_all(tmp);  // the error to report is the first one
-    return s;
-  }
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  return fs.sync_dir(dir.empty() ? "." : dir);  // the rename itself persists
+  if (s) return s;
+  if (fs.exists(tmp)) (void)fs.remove_all(tmp);  // the first error is the one to report
+  return Status::errorf("{}: not written (the previous file is kept): {}", path, s.message());
 }
 
 }  // namespace mt

@@ -12,10 +12,17 @@ namespace mt {
 // ("config file" -> "x.toml: cannot open config file").
 Result<std::string> read_file(const std::string& path, const std::string& what = "file");
 
-// Writes `content` to path.tmp-PID, fsyncs it, renames it over `path` and
-// syncs the directory: readers see the old file or the new one, never a torn
-// one, and a failed write leaves the old file as it was (and no temporary).
+// How far write_file_atomic goes: kDurable fsyncs the file and the directory
+// (configs, manifests: a crash keeps the old file or the new one);
+// kAtomicOnly only renames (heartbeats, rewritten every step: readers never
+// see a torn file, and a crash may lose the last one).
+enum class WriteDurability { kDurable, kAtomicOnly };
+
+// Writes `content` to path.tmp-PID and renames it over `path`: readers see
+// the old file or the new one, never a torn one, and a failed write leaves
+// the old file as it was (and no temporary). Errors name the file.
 Status write_file_atomic(const std::string& path, const std::string& content,
-                         FileSystem& fs = default_file_system());
+                         FileSystem& fs = default_file_system(),
+                         WriteDurability durability = WriteDurability::kDurable);
 
 }  // namespace mt

@@ -104,6 +104,12 @@ class PosixFileSystem final : public FileSystem {
     return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd));
   }
 
+  Result<std::unique_ptr<WritableFile>> new_appendable_file(const std::string& path) override {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return errno_status("open for appending", path, errno);
+    return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd));
+  }
+
   Result<std::unique_ptr<ReadableFile>> open_readable_file(const std::string& path) override {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return errno_status("open", path, errno);

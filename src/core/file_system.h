@@ -38,6 +38,8 @@ class FileSystem {
   virtual ~FileSystem() = default;
   // Creates or truncates `path`.
   virtual Result<std::unique_ptr<WritableFile>> new_writable_file(const std::string& path) = 0;
+  // Creates `path` if needed; every append goes to its end (logs).
+  virtual Result<std::unique_ptr<WritableFile>> new_appendable_file(const std::string& path) = 0;
   virtual Result<std::unique_ptr<ReadableFile>> open_readable_file(const std::string& path) = 0;
   // Creates `path` and any missing parents; ok if it already is a directory.
   virtual Status create_dirs(const std::string& path) = 0;

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "report/html.h"
+#include "rundir/events_log.h"
+#include "rundir/metrics_log.h"
 #include "report/svg.h"
 
 namespace mt::report {
@@ -46,15 +48,11 @@ std::string chart(const std::string& title, const std::string& ylabel, std::vect
 // timeline: wall-clock minutes since the first event against the step, one
 // marker per event, and the table of them. Checkpoint commits are only
 // counted: a run logs one every few steps.
-void add_events_timeline(HtmlPage& page, const std::string& metrics_path) {
-  const std::string path = std::filesystem::path(metrics_path).parent_path().string() + "/events.jsonl";
-  std::ifstream in(path);
-  if (!in) return;
+void add_events_timeline(HtmlPage& page, const std::string& run_dir) {
+  const std::string path = events_path(run_dir);
   std::vector<nlohmann::json> ev;
   int64_t commits = 0, last_commit = 0;
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("event") || !j.contains("time")) continue;
+  for (nlohmann::json& j : read_events(run_dir)) {
     if (j["event"] == "checkpoint") {
       ++commits;
       last_commit = j.value("step", int64_t(0));
@@ -94,22 +92,15 @@ void add_events_timeline(HtmlPage& page, const std::string& metrics_path) {
   page.table({"time (UTC)", "minute", "event", "details"}, rows, {Align::kLeft, Align::kRight, Align::kLeft, Align::kLeft});
 }
 
-Status write_run_report(const std::string& metrics_path, const std::string& out_path,
-                        const std::string& title) {
-  std::ifstream in(metrics_path);
-  if (!in) return Status::errorf("{}: cannot open", metrics_path);
+Status write_run_report(const std::string& run_dir, const std::string& out_path, const std::string& title) {
+  auto rows = load_metrics(run_dir);
+  if (!rows) return rows.status();
+  const std::string metrics = metrics_path(run_dir);
   Points loss, eval_loss, lr, gnorm, tps, mfu, aux, z, dropped;
   std::map<std::string, Points> bucket_eval;
   std::vector<Points> load_spread;  // per MoE layer: max/mean expert load over steps
   nlohmann::json last;
-  std::string line;
-  int64_t lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.empty()) continue;
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("step"))
-      return Status::errorf("{}:{}: not a metrics object", metrics_path, lineno);
+  for (nlohmann::json& j : rows.value()) {
     const double s = j["step"].get<double>();
     auto take = [&](const char* key, Points& p) {
       if (j.contains(key) && j[key].is_number()) p.push_back({s, j[key].get<double>()});
@@ -141,7 +132,7 @@ Status write_run_report(const std::string& metrics_path, const std::string& out_
     }
     last = std::move(j);
   }
-  if (loss.empty()) return Status::errorf("{}: no metrics lines", metrics_path);
+  if (loss.empty()) return Status::errorf("{}: no metrics lines", metrics);
 
   HtmlPage page(title);
   auto mean_of = [](const Points& p, size_t from) {
@@ -205,7 +196,7 @@ Status write_run_report(const std::string& metrics_path, const std::string& out_
     page.heading(2, "Evaluation by bucket");
     page.figure(chart("Eval loss per bucket", "loss", bs), "Held-out loss of each data bucket.");
   }
-  add_events_timeline(page, metrics_path);
+  add_events_timeline(page, run_dir);
   std::ofstream out(out_path);
   if (!out) return Status::errorf("{}: cannot write", out_path);
   out << page.render();

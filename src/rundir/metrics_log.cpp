@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
+
+#include "core/file_io.h"
 
 namespace mt {
 
@@ -67,6 +70,59 @@ std::vector<nlohmann::json> read_metrics_lines(const std::string& run_dir) {
   std::vector<nlohmann::json> rows;
   for (auto& [text, j] : read_step_lines(run_dir)) rows.push_back(std::move(j));
   return rows;
+}
+
+Result<std::vector<nlohmann::json>> load_metrics(const std::string& run_dir) {
+  const std::string path = metrics_path(run_dir);
+  std::ifstream in(path);
+  if (!in) return Status::errorf("{}: cannot open", path);
+  std::vector<nlohmann::json> rows;
+  int64_t lineno = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++lineno;
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!is_step_line(j)) return Status::errorf("{}:{}: not a metrics object with an integer step", path, lineno);
+    rows.push_back(std::move(j));
+  }
+  return rows;
+}
+
+nlohmann::json last_metrics_line(const std::string& run_dir) {
+  // A line is a few KB (expert loads, per-bucket figures): read a tail that
+  // holds whole lines, and fall back to the whole file.
+  for (size_t tail_bytes : {size_t(1) << 16, size_t(0)}) {
+    std::ifstream in(metrics_path(run_dir), std::ios::binary | std::ios::ate);
+    if (!in) return nullptr;
+    const std::streamoff size = in.tellg();
+    const std::streamoff from = tail_bytes && size > std::streamoff(tail_bytes) ? size - std::streamoff(tail_bytes) : 0;
+    in.seekg(from);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t end = text.size();
+    while (end > 0) {
+      const size_t nl = text.rfind('\n', end - 1);
+      const size_t begin = nl == std::string::npos ? 0 : nl + 1;
+      if (begin == 0 && from > 0) break;  // may be cut: read more
+      auto j = nlohmann::json::parse(text.substr(begin, end - begin), nullptr, /*allow_exceptions=*/false);
+      if (is_step_line(j)) return j;
+      if (begin == 0) return nullptr;
+      end = nl;
+    }
+    if (from == 0) return nullptr;
+  }
+  return nullptr;
+}
+
+int64_t latest_logged_step(const std::string& run_dir) {
+  const nlohmann::json last = last_metrics_line(run_dir);
+  return last.is_object() ? last["step"].get<int64_t>() : 0;
+}
+
+Status copy_metrics_through(const std::string& from_run, const std::string& to_run, int64_t step, FileSystem& fs) {
+  std::string kept;
+  for (const auto& [text, j] : read_step_lines(from_run))
+    if (j["step"].get<int64_t>() <= step) kept += text + "\n";
+  return write_file_atomic(metrics_path(to_run), kept, fs);
 }
 
 Result<std::unique_ptr<MetricsLog>> MetricsLog::open(const std::string& run_dir, int64_t keep_through,

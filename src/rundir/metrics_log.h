@@ -41,8 +41,20 @@ class MetricsLog {
 };
 
 // Every line of RUN_DIR/metrics.jsonl that parses as an object with an
-// integer step, in file order (none if the file is absent).
+// integer step, in file order (none if the file is absent): a live run's log,
+// whose last line may be torn.
 std::vector<nlohmann::json> read_metrics_lines(const std::string& run_dir);
+// The same, strictly, for a finished run: an error names the file if it is
+// missing, and file:line for a line that is not a step object.
+Result<std::vector<nlohmann::json>> load_metrics(const std::string& run_dir);
+// The last step line (null if none), and its step (0 if none), read from
+// the file's tail: cheap on a long run.
+nlohmann::json last_metrics_line(const std::string& run_dir);
+int64_t latest_logged_step(const std::string& run_dir);
+// Writes TO_RUN/metrics.jsonl holding FROM_RUN's lines of steps <= step,
+// atomically (a ladder's cooldown branch starts as a copy of its full run).
+Status copy_metrics_through(const std::string& from_run, const std::string& to_run, int64_t step,
+                            FileSystem& fs = default_file_system());
 
 // The TensorBoard scalars of one metrics line: every number under its JSON
 // path ("loss", "bucket_eval_loss/code/q0", "comm/wait_s"), step and time

@@ -18,10 +18,11 @@
 
 #include "core/file_io.h"
 #include "core/subprocess.h"
-#include "train/events.h"
-#include "train/heartbeat.h"
+#include "rundir/events_log.h"
+#include "rundir/heartbeat.h"
+#include "rundir/metrics_log.h"
 #include "train/run_config.h"
-#include "train/run_dir.h"
+#include "rundir/run_dir.h"
 #include "train/trainer.h"
 
 namespace mt {
@@ -334,12 +335,9 @@ Status supervise(const SupervisorOptions& opt) {
       append_event(opt.run_dir, {{"event", "finished"}, {"step", steps}});
       // Goodput: the kept steps' compute time over the wall time supervised.
       double kept_s = 0, ckpt_every = 0;
-      std::ifstream in(opt.run_dir + "/metrics.jsonl");
       int64_t rows = 0;
-      for (std::string line; std::getline(in, line);) {
-        const json j = json::parse(line, nullptr, false);
-        if (j.is_object() && j.contains("step_time_s")) kept_s += j["step_time_s"].get<double>(), ++rows;
-      }
+      for (const json& j : read_metrics_lines(opt.run_dir))
+        if (j.contains("step_time_s") && j["step_time_s"].is_number()) kept_s += j["step_time_s"].get<double>(), ++rows;
       auto cfg = load_run_config(saved_config_path(opt.run_dir), {});
       if (cfg) ckpt_every = double(cfg->train.checkpoint_every);
       const double step_s = rows > 0 ? kept_s / double(rows) : 0;

@@ -1,6 +1,6 @@
 // supervisor.h — `moetrain supervise --hosts FILE -- <train args>`: runs a
 // training job under OpenMPI's mpirun and keeps it going. Every rank keeps a
-// heartbeat (train/heartbeat.h); the supervisor watches the job and the
+// heartbeat (rundir/heartbeat.h); the supervisor watches the job and the
 // heartbeats, and on a rank's death, a hang (a heartbeat older than the
 // timeout) or any other failure it stops the job, names the rank, its host
 // and what it was doing, marks the host failed (quarantined on a second

@@ -5,7 +5,6 @@
 
 #include "ckpt/checkpoint.h"
 #include "data/byte_tokenizer.h"
-#include "train/trainer.h"
 
 namespace fs = std::filesystem;
 

@@ -15,7 +15,7 @@
 #include "core/bf16.h"
 #include "core/file_io.h"
 #include "data/byte_tokenizer.h"
-#include "train/run_dir.h"
+#include "rundir/run_dir.h"
 
 namespace fs = std::filesystem;
 

@@ -13,33 +13,10 @@
 #include "core/progress.h"
 #include "core/subprocess.h"
 #include "core/threads.h"
+#include "rundir/metrics_log.h"
 #include "core/timer.h"
 
 namespace mt {
-
-int64_t latest_logged_step(const std::string& run_dir) {
-  const std::string tail = file_tail(run_dir + "/metrics.jsonl", 4096);
-  size_t end = tail.size();
-  while (end > 0) {
-    const size_t begin = tail.rfind('\n', end - 1);
-    const size_t from = begin == std::string::npos ? 0 : begin + 1;
-    if (from < end) {
-      const auto j = nlohmann::json::parse(tail.substr(from, end - from), nullptr, /*allow_exceptions=*/false);
-      if (j.is_object() && j.contains("step") && j["step"].is_number_integer()) return j["step"].get<int64_t>();
-    }
-    if (begin == std::string::npos || from == 0) break;
-    end = begin;
-  }
-  return 0;
-}
-
-nlohmann::json last_metrics_line(const std::string& run_dir) {
-  std::ifstream in(run_dir + "/metrics.jsonl");
-  nlohmann::json last;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) last = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  return last;
-}
 
 std::string logged_state_hash(const std::string& log) {
   const std::string tail = file_tail(log, 1 << 16);

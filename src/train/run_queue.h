@@ -42,13 +42,8 @@ struct RunQueueOptions {
 // are killed) with an error that quotes the end of the failed run's log.
 Status run_queue(std::vector<QueuedRun>& runs, const RunQueueOptions& opt);
 
-// The newest "step" in RUN_DIR/metrics.jsonl (0 if none yet).
-int64_t latest_logged_step(const std::string& run_dir);
-
-// What a finished child run left: the last line of RUN_DIR/metrics.jsonl
-// (null if none), and the state hash its log printed last ("# done: step N,
-// state hash H"; "" if none).
-nlohmann::json last_metrics_line(const std::string& run_dir);
+// The state hash a finished child run's log printed last ("# done: step N,
+// state hash H"; "" if none). Its metrics: rundir/metrics_log.h.
 std::string logged_state_hash(const std::string& log);
 
 }  // namespace mt

@@ -1,7 +1,7 @@
 // trainer.cpp — construction, the step, the loop.
 #include "train/trainer.h"
 #include "train/held_out.h"
-#include "train/events.h"
+#include "rundir/events_log.h"
 #include "train/pending_checkpoint.h"
 
 #include <fmt/format.h>
@@ -28,7 +28,7 @@
 #include "dist/mpi_comm.h"
 #include "train/health_check.h"
 #include "train/metrics_line.h"
-#include "train/run_dir.h"
+#include "rundir/run_dir.h"
 #include "train/trainer_dist.h"
 
 namespace mt {
@@ -517,7 +517,7 @@ Status Trainer::run() {
   }
   if (!is_root()) return Status::ok();  // rank 0 reports for the whole job
   if (!opt_.run_dir.empty()) {
-    Status rep = report::write_run_report(opt_.run_dir + "/metrics.jsonl", opt_.run_dir + "/report.html",
+    Status rep = report::write_run_report(opt_.run_dir, opt_.run_dir + "/report.html",
                                           "moetrain run " + opt_.run_dir);
     if (rep) fmt::print(stderr, "# report: {}/report.html\n", opt_.run_dir);
     else fmt::print(stderr, "# report not written: {}\n", rep.message());

@@ -20,6 +20,7 @@
 #include "core/float_buffer.h"
 #include <map>
 
+#include "ckpt/checkpoint.h"  // find_latest_checkpoint_dir: the trainer's callers resume with it
 #include "core/status.h"
 #include "data/token_source.h"
 #include "comm/comm.h"
@@ -60,10 +61,6 @@ Status check_trainer_limits(const RunConfig& cfg);
 // (only if every learning rate already applied is unchanged).
 Status check_run_length_change(const std::string& dir, const TrainConfig& was, const TrainConfig& now, int64_t step);
 
-// Newest valid checkpoint under DIR/checkpoints, or an error if none.
-Result<std::string> find_latest_checkpoint_dir(const std::string& run_dir);
-// True when DIR/checkpoints holds any committed (step_*) directory, valid or not.
-bool has_committed_checkpoints(const std::string& run_dir);
 
 class Trainer {
  public:

@@ -12,12 +12,11 @@
 #include "ckpt/checkpoint.h"
 #include "optim/lr_schedule.h"
 #include "train/trainer.h"
-#include "train/events.h"
+#include "rundir/events_log.h"
 
 namespace mt {
 
 namespace {
-std::string ckpt_root(const std::string& run_dir) { return run_dir + "/checkpoints"; }
 
 // Keys that may differ between the saved and the resuming config.
 RunConfig normalised(RunConfig c) {
@@ -101,20 +100,6 @@ std::string config_differences(const std::string& was, const std::string& now) {
   return diff;
 }
 }  // namespace
-
-Result<std::string> find_latest_checkpoint_dir(const std::string& run_dir) {
-  std::error_code ec;
-  if (!std::filesystem::exists(ckpt_root(run_dir), ec)) return Status::error("no checkpoints");
-  return find_latest_checkpoint(ckpt_root(run_dir));
-}
-
-bool has_committed_checkpoints(const std::string& run_dir) {
-  std::error_code ec;
-  for (auto it = std::filesystem::directory_iterator(ckpt_root(run_dir), ec);
-       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
-    if (it->path().filename().string().starts_with("step_")) return true;
-  return false;
-}
 
 Status Trainer::save_checkpoint() {
   // Whole tensors in one process; this rank's pieces of them under MPI.

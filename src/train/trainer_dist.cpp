@@ -30,8 +30,8 @@
 
 #include <unistd.h>
 
-#include "train/events.h"
-#include "train/heartbeat.h"
+#include "rundir/events_log.h"
+#include "rundir/heartbeat.h"
 #include "train/pending_checkpoint.h"
 
 #include <future>

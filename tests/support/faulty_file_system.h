@@ -25,6 +25,12 @@ class FaultyFileSystem final : public FileSystem {
     if (!f) return f.status();
     return std::unique_ptr<WritableFile>(new File(this, std::move(*f)));
   }
+  Result<std::unique_ptr<WritableFile>> new_appendable_file(const std::string& path) override {
+    MT_RETURN_IF_ERROR(tick("open for appending " + path));
+    auto f = base_.new_appendable_file(path);
+    if (!f) return f.status();
+    return std::unique_ptr<WritableFile>(new File(this, std::move(*f)));
+  }
   Result<std::unique_ptr<ReadableFile>> open_readable_file(const std::string& path) override {
     return base_.open_readable_file(path);
   }

@@ -1,8 +1,10 @@
-// rundir_test.cpp — the run directory's logs (src/rundir): TFRecord framing
-// against CRC-32C's published check value, the TensorBoard records decoded
-// back, metric_scalars, and MetricsLog: a resume keeps exactly the steps up
-// to the checkpoint in both files, and any failed write leaves the previous
-// files as they were with an error naming the file.
+// rundir_test.cpp — the run directory's files (src/rundir) and the durable
+// writes under them: TFRecord framing against CRC-32C's published check
+// value, the TensorBoard records decoded back (and equal to protobuf's own
+// bytes), metric_scalars, MetricsLog (a resume keeps exactly the steps up to
+// the checkpoint in both files), the events log, heartbeats, the metrics
+// readers, and write_file_atomic; every failed write leaves the previous file
+// as it was, with an error naming the file.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,6 +12,8 @@
 #include <sstream>
 
 #include "core/file_io.h"
+#include "rundir/events_log.h"
+#include "rundir/heartbeat.h"
 #include "rundir/metrics_log.h"
 #include "unit/tensorboard_event.pb.h"  // protoc output (build/tests/proto)
 #include "rundir/tensorboard_writer.h"
@@ -212,6 +216,119 @@ TEST(MetricsLog, AFailedRewriteLeavesThePreviousFilesIntact) {
     std::ofstream(metrics_path(dir.path()), std::ios::binary) << metrics;
     std::ofstream(tb, std::ios::binary) << tb_bytes;
   }
+}
+
+// ---------------------------------------------------------------- durable writes
+
+// Every mutating operation of write_file_atomic, failed in turn: an error
+// naming the file, the previous content intact, no temporary left.
+TEST(WriteFileAtomic, AFailedWriteKeepsThePreviousFile) {
+  e2e::TempDir dir;
+  const std::string path = dir / "config.toml";
+  ASSERT_TRUE(write_file_atomic(path, "old = 1\n"));
+  FaultyFileSystem counter;
+  ASSERT_TRUE(write_file_atomic(path, "old = 1\n", counter));
+  ASSERT_GE(counter.ops, 5);  // open, append, fsync, close, rename, fsync dir
+  for (int64_t op = 1; op <= counter.ops; ++op) {
+    SCOPED_TRACE("failing op " + std::to_string(op));
+    FaultyFileSystem faulty;
+    faulty.fail_at_op = op;
+    const Status s = write_file_atomic(path, "new = 2\n", faulty);
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
+    const std::string now = slurp(path);
+    if (op < counter.ops) EXPECT_EQ(now, "old = 1\n");  // the last op syncs the directory after the rename
+    EXPECT_EQ(e2e::list_dir(dir.path()), (std::vector<std::string>{"config.toml"}));
+    ASSERT_TRUE(write_file_atomic(path, "old = 1\n"));
+  }
+  // A heartbeat is replaced atomically but not synced: two operations fewer.
+  FaultyFileSystem light;
+  ASSERT_TRUE(write_file_atomic(path, "x", light, WriteDurability::kAtomicOnly));
+  EXPECT_EQ(light.ops, counter.ops - 2);
+}
+
+TEST(Heartbeat, WrittenThroughTheFileSystemAndReadBack) {
+  e2e::TempDir dir;
+  Heartbeat h;
+  h.rank = 3;
+  h.pid = 42;
+  h.step = 7;
+  h.host = "n1";
+  h.phase = "step";
+  h.time = 123.5;
+  write_heartbeat(dir.path(), h);
+  const std::vector<Heartbeat> got = read_heartbeats(dir.path());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].rank, 3);
+  EXPECT_EQ(got[0].step, 7);
+  EXPECT_EQ(got[0].phase, "step");
+  // A failed write keeps the last heartbeat and says so once.
+  FaultyFileSystem faulty;
+  faulty.fail_at_op = 2;  // the append
+  h.step = 8;
+  ::testing::internal::CaptureStderr();
+  write_heartbeat(dir.path(), h, faulty);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("rank_3.json"), std::string::npos) << err;
+  EXPECT_EQ(read_heartbeats(dir.path())[0].step, 7);
+  EXPECT_EQ(e2e::list_dir(dir.path()), (std::vector<std::string>{"rank_3.json"}));
+}
+
+// ---------------------------------------------------------------- events
+
+TEST(EventsLog, AppendedWithTimeAndReadBackByKind) {
+  e2e::TempDir dir;
+  append_event(dir.path(), {{"event", "start"}, {"step", 0}});
+  append_event(dir.path(), {{"event", "checkpoint"}, {"step", 4}});
+  append_event(dir.path(), {{"event", "start"}, {"step", 4}});
+  std::ofstream(events_path(dir.path()), std::ios::app) << "{\"event\": \"torn";  // a crash mid-line
+  const auto all = read_events(dir.path());
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_TRUE(all[0].contains("utc"));
+  EXPECT_LE(all[0]["time"].get<double>(), all[2]["time"].get<double>());
+  const auto starts = read_events(dir.path(), "start");
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[1]["step"], 4);
+  // A failed append loses the event, never the run: a warning names the file.
+  FaultyFileSystem faulty;
+  faulty.fail_at_op = 2;
+  ::testing::internal::CaptureStderr();
+  append_event(dir.path(), {{"event", "spike"}}, faulty);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("events.jsonl"), std::string::npos);
+  EXPECT_EQ(read_events(dir.path(), "spike").size(), 0u);
+}
+
+// ---------------------------------------------------------------- readers
+
+TEST(MetricsReaders, LastLineStrictLoadAndBranchCopy) {
+  e2e::TempDir dir;
+  EXPECT_TRUE(last_metrics_line(dir.path()).is_null());
+  EXPECT_EQ(latest_logged_step(dir.path()), 0);
+  EXPECT_FALSE(load_metrics(dir.path()));  // no file
+  {
+    auto log = MetricsLog::open(dir.path(), 0, TensorBoard::kOff);
+    ASSERT_TRUE(log.is_ok());
+    for (int64_t s = 1; s <= 3; ++s) {
+      json line = step_line(s);
+      line["pad"] = std::string(size_t(40000), 'x');  // lines longer than the tail read first
+      ASSERT_TRUE(log.value()->append(line));
+    }
+  }
+  EXPECT_EQ(latest_logged_step(dir.path()), 3);
+  EXPECT_EQ(last_metrics_line(dir.path())["loss"], 10.0 / 3.0);
+  auto rows = load_metrics(dir.path());
+  ASSERT_TRUE(rows.is_ok());
+  EXPECT_EQ(rows.value().size(), 3u);
+  e2e::TempDir branch;
+  ASSERT_TRUE(copy_metrics_through(dir.path(), branch.path(), 2));
+  EXPECT_EQ(latest_logged_step(branch.path()), 2);
+  // A torn last line: the live readers skip it, the strict one names it.
+  std::ofstream(metrics_path(dir.path()), std::ios::app) << "{\"step\": 4, \"lo";
+  EXPECT_EQ(latest_logged_step(dir.path()), 3);
+  EXPECT_EQ(read_metrics_lines(dir.path()).size(), 3u);
+  auto strict = load_metrics(dir.path());
+  ASSERT_FALSE(strict);
+  EXPECT_NE(strict.status().message().find("metrics.jsonl:4:"), std::string::npos) << strict.status().message();
 }
 
 }  // namespace

@@ -21,7 +21,8 @@
 #include "model/weights.h"
 #include "optim/lr_schedule.h"
 #include "train/run_config.h"
-#include "train/run_dir.h"
+#include "rundir/metrics_log.h"
+#include "rundir/run_dir.h"
 #include "train/run_queue.h"
 #include "train/trainer.h"
 
@@ -180,13 +181,7 @@ Status make_branch(const std::string& full_dir, const std::string& branch_dir, i
                     fs::copy_options::recursive, ec);
   if (!ec) fs::copy_file(saved_config_path(full_dir), saved_config_path(tmp), ec);
   if (ec) return Status::errorf("{}: cannot copy the run at step {}: {}", branch_dir, step, ec.message());
-  std::ifstream in(full_dir + "/metrics.jsonl");
-  std::string kept;
-  for (std::string line; std::getline(in, line);) {
-    const json j = json::parse(line, nullptr, false);
-    if (j.is_object() && j.value("step", int64_t(0)) <= step) kept += line + "\n";
-  }
-  MT_RETURN_IF_ERROR(write_file_atomic(tmp + "/metrics.jsonl", kept));
+  MT_RETURN_IF_ERROR(copy_metrics_through(full_dir, tmp, step));
   fs::rename(tmp, branch_dir, ec);
   if (ec) return Status::errorf("{}: {}", branch_dir, ec.message());
   return Status::ok();

@@ -21,6 +21,7 @@
 #include "mix/search.h"
 #include "mix/target_model.h"
 #include "train/run_config.h"
+#include "rundir/metrics_log.h"
 #include "train/post_eval.h"
 #include "train/run_queue.h"
 #include "train/trainer.h"

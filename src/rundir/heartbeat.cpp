@@ -1,5 +1,5 @@
 // heartbeat.cpp — see heartbeat.h.
-#include "train/heartbeat.h"
+#include "rundir/heartbeat.h"
 
 #include <fmt/format.h>
 
@@ -9,28 +9,24 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/file_io.h"
+
 namespace mt {
 
 double wall_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-void write_heartbeat(const std::string& dir, const Heartbeat& h) {
+void write_heartbeat(const std::string& dir, const Heartbeat& h, FileSystem& fs) {
   static bool warned = false;
   const nlohmann::json j = {{"rank", h.rank}, {"pid", h.pid},     {"host", h.host},
                             {"step", h.step}, {"phase", h.phase}, {"time", h.time},
                             {"step_s", h.step_s}, {"wait_s", h.wait_s}};
-  const std::string path = fmt::format("{}/rank_{}.json", dir, h.rank), tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  bool ok = f != nullptr;
-  if (f) {
-    ok = std::fputs(j.dump().c_str(), f) >= 0;
-    ok = std::fclose(f) == 0 && ok;
-  }
-  ok = ok && std::rename(tmp.c_str(), path.c_str()) == 0;
-  if (!ok && !warned) {
+  const std::string path = fmt::format("{}/rank_{}.json", dir, h.rank);
+  const Status s = write_file_atomic(path, j.dump(), fs, WriteDurability::kAtomicOnly);
+  if (!s && !warned) {
     warned = true;
-    fmt::print(stderr, "# warning: cannot write heartbeat {}\n", path);
+    fmt::print(stderr, "# warning: cannot write heartbeat: {}\n", s.message());
   }
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/file_system.h"
+
 namespace mt {
 
 struct Heartbeat {
@@ -19,8 +21,9 @@ struct Heartbeat {
   double step_s = -1, wait_s = -1;
 };
 
-// Best effort: a heartbeat that cannot be written is reported once on stderr.
-void write_heartbeat(const std::string& dir, const Heartbeat& h);
+// Best effort: a heartbeat that cannot be written is reported once on
+// stderr. Replaced atomically (a reader never sees a torn file), not synced.
+void write_heartbeat(const std::string& dir, const Heartbeat& h, FileSystem& fs = default_file_system());
 // Every rank_*.json in DIR (unreadable ones are skipped).
 std::vector<Heartbeat> read_heartbeats(const std::string& dir);
 double wall_seconds();

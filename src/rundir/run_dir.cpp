@@ -1,5 +1,5 @@
 // run_dir.cpp — see run_dir.h.
-#include "train/run_dir.h"
+#include "rundir/run_dir.h"
 
 #include <fmt/format.h>
 
