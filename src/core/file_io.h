@@ -1,6 +1,7 @@
 // file_io.h — whole-file reads for configs, data and models, with errors that
 // name the file (every loader used to carry its own copy of this).
 #pragma once
+#include <functional>
 #include <string>
 
 #include "core/file_system.h"
@@ -22,6 +23,11 @@ enum class WriteDurability { kDurable, kAtomicOnly };
 // the old file or the new one, never a torn one, and a failed write leaves
 // the old file as it was (and no temporary). Errors name the file.
 Status write_file_atomic(const std::string& path, const std::string& content,
+                         FileSystem& fs = default_file_system(),
+                         WriteDurability durability = WriteDurability::kDurable);
+// The same for content too large to hold in one string: `write` appends it
+// to the temporary file (model weights, shards of an export).
+Status write_file_atomic(const std::string& path, const std::function<Status(WritableFile&)>& write,
                          FileSystem& fs = default_file_system(),
                          WriteDurability durability = WriteDurability::kDurable);
 

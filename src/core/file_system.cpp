@@ -42,6 +42,22 @@ class PosixWritableFile final : public WritableFile {
     return Status::ok();
   }
 
+  Status write_at(int64_t offset, const void* data, int64_t bytes) override {
+    if (fd_ < 0) return Status::errorf("{}: write after close", path_);
+    const char* p = static_cast<const char*>(data);
+    while (bytes > 0) {
+      const ssize_t n = ::pwrite(fd_, p, size_t(std::min<int64_t>(bytes, int64_t{1} << 30)), off_t(offset));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return errno_status("write", path_, errno);
+      }
+      p += n;
+      offset += n;
+      bytes -= n;
+    }
+    return Status::ok();
+  }
+
   Status sync() override {
     if (fd_ < 0) return Status::errorf("{}: fsync after close", path_);
     if (::fsync(fd_) != 0) return errno_status("fsync", path_, errno);

@@ -19,6 +19,8 @@ class WritableFile {
  public:
   virtual ~WritableFile() = default;
   virtual Status append(const void* data, int64_t bytes) = 0;
+  // Overwrites bytes already written, at `offset` (a header written last).
+  virtual Status write_at(int64_t offset, const void* data, int64_t bytes) = 0;
   virtual Status sync() = 0;   // fsync: data and metadata are on disk
   virtual Status close() = 0;  // reports errors the kernel deferred to close
 };

@@ -37,53 +37,23 @@ Status errno_status(const std::string& what, const std::string& path) {
   return Status::errorf("{}: {}: {}", path, what, std::strerror(errno));
 }
 
-Status write_all(int fd, const void* p, size_t n, const std::string& path) {
-  const char* c = static_cast<const char*>(p);
-  while (n > 0) {
-    ssize_t w = ::write(fd, c, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return errno_status("write failed", path);
-    }
-    c += w;
-    n -= size_t(w);
-  }
-  return Status::ok();
-}
-
-// Writes header + payload chunks produced by `emit` into path (atomically).
-template <typename Emit>
-Status write_file(const std::string& path, Header h, ShardSync sync, Emit&& emit) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
-  if (fd < 0) return errno_status("cannot create", tmp);
-  Header zero{};
-  Status s = write_all(fd, &zero, sizeof(zero), tmp);
-  Hasher hasher;
-  if (s) s = emit([&](const void* p, size_t n) {
-    hasher.update(p, n);
-    return write_all(fd, p, n, tmp);
-  });
-  if (s) {
-    h.payload_hash = hasher.digest();
-    h.header_hash = xxh64(&h, offsetof(Header, header_hash));
-    if (::pwrite(fd, &h, sizeof(h), 0) != ssize_t(sizeof(h))) s = errno_status("header write failed", tmp);
-  }
-  if (s && sync == ShardSync::kSync && ::fsync(fd) != 0) s = errno_status("fsync failed", tmp);
-  if (::close(fd) != 0 && s) s = errno_status("close failed", tmp);
-  if (s && std::rename(tmp.c_str(), path.c_str()) != 0) s = errno_status("rename failed", path);
-  if (!s) ::unlink(tmp.c_str());
-  return s;
-}
-
-Status sync_parent(const std::string& path) {
+// After both files are renamed into place: their directory entries persist.
+Status sync_parent(const std::string& path, FileSystem& fs) {
   const std::string parent = std::filesystem::path(path).parent_path().string();
-  const std::string dir = parent.empty() ? std::string(".") : parent;
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return errno_status("cannot open directory", dir);
-  int r = ::fsync(fd);
-  ::close(fd);
-  return r == 0 ? Status::ok() : errno_status("fsync failed", dir);
+  Status s = fs.sync_dir(parent.empty() ? std::string(".") : parent);
+  return s ? s : Status::errorf("{}: written but not synced: {}", path, s.message());
+}
+
+Header shard_header(const char (&magic)[8], uint32_t elem_bytes, uint64_t tokenizer_hash, uint64_t n_tokens,
+                    uint64_t n_docs) {
+  Header h{};
+  std::memcpy(h.magic, magic, 8);
+  h.version = kShardVersion;
+  h.elem_bytes = elem_bytes;
+  h.tokenizer_hash = tokenizer_hash;
+  h.n_tokens = n_tokens;
+  h.n_docs = n_docs;
+  return h;
 }
 
 Status check_header(const Header& h, const char (&magic)[8], const std::string& name, size_t file_len,
@@ -104,24 +74,72 @@ Status check_header(const Header& h, const char (&magic)[8], const std::string& 
 
 }  // namespace
 
+// A shard file written under "<path>.tmp" through a FileSystem: a zero
+// header, the payload (hashed as it goes, through a 1 MiB buffer), then the
+// real header over the zeros, an fsync (kSync) and the rename that
+// publishes it. A reader never accepts the file before that: an interrupted
+// write leaves a zero header. Removed unless published.
+class HeaderLastFile {
+ public:
+  static Result<std::unique_ptr<HeaderLastFile>> create(const std::string& path, FileSystem& fs) {
+    std::unique_ptr<HeaderLastFile> f(new HeaderLastFile(path, fs));
+    auto w = fs.new_writable_file(f->tmp_);
+    if (!w) return f->named(w.status());
+    f->file_ = std::move(w.value());
+    const Header zero{};
+    if (Status s = f->file_->append(&zero, sizeof(zero)); !s) return f->named(s);
+    return f;
+  }
+  ~HeaderLastFile() {
+    file_.reset();
+    if (!tmp_.empty() && fs_.exists(tmp_)) (void)fs_.remove_all(tmp_);
+  }
+  const std::string& path() const { return path_; }
+  Status put(const void* p, size_t n) {
+    hasher_.update(p, n);
+    buf_.append(static_cast<const char*>(p), n);
+    return buf_.size() >= (1 << 20) ? flush() : Status::ok();
+  }
+  Status finish(Header h, ShardSync sync) {
+    MT_RETURN_IF_ERROR(flush());
+    h.payload_hash = hasher_.digest();
+    h.header_hash = xxh64(&h, offsetof(Header, header_hash));
+    Status s = file_->write_at(0, &h, sizeof(h));
+    if (s && sync == ShardSync::kSync) s = file_->sync();
+    if (s) s = file_->close();
+    if (s) s = fs_.rename(tmp_, path_);
+    if (!s) return named(s);
+    tmp_.clear();  // published: nothing left to remove
+    return Status::ok();
+  }
+
+ private:
+  HeaderLastFile(const std::string& path, FileSystem& fs) : path_(path), tmp_(path + ".tmp"), fs_(fs) {}
+  Status flush() {
+    Status s = file_->append(buf_.data(), int64_t(buf_.size()));
+    buf_.clear();
+    return s ? s : named(s);
+  }
+  Status named(const Status& s) const { return Status::errorf("{}: not written: {}", path_, s.message()); }
+  std::string path_, tmp_;
+  FileSystem& fs_;
+  std::unique_ptr<WritableFile> file_;
+  Hasher hasher_;
+  std::string buf_;
+};
+
 Status write_shard(const std::string& tokens_path, const std::string& index_path,
                    const std::vector<int32_t>& tokens, const std::vector<int64_t>& offsets, int token_bytes,
-                   uint64_t tokenizer_hash, ShardSync sync) {
+                   uint64_t tokenizer_hash, ShardSync sync, FileSystem& fs) {
   if (token_bytes != 2 && token_bytes != 4)
     return Status::errorf("{}: token width {} bytes is not 2 or 4", tokens_path, token_bytes);
   if (offsets.empty() || offsets.front() != 0 || offsets.back() != int64_t(tokens.size()))
     return Status::errorf("{}: document offsets do not cover the tokens", index_path);
-  Header h{};
-  h.version = kShardVersion;
-  h.tokenizer_hash = tokenizer_hash;
-  h.n_tokens = tokens.size();
-  h.n_docs = offsets.size() - 1;
-
-  Header th = h;
-  std::memcpy(th.magic, kTokMagic, 8);
-  th.elem_bytes = uint32_t(token_bytes);
-  MT_RETURN_IF_ERROR(write_file(tokens_path, th, sync, [&](auto&& put) -> Status {
-    if (token_bytes == 4) return put(tokens.data(), tokens.size() * 4);
+  auto tok = HeaderLastFile::create(tokens_path, fs);
+  if (!tok) return tok.status();
+  if (token_bytes == 4) {
+    MT_RETURN_IF_ERROR(tok.value()->put(tokens.data(), tokens.size() * 4));
+  } else {
     std::vector<uint16_t> buf;
     for (size_t i = 0; i < tokens.size(); i += 1 << 16) {
       const size_t n = std::min<size_t>(1 << 16, tokens.size() - i);
@@ -131,74 +149,33 @@ Status write_shard(const std::string& tokens_path, const std::string& index_path
           return Status::errorf("{}: token {} does not fit in uint16", tokens_path, tokens[i + j]);
         buf[j] = uint16_t(tokens[i + j]);
       }
-      MT_RETURN_IF_ERROR(put(buf.data(), n * 2));
+      MT_RETURN_IF_ERROR(tok.value()->put(buf.data(), n * 2));
     }
-    return Status::ok();
-  }));
-  Header ih = h;
-  std::memcpy(ih.magic, kIdxMagic, 8);
-  ih.elem_bytes = 8;
-  MT_RETURN_IF_ERROR(write_file(index_path, ih, sync, [&](auto&& put) {
-    return put(offsets.data(), offsets.size() * sizeof(int64_t));
-  }));
-  return sync == ShardSync::kSync ? sync_parent(tokens_path) : Status::ok();
+  }
+  const uint64_t n_docs = offsets.size() - 1;
+  MT_RETURN_IF_ERROR(tok.value()->finish(
+      shard_header(kTokMagic, uint32_t(token_bytes), tokenizer_hash, tokens.size(), n_docs), sync));
+  auto idx = HeaderLastFile::create(index_path, fs);
+  if (!idx) return idx.status();
+  MT_RETURN_IF_ERROR(idx.value()->put(offsets.data(), offsets.size() * sizeof(int64_t)));
+  MT_RETURN_IF_ERROR(idx.value()->finish(shard_header(kIdxMagic, 8, tokenizer_hash, tokens.size(), n_docs), sync));
+  return sync == ShardSync::kSync ? sync_parent(tokens_path, fs) : Status::ok();
 }
 
-// One of the two files of a ShardWriter: a zero header, then the payload
-// through a buffer, hashed as it goes.
-struct ShardWriter::File {
-  std::string path, tmp;
-  int fd = -1;
-  Hasher hasher;
-  std::string buf;
-  Status put(const void* p, size_t n) {
-    hasher.update(p, n);
-    buf.append(static_cast<const char*>(p), n);
-    return buf.size() >= (1 << 20) ? flush() : Status::ok();
-  }
-  Status flush() {
-    Status s = write_all(fd, buf.data(), buf.size(), tmp);
-    buf.clear();
-    return s;
-  }
-  Status finish(Header h, ShardSync sync) {
-    Status s = flush();
-    if (s) {
-      h.payload_hash = hasher.digest();
-      h.header_hash = xxh64(&h, offsetof(Header, header_hash));
-      if (::pwrite(fd, &h, sizeof(h), 0) != ssize_t(sizeof(h))) s = errno_status("header write failed", tmp);
-    }
-    if (s && sync == ShardSync::kSync && ::fsync(fd) != 0) s = errno_status("fsync failed", tmp);
-    if (::close(fd) != 0 && s) s = errno_status("close failed", tmp);
-    fd = -1;
-    if (s && std::rename(tmp.c_str(), path.c_str()) != 0) s = errno_status("rename failed", path);
-    if (!s) ::unlink(tmp.c_str());
-    else tmp.clear();  // published: nothing left to remove
-    return s;
-  }
-  ~File() {
-    if (fd >= 0) ::close(fd);
-    if (!tmp.empty()) ::unlink(tmp.c_str());
-  }
-};
-
 Result<std::unique_ptr<ShardWriter>> ShardWriter::open(const std::string& tokens_path, const std::string& index_path,
-                                                       int token_bytes, uint64_t tokenizer_hash) {
+                                                       int token_bytes, uint64_t tokenizer_hash, FileSystem& fs) {
   if (token_bytes != 2 && token_bytes != 4)
     return Status::errorf("{}: token width {} bytes is not 2 or 4", tokens_path, token_bytes);
   std::unique_ptr<ShardWriter> w(new ShardWriter());
   w->token_bytes_ = token_bytes;
   w->tokenizer_hash_ = tokenizer_hash;
-  for (auto [file, path] : {std::pair{&w->tok_, &tokens_path}, std::pair{&w->idx_, &index_path}}) {
-    *file = std::make_unique<File>();
-    File& f = **file;
-    f.path = *path;
-    f.tmp = *path + ".tmp";
-    f.fd = ::open(f.tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
-    if (f.fd < 0) return errno_status("cannot create", f.tmp);
-    Header zero{};
-    MT_RETURN_IF_ERROR(write_all(f.fd, &zero, sizeof(zero), f.tmp));
-  }
+  w->fs_ = &fs;
+  auto tok = HeaderLastFile::create(tokens_path, fs);
+  if (!tok) return tok.status();
+  w->tok_ = std::move(tok.value());
+  auto idx = HeaderLastFile::create(index_path, fs);
+  if (!idx) return idx.status();
+  w->idx_ = std::move(idx.value());
   const int64_t first = 0;
   MT_RETURN_IF_ERROR(w->idx_->put(&first, sizeof(first)));
   return w;
@@ -211,7 +188,7 @@ Status ShardWriter::add_document(const int32_t* ids, int64_t n) {
     narrow_.resize(size_t(n));
     for (int64_t i = 0; i < n; ++i) {
       if (ids[i] < 0 || ids[i] > 0xffff)
-        return Status::errorf("{}: token {} does not fit in uint16", tok_->path, ids[i]);
+        return Status::errorf("{}: token {} does not fit in uint16", tok_->path(), ids[i]);
       narrow_[size_t(i)] = uint16_t(ids[i]);
     }
     MT_RETURN_IF_ERROR(tok_->put(narrow_.data(), size_t(n) * 2));
@@ -222,20 +199,11 @@ Status ShardWriter::add_document(const int32_t* ids, int64_t n) {
 }
 
 Status ShardWriter::finish(ShardSync sync) {
-  Header h{};
-  h.version = kShardVersion;
-  h.tokenizer_hash = tokenizer_hash_;
-  h.n_tokens = uint64_t(n_tokens_);
-  h.n_docs = uint64_t(n_docs_);
-  Header th = h;
-  std::memcpy(th.magic, kTokMagic, 8);
-  th.elem_bytes = uint32_t(token_bytes_);
-  MT_RETURN_IF_ERROR(tok_->finish(th, sync));
-  Header ih = h;
-  std::memcpy(ih.magic, kIdxMagic, 8);
-  ih.elem_bytes = 8;
-  MT_RETURN_IF_ERROR(idx_->finish(ih, sync));
-  return sync == ShardSync::kSync ? sync_parent(tok_->path) : Status::ok();
+  const uint64_t n_tokens = uint64_t(n_tokens_), n_docs = uint64_t(n_docs_);
+  MT_RETURN_IF_ERROR(
+      tok_->finish(shard_header(kTokMagic, uint32_t(token_bytes_), tokenizer_hash_, n_tokens, n_docs), sync));
+  MT_RETURN_IF_ERROR(idx_->finish(shard_header(kIdxMagic, 8, tokenizer_hash_, n_tokens, n_docs), sync));
+  return sync == ShardSync::kSync ? sync_parent(tok_->path(), *fs_) : Status::ok();
 }
 
 ShardWriter::~ShardWriter() = default;

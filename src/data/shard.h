@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/file_system.h"
 #include "core/status.h"
 
 namespace mt {
@@ -24,9 +25,11 @@ inline constexpr int64_t kShardHeaderBytes = 64;
 // accepts. kDeferSync skips the fsyncs for a caller that syncs the whole
 // directory before publishing it (data build: one syncfs instead of ~800).
 enum class ShardSync { kSync, kDeferSync };
+class HeaderLastFile;  // one shard file being written (shard.cpp)
 Status write_shard(const std::string& tokens_path, const std::string& index_path,
                    const std::vector<int32_t>& tokens, const std::vector<int64_t>& offsets,
-                   int token_bytes, uint64_t tokenizer_hash, ShardSync sync = ShardSync::kSync);
+                   int token_bytes, uint64_t tokenizer_hash, ShardSync sync = ShardSync::kSync,
+                   FileSystem& fs = default_file_system());
 
 // The same two files written document by document, for builds that never
 // hold a bucket in memory: payloads are appended to "<path>.tmp" files through
@@ -39,7 +42,8 @@ class ShardWriter {
   ShardWriter(const ShardWriter&) = delete;
   ShardWriter& operator=(const ShardWriter&) = delete;
   static Result<std::unique_ptr<ShardWriter>> open(const std::string& tokens_path, const std::string& index_path,
-                                                   int token_bytes, uint64_t tokenizer_hash);
+                                                   int token_bytes, uint64_t tokenizer_hash,
+                                                   FileSystem& fs = default_file_system());
   Status add_document(const int32_t* ids, int64_t n);
   Status finish(ShardSync sync);
   int64_t n_tokens() const { return n_tokens_; }
@@ -47,8 +51,8 @@ class ShardWriter {
 
  private:
   ShardWriter() = default;
-  struct File;
-  std::unique_ptr<File> tok_, idx_;
+  std::unique_ptr<HeaderLastFile> tok_, idx_;
+  FileSystem* fs_ = nullptr;
   int token_bytes_ = 2;
   uint64_t tokenizer_hash_ = 0;
   int64_t n_tokens_ = 0, n_docs_ = 0;

@@ -27,7 +27,9 @@ constexpr const char* kIndexFile = "model.safetensors.index.json";
 
 std::string path_in(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
 
-Status write_json(const std::string& path, const nlohmann::json& j) { return write_file_atomic(path, j.dump(2) + "\n"); }
+Status write_json(const std::string& path, const nlohmann::json& j, FileSystem& fs = default_file_system()) {
+  return write_file_atomic(path, j.dump(2) + "\n", fs);
+}
 
 // Tokenizer files transformers loads. SentencePiece runs: the model itself,
 // read by LlamaTokenizer in legacy mode, which runs SentencePiece unchanged
@@ -122,7 +124,7 @@ std::vector<NamedTensor> raw_tensors(const InferenceModel& m) {
 
 Result<std::vector<std::string>> write_safetensors_shards(const std::string& dir, const std::vector<NamedTensor>& tensors,
                                                           const std::map<std::string, std::string>& metadata,
-                                                          int64_t max_shard_bytes) {
+                                                          int64_t max_shard_bytes, FileSystem& file_system) {
   // Greedy packing in the given order.
   std::vector<std::vector<const NamedTensor*>> shards(1);
   int64_t in_shard = 0, total = 0;
@@ -156,25 +158,21 @@ Result<std::vector<std::string>> write_safetensors_shards(const std::string& dir
       weight_map[t->name] = name;
     }
     const std::string header = encode_safetensors_header(entries, meta);
-    const std::string path = path_in(dir, name), tmp = path + ".tmp";
-    {
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      if (!f) return Status::errorf("{}: cannot create", tmp);
-      f.write(header.data(), std::streamsize(header.size()));
-      for (const NamedTensor* t : order)
-        f.write(reinterpret_cast<const char*>(t->data.data()), std::streamsize(t->data.size() * 4));
-      f.flush();
-      if (!f) return Status::errorf("{}: write failed (disk full?)", tmp);
-    }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) return Status::errorf("{}: cannot rename to {}: {}", tmp, path, ec.message());
+    MT_RETURN_IF_ERROR(write_file_atomic(
+        path_in(dir, name),
+        [&](WritableFile& f) {
+          MT_RETURN_IF_ERROR(f.append(header.data(), int64_t(header.size())));
+          for (const NamedTensor* t : order) MT_RETURN_IF_ERROR(f.append(t->data.data(), int64_t(t->data.size()) * 4));
+          return Status::ok();
+        },
+        file_system));
     files.push_back(name);
   }
   std::error_code ec;
   if (shards.size() > 1) {
     MT_RETURN_IF_ERROR(
-        write_json(path_in(dir, kIndexFile), {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}}));
+        write_json(path_in(dir, kIndexFile), {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}},
+                   file_system));
     files.push_back(kIndexFile);
     fs::remove(path_in(dir, "model.safetensors"), ec);  // a stale unsharded file would shadow the index
   } else {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file_system.h"
 #include "core/status.h"
 #include "train/hf_qwen2_moe.h"
 #include "train/inference_model.h"
@@ -35,10 +36,13 @@ Result<ExportSummary> export_model(const InferenceModel& m, const TextCodec& cod
 // Writes `tensors` as one model.safetensors, or shards of at most
 // max_shard_bytes of data (a bigger tensor gets a shard of its own) plus
 // model.safetensors.index.json; `metadata` goes into every shard's header
-// (with "format": "pt"). Returns the files written.
+// (with "format": "pt"). Each file is written atomically (temporary name,
+// fsync, rename): a failed write keeps the file it would have replaced.
+// Returns the files written.
 Result<std::vector<std::string>> write_safetensors_shards(const std::string& dir, const std::vector<NamedTensor>& tensors,
                                                           const std::map<std::string, std::string>& metadata,
-                                                          int64_t max_shard_bytes);
+                                                          int64_t max_shard_bytes,
+                                                          FileSystem& file_system = default_file_system());
 
 // Reads model.safetensors or every shard named by model.safetensors.index.json
 // in `dir`: tensors (F32, BF16 or F16, as fp32) and the first shard's metadata.

@@ -70,6 +70,10 @@ class FaultyFileSystem final : public FileSystem {
       fs_->bytes += n;
       return f_->append(data, n);
     }
+    Status write_at(int64_t offset, const void* data, int64_t n) override {
+      MT_RETURN_IF_ERROR(fs_->tick("write_at"));
+      return f_->write_at(offset, data, n);
+    }
     Status sync() override {
       MT_RETURN_IF_ERROR(fs_->tick("fsync"));
       return f_->sync();

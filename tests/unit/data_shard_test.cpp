@@ -12,11 +12,17 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+
 #include <nlohmann/json.hpp>
 
 #include "data/dataset.h"
 #include "data/document.h"
+#include "core/file_io.h"
 #include "support/data_fixtures.h"
+#include "support/faulty_file_system.h"
 
 namespace mt {
 namespace {
@@ -42,6 +48,55 @@ std::string open_error(const Files& f, uint64_t hash = kHash, int64_t vocab = 10
   auto r = ShardReader::open(f.tok, f.idx, hash, vocab);
   EXPECT_FALSE(r.is_ok()) << "called from line " << line;
   return r.is_ok() ? "" : r.status().message();
+}
+
+// Every file operation of writing a shard over an existing one, failed in
+// turn, for both writers: an error naming a shard file, each file still
+// whole (the old bytes or the new ones, never a torn file a reader could
+// take), and no temporary left behind.
+TEST(Shard, AFailedWriteLeavesEachFileWholeAndNoTemporary) {
+  td::TempDir dir;
+  const Files f = write(dir, {1, 2, 3}, {0, 3});
+  const std::string old_tok = read_file(f.tok).value(), old_idx = read_file(f.idx).value();
+  const std::vector<int32_t> tokens = {4, 5, 6, 7, 8};
+  const std::vector<int64_t> offsets = {0, 2, 5};
+  td::TempDir fresh;
+  const Files n = write(fresh, tokens, offsets);
+  const std::string new_tok = read_file(n.tok).value(), new_idx = read_file(n.idx).value();
+  auto with_writer = [&](FileSystem& fs) -> Status {
+    auto w = ShardWriter::open(f.tok, f.idx, 2, kHash, fs);
+    if (!w) return w.status();
+    for (size_t d = 0; d + 1 < offsets.size(); ++d)
+      MT_RETURN_IF_ERROR(w.value()->add_document(tokens.data() + offsets[d], offsets[d + 1] - offsets[d]));
+    return w.value()->finish(ShardSync::kSync);
+  };
+  auto with_vectors = [&](FileSystem& fs) {
+    return write_shard(f.tok, f.idx, tokens, offsets, 2, kHash, ShardSync::kSync, fs);
+  };
+  for (const auto& [name, writer] : std::vector<std::pair<std::string, std::function<Status(FileSystem&)>>>{
+           {"ShardWriter", with_writer}, {"write_shard", with_vectors}}) {
+    testing::FaultyFileSystem counter;
+    ASSERT_TRUE(writer(counter)) << name;
+    ASSERT_EQ(read_file(f.tok).value(), new_tok) << name << " writes what write_shard writes";
+    ASSERT_GE(counter.ops, 10) << name;
+    for (int64_t op = 1; op <= counter.ops; ++op) {
+      SCOPED_TRACE(name + ", failing op " + std::to_string(op));
+      write(dir, {1, 2, 3}, {0, 3});  // the previous shard
+      testing::FaultyFileSystem faulty;
+      faulty.fail_at_op = op;
+      const Status s = writer(faulty);
+      ASSERT_FALSE(s);
+      EXPECT_TRUE(s.message().find(f.tok) != std::string::npos || s.message().find(f.idx) != std::string::npos)
+          << s.message();
+      const std::string tok = read_file(f.tok).value(), idx = read_file(f.idx).value();
+      EXPECT_TRUE(tok == old_tok || tok == new_tok);
+      EXPECT_TRUE(idx == old_idx || idx == new_idx);
+      std::vector<std::string> names;
+      for (const auto& e : std::filesystem::directory_iterator(dir.path)) names.push_back(e.path().filename());
+      std::sort(names.begin(), names.end());
+      EXPECT_EQ(names, (std::vector<std::string>{"s.index", "s.tokens"}));
+    }
+  }
 }
 
 TEST(Shard, RoundTripBothWidths) {
