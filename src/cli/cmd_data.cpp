@@ -27,6 +27,7 @@
 #include "data/line_reader.h"
 #include "data/mixture.h"
 #include "report/html.h"
+#include "report/svg.h"
 
 namespace mt {
 namespace {
@@ -73,15 +74,12 @@ ExitCode run_inspect(const std::string& dir, bool as_json, const std::string& ht
   auto ds = Dataset::open(dir);
   if (!ds) return fail("data inspect", ds.status());
   const Dataset& d = *ds.value();
-  std::vector<BucketCell> cells;
-  int64_t total = 0;
-  for (const Bucket& b : d.buckets()) {
-    cells.push_back({b.topic, b.quality, b.train->n_docs(), b.train->n_tokens(), b.eval->n_tokens()});
-    total += b.train->n_tokens();
-  }
   const std::string title = "moetrain dataset " + std::filesystem::path(dir).filename().string();
+  int64_t total = 0;
+  for (const Bucket& b : d.buckets()) total += b.train->n_tokens();
+  const std::string heatmap_svg = dataset_heatmap_svg(d, title);
   if (heatmap) {
-    Status s = write_file_atomic(dir + "/heatmap.svg", heatmap_svg(cells, title));
+    Status s = write_file_atomic(dir + "/heatmap.svg", heatmap_svg);
     if (!s) return fail("data inspect", s);
   }
   if (!html.empty()) {
@@ -89,7 +87,7 @@ ExitCode run_inspect(const std::string& dir, bool as_json, const std::string& ht
     page.heading(1, title);
     page.paragraph(fmt::format("{} buckets, {} train tokens; tokenizer {} ({} pieces)", d.buckets().size(), total,
                                d.manifest()["tokenizer"].value("hash", ""), d.tokenizer().vocab_size()));
-    page.figure(heatmap_svg(cells, title), "Share of train tokens per topic x quality bucket");
+    page.figure(heatmap_svg, "Share of train tokens per topic x quality bucket");
     std::vector<std::vector<std::string>> rows;
     for (const Bucket& b : d.buckets())
       rows.push_back({b.name, std::to_string(b.train->n_docs()), std::to_string(b.train->n_tokens()),

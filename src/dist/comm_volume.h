@@ -1,6 +1,6 @@
 // comm_volume.h — closed forms of the bytes one rank receives per optimizer
-// step (CommStats convention), shared by the trainer's tests and the
-// planner. docs/distributed.md derives them. Token all-to-all volumes depend
+// step (CommStats convention), which the distributed training tests check
+// the trainer's metrics against; docs/distributed.md derives them. Token all-to-all volumes depend
 // on routing, so only their bounds and the uniform-routing expectation are
 // closed forms.
 #pragma once

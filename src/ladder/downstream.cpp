@@ -6,7 +6,7 @@
 #include <cmath>
 #include <set>
 
-#include "ladder/minimize.h"
+#include "core/minimize.h"
 
 namespace mt::ladder {
 namespace {
@@ -24,7 +24,7 @@ struct Fitted {
 
 Fitted minimize_from(const std::vector<double>& loss, const std::vector<double>& acc, double floor, double L0,
                      double log_k) {
-  const Objective f = [&](const double* x, double* d) { return downstream_objective(loss, acc, floor, x, d); };
+  const MinimizeObjective f = [&](const double* x, double* d) { return downstream_objective(loss, acc, floor, x, d); };
   std::vector<double> x = {L0, log_k};
   Fitted r;
   r.f = minimize_lbfgs(f, x, MinimizeOptions{1000, 1e-10, 1e-13}).f;

@@ -19,7 +19,7 @@ struct StartResult {
 // inside another parallel region, as the bootstrap does).
 std::vector<StartResult> minimize_all(const FitPoints& p, const std::vector<std::vector<double>>& starts,
                                       const MinimizeOptions& tol, double delta) {
-  const Objective f = [&](const double* x, double* dx) { return law_objective(p, x, delta, dx); };
+  const MinimizeObjective f = [&](const double* x, double* dx) { return law_objective(p, x, delta, dx); };
   std::vector<StartResult> results(starts.size());
 #pragma omp parallel for schedule(dynamic, 8)
   for (int64_t i = 0; i < int64_t(starts.size()); ++i) {

@@ -11,7 +11,7 @@
 
 #include "core/status.h"
 #include "ladder/law.h"
-#include "ladder/minimize.h"
+#include "core/minimize.h"
 
 namespace mt::ladder {
 

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "ladder/minimize.h"
+#include "core/minimize.h"
 
 namespace mt::ladder {
 namespace {

@@ -129,7 +129,7 @@ Status LogLinearRegressor::fit(const std::vector<std::vector<double>>& X, const 
     gram[size_t(i * m + i)] += prob.ridge + 1e-9 * double(K);
   }
 
-  const ladder::Objective objective = [&](const double* p, double* dp) { return prob.value(p, dp); };
+  const MinimizeObjective objective = [&](const double* p, double* dp) { return prob.value(p, dp); };
   double best = INFINITY;
   std::vector<double> best_p;
   for (double gap : opt_.start_gaps) {
@@ -146,7 +146,7 @@ Status LogLinearRegressor::fit(const std::vector<std::vector<double>>& X, const 
     p[0] = std::log(gap * y_scale);
     p[1] = lz_mean;  // z is centred: the intercept is the mean
     std::copy(rhs.begin(), rhs.end(), p.begin() + 2);
-    const ladder::MinimizeResult r = ladder::minimize_lbfgs(objective, p, opt_.tolerance);
+    const MinimizeResult r = minimize_lbfgs(objective, p, opt_.tolerance);
     if (std::isfinite(r.f) && r.f < best) {
       best = r.f;
       best_p = p;

@@ -6,7 +6,7 @@
 // deviation, plus a ridge on t scaled per weight by its spread across the runs
 // (ridge * sum_i (sd(w_i) t_i)^2): it picks one t among the many that predict
 // alike (t + a * 1 shifts b only, because weights sum to 1) and keeps K < m
-// fits well posed. L-BFGS (ladder/minimize.h) runs from a few deterministic
+// fits well posed. L-BFGS (core/minimize.h) runs from a few deterministic
 // starts, each a ridge regression of log(y - c0) on w for one trial floor c0;
 // the best objective wins (ties: the earlier start).
 #pragma once
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "ladder/minimize.h"
+#include "core/minimize.h"
 #include "mix/regressor.h"
 
 namespace mt::mix {
@@ -24,7 +24,7 @@ struct LogLinearOptions {
                       // 1e-4 of the sum of squared standardised weights: small next to the data
   // Trial floors for the starts: c0 = min(y) - gap * sd(y), one start per gap.
   std::vector<double> start_gaps = {0.05, 0.3, 1.0, 4.0};
-  ladder::MinimizeOptions tolerance{3000, 1e-10, 1e-14};
+  MinimizeOptions tolerance{3000, 1e-10, 1e-14};
 };
 
 class LogLinearRegressor : public Regressor {

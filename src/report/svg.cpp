@@ -426,4 +426,41 @@ std::string render_svg(const HBars& c) {
   return out;
 }
 
+std::string render_svg(const Heatmap& h) {
+  const int cw = h.cell_width, ch = h.cell_height, left = h.label_width, top = 64;
+  const int w = left + cw * int(h.columns.size()) + 20, height = top + ch * int(h.rows.size()) + 40;
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
+      "font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>\n"
+      "<text x=\"10\" y=\"38\" fill=\"#555\">{}</text>\n",
+      w, height, w, height, xml_escape(h.title), xml_escape(h.subtitle));
+  for (size_t c = 0; c < h.columns.size(); ++c)
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-weight=\"bold\">{}</text>\n",
+                     left + int(c) * cw + cw / 2, top - 6, xml_escape(h.columns[c]));
+  for (size_t r = 0; r < h.rows.size(); ++r) {
+    const int y = top + int(r) * ch;
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 6, y + ch / 2 + 4,
+                     xml_escape(h.rows[r]));
+    for (size_t c = 0; c < h.columns.size(); ++c) {
+      const int x = left + int(c) * cw;
+      const std::optional<Heatmap::Cell>& cell = r < h.cells.size() && c < h.cells[r].size() ? h.cells[r][c]
+                                                                                              : std::nullopt;
+      if (!cell) {
+        s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f4f4f4\" stroke=\"#ddd\"/>\n",
+                         x, y, cw, ch);
+        continue;
+      }
+      const double v = std::clamp(cell->shade, 0.0, 1.0);  // white to rgb(33, 102, 172)
+      const int red = int(255 - v * (255 - 33)), green = int(255 - v * (255 - 102)), blue = int(255 - v * (255 - 172));
+      s += fmt::format(
+          "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"rgb({},{},{})\" stroke=\"#ddd\">"
+          "<title>{}</title></rect>\n<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\">{}</text>\n",
+          x, y, cw, ch, red, green, blue, xml_escape(cell->tooltip), x + cw / 2, y + ch / 2 + 4,
+          v > 0.6 ? "white" : "black", xml_escape(cell->text));
+    }
+  }
+  return s + "</svg>\n";
+}
+
 }  // namespace mt::report

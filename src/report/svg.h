@@ -91,9 +91,23 @@ struct HBars {
   int width = 720;
 };
 
+// A grid of cells shaded white to blue by `shade` (in [0, 1]), each with its
+// text and tooltip; a missing cell (no value) stays grey.
+struct Heatmap {
+  std::string title, subtitle;
+  std::vector<std::string> rows, columns;  // labels, top to bottom and left to right
+  struct Cell {
+    double shade = 0;
+    std::string text, tooltip;
+  };
+  std::vector<std::vector<std::optional<Cell>>> cells;  // [row][column]
+  int cell_width = 72, cell_height = 22, label_width = 150;
+};
+
 std::string render_svg(const LineChart& c);
 std::string render_svg(const StackedBars& c);
 std::string render_svg(const HBars& c);
+std::string render_svg(const Heatmap& h);
 
 // "1.5k", "2.3M", "4.1G", "7e+21": short tick labels.
 std::string compact_number(double v);

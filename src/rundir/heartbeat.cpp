@@ -19,9 +19,8 @@ double wall_seconds() {
 
 void write_heartbeat(const std::string& dir, const Heartbeat& h, FileSystem& fs) {
   static bool warned = false;
-  const nlohmann::json j = {{"rank", h.rank}, {"pid", h.pid},     {"host", h.host},
-                            {"step", h.step}, {"phase", h.phase}, {"time", h.time},
-                            {"step_s", h.step_s}, {"wait_s", h.wait_s}};
+  const nlohmann::json j = {{"rank", h.rank},   {"pid", h.pid},   {"host", h.host},     {"step", h.step},
+                            {"phase", h.phase}, {"time", h.time}, {"step_s", h.step_s}, {"wait_s", h.wait_s}};
   const std::string path = fmt::format("{}/rank_{}.json", dir, h.rank);
   const Status s = write_file_atomic(path, j.dump(), fs, WriteDurability::kAtomicOnly);
   if (!s && !warned) {

@@ -22,8 +22,10 @@ void flatten(const std::string& prefix, const nlohmann::json& j, std::vector<std
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string tag = prefix + it.key();
     const nlohmann::json& v = it.value();
-    if (v.is_number()) out.emplace_back(tag, v.get<double>());
-    else if (v.is_object()) flatten(tag + "/", v, out);
+    if (v.is_number())
+      out.emplace_back(tag, v.get<double>());
+    else if (v.is_object())
+      flatten(tag + "/", v, out);
   }
 }
 
@@ -125,8 +127,8 @@ Status copy_metrics_through(const std::string& from_run, const std::string& to_r
   return write_file_atomic(metrics_path(to_run), kept, fs);
 }
 
-Result<std::unique_ptr<MetricsLog>> MetricsLog::open(const std::string& run_dir, int64_t keep_through,
-                                                      TensorBoard tb, FileSystem& fs) {
+Result<std::unique_ptr<MetricsLog>> MetricsLog::open(const std::string& run_dir, int64_t keep_through, TensorBoard tb,
+                                                     FileSystem& fs) {
   std::string kept;
   std::vector<ScalarStep> history;
   for (const auto& [text, j] : read_step_lines(run_dir)) {

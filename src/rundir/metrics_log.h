@@ -21,8 +21,8 @@ namespace mt {
 
 enum class TensorBoard { kOff, kOn };
 
-std::string metrics_path(const std::string& run_dir);      // RUN_DIR/metrics.jsonl
-std::string tensorboard_dir(const std::string& run_dir);   // RUN_DIR/tensorboard
+std::string metrics_path(const std::string& run_dir);     // RUN_DIR/metrics.jsonl
+std::string tensorboard_dir(const std::string& run_dir);  // RUN_DIR/tensorboard
 
 class MetricsLog {
  public:

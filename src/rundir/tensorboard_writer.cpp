@@ -86,9 +86,9 @@ Result<std::unique_ptr<TensorBoardWriter>> TensorBoardWriter::open(const std::st
                                                                    FileSystem& fs) {
   MT_RETURN_IF_ERROR(fs.create_dirs(dir));
   // The run's start for TensorBoard's relative time: its first step, or now.
-  const double start = history.empty() ? std::chrono::duration<double>(
-                                             std::chrono::system_clock::now().time_since_epoch()).count()
-                                       : history.front().wall_time;
+  const double start = history.empty()
+                           ? std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()
+                           : history.front().wall_time;
   std::string bytes = tensorboard_file_version_record(start);
   for (const ScalarStep& s : history) bytes += tensorboard_scalars_record(s);
   auto log = AppendLog::open(dir + "/" + kFileName, bytes, fs);

@@ -13,11 +13,11 @@
 namespace mt {
 
 struct StepResult {
-  int64_t step = 0;             // 1-based index of the step just taken
+  int64_t step = 0;  // 1-based index of the step just taken
   double loss = 0, aux_loss = 0, z_loss = 0, lr = 0, grad_norm = 0;
   double mtp_loss = 0, mtp_weight = 0;  // multi-token prediction: mean CE of the modules (unweighted), lambda
-  double seconds = 0;           // wall time of the step (compute only)
-  int64_t tokens = 0;           // tokens in this step
+  double seconds = 0;                   // wall time of the step (compute only)
+  int64_t tokens = 0;                   // tokens in this step
   int64_t dropped = 0, assignments = 0;
   std::vector<std::vector<int64_t>> expert_load;  // per MoE layer, summed over micro-batches
   // This rank's collectives during the step (bytes received per kind, time

@@ -2,7 +2,6 @@
 #include "train/trainer.h"
 #include "train/held_out.h"
 #include "rundir/events_log.h"
-#include "train/pending_checkpoint.h"
 
 #include <fmt/format.h>
 
@@ -200,6 +199,11 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
     const double one = prec == MatmulPrecision::kBf16 ? bf16_matmul_peak(p).gflops : p.fp32_gflops;
     return one * double(t->dist_->world.size());  // each rank measured its own cores
   }();
+  // A disk store is written from its mappings, at once, without a host-memory copy.
+  const bool background = tc.async_checkpoint && !t->params_.mapped();
+  t->ckpt_ = std::make_unique<Checkpointer>(
+      t->dist_->world, CheckpointerOptions{opt.run_dir, to_toml(cfg), tc.keep_checkpoints,
+                                           background ? CheckpointWrite::kBackground : CheckpointWrite::kNow});
   if (opt.print_config) {
     fmt::print(stderr, "# moetrain: resolved config ({})\n{}\n", cfg.source, to_toml(cfg));
     fmt::print(stderr, "# data: {}\n# parameters: {} ({} active in matmuls per token), start step {}\n",
@@ -422,19 +426,24 @@ Status Trainer::run() {
   const int64_t last = opt_.stop_at_step > 0 ? std::min(opt_.stop_at_step, tc.steps) : tc.steps;
   double step_seconds = 0.0;  // this invocation's, for the health checks' cost
   int64_t steps_run = 0;
-  if (tc.health.at_start) MT_RETURN_IF_ERROR(health_check(step_));
+  if (tc.health.at_start) {
+    MT_RETURN_IF_ERROR(health_check(step_));
+    last_passed_check_ = step_;
+  }
   while (step_ < last) {
     StepResult r = train_step();
     step_seconds += r.seconds;
     ++steps_run;
     // Before anything of the step is logged or committed: a wrong-math
     // rank's state must not reach a checkpoint.
-    if (tc.health.every > 0 && r.step % tc.health.every == 0) MT_RETURN_IF_ERROR(health_check(r.step));
+    if (tc.health.every > 0 && r.step % tc.health.every == 0) {
+      if (Status h = health_check(r.step); !h) return stop_keeping_last_checkpoint(std::move(h));
+      last_passed_check_ = r.step;
+    }
     // A checkpoint being written is committed once every rank's writer is
     // done (one flag reduced over ranks, so all decide alike); training never
     // waits for the disk unless the next checkpoint or the end comes first.
-    if (pending_ckpt_ && all_ranks(pending_ckpt_->write.wait_for(std::chrono::seconds(0)) == std::future_status::ready))
-      MT_RETURN_IF_ERROR(finish_checkpoint());
+    MT_RETURN_IF_ERROR(ckpt_->finish_if_written());
     if (!r.spike.empty()) {
       const SpikeConfig& sc = tc.spike;
       if (is_root())
@@ -464,7 +473,7 @@ Status Trainer::run() {
       write_metrics(r);  // every skipped step is logged
       const bool periodic = tc.checkpoint_every > 0 && r.step % tc.checkpoint_every == 0;
       if (!opt_.run_dir.empty() && (periodic || r.step == tc.steps || r.step == last))
-        MT_RETURN_IF_ERROR(save_checkpoint());
+        MT_RETURN_IF_ERROR(checked_checkpoint(r.step));
       continue;
     }
     losses.push_back(r.loss);
@@ -499,17 +508,19 @@ Status Trainer::run() {
                                   ProgressLine::format_eta(ema_seconds * double(tc.steps - r.step))));
     }
     const bool periodic = tc.checkpoint_every > 0 && r.step % tc.checkpoint_every == 0;
-    if (!opt_.run_dir.empty() && (periodic || r.step == tc.steps || r.step == last)) MT_RETURN_IF_ERROR(save_checkpoint());
+    if (!opt_.run_dir.empty() && (periodic || r.step == tc.steps || r.step == last))
+      MT_RETURN_IF_ERROR(checked_checkpoint(r.step));
   }
   progress.finish();
-  MT_RETURN_IF_ERROR(finish_checkpoint());
+  MT_RETURN_IF_ERROR(ckpt_->finish());
   beat("done");
-  if (ckpts_ > 0 && is_root() && train_seconds > 0)
+  const Checkpointer::Stats& cs = ckpt_->stats();
+  if (cs.commits > 0 && is_root() && train_seconds > 0)
     fmt::print(stderr,
                "# checkpoints: {} ({}), {:.3f} s on the training thread = {:.2f}% of {:.2f} s of steps; {:.3f} s from "
                "snapshot to commit each on average\n",
-               ckpts_, async_checkpoints() ? "asynchronous" : "synchronous", ckpt_blocking_s_,
-               100.0 * ckpt_blocking_s_ / train_seconds, train_seconds, ckpt_write_s_ / double(ckpts_));
+               cs.commits, ckpt_->background() ? "asynchronous" : "synchronous", cs.blocking_s,
+               100.0 * cs.blocking_s / train_seconds, train_seconds, cs.write_s / double(cs.commits));
   print_health_cost(step_seconds, steps_run);
   if (last < tc.steps) {
     if (is_root()) fmt::print(stderr, "# stopped at step {} of {} (--stop-at); resume to continue\n", step_, tc.steps);

@@ -27,6 +27,7 @@
 #include "model/transformer.h"
 #include "optim/optimizer.h"
 #include "rundir/metrics_log.h"
+#include "train/checkpointer.h"
 #include "train/fault_injection.h"
 #include "train/run_config.h"
 #include "train/step_result.h"
@@ -128,19 +129,16 @@ class Trainer {
   Status init_local_params();
   // This rank's pieces of every saved tensor (whole tensors in one process).
   std::vector<TensorView> checkpoint_views() const;
-  Status write_checkpoint_files(const std::vector<TensorView>& views, const nlohmann::json& state);
-  Status finish_checkpoint();      // commits the checkpoint being written, if any (collective)
-  // Snapshot and write in the background: train.async_checkpoint, except on a
-  // disk store, which is written from its mappings without a host-memory copy.
-  bool async_checkpoints() const { return cfg_.train.async_checkpoint && !params_.mapped(); }
-  // A run that stops because it diverged still commits the checkpoint being
-  // written: it was snapshotted before the bad step, so it is the last good
-  // one (collective; every rank reaches it from the same reduced verdict).
+  std::unique_ptr<Checkpointer> ckpt_;  // the checkpoints: snapshot, background write, collective commit
+  // A run that stops because it diverged, or failed a health check, still
+  // commits the checkpoint being written: it was snapshotted before the bad
+  // step, or right after a check that passed, so it is the last good one
+  // (collective; every rank reaches it from the same reduced verdict).
   Status stop_keeping_last_checkpoint(Status why);
-  struct PendingCheckpoint;
-  std::unique_ptr<PendingCheckpoint> pending_ckpt_;
-  double ckpt_blocking_s_ = 0, ckpt_write_s_ = 0;  // main-thread time in checkpoints; start-to-commit time
-  int64_t ckpts_ = 0;
+  // With periodic health checks (health.every > 0), a checkpoint is taken
+  // only right after a check passed: the step's own, or one run for it.
+  Status checked_checkpoint(int64_t step);
+  int64_t last_passed_check_ = -1;  // step of the newest health check that passed (-1: none)
   Status load_checkpoint_tensors(const LoadedCheckpoint& ck);
 
   RunConfig cfg_;

@@ -12,6 +12,7 @@
 #include "ckpt/checkpoint.h"
 #include "optim/lr_schedule.h"
 #include "train/trainer.h"
+#include "train/trainer_dist.h"
 #include "rundir/events_log.h"
 
 namespace mt {
@@ -118,7 +119,22 @@ Status Trainer::save_checkpoint() {
     state["data"]["bucket_tokens"] = bt;
   }
   state["rng"] = {{"kind", "philox4x32-10"}, {"seed", cfg_.train.seed}, {"init_stream", "xxh64(tensor name)"}};
-  return write_checkpoint_files(views, state);
+  state["dist"] = {{"world_size", dist_->world.size()}, {"ep", dist_->shape.ep}, {"fsdp", dist_->shape.fsdp}};
+  return ckpt_->start(step_, views, state);
+}
+
+Status Trainer::stop_keeping_last_checkpoint(Status why) {
+  Status committed = ckpt_->finish();
+  if (!committed) return Status::errorf("{}; and the checkpoint being written failed: {}", why.message(), committed.message());
+  return why;
+}
+
+Status Trainer::checked_checkpoint(int64_t step) {
+  if (cfg_.train.health.every > 0 && last_passed_check_ != step) {
+    if (Status h = health_check(step); !h) return stop_keeping_last_checkpoint(std::move(h));
+    last_passed_check_ = step;
+  }
+  return save_checkpoint();
 }
 
 Status Trainer::restore(const std::string& dir) {
@@ -177,7 +193,7 @@ void Trainer::record_skipped(int64_t first_sequence, int64_t count) {
 Status Trainer::rollback(int64_t spike_step) {
   const TrainConfig& tc = cfg_.train;
   const int64_t spike_data_step = data_step() - 1;  // the data the spike step read
-  MT_RETURN_IF_ERROR(finish_checkpoint());
+  MT_RETURN_IF_ERROR(ckpt_->finish());
   auto latest = find_latest_checkpoint_dir(opt_.run_dir);
   if (opt_.run_dir.empty() || !latest)
     return Status::errorf("step {}: spike.policy = \"rollback\" needs a checkpoint to return to (none yet)", spike_step);

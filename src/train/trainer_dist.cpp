@@ -32,7 +32,6 @@
 
 #include "rundir/events_log.h"
 #include "rundir/heartbeat.h"
-#include "train/pending_checkpoint.h"
 
 #include <future>
 
@@ -325,116 +324,6 @@ std::vector<TensorView> Trainer::checkpoint_views() const {
   if (!optim_->radii().empty() && is_root())
     views.push_back({"hyperball_radius", {int64_t(optim_->radii().size())}, optim_->radii().data()});
   return views;
-}
-
-// A checkpoint in two halves. start: rank 0 stages the directory (a cheap
-// collective), every rank copies its tensors to memory and writes its shard
-// file on a background thread while training goes on. finish (the step
-// after, on every rank at the same point, so the collectives stay in
-// order): wait for the writer, then rank 0 commits once every shard is
-// written. A crash before the commit leaves the previous checkpoint the
-// newest valid one; with train.async_checkpoint = false both halves run at once.
-
-
-Status Trainer::write_checkpoint_files(const std::vector<TensorView>& views, const nlohmann::json& state) {
-  MT_RETURN_IF_ERROR(finish_checkpoint());
-  const double t0 = now_seconds();
-  const std::string root = opt_.run_dir + "/checkpoints";
-  Comm& w = dist_->world;
-  auto p = std::make_unique<PendingCheckpoint>();
-  p->step = step_;
-  p->state = state;
-  p->state["dist"] = {{"world_size", w.size()}, {"ep", dist_->shape.ep}, {"fsdp", dist_->shape.fsdp}};
-  // Rank 0 stages, every rank writes its shard file, rank 0 commits once all succeeded.
-  std::string staging;
-  if (is_root()) {
-    auto s = begin_checkpoint(root, step_);
-    staging = s ? "ok:" + s.value() : "error:" + s.status().message();
-  }
-  staging = w.allgather_strings(staging, "checkpoint (staging)")[0];
-  if (staging.rfind("error:", 0) == 0) return Status::errorf("checkpoint step {}: rank 0: {}", step_, staging.substr(6));
-  p->staging = staging.substr(3);
-  // Snapshot: the views are re-pointed into one copy the next steps cannot touch.
-  // A disk store is written synchronously from its mappings (async_checkpoints()).
-  const bool async = async_checkpoints();
-  p->views = views;
-  for (TensorView& v : p->views)
-    if (v.count < 0) {  // a whole-tensor view (router_bias, hyperball_radius) gets its count first
-      int64_t numel = 1;
-      for (int64_t d : v.shape) numel *= d;
-      v.count = numel - v.offset;
-    }
-  if (async) {
-    int64_t total = 0;
-    for (const TensorView& v : p->views) total += v.count;
-    p->copy.resize(size_t(total));
-    int64_t at = 0;
-    for (TensorView& v : p->views) {
-      float* to = p->copy.data() + at;
-      copy_view_as_f32(v, to);  // moments held in bf16 are saved widened (exact)
-      v.data = to;
-      v.data_bf16 = nullptr;
-      at += v.count;
-    }
-  }
-  const ShardRank who{w.rank(), w.size()};
-  PendingCheckpoint* raw = p.get();
-  const std::launch how = async ? std::launch::async : std::launch::deferred;
-  p->write = std::async(how, [raw, who] { return write_shard_file(raw->staging, who, raw->views); });
-  p->started = t0;
-  pending_ckpt_ = std::move(p);
-  ckpt_blocking_s_ += now_seconds() - t0;
-  if (!async) return finish_checkpoint();
-  return Status::ok();
-}
-
-Status Trainer::finish_checkpoint() {
-  if (!pending_ckpt_) return Status::ok();
-  const double t0 = now_seconds();
-  std::unique_ptr<PendingCheckpoint> p = std::move(pending_ckpt_);
-  Comm& w = dist_->world;
-  auto shard = p->write.get();
-  const std::string mine = shard ? "ok:" + shard_to_json(shard.value()).dump() : "error:" + shard.status().message();
-  const std::vector<std::string> all = w.allgather_strings(mine, "checkpoint (shard files)");
-  std::string verdict;
-  for (size_t r = 0; r < all.size() && verdict.empty(); ++r)
-    if (all[r].rfind("error:", 0) == 0) verdict = fmt::format("error:rank {}: {}", r, all[r].substr(6));
-  const std::string root = opt_.run_dir + "/checkpoints";
-  if (is_root()) {
-    if (verdict.empty()) {
-      std::vector<ShardFile> shards;
-      for (const std::string& s : all) {
-        auto sf = shard_from_json(nlohmann::json::parse(s.substr(3)));
-        if (!sf) {
-          verdict = "error:" + sf.status().message();
-          break;
-        }
-        shards.push_back(sf.value());
-      }
-      if (verdict.empty()) {
-        Status c = commit_checkpoint(root, p->step, p->staging, shards, to_toml(cfg_), p->state,
-                                     cfg_.train.keep_checkpoints);
-        if (!c) verdict = "error:" + c.message();
-        // The run's log says which checkpoint a restart may resume from.
-        else append_event(opt_.run_dir, {{"event", "checkpoint"}, {"step", p->step},
-                                         {"write_s", now_seconds() - p->started}});
-      }
-    }
-    if (!verdict.empty()) abort_checkpoint(p->staging);
-  }
-  verdict = w.allgather_strings(is_root() ? verdict : std::string(), "checkpoint (commit)")[0];
-  const double now = now_seconds();
-  ckpt_blocking_s_ += now - t0;
-  ckpt_write_s_ += now - p->started;
-  ++ckpts_;
-  if (!verdict.empty()) return Status::errorf("checkpoint step {}: {}", p->step, verdict.substr(6));
-  return Status::ok();
-}
-
-Status Trainer::stop_keeping_last_checkpoint(Status why) {
-  Status committed = finish_checkpoint();
-  if (!committed) return Status::errorf("{}; and the checkpoint being written failed: {}", why.message(), committed.message());
-  return why;
 }
 
 Status Trainer::load_checkpoint_tensors(const LoadedCheckpoint& ck) {

@@ -30,13 +30,17 @@ std::string interop_python() {
 
 TEST(InteropTensorBoard, KilledAndResumedRunReadsBackEqualToMetrics) {
   TempDir tmp;
-  const std::string ds = testdata::build_labelled_dataset(tmp.path(), testdata::labelled_jsonl({"a", "b"}, 2, 60, 5, 40),
-                                                          0.3, 320);
+  const std::string ds =
+      testdata::build_labelled_dataset(tmp.path(), testdata::labelled_jsonl({"a", "b"}, 2, 60, 5, 40), 0.3, 320);
   write_file(tmp / "mix.toml", "total_tokens = 8000\nscale = \"1\"\nmax_epochs = 1\nseed = 3\n[weights]\n\"*\" = 1\n");
-  const std::vector<std::string> args = {"--preset", "tiny-test", "--run-dir", tmp / "run", "--set",
-                                         "data.dataset=\"" + ds + "\"", "--set", "data.mixture=\"" + tmp / "mix.toml" + "\"",
-                                         "--set", "train.steps=16", "--set", "train.checkpoint_every=4", "--set",
-                                         "train.eval_every=4", "--set", "model.vocab_size=320"};
+  const std::vector<std::string> args = {"--preset",  "tiny-test",
+                                         "--run-dir", tmp / "run",
+                                         "--set",     "data.dataset=\"" + ds + "\"",
+                                         "--set",     "data.mixture=\"" + tmp / "mix.toml" + "\"",
+                                         "--set",     "train.steps=16",
+                                         "--set",     "train.checkpoint_every=4",
+                                         "--set",     "train.eval_every=4",
+                                         "--set",     "model.vocab_size=320"};
   std::vector<std::string> first = args;
   first.insert(first.end(), {"--inject-fault", "kill:0:11"});  // SIGKILL at step 11: steps 9-10 logged, not kept
   const auto killed = train(first, 180);
@@ -49,9 +53,9 @@ TEST(InteropTensorBoard, KilledAndResumedRunReadsBackEqualToMetrics) {
 
   const std::vector<json> rows = read_metrics(tmp / "run");
   ASSERT_TRUE(has_steps_1_to_n(rows, 16));
-  const auto py = run_process({interop_python(), std::string(MT_SOURCE_DIR) + "/tools/interop/tensorboard_check.py",
-                               tmp / "run/tensorboard"},
-                              120);
+  const auto py = run_process(
+      {interop_python(), std::string(MT_SOURCE_DIR) + "/tools/interop/tensorboard_check.py", tmp / "run/tensorboard"},
+      120);
   ASSERT_EQ(py.exit_code, 0) << py;
   const json tb = json::parse(py.out);
   EXPECT_EQ(tb["file_version"], "brain.Event:2");
@@ -83,7 +87,8 @@ TEST(InteropTensorBoard, KilledAndResumedRunReadsBackEqualToMetrics) {
     for (const auto& [step, v] : steps) {
       EXPECT_EQ(got[i][0].get<int64_t>(), step);
       const double g = got[i][1].get<double>();
-      EXPECT_TRUE(g == double(float(v)) || (std::isnan(g) && std::isnan(v))) << "step " << step << ": " << g << " vs " << v;
+      EXPECT_TRUE(g == double(float(v)) || (std::isnan(g) && std::isnan(v)))
+          << "step " << step << ": " << g << " vs " << v;
       ++i;
     }
   }

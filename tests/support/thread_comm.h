@@ -51,8 +51,7 @@ class ThreadComm final : public Comm {
     return nullptr;
   }
   std::unique_ptr<Request> ialltoallv(const void* send, const int64_t* scounts, const int64_t* sdispls, void* recv,
-                                      const int64_t* rcounts, const int64_t* rdispls, DType t,
-                                      CommKind kind) override {
+                                      const int64_t* rcounts, const int64_t* rdispls, DType t, CommKind kind) override {
     publish(send, scounts, sdispls);
     const size_t b = dtype_bytes(t);
     for (int q = 0; q < w_.size; ++q) {

@@ -237,7 +237,9 @@ TEST(WriteFileAtomic, AFailedWriteKeepsThePreviousFile) {
     ASSERT_FALSE(s);
     EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
     const std::string now = slurp(path);
-    if (op < counter.ops) EXPECT_EQ(now, "old = 1\n");  // the last op syncs the directory after the rename
+    if (op < counter.ops) {  // the last op syncs the directory after the rename
+      EXPECT_EQ(now, "old = 1\n");
+    }
     EXPECT_EQ(e2e::list_dir(dir.path()), (std::vector<std::string>{"config.toml"}));
     ASSERT_TRUE(write_file_atomic(path, "old = 1\n"));
   }

@@ -1,23 +1,23 @@
 // minimize.cpp — see minimize.h.
-#include "ladder/minimize.h"
+#include "core/minimize.h"
 
 #include <fmt/format.h>
 #include <lbfgs.h>
 
 #include "core/check.h"
 
-namespace mt::ladder {
+namespace mt {
 namespace {
 
 lbfgsfloatval_t evaluate(void* instance, const lbfgsfloatval_t* x, lbfgsfloatval_t* g, const int n,
                          const lbfgsfloatval_t /*step*/) {
-  const Objective& f = *static_cast<const Objective*>(instance);
+  const MinimizeObjective& f = *static_cast<const MinimizeObjective*>(instance);
   return f(x, g);
 }
 
 }  // namespace
 
-MinimizeResult minimize_lbfgs(const Objective& f, std::vector<double>& x, const MinimizeOptions& opt) {
+MinimizeResult minimize_lbfgs(const MinimizeObjective& f, std::vector<double>& x, const MinimizeOptions& opt) {
   static_assert(sizeof(lbfgsfloatval_t) == sizeof(double), "liblbfgs built for double precision");
   const int n = int(x.size());
   MT_CHECK(n > 0, "empty parameter vector");
@@ -32,7 +32,7 @@ MinimizeResult minimize_lbfgs(const Objective& f, std::vector<double>& x, const 
   MT_CHECK(xs != nullptr, "lbfgs_malloc({}) failed", n);
   for (int i = 0; i < n; ++i) xs[i] = x[i];
   MinimizeResult r;
-  r.code = lbfgs(n, xs, &r.f, evaluate, nullptr, const_cast<Objective*>(&f), &param);
+  r.code = lbfgs(n, xs, &r.f, evaluate, nullptr, const_cast<MinimizeObjective*>(&f), &param);
   for (int i = 0; i < n; ++i) x[i] = xs[i];
   lbfgs_free(xs);
   // On some early failures liblbfgs leaves f unset; evaluate where x ended.
@@ -68,4 +68,4 @@ std::string lbfgs_code_text(int code) {
   }
 }
 
-}  // namespace mt::ladder
+}  // namespace mt

@@ -1,6 +1,8 @@
 // minimize.h — unconstrained minimisation with L-BFGS (liblbfgs, Okazaki's C
 // port of Nocedal's L-BFGS with the More-Thuente line search). The only file
 // that includes <lbfgs.h>, so the optimiser can be swapped in one place.
+// In core: the scaling-law fits (ladder/) and the mixture search (mix/) both
+// minimise with it.
 // Reentrant: fits run in parallel from many starting points.
 #pragma once
 #include <cstdint>
@@ -8,10 +10,10 @@
 #include <string>
 #include <vector>
 
-namespace mt::ladder {
+namespace mt {
 
 // Value at x; writes the gradient into dx (same length as x).
-using Objective = std::function<double(const double* x, double* dx)>;
+using MinimizeObjective = std::function<double(const double* x, double* dx)>;
 
 struct MinimizeOptions {
   int64_t max_iterations = 1000;
@@ -29,9 +31,9 @@ struct MinimizeResult {
 };
 
 // Minimises f from x (overwritten with the minimiser).
-MinimizeResult minimize_lbfgs(const Objective& f, std::vector<double>& x, const MinimizeOptions& opt = {});
+MinimizeResult minimize_lbfgs(const MinimizeObjective& f, std::vector<double>& x, const MinimizeOptions& opt = {});
 
 // liblbfgs's return code in words, for reports.
 std::string lbfgs_code_text(int code);
 
-}  // namespace mt::ladder
+}  // namespace mt
