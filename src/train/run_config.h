@@ -18,7 +18,7 @@
 #include "optim/adamw_optimizer.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer_config.h"
-#include "train/health_check.h"
+#include "dist/health_check.h"
 #include "train/spike_guard.h"
 #include "data/stream_source.h"
 

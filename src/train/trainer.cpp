@@ -25,7 +25,7 @@
 #include "model/attention_kernel.h"
 #include "model/flops.h"
 #include "dist/mpi_comm.h"
-#include "train/health_check.h"
+#include "dist/health_check.h"
 #include "train/metrics_line.h"
 #include "rundir/run_dir.h"
 #include "train/trainer_dist.h"

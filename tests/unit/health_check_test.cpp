@@ -2,7 +2,7 @@
 // the GEMM probe passes clean and fails with the injected 1e-3 error, the
 // NaN scan, the memory test's pattern checker, majority voting, and the
 // world-of-one verdict naming rank 0.
-#include "train/health_check.h"
+#include "dist/health_check.h"
 
 #include <gtest/gtest.h>
 

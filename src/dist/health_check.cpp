@@ -1,5 +1,5 @@
 // health_check.cpp — see health_check.h.
-#include "train/health_check.h"
+#include "dist/health_check.h"
 
 #include <fmt/format.h>
 
