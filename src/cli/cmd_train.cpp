@@ -53,29 +53,12 @@ void register_train(CLI::App& app, CommandAction& run) {
         fmt::print(stderr, "moetrain train: --resume and --move-aside exclude each other\n");
         return ExitCode::kUsage;
       }
-      Result<RunConfig> cfg = Status::ok();
-      const std::string saved = saved_config_path(args->run_dir);
-      if (!args->config.empty()) {
-        cfg = load_run_config(args->config, args->sets);
-      } else if (args->resume && args->preset.empty()) {
-        // Continue the run as it was: its own resolved config is the default.
-        if (!std::filesystem::exists(saved)) {
-          fmt::print(stderr,
-                     "moetrain train: {}: no saved config.toml to resume from (is this a run directory?); give "
-                     "--config or --preset to start one\n",
-                     args->run_dir);
-          return ExitCode::kUsage;
-        }
-        cfg = load_run_config(saved, args->sets);
-      } else {
-        const std::string name = args->preset.empty() ? "quickstart" : args->preset;
-        const EmbeddedConfig* e = find_embedded_config(name);
-        if (!e) {
-          fmt::print(stderr, "moetrain train: no embedded preset '{}'\n", name);
-          return ExitCode::kUsage;
-        }
-        cfg = parse_run_config(e->text, "<embedded " + name + ".toml>", args->sets);
-      }
+      Result<RunConfig> cfg = choose_run_config(
+          RunConfigChoice{args->config, args->preset, args->run_dir, args->resume, args->sets},
+          [](const std::string& name) -> const std::string* {
+            const EmbeddedConfig* e = find_embedded_config(name);
+            return e ? &e->text : nullptr;
+          });
       if (cfg) {
         Status limits = check_trainer_limits(cfg.value());
         if (!limits) cfg = limits;

@@ -4,7 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "core/file_io.h"
+#include "rundir/run_dir.h"
 #include "data/byte_tokenizer.h"
 
 namespace mt {
@@ -99,6 +102,22 @@ Result<RunConfig> load_run_config(const std::string& path, const std::vector<std
   auto text = read_file(path, "config file");
   if (!text) return text.status();
   return parse_run_config(text.value(), path, overrides);
+}
+
+Result<RunConfig> choose_run_config(const RunConfigChoice& c, const PresetLookup& preset_text) {
+  if (!c.config_path.empty()) return load_run_config(c.config_path, c.sets);
+  if (c.resume && c.preset.empty()) {
+    const std::string saved = saved_config_path(c.run_dir);
+    if (!std::filesystem::exists(saved))
+      return Status::errorf("{}: no saved config.toml to resume from (is this a run directory?); give --config or "
+                            "--preset to start one",
+                            c.run_dir);
+    return load_run_config(saved, c.sets);
+  }
+  const std::string name = c.preset.empty() ? "quickstart" : c.preset;
+  const std::string* text = preset_text(name);
+  if (!text) return Status::errorf("no embedded preset '{}'", name);
+  return parse_run_config(*text, "<embedded " + name + ".toml>", c.sets);
 }
 
 std::string to_toml(const RunConfig& c) {

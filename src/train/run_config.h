@@ -5,6 +5,7 @@
 // checkpoint and run directory, compared on resume).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -80,5 +81,20 @@ Result<RunConfig> load_run_config(const std::string& path, const std::vector<std
 // Canonical TOML of a resolved config: printed at start, stored in checkpoints,
 // and parsed again on resume (parse(to_toml(c)) == c).
 std::string to_toml(const RunConfig& c);
+
+// Where `moetrain train`'s config comes from: --config FILE; else, resuming
+// without --preset, the run's own RUN_DIR/config.toml (continue the run as it
+// was); else the embedded preset (default "quickstart"), whose text
+// `preset_text` returns (null: no such preset). `sets` apply on top. Errors
+// say which source was missing and how to give one.
+struct RunConfigChoice {
+  std::string config_path;  // --config ("" = none)
+  std::string preset;       // --preset ("" = none)
+  std::string run_dir;
+  bool resume = false;
+  std::vector<std::string> sets;
+};
+using PresetLookup = std::function<const std::string*(const std::string& name)>;
+Result<RunConfig> choose_run_config(const RunConfigChoice& c, const PresetLookup& preset_text);
 
 }  // namespace mt
