@@ -229,10 +229,11 @@ Result<Plan> make_plan(const PlanInputs& in) {
   return p;
 }
 
-nlohmann::json to_json(const Plan& p) {
+namespace {
+
+// The command-line contract (docs/planner.md): keys always present, at the top level.
+void put_summary(const Plan& p, nlohmann::json& j) {
   using nlohmann::json;
-  json j;
-  // The command-line contract (docs/planner.md): these keys are always present.
   j["memory_per_gpu_bytes"] = std::llround(p.totals.memory_bytes);  // the fullest phase
   j["step_time_s"] = p.time.step_s;                                  // the main phase
   j["mfu"] = p.totals.mfu_by_tokens;
@@ -251,6 +252,11 @@ nlohmann::json to_json(const Plan& p) {
   if (p.in.cluster.gpu_hour_usd > 0) j["cost_usd"] = p.cost_usd;
   j["warnings"] = p.warnings;
 
+}
+
+// "model" and "inference": the model's sizes and its serving footprint.
+void put_model(const Plan& p, nlohmann::json& j) {
+  using nlohmann::json;
   const ModelStats& s = p.stats;
   j["model"] = {{"source", p.in.model_source},
                 {"total_params", s.total},
@@ -277,13 +283,24 @@ nlohmann::json to_json(const Plan& p) {
                     {"prefill_flops_per_token", s.prefill_flops_per_token},
                     {"decode_flops_per_token", s.decode_flops_per_token},
                     {"active_params", s.active_params}};
+}
+
+// "cluster": the hardware planned on.
+void put_cluster(const Plan& p, nlohmann::json& j) {
+  using nlohmann::json;
   const ClusterConfig& c = p.in.cluster;
   j["cluster"] = {{"source", c.source},          {"name", c.name},
                   {"gpu", c.device.type},        {"peak_tflops", c.device.peak_tflops},
                   {"hbm_gib", c.device.hbm_gib}, {"gpus_per_domain", c.device.gpus_per_domain},
                   {"racks", c.racks},            {"spare_racks", c.spare_racks},
                   {"gpus_per_rack", c.gpus_per_rack}, {"usable_gpus", c.usable_gpus()}};
+}
+
+// "layout": the parallel layout (and the expert layout of a MoE model).
+void put_layout(const Plan& p, nlohmann::json& j) {
+  using nlohmann::json;
   const Parallel& par = p.par;
+  const ClusterConfig& c = p.in.cluster;
   j["layout"] = {{"source", par.cfg.source},
                  {"label", layout_label(par.cfg)},
                  {"gpus", par.gpus},
@@ -306,6 +323,12 @@ nlohmann::json to_json(const Plan& p) {
     j["model"]["expert_groups"] = p.in.model.expert_groups;
     j["model"]["max_groups_per_token"] = p.in.model.max_groups_per_token;
   }
+}
+
+// "memory": bytes per GPU by item, activations by recompute policy and by op.
+void put_memory(const Plan& p, nlohmann::json& j) {
+  using nlohmann::json;
+  const Parallel& par = p.par;
   json mem;
   for (const MemoryItem& it : p.mem.items()) mem[it.key] = std::llround(it.bytes);
   mem["total"] = std::llround(p.mem.total());
@@ -323,6 +346,11 @@ nlohmann::json to_json(const Plan& p) {
   mem["allocator"] = to_string(par.cfg.allocator);
   mem["allocator_overhead"] = allocator_overhead(par.cfg);
   j["memory"] = mem;
+}
+
+// "step_time" by term, and where each term's figures come from.
+void put_step_time(const Plan& p, nlohmann::json& j) {
+  using nlohmann::json;
   const StepTime& t = p.time;
   j["step_time"] = {{"compute", t.compute_s},          {"recompute", t.recompute_s},
                     {"tp_comm", t.tp_comm_s},           {"tp_exposed", t.tp_exposed_s},
@@ -335,6 +363,11 @@ nlohmann::json to_json(const Plan& p) {
   json sources = json::object();
   for (const TermSource& ts : step_time_sources(p.in.cluster, p.par.cfg)) sources[ts.term] = ts.source;
   j["step_time_sources"] = sources;
+}
+
+// "failures": reliability, checkpoint cadence, spares, and the simulated run.
+void put_failures(const Plan& p, nlohmann::json& j) {
+  using nlohmann::json;
   const Reliability& r = p.rel;
   json spares = json::array();
   for (const SpareOption& o : r.spares)
@@ -382,6 +415,11 @@ nlohmann::json to_json(const Plan& p) {
                                   {"restarting_s", r.sim.restarting_s},
                                   {"lost_compute_s", r.sim.lost_s},
                                   {"checkpoint_s", r.sim.checkpoint_s}}}};
+}
+
+// "param_data": the scaling law's optimum and the over-training table.
+void put_param_data(const Plan& p, nlohmann::json& j) {
+  using nlohmann::json;
   const ChinchillaReport& ch = p.chin;
   json ot = json::array();
   for (const Overtrain& o : ch.table)
@@ -397,6 +435,11 @@ nlohmann::json to_json(const Plan& p) {
                      {"plan_loss", ch.loss_at_plan},
                      {"overtrain_factor", ch.overtrain_k},
                      {"overtrain", ot}};
+}
+
+// "largest_model_per_domain", when searched.
+void put_largest_model(const Plan& p, nlohmann::json& j) {
+  using nlohmann::json;
   if (p.largest.found || !p.largest.binding.empty()) {
     const LargestModel& lm = p.largest;
     j["largest_model_per_domain"] = {{"axis", to_string(lm.axis)},
@@ -452,6 +495,11 @@ nlohmann::json to_json(const Plan& p) {
         {"layouts_best", a.layouts_best},
         {"layouts_plain_fsdp", a.layouts_fsdp}};
   }
+}
+
+// "phases", "totals" and the layouts swept.
+void put_phases(const Plan& p, nlohmann::json& j) {
+  using nlohmann::json;
   json phases = json::array();
   for (const PhasePlan& ph : p.phases) {
     const Parallel& q = ph.par;
@@ -501,6 +549,15 @@ nlohmann::json to_json(const Plan& p) {
     lays.push_back({{"layout", o.label}, {"mfu", o.time.mfu}, {"step_time_s", o.time.step_s},
                     {"memory_per_gpu_bytes", o.mem.total()}});
   j["layouts"] = lays;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Plan& p) {
+  nlohmann::json j;
+  for (auto put : {put_summary, put_model, put_cluster, put_layout, put_memory, put_step_time, put_failures,
+                   put_param_data, put_largest_model, put_phases})
+    put(p, j);
   return j;
 }
 
