@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "core/stop_signal.h"
 #include "rundir/run_dir.h"
 #include "cli/embedded_configs.h"
 #include "dist/mpi_comm.h"
@@ -120,8 +121,11 @@ void register_train(CLI::App& app, CommandAction& run) {
       opt.heartbeat_dir = args->heartbeat;
       auto trainer = Trainer::create(cfg.value(), opt);
       if (!trainer) return fail(trainer.status().message());
+      install_stop_signal_handlers();  // Ctrl-C / SIGTERM: finish the step, checkpoint, exit
       Status s = trainer.value()->run();
       if (!s) return fail(s.message());
+      if (const int sig = trainer.value()->stopped_by_signal())
+        return sig == SIGTERM ? ExitCode::kStoppedBySigterm : ExitCode::kStoppedBySigint;
       const std::string hash = trainer.value()->state_hash();  // collective under MPI
       if (root)
         fmt::print(stderr, "# done: step {}, state hash {}, metrics in {}/metrics.jsonl\n", trainer.value()->step(),

@@ -15,6 +15,9 @@ enum class ExitCode : int {
   kUsage = 2,    // a config or usage error: a bad flag, key, file or preset; a refused run directory
   kRefused = 3,  // the command refused on its own terms (data plan: would repeat data; export: a feature
                  // the format cannot hold); under mpirun also a collective's timeout (MPI_Abort(3))
+  // Stopped by a signal after checkpointing (train): 128 + the signal, as a shell reports it.
+  kStoppedBySigint = 130,
+  kStoppedBySigterm = 143,
 };
 
 // Prints "moetrain CMD: message" on stderr and returns `code`.

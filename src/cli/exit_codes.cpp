@@ -22,7 +22,10 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
             "`--set`, limits of the trainer (`check_trainer_limits`), a malformed `--inject-fault`, a `--run-dir` "
             "that already holds a run (without `--resume` or `--move-aside`), `--resume` with no saved "
             "`config.toml` and no `--config`, or `--resume` with `--move-aside`"},
-        {ExitCode::kRefused, kMpiTimeout}}},
+        {ExitCode::kRefused, kMpiTimeout},
+        {ExitCode::kStoppedBySigint, "stopped by Ctrl-C (SIGINT) after finishing the step and committing a checkpoint "
+                                     "there (`--resume` continues); a second signal ends it at once"},
+        {ExitCode::kStoppedBySigterm, "stopped by SIGTERM (a scheduler's preemption notice), the same way"}}},
       {"bench",
        "src/cli/cmd_bench.cpp",
        {{ExitCode::kFailed, "the trainer could not be created for the preset; under mpirun the job is ended with `MPI_Abort(1)`"},

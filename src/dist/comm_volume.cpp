@@ -30,9 +30,9 @@ StepCommBytes step_comm_bytes(const ShardPlan& plan, const ModelConfig& c, int64
   b.reduce_scatter = rs * grad_accum;
   if (n > 1) {
     // Per micro-batch one token count per head (the main one and each MTP
-    // module's); per step loss/mtp/aux/z, drops, assignments and the expert
-    // loads, then the gradient norm.
-    const int64_t values = grad_accum * (1 + c.mtp_depth) + 4 + 2 + moe_layers * c.n_experts + 1;
+    // module's); per step loss/mtp/aux/z, drops, assignments, the two stop
+    // signals' counts and the expert loads, then the gradient norm.
+    const int64_t values = grad_accum * (1 + c.mtp_depth) + 4 + 4 + moe_layers * c.n_experts + 1;
     b.allreduce = (n - 1) * values * 8;
   }
   const int64_t ep = plan.shape().ep;

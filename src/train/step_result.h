@@ -19,6 +19,9 @@ struct StepResult {
   double seconds = 0;                   // wall time of the step (compute only)
   int64_t tokens = 0;                   // tokens in this step
   int64_t dropped = 0, assignments = 0;
+  // A stop signal (core/stop_signal.h) reached some rank by this step: every
+  // rank learns it from the same reduction, so all stop after the same step.
+  int stop_signal = 0;
   std::vector<std::vector<int64_t>> expert_load;  // per MoE layer, summed over micro-batches
   // This rank's collectives during the step (bytes received per kind, time
   // blocked in them); zeros in one process. compute = seconds - comm wait.

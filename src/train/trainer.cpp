@@ -423,7 +423,7 @@ Status Trainer::run() {
   double ema_seconds = 0.0;
   std::vector<double> losses;  // this invocation's, for the closing summary
   double train_seconds = 0;    // step compute time of this invocation (checkpoint cost is reported against it)
-  const int64_t last = opt_.stop_at_step > 0 ? std::min(opt_.stop_at_step, tc.steps) : tc.steps;
+  int64_t last = opt_.stop_at_step > 0 ? std::min(opt_.stop_at_step, tc.steps) : tc.steps;
   double step_seconds = 0.0;  // this invocation's, for the health checks' cost
   int64_t steps_run = 0;
   if (tc.health.at_start) {
@@ -432,6 +432,11 @@ Status Trainer::run() {
   }
   while (step_ < last) {
     StepResult r = train_step();
+    // A stop signal: this step is the last, and it is checkpointed below.
+    if (r.stop_signal && r.step < last) {
+      last = r.step;
+      stopped_by_signal_ = r.stop_signal;
+    }
     step_seconds += r.seconds;
     ++steps_run;
     // Before anything of the step is logged or committed: a wrong-math
@@ -523,7 +528,9 @@ Status Trainer::run() {
                100.0 * cs.blocking_s / train_seconds, train_seconds, cs.write_s / double(cs.commits));
   print_health_cost(step_seconds, steps_run);
   if (last < tc.steps) {
-    if (is_root()) fmt::print(stderr, "# stopped at step {} of {} (--stop-at); resume to continue\n", step_, tc.steps);
+    if (is_root())
+      fmt::print(stderr, "# stopped at step {} of {} ({}), checkpoint kept; --resume continues\n", step_, tc.steps,
+                 stopped_by_signal_ ? fmt::format("signal {}", strsignal(stopped_by_signal_)) : "--stop-at");
     return Status::ok();
   }
   if (!is_root()) return Status::ok();  // rank 0 reports for the whole job

@@ -74,6 +74,9 @@ class Trainer {
   StepResult train_step();
 
   int64_t step() const { return step_; }
+  // The stop signal (SIGINT, SIGTERM) that ended run() early with a
+  // checkpoint, or 0 (core/stop_signal.h; the caller installs the handlers).
+  int stopped_by_signal() const { return stopped_by_signal_; }
   // Model FLOPs of a step with no assignment dropped (model/flops.h), and
   // of the step `r` as it ran: less its dropped assignments' expert work.
   double flops_per_step() const;
@@ -139,6 +142,7 @@ class Trainer {
   // only right after a check passed: the step's own, or one run for it.
   Status checked_checkpoint(int64_t step);
   int64_t last_passed_check_ = -1;  // step of the newest health check that passed (-1: none)
+  int stopped_by_signal_ = 0;
   Status load_checkpoint_tensors(const LoadedCheckpoint& ck);
 
   RunConfig cfg_;

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -20,6 +21,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "core/hash.h"
+#include "core/stop_signal.h"
 #include "core/threads.h"
 #include "dist/expert_parallel.h"
 #include "dist/fsdp.h"
@@ -240,12 +242,16 @@ void Trainer::reduce_step_stats(StepResult& r) {
   r.mtp_loss = d[1];
   r.aux_loss = d[2] / double(w.size());
   r.z_loss = d[3] / double(w.size());
-  std::vector<int64_t> n = {r.dropped, r.assignments};
+  // How many ranks a stop signal reached, per signal: every rank then knows
+  // the same (SIGTERM, a scheduler's, wins over SIGINT).
+  const int sig = stop_signal_received();
+  std::vector<int64_t> n = {r.dropped, r.assignments, sig == SIGINT, sig == SIGTERM};
   for (const auto& layer : r.expert_load) n.insert(n.end(), layer.begin(), layer.end());
   w.allreduce_sum(n.data(), int64_t(n.size()), "allreduce (step statistics)");
   r.dropped = n[0];
   r.assignments = n[1];
-  size_t k = 2;
+  r.stop_signal = n[3] > 0 ? SIGTERM : n[2] > 0 ? SIGINT : 0;
+  size_t k = 4;
   for (auto& layer : r.expert_load)
     for (auto& c : layer) c = n[k++];
 }
