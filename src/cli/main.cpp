@@ -1,6 +1,8 @@
 // main.cpp — `moetrain <command>`: dispatches to one cmd_<name>.cpp each.
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 #include "cli/cli_reference.h"
 #include "cli/commands.h"
 #include "cli/embedded_configs.h"
@@ -13,9 +15,20 @@ const EmbeddedConfig* find_embedded_config(const std::string& name) {
 }
 }  // namespace mt
 
+namespace {
+// The vector ISA the kernels were compiled for (kernels/cpu/simd.h picks the same way).
+#if defined(__AVX512F__)
+constexpr const char* kVectorIsa = "AVX-512";
+#else
+constexpr const char* kVectorIsa = "AVX2+FMA";
+#endif
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"moetrain — Mixture-of-Experts pretraining (CPU; MPI and CUDA behind the same interfaces)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("moetrain ") + MT_VERSION + " (commit " + MT_GIT_COMMIT + ", " +
+                                        MT_ARCH_FLAGS + ", " + kVectorIsa + " kernels)");
   mt::CommandAction run;
   mt::register_train(app, run);
   mt::register_bench(app, run);

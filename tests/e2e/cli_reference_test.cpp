@@ -88,6 +88,17 @@ TEST(CliReference, DocsAreCurrent) {
   EXPECT_TRUE(ss.str() == page) << "docs/cli.md is out of date: run `moetrain cli-reference > docs/cli.md`";
 }
 
+// `moetrain --version`: the version, the commit it was configured from and
+// the ISA its kernels were built for; exit 0 without a subcommand.
+TEST(CliReference, VersionNamesTheBuild) {
+  const auto r = run_process({moetrain_binary(), "--version"}, 30);
+  EXPECT_EQ(r.exit_code, 0) << r;
+  EXPECT_EQ(r.out.rfind("moetrain 0.", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("(commit "), std::string::npos) << r.out;
+  EXPECT_TRUE(r.out.find("AVX-512 kernels") != std::string::npos || r.out.find("AVX2+FMA kernels") != std::string::npos)
+      << r.out;
+}
+
 TEST(CliReference, ShowsOptionsWithTheirDefaults) {
   const std::string& page = reference();
   struct Expect {
