@@ -184,6 +184,12 @@ void phase_table(const Plan& p, std::string& o) {
 
 Result<Plan> make_plan(const PlanInputs& in) {
   if (!(in.tokens > 0)) return Status::errorf("--tokens: must be > 0, got {}", in.tokens);
+  // Steps are counted in int64: a count past 1e18 (50,000 times the largest
+  // published runs) is a typo, not a plan.
+  if (!(in.tokens <= 1e18))
+    return Status::errorf("--tokens: {:.3g} is more than the planner's bound of 1e18 tokens (is the count off by a "
+                          "few zeros? 15e12 = 15T)",
+                          in.tokens);
   Plan p;
   p.in = in;
   auto phases = plan_phases(in.model, in.model_seq_len, in.cluster, in.layout, in.tokens);
@@ -210,6 +216,14 @@ Result<Plan> make_plan(const PlanInputs& in) {
   }
   p.steps = p.totals.steps;
   p.days = p.totals.days;
+  // The failure simulation walks the run interruption by interruption: a
+  // budget of centuries (a typo such as 15e18 for 15e12) would take minutes
+  // and gigabytes before saying anything useful.
+  constexpr double kMaxPlanDays = 100 * 365.25;
+  if (!(p.days > 0 && p.days <= kMaxPlanDays))
+    return Status::errorf("--tokens: {:.3g} tokens take {:.3g} days of compute on this cluster and layout, more than "
+                          "the planner's bound of 100 years (is the count off by a few zeros? 15e12 = 15T)",
+                          in.tokens, p.days);
   p.gpu_hours = p.totals.gpu_hours;
   p.cost_usd = p.gpu_hours * in.cluster.gpu_hour_usd;
   p.rel = reliability(p);

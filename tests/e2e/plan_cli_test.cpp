@@ -64,6 +64,23 @@ TEST(PlanCli, JsonContractAndHtmlReport) {
     EXPECT_THAT(page, HasSubstr(section)) << section;
 }
 
+// Token budgets of centuries (a typo such as 15e18 for 15e12, or 1e40) are
+// refused at once, naming --tokens: before the bound, 1e17 took 6.6 s and
+// 696 MB, 1e20 was killed for memory and 1e40 aborted on an MT_CHECK (issue
+// 44, item 6). The bound is on the planned days, so 15T still plans.
+TEST(PlanCli, AbsurdTokenBudgetsAreRefusedAtOnce) {
+  for (const char* tokens : {"15e18", "1e20", "1e40", "1e300"}) {
+    SCOPED_TRACE(tokens);
+    const double t0 = now_s();
+    const ProcessResult r = plan(frontier({"--json"}, {{"--tokens", tokens}}));
+    EXPECT_EQ(r.exit_code, 2) << r;
+    EXPECT_EQ(r.term_signal, 0) << r;
+    EXPECT_NE(r.err.find("--tokens:"), std::string::npos) << r;
+    EXPECT_TRUE(r.err.find("100 years") != std::string::npos || r.err.find("1e18 tokens") != std::string::npos) << r;
+    EXPECT_LT(now_s() - t0, 30.0);
+  }
+}
+
 TEST(PlanCli, TableOutputAndFilesForPresets) {
   const ProcessResult r = plan({"--model", kSrc + "/configs/models/frontier-moe-1t.toml", "--cluster",
                                 kSrc + "/configs/clusters/gb200-nvl72.toml", "--layout",
