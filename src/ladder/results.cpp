@@ -41,6 +41,8 @@ std::string did_you_mean(const std::string& key) {
   return best ? fmt::format(" (did you mean '{}'?)", best) : std::string();
 }
 
+constexpr double kMinLoss = 1e-3, kMaxLoss = 100.0;
+
 // A present number must be finite and > 0; n_experts also a whole number.
 Status check_positive(const std::optional<double>& v, const char* field, const std::string& where) {
   if (!v) return Status::ok();
@@ -60,6 +62,12 @@ Result<Run> finish_run(const RawRun& r, const std::string& where, int64_t line) 
   if (r.n_experts && *r.n_experts != std::floor(*r.n_experts))
     return Status::errorf("{}: field 'n_experts': expected a whole number, got {}", where, *r.n_experts);
   if (!r.loss) return Status::errorf("{}: missing field 'loss'", where);
+  // A held-out cross-entropy in nats per token: far outside this range the
+  // fit's logarithms overflow (1e308 aborted the bootstrap; 1e-300 fitted B =
+  // inf), and no real run logs it.
+  if (*r.loss < kMinLoss || *r.loss > kMaxLoss)
+    return Status::errorf("{}: field 'loss': {} is not a held-out cross-entropy in nats per token (expected {} to {})",
+                          where, *r.loss, kMinLoss, kMaxLoss);
   if (!r.params && !r.active_params) return Status::errorf("{}: missing field 'params' (or 'active_params')", where);
   if (!r.tokens && !r.flops) return Status::errorf("{}: missing field 'tokens' (or 'flops')", where);
 

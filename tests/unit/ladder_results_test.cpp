@@ -104,6 +104,11 @@ TEST(LadderResults, BadJsonlNamesFileLineAndField) {
       {"accuracy type", "{\"params\": 1e6, \"tokens\": 1e7, \"loss\": 3, \"accuracy\": 0.5}",
        "r.jsonl:2: field 'accuracy': expected an object"},
       {"budget type", "{\"params\": 1e6, \"tokens\": 1e7, \"loss\": 3, \"budget\": [1]}", "r.jsonl:2: field 'budget'"},
+      // Issue 44, item 7: these aborted the bootstrap (1e308) or fitted B = inf (1e-300).
+      {"absurd loss", "{\"params\": 1e6, \"tokens\": 1e7, \"loss\": 1e308}",
+       "r.jsonl:2: field 'loss': 1e+308 is not a held-out cross-entropy"},
+      {"tiny loss", "{\"params\": 1e6, \"tokens\": 1e7, \"loss\": 1e-300}",
+       "r.jsonl:2: field 'loss': 1e-300 is not a held-out cross-entropy"},
   };
   for (const BadCase& c : cases) {
     auto r = parse_results_jsonl(ok + c.text + "\n", "r.jsonl");
