@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <cstdio>
 #include <cstring>
 
 #include "support/e2e.h"
@@ -46,11 +45,8 @@ TEST(StopSignal, SigintAndSigtermCheckpointTheStepAndResumeBitExactly) {
     const int64_t last = rows.back()["step"].get<int64_t>();
     EXPECT_NE(read_file(dir + ".err").find("# stopped at step " + std::to_string(last) + " of 30"), std::string::npos)
         << read_file(dir + ".err");
-    std::vector<std::string> committed;
-    for (const std::string& n : list_dir(dir + "/checkpoints")) committed.push_back(n);
-    char name[32];
-    std::snprintf(name, sizeof name, "step_%08lld", static_cast<long long>(last));
-    EXPECT_EQ(committed, std::vector<std::string>{name});  // nothing uncommitted either
+    const std::string name = fs::path(ckpt_dir(dir, last)).filename();
+    EXPECT_EQ(list_dir(dir + "/checkpoints"), std::vector<std::string>{name});  // nothing uncommitted either
     std::vector<std::string> again = args(dir);
     again.push_back("--resume");
     const auto resumed = train(again);

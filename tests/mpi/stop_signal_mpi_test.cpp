@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <cstdio>
 
 #include "support/e2e.h"
 #include "support/mpi.h"
@@ -40,9 +39,8 @@ TEST(StopSignalMpi, SigtermToOneRankStopsEveryRankAtTheSameStep) {
   const auto rows = read_metrics(dir);
   ASSERT_GE(rows.size(), 2u);
   ASSERT_LT(rows.size(), 30u);
-  char name[32];
-  std::snprintf(name, sizeof name, "step_%08lld", static_cast<long long>(rows.back()["step"].get<int64_t>()));
-  EXPECT_EQ(list_dir(dir + "/checkpoints"), std::vector<std::string>{name});
+  const std::string name = fs::path(ckpt_dir(dir, rows.back()["step"].get<int64_t>())).filename();
+  EXPECT_EQ(list_dir(dir + "/checkpoints"), std::vector<std::string>{name});  // nothing uncommitted either
   std::vector<std::string> again = args;
   again.insert(again.end(), {"--run-dir", dir, "--resume"});
   const auto resumed = mpi_train(2, again, 180);
