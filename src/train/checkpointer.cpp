@@ -28,10 +28,6 @@ Checkpointer::~Checkpointer() {
   if (pending_ && pending_->write.valid()) pending_->write.wait();  // the writer reads pending_'s buffers
 }
 
-std::optional<int64_t> Checkpointer::pending_step() const {
-  return pending_ ? std::optional<int64_t>(pending_->step) : std::nullopt;
-}
-
 Status Checkpointer::start(int64_t step, const std::vector<TensorView>& views, const nlohmann::json& state) {
   MT_RETURN_IF_ERROR(finish());
   const double t0 = now_seconds();

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,8 +46,6 @@ class Checkpointer {
   Status finish_if_written();
   // Waits for the pending checkpoint, if any, and commits it. Collective.
   Status finish();
-  // The step of the checkpoint being written, if any.
-  std::optional<int64_t> pending_step() const;
 
   bool background() const { return opt_.write == CheckpointWrite::kBackground; }
   struct Stats {
