@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 
 #include <unistd.h>
 
@@ -25,26 +26,19 @@
 #include "model/attention_kernel.h"
 #include "model/flops.h"
 #include "dist/mpi_comm.h"
-#include "dist/health_check.h"
 #include "train/metrics_line.h"
 #include "rundir/run_dir.h"
 #include "train/trainer_dist.h"
 
 namespace mt {
 
-Trainer::Trainer(const RunConfig& cfg, const TrainerOptions& opt) : cfg_(cfg), opt_(opt), spike_(cfg.train.spike) {}
+Trainer::Trainer(const RunConfig& cfg, const TrainerOptions& opt) : cfg_(cfg), opt_(opt) {}
 
 Trainer::~Trainer() {
   if (!params_bf16_.empty()) gemm_register_bf16_shadow(nullptr, nullptr, 0);
-  // The disk store is scratch (checkpoints hold the run): its files go, the
-  // mappings stay valid until the buffers are destroyed.
-  if (params_.mapped()) {
-    params_.remove_file();
-    grads_.remove_file();
-    if (optim_) optim_->remove_state_files();
-    std::error_code ec;
-    std::filesystem::remove(store_dir(), ec);  // only if now empty
-  }
+  // The disk store is scratch (checkpoints hold the run): the optimizer's
+  // files go here, the store's own and its directory when store_ goes.
+  if (optim_) optim_->remove_state_files();
 }
 
 namespace {
@@ -144,22 +138,23 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
 
   const MatmulPrecision prec = tc.precision;
   MT_RETURN_IF_ERROR(t->setup_dist(opt));  // no-op in one process
+  t->health_ = std::make_unique<HealthMonitor>(tc, t->dist_->world, opt.run_dir);
   t->model_ = std::make_unique<Transformer>(cfg.model, t->local_batch(), tc.seq_len, prec,
                                             tc.activation_checkpointing == ActivationCheckpointing::kLayers
                                                 ? LayerActivations::kRecompute
                                                 : LayerActivations::kKeep);
   t->model_->set_attention_kernel(tc.attention_kernel);
   const ParamLayout& L = t->model_->layout();
-  // params_ / grads_: the whole model, or this rank's shard; the optimizer
+  // The store (the whole model, or this rank's shard) and the optimizer
   MT_RETURN_IF_ERROR(t->init_local_params());
-  if (cfg.stream.enabled) MT_RETURN_IF_ERROR(t->check_stream_budget());  // may turn recomputation on (auto)
+  if (t->store_->streamed()) MT_RETURN_IF_ERROR(t->check_stream_budget());  // may turn recomputation on (auto)
   if (cfg.model.aux_free_bias) t->router_bias_.assign(t->model_->n_moe_layers() * cfg.model.n_experts, 0.0f);
   t->batch_.resize(tc.batch_size * t->model_->tokens_per_sequence());
   // The bf16 shadow of the parameters is for computing on them in place;
   // streamed layers are converted as their GEMMs read them.
-  if (prec == MatmulPrecision::kBf16 && !cfg.stream.enabled) {
-    t->params_bf16_.resize(t->params_.size());
-    gemm_register_bf16_shadow(t->params_.data(), t->params_bf16_.data(), int64_t(t->params_.size()));
+  if (prec == MatmulPrecision::kBf16 && !t->store_->streamed()) {
+    t->params_bf16_.resize(t->store_->params().size());
+    gemm_register_bf16_shadow(t->store_->params().data(), t->params_bf16_.data(), int64_t(t->store_->params().size()));
   }
 
   if (!opt.run_dir.empty()) {
@@ -200,7 +195,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const Tra
     return one * double(t->dist_->world.size());  // each rank measured its own cores
   }();
   // A disk store is written from its mappings, at once, without a host-memory copy.
-  const bool background = tc.async_checkpoint && !t->params_.mapped();
+  const bool background = tc.async_checkpoint && !t->store_->params().mapped();
   t->ckpt_ = std::make_unique<Checkpointer>(
       t->dist_->world, CheckpointerOptions{opt.run_dir, to_toml(cfg), tc.keep_checkpoints,
                                            background ? CheckpointWrite::kBackground : CheckpointWrite::kNow});
@@ -251,24 +246,20 @@ StepResult Trainer::train_step() {
       for (size_t l = 0; l < st.expert_load.size(); ++l)
         for (size_t e = 0; e < st.expert_load[l].size(); ++e) r.expert_load[l][e] += st.expert_load[l][e];
   }
-  if (opt_.faults) opt_.faults->on_gradients(dist_->world.rank(), step_ + 1, grads_.data(), int64_t(grads_.size()));
+  if (opt_.faults) opt_.faults->on_gradients(dist_->world.rank(), step_ + 1, store_->grads().data(), int64_t(store_->grads().size()));
   reduce_step_stats(r);  // over ranks
-  r.lr = learning_rate(tc.schedule, step_, tc.steps) * spike_.lr_factor(step_);
+  r.lr = learning_rate(tc.schedule, step_, tc.steps) * health_->lr_factor(step_);
   r.grad_norm = global_grad_norm();
   // Loss and norm are global: every rank reaches the same verdict.
-  const SpikeVerdict v = spike_.check(r.loss, r.grad_norm);
+  const SpikeVerdict v = health_->judge(step_ + 1, r.loss, r.grad_norm);
   r.loss_z = v.loss_z;
   r.norm_z = v.norm_z;
   if (!v.spike) {
     apply_update(r.lr, r.grad_norm);
-    spike_.accept(r.loss, r.grad_norm);
     update_router_bias(r);
   } else {
     zero_grads();  // not consumed by an update
     r.spike = v.why + (grad_culprits_.empty() ? "" : " (non-finite gradient on rank " + grad_culprits_ + ")");
-    ++spike_.in_a_row;
-    ++spike_.total;
-    if (tc.spike.policy == SpikePolicy::kLrCooldown) spike_.start_cooldown(step_ + 1);
     if (tc.spike.policy != SpikePolicy::kRollback)  // rollback records its whole window in run()
       record_skipped(data_step() * tc.grad_accum * tc.batch_size, tc.grad_accum * tc.batch_size);
   }
@@ -276,25 +267,16 @@ StepResult Trainer::train_step() {
   r.step = step_;
   r.tokens = tc.batch_size * tc.seq_len * tc.grad_accum;
   r.seconds = now_seconds() - t0;
-  if (cfg_.stream.enabled) {
-    const StreamStats& ss = dist_->fsdp->stream_stats();
-    r.stream_bytes_in = ss.floats_in * int64_t(sizeof(float));
-    r.stream_bytes_out = ss.floats_out * int64_t(sizeof(float));
-    r.stream_stall_s = ss.stall_s;
-    r.compute_memory_bytes = compute_memory_bytes();
-    r.store_bytes = store_bytes();
-    r.sparse_dense_bytes = ss.sparse_dense_bytes;
-    r.sparse_wire_bytes = ss.sparse_wire_bytes;
-  }
+  store_->report(dist_->fsdp->stream_stats(), compute_memory_bytes(), store_bytes(), r);
   finish_step(r);
   return r;
 }
 
 void Trainer::refresh_bf16_params() {
   if (params_bf16_.empty()) return;
-  const int64_t n = int64_t(params_.size()), cols = 1 << 16, rows = n / cols;
-  convert_f32_to_bf16(params_bf16_.data(), params_.data(), rows, cols, cols);
-  convert_f32_to_bf16(params_bf16_.data() + rows * cols, params_.data() + rows * cols, 1, n - rows * cols, n);
+  const int64_t n = int64_t(store_->params().size()), cols = 1 << 16, rows = n / cols;
+  convert_f32_to_bf16(params_bf16_.data(), store_->params().data(), rows, cols, cols);
+  convert_f32_to_bf16(params_bf16_.data() + rows * cols, store_->params().data() + rows * cols, 1, n - rows * cols, n);
 }
 
 void Trainer::update_router_bias(const StepResult& r) {
@@ -332,89 +314,19 @@ void Trainer::evaluate(StepResult& r) {
 }
 
 Status Trainer::health_check(int64_t step) {
-  set_comm_context(fmt::format("health check after step {}", step));
-  // The training path first (it names the rank from real work), then the probe.
-  if (step > 0) MT_RETURN_IF_ERROR(recompute_check(step));
-  const GemmVerdict v = check_gemm_all_ranks(dist_->world);
-  // The first check also builds the probe's fp64 reference and oneDNN's
-  // primitive: a one-off, reported apart from the steady cost.
-  if (health_checks_++ == 0) health_first_seconds_ = v.seconds;
-  else health_seconds_ += v.seconds;
-  if (v.ok()) return Status::ok();
-  if (is_root())
-    append_event(opt_.run_dir, {{"event", "health_check_failed"},
-                                {"step", step},
-                                {"check", "gemm"},
-                                {"culprits", v.culprits},
-                                {"why", v.message}});
-  // Every rank returns this error and the first to abort ends the job: wait
-  // until rank 0 has logged the event.
-  dist_->world.barrier("health check verdict");
-  return Status::errorf("{}: health check failed, culprit rank {}: {}; stopping (the last checkpoint is kept)",
-                        step == 0 ? std::string("before the first step") : fmt::format("step {}", step),
-                        join_ranks(v.culprits), v.message);
-}
-
-// Silent corruption on the training path: every rank computes the loss of
-// its own slice of the last micro-batch and of the next rank's slice, with
-// the same gathered parameters; each slice's two losses must agree to the
-// bit (the kernels are deterministic and thread-count invariant). A rank
-// that computes wrong disagrees on two slices, its own and its neighbour's,
-// and with 3+ ranks is the one rank common to both disagreements.
-Status Trainer::recompute_check(int64_t step) {
-  const TrainConfig& tc = cfg_.train;
-  Comm& w = dist_->world;
-  const int64_t n = w.size();
-  if (!tc.health.recompute || n < 2 || dist_->shape.ep != 1) return Status::ok();
-  const double t0 = now_seconds();
-  const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
-  const int64_t lb = local_batch(), first = (data_step() - 1) * tc.grad_accum * tc.batch_size;
-  auto loss_of_slice = [&](int64_t owner) {
-    for (int64_t b = 0; b < lb; ++b)
-      data_->sequence(first + owner * lb + b, tc.seq_len, batch_.data() + b * (tc.seq_len + 1));
-    return model_->forward(*dist_->fsdp, batch_.data(), bias).loss;
-  };
-  const double mine[2] = {loss_of_slice(w.rank()), loss_of_slice((w.rank() + 1) % n)};
-  std::vector<double> all(size_t(2 * n));
-  std::vector<int64_t> counts(static_cast<size_t>(n), 2), offsets(static_cast<size_t>(n), 0);
-  for (int64_t r = 0; r < n; ++r) offsets[size_t(r)] = 2 * r;
-  w.allgatherv(mine, 2, all.data(), counts.data(), offsets.data(), DType::kF64, "allgather (recompute check)");
-  std::vector<int64_t> suspicion(size_t(n), 0);
-  std::string bad;
-  for (int64_t q = 0; q < n; ++q) {
-    const int64_t p = (q + n - 1) % n;  // rank p recomputed q's slice
-    if (std::memcmp(&all[size_t(2 * q)], &all[size_t(2 * p + 1)], sizeof(double)) == 0) continue;
-    ++suspicion[size_t(q)];
-    ++suspicion[size_t(p)];
-    bad += fmt::format("{}slice of rank {}: {:.17g} by rank {}, {:.17g} by rank {}", bad.empty() ? "" : "; ", q,
-                       all[size_t(2 * q)], q, all[size_t(2 * p + 1)], p);
-  }
-  health_seconds_ += now_seconds() - t0;
-  if (bad.empty()) return Status::ok();
-  std::vector<int> culprits;
-  for (int64_t r = 0; r < n; ++r)
-    if (suspicion[size_t(r)] == 2 || (n == 2 && suspicion[size_t(r)] > 0)) culprits.push_back(int(r));
-  if (is_root())
-    append_event(opt_.run_dir, {{"event", "health_check_failed"},
-                                {"step", step},
-                                {"check", "recompute"},
-                                {"culprits", culprits},
-                                {"why", bad}});
-  w.barrier("recompute check verdict");
-  return Status::errorf("step {}: health check failed, culprit rank {}: a micro-batch recomputed on another rank "
-                        "gives a different loss ({}){}; stopping (the last checkpoint is kept)",
-                        step, join_ranks(culprits), bad,
-                        n == 2 ? " (with 2 ranks either could be wrong; the GEMM check or a third rank decides)" : "");
-}
-
-void Trainer::print_health_cost(double step_seconds, int64_t steps) const {
-  if (!is_root() || health_checks_ < 2 || steps == 0) return;
-  const double each = health_seconds_ / double(health_checks_ - 1), step = step_seconds / double(steps);
-  const int64_t every = cfg_.train.health.every;
-  fmt::print(stderr, "# health checks: {} passed, the first {:.1f} ms (one-off reference), then {:.2f} ms each = {:.3f}% of "
-             "a {:.1f} ms step{}\n", health_checks_, 1e3 * health_first_seconds_, 1e3 * each, 100.0 * each / step, 1e3 * step,
-             every > 0 ? fmt::format(" ({:.4f}% of step time at health.every = {})", 100.0 * each / step / double(every), every)
-                       : std::string());
+  // The recompute check needs every rank to hold the same parameters for a
+  // slice: not so under expert parallelism, where each holds its experts.
+  std::function<double(int64_t)> slice_loss;
+  if (dist_->shape.ep == 1)
+    slice_loss = [this](int64_t owner) {
+      const TrainConfig& tc = cfg_.train;
+      const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
+      const int64_t lb = local_batch(), first = (data_step() - 1) * tc.grad_accum * tc.batch_size;
+      for (int64_t b = 0; b < lb; ++b)
+        data_->sequence(first + owner * lb + b, tc.seq_len, batch_.data() + b * (tc.seq_len + 1));
+      return model_->forward(*dist_->fsdp, batch_.data(), bias).loss;
+    };
+  return health_->check(step, slice_loss);
 }
 
 Status Trainer::run() {
@@ -426,10 +338,7 @@ Status Trainer::run() {
   int64_t last = opt_.stop_at_step > 0 ? std::min(opt_.stop_at_step, tc.steps) : tc.steps;
   double step_seconds = 0.0;  // this invocation's, for the health checks' cost
   int64_t steps_run = 0;
-  if (tc.health.at_start) {
-    MT_RETURN_IF_ERROR(health_check(step_));
-    last_passed_check_ = step_;
-  }
+  if (tc.health.at_start) MT_RETURN_IF_ERROR(health_check(step_));
   while (step_ < last) {
     StepResult r = train_step();
     // A stop signal: this step is the last, and it is checkpointed below.
@@ -441,35 +350,16 @@ Status Trainer::run() {
     ++steps_run;
     // Before anything of the step is logged or committed: a wrong-math
     // rank's state must not reach a checkpoint.
-    if (tc.health.every > 0 && r.step % tc.health.every == 0) {
+    if (health_->due_after(r.step))
       if (Status h = health_check(r.step); !h) return stop_keeping_last_checkpoint(std::move(h));
-      last_passed_check_ = r.step;
-    }
     // A checkpoint being written is committed once every rank's writer is
     // done (one flag reduced over ranks, so all decide alike); training never
     // waits for the disk unless the next checkpoint or the end comes first.
     MT_RETURN_IF_ERROR(ckpt_->finish_if_written());
     if (!r.spike.empty()) {
-      const SpikeConfig& sc = tc.spike;
-      if (is_root())
-        fmt::print(stderr, "\n# step {}: spike: {}; policy {}: the update is not applied\n", r.step, r.spike,
-                   spike_policy_name(sc.policy));
-      if (sc.policy == SpikePolicy::kOff)
-        return stop_keeping_last_checkpoint(Status::errorf(
-            "step {}: {} (diverged; spike.policy = \"off\"); the last checkpoint is kept", r.step, r.spike));
-      if (spike_.in_a_row >= sc.max_in_a_row)
-        return stop_keeping_last_checkpoint(
-            Status::errorf("step {}: {} spikes in a row (spike.max_in_a_row), the last: {}; stopping with the last "
-                           "checkpoint kept",
-                           r.step, spike_.in_a_row, r.spike));
-      if (is_root())
-        append_event(opt_.run_dir, {{"event", "spike"},
-                                    {"step", r.step},
-                                    {"why", r.spike},
-                                    {"loss", r.loss},
-                                    {"grad_norm", r.grad_norm},
-                                    {"policy", spike_policy_name(sc.policy)}});
-      if (sc.policy == SpikePolicy::kRollback) {
+      Result<AfterSpike> next = health_->after_spike(r);
+      if (!next) return stop_keeping_last_checkpoint(next.status());
+      if (next.value() == AfterSpike::kRollback) {
         MT_RETURN_IF_ERROR(rollback(r.step));
         continue;
       }
@@ -505,7 +395,7 @@ Status Trainer::run() {
                                       : std::string(),
                                   r.lr, tps, 100.0 * mfu,
                                   r.assignments ? 100.0 * double(r.dropped) / double(r.assignments) : 0.0,
-                                  cfg_.stream.enabled
+                                  r.compute_memory_bytes > 0  // a streamed step
                                       ? fmt::format(" | streamed {:.0f} MB, stall {:.1f}%",
                                                     1e-6 * double(r.stream_bytes_in + r.stream_bytes_out),
                                                     100.0 * r.stream_stall_s / r.seconds)
@@ -526,7 +416,7 @@ Status Trainer::run() {
                "snapshot to commit each on average\n",
                cs.commits, ckpt_->background() ? "asynchronous" : "synchronous", cs.blocking_s,
                100.0 * cs.blocking_s / train_seconds, train_seconds, cs.write_s / double(cs.commits));
-  print_health_cost(step_seconds, steps_run);
+  health_->print_cost(step_seconds, steps_run);
   if (last < tc.steps) {
     if (is_root())
       fmt::print(stderr, "# stopped at step {} of {} ({}), checkpoint kept; --resume continues\n", step_, tc.steps,

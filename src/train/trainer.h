@@ -29,8 +29,10 @@
 #include "rundir/metrics_log.h"
 #include "train/checkpointer.h"
 #include "train/fault_injection.h"
+#include "train/health_monitor.h"
 #include "train/run_config.h"
 #include "train/step_result.h"
+#include "train/weight_store.h"
 
 namespace mt {
 
@@ -94,7 +96,7 @@ class Trainer {
  private:
   Trainer(const RunConfig& cfg, const TrainerOptions& opt);
   Status save_checkpoint();
-  Status restore(const std::string& dir);
+  Status restore(const std::string& dir, bool keep_spike_counters = false);
   void write_metrics(const StepResult& r);
   void update_router_bias(const StepResult& r);
   void evaluate(StepResult& r);  // held-out loss per bucket (or overall) into r
@@ -115,15 +117,13 @@ class Trainer {
   double global_grad_norm();               // pre-clip L2 norm of the whole gradient (all ranks)
   void apply_update(double lr, double norm);  // clip by the global norm + the optimizer on the shard; zeroes the grads
   void zero_grads();                          // a pass of its own, after a skipped step
-  Status health_check(int64_t step);       // the GEMM check on every rank; an error names the culprits
-  void print_health_cost(double step_seconds, int64_t steps) const;  // closing line (rank 0)
+  Status health_check(int64_t step);       // health_->check with the recompute check's forward on this rank
   Status rollback(int64_t spike_step);     // spike policy rollback: newest checkpoint, skip the data since
   void record_skipped(int64_t first_sequence, int64_t count);  // per-bucket tokens of skipped data
   int64_t data_step() const { return step_ + data_offset_steps_; }  // the data position of the next step
   void begin_step();                       // per-step comm accounting (and fault injection)
   void finish_step(StepResult& r);         // comm figures of the step into r
   void beat(const char* phase);            // heartbeat (supervised runs)
-  Status recompute_check(int64_t step);    // health.recompute: a micro-batch recomputed on the next rank
   double last_step_s_ = -1, last_wait_s_ = -1;  // of the last step, for the heartbeat
   // The layout ranges rank r's buffers hold (any rank's: the plans are pure functions).
   std::vector<Optimizer::Range> owned_ranges(int64_t rank) const;
@@ -141,7 +141,6 @@ class Trainer {
   // With periodic health checks (health.every > 0), a checkpoint is taken
   // only right after a check passed: the step's own, or one run for it.
   Status checked_checkpoint(int64_t step);
-  int64_t last_passed_check_ = -1;  // step of the newest health check that passed (-1: none)
   int stopped_by_signal_ = 0;
   Status load_checkpoint_tensors(const LoadedCheckpoint& ck);
 
@@ -150,11 +149,10 @@ class Trainer {
   std::unique_ptr<TokenSource> data_;
   std::unique_ptr<Transformer> model_;
   std::unique_ptr<Optimizer> optim_;
-  // This rank's store: host memory, or memory-mapped files (stream.store = "disk").
-  FloatBuffer params_, grads_;
+  // This rank's parameters and gradients: in place, or streamed from host
+  // memory or from memory-mapped files (chosen once, at creation).
+  std::unique_ptr<WeightStore> store_;
   std::vector<float> router_bias_;
-  Status place_store();            // stream.store = "disk": params_ and grads_ into files
-  std::string store_dir() const;   // the disk store's directory ("" = host memory)
   int64_t compute_memory_bytes() const;  // activations + the provider's buffers
   int64_t store_bytes() const;           // parameters, gradients, optimizer state of this rank
   Status check_stream_budget();          // stream.compute_memory_bytes against compute_memory_bytes()
@@ -163,13 +161,9 @@ class Trainer {
   std::vector<int32_t> batch_;
   int64_t step_ = 0;
   int64_t data_offset_steps_ = 0;  // steps of data skipped by rollbacks: step t reads data step t + offset
-  SpikeGuard spike_;
-  std::map<int64_t, int64_t> rollbacks_to_;  // checkpoint step -> rollbacks to it in this process
+  std::unique_ptr<HealthMonitor> health_;  // health checks, spike verdicts, rollback limits
   std::string grad_culprits_;  // ranks whose gradient shard was not finite this step ("" if none)
   std::map<std::string, int64_t> skipped_tokens_;  // per bucket, skipped by the spike guard
-  int64_t health_checks_ = 0;      // health checks run by this process, and their wall time
-  double health_seconds_ = 0.0;         // all but the first
-  double health_first_seconds_ = 0.0;
   double peak_gflops_ = 0.0;
   std::unique_ptr<MetricsLog> metrics_;  // rank 0 with a run directory
 };

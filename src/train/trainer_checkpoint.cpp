@@ -112,7 +112,7 @@ Status Trainer::save_checkpoint() {
                    {"offset_steps", data_offset_steps_},
                    {"source", data_->describe()}};
   if (!skipped_tokens_.empty()) state["data"]["skipped_bucket_tokens"] = skipped_tokens_;
-  state["spike"] = spike_.to_json();
+  state["spike"] = health_->to_json();
   if (auto ledger = data_->ledger(data_step() * cfg_.train.grad_accum * cfg_.train.batch_size); !ledger.empty()) {
     nlohmann::json bt = nlohmann::json::object();
     for (const auto& [name, tokens] : ledger) bt[name] = tokens;
@@ -130,14 +130,12 @@ Status Trainer::stop_keeping_last_checkpoint(Status why) {
 }
 
 Status Trainer::checked_checkpoint(int64_t step) {
-  if (cfg_.train.health.every > 0 && last_passed_check_ != step) {
+  if (health_->check_needed_before_checkpoint(step))
     if (Status h = health_check(step); !h) return stop_keeping_last_checkpoint(std::move(h));
-    last_passed_check_ = step;
-  }
   return save_checkpoint();
 }
 
-Status Trainer::restore(const std::string& dir) {
+Status Trainer::restore(const std::string& dir, bool keep_spike_counters) {
   auto loaded = read_checkpoint(dir);
   if (!loaded) return loaded.status();
   const LoadedCheckpoint& ck = loaded.value();
@@ -158,13 +156,12 @@ Status Trainer::restore(const std::string& dir) {
   MT_RETURN_IF_ERROR(check_run_length_change(dir, saved.value().train, cfg_.train, step_));
   data_offset_steps_ = 0;
   skipped_tokens_.clear();
-  spike_ = SpikeGuard(cfg_.train.spike);
   if (ck.state.contains("data")) {
     data_offset_steps_ = ck.state["data"].value("offset_steps", int64_t(0));
     if (ck.state["data"].contains("skipped_bucket_tokens"))
       skipped_tokens_ = ck.state["data"]["skipped_bucket_tokens"].get<std::map<std::string, int64_t>>();
   }
-  if (ck.state.contains("spike")) MT_RETURN_IF_ERROR(spike_.from_json(ck.state["spike"]));
+  MT_RETURN_IF_ERROR(health_->restore(ck.state.contains("spike") ? &ck.state["spike"] : nullptr, keep_spike_counters));
   // The ledger is recomputed from the step; a different one means the dataset
   // or the mixture changed under the same paths.
   if (ck.state.contains("data") && ck.state["data"].contains("bucket_tokens")) {
@@ -197,17 +194,11 @@ Status Trainer::rollback(int64_t spike_step) {
   auto latest = find_latest_checkpoint_dir(opt_.run_dir);
   if (opt_.run_dir.empty() || !latest)
     return Status::errorf("step {}: spike.policy = \"rollback\" needs a checkpoint to return to (none yet)", spike_step);
-  const SpikeGuard kept = spike_;  // the spike counters survive the restore
-  MT_RETURN_IF_ERROR(restore(latest.value()));
-  spike_.in_a_row = kept.in_a_row;
-  spike_.total = kept.total;
+  // The spike counters survive the restore.
+  MT_RETURN_IF_ERROR(restore(latest.value(), /*keep_spike_counters=*/true));
   // Spikes that come back after every rollback to the same checkpoint are
   // not the data's fault: stop rather than skip data forever.
-  rollbacks_to_[step_] += 1;
-  if (rollbacks_to_[step_] > cfg_.train.spike.max_in_a_row)
-    return Status::errorf("step {}: rolled back to step {} {} times (spike.max_in_a_row) and the spikes keep coming; "
-                          "stopping with the checkpoints kept",
-                          spike_step, step_, rollbacks_to_[step_] - 1);
+  MT_RETURN_IF_ERROR(health_->rolled_back(spike_step, step_));
   const int64_t from = data_step() * tc.grad_accum * tc.batch_size;
   const int64_t new_offset = spike_data_step + 1 - step_;
   const int64_t to = (step_ + new_offset) * tc.grad_accum * tc.batch_size;

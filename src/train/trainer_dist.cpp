@@ -112,51 +112,28 @@ std::vector<Optimizer::Range> Trainer::owned_ranges(int64_t rank) const {
   return out;
 }
 
-std::string Trainer::store_dir() const {
-  const StreamConfig& sc = cfg_.stream;
-  if (!sc.enabled || sc.store != StreamStore::kDisk) return "";
-  std::string dir = !sc.store_dir.empty() ? sc.store_dir
-                    : !opt_.run_dir.empty() ? opt_.run_dir + "/stream_store"
-                                            : fmt::format("/tmp/moetrain-stream-{}", getpid());
-  if (dist_->world.size() > 1) dir += fmt::format("/rank_{}", dist_->world.rank());
-  return dir;
-}
-
-Status Trainer::place_store() {
-  const std::string dir = store_dir();
-  if (dir.empty()) return Status::ok();
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return cfg_.origins.error("stream.store_dir", fmt::format("{}: cannot create: {}", dir, ec.message()));
-  const int64_t n = dist_->plan->local_size();
-  MT_RETURN_IF_ERROR(params_.map_file(dir + "/params.f32", n));
-  return grads_.map_file(dir + "/grads.f32", n);
-}
-
 Status Trainer::init_local_params() {
   const ParamLayout& L = model_->layout();
   Dist& d = *dist_;
   d.plan = std::make_unique<ShardPlan>(L, cfg_.model, d.shape, d.world.rank());
-  MT_RETURN_IF_ERROR(place_store());
-  if (!params_.mapped()) {  // mapped files start as zeros
-    params_.assign(d.plan->local_size(), 0.0f);
-    grads_.assign(d.plan->local_size(), 0.0f);
-  }
+  auto store = WeightStore::open(cfg_, opt_.run_dir, d.world.rank(), d.world.size(), d.plan->local_size());
+  if (!store) return store.status();
+  store_ = std::move(store.value());
   std::vector<std::vector<Optimizer::Range>> all_owned;
   for (int64_t r = 0; r < d.world.size(); ++r) all_owned.push_back(owned_ranges(r));
   optim_ = std::make_unique<Optimizer>(L, cfg_.train.optim, cfg_.train.optimizer, cfg_.train.schedule.lr,
-                                       std::move(all_owned), d.world, store_dir());
+                                       std::move(all_owned), d.world, store_->dir());
   MT_RETURN_IF_ERROR(optim_->storage_status());
   if (d.plan->local_size() == L.total()) {
     // A world of one owns every element in layout order: initialise in place.
-    init_params(params_.data(), L, cfg_.model, cfg_.train.seed);
-    optim_->init_radii(params_.data());
+    init_params(store_->params().data(), L, cfg_.model, cfg_.train.seed);
+    optim_->init_radii(store_->params().data());
   } else {
     // Values depend only on (seed, tensor name): initialise the whole model and keep this rank's shard.
     std::vector<float> full(L.total());
     init_params(full.data(), L, cfg_.model, cfg_.train.seed);
     for (const OwnedRange& r : d.plan->owned())
-      std::copy(full.begin() + r.lo, full.begin() + r.hi, params_.begin() + r.local);
+      std::copy(full.begin() + r.lo, full.begin() + r.hi, store_->params().begin() + r.local);
     optim_->init_radii(full.data());
   }
   if (d.shape.ep > 1) d.ep = std::make_unique<EpDispatcher>(d.mesh->ep(), cfg_.model, d.local_batch, cfg_.train.seq_len,
@@ -164,9 +141,9 @@ Status Trainer::init_local_params() {
   StreamOptions so{cfg_.stream.prefetch_layers, cfg_.stream.io_threads, cfg_.stream.expert_density, {}};
   for (const ParamEntry& e : L.entries())
     if (e.expert >= 0) so.expert_tensors.push_back({e.offset, e.numel});
-  d.fsdp = std::make_unique<FsdpProvider>(*d.mesh, *d.plan, cfg_.model.n_units(), params_.data(), grads_.data(),
+  d.fsdp = std::make_unique<FsdpProvider>(*d.mesh, *d.plan, cfg_.model.n_units(), store_->params().data(), store_->grads().data(),
                                           cfg_.dist.prefetch ? Prefetch::kNextLayer : Prefetch::kOff, d.ep.get(),
-                                          cfg_.stream.enabled ? &so : nullptr);
+                                          store_->streamed() ? &so : nullptr);
   return Status::ok();
 }
 
@@ -175,7 +152,7 @@ int64_t Trainer::compute_memory_bytes() const {
 }
 
 int64_t Trainer::store_bytes() const {
-  return int64_t(sizeof(float)) * (params_.size() + grads_.size()) + optim_->state_bytes();
+  return int64_t(sizeof(float)) * (store_->params().size() + store_->grads().size()) + optim_->state_bytes();
 }
 
 Status Trainer::check_stream_budget() {
@@ -192,7 +169,7 @@ Status Trainer::check_stream_budget() {
   if (is_root() && opt_.print_config)
     fmt::print(stderr, "# stream: store {}{}: {:.4g} GiB of training state on this rank; compute memory {:.4g} GiB "
                "(activations {:.4g} GiB{}, layer buffers {:.4g} GiB for {} prefetched layers){}\n",
-               sc.store == StreamStore::kDisk ? "disk " : "host memory", store_dir(), double(state) / gib,
+               sc.store == StreamStore::kDisk ? "disk " : "host memory", store_->dir(), double(state) / gib,
                double(have) / gib, double(acts) / gib, recompute ? " with layers recomputed" : "", double(bufs) / gib,
                sc.prefetch_layers,
                sc.compute_memory_bytes > 0 ? fmt::format(", budget {:.4g} GiB", double(sc.compute_memory_bytes) / gib)
@@ -257,7 +234,7 @@ void Trainer::reduce_step_stats(StepResult& r) {
 }
 
 double Trainer::global_grad_norm() {
-  const double local = optim_->local_sum_squares(grads_.data());
+  const double local = optim_->local_sum_squares(store_->grads().data());
   double ss = local;
   dist_->world.allreduce_sum(&ss, 1, "allreduce (gradient norm)");
   grad_culprits_.clear();
@@ -278,13 +255,13 @@ double Trainer::global_grad_norm() {
 void Trainer::apply_update(double lr, double norm) {
   // The bf16 GEMM shadow is refreshed, and the gradients are zeroed for the
   // next step, by the update's own pass.
-  optim_->update(params_.data(), grads_.data(), lr, step_ + 1, norm,
-                 params_bf16_.empty() ? nullptr : params_bf16_.data(), grads_.data());
+  optim_->update(store_->params().data(), store_->grads().data(), lr, step_ + 1, norm,
+                 params_bf16_.empty() ? nullptr : params_bf16_.data(), store_->grads().data());
 }
 
 void Trainer::zero_grads() {
-  float* g = grads_.data();
-  const int64_t n = int64_t(grads_.size());
+  float* g = store_->grads().data();
+  const int64_t n = int64_t(store_->grads().size());
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) g[i] = 0.0f;
 }
@@ -320,7 +297,7 @@ std::vector<TensorView> Trainer::checkpoint_views() const {
       const int64_t lo = std::max(r.lo, e.offset), hi = std::min(r.hi, e.offset + e.numel);
       if (lo >= hi) continue;
       const int64_t local = r.local + (lo - r.lo), off = lo - e.offset, count = hi - lo;
-      views.push_back({e.name, e.shape, params_.data() + local, off, count});
+      views.push_back({e.name, e.shape, store_->params().data() + local, off, count});
       for (const Optimizer::StateSlot& s : optim_->state_at(int64_t(i), local))
         views.push_back({s.prefix + e.name, e.shape, s.data, off, count, s.data_bf16});
     }
@@ -369,7 +346,7 @@ std::string Trainer::state_hash() const {
   for (int64_t r = 0; r < P; ++r) plans.emplace_back(L, cfg_.model, dist_->shape, r);
   using Read = std::function<void(int64_t lo, int64_t n, float* out)>;  // this rank's local storage
   const Read reads[] = {
-      [&](int64_t lo, int64_t n, float* out) { std::copy(params_.data() + lo, params_.data() + lo + n, out); },
+      [&](int64_t lo, int64_t n, float* out) { std::copy(store_->params().data() + lo, store_->params().data() + lo + n, out); },
       [&](int64_t lo, int64_t n, float* out) { optim_->read_m(lo, n, out); },
       [&](int64_t lo, int64_t n, float* out) { optim_->read_v(lo, n, out); }};  // v: 0 where Muon keeps none
   constexpr int64_t kChunk = int64_t(1) << 20;  // floats
