@@ -4,16 +4,23 @@
 // docs/inference.md has a worked example.
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "cli/commands.h"
+#include "rundir/output_dir.h"
+#include "rundir/run_dir.h"
 #include "train/inference_model.h"
 #include "train/model_export.h"
 
 namespace mt {
 namespace {
 
+namespace fs = std::filesystem;
+
 struct ExportArgs {
   std::string ckpt, tokenizer, format = "hf", out;
   double max_shard_mb = 5000;
+  bool move_aside = false;
 };
 
 ExitCode run_export(const ExportArgs& a) {
@@ -30,6 +37,18 @@ ExitCode run_export(const ExportArgs& a) {
     if (Status s = check_qwen2_moe(m.value().cfg.model); !s) return fail("export", s, ExitCode::kRefused);
   auto codec = open_run_codec(m.value(), a.tokenizer);
   if (!codec) return fail("export", codec.status(), ExitCode::kFailed);
+  // An export directory holds one checkpoint's export in one format: another
+  // would leave the first one's shards beside the second's.
+  OutputOwner owner{"export",
+                    {{"checkpoint", fs::absolute(m.value().ckpt_dir).lexically_normal().string()},
+                     {"step", std::to_string(m.value().step)},
+                     {"format", a.format},
+                     {"max_shard_mb", fmt::format("{}", a.max_shard_mb)},
+                     {"tokenizer", codec.value()->source()}},
+                    {}};
+  auto moved = claim_output_dir(a.out, owner, a.move_aside ? OutputDirMode::kMoveAside : OutputDirMode::kContinue);
+  if (!moved) return fail("export", moved.status(), ExitCode::kUsage);
+  if (!moved.value().empty()) fmt::print(stderr, "# moved the previous {} aside to {}\n", a.out, moved.value());
   auto sum = export_model(m.value(), *codec.value(), opt);
   if (!sum) return fail("export", sum.status(), ExitCode::kFailed);
   fmt::print("exported {} (step {}) as {} to {}: {} tensors, {:.1f} MB of fp32 data, tokenizer: {}\n",
@@ -42,9 +61,14 @@ ExitCode run_export(const ExportArgs& a) {
 struct ImportArgs {
   std::string hf, out;
   int64_t step = -1;
+  bool move_aside = false;
 };
 
 ExitCode run_import(const ImportArgs& a) {
+  // An import makes a run directory: one that holds a run is not overwritten.
+  auto moved = prepare_run_dir(a.out, a.move_aside ? RunDirMode::kMoveAside : RunDirMode::kFresh);
+  if (!moved) return fail("import", moved.status(), ExitCode::kUsage);
+  if (!moved.value().empty()) fmt::print(stderr, "# moved the previous run in {} aside to {}\n", a.out, moved.value());
   auto sum = import_model(a.hf, a.out, a.step);
   if (!sum) {
     fmt::print(stderr, "moetrain import: {}\n", sum.status().message());
@@ -70,6 +94,8 @@ void register_export(CLI::App& app, CommandAction& run) {
                   "Above this many MB of tensors, write model-0000i-of-0000N.safetensors and an index")
       ->capture_default_str();
   sub->add_option("--tokenizer", a->tokenizer, "SentencePiece model (default: the run's tokenizer)");
+  sub->add_flag("--move-aside", a->move_aside,
+                "OUT holds another export (or other files): rename it to OUT.prev-N first");
   sub->callback([a, &run] { run = [a] { return run_export(*a); }; });
 }
 
@@ -82,6 +108,7 @@ void register_import(CLI::App& app, CommandAction& run) {
       ->required();
   sub->add_option("--step", a->step, "Step of the checkpoint written; -1 = the step export recorded, else 0")
       ->capture_default_str();
+  sub->add_flag("--move-aside", a->move_aside, "OUT holds a run: rename it to OUT.prev-N first");
   sub->callback([a, &run] { run = [a] { return run_import(*a); }; });
 }
 

@@ -143,7 +143,7 @@ void register_ladder(CLI::App& app, CommandAction& run) {
   struct RunArgs {
     std::string ladder, out = "runs/ladder";
     std::vector<std::string> sets;
-    bool no_progress = false;
+    bool no_progress = false, move_aside = false;
     int64_t jobs = 1;
   };
   auto ra = std::make_shared<RunArgs>();
@@ -158,6 +158,8 @@ void register_ladder(CLI::App& app, CommandAction& run) {
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   lr->add_flag("--no-progress", ra->no_progress, "No live progress line");
+  lr->add_flag("--move-aside", ra->move_aside,
+               "OUT holds another configuration's ladder (or other files): rename it to OUT.prev-N and start afresh");
   lr->callback([ra, &run] {
     run = [ra]() -> ExitCode {
       auto cfg = load_ladder_config(ra->ladder, ra->sets);
@@ -165,11 +167,17 @@ void register_ladder(CLI::App& app, CommandAction& run) {
         fmt::print(stderr, "moetrain ladder run: {}\n", cfg.status().message());
         return ExitCode::kUsage;
       }
+      // Planned and checked before OUT is touched: a refused ladder leaves nothing.
+      auto plan = plan_ladder(cfg.value(), ra->out);
+      if (!plan) return fail("ladder run", plan.status(), ExitCode::kUsage);
+      auto moved = claim_output_dir(ra->out, ladder_owner(plan.value()),
+                                    ra->move_aside ? OutputDirMode::kMoveAside : OutputDirMode::kContinue);
+      if (!moved) return fail("ladder run", moved.status(), ExitCode::kUsage);
+      if (!moved.value().empty()) fmt::print(stderr, "# moved the previous {} aside to {}\n", ra->out, moved.value());
       LadderRunOptions opt;
-      opt.out_dir = ra->out;
       opt.progress = !ra->no_progress;
       opt.jobs = ra->jobs;
-      auto results = run_ladder(cfg.value(), opt);
+      auto results = run_ladder(cfg.value(), plan.value(), opt);
       if (!results) {
         fmt::print(stderr, "moetrain ladder run: {}\n", results.status().message());
         return ExitCode::kFailed;

@@ -17,7 +17,7 @@ void register_mix(CLI::App& app, CommandAction& run) {
     std::string file, out = "runs/mix";
     std::vector<std::string> sets;
     int64_t jobs = 1;
-    bool no_progress = false;
+    bool no_progress = false, move_aside = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* search = mix->add_subcommand(
@@ -35,6 +35,8 @@ void register_mix(CLI::App& app, CommandAction& run) {
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   search->add_flag("--no-progress", a->no_progress, "No live progress line");
+  search->add_flag("--move-aside", a->move_aside,
+                   "OUT holds another configuration's search (or other files): rename it to OUT.prev-N and start afresh");
   search->callback([a, &run] {
     run = [a]() -> ExitCode {
       auto cfg = load_mix_search_config(a->file, a->sets);
@@ -42,11 +44,17 @@ void register_mix(CLI::App& app, CommandAction& run) {
         fmt::print(stderr, "moetrain mix search: {}\n", cfg.status().message());
         return ExitCode::kUsage;
       }
+      // Planned and checked before OUT is touched: a refused search leaves nothing.
+      auto plan = plan_mix_search(cfg.value(), a->out);
+      if (!plan) return fail("mix search", plan.status(), ExitCode::kUsage);
+      auto moved = claim_output_dir(a->out, mix_search_owner(plan.value()),
+                                    a->move_aside ? OutputDirMode::kMoveAside : OutputDirMode::kContinue);
+      if (!moved) return fail("mix search", moved.status(), ExitCode::kUsage);
+      if (!moved.value().empty()) fmt::print(stderr, "# moved the previous {} aside to {}\n", a->out, moved.value());
       MixSearchOptions opt;
-      opt.out_dir = a->out;
       opt.jobs = a->jobs;
       opt.progress = !a->no_progress;
-      auto best = run_mix_search(cfg.value(), opt);
+      auto best = run_mix_search(cfg.value(), plan.value(), opt);
       if (!best) {
         fmt::print(stderr, "moetrain mix search: {}\n", best.status().message());
         return ExitCode::kFailed;

@@ -82,13 +82,15 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
         {ExitCode::kUsage, "bad input: the results file, an option (e.g. `--chance`), or data that cannot identify the law"}}},
       {"ladder run",
        "src/cli/cmd_ladder.cpp",
-       {{ExitCode::kFailed, "a rung could not be planned, trained or evaluated (no held-out data), or results.jsonl cannot be written"},
-        {ExitCode::kUsage, "the ladder file or a `--set` is invalid"}}},
+       {{ExitCode::kFailed, "a rung could not be trained or evaluated (no held-out data), or results.jsonl cannot be written"},
+        {ExitCode::kUsage, "the ladder file or a `--set` is invalid, a rung cannot be planned, or `--out` holds "
+            "another configuration's ladder or other files (nothing is written; `--move-aside`)"}}},
       {"mix search",
        "src/cli/cmd_mix.cpp",
-       {{ExitCode::kFailed, "the search could not be planned (dataset, hero budget, domains, target), a proxy failed or broke its "
-            "ledger check, a fit failed, or an output cannot be written"},
-        {ExitCode::kUsage, "the search file or a `--set` is invalid"}}},
+       {{ExitCode::kFailed, "a proxy failed or broke its ledger check, a fit failed, or an output cannot be written"},
+        {ExitCode::kUsage, "the search file or a `--set` is invalid, the search cannot be planned (dataset, hero budget, "
+            "domains, target), or `--out` holds another configuration's search or other files (nothing is written; "
+            "`--move-aside`)"}}},
       {"supervise",
        "src/cli/cmd_supervise.cpp",
        {{ExitCode::kFailed, "the run cannot go on: fewer usable ranks than `--min-ranks` after `--wait-for-hosts`, three launches in a "
@@ -108,13 +110,15 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
       {"export",
        "src/cli/cmd_export.cpp",
        {{ExitCode::kFailed, "the checkpoint or tokenizer cannot be read, or the output cannot be written"},
-        {ExitCode::kUsage, "a bad `--format` or `--max-shard-mb`"},
+        {ExitCode::kUsage, "a bad `--format` or `--max-shard-mb`, or `--out` holds an export of another checkpoint or "
+            "format, or other files (nothing is written; `--move-aside`)"},
         {ExitCode::kRefused, "`--format hf` and the model uses a feature Qwen2MoeForCausalLM cannot represent (the message names "
             "the model.* key)"}}},
       {"import",
        "src/cli/cmd_export.cpp",
        {{ExitCode::kFailed, "the directory is not a Qwen2MoeForCausalLM (or raw moetrain) export, a config.json key or tensor has "
-            "no counterpart in moetrain (named), or the run directory cannot be written"}}},
+            "no counterpart in moetrain (named), or the run directory cannot be written"},
+        {ExitCode::kUsage, "`--out` already holds a run (nothing is written; `--move-aside`)"}}},
       {"cli-reference", "src/cli/cli_reference.cpp", {}},
   };
   return kCodes;

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/file_io.h"
+#include "rundir/output_dir.h"
 
 namespace mt {
 namespace fs = std::filesystem;
@@ -30,15 +31,7 @@ Result<std::string> prepare_run_dir(const std::string& run_dir, RunDirMode mode)
         "changed. Continue it with --resume, start over with --move-aside (the old run is renamed, not deleted), "
         "or choose another --run-dir",
         run_dir);
-  const std::string base = fs::path(run_dir).lexically_normal().string();
-  for (int n = 1; n < 100000; ++n) {
-    const std::string to = fmt::format("{}.prev-{}", base.back() == '/' ? base.substr(0, base.size() - 1) : base, n);
-    if (fs::exists(to, ec)) continue;
-    fs::rename(run_dir, to, ec);
-    if (ec) return Status::errorf("{}: cannot move the old run aside to {}: {}", run_dir, to, ec.message());
-    return to;
-  }
-  return Status::errorf("{}: no free name to move the old run aside to", run_dir);
+  return move_aside(run_dir);
 }
 
 Status save_run_config(const std::string& run_dir, const std::string& resolved_toml) {

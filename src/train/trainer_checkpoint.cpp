@@ -14,6 +14,7 @@
 #include "train/trainer.h"
 #include "train/trainer_dist.h"
 #include "rundir/events_log.h"
+#include "rundir/output_dir.h"
 
 namespace mt {
 
@@ -70,38 +71,6 @@ Status check_run_length_change(const std::string& dir, const TrainConfig& was, c
   return Status::ok();
 }
 
-namespace {
-
-// "model.d_model = 64 -> 128" for every key whose canonical TOML line differs.
-std::string config_differences(const std::string& was, const std::string& now) {
-  auto keyed = [](const std::string& text) {
-    std::map<std::string, std::string> out;
-    std::istringstream in(text);
-    std::string line, section;
-    while (std::getline(in, line)) {
-      if (line.empty() || line[0] == '#') continue;
-      if (line[0] == '[') {
-        section = line.substr(1, line.find(']') - 1);
-        continue;
-      }
-      const size_t eq = line.find(" = ");
-      if (eq != std::string::npos) out[section + "." + line.substr(0, eq)] = line.substr(eq + 3);
-    }
-    return out;
-  };
-  const auto a = keyed(was), b = keyed(now);
-  std::string diff;
-  for (const auto& [key, value] : a) {
-    auto it = b.find(key);
-    const std::string other = it == b.end() ? "(absent)" : it->second;
-    if (other != value) diff += "  " + key + " = " + value + " -> " + other + "\n";
-  }
-  for (const auto& [key, value] : b)
-    if (!a.count(key)) diff += "  " + key + " = (absent) -> " + value + "\n";
-  return diff;
-}
-}  // namespace
-
 Status Trainer::save_checkpoint() {
   // Whole tensors in one process; this rank's pieces of them under MPI.
   const std::vector<TensorView> views = checkpoint_views();
@@ -148,7 +117,7 @@ Status Trainer::restore(const std::string& dir, bool keep_spike_counters) {
         "keep_checkpoints, log_every, eval_every, eval_batches, tensorboard, threads, async_checkpoint, "
         "activation_checkpointing, optim.state_precision, health.*, stream.* other than expert_density and the "
         "[dist] layout may change on resume); differences (checkpoint -> now):\n{}",
-        dir, config_differences(was, now));
+        dir, describe_differences(flatten_toml(was), flatten_toml(now)));
   // Whatever world size wrote it, each rank takes its ranges of the whole tensors.
   MT_RETURN_IF_ERROR(load_checkpoint_tensors(ck));
   step_ = ck.state.value("step", int64_t(-1));

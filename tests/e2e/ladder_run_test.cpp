@@ -191,9 +191,57 @@ TEST(LadderRun, CooldownsNeedRoomBeforeTheirDecay) {
   TempDir tmp;
   const auto r = run_process({moetrain_binary(), "ladder", "run", ladder_file(tmp.path(), "cooldowns = [0.01]\n"),
                               "--out", tmp / "out", "--no-progress"});
-  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_EQ(r.exit_code, 2) << r;
   EXPECT_NE(r.err.find("cooldown 0.01"), std::string::npos) << r;
-  EXPECT_FALSE(fs::exists(tmp / "out/r1/checkpoints"));  // refused before any training
+  EXPECT_FALSE(fs::exists(tmp / "out")) << "a refused ladder leaves nothing";
+}
+
+// Issue 44, item 2: a ladder re-run into its output directory after the
+// ladder changed (here tokens_per_param 0.5 -> 0.25) reused the old results
+// and exited 0. It is refused naming what differs, and --move-aside starts
+// over; adding a rung to an unchanged ladder continues it.
+TEST(LadderRun, AChangedLadderIsRefusedUntilMovedAside) {
+  TempDir tmp;
+  auto one_rung = [&](const std::string& name, const std::string& ratio, const std::string& more = "") {
+    const std::string path = tmp / name;
+    write_file(path, std::string("[ladder]\nbase = \"") + MT_SOURCE_DIR +
+                         "/configs/tiny-test.toml\"\nset = [\"data.eval_frac=0.1\", \"train.threads=1\"]\n"
+                         "tokens_per_param = " + ratio + "\nhead_dim = 16\n"
+                         "[[rung]]\nname = \"r1\"\nd_model = 32\nn_layers = 1\n" + more);
+    return path;
+  };
+  auto ladder = [&](const std::string& file, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = {moetrain_binary(), "ladder", "run", file, "--out", tmp / "out", "--no-progress"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return run_process(a, 300);
+  };
+  const auto first = ladder(one_rung("a.toml", "0.5"));
+  ASSERT_EQ(first.exit_code, 0) << first;
+  const std::string results = read_file(tmp / "out/results.jsonl");
+
+  const auto changed = ladder(one_rung("b.toml", "0.25"));
+  EXPECT_EQ(changed.exit_code, 2) << changed;
+  EXPECT_NE(changed.err.find("different configuration"), std::string::npos) << changed;
+  EXPECT_NE(changed.err.find("r1: train.steps = "), std::string::npos) << changed;
+  EXPECT_NE(changed.err.find("--move-aside"), std::string::npos) << changed;
+  EXPECT_EQ(read_file(tmp / "out/results.jsonl"), results) << "a refused ladder changed the results";
+
+  const auto more = ladder(one_rung("c.toml", "0.5", "[[rung]]\nname = \"r0\"\nd_model = 64\nn_layers = 1\n"));
+  ASSERT_EQ(more.exit_code, 0) << more;
+  EXPECT_NE(more.err.find("already in"), std::string::npos) << more;  // r1 reused, r0 trained
+
+  const auto over = ladder(one_rung("b.toml", "0.25"), {"--move-aside"});
+  ASSERT_EQ(over.exit_code, 0) << over;
+  EXPECT_TRUE(fs::exists(tmp / "out.prev-1/results.jsonl"));
+  EXPECT_NE(read_file(tmp / "out/results.jsonl"), results);
+
+  // A run directory is not a ladder's: refused, untouched.
+  const auto train_run = train({"--preset", "tiny-test", "--run-dir", tmp / "run", "--set", "train.steps=2"});
+  ASSERT_EQ(train_run.exit_code, 0) << train_run;
+  const auto into_run = run_process({moetrain_binary(), "ladder", "run", tmp / "a.toml", "--out", tmp / "run"});
+  EXPECT_EQ(into_run.exit_code, 2) << into_run;
+  EXPECT_NE(into_run.err.find("did not write"), std::string::npos) << into_run;
+  EXPECT_FALSE(fs::exists(tmp / "run/results.jsonl"));
 }
 
 }  // namespace

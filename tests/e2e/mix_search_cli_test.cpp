@@ -160,9 +160,32 @@ TEST(MixSearch, ReuseVariesOnlyTheChangedBuckets) {
   write_file(tmp / "search2.toml", "[search]\nbase = \"base.toml\"\nmixture = \"hero.toml\"\nproxies = 5\nholdout = 1\n"
                                    "[reuse]\nprevious = \"previous.toml\"\n");
   const auto none = run_process({moetrain_binary(), "mix", "search", tmp / "search2.toml", "--out", tmp / "out2"});
-  EXPECT_EQ(none.exit_code, 1) << none;
+  EXPECT_EQ(none.exit_code, 2) << none;
   EXPECT_NE(none.err.find("[reuse]"), std::string::npos) << none;
-  EXPECT_FALSE(fs::exists(tmp / "out2/p000"));
+  EXPECT_FALSE(fs::exists(tmp / "out2")) << "a refused search leaves nothing";
+}
+
+// Issue 44, item 2: a search re-run after its proxies' config changed
+// (model.d_model 64 -> 32) reused the old proxies, whose config.toml still
+// said 64. It is refused naming the key; more proxies continue the search.
+TEST(MixSearch, AChangedSearchIsRefusedAndMoreProxiesContinue) {
+  TempDir tmp;
+  const SearchFiles s = make_setup(tmp.path(), {"a", "b"}, 1, 100, 60, 20000,
+                                   "proxies = 4\nholdout = 1\nverify = false\ncandidates = 200\ntop_k = 5\n");
+  auto search = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = {moetrain_binary(), "mix", "search", s.search, "--out", tmp / "out", "--no-progress"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return run_process(a, 600);
+  };
+  const auto first = search({});
+  ASSERT_EQ(first.exit_code, 0) << first;
+  const std::string proxies = read_file(tmp / "out/proxies.jsonl");
+  const auto changed = search({"--set", "search.set=[\"model.d_model=32\"]"});
+  EXPECT_EQ(changed.exit_code, 2) << changed;
+  EXPECT_NE(changed.err.find("base.model.d_model = 64 -> 32"), std::string::npos) << changed;
+  EXPECT_EQ(read_file(tmp / "out/proxies.jsonl"), proxies);
+  const auto more = search({"--set", "search.proxies=5"});
+  EXPECT_EQ(more.exit_code, 0) << more;
 }
 
 TEST(MixSearch, TwoHundredBucketsSearchedByTopic) {

@@ -84,25 +84,8 @@ Result<LadderConfig> load_ladder_config(const std::string& path, const std::vect
 
 namespace {
 
-// One result of the ladder: a rung's full run, or one of its cooldown branches.
-struct Unit {
-  std::string name;         // "r3", or "r3@0.5" for the branch at half the budget
-  std::string dir;          // its run directory
-  size_t rung = 0;
-  int64_t steps = 0;        // its schedule's length
-  int64_t branch_step = 0;  // the full run's step it branches from (0: the full run itself)
-  double cooldown = 1.0;    // fraction of the rung's budget
-  double tokens = 0, flops = 0;
-  std::vector<std::string> sets;  // its overrides of the base config
-};
-
-struct RungPlan {
-  RunConfig cfg;           // the full run's config
-  double active = 0, total = 0;
-  int64_t steps = 0;
-  std::vector<std::string> sets;
-  std::vector<size_t> units;  // branches in budget order, then the full run
-};
+using Unit = LadderUnit;
+using RungPlan = LadderRungPlan;
 
 // The rung's overrides: the ladder's, then its shape.
 std::vector<std::string> shape_sets(const LadderConfig& c, const LadderRung& r) {
@@ -210,16 +193,13 @@ std::vector<std::string> train_args(const LadderConfig& c, const std::vector<std
 
 }  // namespace
 
-Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& opt) {
-  std::error_code ec;
-  fs::create_directories(opt.out_dir + "/logs", ec);
-  if (ec) return Status::errorf("{}: cannot create: {}", opt.out_dir, ec.message());
-  const std::string results_path = opt.out_dir + "/results.jsonl";
-
-  // Plan every rung and branch first: errors surface before any training.
-  std::vector<RungPlan> rungs;
-  std::vector<Unit> units;
-  double total_flops = 0;
+Result<LadderPlan> plan_ladder(const LadderConfig& c, const std::string& out_dir) {
+  LadderPlan plan;
+  plan.base = c.base;
+  plan.out_dir = out_dir;
+  std::vector<RungPlan>& rungs = plan.rungs;
+  std::vector<Unit>& units = plan.units;
+  double& total_flops = plan.total_flops;
   for (size_t ri = 0; ri < c.rungs.size(); ++ri) {
     const LadderRung& r = c.rungs[ri];
     RungPlan p;
@@ -240,12 +220,12 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& op
     if (!c.cooldowns.empty() && tc.schedule.kind != ScheduleKind::kWsd)
       return Status::errorf("{}: ladder.cooldowns needs train.schedule = \"wsd\" (rung {} has another schedule)",
                             c.source, r.name);
-    const std::string full_dir = opt.out_dir + "/" + r.name;
+    const std::string full_dir = out_dir + "/" + r.name;
     int64_t prev_steps = 0;
     for (double f : c.cooldowns) {
       Unit u;
       u.name = r.name + "@" + cooldown_label(f);
-      u.dir = opt.out_dir + "/" + u.name;
+      u.dir = out_dir + "/" + u.name;
       u.rung = ri;
       u.cooldown = f;
       u.steps = std::llround(f * double(p.steps));
@@ -277,6 +257,29 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& op
     units.push_back(std::move(full));
     rungs.push_back(std::move(p));
   }
+  return plan;
+}
+
+OutputOwner ladder_owner(const LadderPlan& plan) {
+  OutputOwner o;
+  o.command = "ladder run";
+  for (const Unit& u : plan.units) {
+    auto resolved = load_run_config(plan.base, u.sets);  // loaded once already by plan_ladder
+    o.parts[u.name] = resolved ? flatten_toml(to_toml(resolved.value()))
+                               : std::map<std::string, std::string>{{"error", resolved.status().message()}};
+    o.parts[u.name]["ladder.branch_step"] = std::to_string(u.branch_step);
+  }
+  return o;
+}
+
+Result<std::string> run_ladder(const LadderConfig& c, const LadderPlan& plan, const LadderRunOptions& opt) {
+  const std::string& out_dir = plan.out_dir;
+  const std::vector<RungPlan>& rungs = plan.rungs;
+  const std::vector<Unit>& units = plan.units;
+  std::error_code ec;
+  fs::create_directories(out_dir + "/logs", ec);
+  if (ec) return Status::errorf("{}: cannot create: {}", out_dir, ec.message());
+  const std::string results_path = out_dir + "/results.jsonl";
 
   // What an earlier invocation recorded.
   auto previous = read_results(results_path);
@@ -317,7 +320,7 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& op
                    {"n_layers", r.n_layers},
                    {"steps", u.steps},
                    {"train_loss", last->value("loss", 0.0)},
-                   {"state_hash", logged_state_hash(opt.out_dir + "/logs/" + u.name + ".log")}};
+                   {"state_hash", logged_state_hash(out_dir + "/logs/" + u.name + ".log")}};
     if (u.branch_step > 0) {
       rec["meta"]["cooldown"] = u.cooldown;
       rec["meta"]["branch_step"] = u.branch_step;
@@ -355,7 +358,7 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& op
       return;
     }
     queue.push_back(std::move(run));
-    QueuedRun ev = queued_eval(c.eval, u.name, u.dir, opt.out_dir + "/logs/" + u.name + ".eval.log", u.steps,
+    QueuedRun ev = queued_eval(c.eval, u.name, u.dir, out_dir + "/logs/" + u.name + ".eval.log", u.steps,
                                queue.size() - 1);
     ev.done = done;
     ev.on_done = rec;
@@ -376,7 +379,7 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& op
         seg.args = train_args(c, full.sets, full.dir);
         seg.args.insert(seg.args.end(), {"--stop-at", std::to_string(b.branch_step)});
         seg.run_dir = full.dir;
-        seg.log_path = opt.out_dir + "/logs/" + full.name + ".log";
+        seg.log_path = out_dir + "/logs/" + full.name + ".log";
         seg.first_step = seg_from;
         seg.last_step = b.branch_step;
         seg.work = per_step * double(b.branch_step - seg_from);
@@ -402,7 +405,7 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& op
       br.name = b.name;
       br.args = train_args(c, b.sets, b.dir);
       br.run_dir = b.dir;
-      br.log_path = opt.out_dir + "/logs/" + b.name + ".log";
+      br.log_path = out_dir + "/logs/" + b.name + ".log";
       br.first_step = b.branch_step;
       br.last_step = b.steps;
       br.work = per_step * double(b.steps - b.branch_step);
@@ -414,7 +417,7 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& op
     last.name = full.name;
     last.args = train_args(c, full.sets, full.dir);
     last.run_dir = full.dir;
-    last.log_path = opt.out_dir + "/logs/" + full.name + ".log";
+    last.log_path = out_dir + "/logs/" + full.name + ".log";
     last.first_step = seg_from;
     last.last_step = full.steps;
     last.work = per_step * double(full.steps - seg_from);
@@ -434,8 +437,8 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& op
                ri + 1, rungs.size(), full.name, c.rungs[ri].d_model, c.rungs[ri].n_layers, p.active, full.tokens,
                full.steps, full.flops, branches, recorded.count(full.name) ? " — already in " + results_path : "");
   }
-  fmt::print(stderr, "# ladder: {:.3g} FLOP in all, {} runs at once; logs in {}/logs\n", total_flops, opt.jobs,
-             opt.out_dir);
+  fmt::print(stderr, "# ladder: {:.3g} FLOP in all, {} runs at once; logs in {}/logs\n", plan.total_flops, opt.jobs,
+             out_dir);
 
   RunQueueOptions qo;
   qo.jobs = opt.jobs;

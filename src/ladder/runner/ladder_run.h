@@ -31,7 +31,9 @@
 #include <vector>
 
 #include "core/status.h"
+#include "rundir/output_dir.h"
 #include "train/post_eval.h"
+#include "train/run_config.h"
 
 namespace mt {
 
@@ -60,13 +62,48 @@ struct LadderConfig {
 void declare_keys(ConfigSchema& s, LadderConfig& c);
 Result<LadderConfig> load_ladder_config(const std::string& path, const std::vector<std::string>& overrides);
 
+// One result of the ladder: a rung's full run, or one of its cooldown branches.
+struct LadderUnit {
+  std::string name;         // "r3", or "r3@0.5" for the branch at half the budget
+  std::string dir;          // its run directory
+  size_t rung = 0;
+  int64_t steps = 0;        // its schedule's length
+  int64_t branch_step = 0;  // the full run's step it branches from (0: the full run itself)
+  double cooldown = 1.0;    // fraction of the rung's budget
+  double tokens = 0, flops = 0;
+  std::vector<std::string> sets;  // its overrides of the base config
+};
+
+struct LadderRungPlan {
+  RunConfig cfg;  // the full run's config
+  double active = 0, total = 0;
+  int64_t steps = 0;
+  std::vector<std::string> sets;
+  std::vector<size_t> units;  // branches in budget order, then the full run
+};
+
+// Every rung and branch, sized and checked before anything trains.
+struct LadderPlan {
+  std::string base;  // the run config every run starts from
+  std::string out_dir;
+  std::vector<LadderRungPlan> rungs;
+  std::vector<LadderUnit> units;
+  double total_flops = 0;  // of every run, branches counted from their branch step
+};
+Result<LadderPlan> plan_ladder(const LadderConfig& c, const std::string& out_dir);
+
+// What decides the ladder's results, for its output directory's stamp
+// (rundir/output_dir.h): each run's resolved config, a part per run, so
+// rungs may be added or dropped but a rung whose config changed is refused.
+OutputOwner ladder_owner(const LadderPlan& plan);
+
 struct LadderRunOptions {
-  std::string out_dir;    // rung run directories, logs/ and results.jsonl
   int64_t jobs = 1;       // runs trained at once (child processes); the machine's threads are split between them
   bool progress = true;
 };
 
-// Trains every rung and branch not yet in OUT/results.jsonl; returns the results path.
-Result<std::string> run_ladder(const LadderConfig& c, const LadderRunOptions& opt);
+// Trains every rung and branch not yet in OUT/results.jsonl; returns the
+// results path. The caller has claimed OUT (claim_output_dir with ladder_owner).
+Result<std::string> run_ladder(const LadderConfig& c, const LadderPlan& plan, const LadderRunOptions& opt);
 
 }  // namespace mt

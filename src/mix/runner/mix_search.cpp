@@ -32,13 +32,6 @@ using json = nlohmann::json;
 
 namespace {
 
-// One mixture to train: a sampled proxy, or a verification run.
-struct MixRun {
-  std::string name;             // p000.., "natural", "best"
-  std::vector<double> domain_w; // (domains) empty for verification runs
-  std::vector<double> bucket_w; // (buckets)
-};
-
 std::string proxy_name(int64_t k) { return fmt::format("p{:03d}", k); }
 
 // A target term's value in a proxy's record (NaN when the record lacks it).
@@ -148,55 +141,89 @@ json check_regressors(const MixSearchConfig& c, const MixSpace& s, const std::ve
   return out;
 }
 
+const char* mixture_comment(const std::string& run) {
+  return run == "natural" ? "natural token shares (moetrain mix search)"
+                          : "sampled proxy mixture (moetrain mix search)";
+}
+
 }  // namespace
 
-Result<std::string> run_mix_search(const MixSearchConfig& c, const MixSearchOptions& opt) {
-  const std::string out = opt.out_dir;
+Result<MixSearchPlan> plan_mix_search(const MixSearchConfig& c, const std::string& out_dir) {
+  MixSearchPlan plan;
+  plan.out_dir = out_dir;
+  auto base = load_run_config(c.base, c.set);
+  if (!base) return Status::errorf("{}: search.base: {}", c.source, base.status().message());
+  MT_RETURN_IF_ERROR(check_trainer_limits(base.value()));
+  plan.base = std::move(base.value());
+  const TrainConfig& tc = plan.base.train;
+  if (plan.base.data.dataset.empty())
+    return Status::errorf("{}: search.base {} trains without data.dataset: a mixture search needs a bucketed dataset",
+                          c.source, c.base);
+  auto space = make_mix_space(c, plan.base.data.dataset, tc.seq_len, tc.steps * tc.grad_accum * tc.batch_size);
+  if (!space) return space.status();
+  plan.space = std::move(space.value());
+  const MixSpace& s = plan.space;
+  const int64_t m = int64_t(s.domains.size());
+  if (m < 2) return Status::errorf("{}: only {} domain to vary: nothing to search", c.source, m);
+
+  const auto samples = mix::sample_mixtures(s.center, s.domain_cap, c.proxies, c.concentration, c.seed);
+  for (int64_t k = 0; k < c.proxies; ++k)
+    plan.runs.push_back(
+        {proxy_name(k), samples[size_t(k)], mix::expand(s.domains, samples[size_t(k)], int64_t(s.buckets.size()))});
+  if (c.verify) {
+    std::vector<double> nat = mix::within_caps(s.natural, s.cap) ? s.natural : mix::project_capped_simplex(s.natural, s.cap);
+    plan.runs.push_back({"natural", {}, nat});
+  }
+  // Each mixture planned at the hero scale (never repeats data).
+  for (const MixRun& r : plan.runs) {
+    const std::string text = mixture_file_text(s, r.bucket_w, mixture_comment(r.name));
+    auto hero = plan_at_hero_scale(s, text, out_dir + "/mixtures/" + r.name + ".toml");
+    if (!hero) return Status::errorf("{}: {}", r.name, hero.status().message());
+    plan.texts[r.name] = text;
+    plan.plans[r.name] = hero.value();
+  }
+  return plan;
+}
+
+OutputOwner mix_search_owner(const MixSearchPlan& plan) {
+  OutputOwner o;
+  o.command = "mix search";
+  o.config = flatten_toml(to_toml(plan.base), "base.");
+  o.config["hero.total_tokens"] = fmt::format("{}", plan.space.hero.total_tokens);
+  for (const auto& [name, text] : plan.texts) o.parts[name] = flatten_toml(text, "mixture.");
+  return o;
+}
+
+Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan, const MixSearchOptions& opt) {
+  const std::string out = plan.out_dir;
+  const MixSpace& s = plan.space;
+  const TrainConfig& tc = plan.base.train;
+  const int64_t m = int64_t(s.domains.size());
+  std::vector<MixRun>& runs = plan.runs;
+  std::map<std::string, MixturePlan>& plans = plan.plans;
   std::error_code ec;
   fs::create_directories(out + "/logs", ec);
   fs::create_directories(out + "/mixtures", ec);
   if (ec) return Status::errorf("{}: cannot create: {}", out, ec.message());
 
-  // The proxies' run config, the space, the sampled mixtures: all before training.
-  auto base = load_run_config(c.base, c.set);
-  if (!base) return Status::errorf("{}: search.base: {}", c.source, base.status().message());
-  MT_RETURN_IF_ERROR(check_trainer_limits(base.value()));
-  const TrainConfig& tc = base->train;
-  if (base->data.dataset.empty())
-    return Status::errorf("{}: search.base {} trains without data.dataset: a mixture search needs a bucketed dataset",
-                          c.source, c.base);
-  auto space = make_mix_space(c, base->data.dataset, tc.seq_len, tc.steps * tc.grad_accum * tc.batch_size);
-  if (!space) return space.status();
-  const MixSpace& s = space.value();
-  const int64_t m = int64_t(s.domains.size());
-  if (m < 2) return Status::errorf("{}: only {} domain to vary: nothing to search", c.source, m);
-
-  std::vector<MixRun> runs;
-  const auto samples = mix::sample_mixtures(s.center, s.domain_cap, c.proxies, c.concentration, c.seed);
-  for (int64_t k = 0; k < c.proxies; ++k)
-    runs.push_back({proxy_name(k), samples[size_t(k)], mix::expand(s.domains, samples[size_t(k)], int64_t(s.buckets.size()))});
-  if (c.verify) {
-    std::vector<double> nat = mix::within_caps(s.natural, s.cap) ? s.natural : mix::project_capped_simplex(s.natural, s.cap);
-    runs.push_back({"natural", {}, nat});
-  }
-
-  // Each mixture as a file, planned at the hero scale (never repeats data).
-  std::map<std::string, MixturePlan> plans;
+  // Each mixture as a file (unless an earlier invocation wrote the same).
   auto write_mixture = [&](const MixRun& r, const std::string& what) -> Status {
     const std::string path = out + "/mixtures/" + r.name + ".toml";
-    const std::string text = mixture_file_text(s, r.bucket_w, what);
-    auto plan = plan_at_hero_scale(s, text, path);
-    if (!plan) return Status::errorf("{}: {}", r.name, plan.status().message());
-    plans[r.name] = plan.value();
+    if (!plan.texts.count(r.name)) {
+      const std::string text = mixture_file_text(s, r.bucket_w, what);
+      auto hero = plan_at_hero_scale(s, text, path);
+      if (!hero) return Status::errorf("{}: {}", r.name, hero.status().message());
+      plan.texts[r.name] = text;
+      plans[r.name] = hero.value();
+    }
+    const std::string& text = plan.texts.at(r.name);
     if (fs::exists(path)) {
       auto old = read_file(path, "mixture");
       if (old && old.value() == text) return Status::ok();  // as an earlier invocation wrote it
     }
     return write_file_atomic(path, text);
   };
-  for (const MixRun& r : runs)
-    MT_RETURN_IF_ERROR(write_mixture(r, r.name == "natural" ? "natural token shares (moetrain mix search)"
-                                                            : "sampled proxy mixture (moetrain mix search)"));
+  for (const MixRun& r : runs) MT_RETURN_IF_ERROR(write_mixture(r, mixture_comment(r.name)));
 
   // What an earlier invocation finished.
   const std::string proxies_path = out + "/proxies.jsonl";

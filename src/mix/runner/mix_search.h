@@ -22,20 +22,51 @@
 // report.html. Formats: docs/mix.md.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <vector>
 #include <string>
 
 #include "core/status.h"
+#include "data/mixture.h"
 #include "mix/runner/mix_config.h"
+#include "mix/runner/mix_space.h"
+#include "rundir/output_dir.h"
+#include "train/run_config.h"
 
 namespace mt {
 
-struct MixSearchOptions {
+// One mixture to train: a sampled proxy, or a verification run.
+struct MixRun {
+  std::string name;              // p000.., "natural", "best"
+  std::vector<double> domain_w;  // (domains) empty for verification runs
+  std::vector<double> bucket_w;  // (buckets)
+};
+
+// The proxies' run config, the space and every sampled mixture planned at
+// the hero scale: all checked before anything is written or trained.
+struct MixSearchPlan {
   std::string out_dir;
+  RunConfig base;
+  MixSpace space;
+  std::vector<MixRun> runs;                  // the proxies, then "natural" (search.verify)
+  std::map<std::string, std::string> texts;  // run -> its mixture file
+  std::map<std::string, MixturePlan> plans;  // run -> its plan at the hero scale
+};
+Result<MixSearchPlan> plan_mix_search(const MixSearchConfig& c, const std::string& out_dir);
+
+// What decides the proxies' results, for the output directory's stamp
+// (rundir/output_dir.h): the proxies' resolved run config and the hero
+// budget, and each proxy's mixture as a part (more proxies may be added).
+OutputOwner mix_search_owner(const MixSearchPlan& plan);
+
+struct MixSearchOptions {
   int64_t jobs = 1;       // proxies trained at once (child processes sharing the machine's threads)
   bool progress = true;
 };
 
+
 // Returns the path of the chosen mixture file (DIR/best-mixture.toml).
-Result<std::string> run_mix_search(const MixSearchConfig& c, const MixSearchOptions& opt);
+// The caller has claimed plan.out_dir (claim_output_dir with mix_search_owner).
+Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan, const MixSearchOptions& opt);
 
 }  // namespace mt
