@@ -12,7 +12,9 @@
 
 #include "cli/commands.h"
 #include "core/file_io.h"
+#include "core/progress.h"
 #include "core/threads.h"
+#include "core/timer.h"
 #include "data/sampler.h"
 #include "model/transformer.h"
 #include "train/eval_tasks.h"
@@ -27,11 +29,13 @@ struct Args {
   std::vector<std::string> tasks;
   int64_t batches = 0, threads = 0, batch = 16;
   bool no_held_out = false;
+  bool progress = true;
 };
 
 // Held-out loss per bucket, and bits per byte: loss (nats/token) x tokens /
 // (UTF-8 bytes of those tokens x ln 2), the tokenizer-independent figure.
-Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec, const Args& a) {
+// `usage` is set when the request itself is at fault (--batches past the split).
+Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec, const Args& a, bool& usage) {
   const RunConfig& cfg = m.cfg;
   std::string dataset = a.dataset, mixture = a.mixture;
   if (dataset.empty()) {
@@ -51,6 +55,23 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
   if (!src) return src.status();
   const int64_t B = tc.batch_size, T = tc.seq_len;
   const HeldOutShape shape{B, T, a.batches > 0 ? a.batches : std::max<int64_t>(1, tc.eval_batches), B, 0};
+  // Past a bucket's held-out split the sequences would repeat: refused, not
+  // silently counted twice.
+  const std::vector<std::string> names = src.value()->eval_buckets();
+  for (size_t k = 0; k < names.size(); ++k) {
+    const int64_t windows = src.value()->bucket_eval_windows(int64_t(k), T);
+    if (shape.batches * B > windows) {
+      usage = true;
+      return Status::errorf(
+          "{}: {} batches of {} sequences ({} tokens) per bucket, but bucket {}'s held-out split holds {} sequences "
+          "of {} tokens: at most {} batches (past the split the sequences would repeat)",
+          a.batches > 0 ? "--batches" : "train.eval_batches (the default of --batches)", shape.batches, B,
+          shape.batches * B * T, names[k], windows, T, windows / B);
+    }
+  }
+  ProgressLine progress(stderr, std::max<int64_t>(1, int64_t(names.size()) * shape.batches / 10));
+  int64_t batches_done = 0;
+  const double t0 = now_seconds();
   Transformer model(cfg.model, B, T, MatmulPrecision::kFp32);
   model.set_attention_kernel(tc.attention_kernel);
   std::vector<int32_t> tokens(size_t(B * (T + 1)));
@@ -63,13 +84,25 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
           counted[bucket].first += T;
           counted[bucket].second += int64_t(codec.decode(t + b * (T + 1) + 1, T).size());
         }
+        if (a.progress) {
+          const int64_t total = std::max<int64_t>(1, int64_t(names.size())) * shape.batches;
+          const double s = now_seconds() - t0;
+          progress.update(batches_done, total,
+                          fmt::format("held-out bucket {} | {:.0f} tok/s | ETA {}",
+                                      bucket >= 0 ? names[size_t(bucket)] : std::string("(all)"),
+                                      double(batches_done * B * T) / std::max(s, 1e-9),
+                                      ProgressLine::format_eta(batches_done > 0 ? s / double(batches_done) *
+                                                                                      double(total - batches_done)
+                                                                                : 0.0)));
+          ++batches_done;
+        }
       });
+  progress.finish();
   nlohmann::json j;
   j["dataset"] = dataset;
   j["sequences_per_bucket"] = shape.batches * B;
   j["seq_len"] = T;
   j["eval_loss"] = h.eval_loss;
-  const std::vector<std::string> names = src.value()->eval_buckets();
   nlohmann::json buckets = nlohmann::json::array();
   for (const auto& [name, loss] : h.buckets) {
     const int64_t k = std::find(names.begin(), names.end(), name) - names.begin();
@@ -100,8 +133,9 @@ ExitCode run_eval(const Args& a) {
   out["checkpoint"] = m.value().ckpt_dir;
   out["step"] = m.value().step;
   if (!a.no_held_out) {
-    auto h = held_out(m.value(), *codec.value(), a);
-    if (!h) return fail("eval", h.status(), ExitCode::kFailed);
+    bool usage = false;
+    auto h = held_out(m.value(), *codec.value(), a, usage);
+    if (!h) return fail("eval", h.status(), usage ? ExitCode::kUsage : ExitCode::kFailed);
     if (!h.value().is_null()) {
       out["held_out"] = h.value();
       fmt::print("held-out loss {:.4f} ({} sequences of {} tokens per bucket)\n", h.value()["eval_loss"].get<double>(),
@@ -128,7 +162,15 @@ ExitCode run_eval(const Args& a) {
     }
     Decoder dec(m.value().cfg.model, m.value().params.data(), m.value().bias(),
                 DecoderOptions{a.batch, longest, 512, KvDtype::kF32});
-    const McResult r = score_mc(dec, *codec.value(), name, docs);
+    ProgressLine progress(stderr, 1000000);  // in place on a terminal; logs get the result line only
+    const double t0 = now_seconds();
+    const McResult r = score_mc(dec, *codec.value(), name, docs, [&](int64_t done, int64_t total) {
+      if (!a.progress) return;
+      const double s = now_seconds() - t0;
+      progress.update(done, total, fmt::format("task {} | {:.1f} choices/s | ETA {}", name, double(done) / std::max(s, 1e-9),
+                                               ProgressLine::format_eta(s / double(done) * double(total - done))));
+    });
+    progress.finish();
     out["tasks"].push_back(to_json(r));
     fmt::print("task {:<24} docs {:>5}  acc {:.4f} ± {:.4f}  acc_norm {:.4f} ± {:.4f}\n", name, r.docs, r.acc,
                r.acc_stderr, r.acc_norm, r.acc_norm_stderr);
@@ -158,6 +200,7 @@ void register_eval(CLI::App& app, CommandAction& run) {
   sub->add_option("--batch", a->batch, "Sequences scored together for the tasks")->capture_default_str()
       ->check(CLI::PositiveNumber);
   sub->add_flag("--no-held-out", a->no_held_out, "Only the tasks");
+  sub->add_flag("--no-progress", [a](int64_t) { a->progress = false; }, "No live progress line");
   sub->add_option("--out", a->out, "Write the results as JSON to this file");
   sub->add_option("--threads", a->threads, "Worker threads; 0 = OpenMP default")->capture_default_str();
   sub->callback([a, &run] { run = [a] { return run_eval(*a); }; });

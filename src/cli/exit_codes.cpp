@@ -106,7 +106,7 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
        "src/cli/cmd_eval.cpp",
        {{ExitCode::kFailed, "the checkpoint, tokenizer, dataset or mixture cannot be read, or `--out` cannot be written"},
         {ExitCode::kUsage, "a `--tasks` file that cannot be read, or a line of it that is not a valid task document (named as "
-            "FILE:LINE)"}}},
+            "FILE:LINE), or `--batches` past a bucket's held-out split"}}},
       {"export",
        "src/cli/cmd_export.cpp",
        {{ExitCode::kFailed, "the checkpoint or tokenizer cannot be read, or the output cannot be written"},

@@ -222,6 +222,15 @@ std::vector<std::string> MixtureSampler::eval_buckets() const {
   return out;
 }
 
+int64_t MixtureSampler::bucket_eval_windows(int64_t bucket, int64_t seq_len) const {
+  int64_t seen = -1;
+  for (const Bucket& b : ds_->buckets()) {
+    const int64_t L = b.eval->n_tokens() + b.eval->n_docs();
+    if (L >= seq_len + 1 && ++seen == bucket) return (L - 1) / seq_len;
+  }
+  return 0;
+}
+
 bool MixtureSampler::bucket_eval_sequence(int64_t bucket, int64_t index, int64_t seq_len, int32_t* out) const {
   // `bucket` indexes eval_buckets().
   int64_t seen = -1;

@@ -49,6 +49,7 @@ class MixtureSampler final : public TokenSource {
   std::vector<std::pair<std::string, int64_t>> ledger(int64_t n_sequences) const override;
   std::vector<std::string> eval_buckets() const override;
   bool bucket_eval_sequence(int64_t bucket, int64_t index, int64_t seq_len, int32_t* out) const override;
+  int64_t bucket_eval_windows(int64_t bucket, int64_t seq_len) const override;
 
   // Where sequence i comes from: its plan bucket and its slot in that bucket.
   struct Slot {

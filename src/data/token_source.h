@@ -39,6 +39,9 @@ class TokenSource {
   virtual bool bucket_eval_sequence(int64_t bucket, int64_t index, int64_t seq_len, int32_t* out) const {
     return false;
   }
+  // Distinct eval sequences of a bucket (an index of eval_buckets()): past
+  // this many, bucket_eval_sequence wraps around and repeats them.
+  virtual int64_t bucket_eval_windows(int64_t bucket, int64_t seq_len) const { return 0; }
 };
 
 }  // namespace mt

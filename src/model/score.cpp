@@ -20,7 +20,8 @@ std::pair<double, bool> log_prob(const float* logits, int64_t V, int32_t target)
 }  // namespace
 
 std::vector<ContinuationScore> score_continuations(Decoder& dec, const std::vector<std::vector<int32_t>>& seqs,
-                                                   const std::vector<int64_t>& first) {
+                                                   const std::vector<int64_t>& first,
+                                                   const std::function<void(int64_t, int64_t)>& progress) {
   const int64_t S = int64_t(seqs.size()), Bd = dec.options().batch, R = dec.options().max_rows;
   const int64_t V = dec.config().vocab_size;
   std::vector<ContinuationScore> out(static_cast<size_t>(S));
@@ -58,6 +59,7 @@ std::vector<ContinuationScore> score_continuations(Decoder& dec, const std::vect
         out[size_t(s)].greedy = out[size_t(s)].greedy && greedy;
       }
     }
+    if (progress) progress(g1, S);
   }
   return out;
 }

@@ -5,6 +5,7 @@
 // (its own cache row), so scores do not depend on batching.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "model/decoder.h"
@@ -18,7 +19,9 @@ struct ContinuationScore {
 
 // seqs[i]: context then continuation ids; first[i] >= 1 is the continuation's
 // first index. Every sequence must fit the decoder's max_len (checked).
-std::vector<ContinuationScore> score_continuations(Decoder& dec, const std::vector<std::vector<int32_t>>& seqs,
-                                                   const std::vector<int64_t>& first);
+// `progress(done, total)`, if given, after each group of sequences.
+std::vector<ContinuationScore> score_continuations(
+    Decoder& dec, const std::vector<std::vector<int32_t>>& seqs, const std::vector<int64_t>& first,
+    const std::function<void(int64_t done, int64_t total)>& progress = {});
 
 }  // namespace mt

@@ -75,11 +75,12 @@ int64_t code_points(const std::string& s) {
 double stderr_of(double p, int64_t n) { return n > 1 ? std::sqrt(p * (1 - p) / double(n - 1)) : 0.0; }
 }  // namespace
 
-McResult score_mc(Decoder& dec, const TextCodec& codec, const std::string& task, const std::vector<McDoc>& docs) {
+McResult score_mc(Decoder& dec, const TextCodec& codec, const std::string& task, const std::vector<McDoc>& docs,
+                  const std::function<void(int64_t, int64_t)>& progress) {
   std::vector<std::vector<int32_t>> seqs;
   std::vector<int64_t> first;
   encode_mc(codec, docs, seqs, first);
-  const std::vector<ContinuationScore> sc = score_continuations(dec, seqs, first);
+  const std::vector<ContinuationScore> sc = score_continuations(dec, seqs, first, progress);
   McResult r;
   r.task = task;
   r.docs = int64_t(docs.size());

@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,7 +49,9 @@ struct McResult {
 void encode_mc(const TextCodec& codec, const std::vector<McDoc>& docs, std::vector<std::vector<int32_t>>& seqs,
                std::vector<int64_t>& first);
 
-McResult score_mc(Decoder& dec, const TextCodec& codec, const std::string& task, const std::vector<McDoc>& docs);
+// `progress(done, total)` over the (context, choice) pairs, if given.
+McResult score_mc(Decoder& dec, const TextCodec& codec, const std::string& task, const std::vector<McDoc>& docs,
+                  const std::function<void(int64_t done, int64_t total)>& progress = {});
 
 nlohmann::json to_json(const McResult& r);
 

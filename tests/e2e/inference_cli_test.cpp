@@ -109,6 +109,24 @@ TEST(InferenceCli, EvalHeldOutIsTheTrainersAndTasksAreScored) {
   EXPECT_TRUE(acc == 0.0 || acc == 0.5 || acc == 1.0);
 }
 
+// Issue 44, item 5: --batches past a bucket's held-out split read the same
+// sequences again without saying so. Refused, naming the flag, the bucket
+// and the most batches that fit; the largest count that fits runs.
+TEST(InferenceCli, EvalBatchesPastTheHeldOutSplitAreRefused) {
+  const auto r = moetrain({"eval", "--ckpt", trained().run, "--batches", "1000"});
+  EXPECT_EQ(r.exit_code, 2) << r;
+  EXPECT_NE(r.err.find("--batches: 1000 batches"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("held-out split holds"), std::string::npos) << r;
+  const size_t at = r.err.find("at most ");
+  ASSERT_NE(at, std::string::npos) << r;
+  const std::string most = r.err.substr(at + 8, r.err.find(' ', at + 8) - at - 8);
+  ASSERT_GT(std::stoll(most), 0) << r;
+  const auto fits = moetrain({"eval", "--ckpt", trained().run, "--batches", most, "--no-progress"});
+  EXPECT_EQ(fits.exit_code, 0) << fits;
+  const auto over = moetrain({"eval", "--ckpt", trained().run, "--batches", std::to_string(std::stoll(most) + 1)});
+  EXPECT_EQ(over.exit_code, 2) << over;
+}
+
 TEST(InferenceCli, BadInputNamesFileAndLine) {
   TempDir tmp;
   const std::string tasks = tmp / "bad.jsonl";
