@@ -6,6 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/memory.h"
+#include "core/progress.h"
+#include "core/timer.h"
 #include "cli/commands.h"
 #include "core/file_io.h"
 #include "core/threads.h"
@@ -22,7 +25,7 @@ struct Args {
   double temperature = 1.0, top_p = 1.0;
   int64_t top_k = 0;
   uint64_t seed = 1234;
-  bool json = false, no_stop = false;
+  bool json = false, no_stop = false, progress = true;
 };
 
 // One prompt per line; "\n" inside a line stands for a newline.
@@ -82,17 +85,46 @@ ExitCode run_generate(const Args& a) {
     longest = std::max<int64_t>(longest, int64_t(v.size()));
     ids.push_back(std::move(v));
   }
+  // The KV cache and the outputs against this machine's memory, before
+  // anything is allocated (in double: any count a flag takes stays finite).
+  const KvDtype kv_dtype = a.kv_dtype == "bf16" ? KvDtype::kBf16 : KvDtype::kF32;
+  const double positions = double(longest) + double(a.max_new_tokens), gib = double(int64_t(1) << 30);
+  const double kv = KvCache::planned_bytes(c, int64_t(prompts.size()), int64_t(std::min(positions, 9e15)), kv_dtype);
+  const double outputs = double(prompts.size()) * double(a.max_new_tokens) * 16.0;  // ids, text, JSON per token
+  const double model = 4.0 * double(m.value().params.size());
+  if (kv + outputs + model > physical_memory_bytes())
+    return fail("generate",
+                Status::errorf("--max-new-tokens {} for {} prompt(s) needs a KV cache of {:.3g} GiB ({}) and {:.3g} GiB "
+                               "of outputs beside the model's {:.3g} GiB: this machine has {:.3g} GiB (fewer tokens or "
+                               "prompts{})",
+                               a.max_new_tokens, prompts.size(), kv / gib, a.kv_dtype, outputs / gib, model / gib,
+                               physical_memory_bytes() / gib, a.kv_dtype == "f32" ? ", or --kv-dtype bf16" : ""),
+                ExitCode::kUsage);
+  const int64_t trained = m.value().cfg.train.seq_len;
+  if (positions > double(trained))
+    fmt::print(stderr, "# warning: up to {} positions per sequence, past the {} the model was trained on "
+               "(train.seq_len): what it generates there is untested\n", int64_t(positions), trained);
   DecoderOptions dopt;
   dopt.batch = int64_t(prompts.size());
   dopt.max_len = longest + a.max_new_tokens;
   dopt.max_rows = a.max_rows;
-  dopt.kv_dtype = a.kv_dtype == "bf16" ? KvDtype::kBf16 : KvDtype::kF32;
+  dopt.kv_dtype = kv_dtype;
   Decoder dec(c, m.value().params.data(), m.value().bias(), dopt);
   GenerateOptions g;
   g.max_new_tokens = a.max_new_tokens;
   g.stop_token = a.no_stop ? -1 : codec.value()->end_of_document();
   g.sampling = SamplingOptions{a.temperature, a.top_k, a.top_p, a.seed};
+  ProgressLine progress(stderr, std::max<int64_t>(1, a.max_new_tokens / 10));
+  const double t0 = now_seconds();
+  if (a.progress)
+    g.progress = [&](int64_t done, int64_t most) {
+      const double s = now_seconds() - t0;
+      progress.update(done, most, fmt::format("{:.1f} tok/s | ETA (no stop) {}", double(done) / std::max(s, 1e-9),
+                                              ProgressLine::format_eta(s / double(std::max<int64_t>(done, 1)) *
+                                                                       double(most - done))));
+    };
   const GenerateResult r = generate(dec, ids, g);
+  progress.finish();
   const double prefill_tps = r.prefill_seconds > 0 ? double(r.prefill_tokens) / r.prefill_seconds : 0.0;
   const double decode_tps = r.decode_seconds > 0 ? double(r.decode_tokens) / r.decode_seconds : 0.0;
   nlohmann::json out;
@@ -153,6 +185,7 @@ void register_generate(CLI::App& app, CommandAction& run) {
   sub->add_option("--threads", a->threads, "Worker threads; 0 = OpenMP default")->capture_default_str();
   sub->add_flag("--no-stop", a->no_stop, "Do not stop at the end-of-document token");
   sub->add_flag("--json", a->json, "Print JSON (samples with token ids, throughput, cache bytes)");
+  sub->add_flag("--no-progress", [a](int64_t) { a->progress = false; }, "No live progress line");
   sub->callback([a, &run] { run = [a] { return run_generate(*a); }; });
 }
 

@@ -101,7 +101,8 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
        "src/cli/cmd_generate.cpp",
        {{ExitCode::kFailed, "the checkpoint cannot be read or validated, the tokenizer cannot be found or loaded, or a prompt "
             "encodes to ids outside the model's vocabulary"},
-        {ExitCode::kUsage, "no prompt, a `--prompts` file that cannot be read or is empty, or a bad `--kv-dtype` / `--top-p`"}}},
+        {ExitCode::kUsage, "no prompt, a `--prompts` file that cannot be read or is empty, a bad `--kv-dtype` / `--top-p`, "
+            "or a KV cache and outputs (`--max-new-tokens` x prompts) that do not fit this machine's memory"}}},
       {"eval",
        "src/cli/cmd_eval.cpp",
        {{ExitCode::kFailed, "the checkpoint, tokenizer, dataset or mixture cannot be read, or `--out` cannot be written"},

@@ -59,12 +59,14 @@ GenerateResult generate(Decoder& dec, const std::vector<std::vector<int32_t>>& p
   // Decode: every unfinished sequence advances one token per call.
   t0 = now_seconds();
   std::vector<char> done(size_t(P), o.max_new_tokens == 0);
+  int64_t generated = 0;
   for (;;) {
     toks.clear();
     ids.clear();
     for (int64_t q = 0; q < P; ++q) {
       if (done[size_t(q)]) continue;
       res.tokens[size_t(q)].push_back(next[size_t(q)]);
+      ++generated;
       if (next[size_t(q)] == o.stop_token || int64_t(res.tokens[size_t(q)].size()) == o.max_new_tokens) {
         done[size_t(q)] = 1;
         continue;
@@ -79,6 +81,7 @@ GenerateResult generate(Decoder& dec, const std::vector<std::vector<int32_t>>& p
       res.decode_tokens += n;
       for (int64_t r = 0; r < n; ++r) pick(ids[r0 + size_t(r)], dec.logits() + r * V);
     }
+    if (o.progress) o.progress(generated, P * o.max_new_tokens);
   }
   res.decode_seconds = now_seconds() - t0;
   return res;

@@ -5,6 +5,7 @@
 // the model and the options. Times prefill and decode separately.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "model/decoder.h"
@@ -16,6 +17,9 @@ struct GenerateOptions {
   int64_t max_new_tokens = 64;
   int32_t stop_token = -1;      // generation of a sequence ends after it emits this id; -1 = none
   SamplingOptions sampling;
+  // Called after every decode step with the tokens generated so far (all
+  // prompts) and the most there can be; none if empty.
+  std::function<void(int64_t generated, int64_t most)> progress;
 };
 
 struct GenerateResult {

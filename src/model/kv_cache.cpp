@@ -45,6 +45,21 @@ void KvCache::reset(int64_t b) {
   }
 }
 
+double KvCache::planned_bytes(const ModelConfig& c, int64_t batch, int64_t max_len, KvDtype dtype) {
+  const double elem = dtype == KvDtype::kF32 ? 4.0 : 2.0, B = double(batch);
+  double total = 0;
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    if (c.is_delta(l)) {
+      total += 4.0 * B * double(c.delta_h()) * double(c.delta_dv()) * double(c.delta_dk());
+      continue;
+    }
+    const double C = double(c.is_local(l) ? std::min(c.window, max_len) : max_len);
+    total += c.mla() ? elem * B * C * double(c.kv_lora_rank + c.qk_rope_head_dim)
+                     : 2.0 * elem * B * double(c.kv_heads(l)) * C * double(c.head_dim());
+  }
+  return total;
+}
+
 int64_t KvCache::bytes() const {
   return vector_bytes(kf_) + vector_bytes(vf_) + vector_bytes(kb_) + vector_bytes(vb_) + vector_bytes(state_);
 }

@@ -52,6 +52,9 @@ class KvCache {
 
   // Bytes of K, V (or MLA latents) and D-layer states held, measured from the buffers.
   int64_t bytes() const;
+  // What a cache of this shape would hold, before allocating it (in double:
+  // any shape a flag can ask for stays finite).
+  static double planned_bytes(const ModelConfig& c, int64_t batch, int64_t max_len, KvDtype dtype);
 
  private:
   int64_t B_, max_len_;

@@ -16,6 +16,7 @@
 
 #include "core/hash.h"
 #include "core/machine_peak.h"
+#include "core/memory.h"
 #include "core/progress.h"
 #include "core/threads.h"
 #include "core/timer.h"
@@ -69,10 +70,6 @@ double approx_params(const ModelConfig& c) {
     }
   }
   return total;
-}
-
-double physical_memory_bytes() {
-  return double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
 }
 
 }  // namespace
