@@ -106,6 +106,12 @@ std::string run_checkpoints_dir(const std::string& run_dir);
 Result<std::string> find_latest_checkpoint_dir(const std::string& run_dir);
 bool has_committed_checkpoints(const std::string& run_dir);
 
+// What every command that reads one checkpoint takes as DIR: a checkpoint
+// (step_XXXXXXXX), a run directory (its newest valid checkpoint) or a run's
+// checkpoints/ directory. Errors say whether DIR is missing, not a
+// directory, or neither kind.
+Result<std::string> resolve_checkpoint_dir(const std::string& dir);
+
 // Full validation without keeping the data: manifest (parse, checksum,
 // schema), each file's size, header and xxh64, each piece's and tensor's
 // xxh64, and tensor_hash. Reads every byte of the checkpoint twice.

@@ -115,13 +115,16 @@ Status scan_file(FileSystem& fs, const std::string& dir, const Manifest& m, cons
   if (!file) return file.status();
   const int64_t size = (*file)->size();
   if (size != f.bytes) {
-    std::string cut;
-    for (const Ref& r : refs) {
-      if (r.p->byte_end > size) cut += (cut.empty() ? "" : ", ") + ("'" + r.t->name + "'");
-    }
+    // The first tensor cut and a count: a list of every one would bury the message.
+    int64_t n_cut = 0;
+    std::string first;
+    for (const Ref& r : refs)
+      if (r.p->byte_end > size && n_cut++ == 0) first = r.t->name;
     return Status::errorf("{}: {} bytes, manifest says {} ({}){}", path, size, f.bytes,
                           size < f.bytes ? "truncated" : "longer than written",
-                          cut.empty() ? "" : "; tensors past the end: " + cut);
+                          n_cut == 0 ? std::string()
+                                     : fmt::format("; {} of its {} tensors lie past the end, the first '{}'", n_cut,
+                                                   refs.size(), first));
   }
   auto header = read_safetensors_header(**file, path);
   if (!header) return header.status();
@@ -305,6 +308,22 @@ Result<std::string> find_latest_checkpoint(const std::string& root, FileSystem& 
 }
 
 std::string run_checkpoints_dir(const std::string& run_dir) { return run_dir + "/checkpoints"; }
+
+Result<std::string> resolve_checkpoint_dir(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec))
+    return Status::errorf("{}: does not exist (expected a checkpoint or run directory)", dir);
+  if (!std::filesystem::is_directory(dir, ec))
+    return Status::errorf("{}: not a directory (expected a checkpoint or run directory)", dir);
+  if (std::filesystem::exists(std::filesystem::path(dir) / "manifest.json", ec)) return dir;
+  if (std::filesystem::is_directory(std::filesystem::path(dir) / "checkpoints", ec))
+    return find_latest_checkpoint_dir(dir);
+  auto latest = find_latest_checkpoint(dir);
+  if (!latest)
+    return Status::errorf("{}: neither a checkpoint (no manifest.json) nor a run directory (no checkpoints/): {}", dir,
+                          latest.status().message());
+  return latest;
+}
 
 Result<std::string> find_latest_checkpoint_dir(const std::string& run_dir) {
   FileSystem& fs = default_file_system();

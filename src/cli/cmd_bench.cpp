@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/embedded_configs.h"
 #include "core/threads.h"
 #include "dist/mpi_comm.h"
@@ -17,18 +18,19 @@ namespace mt {
 
 void register_bench(CLI::App& app, CommandAction& run) {
   struct Args {
-    std::string preset = "moe-512", precision = "fp32", stream = "off";
+    std::string preset = "bench/moe-512", precision = "fp32", stream = "off";
     int64_t steps = 4, threads = 0;
     bool json = false;
     std::vector<std::string> sets;
   };
   auto args = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand("bench", "Throughput and MFU of full training steps against the measured peak.");
-  sub->add_option("--preset", args->preset, "configs/bench preset: dense-512, moe-512, moe-1024, moe-512-mla, moe-512-mtp, moe-512-hybrid, tiny")->capture_default_str();
+  sub->add_option("--preset", args->preset, "Embedded preset, named as for train: bench/dense-512, bench/moe-512, bench/moe-1024, bench/moe-512-mla, "
+                  "bench/moe-512-mtp, bench/moe-512-hybrid, bench/tiny (the bench/ may be left out)")->capture_default_str();
   sub->add_option("--precision", args->precision, "fp32 or bf16")
       ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
   sub->add_option("--steps", args->steps, "Timed steps (after one warm-up step); the median is reported")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(positive())->capture_default_str();
   sub->add_option("--threads", args->threads, "Worker threads (0 = all)")->capture_default_str();
   sub->add_option("--set", args->sets, "Override a preset key: section.key=value (repeatable)");
   sub->add_option("--stream", args->stream,
@@ -39,9 +41,14 @@ void register_bench(CLI::App& app, CommandAction& run) {
   sub->add_flag("--json", args->json, "Print one JSON object instead of a table");
   sub->callback([args, &run] {
     run = [args]() -> ExitCode {
-      const EmbeddedConfig* e = find_embedded_config("bench/" + args->preset);
+      // One naming with `train --preset`: bench/NAME (NAME alone is the same preset).
+      const std::string name = args->preset.rfind("bench/", 0) == 0 ? args->preset : "bench/" + args->preset;
+      const EmbeddedConfig* e = find_embedded_config(name);
       if (!e) {
-        fmt::print(stderr, "moetrain bench: unknown preset '{}' (dense-512, moe-512, moe-1024, moe-512-mla, moe-512-mtp, moe-512-hybrid, tiny)\n", args->preset);
+        std::string known;
+        for (const EmbeddedConfig& c : embedded_configs())
+          if (c.name.rfind("bench/", 0) == 0) known += (known.empty() ? "" : ", ") + c.name;
+        fmt::print(stderr, "moetrain bench: --preset: unknown preset '{}' (the benchmark presets: {})\n", args->preset, known);
         return ExitCode::kUsage;
       }
       std::vector<std::string> sets = args->sets;
@@ -54,7 +61,7 @@ void register_bench(CLI::App& app, CommandAction& run) {
         sets.push_back("stream.enabled=true");
         sets.push_back("stream.store=\"" + args->stream + "\"");
       }
-      auto cfg = parse_run_config(e->text, "<embedded bench/" + args->preset + ".toml>", sets);
+      auto cfg = parse_run_config(e->text, "<embedded " + name + ".toml>", sets);
       if (!cfg) {
         fmt::print(stderr, "moetrain bench: {}\n", cfg.status().message());
         return ExitCode::kUsage;
@@ -62,7 +69,7 @@ void register_bench(CLI::App& app, CommandAction& run) {
       std::unique_ptr<Comm> world = make_world_comm(cfg.value().dist.timeout_s);  // outlives the trainer
       const int ranks = world->size();
       set_num_threads(ranks > 1 && args->threads == 0 ? default_rank_threads() : int(args->threads));
-      auto measured = run_step_bench(cfg.value(), StepBenchOptions{args->preset, args->steps}, *world);
+      auto measured = run_step_bench(cfg.value(), StepBenchOptions{name, args->steps}, *world);
       if (!measured) {
         fmt::print(stderr, "moetrain bench: {}\n", measured.status().message());
         if (ranks > 1) abort_job(*world, int(ExitCode::kFailed));
@@ -77,7 +84,7 @@ void register_bench(CLI::App& app, CommandAction& run) {
         fmt::print("{}\n", j.dump());
         return ExitCode::kOk;
       }
-      fmt::print("preset {}  precision {}  optimizer {}  attention {}  threads {}{}\n", args->preset, args->precision,
+      fmt::print("preset {}  precision {}  optimizer {}  attention {}  threads {}{}\n", name, args->precision,
                  j["optimizer"].get<std::string>(), j["attention_kernel"].get<std::string>(), num_threads(),
                  ranks > 1 ? fmt::format(" per rank x {} ranks", ranks) : "");
       fmt::print("  peak (measured)      {:8.1f} GFLOP/s  ({})\n", peak_gflops, j["peak_kind"].get<std::string>());

@@ -13,11 +13,13 @@ void register_ckpt(CLI::App& app, CommandAction& run) {
   CLI::App* sub = app.add_subcommand("ckpt", "Checkpoint tools.");
   sub->require_subcommand(1);
   CLI::App* inspect = sub->add_subcommand("inspect", "Validate a checkpoint and print its summary.");
-  inspect->add_option("dir", *dir, "Checkpoint directory (step_XXXXXXXX)")->required();
+  inspect->add_option("dir", *dir, "Checkpoint directory (step_XXXXXXXX), or a run directory (its newest checkpoint)")
+      ->required();
   inspect->add_flag("--json", *as_json, "Print JSON");
   inspect->callback([dir, as_json, &run] {
     run = [dir, as_json]() -> ExitCode {
-      auto info = inspect_checkpoint(*dir);
+      auto resolved = resolve_checkpoint_dir(*dir);  // as generate, eval and export take it
+      auto info = resolved ? inspect_checkpoint(resolved.value()) : Result<nlohmann::json>(resolved.status());
       if (!info) {
         fmt::print(stderr, "moetrain ckpt inspect: {}\n", info.status().message());
         return ExitCode::kFailed;

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/data_docs.h"
 #include "dist/mpi_comm.h"
 #include "core/file_io.h"
@@ -263,7 +264,7 @@ void register_data(CLI::App& app, CommandAction& run) {
   build->add_flag("--quiet", ba->quiet, "No progress lines");
   build->add_option("--timeout", ba->timeout_s,
                     "Under mpirun: seconds a rank may wait for the others at a stage before the job is ended")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   build->callback([ba, &run] {
     run = [ba] { return run_build(ba->config, ba->sets, ba->out, ba->quiet, ba->timeout_s); };
   });
@@ -281,7 +282,7 @@ void register_data(CLI::App& app, CommandAction& run) {
   insp->add_flag("--no-heatmap", ia->no_heatmap, "Do not write DATASET_DIR/heatmap.svg");
   insp->add_flag("--docs", ia->docs, "List documents: id, bucket, split, scores and source (file:line)");
   insp->add_option("--bucket", ia->bucket, "With --docs: only this bucket (TOPIC/QUALITY)");
-  insp->add_option("--limit", ia->limit, "With --docs: at most this many documents (0 = all)")->check(CLI::NonNegativeNumber);
+  insp->add_option("--limit", ia->limit, "With --docs: at most this many documents (0 = all)")->check(non_negative());
   insp->callback([ia, &run] {
     run = [ia] {
       if (ia->docs) return run_inspect_docs(ia->dir, ia->bucket, ia->json, ia->limit);
@@ -297,7 +298,7 @@ void register_data(CLI::App& app, CommandAction& run) {
   auto sa = std::make_shared<ShowArgs>();
   CLI::App* show = data->add_subcommand("show", "One document: its labels, scores, source and text.");
   show->add_option("dataset", sa->dir, "Dataset directory")->required();
-  show->add_option("id", sa->id, "Document id (see data inspect --docs)")->required()->check(CLI::NonNegativeNumber);
+  show->add_option("id", sa->id, "Document id (see data inspect --docs)")->required()->check(non_negative());
   show->add_flag("--json", sa->json, "Print JSON (text included)");
   show->callback([sa, &run] { run = [sa] { return run_show_doc(sa->dir, sa->id, sa->json); }; });
 
@@ -313,7 +314,7 @@ void register_data(CLI::App& app, CommandAction& run) {
   plan->add_option("--mixture", pa->mixture, "Mixture TOML")->required();
   plan->add_option("--set", pa->sets, "Override a mixture key: KEY=VALUE (e.g. scale=1/360, weights.\"t00/*\"=2)");
   plan->add_option("--seq-len", pa->seq_len, "Training sequence length (default: --config's train.seq_len, else 1024)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   plan->add_option("--config", pa->run_config, "The run config whose train.seq_len to use");
   plan->add_flag("--json", pa->json, "Print JSON");
   plan->callback([pa, &run] {

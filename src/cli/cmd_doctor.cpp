@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "dist/doctor.h"
 #include "dist/health_check.h"
 #include "dist/mpi_comm.h"
@@ -106,7 +107,7 @@ void register_doctor(CLI::App& app, CommandAction& run) {
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   sub->add_option("--timeout", args->timeout_s, "Seconds a rank waits for another before naming it")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   sub->add_option("--inject-fault", args->inject_fault,
                   "Testing only: wronggemm:RANK makes that rank's GEMM off by 1e-3 relative");
   sub->callback([args, &run] { run = [args]() { return run_doctor(*args); }; });

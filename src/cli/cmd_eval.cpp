@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/file_io.h"
 #include "core/progress.h"
 #include "core/threads.h"
@@ -196,9 +197,9 @@ void register_eval(CLI::App& app, CommandAction& run) {
   sub->add_option("--dataset", a->dataset, "Built dataset for the held-out loss (default: the run's data.dataset)");
   sub->add_option("--mixture", a->mixture, "Mixture TOML for the dataset (default: the run's data.mixture)");
   sub->add_option("--batches", a->batches, "Held-out batches of train.batch_size per bucket; 0 = train.eval_batches")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(non_negative());
   sub->add_option("--batch", a->batch, "Sequences scored together for the tasks")->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   sub->add_flag("--no-held-out", a->no_held_out, "Only the tasks");
   sub->add_flag("--no-progress", [a](int64_t) { a->progress = false; }, "No live progress line");
   sub->add_option("--out", a->out, "Write the results as JSON to this file");

@@ -10,6 +10,7 @@
 #include "core/progress.h"
 #include "core/timer.h"
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/file_io.h"
 #include "core/threads.h"
 #include "model/generate.h"
@@ -171,17 +172,17 @@ void register_generate(CLI::App& app, CommandAction& run) {
   sub->add_option("--prompts", a->prompts_file, "File with one prompt per line (\\n inside a line is a newline)");
   sub->add_option("--tokenizer", a->tokenizer, "SentencePiece model (default: the run dataset's tokenizer.model)");
   sub->add_option("--max-new-tokens", a->max_new_tokens, "Tokens to generate per prompt")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   sub->add_option("--temperature", a->temperature, "Softmax temperature; 0 = greedy")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   sub->add_option("--top-k", a->top_k, "Keep the k most likely tokens; 0 = all")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   sub->add_option("--top-p", a->top_p, "Nucleus: keep the smallest set reaching this probability")->capture_default_str();
   sub->add_option("--seed", a->seed, "Sampling seed (Philox; same seed, same output)")->capture_default_str();
   sub->add_option("--kv-dtype", a->kv_dtype, "KV cache storage: f32 (exact) or bf16 (half the bytes)")
       ->capture_default_str();
   sub->add_option("--max-rows", a->max_rows, "Prefill chunk: tokens per forward call")->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   sub->add_option("--threads", a->threads, "Worker threads; 0 = OpenMP default")->capture_default_str();
   sub->add_flag("--no-stop", a->no_stop, "Do not stop at the end-of-document token");
   sub->add_flag("--json", a->json, "Print JSON (samples with token ids, throughput, cache bytes)");

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/file_io.h"
 #include "ladder/fit_html.h"
 #include "ladder/runner/ladder_run.h"
@@ -106,26 +107,26 @@ void register_ladder(CLI::App& app, CommandAction& run) {
       ->check(CLI::IsMember({"total-over-active", "n-experts"}))
       ->capture_default_str();
   fit->add_option("--huber-delta", a->huber_delta, "Huber threshold on log-loss residuals")
-      ->check(CLI::PositiveNumber)
+      ->check(positive())
       ->capture_default_str();
   fit->add_option("--bootstrap", a->bootstrap, "Bootstrap resamples for errors and intervals (0: none)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative())
       ->capture_default_str();
   fit->add_option("--seed", a->seed, "Bootstrap seed")->capture_default_str();
   fit->add_option("--level", a->level, "Interval level")->check(CLI::Range(0.5, 0.999))->capture_default_str();
   fit->add_option("--drop-highest-loss", a->drop, "Leave out the K runs with the highest loss")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative())
       ->capture_default_str();
   CLI::Option* tp = fit->add_option("--target-params", a->target_params, "Project a run of N parameters...")
-                        ->check(CLI::PositiveNumber);
+                        ->check(positive());
   CLI::Option* tt =
-      fit->add_option("--target-tokens", a->target_tokens, "...trained on D tokens")->check(CLI::PositiveNumber);
+      fit->add_option("--target-tokens", a->target_tokens, "...trained on D tokens")->check(positive());
   CLI::Option* tf =
       fit->add_option("--target-flops", a->target_flops, "Project at compute C = 6 N D: the compute-optimal split")
-          ->check(CLI::PositiveNumber);
+          ->check(positive());
   CLI::Option* tr = fit->add_option("--tokens-per-param", a->tokens_per_param,
                                     "With --target-flops: also the split at R tokens per parameter")
-                        ->check(CLI::PositiveNumber);
+                        ->check(positive());
   fit->add_option("--target-sparsity", a->target_sparsity, "G at the target (needed with --sparsity-term)")
       ->check(CLI::Range(1.0, 1e12));
   fit->add_option("--chance", a->chance, "TASK=P: chance accuracy of a task, the sigmoid's floor (repeatable)");

@@ -18,7 +18,11 @@
 namespace mt {
 namespace {
 
-Status write_ladder_report(const std::string& dir, const std::string& path, const std::vector<std::string>& hold_out) {
+// `bad_input`: the results cannot be read or fitted (exit 2, as `ladder fit`
+// gives for the same data), not a failed write.
+Status write_ladder_report(const std::string& dir, const std::string& path, const std::vector<std::string>& hold_out,
+                           bool& bad_input) {
+  bad_input = true;
   auto runs = ladder::load_results(dir + "/results.jsonl");
   if (!runs) return runs.status();
   ladder::LadderOptions opt;
@@ -29,6 +33,7 @@ Status write_ladder_report(const std::string& dir, const std::string& path, cons
   opt.target.flops = 10 * c_max;  // the projection a decade past the largest fitted run
   auto a = ladder::analyze(*runs, opt);
   if (!a) return a.status();
+  bad_input = false;
   return write_file_atomic(path, ladder::fit_html(*a, dir + "/results.jsonl"));
 }
 
@@ -58,16 +63,14 @@ void register_report(CLI::App& app, CommandAction& run) {
       namespace fs = std::filesystem;
       const std::string path = out->empty() ? *dir + "/report.html" : *out;
       Status s = Status::ok();
+      bool bad_input = false;
       if (fs::exists(*dir + "/search.json"))
         s = write_mix_report(*dir, path);
       else if (fs::exists(*dir + "/results.jsonl"))
-        s = write_ladder_report(*dir, path, *hold_out);
+        s = write_ladder_report(*dir, path, *hold_out, bad_input);
       else
         s = report::write_run_report(*dir, path, "moetrain run " + *dir);
-      if (!s) {
-        fmt::print(stderr, "moetrain report: {}\n", s.message());
-        return ExitCode::kFailed;
-      }
+      if (!s) return fail("report", s, bad_input ? ExitCode::kUsage : ExitCode::kFailed);
       fmt::print("{}\n", path);
       return ExitCode::kOk;
     };

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "supervise/supervisor.h"
 
 namespace mt {
@@ -22,27 +23,27 @@ void register_supervise(CLI::App& app, CommandAction& run) {
   sub->add_option("--hosts", o->hosts_file, "Hosts file (OpenMPI syntax: one host a line, optional slots=N)")
       ->required();
   sub->add_option("--run-dir", o->run_dir, "The run directory (passed to every launch, with --resume)")->required();
-  sub->add_option("--spares", o->spares, "The last N hosts of the file are spares")->check(CLI::NonNegativeNumber);
+  sub->add_option("--spares", o->spares, "The last N hosts of the file are spares")->check(non_negative());
   sub->add_option("--min-ranks", o->min_ranks, "Fewest ranks to train on; below, wait for hosts (--wait-for-hosts)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive())
       ->capture_default_str();
   sub->add_option("--heartbeat-timeout", o->heartbeat_timeout_s, "Seconds a rank may stay silent in a step")
-      ->check(CLI::PositiveNumber)
+      ->check(positive())
       ->capture_default_str();
   sub->add_option("--startup-timeout", o->startup_timeout_s, "Seconds from launch to every rank's first heartbeat")
-      ->check(CLI::PositiveNumber)
+      ->check(positive())
       ->capture_default_str();
   sub->add_option("--recovery", o->policy.recovery_s, "Seconds until a failed host may be used again")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative())
       ->capture_default_str();
   sub->add_option("--quarantine-window", o->policy.quarantine_window_s,
                   "A second failure of a host within this many seconds quarantines it (0: never)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative())
       ->capture_default_str();
   sub->add_option("--wait-for-hosts", o->wait_for_hosts_s, "Seconds to wait below --min-ranks before stopping")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative())
       ->capture_default_str();
-  sub->add_option("--max-restarts", o->max_restarts, "Launches allowed in all")->check(CLI::PositiveNumber)
+  sub->add_option("--max-restarts", o->max_restarts, "Launches allowed in all")->check(positive())
       ->capture_default_str();
   sub->add_option("--stragglers", o->straggler_policy,
                   "A rank that keeps the others waiting three steps running: warn (an event) or replace (a failure)")

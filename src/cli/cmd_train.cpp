@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/stop_signal.h"
 #include "rundir/run_dir.h"
 #include "cli/embedded_configs.h"
@@ -42,12 +43,14 @@ void register_train(CLI::App& app, CommandAction& run) {
   sub->add_option("--stop-at", args->stop_at,
                   "Stop after this step with a checkpoint, as if interrupted (the schedule keeps train.steps; "
                   "--resume continues)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   sub->add_option("--heartbeat", args->heartbeat,
                   "Supervised runs (moetrain supervise sets it): keep DIR/rank_R.json current every step, and die "
                   "with the parent process");
   sub->add_option("--inject-fault", args->inject_fault,
-                  "Testing only: hang:RANK:STEP, kill:RANK:STEP or killmid:RANK:STEP makes that rank hang or SIGKILL itself at (or in the middle of) STEP");
+                  "Testing only: KIND:RANK:STEP makes that rank misbehave at STEP: hang, kill (SIGKILL at the step), killmid "
+                  "(in its middle), slow, nan (a non-finite gradient), spike (a loss spike), wronggemm (its GEMMs off "
+                  "by 1e-3 from STEP on); docs/training.md");
   sub->callback([args, &run] {
     run = [args]() -> ExitCode {
       if (args->resume && args->move_aside) {

@@ -29,7 +29,19 @@ std::string ConfigOrigins::at(std::string_view key) const {
 bool ConfigOrigins::was_set(std::string_view key) const { return where_.find(key) != where_.end(); }
 
 Status ConfigOrigins::error(std::string_view key, std::string_view why) const {
-  return Status::errorf("{}: {}: {}", at(key), key, why);
+  // A cross-field error is placed at `key`; when another key it names came
+  // from a --set, say so, or the message points at a file line that is not
+  // what changed.
+  std::string also;
+  for (const auto& [k, where] : where_) {
+    if (k == key || where.find("--set ") == std::string::npos) continue;
+    const size_t at_k = why.find(k);
+    const bool whole = at_k != std::string_view::npos &&
+                       (at_k + k.size() == why.size() || !(std::isalnum(static_cast<unsigned char>(why[at_k + k.size()])) ||
+                                                           why[at_k + k.size()] == '_' || why[at_k + k.size()] == '.'));
+    if (whole) also += fmt::format(" ({} comes from {})", k, where.substr(where.find("--set ")));
+  }
+  return Status::errorf("{}: {}: {}{}", at(key), key, why, also);
 }
 
 // ---- spelling ---------------------------------------------------------------------

@@ -167,8 +167,12 @@ Status supervise(const SupervisorOptions& opt) {
     while (active_ranks(st.hosts) < st.target_ranks) {
       std::string name;
       if (!activate_spare(st.hosts, &name)) break;
-      append_event(opt.run_dir, {{"event", "spare in"}, {"host", name}});
-      say("spare host " + name + " joins");
+      // A host back from a failure waits among the spares, but is not one of
+      // the spares the user set aside: say which it is.
+      const auto h = std::find_if(st.hosts.begin(), st.hosts.end(), [&](const Host& x) { return x.name == name; });
+      const bool recovered = h != st.hosts.end() && !h->failures.empty();
+      append_event(opt.run_dir, {{"event", "spare in"}, {"host", name}, {"recovered", recovered}});
+      say(recovered ? "host " + name + ", back after a failure, rejoins" : "spare host " + name + " joins");
     }
     // Elastic: the largest rank count that divides the global batch.
     const int64_t batch = batch_size(opt.run_dir);

@@ -41,22 +41,9 @@ int32_t TextCodec::end_of_document() const {
   return sp_ ? sp_->special(Special::kEndOfDocument) : ByteTokenizer::kEndOfDocument;
 }
 
-namespace {
-Result<std::string> resolve_checkpoint(const std::string& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return Status::errorf("{}: not a directory (expected a checkpoint or run directory)", dir);
-  if (fs::exists(fs::path(dir) / "manifest.json", ec)) return dir;
-  if (fs::is_directory(fs::path(dir) / "checkpoints", ec)) return find_latest_checkpoint_dir(dir);
-  auto latest = find_latest_checkpoint(dir);
-  if (!latest)
-    return Status::errorf("{}: neither a checkpoint (no manifest.json) nor a run directory (no checkpoints/): {}", dir,
-                          latest.status().message());
-  return latest;
-}
-}  // namespace
 
 Result<InferenceModel> load_inference_model(const std::string& dir) {
-  auto ck_dir = resolve_checkpoint(dir);
+  auto ck_dir = resolve_checkpoint_dir(dir);
   if (!ck_dir) return ck_dir.status();
   auto loaded = read_checkpoint(ck_dir.value());
   if (!loaded) return loaded.status();

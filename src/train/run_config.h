@@ -45,7 +45,9 @@ struct TrainConfig {
   HealthConfig health;            // [health]: periodic GEMM health check over the ranks
   uint64_t seed = 1234;           // parameter init (and the synthetic / stream data order)
   int64_t threads = 0;            // 0 = OpenMP default
-  int64_t checkpoint_every = 0;   // steps; 0 = only at the end
+  // Steps; 0 = only at the end. Not 0 by default: a run killed without a
+  // checkpoint loses everything (torchtitan's default interval is 500 too).
+  int64_t checkpoint_every = 500;
   int64_t keep_checkpoints = 3;   // keep-last-N committed checkpoints
   int64_t log_every = 1;          // metrics line every N steps
   int64_t eval_every = 0;         // held-out eval pass (eval_loss, bucket_eval_loss) every N steps; 0 = off
@@ -81,6 +83,12 @@ Result<RunConfig> load_run_config(const std::string& path, const std::vector<std
 // Canonical TOML of a resolved config: printed at start, stored in checkpoints,
 // and parsed again on resume (parse(to_toml(c)) == c).
 std::string to_toml(const RunConfig& c);
+
+// The config with its paths (data.path, data.dataset, data.mixture,
+// stream.store_dir) made absolute against the working directory, the base of
+// every path in a run config, preset or --set. A run saves this form, so it
+// resumes, evaluates and exports from any directory.
+RunConfig with_absolute_paths(RunConfig c);
 
 // Where `moetrain train`'s config comes from: --config FILE; else, resuming
 // without --preset, the run's own RUN_DIR/config.toml (continue the run as it

@@ -113,7 +113,9 @@ Status check_trainer_limits(const RunConfig& cfg) {
   return Status::ok();
 }
 
-Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& cfg, const TrainerOptions& opt) {
+Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const TrainerOptions& opt) {
+  // Saved with absolute paths (config.toml, manifests): the run resumes from any directory.
+  const RunConfig cfg = with_absolute_paths(given);
   MT_RETURN_IF_ERROR(check_trainer_limits(cfg));
   std::unique_ptr<Trainer> t(new Trainer(cfg, opt));
   const TrainConfig& tc = cfg.train;

@@ -22,6 +22,7 @@ namespace {
 
 // Keys that may differ between the saved and the resuming config.
 RunConfig normalised(RunConfig c) {
+  c = with_absolute_paths(std::move(c));  // a checkpoint saved before paths were absolute names the same files
   c.train.steps = 0;
   c.train.checkpoint_every = 0;
   c.train.keep_checkpoints = 0;

@@ -107,7 +107,7 @@ TEST(CliReference, ShowsOptionsWithTheirDefaults) {
   const Expect kRows[] = {
       {"train", "--run-dir", "`TEXT`", "`runs/quickstart`", ""},
       {"train", "--resume", "flag", "", ""},
-      {"bench", "--preset", "`TEXT`", "`moe-512`", ""},
+      {"bench", "--preset", "`TEXT`", "`bench/moe-512`", ""},
       {"bench", "--precision", "`TEXT`, one of `fp32`, `bf16`", "`fp32`", ""},
       {"bench", "--steps", "`INT`, positive", "`4`", ""},
       {"ckpt inspect", "<dir>", "`TEXT`", "", "yes"},

@@ -135,6 +135,20 @@ TEST(Training, MatmulAttentionTracksBlockedInFp32) {
     EXPECT_LE(std::abs(matmul[s] - matmul2[s]), 1e-4 * std::abs(matmul[s])) << "threads 1 vs 2, step " << s + 1;
 }
 
+// One preset naming (issue 44, item 10): bench takes train's names, and the
+// bench/ prefix may be left out; an unknown one lists the known.
+TEST(Training, BenchPresetsAreNamedAsTrainNamesThem) {
+  const auto full = run_process({moetrain_binary(), "bench", "--preset", "bench/tiny", "--steps", "1", "--json"}, 120,
+                                kPassiveOmp);
+  ASSERT_EQ(full.exit_code, 0) << full;
+  EXPECT_EQ(json::parse(full.out, nullptr, false).value("preset", ""), "bench/tiny");
+  const auto bad = run_process({moetrain_binary(), "bench", "--preset", "tiny-test"});
+  EXPECT_EQ(bad.exit_code, 2) << bad;
+  EXPECT_NE(bad.err.find("bench/moe-512"), std::string::npos) << bad;
+  const auto trained = train({"--preset", "bench/tiny", "--set", "train.steps=1", "--run-dir", ""});
+  EXPECT_EQ(trained.exit_code, 0) << trained;
+}
+
 TEST(Training, BenchSmokeJson) {
   const auto r = run_process(
       {moetrain_binary(), "bench", "--preset", "tiny", "--precision", "fp32", "--steps", "1", "--json"}, 120,
@@ -142,7 +156,7 @@ TEST(Training, BenchSmokeJson) {
   ASSERT_EQ(r.exit_code, 0) << r;
   const json j = json::parse(r.out, nullptr, /*allow_exceptions=*/false);
   ASSERT_TRUE(j.is_object()) << "stdout is not one JSON object:\n" << r.out;
-  EXPECT_EQ(j.value("preset", ""), "tiny");
+  EXPECT_EQ(j.value("preset", ""), "bench/tiny");  // named as `train --preset` names it
   EXPECT_EQ(j.value("precision", ""), "fp32");
   const std::string kernel = j.value("attention_kernel", "");
   EXPECT_TRUE(kernel == "blocked-fp32" || kernel == "matmul-fp32") << kernel;

@@ -206,6 +206,9 @@ TEST(Supervise, ElasticShrinksThenGrowsBackWhenTheHostReturns) {
   EXPECT_EQ(ranks[1], 2);  // shrunk, same global batch
   EXPECT_TRUE(grew) << "the host that came back was not used again";
   EXPECT_EQ(ranks.back(), 4);
+  // It is named as what it is, not as a spare (issue 44, item 9).
+  EXPECT_NE(r.err.find("host n3, back after a failure, rejoins"), std::string::npos) << r;
+  EXPECT_EQ(r.err.find("spare host n3"), std::string::npos) << r;
   // Losses match the uninterrupted 4-rank run within the distributed tolerance.
   std::vector<std::string> ref = train_args(300, 5);
   ref.insert(ref.end(), {"--run-dir", tmp / "ref"});

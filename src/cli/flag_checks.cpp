@@ -1,0 +1,36 @@
+// flag_checks.cpp — see flag_checks.h.
+#include "cli/flag_checks.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+namespace mt {
+namespace {
+
+CLI::Validator bound(bool strict) {
+  const char* what = strict ? "a number > 0" : "a number >= 0";
+  return CLI::Validator(
+      [strict, what](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || (strict ? v <= 0 : v < 0))
+          return std::string("expected ") + what + ", got " + text;
+        return "";
+      },
+      strict ? "POSITIVE" : "NONNEGATIVE", strict ? "POSITIVE" : "NONNEGATIVE");
+}
+
+}  // namespace
+
+const CLI::Validator& non_negative() {
+  static const CLI::Validator v = bound(false);
+  return v;
+}
+
+const CLI::Validator& positive() {
+  static const CLI::Validator v = bound(true);
+  return v;
+}
+
+}  // namespace mt
