@@ -30,8 +30,8 @@ void register_bench(CLI::App& app, CommandAction& run) {
   sub->add_option("--precision", args->precision, "fp32 or bf16")
       ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
   sub->add_option("--steps", args->steps, "Timed steps (after one warm-up step); the median is reported")
-      ->check(positive())->capture_default_str();
-  sub->add_option("--threads", args->threads, "Worker threads (0 = all)")->capture_default_str();
+      ->check(in_range(1, 100000))->capture_default_str();
+  sub->add_option("--threads", args->threads, "Worker threads (0 = all)")->check(in_range(0, 256))->capture_default_str();
   sub->add_option("--set", args->sets, "Override a preset key: section.key=value (repeatable)");
   sub->add_option("--stream", args->stream,
                   "Weight streaming: off, host or disk (stream.store); steps alternate with an in-place trainer of "

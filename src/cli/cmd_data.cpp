@@ -314,7 +314,7 @@ void register_data(CLI::App& app, CommandAction& run) {
   plan->add_option("--mixture", pa->mixture, "Mixture TOML")->required();
   plan->add_option("--set", pa->sets, "Override a mixture key: KEY=VALUE (e.g. scale=1/360, weights.\"t00/*\"=2)");
   plan->add_option("--seq-len", pa->seq_len, "Training sequence length (default: --config's train.seq_len, else 1024)")
-      ->check(positive());
+      ->check(in_range(1, 1 << 24));
   plan->add_option("--config", pa->run_config, "The run config whose train.seq_len to use");
   plan->add_flag("--json", pa->json, "Print JSON");
   plan->callback([pa, &run] {
@@ -332,7 +332,8 @@ void register_data(CLI::App& app, CommandAction& run) {
   CLI::App* tt = tok->add_subcommand("train", "Train a BPE tokenizer (byte fallback, pipeline specials).");
   tt->add_option("--input", ta->inputs, "Files or directories (JSONL, text; .gz/.zst)")->required();
   tt->add_option("--out", ta->out, "Model file to write")->required();
-  tt->add_option("--vocab-size", ta->vocab, "Vocabulary size (upper bound)")->capture_default_str();
+  tt->add_option("--vocab-size", ta->vocab, "Vocabulary size (upper bound)")->check(in_range(1, 1 << 22))
+      ->capture_default_str();
   tt->add_option("--sample-bytes", ta->sample_bytes, "Text fed to the trainer")->capture_default_str();
   tt->callback([ta, &run] {
     run = [ta] { return run_tokenizer_train(ta->inputs, ta->out, ta->vocab, ta->sample_bytes); };

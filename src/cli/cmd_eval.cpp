@@ -162,7 +162,7 @@ ExitCode run_eval(const Args& a) {
                       ExitCode::kFailed);
     }
     Decoder dec(m.value().cfg.model, m.value().params.data(), m.value().bias(),
-                DecoderOptions{a.batch, longest, 512, KvDtype::kF32});
+                DecoderOptions{std::min<int64_t>(a.batch, int64_t(seqs.size())), longest, 512, KvDtype::kF32});
     ProgressLine progress(stderr, 1000000);  // in place on a terminal; logs get the result line only
     const double t0 = now_seconds();
     const McResult r = score_mc(dec, *codec.value(), name, docs, [&](int64_t done, int64_t total) {
@@ -197,13 +197,14 @@ void register_eval(CLI::App& app, CommandAction& run) {
   sub->add_option("--dataset", a->dataset, "Built dataset for the held-out loss (default: the run's data.dataset)");
   sub->add_option("--mixture", a->mixture, "Mixture TOML for the dataset (default: the run's data.mixture)");
   sub->add_option("--batches", a->batches, "Held-out batches of train.batch_size per bucket; 0 = train.eval_batches")
-      ->capture_default_str()->check(non_negative());
+      ->capture_default_str()->check(in_range(0, 1e9));
   sub->add_option("--batch", a->batch, "Sequences scored together for the tasks")->capture_default_str()
-      ->check(positive());
+      ->check(in_range(1, 65536));
   sub->add_flag("--no-held-out", a->no_held_out, "Only the tasks");
   sub->add_flag("--no-progress", [a](int64_t) { a->progress = false; }, "No live progress line");
   sub->add_option("--out", a->out, "Write the results as JSON to this file");
-  sub->add_option("--threads", a->threads, "Worker threads; 0 = OpenMP default")->capture_default_str();
+  sub->add_option("--threads", a->threads, "Worker threads; 0 = OpenMP default")->check(in_range(0, 256))
+      ->capture_default_str();
   sub->callback([a, &run] { run = [a] { return run_eval(*a); }; });
 }
 

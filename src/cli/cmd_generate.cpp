@@ -108,7 +108,11 @@ ExitCode run_generate(const Args& a) {
   DecoderOptions dopt;
   dopt.batch = int64_t(prompts.size());
   dopt.max_len = longest + a.max_new_tokens;
-  dopt.max_rows = a.max_rows;
+  // No forward call takes more rows than the prompts hold (prefill) or than
+  // there are prompts (decode): a larger --max-rows would only allocate.
+  int64_t prompt_tokens = 0;
+  for (const auto& v : ids) prompt_tokens += int64_t(v.size());
+  dopt.max_rows = std::min<int64_t>(a.max_rows, std::max<int64_t>(prompt_tokens, dopt.batch));
   dopt.kv_dtype = kv_dtype;
   Decoder dec(c, m.value().params.data(), m.value().bias(), dopt);
   GenerateOptions g;
@@ -182,8 +186,9 @@ void register_generate(CLI::App& app, CommandAction& run) {
   sub->add_option("--kv-dtype", a->kv_dtype, "KV cache storage: f32 (exact) or bf16 (half the bytes)")
       ->capture_default_str();
   sub->add_option("--max-rows", a->max_rows, "Prefill chunk: tokens per forward call")->capture_default_str()
-      ->check(positive());
-  sub->add_option("--threads", a->threads, "Worker threads; 0 = OpenMP default")->capture_default_str();
+      ->check(in_range(1, 1 << 20));
+  sub->add_option("--threads", a->threads, "Worker threads; 0 = OpenMP default")->check(in_range(0, 256))
+      ->capture_default_str();
   sub->add_flag("--no-stop", a->no_stop, "Do not stop at the end-of-document token");
   sub->add_flag("--json", a->json, "Print JSON (samples with token ids, throughput, cache bytes)");
   sub->add_flag("--no-progress", [a](int64_t) { a->progress = false; }, "No live progress line");

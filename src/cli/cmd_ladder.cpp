@@ -110,10 +110,10 @@ void register_ladder(CLI::App& app, CommandAction& run) {
       ->check(positive())
       ->capture_default_str();
   fit->add_option("--bootstrap", a->bootstrap, "Bootstrap resamples for errors and intervals (0: none)")
-      ->check(non_negative())
+      ->check(in_range(0, 100000))
       ->capture_default_str();
   fit->add_option("--seed", a->seed, "Bootstrap seed")->capture_default_str();
-  fit->add_option("--level", a->level, "Interval level")->check(CLI::Range(0.5, 0.999))->capture_default_str();
+  fit->add_option("--level", a->level, "Interval level")->check(in_range(0.5, 0.999))->capture_default_str();
   fit->add_option("--drop-highest-loss", a->drop, "Leave out the K runs with the highest loss")
       ->check(non_negative())
       ->capture_default_str();

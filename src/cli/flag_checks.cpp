@@ -1,6 +1,8 @@
 // flag_checks.cpp — see flag_checks.h.
 #include "cli/flag_checks.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -14,7 +16,8 @@ CLI::Validator bound(bool strict) {
       [strict, what](std::string& text) -> std::string {
         char* end = nullptr;
         const double v = std::strtod(text.c_str(), &end);
-        if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || (strict ? v <= 0 : v < 0))
+        if (end == text.c_str() || *end != '\0') return "";  // not a number: the conversion says so (exit 104)
+        if (!std::isfinite(v) || (strict ? v <= 0 : v < 0))
           return std::string("expected ") + what + ", got " + text;
         return "";
       },
@@ -22,6 +25,19 @@ CLI::Validator bound(bool strict) {
 }
 
 }  // namespace
+
+CLI::Validator in_range(double lo, double hi) {
+  const std::string what = fmt::format("a number in [{:.15g}, {:.15g}]", lo, hi);
+  return CLI::Validator(
+      [lo, hi, what](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0') return "";  // not a number: the conversion says so (exit 104)
+        if (!(v >= lo && v <= hi)) return "expected " + what + ", got " + text;
+        return "";
+      },
+      fmt::format("in [{:.15g}, {:.15g}]", lo, hi), "IN_RANGE");
+}
 
 const CLI::Validator& non_negative() {
   static const CLI::Validator v = bound(false);

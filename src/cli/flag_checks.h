@@ -11,5 +11,8 @@ namespace mt {
 const CLI::Validator& non_negative();
 // A number > 0 (and finite).
 const CLI::Validator& positive();
+// A number in [lo, hi] (not NaN): for counts whose absurd values would run
+// for ever or allocate without bound.
+CLI::Validator in_range(double lo, double hi);
 
 }  // namespace mt

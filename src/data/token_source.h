@@ -1,7 +1,7 @@
 // token_source.h — the interface the trainer reads sequences through. The
 // sequence at global index i is a pure function of (source, i): it does not
 // depend on world size, threads or interruptions, so resuming needs only the
-// step number. StreamSource (one token stream) and MixtureSampler (bucketed
+// step number. PlainSource (one plain token sequence) and MixtureSampler (bucketed
 // dataset + mixture) implement it.
 #pragma once
 #include <cstdint>

@@ -18,7 +18,7 @@ Status check_target(const LadderOptions& opt) {
   if (t.tokens_per_param > 0 && !(t.flops > 0)) return Status::error("tokens per parameter needs a target compute");
   const bool projecting = t.params > 0 || t.flops > 0;
   if (opt.sparsity == Sparsity::kNone && t.sparsity > 0)
-    return Status::error("a target sparsity G applies only to a law fitted with the sparsity term");
+    return Status::error("a target sparsity G (--target-sparsity) applies only to a law fitted with the sparsity term (--sparsity-term)");
   if (opt.sparsity != Sparsity::kNone && projecting && !(t.sparsity >= 1))
     return Status::errorf("the law has a sparsity term: a projection needs the target's G = {} (>= 1)",
                           opt.sparsity == Sparsity::kExperts ? "n_experts" : "total/active parameters");
@@ -76,7 +76,7 @@ ProjectedRun project(const Analysis& a, const Samples& s, const std::function<Al
 Status split_dropped(const std::vector<Run>& runs, int64_t k, Analysis* a) {
   if (k < 0) return Status::errorf("cannot drop {} runs", k);
   if (k >= int64_t(runs.size()))
-    return Status::errorf("dropping the {} highest-loss runs leaves none of {}", k, runs.size());
+    return Status::errorf("dropping the {} highest-loss runs (--drop-highest-loss) leaves none of {}", k, runs.size());
   std::vector<int64_t> order(runs.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = int64_t(i);
   std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return runs[i].loss > runs[j].loss; });
@@ -155,7 +155,7 @@ Projection project_targets(const Analysis& a, const Samples& s) {
 Result<Analysis> analyze(const std::vector<Run>& runs, const LadderOptions& opt) {
   MT_RETURN_IF_ERROR(check_target(opt));
   if (!(opt.bootstrap.level > 0 && opt.bootstrap.level < 1))
-    return Status::errorf("interval level must be in (0, 1), got {}", opt.bootstrap.level);
+    return Status::errorf("interval level (--level) must be in (0, 1), got {}", opt.bootstrap.level);
   Analysis a;
   a.options = opt;
   a.runs_read = int64_t(runs.size());

@@ -22,38 +22,6 @@ double keys_at(int64_t i, int64_t window) {
   return window > 0 ? double(std::min(i + 1, window)) : double(i + 1);
 }
 
-LayerParams layer_params(const ModelConfig& c, int64_t l) {
-  const int64_t D = c.d_model, Dh = c.head_dim();
-  LayerParams p;
-  p.moe = c.is_moe(l);
-  p.local = c.is_local(l);
-  p.kv_heads = c.mla() ? c.n_heads : c.kv_heads(l);
-  p.attn_down = attention_down_params(c);
-  p.attn = attention_matmul_params(c, l) - p.attn_down;
-  p.norms = 2 * D;
-  p.delta = c.is_delta(l);
-  if (p.delta) {
-    p.kv_heads = 0;
-    p.norms += c.delta_dv() + 2 * c.delta_h();  // output RMSNorm, A_log, dt_bias
-  } else if (c.mla()) p.norms += c.q_lora_rank + c.kv_lora_rank;  // RMSNorm on each latent (DeepSeek-V2 eq. 37 / 9)
-  else if (c.qk_norm) p.norms += 2 * Dh;
-  if (!p.moe) {
-    p.dense_ffn = 3 * c.d_ff * D;
-  } else {
-    const int64_t Din = c.expert_in_dim(), F = c.d_expert;
-    p.router = c.n_experts * D;
-    if (c.d_latent > 0) {
-      p.latent = 2 * c.d_latent * D;
-      p.norms += c.d_latent;
-    }
-    if (c.moe_out_norm) p.norms += D;
-    p.shared = c.n_shared_experts * 3 * F * D;
-    p.per_expert = 3 * F * Din;
-    p.experts = c.n_experts * p.per_expert;
-  }
-  return p;
-}
-
 int64_t state_elems(const ModelConfig& c, int64_t l) {
   return c.is_delta(l) ? c.delta_h() * c.delta_dv() * c.delta_dk() : 0;
 }
@@ -90,7 +58,7 @@ ModelStats model_stats(const ModelConfig& c, int64_t seq_len) {
   }
   if (c.mtp_depth > 0) {
     s.mtp_block = layer_params(c, c.n_layers - 1);
-    s.mtp_extra = 2 * D * D + 3 * D;
+    s.mtp_extra = mtp_extra_params(c);
     s.mtp_params = c.mtp_depth * (s.mtp_block.total() + s.mtp_extra);
     s.total += s.mtp_params;
     s.expert_params += c.mtp_depth * s.mtp_block.experts;

@@ -11,26 +11,13 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/param_count.h"
 
 namespace mt::plan {
 
-struct LayerParams {
-  bool moe = false;
-  bool local = false;        // sliding-window attention layer
-  bool delta = false;        // gated-delta layer: attn holds its W_in and W_o, no KV cache
-  int64_t kv_heads = 0;
-  int64_t attn = 0;          // wq, wk, wv, wo (MLA: W_UQ or W_Q, W_UK, W_UV, W_O), split by TP
-  int64_t attn_down = 0;     // MLA: W_DQ and W_DKV, whole on every TP rank (model/weights.h)
-  int64_t norms = 0;         // attn/ffn norms, q/k norms, MLA latent norms, MoE latent and output norms
-  int64_t dense_ffn = 0;     // SwiGLU w1, w3, w2 (dense layers)
-  int64_t router = 0;        // (E, D)
-  int64_t latent = 0;        // down (Dl, D) + up (D, Dl)
-  int64_t shared = 0;        // shared experts
-  int64_t experts = 0;       // all routed experts
-  int64_t per_expert = 0;    // one routed expert: 3 F Din
-  int64_t dense() const { return attn + attn_down + norms + dense_ffn + router + latent + shared; }
-  int64_t total() const { return dense() + experts; }
-};
+// Per-layer counts: model/param_count.h (the trainer counts with them too).
+using LayerParams = ::mt::LayerParamCount;
+using ::mt::layer_params;
 
 struct ModelStats {
   std::vector<LayerParams> layers;
@@ -59,9 +46,6 @@ struct ModelStats {
 };
 
 ModelStats model_stats(const ModelConfig& c, int64_t seq_len);
-
-// Parameters of layer `l` by kind.
-LayerParams layer_params(const ModelConfig& c, int64_t l);
 
 // KV-cache elements one token keeps in layer `l`: 2 Hkv Dh for GQA; Dc + Dr for MLA, whose cache is the
 // latent c_KV and the shared RoPE key (DeepSeek-V2 section 2.1.2, Table 1).

@@ -115,37 +115,49 @@ void say(const std::string& msg) { fmt::print(stderr, "# supervise: {}\n", msg);
 
 }  // namespace
 
+// The state to supervise from: the saved one of a restarted supervisor, or
+// a fresh one from the hosts file, checked before anything is written (a
+// refused supervise leaves no directory). `finished`: the run is done.
+Result<State> starting_state(const SupervisorOptions& opt, bool& finished) {
+  finished = false;
+  if (fs::exists(state_path(opt.run_dir))) {
+    auto s = load_state(opt.run_dir);
+    if (!s) return s.status();
+    if (s.value().finished) {
+      say("the run already finished under supervision (" + state_path(opt.run_dir) + ")");
+      finished = true;
+      return s;
+    }
+    append_event(opt.run_dir, {{"event", "supervisor restarted"}, {"launches_so_far", s.value().launches}});
+    say(fmt::format("continuing to supervise {} ({} launches so far)", opt.run_dir, s.value().launches));
+    return s;
+  }
+  State st;
+  auto text = read_file(opt.hosts_file, "hosts file");
+  if (!text) return text.status();
+  auto hosts = parse_hosts(*text, opt.hosts_file, opt.spares);
+  if (!hosts) return hosts.status();
+  st.hosts = std::move(hosts.value());
+  st.target_ranks = active_ranks(st.hosts);
+  if (st.target_ranks < opt.min_ranks)
+    return Status::errorf("{}: {} ranks on the non-spare hosts, fewer than --min-ranks {}", opt.hosts_file,
+                          st.target_ranks, opt.min_ranks);
+  return st;
+}
+
 Status supervise(const SupervisorOptions& opt) {
+  auto exe = self_executable();
+  if (!exe) return exe.status();
+  bool finished = false;
+  const bool restarted = fs::exists(state_path(opt.run_dir));
+  auto start = starting_state(opt, finished);
+  if (!start) return start.status();
+  if (finished) return Status::ok();
+  State st = std::move(start.value());
   std::error_code ec;
   fs::create_directories(opt.run_dir + "/supervisor/heartbeat", ec);
   if (ec) return Status::errorf("{}: cannot create: {}", opt.run_dir, ec.message());
-  auto exe = self_executable();
-  if (!exe) return exe.status();
-
-  State st;
-  const bool restarted = fs::exists(state_path(opt.run_dir));
-  if (restarted) {
-    auto s = load_state(opt.run_dir);
-    if (!s) return s.status();
-    st = std::move(s.value());
-    if (st.finished) {
-      say("the run already finished under supervision (" + state_path(opt.run_dir) + ")");
-      return Status::ok();
-    }
-    append_event(opt.run_dir, {{"event", "supervisor restarted"}, {"launches_so_far", st.launches}});
-    say(fmt::format("continuing to supervise {} ({} launches so far)", opt.run_dir, st.launches));
-  } else {
-    auto text = read_file(opt.hosts_file, "hosts file");
-    if (!text) return text.status();
-    auto hosts = parse_hosts(*text, opt.hosts_file, opt.spares);
-    if (!hosts) return hosts.status();
-    st.hosts = std::move(hosts.value());
-    st.target_ranks = active_ranks(st.hosts);
-    if (st.target_ranks < opt.min_ranks)
-      return Status::errorf("{}: {} ranks on the non-spare hosts, fewer than --min-ranks {}", opt.hosts_file,
-                            st.target_ranks, opt.min_ranks);
-    append_event(opt.run_dir, {{"event", "supervisor started"}, {"hosts", hosts_to_json(st.hosts)}});
-  }
+  if (!restarted) append_event(opt.run_dir, {{"event", "supervisor started"}, {"hosts", hosts_to_json(st.hosts)}});
   double session_t0 = wall_seconds();
   auto account = [&] {
     const double now = wall_seconds();

@@ -76,9 +76,9 @@ Result<std::unique_ptr<TextCodec>> open_run_codec(const InferenceModel& m, const
   if (fs::exists(own, ec)) return TextCodec::open(own.string());
   const std::string& ds = m.cfg.data.dataset;
   if (ds.empty()) {
-    if (m.cfg.data.stream.format != "text")
+    if (m.cfg.data.plain.format != "text")
       return Status::errorf("{}: the run read pre-tokenized data (data.format = \"{}\"): pass --tokenizer FILE",
-                            m.ckpt_dir, m.cfg.data.stream.format);
+                            m.ckpt_dir, m.cfg.data.plain.format);
     return TextCodec::open("");
   }
   auto dir = resolve_run_path(m, ds, "data.dataset");

@@ -46,7 +46,7 @@ void declare_train_keys(ConfigSchema& s, TrainConfig& t) {
 }
 
 void declare_data_keys(ConfigSchema& s, DataConfig& d) {
-  declare_keys(s, d.stream, "data");
+  declare_keys(s, d.plain, "data");
   s.add("data.dataset", &d.dataset, "a `moetrain data build` directory; set = train from it instead of data.path");
   s.add("data.mixture", &d.mixture, "mixture TOML (weights, total_tokens, scale); required with data.dataset");
 }
@@ -68,7 +68,7 @@ Status validate(const RunConfig& c) {
       return o.error("model.routing_group", fmt::format("group of {} tokens must divide batch_size*seq_len = {}", g,
                                                         t.batch_size * t.seq_len));
   }
-  if (d.dataset.empty() && d.stream.format == "text" && c.model.vocab_size < ByteTokenizer::kByteVocab)
+  if (d.dataset.empty() && d.plain.format == "text" && c.model.vocab_size < ByteTokenizer::kByteVocab)
     return o.error("model.vocab_size", fmt::format("must be >= {} for data.format = \"text\" (256 bytes + {} specials), "
                                                    "got {}", ByteTokenizer::kByteVocab, ByteTokenizer::kByteVocab - 256, c.model.vocab_size));
   return Status::ok();
@@ -121,7 +121,7 @@ Result<RunConfig> choose_run_config(const RunConfigChoice& c, const PresetLookup
 }
 
 RunConfig with_absolute_paths(RunConfig c) {
-  for (std::string* p : {&c.data.stream.path, &c.data.dataset, &c.data.mixture, &c.stream.store_dir})
+  for (std::string* p : {&c.data.plain.path, &c.data.dataset, &c.data.mixture, &c.stream.store_dir})
     if (!p->empty() && std::filesystem::path(*p).is_relative())
       *p = std::filesystem::absolute(*p).lexically_normal().string();
   return c;

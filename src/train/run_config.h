@@ -21,7 +21,7 @@
 #include "optim/optimizer_config.h"
 #include "dist/health_check.h"
 #include "train/spike_guard.h"
-#include "data/stream_source.h"
+#include "data/plain_source.h"
 
 namespace mt {
 
@@ -56,7 +56,7 @@ struct TrainConfig {
 };
 
 struct DataConfig {
-  StreamSourceOptions stream;     // data.path, format, extensions, max_bytes, eval_frac (no dataset)
+  PlainSourceOptions plain;      // data.path, format, extensions, max_bytes, eval_frac (no dataset)
   std::string dataset;            // a `moetrain data build` directory; set = train from it instead of path
   std::string mixture;            // mixture TOML (weights, total_tokens, scale, ...); required with dataset
 };

@@ -21,11 +21,12 @@
 #include "core/threads.h"
 #include "core/timer.h"
 #include "data/sampler.h"
-#include "data/stream_source.h"
+#include "data/plain_source.h"
 #include "optim/lr_schedule.h"
 #include "report/run_report.h"
 #include "model/attention_kernel.h"
 #include "model/flops.h"
+#include "model/param_count.h"
 #include "dist/mpi_comm.h"
 #include "train/metrics_line.h"
 #include "rundir/run_dir.h"
@@ -41,38 +42,6 @@ Trainer::~Trainer() {
   // files go here, the store's own and its directory when store_ goes.
   if (optim_) optim_->remove_state_files();
 }
-
-namespace {
-
-// Parameters of the model, in double so that any size the schema accepts
-// stays finite (the int64 layout is built only once this says it fits).
-double approx_params(const ModelConfig& c) {
-  const double D = double(c.d_model), H = double(c.n_heads), Dh = D / H;
-  double total = double(c.vocab_size) * D * (c.tied_embeddings ? 1.0 : 2.0);
-  total += double(c.mtp_depth) * 2.0 * D * D;  // MTP projections; their blocks are units below
-  for (int64_t l = 0; l < c.n_units(); ++l) {
-    if (c.is_delta(l)) {  // W_in (2 Hd Dk + 2 Hd Dv + 2 Hd, D), W_o (D, Hd Dv)
-      const double Hd = double(c.delta_h()), Dk = double(c.delta_dk()), Dv = double(c.delta_dv());
-      total += D * (2.0 * Hd * Dk + 3.0 * Hd * Dv + 2.0 * Hd);
-    } else if (!c.mla()) {
-      total += 2.0 * D * H * Dh + 2.0 * D * double(c.kv_heads(l)) * Dh;  // q, o; k, v
-    } else {  // model/weights.h attention_matmul_params, in double
-      const double Dq = double(c.q_lora_rank), Dc = double(c.kv_lora_rank), Dr = double(c.qk_rope_head_dim);
-      const double Dqk = double(c.qk_head_dim()), Dn = double(c.qk_nope_head_dim), Dv = double(c.v_head_dim);
-      total += Dq * D + H * Dqk * (Dq > 0 ? Dq : D) + (Dc + Dr) * D + H * (Dn + Dv) * Dc + D * H * Dv;
-    }
-    if (c.is_moe(l)) {
-      const double Din = double(c.expert_in_dim()), F = double(c.d_expert);
-      total += double(c.n_experts) * (3.0 * Din * F + D) + double(c.n_shared_experts) * 3.0 * D * F;
-      if (c.d_latent > 0) total += 2.0 * D * Din;
-    } else {
-      total += 3.0 * D * double(c.d_ff);
-    }
-  }
-  return total;
-}
-
-}  // namespace
 
 Status check_trainer_limits(const RunConfig& cfg) {
   // The CPU router keeps each token's top-k state in fixed-size arrays
@@ -96,7 +65,7 @@ Status check_trainer_limits(const RunConfig& cfg) {
   const TrainConfig& tc = cfg.train;
   const double muon_extra = tc.optimizer.name == OptimizerName::kMuon ? 8.0 : 0.0;
   const double param_bytes =
-      approx_params(cfg.model) * (16.0 + muon_extra + (tc.precision == MatmulPrecision::kBf16 ? 2.0 : 0.0));
+      total_params(cfg.model) * (16.0 + muon_extra + (tc.precision == MatmulPrecision::kBf16 ? 2.0 : 0.0));
   const double tokens = double(tc.batch_size) * double(tc.seq_len);
   const double rough_acts = tokens * double(cfg.model.n_layers) * double(cfg.model.d_model) * 64.0;
   const double limit = physical_memory_bytes();
@@ -126,11 +95,11 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
     if (!src) return src.status();
     t->data_ = std::move(src.value());
   } else {
-    StreamSourceOptions so = cfg.data.stream;
+    PlainSourceOptions so = cfg.data.plain;
     so.vocab_size = cfg.model.vocab_size;
     so.seed = tc.seed;
     so.seq_len = tc.seq_len;
-    auto src = StreamSource::open(so);
+    auto src = PlainSource::open(so);
     if (!src) return src.status();
     t->data_ = std::move(src.value());
   }

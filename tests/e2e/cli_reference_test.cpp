@@ -109,13 +109,13 @@ TEST(CliReference, ShowsOptionsWithTheirDefaults) {
       {"train", "--resume", "flag", "", ""},
       {"bench", "--preset", "`TEXT`", "`bench/moe-512`", ""},
       {"bench", "--precision", "`TEXT`, one of `fp32`, `bf16`", "`fp32`", ""},
-      {"bench", "--steps", "`INT`, positive", "`4`", ""},
+      {"bench", "--steps", "`INT`, in [1, 100000]", "`4`", ""},
       {"ckpt inspect", "<dir>", "`TEXT`", "", "yes"},
       {"data build", "--config", "`TEXT`", "", "yes"},
       {"data plan", "--mixture", "`TEXT`", "", "yes"},
       {"plan", "--search", "`TEXT`, one of `auto`, `layers`, `experts`, `none`", "`auto`", ""},
-      {"ladder fit", "--level", "`FLOAT`, in [0.5 - 0.999]", "`0.95`", ""},
-      {"tokenizer train", "--vocab-size", "`INT`", "`8000`", ""},
+      {"ladder fit", "--level", "`FLOAT`, in [0.5, 0.999]", "`0.95`", ""},
+      {"tokenizer train", "--vocab-size", "`INT`, in [1, 4194304]", "`8000`", ""},
   };
   for (const Expect& e : kRows) {
     const std::string sec = section(page, e.cmd);

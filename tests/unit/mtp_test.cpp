@@ -13,7 +13,7 @@
 #include "core/rng.h"
 #include "core/threads.h"
 #include "data/byte_tokenizer.h"
-#include "data/stream_source.h"
+#include "data/plain_source.h"
 #include "model/transformer.h"
 #include "plan/model_stats.h"
 #include "support/data_fixtures.h"

@@ -8,7 +8,7 @@
 #include "core/file_io.h"
 #include "core/hash.h"
 #include "core/threads.h"
-#include "data/stream_source.h"
+#include "data/plain_source.h"
 #include "model/transformer.h"
 #include "model/weights.h"
 #include "optim/adamw_optimizer.h"
@@ -28,11 +28,11 @@ std::string reference_hash(const RunConfig& cfg, int64_t steps) {
   std::vector<float> params(L.total()), grads(L.total());
   init_params(params.data(), L, cfg.model, tc.seed);
   AdamW adamw(L, tc.optim);
-  StreamSourceOptions so = cfg.data.stream;
+  PlainSourceOptions so = cfg.data.plain;
   so.vocab_size = cfg.model.vocab_size;
   so.seed = tc.seed;
   so.seq_len = tc.seq_len;
-  auto src = StreamSource::open(so);
+  auto src = PlainSource::open(so);
   EXPECT_TRUE(src.is_ok()) << src.status().message();
   std::vector<int32_t> batch(tc.batch_size * (tc.seq_len + 1));
   for (int64_t step = 0; step < steps; ++step) {

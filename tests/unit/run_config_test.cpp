@@ -38,8 +38,8 @@ void expect_same(const RunConfig& a, const RunConfig& b) {
   MT_EQ(train.optim.beta1); MT_EQ(train.optim.beta2); MT_EQ(train.optim.eps); MT_EQ(train.optim.grad_clip);
   MT_EQ(train.precision); MT_EQ(train.attention_kernel); MT_EQ(train.seed); MT_EQ(train.threads);
   MT_EQ(train.checkpoint_every); MT_EQ(train.keep_checkpoints); MT_EQ(train.log_every);
-  MT_EQ(data.stream.path); MT_EQ(data.stream.format); MT_EQ(data.stream.extensions); MT_EQ(data.stream.max_bytes);
-  MT_EQ(data.stream.eval_frac); MT_EQ(data.dataset); MT_EQ(data.mixture);
+  MT_EQ(data.plain.path); MT_EQ(data.plain.format); MT_EQ(data.plain.extensions); MT_EQ(data.plain.max_bytes);
+  MT_EQ(data.plain.eval_frac); MT_EQ(data.dataset); MT_EQ(data.mixture);
   MT_EQ(train.eval_every); MT_EQ(train.eval_batches);
 #undef MT_EQ
 }
@@ -69,7 +69,7 @@ TEST(RunConfig, MissingKeysKeepDefaults) {
   EXPECT_EQ(r->train.schedule.lr, 1e-3);
   EXPECT_EQ(r->model.vocab_size, ModelConfig().vocab_size);
   EXPECT_EQ(r->train.steps, TrainConfig().steps);
-  EXPECT_EQ(r->data.stream.format, "text");
+  EXPECT_EQ(r->data.plain.format, "text");
 }
 
 RunConfig full_config() {
@@ -93,8 +93,8 @@ RunConfig full_config() {
   t.seed = uint64_t(std::numeric_limits<int64_t>::max()); t.threads = 7;
   t.checkpoint_every = 50; t.keep_checkpoints = 1; t.log_every = 10;
   DataConfig& d = c.data;
-  d.stream.path = "/tmp/dir with \"quotes\"\\and\ttabs/é";
-  d.stream.format = "tokens"; d.stream.extensions = {".txt", ".md", ""}; d.stream.max_bytes = 0; d.stream.eval_frac = 0.05;
+  d.plain.path = "/tmp/dir with \"quotes\"\\and\ttabs/é";
+  d.plain.format = "tokens"; d.plain.extensions = {".txt", ".md", ""}; d.plain.max_bytes = 0; d.plain.eval_frac = 0.05;
   return c;
 }
 
@@ -231,11 +231,11 @@ TEST(RunConfig, OverridesApplyAndTakePrecedence) {
   EXPECT_EQ(r->train.schedule.kind, ScheduleKind::kCosine);
   EXPECT_EQ(r->model.layer_pattern, "LLLG");
   EXPECT_TRUE(r->model.qk_norm);
-  EXPECT_EQ(r->data.stream.extensions, (std::vector<std::string>{".py", ".md"}));
-  EXPECT_EQ(r->data.stream.path, "/tmp/some dir/x");
+  EXPECT_EQ(r->data.plain.extensions, (std::vector<std::string>{".py", ".md"}));
+  EXPECT_EQ(r->data.plain.path, "/tmp/some dir/x");
   EXPECT_EQ(r->train.steps, 9);  // later override wins
   EXPECT_EQ(r->model.rope_theta, 20000.0);
-  EXPECT_EQ(r->data.stream.format, "tokens");
+  EXPECT_EQ(r->data.plain.format, "tokens");
 }
 
 TEST(RunConfig, OverrideErrors) {
@@ -331,7 +331,7 @@ TEST(RunConfig, PresetValues) {
   EXPECT_EQ(quick->data.mixture, "configs/data/quickstart-mixture.toml");
   Result<RunConfig> tiny = load_run_config(dir + "tiny-test.toml", {});
   ASSERT_TRUE(tiny.is_ok()) << tiny.status().message();
-  EXPECT_EQ(tiny->data.stream.path, "");
+  EXPECT_EQ(tiny->data.plain.path, "");
   EXPECT_EQ(tiny->model.n_experts, 4);
   EXPECT_EQ(tiny->train.steps, 20);
 }

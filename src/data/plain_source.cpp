@@ -1,6 +1,6 @@
-// stream_source.cpp — loading (with errors naming the file) and the
+// plain_source.cpp — loading (with errors naming the file) and the
 // windowed, permuted sequence read.
-#include "data/stream_source.h"
+#include "data/plain_source.h"
 #include "core/config_schema.h"
 #include "core/file_io.h"
 
@@ -61,8 +61,8 @@ int64_t permute(int64_t i, int64_t n, uint64_t seed, int64_t pass) {
 
 }  // namespace
 
-Result<std::unique_ptr<StreamSource>> StreamSource::open(const StreamSourceOptions& opt) {
-  auto src = std::make_unique<StreamSource>();
+Result<std::unique_ptr<PlainSource>> PlainSource::open(const PlainSourceOptions& opt) {
+  auto src = std::make_unique<PlainSource>();
   src->vocab_ = opt.vocab_size;
   src->seed_ = opt.seed;
   if (opt.path.empty()) {
@@ -112,7 +112,7 @@ Result<std::unique_ptr<StreamSource>> StreamSource::open(const StreamSourceOptio
   return src;
 }
 
-void StreamSource::sequence(int64_t index, int64_t seq_len, int64_t ahead, int32_t* out) const {
+void PlainSource::sequence(int64_t index, int64_t seq_len, int64_t ahead, int32_t* out) const {
   const int64_t windows = (train_end_ - 1) / seq_len;
   const int64_t pass = index / windows;
   const int64_t w = permute(index % windows, windows, seed_, pass);
@@ -121,7 +121,7 @@ void StreamSource::sequence(int64_t index, int64_t seq_len, int64_t ahead, int32
   for (int64_t j = 1; j <= ahead; ++j) out[seq_len + j] = tokens_[size_t((w * seq_len + seq_len + j) % train_end_)];
 }
 
-bool StreamSource::eval_sequence(int64_t index, int64_t seq_len, int32_t* out) const {
+bool PlainSource::eval_sequence(int64_t index, int64_t seq_len, int32_t* out) const {
   const int64_t n = int64_t(tokens_.size()) - train_end_;
   const int64_t windows = (n - 1) / seq_len;
   if (windows <= 0) return false;
@@ -131,7 +131,7 @@ bool StreamSource::eval_sequence(int64_t index, int64_t seq_len, int32_t* out) c
   return true;
 }
 
-void declare_keys(ConfigSchema& s, StreamSourceOptions& o, const std::string& t) {
+void declare_keys(ConfigSchema& s, PlainSourceOptions& o, const std::string& t) {
   s.add(t + ".path", &o.path, "file or directory of text (or tokens); empty = built-in synthetic stream");
   s.add_choice(t + ".format", &o.format, {"text", "tokens"},
                "text: byte tokenizer; tokens: flat little-endian uint32 token ids");

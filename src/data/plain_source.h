@@ -1,6 +1,8 @@
-// stream_source.h — a TokenSource over one in-memory token stream: text files
-// through the byte tokenizer, a flat little-endian uint32 token file, or a
-// deterministic synthetic stream. Sequence i starts at window w(i) of the
+// plain_source.h — a TokenSource over one plain, unbucketed token sequence
+// (data.path without data.dataset): text files through the byte tokenizer, a
+// flat little-endian uint32 token file, or a deterministic synthetic
+// sequence. (Named "plain", not "stream": in moetrain "stream" means weight
+// streaming, [stream] and docs/streaming.md, only.) Sequence i starts at window w(i) of the
 // training part, where w permutes window indices with a seeded bijection, so
 // consecutive steps see unrelated text; after one pass, the next pass uses a
 // new permutation (the data pipeline replaces this with exact mixtures).
@@ -15,7 +17,7 @@
 
 namespace mt {
 
-struct StreamSourceOptions {
+struct PlainSourceOptions {
   std::string path;                     // file or directory; empty = synthetic
   std::string format = "text";          // "text" (byte tokenizer) | "tokens" (flat little-endian uint32)
   std::vector<std::string> extensions;  // directory filter; empty = all files
@@ -29,11 +31,11 @@ struct StreamSourceOptions {
 
 class ConfigSchema;
 // Declares path, format, extensions, max_bytes, eval_frac under `table`.
-void declare_keys(ConfigSchema& s, StreamSourceOptions& o, const std::string& table);
+void declare_keys(ConfigSchema& s, PlainSourceOptions& o, const std::string& table);
 
-class StreamSource final : public TokenSource {
+class PlainSource final : public TokenSource {
  public:
-  static Result<std::unique_ptr<StreamSource>> open(const StreamSourceOptions& opt);
+  static Result<std::unique_ptr<PlainSource>> open(const PlainSourceOptions& opt);
   using TokenSource::sequence;
   // The last window's `ahead` ids wrap to the start of the training part.
   void sequence(int64_t index, int64_t seq_len, int64_t ahead, int32_t* out) const override;
