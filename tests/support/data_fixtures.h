@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "data/data_build.h"
+#include "support/temp_dir.h"
 
 namespace mt::testdata {
 
@@ -118,18 +119,6 @@ inline std::string build_labelled_dataset(const std::string& root, const std::st
   return out;
 }
 
-// A fresh temporary directory, removed at scope exit.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "moetrain-data-XXXXXX").string();
-    path = mkdtemp(tmpl.data()) ? tmpl : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!::testing::Test::HasFailure()) fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& rel) const { return path + "/" + rel; }
-};
+using ::mt::testing::TempDir;  // support/temp_dir.h
 
 }  // namespace mt::testdata

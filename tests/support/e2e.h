@@ -25,6 +25,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+
+#include "support/temp_dir.h"
 #include <thread>
 #include <vector>
 
@@ -246,34 +248,7 @@ class Background {
   ProcessResult result_;
 };
 
-// A fresh directory /tmp/moetrain-e2e-<suite>.<test>-XXXXXX; removed at the
-// end of the test unless the test failed (then its path is printed).
-class TempDir {
- public:
-  TempDir() {
-    std::string name = "e2e";
-    if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info())
-      name = std::string(info->test_suite_name()) + "." + info->name();
-    for (char& c : name)
-      if (c == '/') c = '_';
-    std::string tmpl = "/tmp/moetrain-" + name + "-XXXXXX";
-    if (mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << tmpl;
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    if (::testing::Test::HasFailure()) {
-      std::cerr << "[e2e] keeping " << path_ << " for inspection\n";
-      return;
-    }
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
-
- private:
-  std::string path_;
-};
+using ::mt::testing::TempDir;  // support/temp_dir.h
 
 // `moetrain train --no-progress ARGS...`
 inline ProcessResult train(const std::vector<std::string>& args, double timeout_s = 120,

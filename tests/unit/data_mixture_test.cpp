@@ -59,7 +59,7 @@ TEST(Mixture, ErrorsNameFileLineAndKey) {
 // error in every table: there is no precedence by key order.
 TEST(Mixture, OverlappingPatternsAreRefusedInEveryTable) {
   td::TempDir dir;
-  const std::string path = td::build_labelled_dataset(dir.path, td::labelled_jsonl({"web", "code"}, 2, 6), 0.0, 320);
+  const std::string path = td::build_labelled_dataset(dir.path(), td::labelled_jsonl({"web", "code"}, 2, 6), 0.0, 320);
   auto ds = Dataset::open(path);
   ASSERT_TRUE(ds.is_ok()) << ds.status().message();
   auto plan_error = [&](const std::string& text) {

@@ -30,7 +30,7 @@ class SamplerTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new td::TempDir();
     const std::string path =
-        td::build_labelled_dataset(dir_->path, td::labelled_jsonl({"web", "code", "math"}, 3, 24, 7, 60), 0.25);
+        td::build_labelled_dataset(dir_->path(), td::labelled_jsonl({"web", "code", "math"}, 3, 24, 7, 60), 0.25);
     auto ds = Dataset::open(path);
     ASSERT_TRUE(ds.is_ok()) << ds.status().message();
     ds_ = std::shared_ptr<const Dataset>(std::move(ds.value()));
@@ -124,7 +124,7 @@ TEST_F(SamplerTest, ScheduleWithinOneSequenceWith200Buckets) {
   td::TempDir dir;
   std::vector<std::string> topics;
   for (int t = 0; t < 40; ++t) topics.push_back(fmt::format("t{:02d}", t));
-  const std::string path = td::build_labelled_dataset(dir.path, td::labelled_jsonl(topics, 5, 2, 3, 20), 0.0);
+  const std::string path = td::build_labelled_dataset(dir.path(), td::labelled_jsonl(topics, 5, 2, 3, 20), 0.0);
   auto ds = Dataset::open(path);
   ASSERT_TRUE(ds.is_ok()) << ds.status().message();
   ASSERT_EQ(ds.value()->buckets().size(), 200u);

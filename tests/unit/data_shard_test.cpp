@@ -92,7 +92,7 @@ TEST(Shard, AFailedWriteLeavesEachFileWholeAndNoTemporary) {
       EXPECT_TRUE(tok == old_tok || tok == new_tok);
       EXPECT_TRUE(idx == old_idx || idx == new_idx);
       std::vector<std::string> names;
-      for (const auto& e : std::filesystem::directory_iterator(dir.path)) names.push_back(e.path().filename());
+      for (const auto& e : std::filesystem::directory_iterator(dir.path())) names.push_back(e.path().filename());
       std::sort(names.begin(), names.end());
       EXPECT_EQ(names, (std::vector<std::string>{"s.index", "s.tokens"}));
     }
@@ -235,11 +235,11 @@ TEST_F(TokenizerTest, DocumentsGetTheirSpecialTokens) {
 
 TEST(DatasetDir, TokenizerMismatchAndManifestDamageAreRefused) {
   td::TempDir dir;
-  const std::string ds = td::build_labelled_dataset(dir.path, td::labelled_jsonl({"web", "code"}, 2, 6), 0.2, 320);
+  const std::string ds = td::build_labelled_dataset(dir.path(), td::labelled_jsonl({"web", "code"}, 2, 6), 0.2, 320);
   ASSERT_TRUE(Dataset::open(ds).is_ok());
   // A shard from another dataset (other tokenizer) copied in.
   td::TempDir other;
-  const std::string ds2 = td::build_labelled_dataset(other.path, td::labelled_jsonl({"web", "code"}, 2, 6, 9), 0.2, 300);
+  const std::string ds2 = td::build_labelled_dataset(other.path(), td::labelled_jsonl({"web", "code"}, 2, 6, 9), 0.2, 300);
   const std::string shard = "buckets/web/q0.train.tokens";
   const std::string saved = td::read_file(ds + "/" + shard);
   td::write_file(ds + "/" + shard, td::read_file(ds2 + "/" + shard));

@@ -164,21 +164,21 @@ TEST(Mtp, ThreadCountDoesNotChangeForwardOrBackward) {
     std::cout << "[mtp] 1 and 2 threads differ by at most " << worst << " (scale " << scale << "): GEMM\n";
 }
 
-TEST(Mtp, StreamSourceExtraTargetsContinueTheStream) {
+TEST(Mtp, PlainSourceExtraTargetsContinueTheStream) {
   testdata::TempDir dir;
   std::string text;
   uint32_t x = 12345;  // pseudo-random letters: no two windows of the stream are alike
   for (int i = 0; i < 1200; ++i) text += char('a' + (x = x * 1664525u + 1013904223u) % 26);
-  const std::string path = dir.path + "/a.txt";
+  const std::string path = dir.path() + "/a.txt";
   std::ofstream(path) << text;
   std::vector<int32_t> stream;
   ByteTokenizer::append_document(stream, text);
-  StreamSourceOptions o;
+  PlainSourceOptions o;
   o.path = path;
   o.vocab_size = 300;
   o.seq_len = 16;
   o.seed = 5;
-  auto src = StreamSource::open(o);
+  auto src = PlainSource::open(o);
   ASSERT_TRUE(src.is_ok()) << src.status().message();
   const int64_t T = 16, ahead = 2, n = int64_t(stream.size()), windows = (n - 1) / T;
   int wrapped = 0;
