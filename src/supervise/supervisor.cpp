@@ -115,6 +115,103 @@ void say(const std::string& msg) { fmt::print(stderr, "# supervise: {}\n", msg);
 
 }  // namespace
 
+// Hosts back from their recovery time, then spares until the target rank
+// count is met; each logged and said.
+void admit_hosts(State& st, const std::string& run_dir, double now) {
+  for (const std::string& name : recover_hosts(st.hosts, now)) {
+    append_event(run_dir, {{"event", "host back"}, {"host", name}});
+    say("host " + name + " is back");
+  }
+  while (active_ranks(st.hosts) < st.target_ranks) {
+    std::string name;
+    if (!activate_spare(st.hosts, &name)) break;
+    // A host back from a failure waits among the spares, but is not one of
+    // the spares the user set aside: say which it is.
+    const auto h = std::find_if(st.hosts.begin(), st.hosts.end(), [&](const Host& x) { return x.name == name; });
+    const bool recovered = h != st.hosts.end() && !h->failures.empty();
+    append_event(run_dir, {{"event", "spare in"}, {"host", name}, {"recovered", recovered}});
+    say(recovered ? "host " + name + ", back after a failure, rejoins" : "spare host " + name + " joins");
+  }
+}
+
+// mpirun's command line for `ranks` ranks on the active hosts, in file
+// order; `host_list` gets the --host value ("n0:2,n1:2").
+std::vector<std::string> launch_argv(const SupervisorOptions& opt, const State& st, const std::string& exe,
+                                     int64_t ranks, const std::string& hb_dir, std::string& host_list) {
+  std::vector<std::string> argv = {opt.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(ranks)};
+  host_list.clear();
+  int64_t left = ranks;
+  for (const Host& h : st.hosts) {
+    if (h.state != HostState::kActive || left <= 0) continue;
+    const int64_t n = std::min(left, h.slots);
+    host_list += (host_list.empty() ? "" : ",") + h.name + ":" + std::to_string(n);
+    left -= n;
+  }
+  if (!opt.local) argv.insert(argv.end(), {"--host", host_list});
+  argv.push_back(exe);
+  for (size_t i = 0; i < opt.train_args.size(); ++i) {
+    // Injected faults are for the first launch: a relaunch must not replay them.
+    if (st.launches > 0 && opt.train_args[i] == "--inject-fault") {
+      ++i;
+      continue;
+    }
+    argv.push_back(opt.train_args[i]);
+  }
+  argv.insert(argv.end(), {"--run-dir", opt.run_dir, "--resume", "--no-progress", "--heartbeat", hb_dir});
+  return argv;
+}
+
+// The run finished: goodput against the checkpoint/restart model and the
+// Young/Daly interval, logged and said; the state saved as finished.
+// `text`: the tail of the last launch's log.
+Status finish(const SupervisorOptions& opt, State& st, const std::string& text) {
+  st.finished = true;
+  const int64_t steps = resume_step(opt.run_dir);
+  append_event(opt.run_dir, {{"event", "finished"}, {"step", steps}});
+  // Goodput: the kept steps' compute time over the wall time supervised.
+  double kept_s = 0, ckpt_every = 0;
+  int64_t rows = 0;
+  for (const json& j : read_metrics_lines(opt.run_dir))
+    if (j.contains("step_time_s") && j["step_time_s"].is_number()) kept_s += j["step_time_s"].get<double>(), ++rows;
+  auto cfg = load_run_config(saved_config_path(opt.run_dir), {});
+  if (cfg) ckpt_every = double(cfg->train.checkpoint_every);
+  const double step_s = rows > 0 ? kept_s / double(rows) : 0;
+  const double goodput = st.supervised_s > 0 ? kept_s / st.supervised_s : 0;
+  // The planner's model (Young/Daly): lose half an interval and the restart per failure.
+  const double mtbf = st.failures > 0 ? st.supervised_s / double(st.failures) : INFINITY;
+  const double interval = ckpt_every * step_s;
+  const double restart = st.failures > 0 ? st.restart_s / double(st.failures) : 0;
+  const double predicted = std::isfinite(mtbf) ? std::max(0.0, 1.0 - (interval / 2 + restart) / mtbf) : 1.0;
+  // Young/Daly: the interval that balances checkpoint cost against lost
+  // work is sqrt(2 delta MTBF), delta = a checkpoint's training-thread cost
+  // (the last launch's closing line says it).
+  double delta = NAN;
+  {
+    std::smatch m;
+    static const std::regex re(R"(# checkpoints: (\d+) \([a-z]+\), ([0-9.]+) s on the training thread)");
+    if (std::regex_search(text, m, re)) delta = std::stod(m[2].str()) / std::stod(m[1].str());
+  }
+  const double young = std::isfinite(mtbf) && std::isfinite(delta) ? std::sqrt(2 * delta * mtbf) : NAN;
+  const json g = {{"event", "goodput"},         {"failures", st.failures},   {"launches", st.launches},
+                  {"lost_steps", st.lost_steps}, {"restart_s", st.restart_s}, {"supervised_s", st.supervised_s},
+                  {"compute_s", kept_s},         {"goodput", goodput},         {"predicted_goodput", predicted},
+                  {"checkpoint_cost_s", std::isfinite(delta) ? json(delta) : json()},
+                  {"young_daly_interval_s", std::isfinite(young) ? json(young) : json()}};
+  append_event(opt.run_dir, g);
+  MT_RETURN_IF_ERROR(save_state(opt.run_dir, st));
+  say(fmt::format("finished at step {}: {} interruptions, {} launches, {} steps lost, {:.1f} s restarting; goodput "
+                  "{:.1f}% of {:.1f} s supervised (compute time of the kept steps); the checkpoint/restart model "
+                  "predicts {:.1f}% for the same failure rate (MTBF {:.1f} s), checkpoint interval ({:.1f} s) and "
+                  "restart time ({:.1f} s)",
+                  steps, st.failures, st.launches, st.lost_steps, st.restart_s, 100 * goodput, st.supervised_s,
+                  100 * predicted, mtbf, interval, restart));
+  if (std::isfinite(young))
+    say(fmt::format("a checkpoint cost {:.3f} s of training time; for the measured MTBF the Young/Daly interval is "
+                    "{:.1f} s = about {:.0f} steps (train.checkpoint_every is {:.0f})",
+                    delta, young, step_s > 0 ? young / step_s : 0.0, ckpt_every));
+  return Status::ok();
+}
+
 // The state to supervise from: the saved one of a restarted supervisor, or
 // a fresh one from the hosts file, checked before anything is written (a
 // refused supervise leaves no directory). `finished`: the run is done.
@@ -172,20 +269,7 @@ Status supervise(const SupervisorOptions& opt) {
   double waiting_since = -1;
   while (true) {
     const double now = wall_seconds();
-    for (const std::string& name : recover_hosts(st.hosts, now)) {
-      append_event(opt.run_dir, {{"event", "host back"}, {"host", name}});
-      say("host " + name + " is back");
-    }
-    while (active_ranks(st.hosts) < st.target_ranks) {
-      std::string name;
-      if (!activate_spare(st.hosts, &name)) break;
-      // A host back from a failure waits among the spares, but is not one of
-      // the spares the user set aside: say which it is.
-      const auto h = std::find_if(st.hosts.begin(), st.hosts.end(), [&](const Host& x) { return x.name == name; });
-      const bool recovered = h != st.hosts.end() && !h->failures.empty();
-      append_event(opt.run_dir, {{"event", "spare in"}, {"host", name}, {"recovered", recovered}});
-      say(recovered ? "host " + name + ", back after a failure, rejoins" : "spare host " + name + " joins");
-    }
+    admit_hosts(st, opt.run_dir, now);
     // Elastic: the largest rank count that divides the global batch.
     const int64_t batch = batch_size(opt.run_dir);
     auto fit = [batch](int64_t n) {
@@ -214,28 +298,8 @@ Status supervise(const SupervisorOptions& opt) {
     // Launch.
     for (const auto& e : fs::directory_iterator(hb_dir, ec)) fs::remove(e.path(), ec);
     const int64_t from_step = resume_step(opt.run_dir);
-    std::vector<std::string> argv = {opt.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(ranks)};
     std::string host_list;
-    {
-      int64_t left = ranks;
-      for (const Host& h : st.hosts) {
-        if (h.state != HostState::kActive || left <= 0) continue;
-        const int64_t n = std::min(left, h.slots);
-        host_list += (host_list.empty() ? "" : ",") + h.name + ":" + std::to_string(n);
-        left -= n;
-      }
-    }
-    if (!opt.local) argv.insert(argv.end(), {"--host", host_list});
-    argv.push_back(exe.value());
-    for (size_t i = 0; i < opt.train_args.size(); ++i) {
-      // Injected faults are for the first launch: a relaunch must not replay them.
-      if (st.launches > 0 && opt.train_args[i] == "--inject-fault") {
-        ++i;
-        continue;
-      }
-      argv.push_back(opt.train_args[i]);
-    }
-    argv.insert(argv.end(), {"--run-dir", opt.run_dir, "--resume", "--no-progress", "--heartbeat", hb_dir});
+    const std::vector<std::string> argv = launch_argv(opt, st, exe.value(), ranks, hb_dir, host_list);
     const std::string log = fmt::format("{}/supervisor/launch_{:03d}.log", opt.run_dir, st.launches);
     ChildSpec spec;
     spec.argv = argv;
@@ -346,51 +410,7 @@ Status supervise(const SupervisorOptions& opt) {
     const std::string text = file_tail(log, 1 << 16);
     if (exited && code == 0 && text.find("# done: step") != std::string::npos) {
       account();
-      st.finished = true;
-      const int64_t steps = resume_step(opt.run_dir);
-      append_event(opt.run_dir, {{"event", "finished"}, {"step", steps}});
-      // Goodput: the kept steps' compute time over the wall time supervised.
-      double kept_s = 0, ckpt_every = 0;
-      int64_t rows = 0;
-      for (const json& j : read_metrics_lines(opt.run_dir))
-        if (j.contains("step_time_s") && j["step_time_s"].is_number()) kept_s += j["step_time_s"].get<double>(), ++rows;
-      auto cfg = load_run_config(saved_config_path(opt.run_dir), {});
-      if (cfg) ckpt_every = double(cfg->train.checkpoint_every);
-      const double step_s = rows > 0 ? kept_s / double(rows) : 0;
-      const double goodput = st.supervised_s > 0 ? kept_s / st.supervised_s : 0;
-      // The planner's model (Young/Daly): lose half an interval and the restart per failure.
-      const double mtbf = st.failures > 0 ? st.supervised_s / double(st.failures) : INFINITY;
-      const double interval = ckpt_every * step_s;
-      const double restart = st.failures > 0 ? st.restart_s / double(st.failures) : 0;
-      const double predicted = std::isfinite(mtbf) ? std::max(0.0, 1.0 - (interval / 2 + restart) / mtbf) : 1.0;
-      // Young/Daly: the interval that balances checkpoint cost against lost
-      // work is sqrt(2 delta MTBF), delta = a checkpoint's training-thread cost
-      // (the last launch's closing line says it).
-      double delta = NAN;
-      {
-        std::smatch m;
-        static const std::regex re(R"(# checkpoints: (\d+) \([a-z]+\), ([0-9.]+) s on the training thread)");
-        if (std::regex_search(text, m, re)) delta = std::stod(m[2].str()) / std::stod(m[1].str());
-      }
-      const double young = std::isfinite(mtbf) && std::isfinite(delta) ? std::sqrt(2 * delta * mtbf) : NAN;
-      const json g = {{"event", "goodput"},         {"failures", st.failures},   {"launches", st.launches},
-                      {"lost_steps", st.lost_steps}, {"restart_s", st.restart_s}, {"supervised_s", st.supervised_s},
-                      {"compute_s", kept_s},         {"goodput", goodput},         {"predicted_goodput", predicted},
-                      {"checkpoint_cost_s", std::isfinite(delta) ? json(delta) : json()},
-                      {"young_daly_interval_s", std::isfinite(young) ? json(young) : json()}};
-      append_event(opt.run_dir, g);
-      MT_RETURN_IF_ERROR(save_state(opt.run_dir, st));
-      say(fmt::format("finished at step {}: {} interruptions, {} launches, {} steps lost, {:.1f} s restarting; goodput "
-                      "{:.1f}% of {:.1f} s supervised (compute time of the kept steps); the checkpoint/restart model "
-                      "predicts {:.1f}% for the same failure rate (MTBF {:.1f} s), checkpoint interval ({:.1f} s) and "
-                      "restart time ({:.1f} s)",
-                      steps, st.failures, st.launches, st.lost_steps, st.restart_s, 100 * goodput, st.supervised_s,
-                      100 * predicted, mtbf, interval, restart));
-      if (std::isfinite(young))
-        say(fmt::format("a checkpoint cost {:.3f} s of training time; for the measured MTBF the Young/Daly interval is "
-                        "{:.1f} s = about {:.0f} steps (train.checkpoint_every is {:.0f})",
-                        delta, young, step_s > 0 ? young / step_s : 0.0, ckpt_every));
-      return Status::ok();
+      return finish(opt, st, text);
     }
     if (exited && code == 2 && last_step == from_step)
       return Status::errorf("the job was refused at start (exit 2: configuration or usage), not a host failure; see "
