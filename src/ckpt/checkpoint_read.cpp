@@ -120,11 +120,11 @@ Status scan_file(FileSystem& fs, const std::string& dir, const Manifest& m, cons
     std::string first;
     for (const Ref& r : refs)
       if (r.p->byte_end > size && n_cut++ == 0) first = r.t->name;
-    return Status::errorf("{}: {} bytes, manifest says {} ({}){}", path, size, f.bytes,
-                          size < f.bytes ? "truncated" : "longer than written",
-                          n_cut == 0 ? std::string()
-                                     : fmt::format("; {} of its {} tensors lie past the end, the first '{}'", n_cut,
-                                                   refs.size(), first));
+    return Status::errorf(
+        "{}: {} bytes, manifest says {} ({}){}", path, size, f.bytes,
+        size < f.bytes ? "truncated" : "longer than written",
+        n_cut == 0 ? std::string()
+                   : fmt::format("; {} of its {} tensors lie past the end, the first '{}'", n_cut, refs.size(), first));
   }
   auto header = read_safetensors_header(**file, path);
   if (!header) return header.status();

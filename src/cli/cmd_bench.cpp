@@ -25,13 +25,19 @@ void register_bench(CLI::App& app, CommandAction& run) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand("bench", "Throughput and MFU of full training steps against the measured peak.");
-  sub->add_option("--preset", args->preset, "Embedded preset, named as for train: bench/dense-512, bench/moe-512, bench/moe-1024, bench/moe-512-mla, "
-                  "bench/moe-512-mtp, bench/moe-512-hybrid, bench/tiny (the bench/ may be left out)")->capture_default_str();
+  sub->add_option(
+         "--preset", args->preset,
+         "Embedded preset, named as for train: bench/dense-512, bench/moe-512, bench/moe-1024, bench/moe-512-mla, "
+         "bench/moe-512-mtp, bench/moe-512-hybrid, bench/tiny (the bench/ may be left out)")
+      ->capture_default_str();
   sub->add_option("--precision", args->precision, "fp32 or bf16")
       ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
   sub->add_option("--steps", args->steps, "Timed steps (after one warm-up step); the median is reported")
-      ->check(in_range(1, 100000))->capture_default_str();
-  sub->add_option("--threads", args->threads, "Worker threads (0 = all)")->check(in_range(0, 256))->capture_default_str();
+      ->check(in_range(1, 100000))
+      ->capture_default_str();
+  sub->add_option("--threads", args->threads, "Worker threads (0 = all)")
+      ->check(in_range(0, 256))
+      ->capture_default_str();
   sub->add_option("--set", args->sets, "Override a preset key: section.key=value (repeatable)");
   sub->add_option("--stream", args->stream,
                   "Weight streaming: off, host or disk (stream.store); steps alternate with an in-place trainer of "
@@ -48,7 +54,8 @@ void register_bench(CLI::App& app, CommandAction& run) {
         std::string known;
         for (const EmbeddedConfig& c : embedded_configs())
           if (c.name.rfind("bench/", 0) == 0) known += (known.empty() ? "" : ", ") + c.name;
-        fmt::print(stderr, "moetrain bench: --preset: unknown preset '{}' (the benchmark presets: {})\n", args->preset, known);
+        fmt::print(stderr, "moetrain bench: --preset: unknown preset '{}' (the benchmark presets: {})\n", args->preset,
+                   known);
         return ExitCode::kUsage;
       }
       std::vector<std::string> sets = args->sets;
@@ -119,7 +126,8 @@ void register_bench(CLI::App& app, CommandAction& run) {
       else
         fmt::print("  peak memory (VmHWM)  {:8.1f} MiB\n", j["peak_rss_bytes"].get<double>() / (1 << 20));
       fmt::print("  time by phase:");
-      for (auto it = br.begin(); it != br.end(); ++it) fmt::print(" {} {:.0f}%", it.key(), 100.0 * it.value().get<double>());
+      for (auto it = br.begin(); it != br.end(); ++it)
+        fmt::print(" {} {:.0f}%", it.key(), 100.0 * it.value().get<double>());
       fmt::print("\n");
       return ExitCode::kOk;
     };

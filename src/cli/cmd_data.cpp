@@ -262,8 +262,9 @@ void register_data(CLI::App& app, CommandAction& run) {
   build->add_option("--out", ba->out, "Output dataset directory (must not exist, or be empty)")->required();
   build->add_option("--set", ba->sets, "Override a config key: KEY=VALUE (e.g. tokenizer.vocab_size=4096, input[0].path=x)");
   build->add_flag("--quiet", ba->quiet, "No progress lines");
-  build->add_option("--timeout", ba->timeout_s,
-                    "Under mpirun: seconds a rank may wait for the others at a stage before the job is ended")
+  build
+      ->add_option("--timeout", ba->timeout_s,
+                   "Under mpirun: seconds a rank may wait for the others at a stage before the job is ended")
       ->check(positive());
   build->callback([ba, &run] {
     run = [ba] { return run_build(ba->config, ba->sets, ba->out, ba->quiet, ba->timeout_s); };
@@ -332,7 +333,8 @@ void register_data(CLI::App& app, CommandAction& run) {
   CLI::App* tt = tok->add_subcommand("train", "Train a BPE tokenizer (byte fallback, pipeline specials).");
   tt->add_option("--input", ta->inputs, "Files or directories (JSONL, text; .gz/.zst)")->required();
   tt->add_option("--out", ta->out, "Model file to write")->required();
-  tt->add_option("--vocab-size", ta->vocab, "Vocabulary size (upper bound)")->check(in_range(1, 1 << 22))
+  tt->add_option("--vocab-size", ta->vocab, "Vocabulary size (upper bound)")
+      ->check(in_range(1, 1 << 22))
       ->capture_default_str();
   tt->add_option("--sample-bytes", ta->sample_bytes, "Text fed to the trainer")->capture_default_str();
   tt->callback([ta, &run] {

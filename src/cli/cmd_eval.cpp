@@ -88,13 +88,13 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
         if (a.progress) {
           const int64_t total = std::max<int64_t>(1, int64_t(names.size())) * shape.batches;
           const double s = now_seconds() - t0;
-          progress.update(batches_done, total,
-                          fmt::format("held-out bucket {} | {:.0f} tok/s | ETA {}",
-                                      bucket >= 0 ? names[size_t(bucket)] : std::string("(all)"),
-                                      double(batches_done * B * T) / std::max(s, 1e-9),
-                                      ProgressLine::format_eta(batches_done > 0 ? s / double(batches_done) *
-                                                                                      double(total - batches_done)
-                                                                                : 0.0)));
+          progress.update(
+              batches_done, total,
+              fmt::format("held-out bucket {} | {:.0f} tok/s | ETA {}",
+                          bucket >= 0 ? names[size_t(bucket)] : std::string("(all)"),
+                          double(batches_done * B * T) / std::max(s, 1e-9),
+                          ProgressLine::format_eta(
+                              batches_done > 0 ? s / double(batches_done) * double(total - batches_done) : 0.0)));
           ++batches_done;
         }
       });
@@ -168,8 +168,9 @@ ExitCode run_eval(const Args& a) {
     const McResult r = score_mc(dec, *codec.value(), name, docs, [&](int64_t done, int64_t total) {
       if (!a.progress) return;
       const double s = now_seconds() - t0;
-      progress.update(done, total, fmt::format("task {} | {:.1f} choices/s | ETA {}", name, double(done) / std::max(s, 1e-9),
-                                               ProgressLine::format_eta(s / double(done) * double(total - done))));
+      progress.update(done, total,
+                      fmt::format("task {} | {:.1f} choices/s | ETA {}", name, double(done) / std::max(s, 1e-9),
+                                  ProgressLine::format_eta(s / double(done) * double(total - done))));
     });
     progress.finish();
     out["tasks"].push_back(to_json(r));
@@ -197,13 +198,17 @@ void register_eval(CLI::App& app, CommandAction& run) {
   sub->add_option("--dataset", a->dataset, "Built dataset for the held-out loss (default: the run's data.dataset)");
   sub->add_option("--mixture", a->mixture, "Mixture TOML for the dataset (default: the run's data.mixture)");
   sub->add_option("--batches", a->batches, "Held-out batches of train.batch_size per bucket; 0 = train.eval_batches")
-      ->capture_default_str()->check(in_range(0, 1e9));
-  sub->add_option("--batch", a->batch, "Sequences scored together for the tasks")->capture_default_str()
+      ->capture_default_str()
+      ->check(in_range(0, 1e9));
+  sub->add_option("--batch", a->batch, "Sequences scored together for the tasks")
+      ->capture_default_str()
       ->check(in_range(1, 65536));
   sub->add_flag("--no-held-out", a->no_held_out, "Only the tasks");
-  sub->add_flag("--no-progress", [a](int64_t) { a->progress = false; }, "No live progress line");
+  sub->add_flag(
+      "--no-progress", [a](int64_t) { a->progress = false; }, "No live progress line");
   sub->add_option("--out", a->out, "Write the results as JSON to this file");
-  sub->add_option("--threads", a->threads, "Worker threads; 0 = OpenMP default")->check(in_range(0, 256))
+  sub->add_option("--threads", a->threads, "Worker threads; 0 = OpenMP default")
+      ->check(in_range(0, 256))
       ->capture_default_str();
   sub->callback([a, &run] { run = [a] { return run_eval(*a); }; });
 }

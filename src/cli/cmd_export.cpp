@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "cli/claim_out.h"
 #include "cli/commands.h"
 #include "rundir/output_dir.h"
 #include "rundir/run_dir.h"
@@ -46,9 +47,7 @@ ExitCode run_export(const ExportArgs& a) {
                      {"max_shard_mb", fmt::format("{}", a.max_shard_mb)},
                      {"tokenizer", codec.value()->source()}},
                     {}};
-  auto moved = claim_output_dir(a.out, owner, a.move_aside ? OutputDirMode::kMoveAside : OutputDirMode::kContinue);
-  if (!moved) return fail("export", moved.status(), ExitCode::kUsage);
-  if (!moved.value().empty()) fmt::print(stderr, "# moved the previous {} aside to {}\n", a.out, moved.value());
+  if (auto refused = claim_out("export", a.out, owner, a.move_aside)) return *refused;
   auto sum = export_model(m.value(), *codec.value(), opt);
   if (!sum) return fail("export", sum.status(), ExitCode::kFailed);
   fmt::print("exported {} (step {}) as {} to {}: {} tensors, {:.1f} MB of fp32 data, tokenizer: {}\n",

@@ -94,17 +94,20 @@ ExitCode run_generate(const Args& a) {
   const double outputs = double(prompts.size()) * double(a.max_new_tokens) * 16.0;  // ids, text, JSON per token
   const double model = 4.0 * double(m.value().params.size());
   if (kv + outputs + model > physical_memory_bytes())
-    return fail("generate",
-                Status::errorf("--max-new-tokens {} for {} prompt(s) needs a KV cache of {:.3g} GiB ({}) and {:.3g} GiB "
-                               "of outputs beside the model's {:.3g} GiB: this machine has {:.3g} GiB (fewer tokens or "
-                               "prompts{})",
-                               a.max_new_tokens, prompts.size(), kv / gib, a.kv_dtype, outputs / gib, model / gib,
-                               physical_memory_bytes() / gib, a.kv_dtype == "f32" ? ", or --kv-dtype bf16" : ""),
-                ExitCode::kUsage);
+    return fail(
+        "generate",
+        Status::errorf("--max-new-tokens {} for {} prompt(s) needs a KV cache of {:.3g} GiB ({}) and {:.3g} GiB "
+                       "of outputs beside the model's {:.3g} GiB: this machine has {:.3g} GiB (fewer tokens or "
+                       "prompts{})",
+                       a.max_new_tokens, prompts.size(), kv / gib, a.kv_dtype, outputs / gib, model / gib,
+                       physical_memory_bytes() / gib, a.kv_dtype == "f32" ? ", or --kv-dtype bf16" : ""),
+        ExitCode::kUsage);
   const int64_t trained = m.value().cfg.train.seq_len;
   if (positions > double(trained))
-    fmt::print(stderr, "# warning: up to {} positions per sequence, past the {} the model was trained on "
-               "(train.seq_len): what it generates there is untested\n", int64_t(positions), trained);
+    fmt::print(stderr,
+               "# warning: up to {} positions per sequence, past the {} the model was trained on "
+               "(train.seq_len): what it generates there is untested\n",
+               int64_t(positions), trained);
   DecoderOptions dopt;
   dopt.batch = int64_t(prompts.size());
   dopt.max_len = longest + a.max_new_tokens;
@@ -124,9 +127,10 @@ ExitCode run_generate(const Args& a) {
   if (a.progress)
     g.progress = [&](int64_t done, int64_t most) {
       const double s = now_seconds() - t0;
-      progress.update(done, most, fmt::format("{:.1f} tok/s | ETA (no stop) {}", double(done) / std::max(s, 1e-9),
-                                              ProgressLine::format_eta(s / double(std::max<int64_t>(done, 1)) *
-                                                                       double(most - done))));
+      progress.update(
+          done, most,
+          fmt::format("{:.1f} tok/s | ETA (no stop) {}", double(done) / std::max(s, 1e-9),
+                      ProgressLine::format_eta(s / double(std::max<int64_t>(done, 1)) * double(most - done))));
     };
   const GenerateResult r = generate(dec, ids, g);
   progress.finish();
@@ -175,23 +179,29 @@ void register_generate(CLI::App& app, CommandAction& run) {
   sub->add_option("--prompt", a->prompts, "Prompt text (repeatable: prompts decode as one batch)");
   sub->add_option("--prompts", a->prompts_file, "File with one prompt per line (\\n inside a line is a newline)");
   sub->add_option("--tokenizer", a->tokenizer, "SentencePiece model (default: the run dataset's tokenizer.model)");
-  sub->add_option("--max-new-tokens", a->max_new_tokens, "Tokens to generate per prompt")->capture_default_str()
+  sub->add_option("--max-new-tokens", a->max_new_tokens, "Tokens to generate per prompt")
+      ->capture_default_str()
       ->check(non_negative());
-  sub->add_option("--temperature", a->temperature, "Softmax temperature; 0 = greedy")->capture_default_str()
+  sub->add_option("--temperature", a->temperature, "Softmax temperature; 0 = greedy")
+      ->capture_default_str()
       ->check(non_negative());
-  sub->add_option("--top-k", a->top_k, "Keep the k most likely tokens; 0 = all")->capture_default_str()
+  sub->add_option("--top-k", a->top_k, "Keep the k most likely tokens; 0 = all")
+      ->capture_default_str()
       ->check(non_negative());
   sub->add_option("--top-p", a->top_p, "Nucleus: keep the smallest set reaching this probability")->capture_default_str();
   sub->add_option("--seed", a->seed, "Sampling seed (Philox; same seed, same output)")->capture_default_str();
   sub->add_option("--kv-dtype", a->kv_dtype, "KV cache storage: f32 (exact) or bf16 (half the bytes)")
       ->capture_default_str();
-  sub->add_option("--max-rows", a->max_rows, "Prefill chunk: tokens per forward call")->capture_default_str()
+  sub->add_option("--max-rows", a->max_rows, "Prefill chunk: tokens per forward call")
+      ->capture_default_str()
       ->check(in_range(1, 1 << 20));
-  sub->add_option("--threads", a->threads, "Worker threads; 0 = OpenMP default")->check(in_range(0, 256))
+  sub->add_option("--threads", a->threads, "Worker threads; 0 = OpenMP default")
+      ->check(in_range(0, 256))
       ->capture_default_str();
   sub->add_flag("--no-stop", a->no_stop, "Do not stop at the end-of-document token");
   sub->add_flag("--json", a->json, "Print JSON (samples with token ids, throughput, cache bytes)");
-  sub->add_flag("--no-progress", [a](int64_t) { a->progress = false; }, "No live progress line");
+  sub->add_flag(
+      "--no-progress", [a](int64_t) { a->progress = false; }, "No live progress line");
   sub->callback([a, &run] { run = [a] { return run_generate(*a); }; });
 }
 

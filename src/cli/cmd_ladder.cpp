@@ -8,6 +8,7 @@
 #include <fstream>
 #include <memory>
 
+#include "cli/claim_out.h"
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "core/file_io.h"
@@ -117,10 +118,9 @@ void register_ladder(CLI::App& app, CommandAction& run) {
   fit->add_option("--drop-highest-loss", a->drop, "Leave out the K runs with the highest loss")
       ->check(non_negative())
       ->capture_default_str();
-  CLI::Option* tp = fit->add_option("--target-params", a->target_params, "Project a run of N parameters...")
-                        ->check(positive());
-  CLI::Option* tt =
-      fit->add_option("--target-tokens", a->target_tokens, "...trained on D tokens")->check(positive());
+  CLI::Option* tp =
+      fit->add_option("--target-params", a->target_params, "Project a run of N parameters...")->check(positive());
+  CLI::Option* tt = fit->add_option("--target-tokens", a->target_tokens, "...trained on D tokens")->check(positive());
   CLI::Option* tf =
       fit->add_option("--target-flops", a->target_flops, "Project at compute C = 6 N D: the compute-optimal split")
           ->check(positive());
@@ -171,10 +171,7 @@ void register_ladder(CLI::App& app, CommandAction& run) {
       // Planned and checked before OUT is touched: a refused ladder leaves nothing.
       auto plan = plan_ladder(cfg.value(), ra->out);
       if (!plan) return fail("ladder run", plan.status(), ExitCode::kUsage);
-      auto moved = claim_output_dir(ra->out, ladder_owner(plan.value()),
-                                    ra->move_aside ? OutputDirMode::kMoveAside : OutputDirMode::kContinue);
-      if (!moved) return fail("ladder run", moved.status(), ExitCode::kUsage);
-      if (!moved.value().empty()) fmt::print(stderr, "# moved the previous {} aside to {}\n", ra->out, moved.value());
+      if (auto refused = claim_out("ladder run", ra->out, ladder_owner(plan.value()), ra->move_aside)) return *refused;
       LadderRunOptions opt;
       opt.progress = !ra->no_progress;
       opt.jobs = ra->jobs;

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "cli/claim_out.h"
 #include "cli/commands.h"
 #include "mix/runner/mix_search.h"
 
@@ -35,8 +36,9 @@ void register_mix(CLI::App& app, CommandAction& run) {
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   search->add_flag("--no-progress", a->no_progress, "No live progress line");
-  search->add_flag("--move-aside", a->move_aside,
-                   "OUT holds another configuration's search (or other files): rename it to OUT.prev-N and start afresh");
+  search->add_flag(
+      "--move-aside", a->move_aside,
+      "OUT holds another configuration's search (or other files): rename it to OUT.prev-N and start afresh");
   search->callback([a, &run] {
     run = [a]() -> ExitCode {
       auto cfg = load_mix_search_config(a->file, a->sets);
@@ -47,10 +49,8 @@ void register_mix(CLI::App& app, CommandAction& run) {
       // Planned and checked before OUT is touched: a refused search leaves nothing.
       auto plan = plan_mix_search(cfg.value(), a->out);
       if (!plan) return fail("mix search", plan.status(), ExitCode::kUsage);
-      auto moved = claim_output_dir(a->out, mix_search_owner(plan.value()),
-                                    a->move_aside ? OutputDirMode::kMoveAside : OutputDirMode::kContinue);
-      if (!moved) return fail("mix search", moved.status(), ExitCode::kUsage);
-      if (!moved.value().empty()) fmt::print(stderr, "# moved the previous {} aside to {}\n", a->out, moved.value());
+      if (auto refused = claim_out("mix search", a->out, mix_search_owner(plan.value()), a->move_aside))
+        return *refused;
       MixSearchOptions opt;
       opt.jobs = a->jobs;
       opt.progress = !a->no_progress;

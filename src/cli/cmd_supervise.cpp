@@ -43,7 +43,8 @@ void register_supervise(CLI::App& app, CommandAction& run) {
   sub->add_option("--wait-for-hosts", o->wait_for_hosts_s, "Seconds to wait below --min-ranks before stopping")
       ->check(non_negative())
       ->capture_default_str();
-  sub->add_option("--max-restarts", o->max_restarts, "Launches allowed in all")->check(positive())
+  sub->add_option("--max-restarts", o->max_restarts, "Launches allowed in all")
+      ->check(positive())
       ->capture_default_str();
   sub->add_option("--stragglers", o->straggler_policy,
                   "A rank that keeps the others waiting three steps running: warn (an event) or replace (a failure)")

@@ -47,10 +47,11 @@ void register_train(CLI::App& app, CommandAction& run) {
   sub->add_option("--heartbeat", args->heartbeat,
                   "Supervised runs (moetrain supervise sets it): keep DIR/rank_R.json current every step, and die "
                   "with the parent process");
-  sub->add_option("--inject-fault", args->inject_fault,
-                  "Testing only: KIND:RANK:STEP makes that rank misbehave at STEP: hang, kill (SIGKILL at the step), killmid "
-                  "(in its middle), slow, nan (a non-finite gradient), spike (a loss spike), wronggemm (its GEMMs off "
-                  "by 1e-3 from STEP on); docs/training.md");
+  sub->add_option(
+      "--inject-fault", args->inject_fault,
+      "Testing only: KIND:RANK:STEP makes that rank misbehave at STEP: hang, kill (SIGKILL at the step), killmid "
+      "(in its middle), slow, nan (a non-finite gradient), spike (a loss spike), wronggemm (its GEMMs off "
+      "by 1e-3 from STEP on); docs/training.md");
   sub->callback([args, &run] {
     run = [args]() -> ExitCode {
       if (args->resume && args->move_aside) {

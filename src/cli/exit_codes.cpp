@@ -15,64 +15,79 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
   static const std::vector<CommandExitCodes> kCodes = {
       {"train",
        "src/cli/cmd_train.cpp",
-       {{ExitCode::kFailed, "the trainer could not start or a step failed (run directory, `--resume` without a valid checkpoint, "
-            "dataset, distributed layout, diverged loss, checkpoint I/O); under mpirun the failing rank ends the "
-            "job with `MPI_Abort(1)`"},
-        {ExitCode::kUsage, "config or usage error: no such `--preset`, the `--config` file cannot be read or parsed, a bad "
-            "`--set`, limits of the trainer (`check_trainer_limits`), a malformed `--inject-fault`, a `--run-dir` "
-            "that already holds a run (without `--resume` or `--move-aside`), `--resume` with no saved "
-            "`config.toml` and no `--config`, or `--resume` with `--move-aside`"},
+       {{ExitCode::kFailed,
+         "the trainer could not start or a step failed (run directory, `--resume` without a valid checkpoint, "
+         "dataset, distributed layout, diverged loss, checkpoint I/O); under mpirun the failing rank ends the "
+         "job with `MPI_Abort(1)`"},
+        {ExitCode::kUsage,
+         "config or usage error: no such `--preset`, the `--config` file cannot be read or parsed, a bad "
+         "`--set`, limits of the trainer (`check_trainer_limits`), a malformed `--inject-fault`, a `--run-dir` "
+         "that already holds a run (without `--resume` or `--move-aside`), `--resume` with no saved "
+         "`config.toml` and no `--config`, or `--resume` with `--move-aside`"},
         {ExitCode::kRefused, kMpiTimeout},
-        {ExitCode::kStoppedBySigint, "stopped by Ctrl-C (SIGINT) after finishing the step and committing a checkpoint "
-                                     "there (`--resume` continues); a second signal ends it at once"},
+        {ExitCode::kStoppedBySigint,
+         "stopped by Ctrl-C (SIGINT) after finishing the step and committing a checkpoint "
+         "there (`--resume` continues); a second signal ends it at once"},
         {ExitCode::kStoppedBySigterm, "stopped by SIGTERM (a scheduler's preemption notice), the same way"}}},
       {"bench",
        "src/cli/cmd_bench.cpp",
-       {{ExitCode::kFailed, "the trainer could not be created for the preset; under mpirun the job is ended with `MPI_Abort(1)`"},
+       {{ExitCode::kFailed,
+         "the trainer could not be created for the preset; under mpirun the job is ended with `MPI_Abort(1)`"},
         {ExitCode::kUsage, "unknown `--preset`, or the preset with the `--set` overrides does not parse"},
         {ExitCode::kRefused, kMpiTimeout}}},
       {"doctor",
        "src/cli/cmd_doctor.cpp",
-       {{ExitCode::kFailed, "a check failed (the culprit ranks and checks are named on stderr): GEMM off the reference or disagreeing "
-            "across ranks, NaN/Inf in its results, a memory pattern read back wrong, a link slower than a quarter of "
-            "the median, a clock off rank 0's by more than 0.25 s, a different binary; or a rank did not answer "
-            "the link test (the job is ended with `MPI_Abort(1)`)"},
+       {{ExitCode::kFailed,
+         "a check failed (the culprit ranks and checks are named on stderr): GEMM off the reference or disagreeing "
+         "across ranks, NaN/Inf in its results, a memory pattern read back wrong, a link slower than a quarter of "
+         "the median, a clock off rank 0's by more than 0.25 s, a different binary; or a rank did not answer "
+         "the link test (the job is ended with `MPI_Abort(1)`)"},
         {ExitCode::kUsage, "a malformed `--inject-fault` (expected `wronggemm:RANK`)"},
         {ExitCode::kRefused, kMpiTimeout}}},
       {"ckpt inspect",
        "src/cli/cmd_ckpt.cpp",
        {{ExitCode::kFailed, "the checkpoint is missing, incomplete or fails validation"}}},
-      {"report", "src/cli/cmd_report.cpp", {{ExitCode::kFailed, "what DIR holds cannot be read (`metrics.jsonl`, `search.json`), or the report cannot be written"},
-                                             {ExitCode::kUsage, "a ladder's `results.jsonl` that cannot be read or fitted (as `ladder fit` exits for the same data)"}}},
+      {"report",
+       "src/cli/cmd_report.cpp",
+       {{ExitCode::kFailed,
+         "what DIR holds cannot be read (`metrics.jsonl`, `search.json`), or the report cannot be written"},
+        {ExitCode::kUsage,
+         "a ladder's `results.jsonl` that cannot be read or fitted (as `ladder fit` exits for the same data)"}}},
       {"data build",
        "src/cli/cmd_data.cpp (`run_build`)",
-       {{ExitCode::kFailed, "the build failed (inputs, tokenizer, output directory exists and is not empty, write errors)"},
+       {{ExitCode::kFailed,
+         "the build failed (inputs, tokenizer, output directory exists and is not empty, write errors)"},
         {ExitCode::kUsage, "the `--config` file cannot be read or parsed, or a bad `--set`"}}},
       {"data inspect",
        "src/cli/cmd_data.cpp (`run_inspect`)",
-       {{ExitCode::kFailed, "the dataset cannot be opened or verified, `heatmap.svg` / `--html` cannot be written, or (`--docs`) "
-            "a provenance file is missing or `--bucket` names no bucket"}}},
+       {{ExitCode::kFailed,
+         "the dataset cannot be opened or verified, `heatmap.svg` / `--html` cannot be written, or (`--docs`) "
+         "a provenance file is missing or `--bucket` names no bucket"}}},
       {"data show",
        "src/cli/data_docs.cpp (`run_show_doc`)",
        {{ExitCode::kFailed, "the dataset cannot be opened, a provenance file is missing, or no document has that id"}}},
       {"data plan",
        "src/cli/cmd_data.cpp (`run_plan`)",
        {{ExitCode::kFailed, "the dataset cannot be opened"},
-        {ExitCode::kUsage, "the `--config` run config or the `--mixture` file is bad (a bad `--set` too), or the mixture does not "
-            "fit the dataset (e.g. an unknown bucket)"},
-        {ExitCode::kRefused, "the plan would repeat data: some bucket needs more epochs than the mixture's `max_epochs` (the table "
-            "or JSON is printed first)"}}},
+        {ExitCode::kUsage,
+         "the `--config` run config or the `--mixture` file is bad (a bad `--set` too), or the mixture does not "
+         "fit the dataset (e.g. an unknown bucket)"},
+        {ExitCode::kRefused,
+         "the plan would repeat data: some bucket needs more epochs than the mixture's `max_epochs` (the table "
+         "or JSON is printed first)"}}},
       {"tokenizer train",
        "src/cli/cmd_data.cpp (`run_tokenizer_train`)",
        {{ExitCode::kFailed, "any failure: inputs, training, or writing `--out`"}}},
       {"tokenizer encode",
        "src/cli/cmd_data.cpp (`run_tokenizer_encode`)",
-       {{ExitCode::kFailed, "any failure: the model cannot be loaded, `--file` cannot be read, or the text is not valid UTF-8"}}},
+       {{ExitCode::kFailed,
+         "any failure: the model cannot be loaded, `--file` cannot be read, or the text is not valid UTF-8"}}},
       {"plan",
        "src/cli/cmd_plan.cpp",
-       {{ExitCode::kUsage, "any failure, input or output: a bad `--tokens`; a model, cluster, layout or scaling-law file (or "
-            "`--set`) that cannot be read or parsed; a layout the model and cluster cannot take; or `--html` cannot "
-            "be written. A plan that does not fit in memory is a warning in the output, exit 0"}}},
+       {{ExitCode::kUsage,
+         "any failure, input or output: a bad `--tokens`; a model, cluster, layout or scaling-law file (or "
+         "`--set`) that cannot be read or parsed; a layout the model and cluster cannot take; or `--html` cannot "
+         "be written. A plan that does not fit in memory is a warning in the output, exit 0"}}},
       {"config reference", "src/cli/cmd_config.cpp", {}},
       {"config show",
        "src/cli/cmd_config.cpp (`show`)",
@@ -80,46 +95,59 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
       {"ladder fit",
        "src/cli/cmd_ladder.cpp",
        {{ExitCode::kFailed, "the `--out` fit file or the `--html` report cannot be written"},
-        {ExitCode::kUsage, "bad input: the results file, an option (e.g. `--chance`), or data that cannot identify the law"}}},
+        {ExitCode::kUsage,
+         "bad input: the results file, an option (e.g. `--chance`), or data that cannot identify the law"}}},
       {"ladder run",
        "src/cli/cmd_ladder.cpp",
-       {{ExitCode::kFailed, "a rung could not be trained or evaluated (no held-out data), or results.jsonl cannot be written"},
-        {ExitCode::kUsage, "the ladder file or a `--set` is invalid, a rung cannot be planned, or `--out` holds "
-            "another configuration's ladder or other files (nothing is written; `--move-aside`)"}}},
+       {{ExitCode::kFailed,
+         "a rung could not be trained or evaluated (no held-out data), or results.jsonl cannot be written"},
+        {ExitCode::kUsage,
+         "the ladder file or a `--set` is invalid, a rung cannot be planned, or `--out` holds "
+         "another configuration's ladder or other files (nothing is written; `--move-aside`)"}}},
       {"mix search",
        "src/cli/cmd_mix.cpp",
        {{ExitCode::kFailed, "a proxy failed or broke its ledger check, a fit failed, or an output cannot be written"},
-        {ExitCode::kUsage, "the search file or a `--set` is invalid, the search cannot be planned (dataset, hero budget, "
-            "domains, target), or `--out` holds another configuration's search or other files (nothing is written; "
-            "`--move-aside`)"}}},
+        {ExitCode::kUsage,
+         "the search file or a `--set` is invalid, the search cannot be planned (dataset, hero budget, "
+         "domains, target), or `--out` holds another configuration's search or other files (nothing is written; "
+         "`--move-aside`)"}}},
       {"supervise",
        "src/cli/cmd_supervise.cpp",
-       {{ExitCode::kFailed, "the run cannot go on: fewer usable ranks than `--min-ranks` after `--wait-for-hosts`, three launches in a "
-            "row without progress, the job refused at start (a config error), `--max-restarts` reached, or the "
-            "hosts file / state cannot be read"},
-        {ExitCode::kUsage, "a bad option, or train arguments the supervisor sets itself (`--run-dir`, `--resume`, `--heartbeat`)"}}},
+       {{ExitCode::kFailed,
+         "the run cannot go on: fewer usable ranks than `--min-ranks` after `--wait-for-hosts`, three launches in a "
+         "row without progress, the job refused at start (a config error), `--max-restarts` reached, or the "
+         "hosts file / state cannot be read"},
+        {ExitCode::kUsage,
+         "a bad option, or train arguments the supervisor sets itself (`--run-dir`, `--resume`, `--heartbeat`)"}}},
       {"generate",
        "src/cli/cmd_generate.cpp",
-       {{ExitCode::kFailed, "the checkpoint cannot be read or validated, the tokenizer cannot be found or loaded, or a prompt "
-            "encodes to ids outside the model's vocabulary"},
-        {ExitCode::kUsage, "no prompt, a `--prompts` file that cannot be read or is empty, a bad `--kv-dtype` / `--top-p`, "
-            "or a KV cache and outputs (`--max-new-tokens` x prompts) that do not fit this machine's memory"}}},
+       {{ExitCode::kFailed,
+         "the checkpoint cannot be read or validated, the tokenizer cannot be found or loaded, or a prompt "
+         "encodes to ids outside the model's vocabulary"},
+        {ExitCode::kUsage,
+         "no prompt, a `--prompts` file that cannot be read or is empty, a bad `--kv-dtype` / `--top-p`, "
+         "or a KV cache and outputs (`--max-new-tokens` x prompts) that do not fit this machine's memory"}}},
       {"eval",
        "src/cli/cmd_eval.cpp",
-       {{ExitCode::kFailed, "the checkpoint, tokenizer, dataset or mixture cannot be read, or `--out` cannot be written"},
-        {ExitCode::kUsage, "a `--tasks` file that cannot be read, or a line of it that is not a valid task document (named as "
-            "FILE:LINE), or `--batches` past a bucket's held-out split"}}},
+       {{ExitCode::kFailed,
+         "the checkpoint, tokenizer, dataset or mixture cannot be read, or `--out` cannot be written"},
+        {ExitCode::kUsage,
+         "a `--tasks` file that cannot be read, or a line of it that is not a valid task document (named as "
+         "FILE:LINE), or `--batches` past a bucket's held-out split"}}},
       {"export",
        "src/cli/cmd_export.cpp",
        {{ExitCode::kFailed, "the checkpoint or tokenizer cannot be read, or the output cannot be written"},
-        {ExitCode::kUsage, "a bad `--format` or `--max-shard-mb`, or `--out` holds an export of another checkpoint or "
-            "format, or other files (nothing is written; `--move-aside`)"},
-        {ExitCode::kRefused, "`--format hf` and the model uses a feature Qwen2MoeForCausalLM cannot represent (the message names "
-            "the model.* key)"}}},
+        {ExitCode::kUsage,
+         "a bad `--format` or `--max-shard-mb`, or `--out` holds an export of another checkpoint or "
+         "format, or other files (nothing is written; `--move-aside`)"},
+        {ExitCode::kRefused,
+         "`--format hf` and the model uses a feature Qwen2MoeForCausalLM cannot represent (the message names "
+         "the model.* key)"}}},
       {"import",
        "src/cli/cmd_export.cpp",
-       {{ExitCode::kFailed, "the directory is not a Qwen2MoeForCausalLM (or raw moetrain) export, a config.json key or tensor has "
-            "no counterpart in moetrain (named), or the run directory cannot be written"},
+       {{ExitCode::kFailed,
+         "the directory is not a Qwen2MoeForCausalLM (or raw moetrain) export, a config.json key or tensor has "
+         "no counterpart in moetrain (named), or the run directory cannot be written"},
         {ExitCode::kUsage, "`--out` already holds a run (nothing is written; `--move-aside`)"}}},
       {"cli-reference", "src/cli/cli_reference.cpp", {}},
   };

@@ -17,8 +17,7 @@ CLI::Validator bound(bool strict) {
         char* end = nullptr;
         const double v = std::strtod(text.c_str(), &end);
         if (end == text.c_str() || *end != '\0') return "";  // not a number: the conversion says so (exit 104)
-        if (!std::isfinite(v) || (strict ? v <= 0 : v < 0))
-          return std::string("expected ") + what + ", got " + text;
+        if (!std::isfinite(v) || (strict ? v <= 0 : v < 0)) return std::string("expected ") + what + ", got " + text;
         return "";
       },
       strict ? "POSITIVE" : "NONNEGATIVE", strict ? "POSITIVE" : "NONNEGATIVE");

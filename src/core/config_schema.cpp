@@ -36,9 +36,10 @@ Status ConfigOrigins::error(std::string_view key, std::string_view why) const {
   for (const auto& [k, where] : where_) {
     if (k == key || where.find("--set ") == std::string::npos) continue;
     const size_t at_k = why.find(k);
-    const bool whole = at_k != std::string_view::npos &&
-                       (at_k + k.size() == why.size() || !(std::isalnum(static_cast<unsigned char>(why[at_k + k.size()])) ||
-                                                           why[at_k + k.size()] == '_' || why[at_k + k.size()] == '.'));
+    const bool whole =
+        at_k != std::string_view::npos &&
+        (at_k + k.size() == why.size() || !(std::isalnum(static_cast<unsigned char>(why[at_k + k.size()])) ||
+                                            why[at_k + k.size()] == '_' || why[at_k + k.size()] == '.'));
     if (whole) also += fmt::format(" ({} comes from {})", k, where.substr(where.find("--set ")));
   }
   return Status::errorf("{}: {}: {}{}", at(key), key, why, also);

@@ -22,8 +22,9 @@ void declare_keys(ConfigSchema& s, StreamConfig& c, const std::string& t) {
         "weights; gradients update the dense weights in the store (straight-through)")
       .above(0).max(1).note("1 = dense (bit-identical to in place)");
   s.add(t + ".store_dir", &c.store_dir, "directory of the disk store's files")
-      .note("\"\" = RUN_DIR/stream_store (a temporary directory without a run directory); a directory named here "
-            "is shared: each run takes its own locked subdirectory");
+      .note(
+          "\"\" = RUN_DIR/stream_store (a temporary directory without a run directory); a directory named here "
+          "is shared: each run takes its own locked subdirectory");
 }
 
 }  // namespace mt

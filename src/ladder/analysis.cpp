@@ -18,7 +18,9 @@ Status check_target(const LadderOptions& opt) {
   if (t.tokens_per_param > 0 && !(t.flops > 0)) return Status::error("tokens per parameter needs a target compute");
   const bool projecting = t.params > 0 || t.flops > 0;
   if (opt.sparsity == Sparsity::kNone && t.sparsity > 0)
-    return Status::error("a target sparsity G (--target-sparsity) applies only to a law fitted with the sparsity term (--sparsity-term)");
+    return Status::error(
+        "a target sparsity G (--target-sparsity) applies only to a law fitted with the sparsity term "
+        "(--sparsity-term)");
   if (opt.sparsity != Sparsity::kNone && projecting && !(t.sparsity >= 1))
     return Status::errorf("the law has a sparsity term: a projection needs the target's G = {} (>= 1)",
                           opt.sparsity == Sparsity::kExperts ? "n_experts" : "total/active parameters");

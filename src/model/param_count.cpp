@@ -18,8 +18,10 @@ LayerParamCount layer_params(const ModelConfig& c, int64_t l) {
   if (p.delta) {
     p.kv_heads = 0;
     p.norms += c.delta_dv() + 2 * c.delta_h();  // output RMSNorm, A_log, dt_bias
-  } else if (c.mla()) p.norms += c.q_lora_rank + c.kv_lora_rank;  // RMSNorm on each latent (DeepSeek-V2 eq. 37 / 9)
-  else if (c.qk_norm) p.norms += 2 * Dh;
+  } else if (c.mla())
+    p.norms += c.q_lora_rank + c.kv_lora_rank;  // RMSNorm on each latent (DeepSeek-V2 eq. 37 / 9)
+  else if (c.qk_norm)
+    p.norms += 2 * Dh;
   if (!p.moe) {
     p.dense_ffn = 3 * c.d_ff * D;
   } else {

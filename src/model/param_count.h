@@ -14,18 +14,18 @@ namespace mt {
 
 struct LayerParamCount {
   bool moe = false;
-  bool local = false;        // sliding-window attention layer
-  bool delta = false;        // gated-delta layer: attn holds its W_in and W_o, no KV cache
+  bool local = false;  // sliding-window attention layer
+  bool delta = false;  // gated-delta layer: attn holds its W_in and W_o, no KV cache
   int64_t kv_heads = 0;
-  int64_t attn = 0;          // wq, wk, wv, wo (MLA: W_UQ or W_Q, W_UK, W_UV, W_O), split by TP
-  int64_t attn_down = 0;     // MLA: W_DQ and W_DKV, whole on every TP rank (model/weights.h)
-  int64_t norms = 0;         // attn/ffn norms, q/k norms, MLA latent norms, MoE latent and output norms
-  int64_t dense_ffn = 0;     // SwiGLU w1, w3, w2 (dense layers)
-  int64_t router = 0;        // (E, D)
-  int64_t latent = 0;        // down (Dl, D) + up (D, Dl)
-  int64_t shared = 0;        // shared experts
-  int64_t experts = 0;       // all routed experts
-  int64_t per_expert = 0;    // one routed expert: 3 F Din
+  int64_t attn = 0;        // wq, wk, wv, wo (MLA: W_UQ or W_Q, W_UK, W_UV, W_O), split by TP
+  int64_t attn_down = 0;   // MLA: W_DQ and W_DKV, whole on every TP rank (model/weights.h)
+  int64_t norms = 0;       // attn/ffn norms, q/k norms, MLA latent norms, MoE latent and output norms
+  int64_t dense_ffn = 0;   // SwiGLU w1, w3, w2 (dense layers)
+  int64_t router = 0;      // (E, D)
+  int64_t latent = 0;      // down (Dl, D) + up (D, Dl)
+  int64_t shared = 0;      // shared experts
+  int64_t experts = 0;     // all routed experts
+  int64_t per_expert = 0;  // one routed expert: 3 F Din
   int64_t dense() const { return attn + attn_down + norms + dense_ffn + router + latent + shared; }
   int64_t total() const { return dense() + experts; }
 };

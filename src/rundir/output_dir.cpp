@@ -131,9 +131,10 @@ Result<std::string> claim_output_dir(const std::string& dir, const OutputOwner& 
   std::string moved;
   if (!why.value().empty()) {
     if (mode != OutputDirMode::kMoveAside)
-      return Status::errorf("{}: {}nothing was changed: its results would not be this configuration's. Choose another "
-                            "--out, or start over with --move-aside (the old directory is renamed, not deleted)",
-                            dir, why.value().back() == '\n' ? why.value() : why.value() + "; ");
+      return Status::errorf(
+          "{}: {}nothing was changed: its results would not be this configuration's. Choose another "
+          "--out, or start over with --move-aside (the old directory is renamed, not deleted)",
+          dir, why.value().back() == '\n' ? why.value() : why.value() + "; ");
     auto to = move_aside(dir);
     if (!to) return to.status();
     moved = to.value();

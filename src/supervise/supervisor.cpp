@@ -192,21 +192,29 @@ Status finish(const SupervisorOptions& opt, State& st, const std::string& text) 
     if (std::regex_search(text, m, re)) delta = std::stod(m[2].str()) / std::stod(m[1].str());
   }
   const double young = std::isfinite(mtbf) && std::isfinite(delta) ? std::sqrt(2 * delta * mtbf) : NAN;
-  const json g = {{"event", "goodput"},         {"failures", st.failures},   {"launches", st.launches},
-                  {"lost_steps", st.lost_steps}, {"restart_s", st.restart_s}, {"supervised_s", st.supervised_s},
-                  {"compute_s", kept_s},         {"goodput", goodput},         {"predicted_goodput", predicted},
+  const json g = {{"event", "goodput"},
+                  {"failures", st.failures},
+                  {"launches", st.launches},
+                  {"lost_steps", st.lost_steps},
+                  {"restart_s", st.restart_s},
+                  {"supervised_s", st.supervised_s},
+                  {"compute_s", kept_s},
+                  {"goodput", goodput},
+                  {"predicted_goodput", predicted},
                   {"checkpoint_cost_s", std::isfinite(delta) ? json(delta) : json()},
                   {"young_daly_interval_s", std::isfinite(young) ? json(young) : json()}};
   append_event(opt.run_dir, g);
   MT_RETURN_IF_ERROR(save_state(opt.run_dir, st));
-  say(fmt::format("finished at step {}: {} interruptions, {} launches, {} steps lost, {:.1f} s restarting; goodput "
+  say(
+      fmt::format("finished at step {}: {} interruptions, {} launches, {} steps lost, {:.1f} s restarting; goodput "
                   "{:.1f}% of {:.1f} s supervised (compute time of the kept steps); the checkpoint/restart model "
                   "predicts {:.1f}% for the same failure rate (MTBF {:.1f} s), checkpoint interval ({:.1f} s) and "
                   "restart time ({:.1f} s)",
                   steps, st.failures, st.launches, st.lost_steps, st.restart_s, 100 * goodput, st.supervised_s,
                   100 * predicted, mtbf, interval, restart));
   if (std::isfinite(young))
-    say(fmt::format("a checkpoint cost {:.3f} s of training time; for the measured MTBF the Young/Daly interval is "
+    say(
+        fmt::format("a checkpoint cost {:.3f} s of training time; for the measured MTBF the Young/Daly interval is "
                     "{:.1f} s = about {:.0f} steps (train.checkpoint_every is {:.0f})",
                     delta, young, step_s > 0 ? young / step_s : 0.0, ckpt_every));
   return Status::ok();

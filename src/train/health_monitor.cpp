@@ -30,8 +30,10 @@ Status HealthMonitor::check(int64_t step, const std::function<double(int64_t)>& 
   const GemmVerdict v = check_gemm_all_ranks(world_);
   // The first check also builds the probe's fp64 reference and oneDNN's
   // primitive: a one-off, reported apart from the steady cost.
-  if (checks_++ == 0) first_seconds_ = v.seconds;
-  else seconds_ += v.seconds;
+  if (checks_++ == 0)
+    first_seconds_ = v.seconds;
+  else
+    seconds_ += v.seconds;
   if (v.ok()) {
     last_passed_ = step;
     return Status::ok();
@@ -87,10 +89,11 @@ Status HealthMonitor::recompute_check(int64_t step, const std::function<double(i
                             {"culprits", culprits},
                             {"why", bad}});
   world_.barrier("recompute check verdict");
-  return Status::errorf("step {}: health check failed, culprit rank {}: a micro-batch recomputed on another rank "
-                        "gives a different loss ({}){}; stopping (the last checkpoint is kept)",
-                        step, join_ranks(culprits), bad,
-                        n == 2 ? " (with 2 ranks either could be wrong; the GEMM check or a third rank decides)" : "");
+  return Status::errorf(
+      "step {}: health check failed, culprit rank {}: a micro-batch recomputed on another rank "
+      "gives a different loss ({}){}; stopping (the last checkpoint is kept)",
+      step, join_ranks(culprits), bad,
+      n == 2 ? " (with 2 ranks either could be wrong; the GEMM check or a third rank decides)" : "");
 }
 
 void HealthMonitor::print_cost(double step_seconds, int64_t steps) const {
@@ -101,8 +104,8 @@ void HealthMonitor::print_cost(double step_seconds, int64_t steps) const {
              "# health checks: {} passed, the first {:.1f} ms (one-off reference), then {:.2f} ms each = {:.3f}% of "
              "a {:.1f} ms step{}\n",
              checks_, 1e3 * first_seconds_, 1e3 * each, 100.0 * each / step, 1e3 * step,
-             every > 0 ? fmt::format(" ({:.4f}% of step time at health.every = {})", 100.0 * each / step / double(every),
-                                     every)
+             every > 0 ? fmt::format(" ({:.4f}% of step time at health.every = {})",
+                                     100.0 * each / step / double(every), every)
                        : std::string());
 }
 
@@ -127,9 +130,10 @@ Result<AfterSpike> HealthMonitor::after_spike(const StepResult& r) {
     return Status::errorf("step {}: {} (diverged; spike.policy = \"off\"); the last checkpoint is kept", r.step,
                           r.spike);
   if (spike_.in_a_row >= sc.max_in_a_row)
-    return Status::errorf("step {}: {} spikes in a row (spike.max_in_a_row), the last: {}; stopping with the last "
-                          "checkpoint kept",
-                          r.step, spike_.in_a_row, r.spike);
+    return Status::errorf(
+        "step {}: {} spikes in a row (spike.max_in_a_row), the last: {}; stopping with the last "
+        "checkpoint kept",
+        r.step, spike_.in_a_row, r.spike);
   if (root())
     append_event(run_dir_, {{"event", "spike"},
                             {"step", r.step},
@@ -143,9 +147,10 @@ Result<AfterSpike> HealthMonitor::after_spike(const StepResult& r) {
 Status HealthMonitor::rolled_back(int64_t spike_step, int64_t to_step) {
   const int64_t n = ++rollbacks_to_[to_step];
   if (n > tc_.spike.max_in_a_row)
-    return Status::errorf("step {}: rolled back to step {} {} times (spike.max_in_a_row) and the spikes keep coming; "
-                          "stopping with the checkpoints kept",
-                          spike_step, to_step, n - 1);
+    return Status::errorf(
+        "step {}: rolled back to step {} {} times (spike.max_in_a_row) and the spikes keep coming; "
+        "stopping with the checkpoints kept",
+        spike_step, to_step, n - 1);
   return Status::ok();
 }
 

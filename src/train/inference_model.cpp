@@ -41,7 +41,6 @@ int32_t TextCodec::end_of_document() const {
   return sp_ ? sp_->special(Special::kEndOfDocument) : ByteTokenizer::kEndOfDocument;
 }
 
-
 Result<InferenceModel> load_inference_model(const std::string& dir) {
   auto ck_dir = resolve_checkpoint_dir(dir);
   if (!ck_dir) return ck_dir.status();

@@ -33,7 +33,9 @@ void declare_train_keys(ConfigSchema& s, TrainConfig& t) {
   s.add("train.seed", &t.seed, "parameter init; also the order of the synthetic and stream data");
   s.add("train.threads", &t.threads, "OpenMP threads").range(0, 256).note("0 = OpenMP default");
   s.add("train.checkpoint_every", &t.checkpoint_every, "commit a checkpoint every N steps")
-      .range(0, int64_t(1) << 40).unit("steps").note("0 = only at the end (and at a stop signal)");
+      .range(0, int64_t(1) << 40)
+      .unit("steps")
+      .note("0 = only at the end (and at a stop signal)");
   s.add("train.keep_checkpoints", &t.keep_checkpoints, "keep the newest N committed checkpoints").range(1, 1 << 20);
   s.add("train.async_checkpoint", &t.async_checkpoint,
         "snapshot to memory and write in the background; committed atomically one step later");

@@ -56,7 +56,7 @@ struct TrainConfig {
 };
 
 struct DataConfig {
-  PlainSourceOptions plain;      // data.path, format, extensions, max_bytes, eval_frac (no dataset)
+  PlainSourceOptions plain;       // data.path, format, extensions, max_bytes, eval_frac (no dataset)
   std::string dataset;            // a `moetrain data build` directory; set = train from it instead of path
   std::string mixture;            // mixture TOML (weights, total_tokens, scale, ...); required with dataset
 };

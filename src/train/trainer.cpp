@@ -214,7 +214,8 @@ StepResult Trainer::train_step() {
       for (size_t l = 0; l < st.expert_load.size(); ++l)
         for (size_t e = 0; e < st.expert_load[l].size(); ++e) r.expert_load[l][e] += st.expert_load[l][e];
   }
-  if (opt_.faults) opt_.faults->on_gradients(dist_->world.rank(), step_ + 1, store_->grads().data(), int64_t(store_->grads().size()));
+  if (opt_.faults)
+    opt_.faults->on_gradients(dist_->world.rank(), step_ + 1, store_->grads().data(), int64_t(store_->grads().size()));
   reduce_step_stats(r);  // over ranks
   r.lr = learning_rate(tc.schedule, step_, tc.steps) * health_->lr_factor(step_);
   r.grad_norm = global_grad_norm();
@@ -355,20 +356,18 @@ Status Trainer::run() {
     if (opt_.progress) {
       const double tps = double(r.tokens) / r.seconds;
       const double mfu = flops_of(r) / r.seconds / (peak_gflops_ * 1e9);
-      progress.update(r.step, tc.steps,
-                      fmt::format("loss {:.4f}{} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% | dropped {:.1f}%{} | ETA {}",
-                                  r.loss,
-                                  cfg_.model.mtp_depth > 0
-                                      ? fmt::format(" | mtp {:.4f} x {:.2g}", r.mtp_loss, r.mtp_weight)
-                                      : std::string(),
-                                  r.lr, tps, 100.0 * mfu,
-                                  r.assignments ? 100.0 * double(r.dropped) / double(r.assignments) : 0.0,
-                                  r.compute_memory_bytes > 0  // a streamed step
-                                      ? fmt::format(" | streamed {:.0f} MB, stall {:.1f}%",
-                                                    1e-6 * double(r.stream_bytes_in + r.stream_bytes_out),
-                                                    100.0 * r.stream_stall_s / r.seconds)
-                                      : std::string(),
-                                  ProgressLine::format_eta(ema_seconds * double(tc.steps - r.step))));
+      progress.update(
+          r.step, tc.steps,
+          fmt::format("loss {:.4f}{} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% | dropped {:.1f}%{} | ETA {}", r.loss,
+                      cfg_.model.mtp_depth > 0 ? fmt::format(" | mtp {:.4f} x {:.2g}", r.mtp_loss, r.mtp_weight)
+                                               : std::string(),
+                      r.lr, tps, 100.0 * mfu, r.assignments ? 100.0 * double(r.dropped) / double(r.assignments) : 0.0,
+                      r.compute_memory_bytes > 0  // a streamed step
+                          ? fmt::format(" | streamed {:.0f} MB, stall {:.1f}%",
+                                        1e-6 * double(r.stream_bytes_in + r.stream_bytes_out),
+                                        100.0 * r.stream_stall_s / r.seconds)
+                          : std::string(),
+                      ProgressLine::format_eta(ema_seconds * double(tc.steps - r.step))));
     }
     const bool periodic = tc.checkpoint_every > 0 && r.step % tc.checkpoint_every == 0;
     if (!opt_.run_dir.empty() && (periodic || r.step == tc.steps || r.step == last))

@@ -117,7 +117,7 @@ class Trainer {
   double global_grad_norm();               // pre-clip L2 norm of the whole gradient (all ranks)
   void apply_update(double lr, double norm);  // clip by the global norm + the optimizer on the shard; zeroes the grads
   void zero_grads();                          // a pass of its own, after a skipped step
-  Status health_check(int64_t step);       // health_->check with the recompute check's forward on this rank
+  Status health_check(int64_t step);          // health_->check with the recompute check's forward on this rank
   Status rollback(int64_t spike_step);     // spike policy rollback: newest checkpoint, skip the data since
   void record_skipped(int64_t first_sequence, int64_t count);  // per-bucket tokens of skipped data
   int64_t data_step() const { return step_ + data_offset_steps_; }  // the data position of the next step

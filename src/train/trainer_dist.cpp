@@ -141,9 +141,9 @@ Status Trainer::init_local_params() {
   StreamOptions so{cfg_.stream.prefetch_layers, cfg_.stream.io_threads, cfg_.stream.expert_density, {}};
   for (const ParamEntry& e : L.entries())
     if (e.expert >= 0) so.expert_tensors.push_back({e.offset, e.numel});
-  d.fsdp = std::make_unique<FsdpProvider>(*d.mesh, *d.plan, cfg_.model.n_units(), store_->params().data(), store_->grads().data(),
-                                          cfg_.dist.prefetch ? Prefetch::kNextLayer : Prefetch::kOff, d.ep.get(),
-                                          store_->streamed() ? &so : nullptr);
+  d.fsdp = std::make_unique<FsdpProvider>(
+      *d.mesh, *d.plan, cfg_.model.n_units(), store_->params().data(), store_->grads().data(),
+      cfg_.dist.prefetch ? Prefetch::kNextLayer : Prefetch::kOff, d.ep.get(), store_->streamed() ? &so : nullptr);
   return Status::ok();
 }
 
@@ -167,7 +167,8 @@ Status Trainer::check_stream_budget() {
   const bool recompute = model_->layer_activations() == LayerActivations::kRecompute;
   const int64_t state = store_bytes();
   if (is_root() && opt_.print_config)
-    fmt::print(stderr, "# stream: store {}{}: {:.4g} GiB of training state on this rank; compute memory {:.4g} GiB "
+    fmt::print(stderr,
+               "# stream: store {}{}: {:.4g} GiB of training state on this rank; compute memory {:.4g} GiB "
                "(activations {:.4g} GiB{}, layer buffers {:.4g} GiB for {} prefetched layers){}\n",
                sc.store == StreamStore::kDisk ? "disk " : "host memory", store_->dir(), double(state) / gib,
                double(have) / gib, double(acts) / gib, recompute ? " with layers recomputed" : "", double(bufs) / gib,
@@ -346,7 +347,9 @@ std::string Trainer::state_hash() const {
   for (int64_t r = 0; r < P; ++r) plans.emplace_back(L, cfg_.model, dist_->shape, r);
   using Read = std::function<void(int64_t lo, int64_t n, float* out)>;  // this rank's local storage
   const Read reads[] = {
-      [&](int64_t lo, int64_t n, float* out) { std::copy(store_->params().data() + lo, store_->params().data() + lo + n, out); },
+      [&](int64_t lo, int64_t n, float* out) {
+        std::copy(store_->params().data() + lo, store_->params().data() + lo + n, out);
+      },
       [&](int64_t lo, int64_t n, float* out) { optim_->read_m(lo, n, out); },
       [&](int64_t lo, int64_t n, float* out) { optim_->read_v(lo, n, out); }};  // v: 0 where Muon keeps none
   constexpr int64_t kChunk = int64_t(1) << 20;  // floats

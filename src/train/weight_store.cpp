@@ -32,7 +32,7 @@ Result<std::unique_ptr<WeightStore>> WeightStore::open(const RunConfig& cfg, con
                                                        int64_t world_size, int64_t n) {
   std::unique_ptr<WeightStore> s(new WeightStore());
   const StreamConfig& sc = cfg.stream;
-  s->tier_ = !sc.enabled                        ? WeightTier::kInPlace
+  s->tier_ = !sc.enabled                      ? WeightTier::kInPlace
              : sc.store == StreamStore::kDisk ? WeightTier::kStreamedDisk
                                               : WeightTier::kStreamedHost;
   if (s->tier_ != WeightTier::kStreamedDisk) {

@@ -133,7 +133,8 @@ TEST(InferenceCli, EvalBatchesPastTheHeldOutSplitAreRefused) {
 // decode loop shows progress.
 TEST(InferenceCli, GenerateChecksMemoryAndWarnsPastTheTrainingLength) {
   for (const char* n : {"100000000000", "9223372036854775807"}) {
-    const auto huge = moetrain({"generate", "--ckpt", trained().run, "--prompt", "alpha", "--max-new-tokens", n, "--no-stop"});
+    const auto huge =
+        moetrain({"generate", "--ckpt", trained().run, "--prompt", "alpha", "--max-new-tokens", n, "--no-stop"});
     EXPECT_EQ(huge.exit_code, 2) << huge;
     EXPECT_NE(huge.err.find("--max-new-tokens " + std::string(n)), std::string::npos) << huge;
     EXPECT_NE(huge.err.find("this machine has"), std::string::npos) << huge;
@@ -143,8 +144,8 @@ TEST(InferenceCli, GenerateChecksMemoryAndWarnsPastTheTrainingLength) {
   ASSERT_EQ(longer.exit_code, 0) << longer;
   EXPECT_NE(longer.err.find("past the 64 the model was trained on (train.seq_len)"), std::string::npos) << longer;
   EXPECT_NE(longer.err.find("tok/s | ETA"), std::string::npos) << longer;  // the progress line
-  const auto within = moetrain({"generate", "--ckpt", trained().run, "--prompt", "alpha", "--max-new-tokens", "8",
-                                "--no-progress"});
+  const auto within =
+      moetrain({"generate", "--ckpt", trained().run, "--prompt", "alpha", "--max-new-tokens", "8", "--no-progress"});
   ASSERT_EQ(within.exit_code, 0) << within;
   EXPECT_EQ(within.err.find("warning"), std::string::npos) << within;
   EXPECT_EQ(within.err.find("ETA"), std::string::npos) << within;

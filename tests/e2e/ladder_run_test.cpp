@@ -206,8 +206,11 @@ TEST(LadderRun, AChangedLadderIsRefusedUntilMovedAside) {
     const std::string path = tmp / name;
     write_file(path, std::string("[ladder]\nbase = \"") + MT_SOURCE_DIR +
                          "/configs/tiny-test.toml\"\nset = [\"data.eval_frac=0.1\", \"train.threads=1\"]\n"
-                         "tokens_per_param = " + ratio + "\nhead_dim = 16\n"
-                         "[[rung]]\nname = \"r1\"\nd_model = 32\nn_layers = 1\n" + more);
+                         "tokens_per_param = " +
+                         ratio +
+                         "\nhead_dim = 16\n"
+                         "[[rung]]\nname = \"r1\"\nd_model = 32\nn_layers = 1\n" +
+                         more);
     return path;
   };
   auto ladder = [&](const std::string& file, std::vector<std::string> extra = {}) {

@@ -61,8 +61,9 @@ TEST(Messages, ACrossKeyErrorSaysWhichKeyASetChanged) {
   const auto r = train({"--config", std::string(MT_SOURCE_DIR) + "/configs/tiny-test.toml", "--set", "model.n_heads=1",
                         "--set", "model.d_model=16", "--run-dir", ""});
   EXPECT_EQ(r.exit_code, 2) << r;
-  EXPECT_NE(r.err.find("model.n_kv_heads: must divide model.n_heads = 1 (model.n_heads comes from --set model.n_heads=1)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find("model.n_kv_heads: must divide model.n_heads = 1 (model.n_heads comes from --set model.n_heads=1)"),
+      std::string::npos)
       << r;
 }
 
@@ -76,8 +77,9 @@ TEST(Messages, ANegativeCountIsRefusedInWordsNotWithA309DigitRange) {
 TEST(Messages, ReportAndLadderFitExitAlikeOnUnfittableData) {
   TempDir tmp;
   fs::create_directories(tmp / "ladder");
-  write_file(tmp / "ladder/results.jsonl", "{\"name\": \"a\", \"params\": 1e6, \"tokens\": 1e7, \"loss\": 4.0}\n"
-                                           "{\"name\": \"b\", \"params\": 2e6, \"tokens\": 2e7, \"loss\": 3.8}\n");
+  write_file(tmp / "ladder/results.jsonl",
+             "{\"name\": \"a\", \"params\": 1e6, \"tokens\": 1e7, \"loss\": 4.0}\n"
+             "{\"name\": \"b\", \"params\": 2e6, \"tokens\": 2e7, \"loss\": 3.8}\n");
   const auto fit = moetrain({"ladder", "fit", tmp / "ladder/results.jsonl", "--bootstrap", "0"});
   const auto report = moetrain({"report", tmp / "ladder"});
   EXPECT_EQ(fit.exit_code, 2) << fit;

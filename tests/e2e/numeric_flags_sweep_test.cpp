@@ -55,8 +55,8 @@ TEST(NumericFlagsSweep, EveryNumericFlagEndsCleanlyOnAbsurdValues) {
   ASSERT_EQ(run_process({moetrain_binary(), "export", "--ckpt", run, "--format", "safetensors", "--out", tmp / "raw"})
                 .exit_code,
             0);
-  const std::string ds = testdata::build_labelled_dataset(tmp / "data", testdata::labelled_jsonl({"a", "b"}, 1, 20, 3, 30),
-                                                          0.3, 320);
+  const std::string ds =
+      testdata::build_labelled_dataset(tmp / "data", testdata::labelled_jsonl({"a", "b"}, 1, 20, 3, 30), 0.3, 320);
   write_file(tmp / "mix.toml", "total_tokens = 4000\nscale = \"1\"\nmax_epochs = 1\nseed = 3\n[weights]\n\"*\" = 1\n");
   std::string results;
   for (int i = 0; i < 6; ++i)
@@ -71,7 +71,9 @@ TEST(NumericFlagsSweep, EveryNumericFlagEndsCleanlyOnAbsurdValues) {
 
   const std::vector<std::string> gen = {"generate", "--ckpt", run, "--prompt", "a", "--no-progress"};
   const std::vector<Sweep> sweeps = {
-      {"train", "--stop-at", {"train", "--preset", "tiny-test", "--set", "train.steps=3", "--no-progress", "--run-dir", ""}},
+      {"train",
+       "--stop-at",
+       {"train", "--preset", "tiny-test", "--set", "train.steps=3", "--no-progress", "--run-dir", ""}},
       {"bench", "--steps", {"bench", "--preset", "tiny", "--json"}},
       {"bench", "--threads", {"bench", "--preset", "tiny", "--json", "--steps", "1"}},
       {"doctor", "--bandwidth-bytes", {"doctor", "--timeout", "5"}},
@@ -81,19 +83,28 @@ TEST(NumericFlagsSweep, EveryNumericFlagEndsCleanlyOnAbsurdValues) {
       {"data inspect", "--limit", {"data", "inspect", ds, "--docs"}},
       {"data plan", "--seq-len", {"data", "plan", ds, "--mixture", tmp / "mix.toml"}},
       {"tokenizer train", "--vocab-size", {"tokenizer", "train", "--input", tmp / "text.txt", "--out", tmp / "tok"}},
-      {"tokenizer train", "--sample-bytes", {"tokenizer", "train", "--input", tmp / "text.txt", "--out", tmp / "tok",
-                                             "--vocab-size", "300"}},
-      {"plan", "--seed", {"plan", "--model", std::string(MT_SOURCE_DIR) + "/configs/quickstart.toml", "--cluster", "cpu",
-                          "--layout", "cpu", "--tokens", "1e9", "--no-sweep"}},
+      {"tokenizer train",
+       "--sample-bytes",
+       {"tokenizer", "train", "--input", tmp / "text.txt", "--out", tmp / "tok", "--vocab-size", "300"}},
+      {"plan",
+       "--seed",
+       {"plan", "--model", std::string(MT_SOURCE_DIR) + "/configs/quickstart.toml", "--cluster", "cpu", "--layout",
+        "cpu", "--tokens", "1e9", "--no-sweep"}},
       {"ladder fit", "--huber-delta", {"ladder", "fit", tmp / "results.jsonl", "--bootstrap", "0"}},
       {"ladder fit", "--bootstrap", {"ladder", "fit", tmp / "results.jsonl"}},
       {"ladder fit", "--seed", {"ladder", "fit", tmp / "results.jsonl", "--bootstrap", "2"}},
       {"ladder fit", "--level", {"ladder", "fit", tmp / "results.jsonl", "--bootstrap", "2"}},
       {"ladder fit", "--drop-highest-loss", {"ladder", "fit", tmp / "results.jsonl", "--bootstrap", "0"}},
-      {"ladder fit", "--target-params", {"ladder", "fit", tmp / "results.jsonl", "--bootstrap", "0", "--target-tokens", "1e12"}},
-      {"ladder fit", "--target-tokens", {"ladder", "fit", tmp / "results.jsonl", "--bootstrap", "0", "--target-params", "1e9"}},
+      {"ladder fit",
+       "--target-params",
+       {"ladder", "fit", tmp / "results.jsonl", "--bootstrap", "0", "--target-tokens", "1e12"}},
+      {"ladder fit",
+       "--target-tokens",
+       {"ladder", "fit", tmp / "results.jsonl", "--bootstrap", "0", "--target-params", "1e9"}},
       {"ladder fit", "--target-flops", {"ladder", "fit", tmp / "results.jsonl", "--bootstrap", "0"}},
-      {"ladder fit", "--tokens-per-param", {"ladder", "fit", tmp / "results.jsonl", "--bootstrap", "0", "--target-flops", "1e21"}},
+      {"ladder fit",
+       "--tokens-per-param",
+       {"ladder", "fit", tmp / "results.jsonl", "--bootstrap", "0", "--target-flops", "1e21"}},
       {"ladder fit", "--target-sparsity", {"ladder", "fit", tmp / "results.jsonl", "--bootstrap", "0"}},
       {"ladder run", "--jobs", {"ladder", "run", tmp / "missing.toml", "--out", tmp / "lr"}},
       {"mix search", "--jobs", {"mix", "search", tmp / "missing.toml", "--out", tmp / "ms"}},
@@ -115,7 +126,9 @@ TEST(NumericFlagsSweep, EveryNumericFlagEndsCleanlyOnAbsurdValues) {
       {"eval", "--batches", {"eval", "--ckpt", run, "--no-progress", "--dataset", ds, "--mixture", tmp / "mix.toml"}},
       {"eval", "--batch", {"eval", "--ckpt", run, "--no-progress", "--tasks", tmp / "tasks.jsonl", "--no-held-out"}},
       {"eval", "--threads", {"eval", "--ckpt", run, "--no-progress", "--tasks", tmp / "tasks.jsonl", "--no-held-out"}},
-      {"export", "--max-shard-mb", {"export", "--ckpt", run, "--format", "safetensors", "--move-aside", "--out", tmp / "ex"}},
+      {"export",
+       "--max-shard-mb",
+       {"export", "--ckpt", run, "--format", "safetensors", "--move-aside", "--out", tmp / "ex"}},
       {"import", "--step", {"import", "--hf", tmp / "raw", "--move-aside", "--out", tmp / "im"}},
   };
   std::set<std::string> covered;

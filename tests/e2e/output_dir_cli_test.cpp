@@ -48,8 +48,8 @@ TEST(OutputDirCli, ImportNeverOverwritesARun) {
 
 TEST(OutputDirCli, AnExportDirectoryHoldsOneExport) {
   TempDir tmp;
-  const auto a = train({"--preset", "tiny-test", "--run-dir", tmp / "a", "--set", "train.steps=4", "--set",
-                        "train.checkpoint_every=2"});
+  const auto a = train(
+      {"--preset", "tiny-test", "--run-dir", tmp / "a", "--set", "train.steps=4", "--set", "train.checkpoint_every=2"});
   ASSERT_EQ(a.exit_code, 0) << a;
   const auto first = moetrain({"export", "--ckpt", tmp / "a", "--format", "safetensors", "--out", tmp / "x"});
   ASSERT_EQ(first.exit_code, 0) << first;
@@ -59,11 +59,12 @@ TEST(OutputDirCli, AnExportDirectoryHoldsOneExport) {
   ASSERT_EQ(again.exit_code, 0) << again;
   EXPECT_EQ(read_file(tmp / "x/model.safetensors"), tensors);
   // Another checkpoint, or sharded: refused, nothing written.
-  const auto older = moetrain({"export", "--ckpt", ckpt_dir(tmp / "a", 2), "--format", "safetensors", "--out", tmp / "x"});
+  const auto older =
+      moetrain({"export", "--ckpt", ckpt_dir(tmp / "a", 2), "--format", "safetensors", "--out", tmp / "x"});
   EXPECT_EQ(older.exit_code, 2) << older;
   EXPECT_NE(older.err.find("step = 4 -> 2"), std::string::npos) << older;
-  const auto sharded = moetrain({"export", "--ckpt", tmp / "a", "--format", "safetensors", "--max-shard-mb", "0.01",
-                                 "--out", tmp / "x"});
+  const auto sharded = moetrain(
+      {"export", "--ckpt", tmp / "a", "--format", "safetensors", "--max-shard-mb", "0.01", "--out", tmp / "x"});
   EXPECT_EQ(sharded.exit_code, 2) << sharded;
   EXPECT_EQ(read_file(tmp / "x/model.safetensors"), tensors);
   EXPECT_FALSE(fs::exists(tmp / "x/model.safetensors.index.json"));

@@ -92,6 +92,21 @@ TEST(PlanCli, TableOutputAndFilesForPresets) {
     EXPECT_THAT(r.out, HasSubstr(s)) << s;
 }
 
+// docs/planner.md's worked example is what `plan` prints (issue 44, item 9:
+// its GiB figures had gone stale): the doc quotes the output verbatim.
+TEST(PlanCli, ThePlannerDocQuotesWhatPlanPrints) {
+  const ProcessResult r = plan({"--model", kSrc + "/configs/models/frontier-moe-1t.toml", "--cluster", "gb200-nvl72",
+                                "--layout", "frontier-moe-nvl72", "--tokens", "15T"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const std::string doc = read_file(kSrc + "/docs/planner.md");
+  std::string out = r.out;  // as run from the repository root
+  for (size_t at; (at = out.find(kSrc + "/")) != std::string::npos;) out.erase(at, kSrc.size() + 1);
+  EXPECT_NE(doc.find(out), std::string::npos)
+      << "docs/planner.md no longer quotes `moetrain plan --model configs/models/frontier-moe-1t.toml --cluster "
+         "gb200-nvl72 --layout frontier-moe-nvl72 --tokens 15T`; paste its output:\n"
+      << out;
+}
+
 TEST(PlanCli, CpuTrainerConfig) {
   const ProcessResult r = plan({"--model", kSrc + "/configs/quickstart.toml", "--cluster", "cpu", "--layout", "cpu",
                                 "--tokens", "1M", "--json"});

@@ -122,15 +122,17 @@ TEST(RunDir, RelativePathsAreSavedAbsoluteSoTheRunResumesFromAnywhere) {
   auto in = [&](const std::string& dir, const std::string& args) {
     return run_process({"/bin/sh", "-c", "cd '" + dir + "' && exec '" + moetrain_binary() + "' " + args}, 120);
   };
-  const auto first = in(tmp / "work", "train --preset tiny-test --run-dir run --no-progress --set train.steps=4 "
-                                      "--set 'data.path=\"corpus/a.txt\"'");
+  const auto first = in(tmp / "work",
+                        "train --preset tiny-test --run-dir run --no-progress --set train.steps=4 "
+                        "--set 'data.path=\"corpus/a.txt\"'");
   ASSERT_EQ(first.exit_code, 0) << first;
   EXPECT_NE(read_file(tmp / "work/run/config.toml").find("path = \"" + (tmp / "work/corpus/a.txt") + "\""),
             std::string::npos);
   const auto resumed = in(tmp.path(), "train --run-dir work/run --resume --no-progress --set train.steps=6");
   ASSERT_EQ(resumed.exit_code, 0) << resumed;
   EXPECT_NE(resumed.err.find("resumed from"), std::string::npos) << resumed;
-  const auto gen = in("/", "generate --ckpt '" + (tmp / "work/run") + "' --prompt the --max-new-tokens 4 --no-progress");
+  const auto gen =
+      in("/", "generate --ckpt '" + (tmp / "work/run") + "' --prompt the --max-new-tokens 4 --no-progress");
   EXPECT_EQ(gen.exit_code, 0) << gen;
 }
 

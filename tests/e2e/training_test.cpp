@@ -138,8 +138,8 @@ TEST(Training, MatmulAttentionTracksBlockedInFp32) {
 // One preset naming (issue 44, item 10): bench takes train's names, and the
 // bench/ prefix may be left out; an unknown one lists the known.
 TEST(Training, BenchPresetsAreNamedAsTrainNamesThem) {
-  const auto full = run_process({moetrain_binary(), "bench", "--preset", "bench/tiny", "--steps", "1", "--json"}, 120,
-                                kPassiveOmp);
+  const auto full =
+      run_process({moetrain_binary(), "bench", "--preset", "bench/tiny", "--steps", "1", "--json"}, 120, kPassiveOmp);
   ASSERT_EQ(full.exit_code, 0) << full;
   EXPECT_EQ(json::parse(full.out, nullptr, false).value("preset", ""), "bench/tiny");
   const auto bad = run_process({moetrain_binary(), "bench", "--preset", "tiny-test"});

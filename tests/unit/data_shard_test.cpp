@@ -239,7 +239,8 @@ TEST(DatasetDir, TokenizerMismatchAndManifestDamageAreRefused) {
   ASSERT_TRUE(Dataset::open(ds).is_ok());
   // A shard from another dataset (other tokenizer) copied in.
   td::TempDir other;
-  const std::string ds2 = td::build_labelled_dataset(other.path(), td::labelled_jsonl({"web", "code"}, 2, 6, 9), 0.2, 300);
+  const std::string ds2 =
+      td::build_labelled_dataset(other.path(), td::labelled_jsonl({"web", "code"}, 2, 6, 9), 0.2, 300);
   const std::string shard = "buckets/web/q0.train.tokens";
   const std::string saved = td::read_file(ds + "/" + shard);
   td::write_file(ds + "/" + shard, td::read_file(ds2 + "/" + shard));

@@ -62,9 +62,11 @@ TEST(OutputDir, TheSameOwnerContinuesAnotherIsRefusedNamingWhatDiffers) {
 
 TEST(OutputDir, PartsMayBeAddedOrDroppedButNotChanged) {
   const std::string d = fresh("parts");
-  ASSERT_TRUE(claim_output_dir(d, owner("1", {{"r1", {{"d", "32"}}}, {"r2", {{"d", "64"}}}}), OutputDirMode::kContinue));
+  ASSERT_TRUE(
+      claim_output_dir(d, owner("1", {{"r1", {{"d", "32"}}}, {"r2", {{"d", "64"}}}}), OutputDirMode::kContinue));
   // r2 dropped, r3 added: continues, and the stamp still knows r2.
-  ASSERT_TRUE(claim_output_dir(d, owner("1", {{"r1", {{"d", "32"}}}, {"r3", {{"d", "96"}}}}), OutputDirMode::kContinue));
+  ASSERT_TRUE(
+      claim_output_dir(d, owner("1", {{"r1", {{"d", "32"}}}, {"r3", {{"d", "96"}}}}), OutputDirMode::kContinue));
   auto back = claim_output_dir(d, owner("1", {{"r2", {{"d", "48"}}}}), OutputDirMode::kContinue);
   ASSERT_FALSE(back.is_ok());
   EXPECT_NE(back.status().message().find("r2: d = 64 -> 48"), std::string::npos) << back.status().message();

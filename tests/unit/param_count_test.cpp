@@ -16,8 +16,8 @@ namespace mt {
 namespace {
 
 TEST(ParamCount, TotalIsTheLayoutsAndThePlannersForEveryPreset) {
-  for (const char* name : {"tiny-test", "quickstart", "bench/tiny", "bench/dense-512", "bench/moe-512", "bench/moe-1024",
-                           "bench/moe-512-mla", "bench/moe-512-mtp", "bench/moe-512-hybrid"}) {
+  for (const char* name : {"tiny-test", "quickstart", "bench/tiny", "bench/dense-512", "bench/moe-512",
+                           "bench/moe-1024", "bench/moe-512-mla", "bench/moe-512-mtp", "bench/moe-512-hybrid"}) {
     auto cfg = load_run_config(std::string(MT_SOURCE_DIR) + "/configs/" + name + ".toml", {});
     ASSERT_TRUE(cfg.is_ok()) << name << ": " << cfg.status().message();
     for (const std::vector<std::string>& sets : std::vector<std::vector<std::string>>{

@@ -38,8 +38,13 @@ void expect_same(const RunConfig& a, const RunConfig& b) {
   MT_EQ(train.optim.beta1); MT_EQ(train.optim.beta2); MT_EQ(train.optim.eps); MT_EQ(train.optim.grad_clip);
   MT_EQ(train.precision); MT_EQ(train.attention_kernel); MT_EQ(train.seed); MT_EQ(train.threads);
   MT_EQ(train.checkpoint_every); MT_EQ(train.keep_checkpoints); MT_EQ(train.log_every);
-  MT_EQ(data.plain.path); MT_EQ(data.plain.format); MT_EQ(data.plain.extensions); MT_EQ(data.plain.max_bytes);
-  MT_EQ(data.plain.eval_frac); MT_EQ(data.dataset); MT_EQ(data.mixture);
+  MT_EQ(data.plain.path);
+  MT_EQ(data.plain.format);
+  MT_EQ(data.plain.extensions);
+  MT_EQ(data.plain.max_bytes);
+  MT_EQ(data.plain.eval_frac);
+  MT_EQ(data.dataset);
+  MT_EQ(data.mixture);
   MT_EQ(train.eval_every); MT_EQ(train.eval_batches);
 #undef MT_EQ
 }
@@ -94,7 +99,10 @@ RunConfig full_config() {
   t.checkpoint_every = 50; t.keep_checkpoints = 1; t.log_every = 10;
   DataConfig& d = c.data;
   d.plain.path = "/tmp/dir with \"quotes\"\\and\ttabs/é";
-  d.plain.format = "tokens"; d.plain.extensions = {".txt", ".md", ""}; d.plain.max_bytes = 0; d.plain.eval_frac = 0.05;
+  d.plain.format = "tokens";
+  d.plain.extensions = {".txt", ".md", ""};
+  d.plain.max_bytes = 0;
+  d.plain.eval_frac = 0.05;
   return c;
 }
 

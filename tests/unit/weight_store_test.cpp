@@ -57,8 +57,7 @@ TEST(WeightStore, HostStoreStreamsFromMemory) {
 
 TEST(WeightStore, NamedStoreDirIsPerRunLockedAndRemovedAfter) {
   const std::string store = fresh_dir("named");
-  const RunConfig cfg =
-      config({"stream.enabled=true", "stream.store=\"disk\"", "stream.store_dir=\"" + store + "\""});
+  const RunConfig cfg = config({"stream.enabled=true", "stream.store=\"disk\"", "stream.store_dir=\"" + store + "\""});
   auto a = WeightStore::open(cfg, store + "/../runs/a", 0, 1, 1000);
   ASSERT_TRUE(a.is_ok()) << a.status().message();
   const std::string dir_a = a.value()->dir();
@@ -90,8 +89,7 @@ TEST(WeightStore, NamedStoreDirIsPerRunLockedAndRemovedAfter) {
 
 TEST(WeightStore, RanksOfOneRunShareItsDirectoryInSubdirectories) {
   const std::string store = fresh_dir("ranks");
-  const RunConfig cfg =
-      config({"stream.enabled=true", "stream.store=\"disk\"", "stream.store_dir=\"" + store + "\""});
+  const RunConfig cfg = config({"stream.enabled=true", "stream.store=\"disk\"", "stream.store_dir=\"" + store + "\""});
   auto r0 = WeightStore::open(cfg, store + "/../run", 0, 2, 10);
   auto r1 = WeightStore::open(cfg, store + "/../run", 1, 2, 10);
   ASSERT_TRUE(r0.is_ok()) << r0.status().message();

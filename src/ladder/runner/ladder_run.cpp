@@ -358,8 +358,8 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderPlan& plan, co
       return;
     }
     queue.push_back(std::move(run));
-    QueuedRun ev = queued_eval(c.eval, u.name, u.dir, out_dir + "/logs/" + u.name + ".eval.log", u.steps,
-                               queue.size() - 1);
+    QueuedRun ev =
+        queued_eval(c.eval, u.name, u.dir, out_dir + "/logs/" + u.name + ".eval.log", u.steps, queue.size() - 1);
     ev.done = done;
     ev.on_done = rec;
     queue.push_back(std::move(ev));

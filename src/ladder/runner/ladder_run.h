@@ -64,8 +64,8 @@ Result<LadderConfig> load_ladder_config(const std::string& path, const std::vect
 
 // One result of the ladder: a rung's full run, or one of its cooldown branches.
 struct LadderUnit {
-  std::string name;         // "r3", or "r3@0.5" for the branch at half the budget
-  std::string dir;          // its run directory
+  std::string name;  // "r3", or "r3@0.5" for the branch at half the budget
+  std::string dir;   // its run directory
   size_t rung = 0;
   int64_t steps = 0;        // its schedule's length
   int64_t branch_step = 0;  // the full run's step it branches from (0: the full run itself)

@@ -64,7 +64,6 @@ struct MixSearchOptions {
   bool progress = true;
 };
 
-
 // Returns the path of the chosen mixture file (DIR/best-mixture.toml).
 // The caller has claimed plan.out_dir (claim_output_dir with mix_search_owner).
 Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan, const MixSearchOptions& opt);
