@@ -272,6 +272,74 @@ OutputOwner ladder_owner(const LadderPlan& plan) {
   return o;
 }
 
+namespace {
+
+// The results.jsonl line of a finished run: its size and budget, the final
+// held-out loss, and with [eval] the accuracy `moetrain eval` gave it.
+Result<json> result_record(const LadderConfig& c, const LadderPlan& plan, const Unit& u) {
+  const RungPlan& p = plan.rungs[u.rung];
+  const LadderRung& r = c.rungs[u.rung];
+  auto last = final_metrics(u.dir, u.steps);
+  if (!last) return Status::errorf("{}: {}", u.name, last.status().message());
+  json rec;
+  rec["name"] = u.name;
+  rec["active_params"] = p.active;
+  rec["total_params"] = p.total;
+  if (p.cfg.model.n_experts > 0) rec["n_experts"] = p.cfg.model.n_experts;
+  rec["tokens"] = u.tokens;
+  rec["flops"] = u.flops;
+  rec["loss"] = (*last)["eval_loss"];
+  rec["meta"] = {{"rung", r.name},
+                 {"d_model", r.d_model},
+                 {"n_layers", r.n_layers},
+                 {"steps", u.steps},
+                 {"train_loss", last->value("loss", 0.0)},
+                 {"state_hash", logged_state_hash(plan.out_dir + "/logs/" + u.name + ".log")}};
+  if (u.branch_step > 0) {
+    rec["meta"]["cooldown"] = u.cooldown;
+    rec["meta"]["branch_step"] = u.branch_step;
+  }
+  if (last->contains("bucket_eval_loss")) rec["meta"]["bucket_eval_loss"] = (*last)["bucket_eval_loss"];
+  if (c.eval.enabled()) {
+    auto ev = read_eval(u.dir, u.steps, c.eval);
+    if (!ev) return Status::errorf("{}: {}", u.name, ev.status().message());
+    json tasks = json::object();
+    for (const std::string& t : c.eval.names) {
+      tasks[t] = task_result(ev.value(), t);
+      rec["accuracy"][t] = tasks[t][c.eval.metric];
+    }
+    rec["meta"]["eval"] = {{"metric", c.eval.metric}, {"tasks", tasks}};
+    const json bpb = bucket_bits_per_byte(ev.value());
+    if (!bpb.empty()) rec["meta"]["eval"]["bucket_bits_per_byte"] = bpb;
+  }
+  return rec;
+}
+
+// One line per rung (its size, budget, branches, whether it is recorded) and the total.
+void print_plan(const LadderConfig& c, const LadderPlan& plan, const std::map<std::string, json>& recorded,
+                const std::string& results_path, int64_t jobs) {
+  const std::vector<RungPlan>& rungs = plan.rungs;
+  const std::vector<Unit>& units = plan.units;
+  const std::string& out_dir = plan.out_dir;
+  for (size_t ri = 0; ri < rungs.size(); ++ri) {
+    const RungPlan& p = rungs[ri];
+    const Unit& full = units[p.units.back()];
+    std::string branches;
+    for (size_t k = 0; k + 1 < p.units.size(); ++k)
+      branches += fmt::format("{}{} ({} steps from step {})", k ? ", " : "; cooldowns ", units[p.units[k]].name,
+                              units[p.units[k]].steps, units[p.units[k]].branch_step);
+    fmt::print(stderr,
+               "# ladder: rung {}/{} {} (d_model {}, {} layers): {:.3g} active params, {:.3g} tokens, {} steps, {:.3g} "
+               "FLOP{}{}\n",
+               ri + 1, rungs.size(), full.name, c.rungs[ri].d_model, c.rungs[ri].n_layers, p.active, full.tokens,
+               full.steps, full.flops, branches, recorded.count(full.name) ? " — already in " + results_path : "");
+  }
+  fmt::print(stderr, "# ladder: {:.3g} FLOP in all, {} runs at once; logs in {}/logs\n", plan.total_flops, jobs,
+             out_dir);
+}
+
+}  // namespace
+
 Result<std::string> run_ladder(const LadderConfig& c, const LadderPlan& plan, const LadderRunOptions& opt) {
   const std::string& out_dir = plan.out_dir;
   const std::vector<RungPlan>& rungs = plan.rungs;
@@ -303,42 +371,9 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderPlan& plan, co
   };
 
   auto record = [&](const Unit& u) -> Status {
-    const RungPlan& p = rungs[u.rung];
-    const LadderRung& r = c.rungs[u.rung];
-    auto last = final_metrics(u.dir, u.steps);
-    if (!last) return Status::errorf("{}: {}", u.name, last.status().message());
-    json rec;
-    rec["name"] = u.name;
-    rec["active_params"] = p.active;
-    rec["total_params"] = p.total;
-    if (p.cfg.model.n_experts > 0) rec["n_experts"] = p.cfg.model.n_experts;
-    rec["tokens"] = u.tokens;
-    rec["flops"] = u.flops;
-    rec["loss"] = (*last)["eval_loss"];
-    rec["meta"] = {{"rung", r.name},
-                   {"d_model", r.d_model},
-                   {"n_layers", r.n_layers},
-                   {"steps", u.steps},
-                   {"train_loss", last->value("loss", 0.0)},
-                   {"state_hash", logged_state_hash(out_dir + "/logs/" + u.name + ".log")}};
-    if (u.branch_step > 0) {
-      rec["meta"]["cooldown"] = u.cooldown;
-      rec["meta"]["branch_step"] = u.branch_step;
-    }
-    if (last->contains("bucket_eval_loss")) rec["meta"]["bucket_eval_loss"] = (*last)["bucket_eval_loss"];
-    if (c.eval.enabled()) {
-      auto ev = read_eval(u.dir, u.steps, c.eval);
-      if (!ev) return Status::errorf("{}: {}", u.name, ev.status().message());
-      json tasks = json::object();
-      for (const std::string& t : c.eval.names) {
-        tasks[t] = task_result(ev.value(), t);
-        rec["accuracy"][t] = tasks[t][c.eval.metric];
-      }
-      rec["meta"]["eval"] = {{"metric", c.eval.metric}, {"tasks", tasks}};
-      const json bpb = bucket_bits_per_byte(ev.value());
-      if (!bpb.empty()) rec["meta"]["eval"]["bucket_bits_per_byte"] = bpb;
-    }
-    recorded[u.name] = rec;
+    auto rec = result_record(c, plan, u);
+    if (!rec) return rec.status();
+    recorded[u.name] = std::move(rec.value());
     return write_results();
   };
 
@@ -426,19 +461,7 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderPlan& plan, co
     push_recorded(std::move(last), p.units.back());
   }
 
-  for (size_t ri = 0; ri < rungs.size(); ++ri) {
-    const RungPlan& p = rungs[ri];
-    const Unit& full = units[p.units.back()];
-    std::string branches;
-    for (size_t k = 0; k + 1 < p.units.size(); ++k)
-      branches += fmt::format("{}{} ({} steps from step {})", k ? ", " : "; cooldowns ", units[p.units[k]].name,
-                              units[p.units[k]].steps, units[p.units[k]].branch_step);
-    fmt::print(stderr, "# ladder: rung {}/{} {} (d_model {}, {} layers): {:.3g} active params, {:.3g} tokens, {} steps, {:.3g} FLOP{}{}\n",
-               ri + 1, rungs.size(), full.name, c.rungs[ri].d_model, c.rungs[ri].n_layers, p.active, full.tokens,
-               full.steps, full.flops, branches, recorded.count(full.name) ? " — already in " + results_path : "");
-  }
-  fmt::print(stderr, "# ladder: {:.3g} FLOP in all, {} runs at once; logs in {}/logs\n", plan.total_flops, opt.jobs,
-             out_dir);
+  print_plan(c, plan, recorded, results_path, opt.jobs);
 
   RunQueueOptions qo;
   qo.jobs = opt.jobs;

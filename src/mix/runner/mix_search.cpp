@@ -141,6 +141,54 @@ json check_regressors(const MixSearchConfig& c, const MixSpace& s, const std::ve
   return out;
 }
 
+// search.json's description of the search: the config, the space, the
+// target, every proxy and the chosen mixture.
+void describe_search(const MixSearchConfig& c, const MixSpace& s, const std::string& chosen,
+                     const mix::SearchResult& best, const MixRun& best_run, const std::vector<json>& proxies,
+                     json& result) {
+  result["config"] = {{"source", c.source},
+                      {"base", c.base},
+                      {"mixture", c.mixture},
+                      {"proxies", c.proxies},
+                      {"holdout", c.holdout},
+                      {"concentration", c.concentration},
+                      {"seed", c.seed},
+                      {"domains", c.reuse_previous.empty() ? c.domains : "reuse"},
+                      {"regressor", chosen},
+                      {"method", c.method},
+                      {"candidates", c.candidates},
+                      {"top_k", c.top_k}};
+  result["hero_tokens"] = s.hero.total_tokens;
+  result["proxy_tokens"] = s.proxy_sequences * s.seq_len;
+  result["buckets"] = {{"names", s.buckets}, {"natural", s.natural}, {"cap", s.cap}, {"target", s.target}};
+  json terms = json::array();
+  for (const TargetTerm& t : s.terms) terms.push_back({{"name", t.column}, {"weight", t.weight}});
+  result["target"] = terms;
+  json doms = json::array();
+  for (size_t d = 0; d < s.domains.size(); ++d)
+    doms.push_back(
+        {{"name", s.domains[d].name}, {"center", s.center[d]}, {"cap", s.domain_cap[d]}, {"best", best.weights[d]}});
+  result["domains"] = doms;
+  result["proxies"] = proxies;
+  result["best"] = {{"weights", best_run.bucket_w},
+                    {"domain_weights", best.weights},
+                    {"predicted", best.predicted},
+                    {"method", best.method},
+                    {"best_candidate_predicted", best.best_candidate_predicted},
+                    {"top_k_average_predicted", best.top_k_average_predicted},
+                    {"mixture_file", "best-mixture.toml"}};
+}
+
+// "auto": the regressor with the better held-out rank correlation.
+std::string chosen_regressor(const std::string& asked, const json& regressors) {
+  if (asked != "auto") return asked;
+  auto rho = [&](const char* k) {
+    const json& r = regressors[k];
+    return r.contains("spearman") && r["spearman"].is_number() ? r["spearman"].get<double>() : -2.0;
+  };
+  return rho("xgboost") > rho("loglinear") ? "xgboost" : "loglinear";
+}
+
 const char* mixture_comment(const std::string& run) {
   return run == "natural" ? "natural token shares (moetrain mix search)"
                           : "sampled proxy mixture (moetrain mix search)";
@@ -313,14 +361,7 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
   json result;
   result["regressors"] = check_regressors(c, s, proxies, X, Y, lambda);
 
-  std::string chosen = c.regressor;
-  if (chosen == "auto") {
-    auto rho = [&](const char* k) {
-      const json& r = result["regressors"][k];
-      return r.contains("spearman") && r["spearman"].is_number() ? r["spearman"].get<double>() : -2.0;
-    };
-    chosen = rho("xgboost") > rho("loglinear") ? "xgboost" : "loglinear";
-  }
+  const std::string chosen = chosen_regressor(c.regressor, result["regressors"]);
   result["regressor"] = chosen;
   auto kind = mix::parse_regressor_kind(chosen);
   if (!kind) return kind.status();
@@ -348,28 +389,7 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
   }
 
   // search.json: everything the report and a reader need.
-  result["config"] = {{"source", c.source},       {"base", c.base},         {"mixture", c.mixture},
-                      {"proxies", c.proxies},     {"holdout", c.holdout},   {"concentration", c.concentration},
-                      {"seed", c.seed},           {"domains", c.reuse_previous.empty() ? c.domains : "reuse"},
-                      {"regressor", chosen}, {"method", c.method}, {"candidates", c.candidates}, {"top_k", c.top_k}};
-  result["hero_tokens"] = s.hero.total_tokens;
-  result["proxy_tokens"] = s.proxy_sequences * s.seq_len;
-  result["buckets"] = {{"names", s.buckets}, {"natural", s.natural}, {"cap", s.cap}, {"target", s.target}};
-  json terms = json::array();
-  for (const TargetTerm& t : s.terms) terms.push_back({{"name", t.column}, {"weight", t.weight}});
-  result["target"] = terms;
-  json doms = json::array();
-  for (size_t d = 0; d < s.domains.size(); ++d)
-    doms.push_back({{"name", s.domains[d].name}, {"center", s.center[d]}, {"cap", s.domain_cap[d]}, {"best", best.weights[d]}});
-  result["domains"] = doms;
-  result["proxies"] = proxies;
-  result["best"] = {{"weights", best_run.bucket_w},
-                    {"domain_weights", best.weights},
-                    {"predicted", best.predicted},
-                    {"method", best.method},
-                    {"best_candidate_predicted", best.best_candidate_predicted},
-                    {"top_k_average_predicted", best.top_k_average_predicted},
-                    {"mixture_file", "best-mixture.toml"}};
+  describe_search(c, s, chosen, best, best_run, proxies, result);
   const double natural_pred = model.predict(s.center);
   result["natural_predicted"] = natural_pred;
   if (c.verify) {
