@@ -5,7 +5,7 @@
 // multi-head latent attention in its absorbed form over the compressed cache
 // (model/mla_decode.h).
 // Its logits equal Transformer::forward_logits over the same text at every
-// position, within fp32 rounding (tests/unit/decoder_test.cpp).
+// position, within fp32 rounding (tests/unit/model_decoder_test.cpp).
 //
 // MoE at inference is dropless: every token reaches its top-k experts. The
 // router, its scores, the aux-loss-free bias and the gate normalisation are

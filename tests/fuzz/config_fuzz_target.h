@@ -2,7 +2,7 @@
 // byte picks the file type (run, data build, mixture, cluster, layout), the
 // rest is the file's text. Every parser must return a value or a Status,
 // whatever the bytes. Shared by the libFuzzer entry point (config_fuzzer.cpp)
-// and the in-ctest mutation fuzz (unit/config_sweep_test.cpp).
+// and the in-ctest mutation fuzz (unit/train_config_sweep_test.cpp).
 #pragma once
 #include <cstddef>
 #include <cstdint>

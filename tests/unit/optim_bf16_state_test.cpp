@@ -1,4 +1,4 @@
-// bf16_state_test.cpp — optimizer moments held in bf16 (optim.state_precision,
+// optim_bf16_state_test.cpp — optimizer moments held in bf16 (optim.state_precision,
 // docs/optimizers.md):
 //  - stochastic rounding: bf16 values pass unchanged, every other value
 //    rounds up for exactly the share of the 2^16 dither values its low bits

@@ -1,4 +1,4 @@
-// grouped_swiglu_test.cpp — the grouped expert kernel against one SwiGLU
+// kernels_grouped_swiglu_test.cpp — the grouped expert kernel against one SwiGLU
 // MLP per expert (swiglu_ffn.h, itself checked against finite differences):
 // equal up to summation order in fp32, within the bf16 tolerance in bf16,
 // on segments that are empty, shorter than a tile, or span several tiles

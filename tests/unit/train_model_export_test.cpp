@@ -1,4 +1,4 @@
-// model_export_test.cpp — `moetrain export`/`import` without Python: an
+// train_model_export_test.cpp — `moetrain export`/`import` without Python: an
 // export (Hugging Face Qwen2MoeForCausalLM, or raw safetensors) read back by
 // import gives the same parameters bit for bit and the same run config, for a
 // table of models (shared experts, dense first layers, sliding-window layers,

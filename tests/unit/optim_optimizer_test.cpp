@@ -1,4 +1,4 @@
-// optim_test.cpp — Muon, Hyperball and the per-tensor optimizer
+// optim_optimizer_test.cpp — Muon, Hyperball and the per-tensor optimizer
 // (optim/optimizer.h, kernels/cpu/muon.h) against hand-computed cases:
 //  - Newton-Schulz on diagonal and rotated matrices follows the scalar
 //    polynomial on each singular value; tall matrices are the transpose of

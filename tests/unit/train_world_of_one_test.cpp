@@ -1,4 +1,4 @@
-// one_path_test.cpp — one process is a world of one: the trainer (which now
+// train_world_of_one_test.cpp — one process is a world of one: the trainer (which now
 // always runs the FSDP x EP path through Comm, with a LocalComm, a 1 x 1 mesh
 // and a one-rank shard plan) ends bit for bit where the plain single-device
 // loop it replaced ends: flat buffers, Transformer::forward_backward over

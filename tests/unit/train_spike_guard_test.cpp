@@ -1,4 +1,4 @@
-// spike_guard_test.cpp — the spike guard's verdicts: nothing before
+// train_spike_guard_test.cpp — the spike guard's verdicts: nothing before
 // min_history, a value far above the baseline is a spike and a normal one is
 // not, non-finite values are spikes under every policy, the lr-cooldown ramp,
 // and the state round-trips through JSON (checkpoints) to the same verdicts.

@@ -1,4 +1,4 @@
-// rundir_test.cpp — the run directory's files (src/rundir) and the durable
+// rundir_run_dir_test.cpp — the run directory's files (src/rundir) and the durable
 // writes under them: TFRecord framing against CRC-32C's published check
 // value, the TensorBoard records decoded back (and equal to protobuf's own
 // bytes), metric_scalars, MetricsLog (a resume keeps exactly the steps up to

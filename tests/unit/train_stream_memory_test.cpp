@@ -1,4 +1,4 @@
-// stream_memory_test.cpp — weight streaming's memory claim measured from the
+// train_stream_memory_test.cpp — weight streaming's memory claim measured from the
 // heap, in process: with the disk store (parameters, gradients and AdamW
 // moments in memory-mapped files), creating the trainer and taking steps
 // grows the heap by the compute memory the trainer reports (activations and
@@ -29,7 +29,7 @@ RunConfig big_model(const std::string& store) {
                              {"model.n_layers=20", "model.n_experts=16", "model.d_expert=128", "train.batch_size=2",
                               "train.seq_len=16", "train.threads=1", "train.steps=3", "stream.enabled=true",
                               "stream.store=\"" + store + "\"", "stream.store_dir=\"" + ::testing::TempDir() +
-                                  "stream_memory_test\""});
+                                  "train_stream_memory_test\""});
   EXPECT_TRUE(cfg.is_ok()) << cfg.status().message();
   return cfg.value();
 }

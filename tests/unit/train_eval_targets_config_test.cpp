@@ -1,4 +1,4 @@
-// eval_targets_config_test.cpp — the [eval] table of ladder and mixture-search
+// train_eval_targets_config_test.cpp — the [eval] table of ladder and mixture-search
 // files (src/train/post_eval.h) and the names of mixture-search targets
 // (src/mix/runner/mix_config.h): task files resolve against the file and are
 // read up front, and every bad name or value is an error naming the file,

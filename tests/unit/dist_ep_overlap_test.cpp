@@ -1,4 +1,4 @@
-// ep_overlap_test.cpp — the MoE block keeps its routed-row exchanges in
+// dist_ep_overlap_test.cpp — the MoE block keeps its routed-row exchanges in
 // flight while it computes: between every *_start and its *_finish it does
 // some work (the shared experts, the router's backward) and pokes progress;
 // the split does not change the one-process arithmetic; and the EP

@@ -1,4 +1,4 @@
-// router_force_balance_test.cpp — model.router_force_balance, the benchmark
+// model_router_force_balance_test.cpp — model.router_force_balance, the benchmark
 // switch: the logits are uniform draws keyed by (layer, position), so every
 // sequence routes alike and the experts get even loads; a step with it drops
 // far fewer assignments on the synthetic stream than the fresh router does;

@@ -1,4 +1,4 @@
-// health_monitor_test.cpp — train/health_monitor.h: what each spike policy
+// train_health_monitor_test.cpp — train/health_monitor.h: what each spike policy
 // makes of a spike (stop, continue, roll back), the in-a-row and
 // rollbacks-to-one-checkpoint limits, the checkpoint gate of periodic health
 // checks, the recompute check naming the rank whose loss disagrees (on a

@@ -1,4 +1,4 @@
-// checkpoint_test.cpp — round trips are bit-exact; corruption (flipped byte,
+// ckpt_checkpoint_test.cpp — round trips are bit-exact; corruption (flipped byte,
 // truncation, bad manifest) is detected and skipped; an injected failure at
 // any point of a write leaves the previous checkpoint as the latest.
 #include "ckpt/checkpoint.h"

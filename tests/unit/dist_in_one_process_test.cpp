@@ -1,4 +1,4 @@
-// dist_test.cpp — the distributed orchestration in one process: shard plans
+// dist_in_one_process_test.cpp — the distributed orchestration in one process: shard plans
 // give every element exactly one owner for any mesh; LocalComm collectives
 // and the ordered reductions; FSDP (through LocalComm) and the EP
 // dispatcher's pack/route/unpack path (one EP rank) reproduce the

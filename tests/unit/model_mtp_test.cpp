@@ -1,4 +1,4 @@
-// mtp_test.cpp — multi-token prediction (DeepSeek-V3 section 2.2, model/mtp.h): the loss-weight
+// model_mtp_test.cpp — multi-token prediction (DeepSeek-V3 section 2.2, model/mtp.h): the loss-weight
 // schedule, the layout's parameter count against the planner's formula, the sizing pass, the main
 // next-token path left as it was, thread-count invariance of forward and backward, and the stream
 // source's extra targets. Gradients: tests/gradcheck/model_gradcheck_test.cpp (mtp cases).

@@ -1,4 +1,4 @@
-// sampling_test.cpp — sample_token (src/model/sampling.h): temperature 0 is
+// model_sampling_test.cpp — sample_token (src/model/sampling.h): temperature 0 is
 // argmax (ties to the lower id), top-k never leaves the k most likely
 // tokens, top-p keeps the smallest set whose mass reaches p, a (seed,
 // stream, counter) always draws the same token, and the tokens drawn over

@@ -1,4 +1,4 @@
-// decoder_test.cpp — incremental decoding with the KV cache against the
+// model_decoder_test.cpp — incremental decoding with the KV cache against the
 // training forward: logits at every position, for dense GQA with local and
 // global layers, MoE with shared experts, latent MoE, sigmoid routing with
 // the aux-loss-free bias, a gated-delta hybrid, multi-head latent attention

@@ -1,4 +1,4 @@
-// config_sweep_test.cpp — no configuration value aborts the process: every
+// train_config_sweep_test.cpp — no configuration value aborts the process: every
 // numeric key of a run config is swept over boundary and out-of-range values;
 // each is either refused with a message naming a key, or accepted, passes the
 // trainer's limits and trains a step (in process: an abort fails the test

@@ -1,4 +1,4 @@
-// param_count_test.cpp — model/param_count.h is the one parameter counter:
+// model_param_count_test.cpp — model/param_count.h is the one parameter counter:
 // total_params equals the layout the trainer builds (ParamLayout::total())
 // and the planner's total (plan::model_stats) for every architecture the
 // presets cover (GQA with sliding windows, MLA, MTP, gated-delta hybrids,

@@ -1,4 +1,4 @@
-// activation_recompute_test.cpp — layer recomputation (activation
+// model_activation_recompute_test.cpp — layer recomputation (activation
 // checkpointing, model/transformer.h): keeping only each layer's input and
 // recomputing its forward before its backward gives bit-identical losses,
 // router statistics and gradients to keeping every activation, on dense,

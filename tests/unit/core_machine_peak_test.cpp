@@ -1,4 +1,4 @@
-// machine_peak_test.cpp — measure_peak returns plausible rates: not zero, not
+// core_machine_peak_test.cpp — measure_peak returns plausible rates: not zero, not
 // faster than any core could go (which would mean the loop was optimised
 // away), and the thread count it was asked for.
 #include "core/machine_peak.h"

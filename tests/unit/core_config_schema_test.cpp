@@ -1,4 +1,4 @@
-// config_schema_test.cpp — the one config mechanism: every file type rejects
+// core_config_schema_test.cpp — the one config mechanism: every file type rejects
 // an unknown key, a wrong type and an out-of-range value with the same shape
 // (FILE:LINE: key: expected T, got V); --set reaches data build, mixture and
 // planner files as it reaches run configs; origins name the line or the

@@ -1,4 +1,4 @@
-// stream_store_test.cpp — the pieces of weight streaming below the trainer:
+// dist_stream_store_test.cpp — the pieces of weight streaming below the trainer:
 // the Stager's background copies (exact bytes, tickets, several threads, a
 // destructor that waits) and FloatBuffer's file-mapped tier (zeros at
 // first, writes reach the file, a bad directory is an error naming it), and

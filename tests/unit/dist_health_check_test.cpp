@@ -1,4 +1,4 @@
-// health_check_test.cpp — the pure health checks (train/health_check.h):
+// dist_health_check_test.cpp — the pure health checks (dist/health_check.h):
 // the GEMM probe passes clean and fails with the injected 1e-3 error, the
 // NaN scan, the memory test's pattern checker, majority voting, and the
 // world-of-one verdict naming rank 0.

@@ -1,4 +1,4 @@
-// gated_delta_test.cpp — the chunked gated delta rule (kernels/cpu/gated_delta.h) against its
+// model_gated_delta_test.cpp — the chunked gated delta rule (kernels/cpu/gated_delta.h) against its
 // plain recurrence for chunk sizes that do and do not divide T, and bitwise thread-count
 // invariance of forward and backward.
 #include <gtest/gtest.h>

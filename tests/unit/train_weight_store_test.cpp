@@ -1,4 +1,4 @@
-// weight_store_test.cpp — train/weight_store.h: the tier is chosen once from
+// train_weight_store_test.cpp — train/weight_store.h: the tier is chosen once from
 // [stream]; a disk store named by stream.store_dir is a per-run subdirectory
 // held under a lock, so a second run on the same store is refused with a
 // message naming the key (two runs sharing the files ended in SIGBUS,

@@ -1,4 +1,4 @@
-// output_dir_test.cpp — rundir/output_dir.h: an output directory holds one
+// rundir_output_dir_test.cpp — rundir/output_dir.h: an output directory holds one
 // configuration of one command. Claims of an absent or empty directory
 // stamp it; the same owner continues; another command, a changed key or a
 // changed part is refused naming it, and nothing in the directory changes;

@@ -1,4 +1,4 @@
-// run_config_test.cpp — strict TOML loading of RunConfig: defaults, the
+// train_run_config_test.cpp — strict TOML loading of RunConfig: defaults, the
 // to_toml round trip, every error class (message names file and key),
 // --set overrides, and that every preset under configs/ loads cleanly.
 #include "train/run_config.h"
