@@ -35,6 +35,7 @@
 #include "support/random.h"
 #include "support/thread_comm.h"
 #include "train/run_config.h"
+#include "support/fixtures.h"
 
 namespace mt {
 namespace {
@@ -600,20 +601,8 @@ TEST(OptimizerPlan, MemoryEqualsTheAllocation) {
     EXPECT_EQ(2 * opt16.state_bytes(), opt.state_bytes());
   }
 
-  // Dense: D 64, 2 layers, 4 heads of 16 (MHA), SwiGLU 128, vocab 1000, tied.
-  ModelConfig m;
-  m.vocab_size = 1000;
-  m.d_model = 64;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = 4;
-  m.d_ff = 128;
-  plan::ClusterConfig h100;
-  h100.source = "test";
-  h100.device = *plan::find_device("H100");
-  h100.eff = h100.device.eff;
-  h100.gpus_per_rack = 8;
-  h100.racks = 1;
+  ModelConfig m = testing::tiny_dense_config();  // D 64, 2 layers, MHA, SwiGLU 128, vocab 1000, tied
+  const plan::ClusterConfig h100 = testing::h100_cluster();
   plan::LayoutConfig l;
   l.source = "l.toml";
   l.gpus = 8;

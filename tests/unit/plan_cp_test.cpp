@@ -8,6 +8,7 @@
 #include "plan/memory.h"
 #include "plan/model_stats.h"
 #include "plan/perf.h"
+#include "support/fixtures.h"
 
 namespace mt::plan {
 namespace {
@@ -19,15 +20,7 @@ ModelConfig tiny() {
   return m;
 }
 
-ClusterConfig h100(int64_t racks) {
-  ClusterConfig c;
-  c.source = "test";
-  c.device = *find_device("H100");
-  c.eff = c.device.eff;
-  c.gpus_per_rack = 8;
-  c.racks = racks;
-  return c;
-}
+ClusterConfig h100(int64_t racks) { return testing::h100_cluster(racks); }
 
 LayoutConfig layout(int64_t gpus, int64_t tp, int64_t cp) {
   LayoutConfig l;
@@ -54,24 +47,24 @@ TEST(PlanCp, GpusAndRankOrder) {
   auto wide = resolve(layout(16, 2, 8), tiny(), 64, h100(2));
   ASSERT_TRUE(wide.is_ok()) << wide.status().message();
   EXPECT_FALSE(group_spans(*wide, 8).cp_same_domain);
-  EXPECT_THAT(wide->warnings, testing::Contains(testing::HasSubstr("K/V ring")));
+  EXPECT_THAT(wide->warnings, ::testing::Contains(::testing::HasSubstr("K/V ring")));
 }
 
 TEST(PlanCp, ErrorsNameTheKey) {
   // 2 x cp = 8 chunks do not divide 60 tokens.
   auto odd = resolve(layout(16, 2, 4), tiny(), 60, h100(2));
   ASSERT_FALSE(odd.is_ok());
-  EXPECT_THAT(odd.status().message(), testing::HasSubstr("parallel.cp"));
+  EXPECT_THAT(odd.status().message(), ::testing::HasSubstr("parallel.cp"));
   auto gpus = resolve(layout(12, 2, 4), tiny(), 64, h100(2));
   ASSERT_FALSE(gpus.is_ok());
-  EXPECT_THAT(gpus.status().message(), testing::HasSubstr("parallel.cp"));
+  EXPECT_THAT(gpus.status().message(), ::testing::HasSubstr("parallel.cp"));
   ClusterConfig cpu = h100(1);
   cpu.device = *find_device("cpu");
   LayoutConfig one = layout(1, 1, 2);
   one.params = Precision::kFp32;
   auto on_cpu = resolve(one, tiny(), 64, cpu);
   ASSERT_FALSE(on_cpu.is_ok());
-  EXPECT_THAT(on_cpu.status().message(), testing::HasSubstr("cp"));
+  EXPECT_THAT(on_cpu.status().message(), ::testing::HasSubstr("cp"));
 }
 
 TEST(PlanCp, KvBytesPerRingStepByHand) {

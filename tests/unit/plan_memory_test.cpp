@@ -15,31 +15,14 @@
 #include "plan/perf.h"
 #include "model/flops.h"
 #include "train/run_config.h"
+#include "support/fixtures.h"
 
 namespace mt::plan {
 namespace {
 
-// V 1000, D 64, 2 layers, 4 heads of 16, MHA, SwiGLU 128, tied embeddings.
-ModelConfig tiny_dense() {
-  ModelConfig m;
-  m.vocab_size = 1000;
-  m.d_model = 64;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = 4;
-  m.d_ff = 128;
-  return m;
-}
+ModelConfig tiny_dense() { return testing::tiny_dense_config(); }
 
-ClusterConfig h100(int64_t racks) {
-  ClusterConfig c;
-  c.source = "test";
-  c.device = *find_device("H100");
-  c.eff = c.device.eff;
-  c.gpus_per_rack = 8;
-  c.racks = racks;
-  return c;
-}
+ClusterConfig h100(int64_t racks) { return testing::h100_cluster(racks); }
 
 Parallel resolved(const ModelConfig& m, const LayoutConfig& l, const ClusterConfig& c, int64_t seq) {
   auto p = resolve(l, m, seq, c);

@@ -12,6 +12,7 @@
 #include "plan/model_stats.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
+#include "support/fixtures.h"
 
 namespace mt::plan {
 namespace {
@@ -24,15 +25,7 @@ ModelConfig tiny_mtp(int64_t depth) {
   return m;
 }
 
-ClusterConfig h100() {
-  ClusterConfig c;
-  c.source = "test";
-  c.device = *find_device("H100");
-  c.eff = c.device.eff;
-  c.gpus_per_rack = 8;
-  c.racks = 1;
-  return c;
-}
+ClusterConfig h100() { return testing::h100_cluster(); }
 
 TEST(PlanMtp, ParametersAndFlopsByHand) {
   // Block like the last layer: attention (4 + 2*4)*16*64 + 64*64 = 16,384, norms 128, SwiGLU 24,576

@@ -9,6 +9,7 @@
 #include "plan/model_stats.h"
 #include "plan/perf.h"
 #include "plan/search.h"
+#include "support/fixtures.h"
 
 namespace mt::plan {
 namespace {
@@ -24,15 +25,7 @@ ModelConfig tiny() {
   return m;
 }
 
-ClusterConfig h100() {
-  ClusterConfig c;
-  c.source = "test";
-  c.device = *find_device("H100");
-  c.eff = c.device.eff;
-  c.gpus_per_rack = 8;
-  c.racks = 1;
-  return c;
-}
+ClusterConfig h100() { return testing::h100_cluster(); }
 
 // 8 GPUs of data parallelism, ZeRO-3, bf16 weights (fp32 master), fp32 gradients, AdamW.
 LayoutConfig fsdp8(Offload o) {

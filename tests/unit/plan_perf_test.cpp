@@ -12,19 +12,12 @@
 
 #include "plan/calibration.h"
 #include "plan/perf.h"
+#include "support/fixtures.h"
 
 namespace mt::plan {
 namespace {
 
-ClusterConfig h100(int64_t racks) {
-  ClusterConfig c;
-  c.source = "test";
-  c.device = *find_device("H100");
-  c.eff = c.device.eff;
-  c.gpus_per_rack = 8;
-  c.racks = racks;
-  return c;
-}
+ClusterConfig h100(int64_t racks) { return testing::h100_cluster(racks); }
 
 TEST(PlanPerf, GemmRoofline) {
   ClusterConfig c = h100(1);
