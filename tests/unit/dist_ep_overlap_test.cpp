@@ -17,7 +17,7 @@
 #include "dist/mesh.h"
 #include "model/moe_block.h"
 #include "model/transformer.h"
-#include "support/tiny_moe.h"
+#include "support/fixtures.h"
 
 namespace mt {
 namespace {

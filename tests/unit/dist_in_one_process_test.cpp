@@ -21,7 +21,7 @@
 #include "dist/mesh.h"
 #include "dist/shard_plan.h"
 #include "model/transformer.h"
-#include "support/tiny_moe.h"
+#include "support/fixtures.h"
 
 namespace mt {
 namespace {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "model/flops.h"
-#include "support/tiny_moe.h"
+#include "support/fixtures.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
 

@@ -35,7 +35,7 @@
 #include "support/random.h"
 #include "support/thread_comm.h"
 #include "train/run_config.h"
-#include "support/fixtures.h"
+#include "support/plan_fixtures.h"
 
 namespace mt {
 namespace {

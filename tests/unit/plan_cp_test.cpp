@@ -8,7 +8,7 @@
 #include "plan/memory.h"
 #include "plan/model_stats.h"
 #include "plan/perf.h"
-#include "support/fixtures.h"
+#include "support/plan_fixtures.h"
 
 namespace mt::plan {
 namespace {

@@ -15,7 +15,7 @@
 #include "plan/perf.h"
 #include "model/flops.h"
 #include "train/run_config.h"
-#include "support/fixtures.h"
+#include "support/plan_fixtures.h"
 
 namespace mt::plan {
 namespace {

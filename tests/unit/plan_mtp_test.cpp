@@ -12,7 +12,7 @@
 #include "plan/model_stats.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
-#include "support/fixtures.h"
+#include "support/plan_fixtures.h"
 
 namespace mt::plan {
 namespace {

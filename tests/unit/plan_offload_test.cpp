@@ -9,7 +9,7 @@
 #include "plan/model_stats.h"
 #include "plan/perf.h"
 #include "plan/search.h"
-#include "support/fixtures.h"
+#include "support/plan_fixtures.h"
 
 namespace mt::plan {
 namespace {

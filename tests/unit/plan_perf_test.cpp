@@ -12,7 +12,7 @@
 
 #include "plan/calibration.h"
 #include "plan/perf.h"
-#include "support/fixtures.h"
+#include "support/plan_fixtures.h"
 
 namespace mt::plan {
 namespace {
