@@ -575,15 +575,20 @@ nlohmann::json to_json(const Plan& p) {
   return j;
 }
 
-std::string to_text(const Plan& p) {
-  std::string o;
-  const ModelStats& s = p.stats;
-  const ModelConfig& m = p.in.model;
-  const ClusterConfig& c = p.in.cluster;
-  const Parallel& par = p.par;
-  auto line = [&o](const std::string& head, const std::string& body) {
-    o += fmt::format("{:<12}{}\n", head, body);
-  };
+namespace {
+
+// One line of the table: a 12-column head, then the body.
+void put_line(std::string& o, const std::string& head, const std::string& body) {
+  o += fmt::format("{:<12}{}\n", head, body);
+}
+
+// The title, the model and the layout.
+void text_model_and_layout(const Plan& p, std::string& o) {
+  [[maybe_unused]] const ModelStats& s = p.stats;
+  [[maybe_unused]] const ModelConfig& m = p.in.model;
+  [[maybe_unused]] const ClusterConfig& c = p.in.cluster;
+  [[maybe_unused]] const Parallel& par = p.par;
+  auto line = [&o](const std::string& head, const std::string& body) { put_line(o, head, body); };
   o += fmt::format("moetrain plan: {} on {} ({} x {}), {} tokens\n\n", p.in.model_source,
                    c.name.empty() ? c.source : c.name, par.gpus, c.device.type, fmtx::count(p.in.tokens));
   std::string arch = fmt::format("{} params, {} active; {} layers, d_model {}", fmtx::count(double(s.total)),
@@ -613,6 +618,15 @@ std::string to_text(const Plan& p) {
   line("", fmt::format("micro-batch {} x {} tokens, {} sequences/step ({} tokens), {} micro-batches", par.micro_batch,
                        par.seq_len, par.global_batch, fmtx::count(double(par.tokens_per_step())), par.microbatches));
   o += "\n";
+}
+
+// Memory per GPU by kind, the recompute options, the largest activation ops.
+void text_memory(const Plan& p, std::string& o) {
+  [[maybe_unused]] const ModelStats& s = p.stats;
+  [[maybe_unused]] const ModelConfig& m = p.in.model;
+  [[maybe_unused]] const ClusterConfig& c = p.in.cluster;
+  [[maybe_unused]] const Parallel& par = p.par;
+  auto line = [&o](const std::string& head, const std::string& body) { put_line(o, head, body); };
   bool first = true;
   for (const MemoryItem& it : p.mem.items()) {
     line(first ? "Memory/GPU" : "", fmt::format("{:<26}{:>10}", it.label, gib(it.bytes)));
@@ -635,6 +649,15 @@ std::string to_text(const Plan& p) {
                          allocator_overhead(par.cfg), to_string(par.cfg.allocator)));
   }
   o += "\n";
+}
+
+// The step time by part, MFU, what the efficiencies come from, the run's length.
+void text_step_and_run(const Plan& p, std::string& o) {
+  [[maybe_unused]] const ModelStats& s = p.stats;
+  [[maybe_unused]] const ModelConfig& m = p.in.model;
+  [[maybe_unused]] const ClusterConfig& c = p.in.cluster;
+  [[maybe_unused]] const Parallel& par = p.par;
+  auto line = [&o](const std::string& head, const std::string& body) { put_line(o, head, body); };
   const StepTime& t = p.time;
   line("Step", fmt::format("{:.3f} s: compute {:.3f}, recompute {:.3f}, bubble {:.3f}, exposed comm TP {:.3f} "
                            "EP {:.3f} DP {:.3f} PP {:.3f}, optimizer {:.3f}",
@@ -660,6 +683,15 @@ std::string to_text(const Plan& p) {
   line("Run", fmt::format("{} steps, {:.1f} days, {} GPU-hours{}", p.steps, p.days, fmtx::count(p.gpu_hours),
                           c.gpu_hour_usd > 0 ? fmt::format(", ${}", fmtx::count(p.cost_usd)) : ""));
   o += "\n";
+}
+
+// The phases, then failures, checkpoints, goodput and the spare-rack options.
+void text_failures(const Plan& p, std::string& o) {
+  [[maybe_unused]] const ModelStats& s = p.stats;
+  [[maybe_unused]] const ModelConfig& m = p.in.model;
+  [[maybe_unused]] const ClusterConfig& c = p.in.cluster;
+  [[maybe_unused]] const Parallel& par = p.par;
+  auto line = [&o](const std::string& head, const std::string& body) { put_line(o, head, body); };
   if (!p.in.layout.phases.empty()) {
     phase_table(p, o);
     o += "\n";
@@ -692,6 +724,15 @@ std::string to_text(const Plan& p) {
                          sp.racks_used, sp.gpus, sp.dp, 100 * sp.availability, 100 * sp.goodput, sp.effective_days,
                          sp.days_wait, sp.days_shrink, sp.configured ? "  <-" : ""));
   o += "\n";
+}
+
+// Param:data against the compute-optimal split, and inference costs.
+void text_param_data(const Plan& p, std::string& o) {
+  [[maybe_unused]] const ModelStats& s = p.stats;
+  [[maybe_unused]] const ModelConfig& m = p.in.model;
+  [[maybe_unused]] const ClusterConfig& c = p.in.cluster;
+  [[maybe_unused]] const Parallel& par = p.par;
+  auto line = [&o](const std::string& head, const std::string& body) { put_line(o, head, body); };
   const ChinchillaReport& ch = p.chin;
   line("Param:data", fmt::format("C = 6 N D = {} FLOP ({}); optimal N {} D {} ({:.1f} tokens/param), loss {:.3f}",
                                  fmtx::flops(ch.compute), p.in.law.name, fmtx::count(ch.optimal.N), fmtx::count(ch.optimal.D),
@@ -708,6 +749,15 @@ std::string to_text(const Plan& p) {
   if (s.state_bytes_per_sequence > 0)
     line("", fmt::format("gated-delta layers: recurrent state {} per sequence (fp32, any length)",
                          fmtx::bytes(s.state_bytes_per_sequence)));
+}
+
+// The largest model per NVLink domain, and with plain FSDP or weight streaming.
+void text_largest(const Plan& p, std::string& o) {
+  [[maybe_unused]] const ModelStats& s = p.stats;
+  [[maybe_unused]] const ModelConfig& m = p.in.model;
+  [[maybe_unused]] const ClusterConfig& c = p.in.cluster;
+  [[maybe_unused]] const Parallel& par = p.par;
+  auto line = [&o](const std::string& head, const std::string& body) { put_line(o, head, body); };
   if (p.largest.found || !p.largest.binding.empty()) {
     const LargestModel& lm = p.largest;
     o += "\n";
@@ -748,6 +798,15 @@ std::string to_text(const Plan& p) {
                          a.optimizer == OptimizerKind::kAdamW ? "AdamW" : "Muon", gib(a.capacity_bytes),
                          a.allocator_overhead));
   }
+}
+
+// The best layouts of the sweep, and the warnings.
+void text_layouts(const Plan& p, std::string& o) {
+  [[maybe_unused]] const ModelStats& s = p.stats;
+  [[maybe_unused]] const ModelConfig& m = p.in.model;
+  [[maybe_unused]] const ClusterConfig& c = p.in.cluster;
+  [[maybe_unused]] const Parallel& par = p.par;
+  auto line = [&o](const std::string& head, const std::string& body) { put_line(o, head, body); };
   if (!p.layouts.empty()) {
     o += "\n";
     line("Layouts", fmt::format("{} fit on {} GPUs; best by MFU:", p.layouts.size(), par.gpus));
@@ -756,6 +815,18 @@ std::string to_text(const Plan& p) {
                            100 * p.layouts[i].time.mfu, p.layouts[i].time.step_s, gib(p.layouts[i].mem.total())));
   }
   for (const std::string& w : p.warnings) o += "warning: " + w + "\n";
+}
+}  // namespace
+
+std::string to_text(const Plan& p) {
+  std::string o;
+  text_model_and_layout(p, o);
+  text_memory(p, o);
+  text_step_and_run(p, o);
+  text_failures(p, o);
+  text_param_data(p, o);
+  text_largest(p, o);
+  text_layouts(p, o);
   return o;
 }
 
