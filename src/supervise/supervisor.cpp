@@ -220,6 +220,42 @@ Status finish(const SupervisorOptions& opt, State& st, const std::string& text) 
   return Status::ok();
 }
 
+// What ended a launch that did not finish: its kind ("hang", "straggler",
+// "exit"), the detail, the rank to blame (-1: unknown), the last step done.
+struct Failure {
+  std::string kind, detail;
+  int64_t culprit = -1, last_step = 0;
+  int exit_code = 0;
+};
+
+// A failed launch: counted with the steps it lost, the rank and its host
+// named (from the log when the watch did not name one), the host marked
+// failed or quarantined; each logged and said.
+void record_failure(const SupervisorOptions& opt, State& st, double failed_at, Failure f, const std::string& log_text) {
+  ++st.failures;
+  st.lost_steps += std::max<int64_t>(0, f.last_step - resume_step(opt.run_dir));
+  if (f.kind.empty()) {
+    f.kind = "exit";
+    f.culprit = failed_rank_in_log(log_text);
+    f.detail = fmt::format("mpirun exited with {}", f.exit_code);
+  }
+  Host* bad = nullptr;
+  if (const Host* h = f.culprit >= 0 ? host_of_rank(st.hosts, f.culprit) : nullptr)
+    for (Host& x : st.hosts)
+      if (&x == h) bad = &x;
+  json ev = {{"event", "failure"}, {"kind", f.kind}, {"detail", f.detail}, {"step", f.last_step}, {"rank", f.culprit}};
+  if (bad) ev["host"] = bad->name;
+  append_event(opt.run_dir, ev);
+  say(fmt::format("failure ({}): {}; rank {}{} at step {}", f.kind, f.detail, f.culprit,
+                  bad ? " on " + bad->name : std::string(" (host unknown)"), f.last_step));
+  if (!bad) return;
+  const HostState s = mark_failed(*bad, failed_at, opt.policy);
+  append_event(opt.run_dir, {{"event", s == HostState::kQuarantined ? "host quarantined" : "host failed"},
+                             {"host", bad->name},
+                             {"back_at", s == HostState::kQuarantined ? 0.0 : bad->back_at}});
+  if (s == HostState::kQuarantined) say("host " + bad->name + " failed twice within the window: quarantined");
+}
+
 // The state to supervise from: the saved one of a restarted supervisor, or
 // a fresh one from the hosts file, checked before anything is written (a
 // refused supervise leaves no directory). `finished`: the run is done.
@@ -427,27 +463,7 @@ Status supervise(const SupervisorOptions& opt) {
 
     // A failure: name the rank and its host, mark the host, go again.
     failed_at = wall_seconds();
-    ++st.failures;
-    st.lost_steps += std::max<int64_t>(0, last_step - resume_step(opt.run_dir));
-    if (failure_kind.empty()) {
-      failure_kind = "exit";
-      culprit = failed_rank_in_log(text);
-      detail = fmt::format("mpirun exited with {}", code);
-    }
-    const Host* bad = culprit >= 0 ? host_of_rank(st.hosts, culprit) : nullptr;
-    json ev = {{"event", "failure"}, {"kind", failure_kind}, {"detail", detail}, {"step", last_step}, {"rank", culprit}};
-    if (bad) ev["host"] = bad->name;
-    append_event(opt.run_dir, ev);
-    say(fmt::format("failure ({}): {}; rank {}{} at step {}", failure_kind, detail, culprit,
-                    bad ? " on " + bad->name : std::string(" (host unknown)"), last_step));
-    if (bad) {
-      Host& h = const_cast<Host&>(*bad);
-      const HostState s = mark_failed(h, failed_at, opt.policy);
-      append_event(opt.run_dir, {{"event", s == HostState::kQuarantined ? "host quarantined" : "host failed"},
-                                 {"host", h.name},
-                                 {"back_at", s == HostState::kQuarantined ? 0.0 : h.back_at}});
-      if (s == HostState::kQuarantined) say("host " + h.name + " failed twice within the window: quarantined");
-    }
+    record_failure(opt, st, failed_at, Failure{failure_kind, detail, culprit, last_step, code}, text);
     no_progress = last_step > from_step ? 0 : no_progress + 1;
     account();
     MT_RETURN_IF_ERROR(save_state(opt.run_dir, st));
