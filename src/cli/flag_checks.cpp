@@ -5,46 +5,42 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <string>
 
 namespace mt {
 namespace {
 
-CLI::Validator bound(bool strict) {
-  const char* what = strict ? "a number > 0" : "a number >= 0";
+// A number for which `ok` holds; `what` says which ("a number >= 0"). Text
+// that is not a number passes: the conversion refuses it (exit 104).
+CLI::Validator number_check(std::function<bool(double)> ok, const std::string& what, const std::string& desc) {
   return CLI::Validator(
-      [strict, what](std::string& text) -> std::string {
+      [ok, what](std::string& text) -> std::string {
         char* end = nullptr;
         const double v = std::strtod(text.c_str(), &end);
-        if (end == text.c_str() || *end != '\0') return "";  // not a number: the conversion says so (exit 104)
-        if (!std::isfinite(v) || (strict ? v <= 0 : v < 0)) return std::string("expected ") + what + ", got " + text;
-        return "";
+        if (end == text.c_str() || *end != '\0') return "";
+        return ok(v) ? "" : "expected " + what + ", got " + text;
       },
-      strict ? "POSITIVE" : "NONNEGATIVE", strict ? "POSITIVE" : "NONNEGATIVE");
+      desc, desc);
 }
 
 }  // namespace
 
 CLI::Validator in_range(double lo, double hi) {
-  const std::string what = fmt::format("a number in [{:.15g}, {:.15g}]", lo, hi);
-  return CLI::Validator(
-      [lo, hi, what](std::string& text) -> std::string {
-        char* end = nullptr;
-        const double v = std::strtod(text.c_str(), &end);
-        if (end == text.c_str() || *end != '\0') return "";  // not a number: the conversion says so (exit 104)
-        if (!(v >= lo && v <= hi)) return "expected " + what + ", got " + text;
-        return "";
-      },
-      fmt::format("in [{:.15g}, {:.15g}]", lo, hi), "IN_RANGE");
+  return number_check([lo, hi](double v) { return v >= lo && v <= hi; },  // NaN fails both
+                      fmt::format("a number in [{:.15g}, {:.15g}]", lo, hi),
+                      fmt::format("in [{:.15g}, {:.15g}]", lo, hi));
 }
 
 const CLI::Validator& non_negative() {
-  static const CLI::Validator v = bound(false);
+  static const CLI::Validator v =
+      number_check([](double x) { return std::isfinite(x) && x >= 0; }, "a number >= 0", "NONNEGATIVE");
   return v;
 }
 
 const CLI::Validator& positive() {
-  static const CLI::Validator v = bound(true);
+  static const CLI::Validator v =
+      number_check([](double x) { return std::isfinite(x) && x > 0; }, "a number > 0", "POSITIVE");
   return v;
 }
 

@@ -45,17 +45,21 @@ void KvCache::reset(int64_t b) {
   }
 }
 
+int64_t kv_cache_elems(const ModelConfig& c, int64_t l) {
+  if (c.is_delta(l)) return 0;
+  return c.mla() ? c.kv_lora_rank + c.qk_rope_head_dim : 2 * c.kv_heads(l) * c.head_dim();
+}
+
+int64_t state_elems(const ModelConfig& c, int64_t l) {
+  return c.is_delta(l) ? c.delta_h() * c.delta_dv() * c.delta_dk() : 0;
+}
+
 double KvCache::planned_bytes(const ModelConfig& c, int64_t batch, int64_t max_len, KvDtype dtype) {
   const double elem = dtype == KvDtype::kF32 ? 4.0 : 2.0, B = double(batch);
   double total = 0;
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    if (c.is_delta(l)) {
-      total += 4.0 * B * double(c.delta_h()) * double(c.delta_dv()) * double(c.delta_dk());
-      continue;
-    }
-    const double C = double(c.is_local(l) ? std::min(c.window, max_len) : max_len);
-    total += c.mla() ? elem * B * C * double(c.kv_lora_rank + c.qk_rope_head_dim)
-                     : 2.0 * elem * B * double(c.kv_heads(l)) * C * double(c.head_dim());
+    const double C = double(c.is_local(l) ? std::min(c.window, max_len) : max_len);  // slots, as the constructor
+    total += elem * B * C * double(kv_cache_elems(c, l)) + 4.0 * B * double(state_elems(c, l));  // states are fp32
   }
   return total;
 }

@@ -24,6 +24,14 @@ namespace mt {
 
 enum class KvDtype { kF32, kBf16 };
 
+// KV-cache elements one token keeps in layer `l`: 2 Hkv Dh for GQA; Dc + Dr
+// for MLA, whose cache is the latent c_KV and the shared RoPE key
+// (DeepSeek-V2 section 2.1.2, Table 1); 0 on gated-delta layers.
+int64_t kv_cache_elems(const ModelConfig& c, int64_t l);
+// Recurrent-state elements one sequence keeps in layer `l`: Hd Dv Dk on
+// gated-delta ("D") layers, 0 on attention layers.
+int64_t state_elems(const ModelConfig& c, int64_t l);
+
 class KvCache {
  public:
   KvCache(const ModelConfig& c, int64_t batch, int64_t max_len, KvDtype dtype);

@@ -22,15 +22,6 @@ double keys_at(int64_t i, int64_t window) {
   return window > 0 ? double(std::min(i + 1, window)) : double(i + 1);
 }
 
-int64_t state_elems(const ModelConfig& c, int64_t l) {
-  return c.is_delta(l) ? c.delta_h() * c.delta_dv() * c.delta_dk() : 0;
-}
-
-int64_t kv_cache_elems(const ModelConfig& c, int64_t l) {
-  if (c.is_delta(l)) return 0;
-  return c.mla() ? c.kv_lora_rank + c.qk_rope_head_dim : 2 * c.kv_heads(l) * c.head_dim();
-}
-
 ModelStats model_stats(const ModelConfig& c, int64_t seq_len) {
   ModelStats s;
   s.seq_len = seq_len;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/kv_cache.h"
 #include "model/param_count.h"
 
 namespace mt::plan {
@@ -47,13 +48,10 @@ struct ModelStats {
 
 ModelStats model_stats(const ModelConfig& c, int64_t seq_len);
 
-// KV-cache elements one token keeps in layer `l`: 2 Hkv Dh for GQA; Dc + Dr for MLA, whose cache is the
-// latent c_KV and the shared RoPE key (DeepSeek-V2 section 2.1.2, Table 1).
-int64_t kv_cache_elems(const ModelConfig& c, int64_t l);
-
-// Recurrent-state elements one sequence keeps in layer `l`: Hd Dv Dk on gated-delta ("D") layers
-// (model/kv_cache.h), 0 on attention layers (whose kv_cache_elems are 0 on D layers).
-int64_t state_elems(const ModelConfig& c, int64_t l);
+// Cache elements per token and state elements per sequence of a layer: model/kv_cache.h (the decoder's
+// cache is sized by the same functions).
+using ::mt::kv_cache_elems;
+using ::mt::state_elems;
 
 // Mean keys per query over a sequence of T tokens (closed form of
 // kernels/cpu attention_mean_keys): (T + 1) / 2 on global layers, min(i + 1, w) averaged on local ones.

@@ -110,13 +110,14 @@ Result<std::string> refusal(const std::string& dir, const OutputOwner& owner, Ou
         stamped.parts[name] = string_map(part);
         continue;
       }
-      for (const auto& [k, v] : string_map(part)) {
+      const std::map<std::string, std::string> was = string_map(part);
+      for (const auto& [k, v] : was) {
         auto it = now->second.find(k);
         const std::string other = it == now->second.end() ? "(absent)" : it->second;
         if (other != v) diff += "  " + name + ": " + k + " = " + v + " -> " + other + "\n";
       }
       for (const auto& [k, v] : now->second)
-        if (!string_map(part).count(k)) diff += "  " + name + ": " + k + " = (absent) -> " + v + "\n";
+        if (!was.count(k)) diff += "  " + name + ": " + k + " = (absent) -> " + v + "\n";
     }
   if (diff.empty()) return std::string();
   return fmt::format("it holds the results of a different configuration (stamped -> now):\n{}", diff);

@@ -101,9 +101,9 @@ int64_t failed_rank_in_log(const std::string& log) {
 }
 
 // Rank r's host: ranks fill the active hosts' slots in file order.
-const Host* host_of_rank(const std::vector<Host>& hosts, int64_t rank) {
+Host* host_of_rank(std::vector<Host>& hosts, int64_t rank) {
   int64_t r = 0;
-  for (const Host& h : hosts) {
+  for (Host& h : hosts) {
     if (h.state != HostState::kActive) continue;
     if (rank < r + h.slots) return &h;
     r += h.slots;
@@ -239,10 +239,7 @@ void record_failure(const SupervisorOptions& opt, State& st, double failed_at, F
     f.culprit = failed_rank_in_log(log_text);
     f.detail = fmt::format("mpirun exited with {}", f.exit_code);
   }
-  Host* bad = nullptr;
-  if (const Host* h = f.culprit >= 0 ? host_of_rank(st.hosts, f.culprit) : nullptr)
-    for (Host& x : st.hosts)
-      if (&x == h) bad = &x;
+  Host* bad = f.culprit >= 0 ? host_of_rank(st.hosts, f.culprit) : nullptr;
   json ev = {{"event", "failure"}, {"kind", f.kind}, {"detail", f.detail}, {"step", f.last_step}, {"rank", f.culprit}};
   if (bad) ev["host"] = bad->name;
   append_event(opt.run_dir, ev);

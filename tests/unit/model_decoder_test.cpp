@@ -220,7 +220,7 @@ TEST(Decoder, CacheBytesEqualPlannerFormula) {
   c.n_layers = 5;
   c.layer_pattern = "LLGLG";
   c.window = 16;
-  // MLA caches Dc + Dr = 14 values per token and layer (plan/model_stats.h kv_cache_elems), GQA 2 Hkv Dh.
+  // MLA caches Dc + Dr = 14 values per token and layer (model/kv_cache.h kv_cache_elems), GQA 2 Hkv Dh.
   for (const ModelConfig& m : {c, mla(c, 12)}) {
     SCOPED_TRACE(m.mla() ? "mla" : "gqa");
     for (int64_t S : {8, 16, 100}) {
