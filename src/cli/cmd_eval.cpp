@@ -58,18 +58,13 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
   const HeldOutShape shape{B, T, a.batches > 0 ? a.batches : std::max<int64_t>(1, tc.eval_batches), B, 0};
   // Past a bucket's held-out split the sequences would repeat: refused, not
   // silently counted twice.
-  const std::vector<std::string> names = src.value()->eval_buckets();
-  for (size_t k = 0; k < names.size(); ++k) {
-    const int64_t windows = src.value()->bucket_eval_windows(int64_t(k), T);
-    if (shape.batches * B > windows) {
-      usage = true;
-      return Status::errorf(
-          "{}: {} batches of {} sequences ({} tokens) per bucket, but bucket {}'s held-out split holds {} sequences "
-          "of {} tokens: at most {} batches (past the split the sequences would repeat)",
-          a.batches > 0 ? "--batches" : "train.eval_batches (the default of --batches)", shape.batches, B,
-          shape.batches * B * T, names[k], windows, T, windows / B);
-    }
+  if (Status s = check_held_out_fits(*src.value(), shape,
+                                     a.batches > 0 ? "--batches" : "train.eval_batches (the default of --batches)");
+      !s) {
+    usage = true;
+    return s;
   }
+  const std::vector<std::string> names = src.value()->eval_buckets();
   ProgressLine progress(stderr, std::max<int64_t>(1, int64_t(names.size()) * shape.batches / 10));
   int64_t batches_done = 0;
   const double t0 = now_seconds();

@@ -1,6 +1,8 @@
 // held_out.cpp — see held_out.h.
 #include "train/held_out.h"
 
+#include <fmt/format.h>
+
 namespace mt {
 
 HeldOutLosses held_out_losses(const TokenSource& data, const HeldOutShape& s, int32_t* tokens,
@@ -38,6 +40,20 @@ HeldOutLosses held_out_losses(const TokenSource& data, const HeldOutShape& s, in
   }
   h.eval_loss = n > 0 ? total / double(n) : std::nan("");
   return h;
+}
+
+Status check_held_out_fits(const TokenSource& data, const HeldOutShape& s, std::string_view what) {
+  const std::vector<std::string> names = data.eval_buckets();
+  for (size_t k = 0; k < names.size(); ++k) {
+    const int64_t windows = data.bucket_eval_windows(int64_t(k), s.seq_len);
+    if (s.batches * s.batch > windows)
+      return Status::errorf(
+          "{}: {} batches of {} sequences ({} tokens) per bucket, but bucket {}'s held-out split holds {} sequences "
+          "of {} tokens: at most {} batches (past the split the sequences would repeat)",
+          what, s.batches, s.batch, s.batches * s.batch * s.seq_len, names[k], windows, s.seq_len,
+          windows / s.batch);
+  }
+  return Status::ok();
 }
 
 }  // namespace mt

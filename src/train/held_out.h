@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/status.h"
 #include "data/token_source.h"
 
 namespace mt {
@@ -33,5 +34,10 @@ struct HeldOutShape {
 HeldOutLosses held_out_losses(const TokenSource& data, const HeldOutShape& s, int32_t* tokens,
                               const std::function<bool(bool)>& all_ranks, const std::function<double()>& batch_loss,
                               const std::function<void(int64_t, const int32_t*)>& visit = nullptr);
+
+// Refuses a shape that reads past a bucket's held-out split, where the
+// sequences would repeat and be counted twice. `what` names the setting
+// that chose shape.batches (a flag or a config key), for the message.
+Status check_held_out_fits(const TokenSource& data, const HeldOutShape& s, std::string_view what);
 
 }  // namespace mt

@@ -94,6 +94,11 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
                                    tc.steps * tc.grad_accum * tc.batch_size, cfg.model.vocab_size);
     if (!src) return src.status();
     t->data_ = std::move(src.value());
+    // The periodic eval reads train.eval_batches batches from every bucket's
+    // held-out split: past it, sequences would repeat and count twice.
+    if (tc.eval_every > 0)
+      MT_RETURN_IF_ERROR(check_held_out_fits(*t->data_, {tc.batch_size, tc.seq_len, tc.eval_batches},
+                                             fmt::format("{}: train.eval_batches", cfg.source)));
   } else {
     PlainSourceOptions so = cfg.data.plain;
     so.vocab_size = cfg.model.vocab_size;

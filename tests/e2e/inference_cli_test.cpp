@@ -127,6 +127,19 @@ TEST(InferenceCli, EvalBatchesPastTheHeldOutSplitAreRefused) {
   EXPECT_EQ(over.exit_code, 2) << over;
 }
 
+// The trainer's periodic eval reads the same split: train.eval_batches past
+// it is refused before the first step (exit 1, a config error naming the
+// file and key), not read twice in every eval.
+TEST(InferenceCli, TrainEvalBatchesPastTheHeldOutSplitAreRefused) {
+  TempDir tmp;
+  const auto r = train({"--config", trained().run + "/config.toml", "--run-dir", tmp / "run", "--set",
+                        "train.eval_batches=1000", "--set", "train.eval_every=4", "--no-progress"});
+  EXPECT_NE(r.exit_code, 0) << r;
+  EXPECT_NE(r.err.find("train.eval_batches: 1000 batches"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("held-out split holds"), std::string::npos) << r;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "run/metrics.jsonl")) << r;
+}
+
 // Issue 44, item 8: --max-new-tokens 100000000 --no-stop grew to 22 GB in
 // 30 s. The KV cache and outputs are checked against the machine's memory
 // before anything is allocated; past the training length is a warning; the
