@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Installs moetrain's build and test dependencies from Debian's packages.
-# Idempotent: skips apt-get entirely when every package is already present.
+# Installs moetrain's dependencies from Debian's packages: those of the main
+# job, and with --tests those of the test suite too. Idempotent: skips
+# apt-get entirely when every package is already present.
 set -euo pipefail
 # The golden-reference fixtures in tests/golden/data are committed; only
 # regenerating them needs python3-torch (see tools/ref/README.md). The
 # optional libFuzzer build (-DMT_FUZZ=ON) needs clang and libclang-rt-14-dev;
 # the fuzz harness also runs inside ctest with g++, so tests need neither.
 
+# What the main job (scripts/quickstart.sh) builds with and reads.
 packages=(
   build-essential cmake ninja-build pkg-config
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers  # GEMM (fp32 + bf16/AMX); its CMake config wants OpenCL
@@ -16,14 +18,22 @@ packages=(
   libxgboost-dev                   # gradient-boosted trees for the mixture search (src/mix)
   libsentencepiece-dev libzstd-dev zlib1g-dev  # data pipeline: BPE tokenizer, .zst/.gz corpora
   libfasttext-dev                  # data labels: quality and topic classifiers, document vectors
-  libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
-  libprotobuf-dev protobuf-compiler  # tests: decode the TensorBoard writer's Event messages
   libboost-dev                     # Boost.CRC: the masked CRC-32C of TFRecord framing (header-only)
   python3-doc manpages-dev         # quickstart corpus (Debian-shipped text; also base-files' licences)
-  chromium                         # tests render the HTML reports in a real headless browser
-  python3 python3-venv             # the interop tests' venv (scripts/interop-venv.sh: transformers, lm-eval)
 )
+# --tests: what the test suite and micro-benchmarks add (scripts/test.sh).
+if [[ "${1:-}" == "--tests" ]]; then
+  packages+=(
+    libgtest-dev libgmock-dev libbenchmark-dev
+    libprotobuf-dev protobuf-compiler  # tests: decode the TensorBoard writer's Event messages
+    chromium                         # tests render the HTML reports in a real headless browser
+    python3 python3-venv             # the interop tests' venv (scripts/interop-venv.sh: transformers, lm-eval)
+  )
+elif [[ -n "${1:-}" ]]; then
+  echo "install-deps: unknown argument '$1' (expected nothing, or --tests)" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -9,9 +9,13 @@
 # to `moetrain train`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh moetrain  # the main job needs the binary alone, not the tests
-bin=build/src/moetrain
+scripts/install-deps.sh  # what the main job builds and reads; the tests' packages come with --tests
+# The main job needs the binary alone: a fresh build directory is configured
+# without the tests (scripts/test.sh turns them on); an existing one keeps its
+# setting.
+if [[ ! -f "${BUILD_DIR:-build}/CMakeCache.txt" ]]; then export MT_BUILD_TESTS=OFF; fi
+scripts/build.sh moetrain
+bin=${BUILD_DIR:-build}/src/moetrain
 if [[ ! -f runs/quickstart-data/manifest.json ]]; then
   "$bin" data build --config configs/data/quickstart.toml --out runs/quickstart-data
 fi

@@ -5,8 +5,8 @@
 # lm-evaluation-harness) is built here, once per pinned requirements file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --tests
 scripts/interop-venv.sh >/dev/null
-scripts/build.sh
+MT_BUILD_TESTS=ON scripts/build.sh
 cd "${BUILD_DIR:-build}"
 ctest --output-on-failure --timeout 600 -j1 "$@"

@@ -56,16 +56,20 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
   if (!src) return src.status();
   const int64_t B = tc.batch_size, T = tc.seq_len;
   const HeldOutShape shape{B, T, a.batches > 0 ? a.batches : std::max<int64_t>(1, tc.eval_batches), B, 0};
-  // Past a bucket's held-out split the sequences would repeat: refused, not
-  // silently counted twice.
-  if (Status s = check_held_out_fits(*src.value(), shape,
-                                     a.batches > 0 ? "--batches" : "train.eval_batches (the default of --batches)");
-      !s) {
+  // Past a bucket's held-out split the sequences would repeat: such a
+  // bucket is left out (and named), and a shape no bucket holds is refused.
+  auto fits = check_held_out_fits(*src.value(), shape,
+                                  a.batches > 0 ? "--batches" : "train.eval_batches (the default of --batches)");
+  if (!fits) {
     usage = true;
-    return s;
+    return fits.status();
   }
+  if (!fits.value().empty()) fmt::print(stderr, "# warning: {}\n", fits.value());
   const std::vector<std::string> names = src.value()->eval_buckets();
-  ProgressLine progress(stderr, std::max<int64_t>(1, int64_t(names.size()) * shape.batches / 10));
+  int64_t evaluated = 0;  // the buckets held_out_losses reads (those that hold the shape)
+  for (size_t k = 0; k < names.size(); ++k)
+    evaluated += src.value()->bucket_eval_windows(int64_t(k), T) >= shape.batches * B;
+  ProgressLine progress(stderr, std::max<int64_t>(1, evaluated * shape.batches / 10));
   int64_t batches_done = 0;
   const double t0 = now_seconds();
   Transformer model(cfg.model, B, T, MatmulPrecision::kFp32);
@@ -81,7 +85,7 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
           counted[bucket].second += int64_t(codec.decode(t + b * (T + 1) + 1, T).size());
         }
         if (a.progress) {
-          const int64_t total = std::max<int64_t>(1, int64_t(names.size())) * shape.batches;
+          const int64_t total = std::max<int64_t>(1, evaluated) * shape.batches;
           const double s = now_seconds() - t0;
           progress.update(
               batches_done, total,

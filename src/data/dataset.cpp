@@ -129,4 +129,9 @@ Result<std::unique_ptr<Dataset>> Dataset::open(const std::string& dir, ShardVeri
   return ds;
 }
 
+int64_t held_out_windows(const Bucket& b, int64_t seq_len) {
+  const int64_t L = b.eval->n_tokens() + b.eval->n_docs();
+  return L >= seq_len + 1 ? (L - 1) / seq_len : 0;
+}
+
 }  // namespace mt

@@ -24,6 +24,12 @@ struct Bucket {
   std::unique_ptr<ShardReader> train, eval;
 };
 
+// The distinct held-out sequences of seq_len tokens (+1 target) a bucket's
+// eval split holds: its documents in stored order with separators, cut into
+// consecutive windows (0 when shorter than one). The trainer's eval pass,
+// `moetrain eval` and the mixture search's target all count with this.
+int64_t held_out_windows(const Bucket& b, int64_t seq_len);
+
 class Dataset {
  public:
   static Result<std::unique_ptr<Dataset>> open(const std::string& dir, ShardVerify verify = ShardVerify::kFull);

@@ -225,8 +225,8 @@ std::vector<std::string> MixtureSampler::eval_buckets() const {
 int64_t MixtureSampler::bucket_eval_windows(int64_t bucket, int64_t seq_len) const {
   int64_t seen = -1;
   for (const Bucket& b : ds_->buckets()) {
-    const int64_t L = b.eval->n_tokens() + b.eval->n_docs();
-    if (L >= seq_len + 1 && ++seen == bucket) return (L - 1) / seq_len;
+    const int64_t windows = held_out_windows(b, seq_len);
+    if (windows > 0 && ++seen == bucket) return windows;
   }
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -283,6 +284,107 @@ Result<State> starting_state(const SupervisorOptions& opt, bool& finished) {
   return st;
 }
 
+// The largest rank count <= n that divides the global batch (n itself when
+// the batch is unknown): every rank gets the same number of sequences.
+int64_t ranks_dividing(int64_t batch, int64_t n) {
+  if (batch > 0)
+    while (n > 0 && batch % n != 0) --n;
+  return n;
+}
+
+// How one launch's watch ended.
+struct WatchOutcome {
+  bool exited = false;    // the job exited by itself (code holds its status)
+  bool scale_up = false;  // hosts came back with room to grow: restart larger
+  int code = 0;
+  std::string failure_kind, detail;  // "hang" or "straggler", and what was seen
+  int64_t culprit = -1;              // the rank to blame, if one is
+  int64_t last_step = 0;             // the last step every heartbeat got past
+};
+
+// Watches a launched job through its heartbeats until it exits, hangs, is
+// held up by a straggler (policy "replace"), or returning hosts leave room
+// to grow. The first heartbeat closes the restart time begun at failed_at.
+WatchOutcome watch_launch(const SupervisorOptions& opt, State& st, Child& child, int64_t ranks, int64_t from_step,
+                          double launched, double& failed_at, const std::function<int64_t(int64_t)>& fit) {
+  const std::string hb_dir = opt.run_dir + "/supervisor/heartbeat";
+  WatchOutcome w;
+  w.last_step = from_step;
+  bool first_step_seen = false;
+  std::map<int64_t, int64_t> slow_steps;  // rank -> consecutive steps it was the straggler
+  std::map<int64_t, int64_t> slow_seen;   // rank -> the last step counted
+  std::set<int64_t> named;                // stragglers reported in this launch
+  while (true) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (child.poll(&w.code)) {
+      w.exited = true;
+      return w;
+    }
+    const double t = wall_seconds();
+    const std::vector<Heartbeat> beats = read_heartbeats(hb_dir);
+    for (const Heartbeat& h : beats) w.last_step = std::max(w.last_step, h.step - 1);
+    if (!first_step_seen && !beats.empty()) {
+      first_step_seen = true;
+      if (failed_at > 0) st.restart_s += t - failed_at;
+      failed_at = -1;
+    }
+    if (int64_t(beats.size()) < ranks) {
+      if (t - launched > opt.startup_timeout_s) {
+        w.failure_kind = "hang";
+        w.detail = fmt::format("only {} of {} ranks started within {} s", beats.size(), ranks, opt.startup_timeout_s);
+        return w;
+      }
+      continue;
+    }
+    std::string stale;
+    for (const Heartbeat& h : beats)
+      if (h.phase != "done" && t - h.time > opt.heartbeat_timeout_s) {
+        stale += fmt::format("{}rank {} (pid {} on {}) silent for {:.0f} s in {} {}", stale.empty() ? "" : "; ",
+                             h.rank, h.pid, h.host, t - h.time, h.phase, h.step);
+        if (w.culprit < 0) w.culprit = h.rank;
+      }
+    if (!stale.empty()) {
+      w.failure_kind = "hang";
+      w.detail = stale;
+      return w;
+    }
+    // Stragglers: the others wait for them, they wait least.
+    double max_wait = 0;
+    for (const Heartbeat& h : beats) max_wait = std::max(max_wait, h.wait_s);
+    if (max_wait > opt.straggler_wait_s && beats.size() > 1) {
+      for (const Heartbeat& h : beats) {
+        if (h.wait_s < 0 || slow_seen[h.rank] == h.step) continue;
+        slow_seen[h.rank] = h.step;
+        slow_steps[h.rank] = h.wait_s < 0.25 * max_wait ? slow_steps[h.rank] + 1 : 0;
+        if (slow_steps[h.rank] < 3 || named.count(h.rank)) continue;
+        named.insert(h.rank);
+        const Host* host = host_of_rank(st.hosts, h.rank);
+        const std::string what = fmt::format("rank {} (pid {} on {}) keeps the others waiting: it waited {:.3f} s "
+                                             "of a {:.3f} s step, the others up to {:.3f} s",
+                                             h.rank, h.pid, h.host, h.wait_s, h.step_s, max_wait);
+        append_event(opt.run_dir, {{"event", "straggler"}, {"rank", h.rank}, {"host", host ? host->name : ""},
+                                   {"step", h.step}, {"detail", what}, {"policy", opt.straggler_policy}});
+        say("straggler: " + what);
+        if (opt.straggler_policy == "replace") {
+          w.failure_kind = "straggler";
+          w.detail = what;
+          w.culprit = h.rank;
+        }
+      }
+      if (w.failure_kind == "straggler") return w;
+    }
+    // A host back, room to grow, and a checkpoint newer than this launch's start: restart larger.
+    for (const std::string& name : recover_hosts(st.hosts, t)) {
+      append_event(opt.run_dir, {{"event", "host back"}, {"host", name}});
+      say("host " + name + " is back");
+    }
+    if (fit(std::min(usable_ranks(st.hosts), st.target_ranks)) > ranks && resume_step(opt.run_dir) > from_step) {
+      w.scale_up = true;
+      return w;
+    }
+  }
+}
+
 Status supervise(const SupervisorOptions& opt) {
   auto exe = self_executable();
   if (!exe) return exe.status();
@@ -313,11 +415,7 @@ Status supervise(const SupervisorOptions& opt) {
     admit_hosts(st, opt.run_dir, now);
     // Elastic: the largest rank count that divides the global batch.
     const int64_t batch = batch_size(opt.run_dir);
-    auto fit = [batch](int64_t n) {
-      if (batch > 0)
-        while (n > 0 && batch % n != 0) --n;
-      return n;
-    };
+    auto fit = [batch](int64_t n) { return ranks_dividing(batch, n); };
     const int64_t ranks = fit(active_ranks(st.hosts));
     if (ranks < opt.min_ranks) {
       if (waiting_since < 0) {
@@ -361,84 +459,10 @@ Status supervise(const SupervisorOptions& opt) {
     MT_RETURN_IF_ERROR(save_state(opt.run_dir, st));
 
     // Watch.
-    int code = 0;
-    bool exited = false, first_step_seen = false;
-    std::string failure_kind, detail;
-    int64_t culprit = -1, last_step = from_step;
-    bool scale_up = false;
-    std::map<int64_t, int64_t> slow_steps;  // rank -> consecutive steps it was the straggler
-    std::map<int64_t, int64_t> slow_seen;   // rank -> the last step counted
-    std::set<int64_t> named;                // stragglers reported in this launch
-    while (true) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      if (child->poll(&code)) {
-        exited = true;
-        break;
-      }
-      const double t = wall_seconds();
-      const std::vector<Heartbeat> beats = read_heartbeats(hb_dir);
-      for (const Heartbeat& h : beats) last_step = std::max(last_step, h.step - 1);
-      if (!first_step_seen && !beats.empty()) {
-        first_step_seen = true;
-        if (failed_at > 0) st.restart_s += t - failed_at;
-        failed_at = -1;
-      }
-      if (int64_t(beats.size()) < ranks) {
-        if (t - launched > opt.startup_timeout_s) {
-          failure_kind = "hang";
-          detail = fmt::format("only {} of {} ranks started within {} s", beats.size(), ranks, opt.startup_timeout_s);
-          break;
-        }
-        continue;
-      }
-      std::string stale;
-      for (const Heartbeat& h : beats)
-        if (h.phase != "done" && t - h.time > opt.heartbeat_timeout_s) {
-          stale += fmt::format("{}rank {} (pid {} on {}) silent for {:.0f} s in {} {}", stale.empty() ? "" : "; ",
-                               h.rank, h.pid, h.host, t - h.time, h.phase, h.step);
-          if (culprit < 0) culprit = h.rank;
-        }
-      if (!stale.empty()) {
-        failure_kind = "hang";
-        detail = stale;
-        break;
-      }
-      // Stragglers: the others wait for them, they wait least.
-      double max_wait = 0;
-      for (const Heartbeat& h : beats) max_wait = std::max(max_wait, h.wait_s);
-      if (max_wait > opt.straggler_wait_s && beats.size() > 1) {
-        for (const Heartbeat& h : beats) {
-          if (h.wait_s < 0 || slow_seen[h.rank] == h.step) continue;
-          slow_seen[h.rank] = h.step;
-          slow_steps[h.rank] = h.wait_s < 0.25 * max_wait ? slow_steps[h.rank] + 1 : 0;
-          if (slow_steps[h.rank] >= 3 && !named.count(h.rank)) {
-            named.insert(h.rank);
-            const Host* host = host_of_rank(st.hosts, h.rank);
-            const std::string what = fmt::format("rank {} (pid {} on {}) keeps the others waiting: it waited {:.3f} s "
-                                                 "of a {:.3f} s step, the others up to {:.3f} s",
-                                                 h.rank, h.pid, h.host, h.wait_s, h.step_s, max_wait);
-            append_event(opt.run_dir, {{"event", "straggler"}, {"rank", h.rank}, {"host", host ? host->name : ""},
-                                       {"step", h.step}, {"detail", what}, {"policy", opt.straggler_policy}});
-            say("straggler: " + what);
-            if (opt.straggler_policy == "replace") {
-              failure_kind = "straggler";
-              detail = what;
-              culprit = h.rank;
-            }
-          }
-        }
-        if (failure_kind == "straggler") break;
-      }
-      // A host back, room to grow, and a checkpoint newer than this launch's start: restart larger.
-      for (const std::string& name : recover_hosts(st.hosts, t)) {
-        append_event(opt.run_dir, {{"event", "host back"}, {"host", name}});
-        say("host " + name + " is back");
-      }
-      if (fit(std::min(usable_ranks(st.hosts), st.target_ranks)) > ranks && resume_step(opt.run_dir) > from_step) {
-        scale_up = true;
-        break;
-      }
-    }
+    const WatchOutcome w = watch_launch(opt, st, child.value(), ranks, from_step, launched, failed_at, fit);
+    const bool exited = w.exited, scale_up = w.scale_up;
+    const int code = w.code;
+    const int64_t last_step = w.last_step;
     if (scale_up) {
       child->terminate(5.0);
       append_event(opt.run_dir, {{"event", "scale up"}, {"from_ranks", ranks}, {"step", resume_step(opt.run_dir)}});
@@ -460,7 +484,7 @@ Status supervise(const SupervisorOptions& opt) {
 
     // A failure: name the rank and its host, mark the host, go again.
     failed_at = wall_seconds();
-    record_failure(opt, st, failed_at, Failure{failure_kind, detail, culprit, last_step, code}, text);
+    record_failure(opt, st, failed_at, Failure{w.failure_kind, w.detail, w.culprit, last_step, code}, text);
     no_progress = last_step > from_step ? 0 : no_progress + 1;
     account();
     MT_RETURN_IF_ERROR(save_state(opt.run_dir, st));

@@ -26,6 +26,7 @@ HeldOutLosses held_out_losses(const TokenSource& data, const HeldOutShape& s, in
   double total = 0.0;
   int64_t n = 0;
   for (size_t k = 0; k < names.size(); ++k) {
+    if (data.bucket_eval_windows(int64_t(k), T) < s.batches * B) continue;  // see check_held_out_fits
     const double l = mean_loss(int64_t(k), [&](int64_t i, int32_t* out) {
       return data.bucket_eval_sequence(int64_t(k), i, T, out);
     });
@@ -42,18 +43,29 @@ HeldOutLosses held_out_losses(const TokenSource& data, const HeldOutShape& s, in
   return h;
 }
 
-Status check_held_out_fits(const TokenSource& data, const HeldOutShape& s, std::string_view what) {
+Result<std::string> check_held_out_fits(const TokenSource& data, const HeldOutShape& s, std::string_view what) {
   const std::vector<std::string> names = data.eval_buckets();
+  const int64_t need = s.batches * s.batch;
+  std::vector<std::string> left_out;
+  int64_t most = 0;  // the largest split, in sequences
+  std::string largest;
   for (size_t k = 0; k < names.size(); ++k) {
     const int64_t windows = data.bucket_eval_windows(int64_t(k), s.seq_len);
-    if (s.batches * s.batch > windows)
-      return Status::errorf(
-          "{}: {} batches of {} sequences ({} tokens) per bucket, but bucket {}'s held-out split holds {} sequences "
-          "of {} tokens: at most {} batches (past the split the sequences would repeat)",
-          what, s.batches, s.batch, s.batches * s.batch * s.seq_len, names[k], windows, s.seq_len,
-          windows / s.batch);
+    if (windows > most) most = windows, largest = names[k];
+    if (windows < need) left_out.push_back(fmt::format("{} ({})", names[k], windows));
   }
-  return Status::ok();
+  if (left_out.empty()) return std::string();
+  if (left_out.size() == names.size())
+    return Status::errorf(
+        "{}: {} batches of {} sequences ({} tokens) per bucket, but no bucket's held-out split holds that many: the "
+        "largest, {}, holds {} sequences of {} tokens, at most {} batches (past a split the sequences would repeat)",
+        what, s.batches, s.batch, need * s.seq_len, largest, most, s.seq_len, most / s.batch);
+  std::string list;
+  for (size_t i = 0; i < left_out.size() && i < 6; ++i) list += (i ? ", " : "") + left_out[i];
+  if (left_out.size() > 6) list += fmt::format(" and {} more", left_out.size() - 6);
+  return fmt::format("{}: {} of {} buckets hold fewer than {} held-out sequences of {} tokens and are left out of the "
+                     "held-out loss: {}",
+                     what, left_out.size(), names.size(), need, s.seq_len, list);
 }
 
 }  // namespace mt

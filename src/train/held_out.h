@@ -1,7 +1,8 @@
 // held_out.h — the held-out evaluation pass: `batches` batches of `batch`
 // held-out sequences from every bucket with an eval split (or from the
 // source's one eval split when it has no buckets), mean loss per bucket and
-// their mean. The trainer's periodic eval (train.eval_every) and
+// their mean; buckets too small for the shape are left out (see
+// check_held_out_fits). The trainer's periodic eval (train.eval_every) and
 // `moetrain eval` both run this one function, so their figures agree.
 #pragma once
 #include <cmath>
@@ -35,9 +36,11 @@ HeldOutLosses held_out_losses(const TokenSource& data, const HeldOutShape& s, in
                               const std::function<bool(bool)>& all_ranks, const std::function<double()>& batch_loss,
                               const std::function<void(int64_t, const int32_t*)>& visit = nullptr);
 
-// Refuses a shape that reads past a bucket's held-out split, where the
-// sequences would repeat and be counted twice. `what` names the setting
-// that chose shape.batches (a flag or a config key), for the message.
-Status check_held_out_fits(const TokenSource& data, const HeldOutShape& s, std::string_view what);
+// A bucket whose held-out split holds fewer than batches x batch distinct
+// sequences is left out of the pass: past its split the sequences would
+// repeat and count twice. Returns a warning naming the buckets left out
+// (empty when none), or an error when every bucket would be; `what` names
+// the setting that chose shape.batches (a flag or a config key).
+Result<std::string> check_held_out_fits(const TokenSource& data, const HeldOutShape& s, std::string_view what);
 
 }  // namespace mt

@@ -94,11 +94,6 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
                                    tc.steps * tc.grad_accum * tc.batch_size, cfg.model.vocab_size);
     if (!src) return src.status();
     t->data_ = std::move(src.value());
-    // The periodic eval reads train.eval_batches batches from every bucket's
-    // held-out split: past it, sequences would repeat and count twice.
-    if (tc.eval_every > 0)
-      MT_RETURN_IF_ERROR(check_held_out_fits(*t->data_, {tc.batch_size, tc.seq_len, tc.eval_batches},
-                                             fmt::format("{}: train.eval_batches", cfg.source)));
   } else {
     PlainSourceOptions so = cfg.data.plain;
     so.vocab_size = cfg.model.vocab_size;
@@ -111,6 +106,14 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
 
   const MatmulPrecision prec = tc.precision;
   MT_RETURN_IF_ERROR(t->setup_dist(opt));  // no-op in one process
+  // The periodic eval reads train.eval_batches batches from each bucket's
+  // held-out split; a bucket too small for them is left out, and said so.
+  if (tc.eval_every > 0 && !cfg.data.dataset.empty()) {
+    auto fits = check_held_out_fits(*t->data_, {tc.batch_size, tc.seq_len, tc.eval_batches},
+                                    fmt::format("{}: train.eval_batches", cfg.source));
+    if (!fits) return fits.status();
+    if (!fits.value().empty() && t->is_root()) fmt::print(stderr, "# warning: {}\n", fits.value());
+  }
   t->health_ = std::make_unique<HealthMonitor>(tc, t->dist_->world, opt.run_dir);
   t->model_ = std::make_unique<Transformer>(cfg.model, t->local_batch(), tc.seq_len, prec,
                                             tc.activation_checkpointing == ActivationCheckpointing::kLayers

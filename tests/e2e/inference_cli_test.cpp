@@ -110,8 +110,9 @@ TEST(InferenceCli, EvalHeldOutIsTheTrainersAndTasksAreScored) {
 }
 
 // Issue 44, item 5: --batches past a bucket's held-out split read the same
-// sequences again without saying so. Refused, naming the flag, the bucket
-// and the most batches that fit; the largest count that fits runs.
+// sequences again without saying so. A bucket too small for the batches is
+// left out and named; a count no bucket holds is refused, naming the flag,
+// the largest bucket and the most batches it holds; that count runs.
 TEST(InferenceCli, EvalBatchesPastTheHeldOutSplitAreRefused) {
   const auto r = moetrain({"eval", "--ckpt", trained().run, "--batches", "1000"});
   EXPECT_EQ(r.exit_code, 2) << r;
@@ -121,14 +122,23 @@ TEST(InferenceCli, EvalBatchesPastTheHeldOutSplitAreRefused) {
   ASSERT_NE(at, std::string::npos) << r;
   const std::string most = r.err.substr(at + 8, r.err.find(' ', at + 8) - at - 8);
   ASSERT_GT(std::stoll(most), 0) << r;
-  const auto fits = moetrain({"eval", "--ckpt", trained().run, "--batches", most, "--no-progress"});
-  EXPECT_EQ(fits.exit_code, 0) << fits;
+  TempDir tmp;
+  const auto fits =
+      moetrain({"eval", "--ckpt", trained().run, "--batches", most, "--no-progress", "--out", tmp / "e.json"});
+  ASSERT_EQ(fits.exit_code, 0) << fits;
+  // Every bucket evaluated holds the batches; the others are named.
+  const json j = json::parse(read_file(tmp / "e.json"));
+  const size_t evaluated = j["held_out"]["buckets"].size();
+  EXPECT_GE(evaluated, 1u);
+  EXPECT_EQ(fits.err.find("left out of the held-out loss") != std::string::npos,
+            evaluated < read_metrics(trained().run).back()["bucket_eval_loss"].size())
+      << fits;
   const auto over = moetrain({"eval", "--ckpt", trained().run, "--batches", std::to_string(std::stoll(most) + 1)});
   EXPECT_EQ(over.exit_code, 2) << over;
 }
 
-// The trainer's periodic eval reads the same split: train.eval_batches past
-// it is refused before the first step (exit 1, a config error naming the
+// The trainer's periodic eval reads the same split: a train.eval_batches no
+// bucket holds is refused before the first step (a config error naming the
 // file and key), not read twice in every eval.
 TEST(InferenceCli, TrainEvalBatchesPastTheHeldOutSplitAreRefused) {
   TempDir tmp;

@@ -17,24 +17,19 @@
 #include "model/transformer.h"
 #include "plan/model_stats.h"
 #include "support/data_fixtures.h"
+#include "support/fixtures.h"
 
 namespace mt {
 namespace {
 
+// The shared tiny MoE as two MoE layers (global, then a window of 3), so the
+// MTP module's own layer follows a windowed one.
 ModelConfig tiny(int64_t depth) {
-  ModelConfig c;
-  c.vocab_size = 41;
-  c.d_model = 16;
+  ModelConfig c = testing::tiny_moe_config();
   c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
+  c.n_dense_layers = 0;
   c.layer_pattern = "GL";
   c.window = 3;
-  c.d_ff = 24;
-  c.n_experts = 4;
-  c.top_k = 2;
-  c.d_expert = 12;
-  c.n_shared_experts = 1;
   c.init_std = 0.2;
   c.mtp_depth = depth;
   return c;

@@ -189,6 +189,75 @@ std::string chosen_regressor(const std::string& asked, const json& regressors) {
   return rho("xgboost") > rho("loglinear") ? "xgboost" : "loglinear";
 }
 
+// The proxies an earlier invocation finished, by name. A record without a
+// figure the target now needs (the search file changed) is left out, so that
+// proxy is scored again.
+std::map<std::string, json> recorded_proxies(const std::string& path, const MixSearchConfig& c, const MixSpace& s) {
+  std::map<std::string, json> recorded;
+  if (!fs::exists(path)) return recorded;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    json j = json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) continue;
+    bool complete = !s.needs_eval || j.contains("tasks");
+    for (const std::string& t : c.eval.names) complete = complete && j.contains("tasks") && j["tasks"].contains(t);
+    for (const TargetTerm& t : s.terms) complete = complete && std::isfinite(term_value(t, j));
+    if (complete) recorded[j["name"].get<std::string>()] = j;
+  }
+  return recorded;
+}
+
+struct FittedTarget {
+  std::string chosen;  // the regressor fitted on every proxy
+  mix::TargetModel model;
+  mix::SearchResult best;  // the search over the capped simplex
+};
+
+// Checks both regressors on the held-out proxies (into result["regressors"]),
+// fits the chosen one on all of them and searches the simplex with it.
+Result<FittedTarget> fit_target(const MixSearchConfig& c, const MixSpace& s, const std::vector<MixRun>& runs,
+                                const std::vector<json>& proxies, json& result) {
+  std::vector<std::vector<double>> X, Y;
+  std::vector<double> lambda;
+  for (const TargetTerm& t : s.terms) lambda.push_back(t.weight);
+  for (size_t k = 0; k < proxies.size(); ++k) {
+    X.push_back(runs[k].domain_w);
+    std::vector<double> y;
+    for (const TargetTerm& t : s.terms) y.push_back(term_value(t, proxies[k]));
+    Y.push_back(std::move(y));
+  }
+  result["regressors"] = check_regressors(c, s, proxies, X, Y, lambda);
+  FittedTarget f;
+  f.chosen = chosen_regressor(c.regressor, result["regressors"]);
+  result["regressor"] = f.chosen;
+  auto kind = mix::parse_regressor_kind(f.chosen);
+  if (!kind) return kind.status();
+  MT_RETURN_IF_ERROR(f.model.fit(kind.value(), X, Y, lambda, c.seed));
+  mix::SearchOptions so;
+  so.candidates = c.candidates;
+  so.top_k = c.top_k;
+  so.concentration = c.concentration;
+  so.seed = c.seed;
+  so.choice = c.method == "optimum" ? mix::SearchChoice::kModelOptimum : mix::SearchChoice::kTopKAverage;
+  f.best = mix::search_simplex(f.model, s.center, s.domain_cap, so);
+  return f;
+}
+
+// The closing lines: the regressors' held-out ranking, the choice, and where
+// the report is.
+void print_outcome(const MixSearchConfig& c, const json& result, const mix::SearchResult& best, double natural_pred,
+                   const std::map<std::string, json>& recorded, const std::string& out) {
+  const json& reg = result["regressors"];
+  fmt::print(stderr, "# held-out rank correlation (Spearman, {} proxies): log-linear {}, xgboost {}\n", c.holdout,
+             reg["loglinear"].value("spearman", json()).dump(), reg["xgboost"].value("spearman", json()).dump());
+  fmt::print(stderr, "# chosen mixture: predicted target {:.5f} (natural shares: {:.5f}){}\n", best.predicted,
+             natural_pred,
+             c.verify ? fmt::format("; trained: {:.5f} (natural {:.5f})", recorded.at("best")["target"].get<double>(),
+                                    recorded.at("natural")["target"].get<double>())
+                      : "");
+  fmt::print(stderr, "# report: {}/report.html\n", out);
+}
+
 const char* mixture_comment(const std::string& run) {
   return run == "natural" ? "natural token shares (moetrain mix search)"
                           : "sampled proxy mixture (moetrain mix search)";
@@ -207,7 +276,8 @@ Result<MixSearchPlan> plan_mix_search(const MixSearchConfig& c, const std::strin
   if (plan.base.data.dataset.empty())
     return Status::errorf("{}: search.base {} trains without data.dataset: a mixture search needs a bucketed dataset",
                           c.source, c.base);
-  auto space = make_mix_space(c, plan.base.data.dataset, tc.seq_len, tc.steps * tc.grad_accum * tc.batch_size);
+  auto space = make_mix_space(c, plan.base.data.dataset, tc.seq_len, tc.steps * tc.grad_accum * tc.batch_size,
+                              tc.eval_batches * tc.batch_size);
   if (!space) return space.status();
   plan.space = std::move(space.value());
   const MixSpace& s = plan.space;
@@ -275,19 +345,7 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
 
   // What an earlier invocation finished.
   const std::string proxies_path = out + "/proxies.jsonl";
-  std::map<std::string, json> recorded;
-  if (fs::exists(proxies_path)) {
-    std::ifstream in(proxies_path);
-    for (std::string line; std::getline(in, line);) {
-      json j = json::parse(line, nullptr, false);
-      if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) continue;
-      // A record without a figure the target now needs (the file changed): scored again.
-      bool complete = !s.needs_eval || j.contains("tasks");
-      for (const std::string& t : c.eval.names) complete = complete && j.contains("tasks") && j["tasks"].contains(t);
-      for (const TargetTerm& t : s.terms) complete = complete && std::isfinite(term_value(t, j));
-      if (complete) recorded[j["name"].get<std::string>()] = j;
-    }
-  }
+  std::map<std::string, json> recorded = recorded_proxies(proxies_path, c, s);
   auto write_proxies = [&](const std::vector<MixRun>& all) {
     std::string text;
     for (const MixRun& r : all)
@@ -347,33 +405,13 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
 
   // Fit: weights -> per-bucket target losses, checked on the held-out proxies.
   std::vector<json> proxies;
-  std::vector<std::vector<double>> X, Y;
-  std::vector<double> lambda;
-  for (const TargetTerm& t : s.terms) lambda.push_back(t.weight);
-  for (int64_t k = 0; k < c.proxies; ++k) {
-    const json& j = recorded.at(proxy_name(k));
-    proxies.push_back(j);
-    X.push_back(runs[size_t(k)].domain_w);
-    std::vector<double> y;
-    for (const TargetTerm& t : s.terms) y.push_back(term_value(t, j));
-    Y.push_back(std::move(y));
-  }
+  for (int64_t k = 0; k < c.proxies; ++k) proxies.push_back(recorded.at(proxy_name(k)));
   json result;
-  result["regressors"] = check_regressors(c, s, proxies, X, Y, lambda);
-
-  const std::string chosen = chosen_regressor(c.regressor, result["regressors"]);
-  result["regressor"] = chosen;
-  auto kind = mix::parse_regressor_kind(chosen);
-  if (!kind) return kind.status();
-  mix::TargetModel model;
-  MT_RETURN_IF_ERROR(model.fit(kind.value(), X, Y, lambda, c.seed));
-  mix::SearchOptions so;
-  so.candidates = c.candidates;
-  so.top_k = c.top_k;
-  so.concentration = c.concentration;
-  so.seed = c.seed;
-  so.choice = c.method == "optimum" ? mix::SearchChoice::kModelOptimum : mix::SearchChoice::kTopKAverage;
-  const mix::SearchResult best = mix::search_simplex(model, s.center, s.domain_cap, so);
+  auto fitted = fit_target(c, s, runs, proxies, result);
+  if (!fitted) return fitted.status();
+  const mix::TargetModel& model = fitted.value().model;
+  const mix::SearchResult& best = fitted.value().best;
+  const std::string& chosen = fitted.value().chosen;
   MixRun best_run{"best", {}, mix::expand(s.domains, best.weights, int64_t(s.buckets.size()))};
   MT_RETURN_IF_ERROR(write_mixture(best_run, fmt::format("the mixture search's choice: predicted target {:.5f} "
                                                          "({}, {} regressor on {} proxies)",
@@ -399,15 +437,7 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
   MT_RETURN_IF_ERROR(write_file_atomic(out + "/search.json", result.dump(2) + "\n"));
   MT_RETURN_IF_ERROR(write_file_atomic(out + "/report.html", mix_search_html(result)));
 
-  const json& reg = result["regressors"];
-  fmt::print(stderr, "# held-out rank correlation (Spearman, {} proxies): log-linear {}, xgboost {}\n", c.holdout,
-             reg["loglinear"].value("spearman", json()).dump(), reg["xgboost"].value("spearman", json()).dump());
-  fmt::print(stderr, "# chosen mixture: predicted target {:.5f} (natural shares: {:.5f}){}\n", best.predicted,
-             natural_pred,
-             c.verify ? fmt::format("; trained: {:.5f} (natural {:.5f})", recorded.at("best")["target"].get<double>(),
-                                    recorded.at("natural")["target"].get<double>())
-                      : "");
-  fmt::print(stderr, "# report: {}/report.html\n", out);
+  print_outcome(c, result, best, natural_pred, recorded, out);
   return best_path;
 }
 

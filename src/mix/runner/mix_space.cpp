@@ -23,8 +23,8 @@ Status set_target(const MixSearchConfig& c, MixSpace& s) {
   s.target.assign(s.buckets.size(), 0.0);
   std::vector<bool> has_eval(s.buckets.size());
   for (size_t b = 0; b < s.buckets.size(); ++b) {
-    const Bucket& bk = s.dataset->buckets()[b];
-    has_eval[b] = bk.eval->n_tokens() + bk.eval->n_docs() >= s.seq_len + 1;  // as the trainer's eval pass
+    // As the trainer's eval pass: a split too small for it is left out.
+    has_eval[b] = held_out_windows(s.dataset->buckets()[b], s.seq_len) >= std::max<int64_t>(1, s.held_out_sequences);
   }
   auto bucket_term = [&](K kind, size_t b, double w) {
     s.terms.push_back({kind, b, "", w, fmt::format("{}:{}", target_prefix(kind), s.buckets[b])});
@@ -53,9 +53,9 @@ Status set_target(const MixSearchConfig& c, MixSpace& s) {
         any = true;
       }
       if (!any)
-        return Status::errorf("{}: [target] \"{}\" matches no bucket with held-out data (at least seq_len + 1 = {} "
-                              "eval tokens)",
-                              c.source, name, s.seq_len + 1);
+        return Status::errorf("{}: [target] \"{}\" matches no bucket whose held-out split holds the proxies' eval "
+                              "pass (train.eval_batches x train.batch_size = {} sequences of {} tokens)",
+                              c.source, name, s.held_out_sequences, s.seq_len);
     }
   }
   // Columns in a fixed order: losses by bucket, bits per byte by bucket, then tasks as listed.
@@ -131,7 +131,7 @@ std::string glob_literal(const std::string& name) {
 }  // namespace
 
 Result<MixSpace> make_mix_space(const MixSearchConfig& c, const std::string& dataset_dir, int64_t seq_len,
-                                int64_t proxy_sequences) {
+                                int64_t proxy_sequences, int64_t held_out_sequences) {
   MixSpace s;
   auto ds = Dataset::open(dataset_dir, ShardVerify::kHeadersOnly);
   if (!ds) return ds.status();
@@ -142,6 +142,7 @@ Result<MixSpace> make_mix_space(const MixSearchConfig& c, const std::string& dat
   s.seq_len = seq_len;
   s.hero_sequences = s.hero.total_tokens / seq_len;
   s.proxy_sequences = proxy_sequences;
+  s.held_out_sequences = held_out_sequences;
   if (proxy_sequences > s.hero_sequences)
     return Status::errorf("{}: a proxy reads {} sequences of {} tokens, more than the hero budget total_tokens = {} "
                           "of {}: proxies must be smaller than the hero run",

@@ -34,6 +34,7 @@ struct MixSpace {
   int64_t seq_len = 0;
   int64_t hero_sequences = 0;          // N_full = total_tokens / seq_len
   int64_t proxy_sequences = 0;         // sequences one proxy reads
+  int64_t held_out_sequences = 1;      // its eval pass per bucket: train.eval_batches x train.batch_size
   std::vector<std::string> buckets;    // dataset order
   std::vector<double> available;       // tokens one epoch of each bucket gives (train tokens + separators)
   std::vector<double> natural;         // available / sum
@@ -47,8 +48,11 @@ struct MixSpace {
 };
 
 // `proxy_sequences`: what one proxy run reads (steps x grad_accum x batch).
+// `held_out_sequences`: what its eval pass reads per bucket; a bucket whose
+// held-out split holds fewer is left out of the target, as the trainer
+// leaves it out of the pass.
 Result<MixSpace> make_mix_space(const MixSearchConfig& c, const std::string& dataset_dir, int64_t seq_len,
-                                int64_t proxy_sequences);
+                                int64_t proxy_sequences, int64_t held_out_sequences);
 
 // A hero-scale mixture file giving bucket b weight w[b] (zeros left out).
 std::string mixture_file_text(const MixSpace& s, const std::vector<double>& w, const std::string& comment);
