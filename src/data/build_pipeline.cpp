@@ -77,8 +77,9 @@ void raise_open_file_limit() {
 
 class Pipeline {
  public:
-  Pipeline(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& rep, bool verbose, Comm& comm)
-      : cfg_(cfg), out_(out_dir), rep_(rep), verbose_(verbose && comm.rank() == 0), comm_(comm) {}
+  Pipeline(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& rep, bool verbose, Comm& comm,
+           FileSystem& fs)
+      : cfg_(cfg), out_(out_dir), rep_(rep), verbose_(verbose && comm.rank() == 0), comm_(comm), fs_(fs) {}
 
   Status run();
 
@@ -104,6 +105,7 @@ class Pipeline {
   BuildReport& rep_;
   const bool verbose_;
   Comm& comm_;
+  FileSystem& fs_;  // every file of the dataset is written through it (tests inject failures)
   std::string tmp_;
   std::vector<IngestItem> items_;
   // Pass 1 results, this rank's documents in spill order.
@@ -143,9 +145,9 @@ Status Pipeline::setup() {
       remove_stale_build_dirs(out_, [&](const std::string& m) { say(m); });
       tmp = build_dir_of(out_, ::getpid());
       fs::remove_all(tmp, ec);
-      fs::create_directories(tmp + "/buckets", ec);
-      fs::create_directories(tmp + "/work", ec);
-      if (ec) s = Status::errorf("{}: cannot create: {}", tmp, ec.message());
+      s = fs_.create_dirs(tmp + "/buckets");
+      if (s) s = fs_.create_dirs(tmp + "/work");
+      if (!s) fs::remove_all(tmp, ec);  // run()'s clean-up starts after set-up
     }
   }
   MT_RETURN_IF_ERROR(agree(comm_, s, "data build (set-up)"));
@@ -569,25 +571,23 @@ Status Pipeline::write_pass() {
   const int token_bytes = tok_->vocab_size() <= 65536 ? 2 : 4;
   struct Split {
     std::unique_ptr<ShardWriter> shard;
-    std::FILE* docs = nullptr;
+    std::unique_ptr<WritableFile> docs;  // the provenance lines, through docs_buf
+    std::string docs_buf;
   };
   std::map<std::pair<std::string, std::string>, std::array<Split, 2>> buckets;
   auto open_split = [&](const std::string& topic, const std::string& quality, int e) -> Result<Split*> {
     auto& b = buckets[{topic, quality}];
     Split& sp = b[size_t(e)];
     if (sp.shard) return &sp;
-    std::error_code ec;
-    fs::create_directories(tmp_ + "/buckets/" + topic, ec);
-    if (ec) return Status::errorf("{}/buckets/{}: cannot create: {}", tmp_, topic, ec.message());
+    MT_RETURN_IF_ERROR(fs_.create_dirs(tmp_ + "/buckets/" + topic));
     const char* split = e ? "eval" : "train";
     auto w = ShardWriter::open(tmp_ + "/" + shard_tokens_file(topic, quality, split),
-                               tmp_ + "/" + shard_index_file(topic, quality, split), token_bytes, tok_->hash());
+                               tmp_ + "/" + shard_index_file(topic, quality, split), token_bytes, tok_->hash(), fs_);
     if (!w) return w.status();
     sp.shard = std::move(w.value());
-    const std::string dp = tmp_ + "/" + shard_docs_file(topic, quality, split);
-    sp.docs = std::fopen(dp.c_str(), "wb");
-    if (!sp.docs) return Status::errorf("{}: cannot create", dp);
-    std::setvbuf(sp.docs, nullptr, _IOFBF, 1 << 16);
+    auto docs = fs_.new_writable_file(tmp_ + "/" + shard_docs_file(topic, quality, split));
+    if (!docs) return docs.status();
+    sp.docs = std::move(docs.value());
     return &sp;
   };
   Status s = [&]() -> Status {
@@ -640,9 +640,12 @@ Status Pipeline::write_pass() {
                   {"perplexity", num_or_null(l.scores.perplexity)},
                   {"classifier", num_or_null(l.scores.classifier)},
                   {"combined", num_or_null(l.scores.combined)}}}};
-      const std::string line = j.dump() + "\n";
-      if (std::fwrite(line.data(), 1, line.size(), sp.value()->docs) != line.size())
-        return Status::errorf("{}: write failed", tmp_);
+      std::string& buf = sp.value()->docs_buf;
+      buf += j.dump() + "\n";
+      if (buf.size() >= (1 << 16)) {
+        MT_RETURN_IF_ERROR(sp.value()->docs->append(buf.data(), int64_t(buf.size())));
+        buf.clear();
+      }
       MT_RETURN_IF_ERROR(advance(r));
     }
     // Finish every split; the manifest lists the buckets by name.
@@ -658,8 +661,9 @@ Status Pipeline::write_pass() {
         const char* split = e ? "eval" : "train";
         const int64_t toks = sp.shard->n_tokens(), docs = sp.shard->n_docs();
         MT_RETURN_IF_ERROR(sp.shard->finish(ShardSync::kDeferSync));
-        if (std::fclose(sp.docs) != 0) return Status::errorf("{}: close failed", shard_docs_file(topic, quality, split));
-        sp.docs = nullptr;
+        if (!sp.docs_buf.empty()) MT_RETURN_IF_ERROR(sp.docs->append(sp.docs_buf.data(), int64_t(sp.docs_buf.size())));
+        MT_RETURN_IF_ERROR(sp.docs->close());  // synced with the directory before publishing, as the shards
+        sp.docs.reset();
         jb[split] = {{"tokens", toks},
                      {"documents", docs},
                      {"tokens_file", shard_tokens_file(topic, quality, split)},
@@ -671,7 +675,7 @@ Status Pipeline::write_pass() {
       mb.push_back(jb);
     }
     rep_.buckets = int64_t(buckets.size());
-    MT_RETURN_IF_ERROR(write_file_atomic(tmp_ + "/tokenizer.model", model_));
+    MT_RETURN_IF_ERROR(write_file_atomic(tmp_ + "/tokenizer.model", model_, fs_));
     json m;
     m["format"] = "moetrain-dataset";
     m["version"] = kDatasetVersion;
@@ -701,11 +705,8 @@ Status Pipeline::write_pass() {
     m["limits"] = {{"max_doc_bytes", cfg_.limits.max_doc_bytes},
                    {"long_docs", cfg_.limits.long_docs == LongDocPolicy::kSplit ? "split" : "truncate"}};
     m["build_config"] = cfg_.text;
-    return write_file_atomic(tmp_ + "/manifest.json", m.dump(1) + "\n");
+    return write_file_atomic(tmp_ + "/manifest.json", m.dump(1) + "\n", fs_);
   }();
-  for (auto& [key, splits] : buckets)
-    for (Split& sp : splits)
-      if (sp.docs) std::fclose(sp.docs);
   rep_.seconds_write = now_seconds() - t0;
   return s;
 }
@@ -721,8 +722,8 @@ Status Pipeline::publish() {
     if (rc != 0) return Status::errorf("{}: syncfs failed", tmp_);
   }
   if (fs::exists(out_, ec)) fs::remove(out_, ec);  // empty, checked at set-up
-  fs::rename(tmp_, out_, ec);
-  if (ec) return Status::errorf("{}: cannot move the finished dataset into place: {}", out_, ec.message());
+  if (Status s = fs_.rename(tmp_, out_); !s)
+    return Status::errorf("{}: cannot move the finished dataset into place: {}", out_, s.message());
   say(fmt::format("{} buckets, {} train + {} eval tokens -> {}", rep_.buckets, rep_.train_tokens, rep_.eval_tokens,
                   out_));
   return Status::ok();
@@ -752,8 +753,8 @@ Status Pipeline::run() {
 }  // namespace
 
 Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& rep, bool verbose,
-                     Comm& comm) {
-  Pipeline p(cfg, out_dir, rep, verbose, comm);
+                     Comm& comm, FileSystem& fs) {
+  Pipeline p(cfg, out_dir, rep, verbose, comm, fs);
   return p.run();
 }
 

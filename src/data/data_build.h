@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file_system.h"
 #include "core/status.h"
 #include "data/ingest.h"
 #include "data/labelers.h"
@@ -72,10 +73,12 @@ struct BuildReport {
 // With several ranks (`comm`), each ingests, labels and tokenizes its share
 // of the inputs and rank 0 writes the dataset; the bytes are those of a
 // one-rank build. The output directory must be on a file system all ranks
-// share. Every rank returns the same status.
+// share. Every rank returns the same status. Every file of the dataset is
+// written through `fs` (the tests inject failures: a failed write leaves
+// neither the output nor the temporary directory, and names the file).
 class Comm;
 Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& report, bool verbose,
-                     Comm& comm);
+                     Comm& comm, FileSystem& fs = default_file_system());
 Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& report,
                      bool verbose = false);
 

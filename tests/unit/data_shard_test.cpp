@@ -15,11 +15,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "data/dataset.h"
 #include "data/document.h"
+#include "comm/comm.h"
 #include "core/file_io.h"
 #include "support/data_fixtures.h"
 #include "support/faulty_file_system.h"
@@ -309,6 +311,42 @@ TEST(DatasetDir, BuildIsDeterministicAcrossThreadCounts) {
   auto cfg = parse_data_build_config("[[input]]\npath = \"c.jsonl\"\n", a / "data.toml");
   BuildReport rep;
   EXPECT_THAT(build_dataset(cfg.value(), a / "ds", rep).message(), HasSubstr("output exists"));
+}
+
+// Every file of a dataset goes through the injectable FileSystem: whichever
+// write, rename or directory creation fails, the build reports it, naming
+// what failed, and leaves neither the output nor its temporary directory.
+TEST(DatasetDir, AFailedWriteLeavesNoDatasetAndNoTemporary) {
+  td::TempDir dir;
+  std::string jsonl;
+  for (int i = 0; i < 40; ++i) jsonl += nlohmann::json{{"text", td::document(i % 2, 30, uint64_t(i))}}.dump() + "\n";
+  td::write_file(dir / "c.jsonl", jsonl);
+  auto cfg = parse_data_build_config("[[input]]\npath = \"c.jsonl\"\n[tokenizer]\nvocab_size = 300\n[split]\n"
+                                     "eval_frac = 0.2\n",
+                                     dir / "data.toml");
+  ASSERT_TRUE(cfg.is_ok()) << cfg.status().message();
+  // A clean run counts the operations; then each one is failed in turn.
+  testing::FaultyFileSystem counting;
+  LocalComm one;
+  BuildReport rep;
+  ASSERT_TRUE(build_dataset(cfg.value(), dir / "clean", rep, false, one, counting).is_ok());
+  const int64_t total = counting.ops;
+  ASSERT_GT(total, 10);
+  // The first and last operations (set-up; manifest, tokenizer and the
+  // publishing rename) and a spread over the shards in between.
+  std::set<int64_t> ops;
+  for (int64_t k = 1; k <= 12; ++k) ops.insert({k, total + 1 - k, k * total / 13});
+  for (int64_t op : ops) {
+    testing::FaultyFileSystem faulty;
+    faulty.fail_at_op = op;
+    const std::string out = dir / ("ds" + std::to_string(op));
+    const Status s = build_dataset(cfg.value(), out, rep, false, one, faulty);
+    ASSERT_FALSE(s.is_ok()) << "op " << op;
+    EXPECT_THAT(s.message(), HasSubstr("injected failure at op")) << s.message();
+    EXPECT_FALSE(std::filesystem::exists(out)) << "op " << op;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+      EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path() << " after op " << op;
+  }
 }
 
 // The old TF-IDF k-means labels a whole corpus at once; a streamed build
