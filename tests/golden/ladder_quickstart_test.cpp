@@ -9,6 +9,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "ladder/analysis.h"
 
@@ -45,6 +52,56 @@ TEST(LadderQuickstart, FourRungsAloneStillPredictTheFifth) {
   for (const HeldOutRun& h : a->held_out)
     RecordProperty(h.run.name + "_error_percent", std::to_string(100.0 * h.error));
   EXPECT_LT(std::abs(a->held_out.back().error), 0.05);
+}
+
+// docs/ladder.md's "Measured" section quotes these results and these fits: a
+// test fails when a quoted figure no longer matches them (a results file
+// regenerated without the doc, a fit that changed, a figure edited by hand).
+TEST(LadderQuickstart, TheDocQuotesTheseResultsAndFits) {
+  std::ifstream in(MT_SOURCE_DIR "/docs/ladder.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string doc = ss.str();
+  auto runs = load_results(MT_SOURCE_DIR "/tests/golden/data/ladder_quickstart_results.jsonl");
+  ASSERT_TRUE(runs) << runs.status().message();
+  std::map<std::string, double> loss;
+  for (const ladder::Run& r : *runs) loss[r.name] = r.loss;
+  // | r1 | 64 x 2 | 0.23M | 35K, 70K, 139K | 6.641, 6.349, 6.224 |
+  const std::regex row(R"(\| (r[0-9]) \| [0-9]+ x [0-9]+ \| [^|]+\| [^|]+\| ([0-9.]+), ([0-9.]+), \**([0-9.]+)\** \|)");
+  int rows = 0;
+  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), row); it != std::sregex_iterator(); ++it, ++rows) {
+    const std::string rung = (*it)[1];
+    const char* names[3] = {"@0.25", "@0.5", ""};
+    for (int k = 0; k < 3; ++k) {
+      const std::string name = rung + names[k];
+      ASSERT_TRUE(loss.count(name)) << name;
+      EXPECT_EQ((*it)[size_t(k) + 2].str(), fmt::format("{:.3f}", loss[name])) << name << " in docs/ladder.md";
+    }
+  }
+  EXPECT_EQ(rows, 5) << "the table of docs/ladder.md's Measured section";
+  // | r1-r4 with their branches (12 runs): r5 never seen | 4.1510 | [3.841, 4.627] | +2.68% |
+  auto predicted = [&](std::vector<std::string> hold_out, int64_t drop) {
+    LadderOptions opt;
+    opt.hold_out = std::move(hold_out);
+    opt.drop_highest_loss = drop;
+    opt.bootstrap = {20, 0, 0.95};  // the point estimate does not depend on it
+    auto a = analyze(*runs, opt);
+    EXPECT_TRUE(a) << a.status().message();
+    for (const HeldOutRun& h : a->held_out)
+      if (h.run.name == "r5") return fmt::format("| {:.4f} | ", h.predicted.value) + fmt::format("{:+.2f}%", 100 * h.error);
+    return std::string("r5 not predicted");
+  };
+  auto quoted = [&](const std::string& label) {
+    const size_t at = doc.find("| " + label + " | ");
+    if (at == std::string::npos) return std::string("(row missing: " + label + ")");
+    const std::string line = doc.substr(at, doc.find('\n', at) - at);
+    std::smatch m;
+    std::regex_search(line, m, std::regex(R"(\| ([0-9.]+) \| \[[^\]]+\] \| ([+-][0-9.]+%) \|)"));
+    return m.empty() ? line : "| " + m[1].str() + " | " + m[2].str();
+  };
+  EXPECT_EQ(quoted("r1-r4 with their branches (12 runs): r5 never seen"), predicted({"r5", "r5@0.25", "r5@0.5"}, 0));
+  EXPECT_EQ(quoted("the same plus r5's two short branches (14 runs)"), predicted({"r5"}, 0));
+  EXPECT_EQ(quoted("r1-r4 (12 runs), 3 highest-loss runs dropped"), predicted({"r5", "r5@0.25", "r5@0.5"}, 3));
 }
 
 }  // namespace

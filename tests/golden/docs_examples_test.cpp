@@ -1,0 +1,52 @@
+// docs_examples_test.cpp — the worked examples the docs quote from runs are
+// the outputs scripts/doc-examples.sh recorded in docs/examples/ (the planner's
+// example is checked by PlanCli.ThePlannerDocQuotesWhatPlanPrints, the
+// ladder's measured section by LadderQuickstart.TheDocQuotesTheseResultsAndFits).
+// A figure edited by hand, or outputs regenerated without the doc, fail here.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace mt {
+namespace {
+
+std::string read(const std::string& rel) {
+  std::ifstream in(std::string(MT_SOURCE_DIR) + "/" + rel);
+  EXPECT_TRUE(in.good()) << rel;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(DocsExamples, InferenceQuotesTheQuickstartEval) {
+  const std::string out = read("docs/examples/quickstart-eval.txt");
+  ASSERT_FALSE(out.empty());
+  EXPECT_NE(read("docs/inference.md").find(out), std::string::npos)
+      << "docs/inference.md no longer quotes docs/examples/quickstart-eval.txt:\n"
+      << out;
+}
+
+TEST(DocsExamples, LadderQuotesTheDownstreamExample) {
+  const std::string doc = read("docs/ladder.md");
+  // The eval of r1 and the fitted sigmoid, line for line.
+  const std::string eval = read("docs/examples/ladder-eval-r1.txt");
+  ASSERT_FALSE(eval.empty());
+  EXPECT_NE(doc.find(eval), std::string::npos) << "docs/ladder.md no longer quotes:\n" << eval;
+  const std::string fit = read("docs/examples/ladder-fit.txt");
+  const size_t at = fit.find("accuracy toy:");
+  ASSERT_NE(at, std::string::npos) << fit;
+  const std::string sigmoid = fit.substr(at, fit.find('\n', at) - at);
+  EXPECT_NE(doc.find(sigmoid), std::string::npos) << "docs/ladder.md no longer quotes: " << sigmoid;
+  // The first result's loss and accuracy, as the doc abridges the line.
+  const nlohmann::json first = nlohmann::json::parse(read("docs/examples/ladder-first-result.jsonl"));
+  for (const std::string& figure :
+       {"\"loss\":" + first["loss"].dump(), "\"name\":" + first["name"].dump(),
+        "\"accuracy\":{\"toy\":" + first["accuracy"]["toy"].dump() + "}"})
+    EXPECT_NE(doc.find(figure), std::string::npos) << "docs/ladder.md no longer quotes " << figure;
+}
+
+}  // namespace
+}  // namespace mt
