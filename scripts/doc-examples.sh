@@ -30,8 +30,9 @@ head -1 runs/doc-ladder/results.jsonl > $ex/ladder-first-result.jsonl
   > $ex/ladder-eval-r1.txt
 "$bin" ladder fit runs/doc-ladder/results.jsonl --chance toy=0.33 > $ex/ladder-fit.txt
 
+dirty=$(git diff --quiet -- . ':!docs/examples' || echo ' (with uncommitted changes)')
 {
-  echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with uncommitted changes)')"
+  echo "commit: $(git rev-parse --short HEAD)$dirty"
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' ') model $(grep -m1 '^model\s' /proc/cpuinfo | cut -d: -f2 | tr -d ' '), $(grep -o -w 'avx512f\|avx512_bf16\|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ')"
   echo "date: $(date -u +%Y-%m-%d)"
 } > $ex/PROVENANCE.txt
