@@ -17,13 +17,13 @@
 namespace mt {
 
 void register_bench(CLI::App& app, CommandAction& run) {
-  struct Args {
+  struct BenchArgs {
     std::string preset = "bench/moe-512", precision = "fp32", stream = "off";
     int64_t steps = 4, threads = 0;
     bool json = false;
     std::vector<std::string> sets;
   };
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<BenchArgs>();
   CLI::App* sub = app.add_subcommand("bench", "Throughput and MFU of full training steps against the measured peak.");
   sub->add_option(
          "--preset", args->preset,

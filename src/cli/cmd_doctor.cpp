@@ -19,7 +19,7 @@
 namespace mt {
 namespace {
 
-struct Args {
+struct DoctorArgs {
   bool json = false;
   int64_t bandwidth_bytes = 4 << 20;
   int64_t memory_mib = 256;
@@ -43,7 +43,7 @@ void print_table(const std::vector<DoctorRow>& rows, const std::vector<std::stri
                r.rank < 0 ? "" : hosts[r.rank].substr(0, 16), r.pass ? "pass" : "FAIL", 1e3 * r.seconds, r.detail);
 }
 
-ExitCode run_doctor(const Args& a) {
+ExitCode run_doctor(const DoctorArgs& a) {
   int inject_rank = -1;
   if (!a.inject_fault.empty()) {
     auto f = parse_doctor_fault(a.inject_fault);
@@ -94,7 +94,7 @@ ExitCode run_doctor(const Args& a) {
 }  // namespace
 
 void register_doctor(CLI::App& app, CommandAction& run) {
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<DoctorArgs>();
   CLI::App* sub = app.add_subcommand(
       "doctor", "Health checks: GEMM against a reference and across ranks, NaN scan, memory, links, clocks, binary "
                 "(one process, or every rank of mpirun -np N).");

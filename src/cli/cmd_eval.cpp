@@ -25,7 +25,7 @@
 namespace mt {
 namespace {
 
-struct Args {
+struct EvalArgs {
   std::string ckpt, tokenizer, dataset, mixture, out;
   std::vector<std::string> tasks;
   int64_t batches = 0, threads = 0, batch = 16;
@@ -36,7 +36,7 @@ struct Args {
 // Held-out loss per bucket, and bits per byte: loss (nats/token) x tokens /
 // (UTF-8 bytes of those tokens x ln 2), the tokenizer-independent figure.
 // `usage` is set when the request itself is at fault (--batches past the split).
-Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec, const Args& a, bool& usage) {
+Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec, const EvalArgs& a, bool& usage) {
   const RunConfig& cfg = m.cfg;
   std::string dataset = a.dataset, mixture = a.mixture;
   if (dataset.empty()) {
@@ -117,7 +117,7 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
   return j;
 }
 
-ExitCode run_eval(const Args& a) {
+ExitCode run_eval(const EvalArgs& a) {
   set_num_threads(int(a.threads));
   std::vector<std::pair<std::string, std::vector<McDoc>>> tasks;
   for (const std::string& path : a.tasks) {
@@ -186,7 +186,7 @@ ExitCode run_eval(const Args& a) {
 }  // namespace
 
 void register_eval(CLI::App& app, CommandAction& run) {
-  auto a = std::make_shared<Args>();
+  auto a = std::make_shared<EvalArgs>();
   CLI::App* sub = app.add_subcommand(
       "eval", "Held-out loss and bits-per-byte per bucket, and multiple-choice task accuracy, of a checkpoint.");
   sub->add_option("--ckpt", a->ckpt, "Checkpoint directory (step_XXXXXXXX), or a run directory (its newest checkpoint)")

@@ -19,7 +19,7 @@
 namespace mt {
 namespace {
 
-struct Args {
+struct GenerateArgs {
   std::string ckpt, tokenizer, prompts_file, kv_dtype = "f32";
   std::vector<std::string> prompts;
   int64_t max_new_tokens = 64, threads = 0, max_rows = 512;
@@ -55,7 +55,7 @@ Result<std::vector<std::string>> read_prompts(const std::string& path) {
   return out;
 }
 
-ExitCode run_generate(const Args& a) {
+ExitCode run_generate(const GenerateArgs& a) {
   std::vector<std::string> prompts = a.prompts;
   if (!a.prompts_file.empty()) {
     auto p = read_prompts(a.prompts_file);
@@ -172,7 +172,7 @@ ExitCode run_generate(const Args& a) {
 }  // namespace
 
 void register_generate(CLI::App& app, CommandAction& run) {
-  auto a = std::make_shared<Args>();
+  auto a = std::make_shared<GenerateArgs>();
   CLI::App* sub = app.add_subcommand("generate", "Sample continuations of prompts from a checkpoint (KV-cache decoding).");
   sub->add_option("--ckpt", a->ckpt, "Checkpoint directory (step_XXXXXXXX), or a run directory (its newest checkpoint)")
       ->required();

@@ -14,13 +14,13 @@ namespace mt {
 void register_mix(CLI::App& app, CommandAction& run) {
   CLI::App* mix = app.add_subcommand("mix", "Data mixtures: search the mixture with small proxy runs.");
   mix->require_subcommand(1);
-  struct Args {
+  struct MixArgs {
     std::string file, out = "runs/mix";
     std::vector<std::string> sets;
     int64_t jobs = 1;
     bool no_progress = false, move_aside = false;
   };
-  auto a = std::make_shared<Args>();
+  auto a = std::make_shared<MixArgs>();
   CLI::App* search = mix->add_subcommand(
       "search",
       "Sample mixtures around the natural shares (no data repeated at the hero scale), train a proxy on each, fit "

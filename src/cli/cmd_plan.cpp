@@ -57,13 +57,13 @@ Result<std::pair<std::string, std::string>> read_file_or_preset(const std::strin
 }  // namespace
 
 void register_plan(CLI::App& app, CommandAction& run) {
-  struct Args {
+  struct PlanArgs {
     std::string model, cluster, layout, tokens, html, law = "besiroglu2024", search = "auto";
     bool json = false, no_sweep = false;
     uint64_t seed = 1;
     std::vector<std::string> sets;
   };
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<PlanArgs>();
   CLI::App* sub = app.add_subcommand(
       "plan", "Plan a training run on paper: memory per GPU, step time, MFU, days, failures, goodput, param:data.");
   sub->add_option("--model", args->model, "Model config (the trainer's TOML file, or a preset such as models/NAME)")

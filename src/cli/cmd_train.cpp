@@ -20,7 +20,7 @@
 namespace mt {
 
 void register_train(CLI::App& app, CommandAction& run) {
-  struct Args {
+  struct TrainArgs {
     std::string config, run_dir = "runs/quickstart", preset;
     std::vector<std::string> sets;
     std::string inject_fault;
@@ -28,7 +28,7 @@ void register_train(CLI::App& app, CommandAction& run) {
     std::string heartbeat;
     bool resume = false, no_progress = false, move_aside = false;
   };
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<TrainArgs>();
   CLI::App* sub = app.add_subcommand("train", "Train a model (one process, or every rank of mpirun -np N).");
   sub->add_option("--config", args->config, "TOML config file (default: the embedded quickstart preset)");
   sub->add_option("--preset", args->preset, "Embedded preset instead of a file, e.g. quickstart, bench/tiny");
