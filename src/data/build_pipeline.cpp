@@ -752,8 +752,8 @@ Status Pipeline::run() {
 
 }  // namespace
 
-Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& rep, bool verbose,
-                     Comm& comm, FileSystem& fs) {
+Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, BuildReport& rep, bool verbose, Comm& comm,
+                     FileSystem& fs) {
   Pipeline p(cfg, out_dir, rep, verbose, comm, fs);
   return p.run();
 }

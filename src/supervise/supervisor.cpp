@@ -339,8 +339,8 @@ WatchOutcome watch_launch(const SupervisorOptions& opt, State& st, Child& child,
     std::string stale;
     for (const Heartbeat& h : beats)
       if (h.phase != "done" && t - h.time > opt.heartbeat_timeout_s) {
-        stale += fmt::format("{}rank {} (pid {} on {}) silent for {:.0f} s in {} {}", stale.empty() ? "" : "; ",
-                             h.rank, h.pid, h.host, t - h.time, h.phase, h.step);
+        stale += fmt::format("{}rank {} (pid {} on {}) silent for {:.0f} s in {} {}", stale.empty() ? "" : "; ", h.rank,
+                             h.pid, h.host, t - h.time, h.phase, h.step);
         if (w.culprit < 0) w.culprit = h.rank;
       }
     if (!stale.empty()) {
@@ -359,11 +359,16 @@ WatchOutcome watch_launch(const SupervisorOptions& opt, State& st, Child& child,
         if (slow_steps[h.rank] < 3 || named.count(h.rank)) continue;
         named.insert(h.rank);
         const Host* host = host_of_rank(st.hosts, h.rank);
-        const std::string what = fmt::format("rank {} (pid {} on {}) keeps the others waiting: it waited {:.3f} s "
-                                             "of a {:.3f} s step, the others up to {:.3f} s",
-                                             h.rank, h.pid, h.host, h.wait_s, h.step_s, max_wait);
-        append_event(opt.run_dir, {{"event", "straggler"}, {"rank", h.rank}, {"host", host ? host->name : ""},
-                                   {"step", h.step}, {"detail", what}, {"policy", opt.straggler_policy}});
+        const std::string what = fmt::format(
+            "rank {} (pid {} on {}) keeps the others waiting: it waited {:.3f} s "
+            "of a {:.3f} s step, the others up to {:.3f} s",
+            h.rank, h.pid, h.host, h.wait_s, h.step_s, max_wait);
+        append_event(opt.run_dir, {{"event", "straggler"},
+                                   {"rank", h.rank},
+                                   {"host", host ? host->name : ""},
+                                   {"step", h.step},
+                                   {"detail", what},
+                                   {"policy", opt.straggler_policy}});
         say("straggler: " + what);
         if (opt.straggler_policy == "replace") {
           w.failure_kind = "straggler";

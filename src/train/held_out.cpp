@@ -63,9 +63,10 @@ Result<std::string> check_held_out_fits(const TokenSource& data, const HeldOutSh
   std::string list;
   for (size_t i = 0; i < left_out.size() && i < 6; ++i) list += (i ? ", " : "") + left_out[i];
   if (left_out.size() > 6) list += fmt::format(" and {} more", left_out.size() - 6);
-  return fmt::format("{}: {} of {} buckets hold fewer than {} held-out sequences of {} tokens and are left out of the "
-                     "held-out loss: {}",
-                     what, left_out.size(), names.size(), need, s.seq_len, list);
+  return fmt::format(
+      "{}: {} of {} buckets hold fewer than {} held-out sequences of {} tokens and are left out of the "
+      "held-out loss: {}",
+      what, left_out.size(), names.size(), need, s.seq_len, list);
 }
 
 }  // namespace mt

@@ -42,9 +42,8 @@ TEST(DocsExamples, LadderQuotesTheDownstreamExample) {
   EXPECT_NE(doc.find(sigmoid), std::string::npos) << "docs/ladder.md no longer quotes: " << sigmoid;
   // The first result's loss and accuracy, as the doc abridges the line.
   const nlohmann::json first = nlohmann::json::parse(read("docs/examples/ladder-first-result.jsonl"));
-  for (const std::string& figure :
-       {"\"loss\":" + first["loss"].dump(), "\"name\":" + first["name"].dump(),
-        "\"accuracy\":{\"toy\":" + first["accuracy"]["toy"].dump() + "}"})
+  for (const std::string& figure : {"\"loss\":" + first["loss"].dump(), "\"name\":" + first["name"].dump(),
+                                    "\"accuracy\":{\"toy\":" + first["accuracy"]["toy"].dump() + "}"})
     EXPECT_NE(doc.find(figure), std::string::npos) << "docs/ladder.md no longer quotes " << figure;
 }
 

@@ -88,7 +88,8 @@ TEST(LadderQuickstart, TheDocQuotesTheseResultsAndFits) {
     auto a = analyze(*runs, opt);
     EXPECT_TRUE(a) << a.status().message();
     for (const HeldOutRun& h : a->held_out)
-      if (h.run.name == "r5") return fmt::format("| {:.4f} | ", h.predicted.value) + fmt::format("{:+.2f}%", 100 * h.error);
+      if (h.run.name == "r5")
+        return fmt::format("| {:.4f} | ", h.predicted.value) + fmt::format("{:+.2f}%", 100 * h.error);
     return std::string("r5 not predicted");
   };
   auto quoted = [&](const std::string& label) {

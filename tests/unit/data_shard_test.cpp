@@ -321,9 +321,10 @@ TEST(DatasetDir, AFailedWriteLeavesNoDatasetAndNoTemporary) {
   std::string jsonl;
   for (int i = 0; i < 40; ++i) jsonl += nlohmann::json{{"text", td::document(i % 2, 30, uint64_t(i))}}.dump() + "\n";
   td::write_file(dir / "c.jsonl", jsonl);
-  auto cfg = parse_data_build_config("[[input]]\npath = \"c.jsonl\"\n[tokenizer]\nvocab_size = 300\n[split]\n"
-                                     "eval_frac = 0.2\n",
-                                     dir / "data.toml");
+  auto cfg = parse_data_build_config(
+      "[[input]]\npath = \"c.jsonl\"\n[tokenizer]\nvocab_size = 300\n[split]\n"
+      "eval_frac = 0.2\n",
+      dir / "data.toml");
   ASSERT_TRUE(cfg.is_ok()) << cfg.status().message();
   // A clean run counts the operations; then each one is failed in turn.
   testing::FaultyFileSystem counting;

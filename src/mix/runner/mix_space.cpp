@@ -53,9 +53,10 @@ Status set_target(const MixSearchConfig& c, MixSpace& s) {
         any = true;
       }
       if (!any)
-        return Status::errorf("{}: [target] \"{}\" matches no bucket whose held-out split holds the proxies' eval "
-                              "pass (train.eval_batches x train.batch_size = {} sequences of {} tokens)",
-                              c.source, name, s.held_out_sequences, s.seq_len);
+        return Status::errorf(
+            "{}: [target] \"{}\" matches no bucket whose held-out split holds the proxies' eval "
+            "pass (train.eval_batches x train.batch_size = {} sequences of {} tokens)",
+            c.source, name, s.held_out_sequences, s.seq_len);
     }
   }
   // Columns in a fixed order: losses by bucket, bits per byte by bucket, then tasks as listed.
