@@ -4,7 +4,9 @@
 # quoting them): the quickstart model's `moetrain eval` (after
 # scripts/quickstart.sh has trained runs/quickstart) and the downstream-
 # accuracy ladder of docs/ladder.md (docs/examples/ladder/, trained here in
-# runs/doc-ladder). Figures of trained runs depend on the CPU's kernels:
+# runs/doc-ladder), and docs/mix.md's eval-target example and measured
+# quickstart search (runs/doc-mix-eval, runs/mix-quickstart; about ten
+# minutes on two cores). Figures of trained runs depend on the CPU's kernels:
 # docs/examples/PROVENANCE.txt records the commit and the CPU they came from.
 # After running it, paste the changed outputs into the docs.
 set -euo pipefail
@@ -29,6 +31,32 @@ head -1 runs/doc-ladder/results.jsonl > $ex/ladder-first-result.jsonl
 "$bin" eval --ckpt runs/doc-ladder/r1 --tasks $ex/ladder/toy.jsonl --threads 1 --no-progress | grep '^task ' \
   > $ex/ladder-eval-r1.txt
 "$bin" ladder fit runs/doc-ladder/results.jsonl --chance toy=0.33 > $ex/ladder-fit.txt
+
+# docs/mix.md: the worked example with an eval target, and the measured
+# quickstart search (32 proxies and the natural and chosen mixtures trained).
+"$bin" mix search $ex/mix/eval-example.toml --out runs/doc-mix-eval --jobs 2 --move-aside --no-progress \
+  2> "$tmp/mix-eval.err" || { cat "$tmp/mix-eval.err" >&2; exit 1; }
+grep '^# held-out rank\|^# chosen' "$tmp/mix-eval.err" > $ex/mix-eval-example.txt
+"$bin" eval --ckpt runs/doc-mix-eval/p003 --tasks $ex/mix/toy.jsonl --threads 1 --no-progress | grep 'code/q0\|^task ' \
+  > $ex/mix-eval-p003.txt
+python3 - runs/doc-mix-eval $ex/mix-eval-example.json <<'PY'
+import json, sys
+run, out = sys.argv[1], sys.argv[2]
+s = json.load(open(run + "/search.json"))
+proxies = [json.loads(l) for l in open(run + "/proxies.jsonl")]
+json.dump({"target": s["target"], "proxies": proxies}, open(out, "w"), indent=1, sort_keys=True)
+PY
+"$bin" mix search configs/mix/quickstart.toml --out runs/mix-quickstart --jobs 2 --move-aside --no-progress \
+  2> "$tmp/mix-quickstart.err" || { cat "$tmp/mix-quickstart.err" >&2; exit 1; }
+grep '^# held-out rank\|^# chosen' "$tmp/mix-quickstart.err" > $ex/mix-quickstart.txt
+python3 - runs/mix-quickstart $ex/mix-quickstart.json <<'PY'
+import json, sys
+run, out = sys.argv[1], sys.argv[2]
+s = json.load(open(run + "/search.json"))
+keep = {k: s[k] for k in ("regressors", "regressor", "best", "natural_predicted", "verify", "buckets") if k in s}
+keep["proxy_targets"] = [p["target"] for p in s["proxies"]]
+json.dump(keep, open(out, "w"), indent=1, sort_keys=True)
+PY
 
 dirty=$(git diff --quiet -- . ':!docs/examples' || echo ' (with uncommitted changes)')
 {

@@ -9,6 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
+
+#include <fmt/format.h>
 
 namespace mt {
 namespace {
@@ -45,6 +48,45 @@ TEST(DocsExamples, LadderQuotesTheDownstreamExample) {
   for (const std::string& figure : {"\"loss\":" + first["loss"].dump(), "\"name\":" + first["name"].dump(),
                                     "\"accuracy\":{\"toy\":" + first["accuracy"]["toy"].dump() + "}"})
     EXPECT_NE(doc.find(figure), std::string::npos) << "docs/ladder.md no longer quotes " << figure;
+}
+
+TEST(DocsExamples, MixQuotesTheEvalExample) {
+  const std::string doc = read("docs/mix.md");
+  for (const char* rec : {"docs/examples/mix-eval-example.txt", "docs/examples/mix-eval-p003.txt"}) {
+    const std::string out = read(rec);
+    ASSERT_FALSE(out.empty()) << rec;
+    EXPECT_NE(doc.find(out), std::string::npos) << "docs/mix.md no longer quotes " << rec << ":\n" << out;
+  }
+  // The target terms and p003's target, as the doc assembles it.
+  const nlohmann::json j = nlohmann::json::parse(read("docs/examples/mix-eval-example.json"));
+  std::string terms = "[";
+  for (const nlohmann::json& t : j["target"])
+    terms += std::string(terms.size() > 1 ? ",\n" : "") + "{\"name\": " + t["name"].dump() + ", \"weight\": " +
+             fmt::format("{}", t["weight"].get<double>()) + "}";
+  terms += "]";
+  EXPECT_NE(doc.find(terms), std::string::npos) << "docs/mix.md no longer lists the terms " << terms;
+  for (const nlohmann::json& p : j["proxies"])
+    if (p["name"] == "p003")
+      EXPECT_NE(doc.find(fmt::format("= {:.5f}", p["target"].get<double>())), std::string::npos)
+          << "docs/mix.md no longer gives p003's target " << p["target"];
+}
+
+TEST(DocsExamples, MixQuotesTheQuickstartSearch) {
+  const std::string doc = read("docs/mix.md");
+  const std::string out = read("docs/examples/mix-quickstart.txt");
+  ASSERT_FALSE(out.empty());
+  EXPECT_NE(doc.find(out), std::string::npos) << "docs/mix.md no longer quotes:\n" << out;
+  const nlohmann::json j = nlohmann::json::parse(read("docs/examples/mix-quickstart.json"));
+  for (const auto& [label, key] : {std::pair{"log-linear", "loglinear"}, std::pair{"XGBoost", "xgboost"}}) {
+    const nlohmann::json& r = j["regressors"][key];
+    const std::string row =
+        fmt::format("| {} | {:.2f} | {:.2f} | {:.3f} |", label, r["spearman"].get<double>(),
+                    r["pearson"].get<double>(), r["mean_abs_error"].get<double>());
+    EXPECT_NE(doc.find(row), std::string::npos) << "docs/mix.md no longer has the row " << row;
+  }
+  for (double figure : {j["best"]["predicted"].get<double>(), j["natural_predicted"].get<double>(),
+                        j["verify"]["best"]["actual"].get<double>(), j["verify"]["natural"]["actual"].get<double>()})
+    EXPECT_NE(doc.find(fmt::format("{:.3f}", figure)), std::string::npos) << "docs/mix.md no longer gives " << figure;
 }
 
 }  // namespace
