@@ -66,9 +66,7 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
   }
   if (!fits.value().empty()) fmt::print(stderr, "# warning: {}\n", fits.value());
   const std::vector<std::string> names = src.value()->eval_buckets();
-  int64_t evaluated = 0;  // the buckets held_out_losses reads (those that hold the shape)
-  for (size_t k = 0; k < names.size(); ++k)
-    evaluated += src.value()->bucket_eval_windows(int64_t(k), T) >= shape.batches * B;
+  const int64_t evaluated = int64_t(evaluated_buckets(*src.value(), shape).size());  // what held_out_losses reads
   ProgressLine progress(stderr, std::max<int64_t>(1, evaluated * shape.batches / 10));
   int64_t batches_done = 0;
   const double t0 = now_seconds();

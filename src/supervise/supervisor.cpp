@@ -11,7 +11,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -306,7 +305,7 @@ struct WatchOutcome {
 // held up by a straggler (policy "replace"), or returning hosts leave room
 // to grow. The first heartbeat closes the restart time begun at failed_at.
 WatchOutcome watch_launch(const SupervisorOptions& opt, State& st, Child& child, int64_t ranks, int64_t from_step,
-                          double launched, double& failed_at, const std::function<int64_t(int64_t)>& fit) {
+                          double launched, double& failed_at, int64_t batch) {
   const std::string hb_dir = opt.run_dir + "/supervisor/heartbeat";
   WatchOutcome w;
   w.last_step = from_step;
@@ -383,7 +382,8 @@ WatchOutcome watch_launch(const SupervisorOptions& opt, State& st, Child& child,
       append_event(opt.run_dir, {{"event", "host back"}, {"host", name}});
       say("host " + name + " is back");
     }
-    if (fit(std::min(usable_ranks(st.hosts), st.target_ranks)) > ranks && resume_step(opt.run_dir) > from_step) {
+    if (ranks_dividing(batch, std::min(usable_ranks(st.hosts), st.target_ranks)) > ranks &&
+        resume_step(opt.run_dir) > from_step) {
       w.scale_up = true;
       return w;
     }
@@ -420,8 +420,7 @@ Status supervise(const SupervisorOptions& opt) {
     admit_hosts(st, opt.run_dir, now);
     // Elastic: the largest rank count that divides the global batch.
     const int64_t batch = batch_size(opt.run_dir);
-    auto fit = [batch](int64_t n) { return ranks_dividing(batch, n); };
-    const int64_t ranks = fit(active_ranks(st.hosts));
+    const int64_t ranks = ranks_dividing(batch, active_ranks(st.hosts));
     if (ranks < opt.min_ranks) {
       if (waiting_since < 0) {
         waiting_since = now;
@@ -464,7 +463,7 @@ Status supervise(const SupervisorOptions& opt) {
     MT_RETURN_IF_ERROR(save_state(opt.run_dir, st));
 
     // Watch.
-    const WatchOutcome w = watch_launch(opt, st, child.value(), ranks, from_step, launched, failed_at, fit);
+    const WatchOutcome w = watch_launch(opt, st, child.value(), ranks, from_step, launched, failed_at, batch);
     const bool exited = w.exited, scale_up = w.scale_up;
     const int code = w.code;
     const int64_t last_step = w.last_step;

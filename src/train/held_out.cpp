@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace mt {
 
 HeldOutLosses held_out_losses(const TokenSource& data, const HeldOutShape& s, int32_t* tokens,
@@ -25,13 +27,10 @@ HeldOutLosses held_out_losses(const TokenSource& data, const HeldOutShape& s, in
   const std::vector<std::string> names = data.eval_buckets();
   double total = 0.0;
   int64_t n = 0;
-  for (size_t k = 0; k < names.size(); ++k) {
-    if (data.bucket_eval_windows(int64_t(k), T) < s.batches * B) continue;  // see check_held_out_fits
-    const double l = mean_loss(int64_t(k), [&](int64_t i, int32_t* out) {
-      return data.bucket_eval_sequence(int64_t(k), i, T, out);
-    });
+  for (const int64_t k : evaluated_buckets(data, s)) {
+    const double l = mean_loss(k, [&](int64_t i, int32_t* out) { return data.bucket_eval_sequence(k, i, T, out); });
     if (!std::isfinite(l)) continue;
-    h.buckets.emplace_back(names[k], l);
+    h.buckets.emplace_back(names[size_t(k)], l);
     total += l;
     ++n;
   }
@@ -43,19 +42,29 @@ HeldOutLosses held_out_losses(const TokenSource& data, const HeldOutShape& s, in
   return h;
 }
 
+std::vector<int64_t> evaluated_buckets(const TokenSource& data, const HeldOutShape& s) {
+  std::vector<int64_t> held;
+  const int64_t n = int64_t(data.eval_buckets().size());
+  for (int64_t k = 0; k < n; ++k)
+    if (data.bucket_eval_windows(k, s.seq_len) >= s.batches * s.batch) held.push_back(k);
+  return held;
+}
+
 Result<std::string> check_held_out_fits(const TokenSource& data, const HeldOutShape& s, std::string_view what) {
   const std::vector<std::string> names = data.eval_buckets();
   const int64_t need = s.batches * s.batch;
   std::vector<std::string> left_out;
   int64_t most = 0;  // the largest split, in sequences
   std::string largest;
+  const std::vector<int64_t> held = evaluated_buckets(data, s);
+  if (held.size() == names.size()) return std::string();
   for (size_t k = 0; k < names.size(); ++k) {
     const int64_t windows = data.bucket_eval_windows(int64_t(k), s.seq_len);
     if (windows > most) most = windows, largest = names[k];
-    if (windows < need) left_out.push_back(fmt::format("{} ({})", names[k], windows));
+    if (!std::binary_search(held.begin(), held.end(), int64_t(k)))
+      left_out.push_back(fmt::format("{} ({})", names[k], windows));
   }
-  if (left_out.empty()) return std::string();
-  if (left_out.size() == names.size())
+  if (held.empty())
     return Status::errorf(
         "{}: {} batches of {} sequences ({} tokens) per bucket, but no bucket's held-out split holds that many: the "
         "largest, {}, holds {} sequences of {} tokens, at most {} batches (past a split the sequences would repeat)",

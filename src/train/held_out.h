@@ -36,6 +36,10 @@ HeldOutLosses held_out_losses(const TokenSource& data, const HeldOutShape& s, in
                               const std::function<bool(bool)>& all_ranks, const std::function<double()>& batch_loss,
                               const std::function<void(int64_t, const int32_t*)>& visit = nullptr);
 
+// The buckets (indices into data.eval_buckets()) whose held-out split holds
+// batches x batch distinct sequences: those held_out_losses evaluates.
+std::vector<int64_t> evaluated_buckets(const TokenSource& data, const HeldOutShape& s);
+
 // A bucket whose held-out split holds fewer than batches x batch distinct
 // sequences is left out of the pass: past its split the sequences would
 // repeat and count twice. Returns a warning naming the buckets left out

@@ -5,23 +5,21 @@
 // A figure edited by hand, or outputs regenerated without the doc, fail here.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "core/file_io.h"
+
 namespace mt {
 namespace {
 
 std::string read(const std::string& rel) {
-  std::ifstream in(std::string(MT_SOURCE_DIR) + "/" + rel);
-  EXPECT_TRUE(in.good()) << rel;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto text = read_file(std::string(MT_SOURCE_DIR) + "/" + rel);
+  EXPECT_TRUE(text.is_ok()) << text.status().message();
+  return text.is_ok() ? text.value() : std::string();
 }
 
 TEST(DocsExamples, InferenceQuotesTheQuickstartEval) {

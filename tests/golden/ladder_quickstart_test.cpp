@@ -9,14 +9,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <regex>
-#include <sstream>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
+#include "core/file_io.h"
 #include "ladder/analysis.h"
 
 namespace mt::ladder {
@@ -58,10 +58,9 @@ TEST(LadderQuickstart, FourRungsAloneStillPredictTheFifth) {
 // test fails when a quoted figure no longer matches them (a results file
 // regenerated without the doc, a fit that changed, a figure edited by hand).
 TEST(LadderQuickstart, TheDocQuotesTheseResultsAndFits) {
-  std::ifstream in(MT_SOURCE_DIR "/docs/ladder.md");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string doc = ss.str();
+  auto read = read_file(MT_SOURCE_DIR "/docs/ladder.md");
+  ASSERT_TRUE(read.is_ok()) << read.status().message();
+  const std::string& doc = read.value();
   auto runs = load_results(MT_SOURCE_DIR "/tests/golden/data/ladder_quickstart_results.jsonl");
   ASSERT_TRUE(runs) << runs.status().message();
   std::map<std::string, double> loss;
@@ -80,6 +79,8 @@ TEST(LadderQuickstart, TheDocQuotesTheseResultsAndFits) {
   }
   EXPECT_EQ(rows, 5) << "the table of docs/ladder.md's Measured section";
   // | r1-r4 with their branches (12 runs): r5 never seen | 4.1510 | [3.841, 4.627] | +2.68% |
+  // The fits run in double on this CPU's kernels: figures match to within
+  // 1.5 units of the last digit the doc prints, not to the bit.
   auto predicted = [&](std::vector<std::string> hold_out, int64_t drop) {
     LadderOptions opt;
     opt.hold_out = std::move(hold_out);
@@ -88,21 +89,21 @@ TEST(LadderQuickstart, TheDocQuotesTheseResultsAndFits) {
     auto a = analyze(*runs, opt);
     EXPECT_TRUE(a) << a.status().message();
     for (const HeldOutRun& h : a->held_out)
-      if (h.run.name == "r5")
-        return fmt::format("| {:.4f} | ", h.predicted.value) + fmt::format("{:+.2f}%", 100 * h.error);
-    return std::string("r5 not predicted");
+      if (h.run.name == "r5") return std::pair(h.predicted.value, 100 * h.error);
+    return std::pair(std::nan(""), std::nan(""));
   };
-  auto quoted = [&](const std::string& label) {
+  auto check = [&](const std::string& label, std::pair<double, double> fit) {
     const size_t at = doc.find("| " + label + " | ");
-    if (at == std::string::npos) return std::string("(row missing: " + label + ")");
+    ASSERT_NE(at, std::string::npos) << "docs/ladder.md lost the row " << label;
     const std::string line = doc.substr(at, doc.find('\n', at) - at);
     std::smatch m;
-    std::regex_search(line, m, std::regex(R"(\| ([0-9.]+) \| \[[^\]]+\] \| ([+-][0-9.]+%) \|)"));
-    return m.empty() ? line : "| " + m[1].str() + " | " + m[2].str();
+    ASSERT_TRUE(std::regex_search(line, m, std::regex(R"(\| ([0-9.]+) \| \[[^\]]+\] \| ([+-][0-9.]+)% \|)"))) << line;
+    EXPECT_NEAR(std::stod(m[1].str()), fit.first, 1.5e-4) << line;
+    EXPECT_NEAR(std::stod(m[2].str()), fit.second, 1.5e-2) << line;
   };
-  EXPECT_EQ(quoted("r1-r4 with their branches (12 runs): r5 never seen"), predicted({"r5", "r5@0.25", "r5@0.5"}, 0));
-  EXPECT_EQ(quoted("the same plus r5's two short branches (14 runs)"), predicted({"r5"}, 0));
-  EXPECT_EQ(quoted("r1-r4 (12 runs), 3 highest-loss runs dropped"), predicted({"r5", "r5@0.25", "r5@0.5"}, 3));
+  check("r1-r4 with their branches (12 runs): r5 never seen", predicted({"r5", "r5@0.25", "r5@0.5"}, 0));
+  check("the same plus r5's two short branches (14 runs)", predicted({"r5"}, 0));
+  check("r1-r4 (12 runs), 3 highest-loss runs dropped", predicted({"r5", "r5@0.25", "r5@0.5"}, 3));
 }
 
 }  // namespace

@@ -327,6 +327,30 @@ TEST(Optimizer, OneMuonStepByHand) {
   }
 }
 
+// Muon under the Hyperball wrapper on one 2x2 matrix (no clipping), peak
+// learning rate 0.05: the set-up of the two Muon cases below.
+struct HyperballMuon2x2 {
+  static ParamLayout layout() {
+    ParamLayout L;
+    L.add("layers.0.attn.wq", {2, 2}, ParamKind::kMatrix, 0);
+    return L;
+  }
+  static AdamWConfig no_clip() {
+    AdamWConfig a;
+    a.grad_clip = 0;
+    return a;
+  }
+  static OptimizerConfig muon() {
+    OptimizerConfig c;
+    c.name = OptimizerName::kMuon;
+    c.hyperball = true;
+    return c;
+  }
+  ParamLayout L = layout();
+  LocalComm comm;
+  Optimizer opt{L, no_clip(), muon(), 0.05, comm};
+};
+
 TEST(Optimizer, OneHyperballStepByHand) {
   // Over AdamW: head = (3, 4), R = 5; step 1 of Adam gives u = g / (|g| + eps).
   {
@@ -356,15 +380,8 @@ TEST(Optimizer, OneHyperballStepByHand) {
   // Over Muon: W = diag(3, 4), g = diag(2, 1): the direction is
   // D = NS(g) / ||NS(g)||_F = diag(f(2/sqrt5), f(1/sqrt5)) / norm.
   {
-    ParamLayout L;
-    L.add("layers.0.attn.wq", {2, 2}, ParamKind::kMatrix, 0);
-    AdamWConfig a;
-    a.grad_clip = 0;
-    OptimizerConfig c;
-    c.name = OptimizerName::kMuon;
-    c.hyperball = true;
-    LocalComm comm;
-    Optimizer opt(L, a, c, 0.05, comm);
+    HyperballMuon2x2 m;
+    Optimizer& opt = m.opt;
     std::vector<float> p = {3, 0, 0, 4};
     opt.init_radii(p.data());
     const NewtonSchulzParams ns;
@@ -382,15 +399,8 @@ TEST(Optimizer, OneHyperballStepByHand) {
   // ||W'|| = R sqrt(1 + lr^2); undoing the projection recovers the update,
   // whose Frobenius norm must be lr R = 0.05 x 5 = 0.25.
   {
-    ParamLayout L;
-    L.add("layers.0.attn.wq", {2, 2}, ParamKind::kMatrix, 0);
-    AdamWConfig a;
-    a.grad_clip = 0;
-    OptimizerConfig c;
-    c.name = OptimizerName::kMuon;
-    c.hyperball = true;
-    LocalComm comm;
-    Optimizer opt(L, a, c, 0.05, comm);
+    HyperballMuon2x2 m;
+    Optimizer& opt = m.opt;
     const std::vector<float> w = {3, 0, 0, 4};
     std::vector<float> p = w;
     opt.init_radii(p.data());
