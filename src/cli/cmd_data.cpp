@@ -3,6 +3,7 @@
 //   data build --config FILE --out DATASET_DIR
 //   data inspect DATASET_DIR [--json] [--html OUT] [--no-heatmap]   (writes DATASET_DIR/heatmap.svg)
 //   data plan DATASET_DIR --mixture FILE [--seq-len N] [--json]     (exit 3 when the plan repeats data)
+//   data plan DATASET_DIR --config RUN [--json]   (a run in phases: every phase's mixture against one pool)
 //   tokenizer train --input PATH... --out MODEL [--vocab-size N]
 //   tokenizer encode --model MODEL (--text TEXT | --file FILE) [--json]
 #include <fmt/format.h>
@@ -16,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "cli/data_docs.h"
+#include "cli/data_phase_plan.h"
 #include "dist/mpi_comm.h"
 #include "core/file_io.h"
 #include "train/run_config.h"
@@ -140,9 +142,14 @@ ExitCode run_plan(const std::string& dir, const std::string& mixture, const std:
   if (!run_config.empty()) {  // the run's own sequence length, unless --seq-len was given
     auto rc = load_run_config(run_config, {});
     if (!rc) return fail("data plan", rc.status(), ExitCode::kUsage);
+    if (!mixture.empty()) rc->data.mixture = mixture;
+    if (!rc->phases.empty()) return run_phase_plan(dir, *rc, as_json);  // every phase against one pool
+    if (mixture.empty() && !rc->data.mixture.empty())
+      return run_plan(dir, rc->data.mixture, sets, seq_len, run_config, as_json);
     if (seq_len == 0) seq_len = rc->train.seq_len;
   }
   if (seq_len == 0) seq_len = 1024;
+  if (mixture.empty()) return fail("data plan", Status::error("--mixture is required (or a --config naming one)"), ExitCode::kUsage);
   auto ds = Dataset::open(dir, ShardVerify::kHeadersOnly);
   if (!ds) return fail("data plan", ds.status());
   auto mx = load_mixture(mixture, sets);
@@ -312,11 +319,13 @@ void register_data(CLI::App& app, CommandAction& run) {
   auto pa = std::make_shared<PlanArgs>();
   CLI::App* plan = data->add_subcommand("plan", "Per-bucket tokens wanted vs available; exit 3 if data would repeat.");
   plan->add_option("dataset", pa->dir, "Dataset directory")->required();
-  plan->add_option("--mixture", pa->mixture, "Mixture TOML")->required();
+  plan->add_option("--mixture", pa->mixture, "Mixture TOML (with a --config in phases: its data.mixture)");
   plan->add_option("--set", pa->sets, "Override a mixture key: KEY=VALUE (e.g. scale=1/360, weights.\"t00/*\"=2)");
   plan->add_option("--seq-len", pa->seq_len, "Training sequence length (default: --config's train.seq_len, else 1024)")
       ->check(in_range(1, 1 << 24));
-  plan->add_option("--config", pa->run_config, "The run config whose train.seq_len to use");
+  plan->add_option("--config", pa->run_config,
+                   "The run config whose train.seq_len to use; one with [[phase]] tables is planned phase by phase "
+                   "against one pool of documents");
   plan->add_flag("--json", pa->json, "Print JSON");
   plan->callback([pa, &run] {
     run = [pa] { return run_plan(pa->dir, pa->mixture, pa->sets, pa->seq_len, pa->run_config, pa->json); };

@@ -45,14 +45,15 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
     if (!d) return d.status();
     dataset = d.value();
   }
-  if (mixture.empty()) {
-    auto x = resolve_run_path(m, cfg.data.mixture, "data.mixture");
+  if (mixture.empty()) {  // the one the run's held-out passes read: its first phase's
+    const bool first_phase = !cfg.phases.empty() && !cfg.phases[0].mixture.empty();
+    auto x = resolve_run_path(m, first_phase ? cfg.phases[0].mixture : cfg.data.mixture,
+                              first_phase ? "phase[0].mixture" : "data.mixture");
     if (!x) return x.status();
     mixture = x.value();
   }
   const TrainConfig& tc = cfg.train;
-  auto src = open_mixture_source(dataset, mixture, tc.seq_len, tc.steps * tc.grad_accum * tc.batch_size,
-                                 cfg.model.vocab_size);
+  auto src = open_mixture_source(dataset, mixture, tc.seq_len, /*max_sequences=*/0, cfg.model.vocab_size);
   if (!src) return src.status();
   const int64_t B = tc.batch_size, T = tc.seq_len;
   const HeldOutShape shape{B, T, a.batches > 0 ? a.batches : std::max<int64_t>(1, tc.eval_batches), B, 0};

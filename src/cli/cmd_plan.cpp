@@ -15,6 +15,7 @@
 #include "cli/embedded_configs.h"
 #include "core/file_io.h"
 #include "plan/plan.h"
+#include "train/phase_schedule.h"
 #include "train/run_config.h"
 
 namespace mt {
@@ -54,6 +55,29 @@ Result<std::pair<std::string, std::string>> read_file_or_preset(const std::strin
   return Status::errorf("{}: no such file, and no preset {}/{} (presets: {})", arg, dir, name, known);
 }
 
+// The layout with one phase per phase of a run config: its batch and
+// sequence length, and its steps exactly (a ramp as its stretches of steps).
+plan::LayoutConfig run_phases_layout(plan::LayoutConfig l, const PhaseSchedule& s) {
+  const plan::LayoutSettings base = l;
+  l.phases.clear();
+  for (const PhaseSpan& span : s.phases()) {
+    plan::LayoutPhase ph;
+    ph.name = span.name;
+    ph.tokens = double(span.tokens());
+    ph.ramp_from = span.ramp_from;
+    ph.layout = base;
+    ph.layout.global_batch = span.global_batch;
+    ph.layout.seq_len = span.seq_len;
+    for (int64_t i = 0; i < span.steps; ++i) {
+      const int64_t b = span.batch_at(i);
+      if (ph.batch_steps.empty() || ph.batch_steps.back().first != b) ph.batch_steps.emplace_back(b, 0);
+      ++ph.batch_steps.back().second;
+    }
+    l.phases.push_back(std::move(ph));
+  }
+  return l;
+}
+
 }  // namespace
 
 void register_plan(CLI::App& app, CommandAction& run) {
@@ -71,7 +95,8 @@ void register_plan(CLI::App& app, CommandAction& run) {
   sub->add_option("--cluster", args->cluster, "Cluster file (configs/clusters/*.toml) or preset name (h100, gb200-nvl72, ...)")
       ->required();
   sub->add_option("--layout", args->layout, "Layout file (configs/layouts/*.toml) or preset name")->required();
-  sub->add_option("--tokens", args->tokens, "Training tokens: 15e12, 15T, 300B, ...")->required();
+  sub->add_option("--tokens", args->tokens,
+                  "Training tokens: 15e12, 15T, 300B, ... (a --model run config with [[phase]] tables gives its own)");
   sub->add_flag("--json", args->json, "Print one JSON object instead of the table");
   sub->add_option("--html", args->html, "Write a self-contained HTML report to this file");
   sub->add_option("--set", args->sets,
@@ -97,8 +122,6 @@ void register_plan(CLI::App& app, CommandAction& run) {
         else if (s.rfind("layout.", 0) == 0) layout_sets.push_back(s.substr(7));
         else model_sets.push_back(s);
       }
-      auto tokens = parse_tokens(args->tokens);
-      if (!tokens) return fail(tokens.status());
       auto model_text = read_file_or_preset(args->model, "models");
       if (!model_text) return fail(model_text.status());
       auto run_cfg = parse_run_config(model_text->first, model_text->second, model_sets);
@@ -111,6 +134,20 @@ void register_plan(CLI::App& app, CommandAction& run) {
       if (!layout_text) return fail(layout_text.status());
       auto layout = plan::parse_layout(layout_text->first, layout_text->second, layout_sets);
       if (!layout) return fail(layout.status());
+      // A run config in phases is planned as the trainer runs it: its phases,
+      // batches, sequence lengths and steps replace the layout's.
+      Result<double> tokens = args->tokens.empty() ? Result<double>(0.0) : parse_tokens(args->tokens);
+      if (!tokens) return fail(tokens.status());
+      if (!run_cfg->phases.empty()) {
+        auto sched = PhaseSchedule::make(*run_cfg);
+        if (!sched) return fail(sched.status());
+        if (*tokens > 0 && *tokens != double(sched->total_tokens()))
+          return fail(Status::errorf("--tokens {:g}: the phases of {} train {} tokens (leave --tokens out)", *tokens,
+                                     model_text->second, sched->total_tokens()));
+        *tokens = double(sched->total_tokens());
+        layout = run_phases_layout(*layout, *sched);
+      }
+      if (!(*tokens > 0)) return fail(Status::error("--tokens is required (or a --model run config with [[phase]] tables)"));
       auto law = plan::load_scaling_law(args->law);
       if (!law) return fail(law.status());
 

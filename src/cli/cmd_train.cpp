@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "train/phase_schedule.h"
 #include "cli/flag_checks.h"
 #include "core/stop_signal.h"
 #include "rundir/run_dir.h"
@@ -24,7 +25,7 @@ void register_train(CLI::App& app, CommandAction& run) {
     std::string config, run_dir = "runs/quickstart", preset;
     std::vector<std::string> sets;
     std::string inject_fault;
-    int64_t stop_at = 0;
+    std::string stop_at;
     std::string heartbeat;
     bool resume = false, no_progress = false, move_aside = false;
   };
@@ -41,9 +42,8 @@ void register_train(CLI::App& app, CommandAction& run) {
                 "Start a new run even if --run-dir holds one: the old run is renamed to RUN_DIR.prev-N (never deleted)");
   sub->add_flag("--no-progress", args->no_progress, "No live progress line");
   sub->add_option("--stop-at", args->stop_at,
-                  "Stop after this step with a checkpoint, as if interrupted (the schedule keeps train.steps; "
-                  "--resume continues)")
-      ->check(positive());
+                  "Stop after this step, or at the end of the phase of this name, with a checkpoint, as if "
+                  "interrupted (the schedule keeps train.steps; --resume continues)");
   sub->add_option("--heartbeat", args->heartbeat,
                   "Supervised runs (moetrain supervise sets it): keep DIR/rank_R.json current every step, and die "
                   "with the parent process");
@@ -121,7 +121,16 @@ void register_train(CLI::App& app, CommandAction& run) {
       opt.print_config = root;
       opt.comm = world.get();
       opt.faults = faults.get();
-      opt.stop_at_step = args->stop_at;
+      if (!args->stop_at.empty()) {
+        auto sched = PhaseSchedule::make(cfg.value());
+        auto stop = sched ? sched->stop_step(args->stop_at) : Result<int64_t>(sched.status());
+        if (!stop) {
+          fmt::print(stderr, "moetrain train: {}\n", stop.status().message());
+          if (multi) abort_job(*world, int(ExitCode::kUsage));
+          return ExitCode::kUsage;
+        }
+        opt.stop_at_step = *stop;
+      }
       opt.heartbeat_dir = args->heartbeat;
       auto trainer = Trainer::create(cfg.value(), opt);
       if (!trainer) return fail(trainer.status().message());

@@ -1,6 +1,8 @@
 // mixture.cpp — mixture TOML reading, weight resolution and the plan (largest
 // remainder rounding to whole sequences, per-bucket epoch check).
 #include "data/mixture.h"
+
+#include "core/check.h"
 #include "core/file_io.h"
 #include "core/config_schema.h"
 
@@ -111,9 +113,11 @@ Result<Mixture> load_mixture(const std::string& path, const std::vector<std::str
   return parse_mixture(text.value(), path, overrides);
 }
 
-Result<MixturePlan> plan_mixture(const Dataset& ds, const Mixture& mx, int64_t seq_len) {
+Result<MixturePlan> plan_mixture(const Dataset& ds, const Mixture& mx, int64_t seq_len,
+                                 const std::vector<int64_t>& taken) {
   const auto& B = ds.buckets();
   const size_t nb = B.size();
+  MT_CHECK(taken.empty() || taken.size() == nb, "{} taken counts for {} buckets", taken.size(), nb);
   if (seq_len < 1) return Status::errorf("seq_len must be >= 1, got {}", seq_len);
   std::vector<double> size(nb), w(nb, 0.0);
   for (size_t b = 0; b < nb; ++b) size[b] = double(B[b].train->n_tokens());
@@ -219,17 +223,29 @@ Result<MixturePlan> plan_mixture(const Dataset& ds, const Mixture& mx, int64_t s
     bp.sequences = int64_t((num + mx.scale_den - 1) / mx.scale_den);
     bp.tokens_wanted = bp.sequences > 0 ? bp.sequences * seq_len + 1 : 0;
     bp.tokens_available = B[b].train->n_tokens() + B[b].train->n_docs();
-    bp.epochs = bp.tokens_available > 0 ? double(bp.tokens_wanted) / double(bp.tokens_available)
-                                        : (bp.tokens_wanted > 0 ? INFINITY : 0.0);
-    if (double(bp.tokens_wanted) > mx.max_epochs * double(bp.tokens_available)) {
-      const double short_by = double(bp.tokens_wanted) - mx.max_epochs * double(bp.tokens_available);
+    bp.tokens_before = taken.empty() ? 0 : taken[b];
+    const int64_t reach = bp.tokens_before + bp.tokens_wanted;
+    bp.epochs = bp.tokens_available > 0 ? double(reach) / double(bp.tokens_available)
+                                        : (reach > 0 ? INFINITY : 0.0);
+    if (double(reach) > mx.max_epochs * double(bp.tokens_available)) {
+      const double short_by = double(reach) - mx.max_epochs * double(bp.tokens_available);
       plan.violations.push_back(fmt::format(
-          "bucket {} needs {} tokens but has {} ({:.3g} epochs > max_epochs = {}): short by {:.0f} tokens", bp.name,
-          bp.tokens_wanted, bp.tokens_available, bp.epochs, mx.max_epochs, std::ceil(short_by)));
+          "bucket {} needs {} tokens{} but has {} ({:.3g} epochs > max_epochs = {}): short by {:.0f} tokens", bp.name,
+          bp.tokens_wanted,
+          bp.tokens_before > 0 ? fmt::format(" after the {} that earlier phases take", bp.tokens_before) : "",
+          bp.tokens_available, bp.epochs, mx.max_epochs, std::ceil(short_by)));
     }
     plan.buckets.push_back(bp);
   }
   return plan;
+}
+
+std::vector<int64_t> MixturePlan::taken_after(std::vector<int64_t> taken) const {
+  for (const BucketPlan& b : buckets) {
+    if (taken.size() <= size_t(b.bucket)) taken.resize(size_t(b.bucket) + 1, 0);
+    taken[size_t(b.bucket)] += b.full_sequences * seq_len;
+  }
+  return taken;
 }
 
 Status MixturePlan::check(const std::string& mixture_source) const {

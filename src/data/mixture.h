@@ -10,6 +10,12 @@
 // s * Q_b of the sequences the full run takes (exactly, when s * Q_b is an
 // integer; within one sequence otherwise). Planning fails, naming every
 // offending bucket, if the run would read past max_epochs of a bucket.
+//
+// A run in phases with several mixtures (train/phase_schedule.h) reads one
+// pool: each bucket's documents in one order, every segment continuing where
+// the full-scale run's earlier segments stop (`taken`). A proxy of a phased
+// run so reads, phase by phase, a prefix of what the full run reads, and the
+// epoch check counts what the earlier segments took.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -59,7 +65,8 @@ struct BucketPlan {
   int64_t sequences = 0;          // upper bound at this scale: ceil(s * Q_b)
   int64_t tokens_wanted = 0;      // sequences * seq_len + 1 (the last target)
   int64_t tokens_available = 0;   // one epoch: train tokens + one separator per document
-  double epochs = 0;              // tokens_wanted / tokens_available
+  int64_t tokens_before = 0;      // taken by earlier segments of a phased run at full scale (read first)
+  double epochs = 0;              // (tokens_before + tokens_wanted) / tokens_available
 };
 
 struct MixturePlan {
@@ -73,9 +80,14 @@ struct MixturePlan {
   std::vector<std::string> violations;   // one line per bucket over max_epochs
   // Ok, or an error listing every violation.
   Status check(const std::string& mixture_source) const;
+  // `taken` (per dataset bucket) plus what this plan's full-scale run takes.
+  std::vector<int64_t> taken_after(std::vector<int64_t> taken) const;
 };
 
 // Errors: a pattern matching no bucket, a bucket matched twice, no weight.
-Result<MixturePlan> plan_mixture(const Dataset& ds, const Mixture& mx, int64_t seq_len);
+// `taken`: tokens of each dataset bucket (by index) that earlier segments of
+// a phased run take at full scale; empty = none.
+Result<MixturePlan> plan_mixture(const Dataset& ds, const Mixture& mx, int64_t seq_len,
+                                 const std::vector<int64_t>& taken = {});
 
 }  // namespace mt

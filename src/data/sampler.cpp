@@ -48,8 +48,9 @@ inline int64_t mul_div_ceil(int64_t a, int64_t b, int64_t c) { return int64_t(((
 }  // namespace
 
 Result<std::unique_ptr<MixtureSampler>> MixtureSampler::open(std::shared_ptr<const Dataset> ds, const Mixture& mx,
-                                                             int64_t seq_len, int64_t max_sequences) {
-  auto plan = plan_mixture(*ds, mx, seq_len);
+                                                             int64_t seq_len, int64_t max_sequences,
+                                                             const std::vector<int64_t>& taken) {
+  auto plan = plan_mixture(*ds, mx, seq_len, taken);
   if (!plan) return plan.status();
   MT_RETURN_IF_ERROR(plan.value().check(mx.source));
   if (max_sequences > plan.value().sequences)
@@ -70,6 +71,7 @@ Result<std::unique_ptr<MixtureSampler>> MixtureSampler::open(std::shared_ptr<con
   State zero;
   zero.count.assign(s->plan_.buckets.size(), 0);
   zero.cursor.assign(s->plan_.buckets.size(), Cursor());
+  for (size_t b = 0; b < s->plan_.buckets.size(); ++b) s->advance(int32_t(b), zero.cursor[b], s->plan_.buckets[b].tokens_before);
   s->snapshots_.push_back(std::move(zero));
   s->desc_ = fmt::format("dataset {} ({} buckets, {} in the mixture; fingerprint {}), mixture {} (hash {}) at scale "
                          "{}/{}: {} sequences of {} tokens, seed {}",

@@ -35,9 +35,12 @@ class MixtureSampler final : public TokenSource {
  public:
   // max_sequences: how many the caller will read; more than the plan's run
   // length is an error (it would read past the mixture budget). The plan is
-  // checked (no bucket past max_epochs). model_vocab must cover the tokenizer.
+  // checked (no bucket past max_epochs). `taken` (per dataset bucket; empty
+  // = none): tokens of each bucket's stream that earlier segments of a
+  // phased run own at full scale; this one starts after them (mixture.h).
   static Result<std::unique_ptr<MixtureSampler>> open(std::shared_ptr<const Dataset> ds, const Mixture& mx,
-                                                      int64_t seq_len, int64_t max_sequences);
+                                                      int64_t seq_len, int64_t max_sequences,
+                                                      const std::vector<int64_t>& taken = {});
 
   using TokenSource::sequence;
   // Reads the bucket's stream [k T, k T + T + ahead] (the schedule and the

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -103,6 +104,10 @@ struct LayoutPhase {
   double tokens = 0;           // tokens of this phase; 0 = what the others leave of the budget (one phase at most)
   int64_t ramp_from = 0;       // global batch (sequences) at the phase start; 0 = constant
   LayoutSettings layout;       // the whole layout of this phase: the file's keys with this phase's own applied
+  // A phase of a run config (train/phase_schedule.h), step for step: the
+  // global batch of each stretch of steps, in order. Set, it gives the
+  // phase's steps and tokens exactly (no ceil, no ramp rounding); not a key.
+  std::vector<std::pair<int64_t, int64_t>> batch_steps;  // (global batch, steps)
 };
 
 struct LayoutConfig : LayoutSettings {

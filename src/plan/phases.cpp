@@ -42,8 +42,21 @@ std::string phase_name(const LayoutPhase& ph, size_t i) {
   return ph.name.empty() ? fmt::format("phase {}", i + 1) : ph.name;
 }
 
+// A run config's phase: its stretches of steps at one batch, as levels (a
+// single one for a constant batch).
+std::vector<RampLevel> exact_levels(const std::vector<std::pair<int64_t, int64_t>>& batch_steps, int64_t seq_len) {
+  std::vector<RampLevel> out;
+  for (const auto& [batch, steps] : batch_steps) {
+    if (out.empty() || out.back().global_batch != batch) out.push_back(RampLevel{.global_batch = batch});
+    out.back().steps += double(steps);
+    out.back().tokens += double(steps) * double(batch) * double(seq_len);
+  }
+  return out;
+}
+
 Result<PhasePlan> plan_phase(const ModelConfig& m, int64_t model_seq_len, const ClusterConfig& c,
-                             const LayoutConfig& l, const std::string& name, double tokens, int64_t ramp_from) {
+                             const LayoutConfig& l, const std::string& name, double tokens, int64_t ramp_from,
+                             const std::vector<std::pair<int64_t, int64_t>>& batch_steps = {}) {
   PhasePlan ph;
   ph.name = name;
   ph.tokens = tokens;
@@ -54,12 +67,18 @@ Result<PhasePlan> plan_phase(const ModelConfig& m, int64_t model_seq_len, const 
   ph.stats = model_stats(m, ph.par.seq_len);
   ph.mem = memory_per_gpu(m, ph.stats, ph.par, c);
   ph.time = step_time(m, ph.stats, ph.par, c);
-  if (ramp_from <= 0) {
+  if (batch_steps.size() == 1 && batch_steps[0].first == ph.par.global_batch) {
+    ph.steps = batch_steps[0].second;
+    ph.days = double(ph.steps) * ph.time.step_s / 86400.0;
+    ph.mfu = ph.mfu_by_time = ph.time.mfu;
+  } else if (ramp_from <= 0 && batch_steps.empty()) {
     ph.steps = int64_t(std::ceil(tokens / double(ph.par.tokens_per_step())));
     ph.days = double(ph.steps) * ph.time.step_s / 86400.0;
     ph.mfu = ph.mfu_by_time = ph.time.mfu;
   } else {
-    ph.ramp = ramp_levels(ramp_from, ph.par.global_batch, ph.par.dp * ph.par.micro_batch, tokens, ph.par.seq_len);
+    ph.ramp = batch_steps.empty()
+                  ? ramp_levels(ramp_from, ph.par.global_batch, ph.par.dp * ph.par.micro_batch, tokens, ph.par.seq_len)
+                  : exact_levels(batch_steps, ph.par.seq_len);
     double steps = 0, mfu_tokens = 0, mfu_time = 0;
     for (RampLevel& r : ph.ramp) {
       LayoutConfig lv = l;
@@ -76,7 +95,7 @@ Result<PhasePlan> plan_phase(const ModelConfig& m, int64_t model_seq_len, const 
       mfu_tokens += r.tokens * t.mfu;
       mfu_time += r.steps * t.step_s * t.mfu;
     }
-    ph.steps = int64_t(std::ceil(steps - 1e-9 * steps));
+    ph.steps = batch_steps.empty() ? int64_t(std::ceil(steps - 1e-9 * steps)) : int64_t(std::llround(steps));
     ph.mfu = mfu_tokens / tokens;
     ph.mfu_by_time = mfu_time / (ph.days * 86400.0);
   }
@@ -112,7 +131,8 @@ Result<std::vector<PhasePlan>> plan_phases(const ModelConfig& m, int64_t model_s
     const LayoutPhase& ph = l.phases[i];
     LayoutConfig pl = phase_layout(ph);
     pl.source = fmt::format("{} phase[{}]", l.source, i);
-    auto p = plan_phase(m, model_seq_len, c, pl, phase_name(ph, i), ph.tokens == 0 ? left : ph.tokens, ph.ramp_from);
+    auto p = plan_phase(m, model_seq_len, c, pl, phase_name(ph, i), ph.tokens == 0 ? left : ph.tokens, ph.ramp_from,
+                        ph.batch_steps);
     if (!p) return p.status();
     out.push_back(std::move(*p));
   }

@@ -24,6 +24,7 @@ nlohmann::json metrics_line(const StepResult& r, double tokens_per_s, double mfu
   j["dropped_frac"] = r.assignments ? double(r.dropped) / double(r.assignments) : 0.0;
   j["step_time_s"] = r.seconds;
   j["tokens"] = r.tokens;
+  if (!r.phase.empty()) j["phase"] = r.phase;
   nlohmann::json load = nlohmann::json::array();
   for (const auto& layer : r.expert_load) {
     int64_t total = 0;

@@ -9,6 +9,7 @@
 #include "core/file_io.h"
 #include "rundir/run_dir.h"
 #include "data/byte_tokenizer.h"
+#include "train/phase_schedule.h"
 
 namespace mt {
 namespace {
@@ -73,6 +74,7 @@ Status validate(const RunConfig& c) {
   if (d.dataset.empty() && d.plain.format == "text" && c.model.vocab_size < ByteTokenizer::kByteVocab)
     return o.error("model.vocab_size", fmt::format("must be >= {} for data.format = \"text\" (256 bytes + {} specials), "
                                                    "got {}", ByteTokenizer::kByteVocab, ByteTokenizer::kByteVocab - 256, c.model.vocab_size));
+  if (auto phases = PhaseSchedule::make(c); !phases) return phases.status();
   return Status::ok();
 }
 
@@ -87,6 +89,7 @@ void declare_keys(ConfigSchema& s, RunConfig& c) {
   declare_data_keys(s, c.data);
   declare_keys(s, c.dist, "dist");
   declare_keys(s, c.stream, "stream");
+  declare_phase_keys(s, c.phases);
 }
 
 Result<RunConfig> parse_run_config(const std::string& toml_text, const std::string& source,
@@ -96,6 +99,7 @@ Result<RunConfig> parse_run_config(const std::string& toml_text, const std::stri
   ConfigSchema s("run config");
   declare_keys(s, c);
   MT_RETURN_IF_ERROR(s.load(toml_text, source, overrides, c.origins));
+  MT_RETURN_IF_ERROR(resolve_phase_steps(c));
   MT_RETURN_IF_ERROR(validate(c));
   return c;
 }
@@ -123,7 +127,9 @@ Result<RunConfig> choose_run_config(const RunConfigChoice& c, const PresetLookup
 }
 
 RunConfig with_absolute_paths(RunConfig c) {
-  for (std::string* p : {&c.data.plain.path, &c.data.dataset, &c.data.mixture, &c.stream.store_dir})
+  std::vector<std::string*> paths = {&c.data.plain.path, &c.data.dataset, &c.data.mixture, &c.stream.store_dir};
+  for (PhaseConfig& ph : c.phases) paths.push_back(&ph.mixture);
+  for (std::string* p : paths)
     if (!p->empty() && std::filesystem::path(*p).is_relative())
       *p = std::filesystem::absolute(*p).lexically_normal().string();
   return c;

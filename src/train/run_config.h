@@ -22,6 +22,7 @@
 #include "dist/health_check.h"
 #include "train/spike_guard.h"
 #include "data/plain_source.h"
+#include "train/phase_config.h"
 
 namespace mt {
 
@@ -67,6 +68,7 @@ struct RunConfig {
   DataConfig data;
   DistConfig dist;
   StreamConfig stream;            // [stream]: weight streaming (docs/streaming.md)
+  std::vector<PhaseConfig> phases;  // [[phase]]: the run in phases (train/phase_schedule.h); empty = one
   std::string source;             // file the config came from ("<embedded ...>" for presets)
   ConfigOrigins origins;          // where every key got its value
 };
@@ -85,7 +87,7 @@ Result<RunConfig> load_run_config(const std::string& path, const std::vector<std
 std::string to_toml(const RunConfig& c);
 
 // The config with its paths (data.path, data.dataset, data.mixture,
-// stream.store_dir) made absolute against the working directory, the base of
+// stream.store_dir, phase[i].mixture) made absolute against the working directory, the base of
 // every path in a run config, preset or --set. A run saves this form, so it
 // resumes, evaluates and exports from any directory.
 RunConfig with_absolute_paths(RunConfig c);

@@ -18,6 +18,7 @@ struct StepResult {
   double mtp_loss = 0, mtp_weight = 0;  // multi-token prediction: mean CE of the modules (unweighted), lambda
   double seconds = 0;                   // wall time of the step (compute only)
   int64_t tokens = 0;                   // tokens in this step
+  std::string phase;                    // phased runs: the name of the step's phase ("" otherwise)
   int64_t dropped = 0, assignments = 0;
   // A stop signal (core/stop_signal.h) reached some rank by this step: every
   // rank learns it from the same reduction, so all stop after the same step.

@@ -89,19 +89,12 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
   std::unique_ptr<Trainer> t(new Trainer(cfg, opt));
   const TrainConfig& tc = cfg.train;
   set_num_threads(int(tc.threads));
-  if (!cfg.data.dataset.empty()) {
-    auto src = open_mixture_source(cfg.data.dataset, cfg.data.mixture, tc.seq_len,
-                                   tc.steps * tc.grad_accum * tc.batch_size, cfg.model.vocab_size);
-    if (!src) return src.status();
-    t->data_ = std::move(src.value());
-  } else {
-    PlainSourceOptions so = cfg.data.plain;
-    so.vocab_size = cfg.model.vocab_size;
-    so.seed = tc.seed;
-    so.seq_len = tc.seq_len;
-    auto src = PlainSource::open(so);
-    if (!src) return src.status();
-    t->data_ = std::move(src.value());
+  {
+    auto schedule = PhaseSchedule::make(cfg);
+    if (!schedule) return schedule.status();
+    auto data = PhasedData::open(cfg, std::move(*schedule));
+    if (!data) return data.status();
+    t->data_ = std::move(*data);
   }
 
   const MatmulPrecision prec = tc.precision;
@@ -109,7 +102,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
   // The periodic eval reads train.eval_batches batches from each bucket's
   // held-out split; a bucket too small for them is left out, and said so.
   if (tc.eval_every > 0 && !cfg.data.dataset.empty()) {
-    auto fits = check_held_out_fits(*t->data_, {tc.batch_size, tc.seq_len, tc.eval_batches},
+    auto fits = check_held_out_fits(t->data_->eval_source(), {tc.batch_size, tc.seq_len, tc.eval_batches},
                                     fmt::format("{}: train.eval_batches", cfg.source));
     if (!fits) return fits.status();
     if (!fits.value().empty() && t->is_root()) fmt::print(stderr, "# warning: {}\n", fits.value());
@@ -187,7 +180,10 @@ double Trainer::flops_per_step() const { return flops_of(StepResult{}); }
 
 double Trainer::flops_of(const StepResult& r) const {
   const TrainConfig& tc = cfg_.train;
-  return step_flops(cfg_.model, tc.seq_len, double(tc.batch_size * tc.seq_len * tc.grad_accum), r.dropped);
+  // A step not yet run: the next one (the last, past the end).
+  const int64_t tokens =
+      r.tokens > 0 ? r.tokens : schedule().batch_at(std::min(step_, schedule().total_steps() - 1)) * tc.seq_len;
+  return step_flops(cfg_.model, tc.seq_len, double(tokens), r.dropped);
 }
 
 StepResult Trainer::train_step() {
@@ -199,22 +195,27 @@ StepResult Trainer::train_step() {
   // step's update (which zeroes them as it reads them) or its skip.
   dist_->fsdp->store_grads_zeroed();
   dist_->fsdp->reset_stream_stats();
-  const float grad_scale = 1.0f / float(tc.grad_accum);
+  // The step's phase sets its batch (micro-batches of train.batch_size) and learning rate.
+  const PhaseSchedule& sched = schedule();
+  const int64_t accum = sched.micro_batches(step_);
+  const float grad_scale = 1.0f / float(accum);
   const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
   // Multi-token prediction: each sequence brings mtp_depth more targets, and
   // lambda follows the data position (the same after a resume).
   const int64_t ahead = cfg_.model.mtp_depth, stride = model_->tokens_per_sequence();
-  model_->set_mtp_loss_weight(mtp_loss_weight_at(cfg_.model, data_step() * tc.grad_accum * tc.batch_size * tc.seq_len));
-  for (int64_t micro = 0; micro < tc.grad_accum; ++micro) {
+  model_->set_mtp_loss_weight(mtp_loss_weight_at(
+      cfg_.model, sched.tokens_before(step_) + (data_->position(step_) - sched.first_sequence(step_)) * tc.seq_len));
+  for (int64_t micro = 0; micro < accum; ++micro) {
     // This rank's slice of the micro-batch (all of it in one process).
-    const int64_t first = (data_step() * tc.grad_accum + micro) * tc.batch_size + batch_offset();
-    for (int64_t b = 0; b < local_batch(); ++b) data_->sequence(first + b, tc.seq_len, ahead, batch_.data() + b * stride);
+    const int64_t first = micro * tc.batch_size + batch_offset();
+    for (int64_t b = 0; b < local_batch(); ++b)
+      data_->sequence(step_, first + b, tc.seq_len, ahead, batch_.data() + b * stride);
     ForwardStats st = forward_backward(grad_scale, bias);
-    r.loss += st.loss / double(tc.grad_accum);
-    r.mtp_loss += st.mtp_loss / double(tc.grad_accum);
+    r.loss += st.loss / double(accum);
+    r.mtp_loss += st.mtp_loss / double(accum);
     r.mtp_weight = st.mtp_weight;
-    r.aux_loss += st.aux_loss / double(tc.grad_accum);
-    r.z_loss += st.z_loss / double(tc.grad_accum);
+    r.aux_loss += st.aux_loss / double(accum);
+    r.z_loss += st.z_loss / double(accum);
     r.dropped += st.dropped;
     r.assignments += st.assignments;
     if (r.expert_load.empty()) r.expert_load = st.expert_load;
@@ -225,7 +226,7 @@ StepResult Trainer::train_step() {
   if (opt_.faults)
     opt_.faults->on_gradients(dist_->world.rank(), step_ + 1, store_->grads().data(), int64_t(store_->grads().size()));
   reduce_step_stats(r);  // over ranks
-  r.lr = learning_rate(tc.schedule, step_, tc.steps) * health_->lr_factor(step_);
+  r.lr = sched.learning_rate(step_) * health_->lr_factor(step_);
   r.grad_norm = global_grad_norm();
   // Loss and norm are global: every rank reaches the same verdict.
   const SpikeVerdict v = health_->judge(step_ + 1, r.loss, r.grad_norm);
@@ -238,11 +239,12 @@ StepResult Trainer::train_step() {
     zero_grads();  // not consumed by an update
     r.spike = v.why + (grad_culprits_.empty() ? "" : " (non-finite gradient on rank " + grad_culprits_ + ")");
     if (tc.spike.policy != SpikePolicy::kRollback)  // rollback records its whole window in run()
-      record_skipped(data_step() * tc.grad_accum * tc.batch_size, tc.grad_accum * tc.batch_size);
+      record_skipped(step_, data_->position(step_), data_->spike_end(step_));
   }
+  if (sched.phased()) r.phase = sched.phases()[sched.phase_at(step_)].name;
   ++step_;
   r.step = step_;
-  r.tokens = tc.batch_size * tc.seq_len * tc.grad_accum;
+  r.tokens = accum * tc.batch_size * tc.seq_len;
   r.seconds = now_seconds() - t0;
   store_->report(dist_->fsdp->stream_stats(), compute_memory_bytes(), store_bytes(), r);
   finish_step(r);
@@ -285,7 +287,7 @@ void Trainer::evaluate(StepResult& r) {
   const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
   const HeldOutShape shape{tc.batch_size, tc.seq_len, tc.eval_batches, local_batch(), batch_offset()};
   HeldOutLosses h = held_out_losses(
-      *data_, shape, batch_.data(), [&](bool ok) { return all_ranks(ok); }, [&] { return forward_loss(bias); });
+      data_->eval_source(), shape, batch_.data(), [&](bool ok) { return all_ranks(ok); }, [&] { return forward_loss(bias); });
   r.eval_loss = h.eval_loss;
   r.bucket_eval_loss = std::move(h.buckets);
 }
@@ -298,12 +300,33 @@ Status Trainer::health_check(int64_t step) {
     slice_loss = [this](int64_t owner) {
       const TrainConfig& tc = cfg_.train;
       const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
-      const int64_t lb = local_batch(), first = (data_step() - 1) * tc.grad_accum * tc.batch_size;
+      const int64_t lb = local_batch();  // the last step's first micro-batch
       for (int64_t b = 0; b < lb; ++b)
-        data_->sequence(first + owner * lb + b, tc.seq_len, batch_.data() + b * (tc.seq_len + 1));
+        data_->sequence(step_ - 1, owner * lb + b, tc.seq_len, 0, batch_.data() + b * (tc.seq_len + 1));
       return model_->forward(*dist_->fsdp, batch_.data(), bias).loss;
     };
   return health_->check(step, slice_loss);
+}
+
+void Trainer::note_phase_end(int64_t steps_done) {
+  const PhaseSchedule& sched = schedule();
+  if (!sched.phased() || steps_done < 1) return;
+  const size_t p = sched.phase_at(steps_done - 1);
+  const PhaseSpan& ph = sched.phases()[p];
+  if (steps_done != ph.first_step + ph.steps || !is_root()) return;
+  const auto ledger = data_->phase_ledger(p);
+  nlohmann::json bt = nlohmann::json::object();
+  for (const auto& [name, tokens] : ledger) bt[name] = tokens;
+  if (!opt_.run_dir.empty())
+    append_event(opt_.run_dir, {{"event", "phase_end"},
+                                {"phase", ph.name},
+                                {"index", p},
+                                {"step", steps_done},
+                                {"tokens", sched.tokens_before(steps_done) - sched.tokens_before(ph.first_step)},
+                                {"bucket_tokens", bt}});
+  if (opt_.progress)
+    fmt::print(stderr, "\n# phase {} \"{}\" done at step {} ({} steps){}\n", p, ph.name, steps_done, ph.steps,
+               p + 1 < sched.phases().size() ? fmt::format("; next \"{}\"", sched.phases()[p + 1].name) : "");
 }
 
 Status Trainer::run() {
@@ -341,7 +364,7 @@ Status Trainer::run() {
         continue;
       }
       r.skipped_bucket_tokens.assign(skipped_tokens_.begin(), skipped_tokens_.end());
-      r.bucket_tokens = data_->ledger(data_step() * tc.grad_accum * tc.batch_size);
+      r.bucket_tokens = data_->ledger(step_);
       write_metrics(r);  // every skipped step is logged
       const bool periodic = tc.checkpoint_every > 0 && r.step % tc.checkpoint_every == 0;
       if (!opt_.run_dir.empty() && (periodic || r.step == tc.steps || r.step == last))
@@ -356,17 +379,18 @@ Status Trainer::run() {
     const bool eval = tc.eval_every > 0 && (r.step % tc.eval_every == 0 || r.step == tc.steps);
     if (eval) evaluate(r);
     if (eval || r.step % tc.log_every == 0 || r.step == tc.steps || r.step == last) {
-      r.bucket_tokens = data_->ledger(data_step() * tc.grad_accum * tc.batch_size);
+      r.bucket_tokens = data_->ledger(step_);
       if (!skipped_tokens_.empty()) r.skipped_bucket_tokens.assign(skipped_tokens_.begin(), skipped_tokens_.end());
       write_metrics(r);
     }
+    note_phase_end(r.step);
     ema_seconds = ema_seconds == 0.0 ? r.seconds : 0.9 * ema_seconds + 0.1 * r.seconds;
     if (opt_.progress) {
       const double tps = double(r.tokens) / r.seconds;
       const double mfu = flops_of(r) / r.seconds / (peak_gflops_ * 1e9);
       progress.update(
           r.step, tc.steps,
-          fmt::format("loss {:.4f}{} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% | dropped {:.1f}%{} | ETA {}", r.loss,
+          fmt::format("{}loss {:.4f}", r.phase.empty() ? std::string() : r.phase + " | ", r.loss) + fmt::format("{} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% | dropped {:.1f}%{} | ETA {}",
                       cfg_.model.mtp_depth > 0 ? fmt::format(" | mtp {:.4f} x {:.2g}", r.mtp_loss, r.mtp_weight)
                                                : std::string(),
                       r.lr, tps, 100.0 * mfu, r.assignments ? 100.0 * double(r.dropped) / double(r.assignments) : 0.0,

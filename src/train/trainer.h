@@ -22,7 +22,7 @@
 
 #include "ckpt/checkpoint.h"  // find_latest_checkpoint_dir: the trainer's callers resume with it
 #include "core/status.h"
-#include "data/token_source.h"
+#include "train/phased_data.h"
 #include "comm/comm.h"
 #include "model/transformer.h"
 #include "optim/optimizer.h"
@@ -61,8 +61,8 @@ struct TrainerOptions {
 Status check_trainer_limits(const RunConfig& cfg);
 
 // On resume: whether train.steps may change from `was` to `now` at `step`
-// (only if every learning rate already applied is unchanged).
-Status check_run_length_change(const std::string& dir, const TrainConfig& was, const TrainConfig& now, int64_t step);
+// (only if every learning rate and batch already applied is unchanged).
+Status check_run_length_change(const std::string& dir, const RunConfig& was, const RunConfig& now, int64_t step);
 
 
 class Trainer {
@@ -100,6 +100,7 @@ class Trainer {
   void write_metrics(const StepResult& r);
   void update_router_bias(const StepResult& r);
   void evaluate(StepResult& r);  // held-out loss per bucket (or overall) into r
+  void note_phase_end(int64_t steps_done);  // phased runs: events.jsonl's phase_end, with the phase's ledger
 
   // Distribution (trainer_dist.cpp): one path for any world size; a single
   // process runs it as a world of one.
@@ -119,8 +120,9 @@ class Trainer {
   void zero_grads();                          // a pass of its own, after a skipped step
   Status health_check(int64_t step);          // health_->check with the recompute check's forward on this rank
   Status rollback(int64_t spike_step);     // spike policy rollback: newest checkpoint, skip the data since
-  void record_skipped(int64_t first_sequence, int64_t count);  // per-bucket tokens of skipped data
-  int64_t data_step() const { return step_ + data_offset_steps_; }  // the data position of the next step
+  // Per-bucket tokens of the sequences [from, to) of step `step`'s segment, into skipped_tokens_.
+  void record_skipped(int64_t step, int64_t from, int64_t to);
+  const PhaseSchedule& schedule() const { return data_->schedule(); }
   void begin_step();                       // per-step comm accounting (and fault injection)
   void finish_step(StepResult& r);         // comm figures of the step into r
   void beat(const char* phase);            // heartbeat (supervised runs)
@@ -146,7 +148,7 @@ class Trainer {
 
   RunConfig cfg_;
   TrainerOptions opt_;
-  std::unique_ptr<TokenSource> data_;
+  std::unique_ptr<PhasedData> data_;  // the phases' sources, their plans and the skipped data
   std::unique_ptr<Transformer> model_;
   std::unique_ptr<Optimizer> optim_;
   // This rank's parameters and gradients: in place, or streamed from host
@@ -160,7 +162,6 @@ class Trainer {
   void refresh_bf16_params();
   std::vector<int32_t> batch_;
   int64_t step_ = 0;
-  int64_t data_offset_steps_ = 0;  // steps of data skipped by rollbacks: step t reads data step t + offset
   std::unique_ptr<HealthMonitor> health_;  // health checks, spike verdicts, rollback limits
   std::string grad_culprits_;  // ranks whose gradient shard was not finite this step ("" if none)
   std::map<std::string, int64_t> skipped_tokens_;  // per bucket, skipped by the spike guard

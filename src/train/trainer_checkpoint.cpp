@@ -11,6 +11,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "optim/lr_schedule.h"
+#include "train/phase_schedule.h"
 #include "train/trainer.h"
 #include "train/trainer_dist.h"
 #include "rundir/events_log.h"
@@ -51,18 +52,22 @@ RunConfig normalised(RunConfig c) {
 // applied stays what it was: the warmup-stable-decay way of extending a run
 // (continue the stable phase, decay over the new end). Anything else would
 // make the continuation a different run than the one trained so far.
-Status check_run_length_change(const std::string& dir, const TrainConfig& was, const TrainConfig& now,
+Status check_run_length_change(const std::string& dir, const RunConfig& was_cfg, const RunConfig& now_cfg,
                                int64_t step) {
+  const TrainConfig &was = was_cfg.train, &now = now_cfg.train;
   if (was.steps == now.steps) return Status::ok();
   if (now.steps < step)
     return Status::errorf("{}: train.steps = {} is below the checkpoint's step {}", dir, now.steps, step);
+  auto a_sched = PhaseSchedule::make(was_cfg), b_sched = PhaseSchedule::make(now_cfg);
+  if (!a_sched) return a_sched.status();
+  if (!b_sched) return b_sched.status();
   for (int64_t s = 0; s < step; ++s) {
-    const double a = learning_rate(was.schedule, s, was.steps), b = learning_rate(now.schedule, s, now.steps);
-    if (a != b)
+    const double a = a_sched->learning_rate(s), b = b_sched->learning_rate(s);
+    if (a != b || a_sched->batch_at(s) != b_sched->batch_at(s))
       return Status::errorf(
-          "{}: train.steps {} -> {} would change the learning rate already applied at step {} ({:.6g} -> {:.6g}); a "
-          "run can be extended only while no applied rate depends on its length (schedule = \"wsd\" before its "
-          "decay starts, or \"constant\"). Keep train.steps = {}, or start a new run (--move-aside)",
+          "{}: train.steps {} -> {} would change the learning rate or batch already applied at step {} ({:.6g} -> "
+          "{:.6g}); a run can be extended only while nothing applied depends on its length (schedule = \"wsd\" "
+          "before its decay starts, or \"constant\"). Keep train.steps = {}, or start a new run (--move-aside)",
           dir, was.steps, now.steps, s + 1, a, b, was.steps);
   }
   fmt::print(stderr, "# train.steps {} -> {}: the learning rates of steps 1..{} are unchanged; the schedule ({}) now "
@@ -78,12 +83,14 @@ Status Trainer::save_checkpoint() {
   nlohmann::json state;
   state["step"] = step_;
   state["seed"] = cfg_.train.seed;
-  state["data"] = {{"next_sequence", data_step() * cfg_.train.grad_accum * cfg_.train.batch_size},
-                   {"offset_steps", data_offset_steps_},
+  // The data position is a function of the step and the sequences each
+  // segment skipped (rollbacks): next_sequence is for readers.
+  state["data"] = {{"next_sequence", step_ < schedule().total_steps() ? data_->position(step_) : int64_t(-1)},
+                   {"skip_sequences", data_->skips()},
                    {"source", data_->describe()}};
   if (!skipped_tokens_.empty()) state["data"]["skipped_bucket_tokens"] = skipped_tokens_;
   state["spike"] = health_->to_json();
-  if (auto ledger = data_->ledger(data_step() * cfg_.train.grad_accum * cfg_.train.batch_size); !ledger.empty()) {
+  if (auto ledger = data_->ledger(step_); !ledger.empty()) {
     nlohmann::json bt = nlohmann::json::object();
     for (const auto& [name, tokens] : ledger) bt[name] = tokens;
     state["data"]["bucket_tokens"] = bt;
@@ -123,20 +130,29 @@ Status Trainer::restore(const std::string& dir, bool keep_spike_counters) {
   MT_RETURN_IF_ERROR(load_checkpoint_tensors(ck));
   step_ = ck.state.value("step", int64_t(-1));
   if (step_ != ck.step) return Status::errorf("{}: manifest step {} and state step {} differ", dir, ck.step, step_);
-  MT_RETURN_IF_ERROR(check_run_length_change(dir, saved.value().train, cfg_.train, step_));
-  data_offset_steps_ = 0;
+  MT_RETURN_IF_ERROR(check_run_length_change(dir, saved.value(), cfg_, step_));
+  std::vector<int64_t> skips(schedule().segments().size(), 0);
   skipped_tokens_.clear();
   if (ck.state.contains("data")) {
-    data_offset_steps_ = ck.state["data"].value("offset_steps", int64_t(0));
+    const nlohmann::json& d = ck.state["data"];
+    if (d.contains("skip_sequences")) {
+      skips = d["skip_sequences"].get<std::vector<int64_t>>();
+      if (skips.size() != schedule().segments().size())
+        return Status::errorf("{}: skip_sequences has {} segments, the run has {}", dir, skips.size(),
+                              schedule().segments().size());
+    } else {  // written before phases: whole steps of train.batch_size x grad_accum skipped
+      skips[0] = d.value("offset_steps", int64_t(0)) * schedule().batch_at(0);
+    }
     if (ck.state["data"].contains("skipped_bucket_tokens"))
       skipped_tokens_ = ck.state["data"]["skipped_bucket_tokens"].get<std::map<std::string, int64_t>>();
   }
+  data_->set_skips(std::move(skips));
   MT_RETURN_IF_ERROR(health_->restore(ck.state.contains("spike") ? &ck.state["spike"] : nullptr, keep_spike_counters));
   // The ledger is recomputed from the step; a different one means the dataset
   // or the mixture changed under the same paths.
   if (ck.state.contains("data") && ck.state["data"].contains("bucket_tokens")) {
     nlohmann::json now = nlohmann::json::object();
-    for (const auto& [name, tokens] : data_->ledger(data_step() * cfg_.train.grad_accum * cfg_.train.batch_size))
+    for (const auto& [name, tokens] : data_->ledger(step_))
       now[name] = tokens;
     if (now != ck.state["data"]["bucket_tokens"])
       return Status::errorf("{}: the data stream differs from the one this checkpoint was trained on (per-bucket "
@@ -147,10 +163,9 @@ Status Trainer::restore(const std::string& dir, bool keep_spike_counters) {
   return Status::ok();
 }
 
-void Trainer::record_skipped(int64_t first_sequence, int64_t count) {
-  const auto before = data_->ledger(first_sequence), after = data_->ledger(first_sequence + count);
-  for (size_t b = 0; b < before.size() && b < after.size(); ++b)
-    if (after[b].second > before[b].second) skipped_tokens_[after[b].first] += after[b].second - before[b].second;
+void Trainer::record_skipped(int64_t step, int64_t from, int64_t to) {
+  for (const auto& [name, tokens] : data_->tokens_between(step, from, to))
+    if (tokens > 0) skipped_tokens_[name] += tokens;
 }
 
 // PaLM's recipe: back to the newest checkpoint, and on from the data after
@@ -159,7 +174,8 @@ void Trainer::record_skipped(int64_t first_sequence, int64_t count) {
 // no-repeat guarantee holds: data positions only move forward.
 Status Trainer::rollback(int64_t spike_step) {
   const TrainConfig& tc = cfg_.train;
-  const int64_t spike_data_step = data_step() - 1;  // the data the spike step read
+  const int64_t spike = spike_step - 1;               // 0-based: the step whose data caused it
+  const int64_t spike_end = data_->spike_end(spike);  // the position after its data
   MT_RETURN_IF_ERROR(ckpt_->finish());
   auto latest = find_latest_checkpoint_dir(opt_.run_dir);
   if (opt_.run_dir.empty() || !latest)
@@ -169,17 +185,10 @@ Status Trainer::rollback(int64_t spike_step) {
   // Spikes that come back after every rollback to the same checkpoint are
   // not the data's fault: stop rather than skip data forever.
   MT_RETURN_IF_ERROR(health_->rolled_back(spike_step, step_));
-  const int64_t from = data_step() * tc.grad_accum * tc.batch_size;
-  const int64_t new_offset = spike_data_step + 1 - step_;
-  const int64_t to = (step_ + new_offset) * tc.grad_accum * tc.batch_size;
-  const int64_t needed = (tc.steps + new_offset) * tc.grad_accum * tc.batch_size;
-  if (needed > data_->capacity())
-    return Status::errorf("step {}: rolling back to step {} skips {} sequences, and the run would then need {} "
-                          "sequences, more than its data plans ({}): give the mixture headroom (a larger scale or "
-                          "total_tokens) or use spike.policy = \"skip\"",
-                          spike_step, step_, to - from, needed, data_->capacity());
-  record_skipped(from, to - from);
-  data_offset_steps_ = new_offset;
+  auto skipped = data_->skip_for_rollback(spike, step_, spike_end);
+  if (!skipped) return Status::errorf("step {}: rolling back to step {}: {}", spike_step, step_, skipped.status().message());
+  const auto [from, to] = *skipped;
+  record_skipped(spike, from, to);
   refresh_bf16_params();
   if (is_root()) {
     // metrics.jsonl holds the run as it stands: the steps rolled back go.
@@ -191,11 +200,11 @@ Status Trainer::rollback(int64_t spike_step) {
                                 {"spike_step", spike_step},
                                 {"to_step", step_},
                                 {"skipped_sequences", to - from},
-                                {"data_offset_steps", data_offset_steps_}});
+                                {"skip_sequences", data_->skips()}});
   }
   if (is_root())
-    fmt::print(stderr, "# rollback: back to step {} ({}); data resumes after the spike's (data step {})\n", step_,
-               latest.value(), data_step());
+    fmt::print(stderr, "# rollback: back to step {} ({}); data resumes after the spike's ({} sequences skipped)\n",
+               step_, latest.value(), to - from);
   return Status::ok();
 }
 

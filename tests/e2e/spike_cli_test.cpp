@@ -72,7 +72,9 @@ TEST(SpikeGuardCli, RollbackReturnsToTheCheckpointAndSkipsTheData) {
   ASSERT_EQ(ev.size(), 2u);
   EXPECT_EQ(ev[1]["event"], "rollback");
   EXPECT_EQ(ev[1]["to_step"], 30);
-  EXPECT_EQ(ev[1]["data_offset_steps"], 5);  // steps 31..35's data is never trained on
+  // Steps 31..35's data (5 steps of tiny-test's 4 sequences) is never trained on.
+  EXPECT_EQ(ev[1]["skipped_sequences"], 5 * 4);
+  EXPECT_EQ(ev[1]["skip_sequences"], json::array({5 * 4}));
   EXPECT_TRUE(has_steps_1_to_n(read_metrics(tmp / "a"), 40));  // the rolled-back steps are gone from the log
   const auto again = train([&] {
     auto v = guarded(tmp / "again", "rollback");

@@ -1,0 +1,49 @@
+// phase_config.cpp — the [[phase]] keys.
+#include "train/phase_config.h"
+
+#include "core/config_schema.h"
+
+namespace mt {
+
+const char* lr_segment_name(LrSegment s) {
+  switch (s) {
+    case LrSegment::kSchedule: return "schedule";
+    case LrSegment::kWarmup: return "warmup";
+    case LrSegment::kStable: return "stable";
+    case LrSegment::kDecay: return "decay";
+  }
+  return "?";
+}
+
+void declare_phase_keys(ConfigSchema& s, std::vector<PhaseConfig>& phases) {
+  s.add_table_array<PhaseConfig>(
+      "phase", &phases,
+      [](ConfigSchema& e, PhaseConfig& ph) {
+        e.add("name", &ph.name, "a label for metrics, reports and messages (\"\" = phase N)");
+        e.add("steps", &ph.steps, "length of the phase in optimizer steps")
+            .range(0, int64_t(1) << 40).unit("steps").note("0 = given by tokens, or the rest of train.steps");
+        e.add("tokens", &ph.tokens, "length of the phase in tokens: the steps it takes to train them (the last "
+                                    "step may pass the count, as the planner's phases do)")
+            .min(0).unit("tokens").note("0 = given by steps; neither = what the other phases leave of train.steps "
+                                        "(one phase at most)");
+        e.add("global_batch", &ph.global_batch,
+              "sequences per optimizer step: train.batch_size per micro-batch, global_batch / batch_size micro-batches")
+            .range(0, int64_t(1) << 40).note("0 = train.batch_size x train.grad_accum");
+        e.add("ramp_from", &ph.ramp_from,
+              "sequences per step at the phase start, ramped linearly (in tokens with a tokens length, in steps with "
+              "a steps length) to global_batch, each step rounded to a multiple of train.batch_size")
+            .range(0, int64_t(1) << 40).note("0 = constant batch");
+        e.add("mixture", &ph.mixture,
+              "mixture TOML of this phase (with data.dataset); phases in a row with the same mixture read one "
+              "schedule, a new mixture continues each bucket's documents where the earlier phases left them")
+            .note("\"\" = data.mixture");
+        e.add_enum("lr", &ph.lr, {"schedule", "warmup", "stable", "decay"},
+                   "learning rate over the phase: the run's schedule at the run's step, or a segment of the phase's "
+                   "own (warmup 0 -> train.lr, stable train.lr, decay train.lr -> train.lr x min_lr_ratio, cosine "
+                   "when train.schedule = \"cosine\")");
+      },
+      "one [[phase]] table per training phase, in order: its length, batch (an optional ramp), mixture and "
+      "learning-rate segment; none = one phase, the whole run");
+}
+
+}  // namespace mt

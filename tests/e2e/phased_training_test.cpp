@@ -1,0 +1,245 @@
+// phased_training_test.cpp — a run in phases through the real binary: a
+// batch ramp, a main phase and an annealing phase over its own mixture,
+// trained from one config on a built dataset. Checked: each step's phase,
+// batch and learning rate; the per-phase ledgers against `data plan`
+// (exactly) and against the mixture weights (within a sequence or two);
+// SIGKILL at and just after the phase boundaries, then --resume, ends with
+// the uninterrupted state hash; --stop-at a phase's name; `moetrain plan`
+// of the run config gives the trainer's steps and tokens per phase; a phase
+// that would read documents twice is refused before step 1.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include <signal.h>
+
+#include "support/data_fixtures.h"
+#include "support/e2e.h"
+
+namespace mt {
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+namespace td = testdata;
+namespace e2e = mt::e2e;
+
+e2e::ProcessResult moetrain(const std::vector<std::string>& args, double timeout = 120) {
+  std::vector<std::string> argv = {e2e::moetrain_binary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return e2e::run_process(argv, timeout, e2e::kPassiveOmp);
+}
+
+// Ramp 4 -> 16 sequences over 6 steps, 10 steps at 16, then 6 steps at 8
+// decaying on a mixture that upweights the best quality level.
+std::string run_config(const std::string& dir, const std::string& anneal = "anneal.toml") {
+  return R"(
+[model]
+vocab_size = 512
+d_model = 64
+n_layers = 2
+n_heads = 4
+n_kv_heads = 2
+n_experts = 4
+d_expert = 64
+top_k = 2
+capacity_factor = 1.0
+[train]
+batch_size = 4
+seq_len = 64
+lr = 0.003
+checkpoint_every = 2
+threads = 1
+[data]
+dataset = ")" + dir + R"(/ds"
+mixture = ")" + dir + R"(/main.toml"
+[[phase]]
+name = "ramp"
+steps = 6
+ramp_from = 4
+global_batch = 16
+[[phase]]
+name = "main"
+steps = 10
+global_batch = 16
+[[phase]]
+name = "anneal"
+steps = 6
+global_batch = 8
+mixture = ")" + dir + "/" + anneal + R"("
+lr = "decay"
+)";
+}
+
+class PhasedTraining : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new e2e::TempDir();
+    const std::string d = dir_->path();
+    td::write_file(d + "/corpus.jsonl", td::labelled_jsonl({"web", "code", "math"}, 3, 40, 7, 60));
+    td::write_file(d + "/data.toml", "[[input]]\npath = \"" + d + "/corpus.jsonl\"\n[tokenizer]\nvocab_size = 480\n"
+                                     "[split]\neval_frac = 0.1\n");
+    auto r = moetrain({"data", "build", "--config", d + "/data.toml", "--out", d + "/ds", "--quiet"});
+    ASSERT_EQ(r.exit_code, 0) << r;
+    td::write_file(d + "/main.toml", "total_tokens = " + std::to_string(220 * 64) + "\n");
+    td::write_file(d + "/anneal.toml", "total_tokens = " + std::to_string(48 * 64) +
+                                           "\n[quality_weights]\nq0 = 0.2\nq1 = 1.0\nq2 = 4.0\n");
+    // Everything on one small bucket: more than it holds once the main phase took its share.
+    td::write_file(d + "/greedy.toml", "total_tokens = " + std::to_string(100 * 64) + "\n[weights]\n\"math/q0\" = 1.0\n");
+    td::write_file(d + "/run.toml", run_config(d));
+    td::write_file(d + "/greedy-run.toml", run_config(d, "greedy.toml"));
+    auto a = e2e::train({"--config", d + "/run.toml", "--run-dir", d + "/a"}, 300);
+    ASSERT_EQ(a.exit_code, 0) << a;
+    hash_ = new std::string(e2e::done_state_hash(a.err));
+    ASSERT_FALSE(hash_->empty()) << a;
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    delete hash_;
+  }
+  static std::string dir() { return dir_->path(); }
+  static e2e::TempDir* dir_;
+  static std::string* hash_;  // the uninterrupted run's
+};
+e2e::TempDir* PhasedTraining::dir_ = nullptr;
+std::string* PhasedTraining::hash_ = nullptr;
+
+TEST_F(PhasedTraining, EveryStepRunsItsPhasesBatchAndLearningRate) {
+  const auto rows = e2e::read_metrics(dir() + "/a");
+  ASSERT_EQ(rows.size(), 22u);
+  const int64_t ramp[] = {4, 8, 8, 12, 12, 16};
+  for (int64_t s = 1; s <= 22; ++s) {
+    const json& r = rows[size_t(s - 1)];
+    ASSERT_EQ(r["step"], s);
+    const std::string want = s <= 6 ? "ramp" : s <= 16 ? "main" : "anneal";
+    EXPECT_EQ(r["phase"], want) << s;
+    const int64_t batch = s <= 6 ? ramp[s - 1] : s <= 16 ? 16 : 8;
+    EXPECT_EQ(r["tokens"], batch * 64) << s;
+  }
+  // The annealing phase decays linearly to lr x min_lr_ratio (0.1 by default).
+  EXPECT_NEAR(rows[16]["lr"].get<double>(), 0.003 + (0.0003 - 0.003) / 6, 1e-12);
+  EXPECT_NEAR(rows[21]["lr"].get<double>(), 0.0003, 1e-12);
+}
+
+TEST_F(PhasedTraining, PhaseLedgersEqualThePlanAndFollowTheWeights) {
+  auto plan = moetrain({"data", "plan", dir() + "/ds", "--config", dir() + "/run.toml", "--json"});
+  ASSERT_EQ(plan.exit_code, 0) << plan;
+  const json p = json::parse(plan.out);
+  const auto ends = e2e::read_events(dir() + "/a", "phase_end");
+  ASSERT_EQ(ends.size(), 3u);
+  ASSERT_EQ(p["phases"].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(ends[i]["phase"], p["phases"][i]["name"]);
+    EXPECT_EQ(ends[i]["bucket_tokens"], p["phases"][i]["bucket_tokens"]) << "phase " << i;
+    // Against the weights: within one sequence per bucket (two where the
+    // phase starts inside its segment's schedule).
+    const json& seg = p["segments"][p["phases"][i]["segment"].get<size_t>()];
+    const double tokens = p["phases"][i]["tokens"].get<double>();
+    int64_t sum = 0;
+    for (const json& b : seg["buckets"]) {
+      const int64_t got = p["phases"][i]["bucket_tokens"].value(b["name"].get<std::string>(), int64_t(0));
+      sum += got;
+      EXPECT_LE(std::abs(double(got) - b["weight"].get<double>() * tokens), i == 1 ? 128.0 : 64.0)
+          << "phase " << i << " bucket " << b["name"];
+    }
+    EXPECT_EQ(sum, int64_t(tokens)) << "phase " << i;
+  }
+  // The annealing mixture upweights q2: its share of q2 is above the main phase's.
+  auto share_q2 = [&](size_t i) {
+    double q2 = 0, all = 0;
+    for (const auto& [name, t] : p["phases"][i]["bucket_tokens"].items()) {
+      all += t.get<double>();
+      if (name.ends_with("/q2")) q2 += t.get<double>();
+    }
+    return q2 / all;
+  };
+  EXPECT_GT(share_q2(2), share_q2(1) + 0.2);
+  // One pool: the anneal segment's plan starts each bucket after what the main segment takes.
+  for (const json& b : p["segments"][1]["buckets"]) EXPECT_GT(b["tokens_before"].get<int64_t>(), 0) << b;
+}
+
+TEST_F(PhasedTraining, KilledAtAndJustAfterPhaseBoundariesResumesBitForBit) {
+  // Checkpoints every 2 steps: the boundaries (after steps 6 and 16) are
+  // checkpoints. The kill fires as a step begins: at 7 the run resumes from
+  // the boundary's checkpoint into the main phase, at 8 from inside it, at
+  // 17 into the annealing mixture, at 19 from inside it.
+  const std::string b = dir() + "/b";
+  const std::vector<std::string> base = {"--config", dir() + "/run.toml", "--run-dir", b};
+  int64_t resumed = -1;
+  for (const char* kill_at : {"7", "8", "17", "19"}) {
+    std::vector<std::string> args = base;
+    if (resumed >= 0) args.push_back("--resume");
+    args.insert(args.end(), {"--inject-fault", std::string("kill:0:") + kill_at});
+    const auto r = e2e::train(args, 300);
+    ASSERT_EQ(r.term_signal, SIGKILL) << r;
+    resumed = 1;
+  }
+  std::vector<std::string> args = base;
+  args.push_back("--resume");
+  const auto r = e2e::train(args, 300);
+  ASSERT_EQ(r.exit_code, 0) << r;
+  // Checkpoints commit a step after they are taken: step 18's is not yet when 19 begins.
+  EXPECT_EQ(e2e::resumed_from(r.err).second, 16) << r;
+  EXPECT_EQ(e2e::done_state_hash(r.err), *hash_);
+  // The resumed run's phase ends were logged once each at the steps the plan puts them.
+  std::map<int64_t, int> ends;
+  for (const json& e : e2e::read_events(b, "phase_end")) ++ends[e["step"].get<int64_t>()];
+  EXPECT_TRUE(ends.count(6) && ends.count(16) && ends.count(22)) << ::testing::PrintToString(ends);
+}
+
+TEST_F(PhasedTraining, StopAtAPhaseEndsThereAndResumesToTheSameRun) {
+  const std::string c = dir() + "/c";
+  const auto stop = e2e::train({"--config", dir() + "/run.toml", "--run-dir", c, "--stop-at", "main"}, 300);
+  ASSERT_EQ(stop.exit_code, 0) << stop;
+  EXPECT_THAT(stop.err, HasSubstr("stopped at step 16 of 22"));
+  EXPECT_TRUE(std::filesystem::exists(e2e::ckpt_dir(c, 16)));
+  const auto rest = e2e::train({"--config", dir() + "/run.toml", "--run-dir", c, "--resume"}, 300);
+  ASSERT_EQ(rest.exit_code, 0) << rest;
+  EXPECT_EQ(e2e::done_state_hash(rest.err), *hash_);
+  const auto bad = e2e::train({"--config", dir() + "/run.toml", "--run-dir", dir() + "/c2", "--stop-at", "cool"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.err, HasSubstr("\"anneal\" (ends at step 22)"));
+}
+
+TEST_F(PhasedTraining, PlanOfTheRunConfigGivesTheTrainersStepsAndTokens) {
+  auto r = moetrain({"plan", "--model", dir() + "/run.toml", "--cluster", "cpu", "--layout", "cpu", "--set",
+                     "layout.batch.micro_batch=4", "--json", "--no-sweep", "--search", "none"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const json j = json::parse(r.out);
+  const auto rows = e2e::read_metrics(dir() + "/a");
+  std::map<std::string, std::pair<int64_t, int64_t>> trained;  // phase -> (steps, tokens)
+  for (const json& row : rows) {
+    auto& [steps, tokens] = trained[row["phase"].get<std::string>()];
+    ++steps;
+    tokens += row["tokens"].get<int64_t>();
+  }
+  ASSERT_EQ(j["phases"].size(), 3u) << j.dump();
+  int64_t steps = 0;
+  for (const json& ph : j["phases"]) {
+    const auto& [want_steps, want_tokens] = trained[ph["name"].get<std::string>()];
+    EXPECT_EQ(ph["steps"].get<int64_t>(), want_steps) << ph;
+    EXPECT_EQ(int64_t(ph["tokens"].get<double>()), want_tokens) << ph;
+    steps += want_steps;
+  }
+  EXPECT_EQ(j["totals"]["steps"].get<int64_t>(), steps);
+  auto wrong = moetrain({"plan", "--model", dir() + "/run.toml", "--cluster", "cpu", "--layout", "cpu", "--set",
+                         "layout.batch.micro_batch=4", "--tokens", "1M"});
+  EXPECT_NE(wrong.exit_code, 0);
+  EXPECT_THAT(wrong.err, HasSubstr("leave --tokens out"));
+}
+
+TEST_F(PhasedTraining, APhaseThatWouldReadDocumentsTwiceIsRefusedBeforeStepOne) {
+  const auto r = e2e::train({"--config", dir() + "/greedy-run.toml", "--run-dir", dir() + "/g"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("phase[2] \"anneal\""));
+  EXPECT_THAT(r.err, HasSubstr("bucket math/q0 needs"));
+  EXPECT_FALSE(std::filesystem::exists(dir() + "/g/metrics.jsonl"));
+  auto plan = moetrain({"data", "plan", dir() + "/ds", "--config", dir() + "/greedy-run.toml"});
+  EXPECT_EQ(plan.exit_code, 3) << plan;
+  EXPECT_THAT(plan.err, HasSubstr("phase[2] \"anneal\""));
+}
+
+}  // namespace
+}  // namespace mt
