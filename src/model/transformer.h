@@ -61,6 +61,11 @@ class Transformer {
   int64_t tokens_per_sequence() const { return T_ + 1 + c_.mtp_depth; }
   // lambda of the MTP loss from now on (mtp_loss_weight_at; initially model.mtp_loss_weight).
   void set_mtp_loss_weight(double lambda) { mtp_weight_ = lambda; }
+  // Router loss weights from now on (initially model.aux_loss_coef, z_loss_coef; a training phase may change them).
+  void set_router_loss_coefs(double aux, double z) {
+    c_.aux_loss_coef = aux;
+    c_.z_loss_coef = z;
+  }
   // The attention kernel of every layer from now on (train.attention_kernel;
   // initially kAuto).
   void set_attention_kernel(AttentionKernel k) { ctx_.attention = k; }

@@ -31,9 +31,24 @@ Points ema(const Points& p, double alpha) {
   return out;
 }
 
+// A run in phases: each phase's steps and tokens, and its loss at the end.
+struct PhaseRow {
+  std::string name;
+  int64_t first = 0, last = 0, tokens = 0;
+  std::vector<double> losses;
+};
+
+// Where each phase begins, drawn on every chart of a phased run.
+std::vector<VLine> phase_lines(const std::vector<PhaseRow>& phases) {
+  std::vector<VLine> out;
+  for (size_t i = 1; i < phases.size(); ++i) out.push_back({double(phases[i].first) - 0.5, phases[i].name, "#8e44ad"});
+  return out;
+}
+
 std::string chart(const std::string& title, const std::string& ylabel, std::vector<Series> series,
-                  Scale yscale = Scale::kLinear) {
+                  Scale yscale = Scale::kLinear, const std::vector<VLine>& vlines = {}) {
   LineChart c;
+  c.vlines = vlines;
   c.title = title;
   c.x.label = "step";
   c.y.label = ylabel;
@@ -100,8 +115,16 @@ Status write_run_report(const std::string& run_dir, const std::string& out_path,
   std::map<std::string, Points> bucket_eval;
   std::vector<Points> load_spread;  // per MoE layer: max/mean expert load over steps
   nlohmann::json last;
+  std::vector<PhaseRow> phases;
   for (nlohmann::json& j : rows.value()) {
     const double s = j["step"].get<double>();
+    if (j.contains("phase") && j["phase"].is_string()) {
+      const std::string name = j["phase"].get<std::string>();
+      if (phases.empty() || phases.back().name != name) phases.push_back({name, int64_t(s), int64_t(s), 0, {}});
+      phases.back().last = int64_t(s);
+      phases.back().tokens += j.value("tokens", int64_t(0));
+      if (j.contains("loss") && j["loss"].is_number()) phases.back().losses.push_back(j["loss"].get<double>());
+    }
     auto take = [&](const char* key, Points& p) {
       if (j.contains(key) && j[key].is_number()) p.push_back({s, j[key].get<double>()});
     };
@@ -159,34 +182,48 @@ Status write_run_report(const std::string& run_dir, const std::string& out_path,
   if (!dropped.empty()) kv.push_back({"dropped assignments (mean)", fmt::format("{:.2f}%", 100.0 * mean_of(dropped, 0))});
   if (!eval_loss.empty()) kv.push_back({"eval loss (last)", fmt::format("{:.4f}", eval_loss.back().second)});
   page.key_values(kv);
+  const std::vector<VLine> pl = phase_lines(phases);
+  if (!phases.empty()) {
+    std::vector<std::vector<std::string>> prow;
+    for (const PhaseRow& ph : phases) {
+      const size_t n = std::min<size_t>(10, ph.losses.size());
+      double end = 0;
+      for (size_t i = ph.losses.size() - n; i < ph.losses.size(); ++i) end += ph.losses[i] / double(n);
+      prow.push_back({ph.name, fmt::format("{}-{}", ph.first, ph.last), fmt::format("{}", ph.tokens),
+                      n ? fmt::format("{:.4f}", end) : "-"});
+    }
+    page.heading(2, "Phases");
+    page.table({"phase", "steps", "tokens", "loss (its last 10 steps)"}, prow,
+               {Align::kLeft, Align::kRight, Align::kRight, Align::kRight});
+  }
 
   std::vector<Series> ls = {{"train loss", loss, "", false, false}, {"EMA(0.1)", ema(loss, 0.1), "", false, false}};
   if (!eval_loss.empty()) ls.push_back({"eval loss", eval_loss, "", true, true});
   page.begin_row();
-  page.figure(chart("Loss", "cross-entropy (nats/token)", ls), "Training loss per step and its moving average.");
-  page.figure(chart("Learning rate", "lr", {{"lr", lr, "", false, false}}), "Schedule as applied.");
+  page.figure(chart("Loss", "cross-entropy (nats/token)", ls, Scale::kLinear, pl), "Training loss per step and its moving average.");
+  page.figure(chart("Learning rate", "lr", {{"lr", lr, "", false, false}}, Scale::kLinear, pl), "Schedule as applied.");
   page.end_row();
   page.begin_row();
-  page.figure(chart("Gradient norm (before clipping)", "L2 norm", {{"grad norm", gnorm, "", false, false}}, Scale::kLog),
+  page.figure(chart("Gradient norm (before clipping)", "L2 norm", {{"grad norm", gnorm, "", false, false}}, Scale::kLog, pl),
               "Global gradient norm.");
-  page.figure(chart("Throughput", "MFU (%)", {{"MFU %", mfu, "", false, false}}),
+  page.figure(chart("Throughput", "MFU (%)", {{"MFU %", mfu, "", false, false}}, Scale::kLinear, pl),
               fmt::format("Median {:.0f} tokens/s.", median(tps)));
   page.end_row();
   if (!aux.empty() || !load_spread.empty()) {
     page.heading(2, "Router");
     page.begin_row();
     page.figure(chart("Router losses (unweighted)", "loss",
-                      {{"load balancing", aux, "", false, false}, {"z-loss", z, "", true, false}}),
+                      {{"load balancing", aux, "", false, false}, {"z-loss", z, "", true, false}}, Scale::kLinear, pl),
                 "Switch balancing loss is 1.0 at perfect balance.");
     std::vector<Series> ss;
     for (size_t l = 0; l < load_spread.size(); ++l)
       ss.push_back({fmt::format("MoE layer {}", l), load_spread[l], "", false, false});
-    page.figure(chart("Expert load imbalance", "max / mean load", ss), "1.0 = every expert equally loaded.");
+    page.figure(chart("Expert load imbalance", "max / mean load", ss, Scale::kLinear, pl), "1.0 = every expert equally loaded.");
     page.end_row();
     if (!dropped.empty()) {
       Points pct;
       for (auto [s, v] : dropped) pct.push_back({s, 100.0 * v});
-      page.figure(chart("Dropped by capacity", "% of routed assignments", {{"dropped", pct, "", false, false}}),
+      page.figure(chart("Dropped by capacity", "% of routed assignments", {{"dropped", pct, "", false, false}}, Scale::kLinear, pl),
                   "Assignments over an expert's static capacity.");
     }
   }
@@ -194,7 +231,7 @@ Status write_run_report(const std::string& run_dir, const std::string& out_path,
     std::vector<Series> bs;
     for (auto& [name, p] : bucket_eval) bs.push_back({name, p, "", false, false});
     page.heading(2, "Evaluation by bucket");
-    page.figure(chart("Eval loss per bucket", "loss", bs), "Held-out loss of each data bucket.");
+    page.figure(chart("Eval loss per bucket", "loss", bs, Scale::kLinear, pl), "Held-out loss of each data bucket.");
   }
   add_events_timeline(page, run_dir);
   std::ofstream out(out_path);

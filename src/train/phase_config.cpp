@@ -41,6 +41,11 @@ void declare_phase_keys(ConfigSchema& s, std::vector<PhaseConfig>& phases) {
                    "learning rate over the phase: the run's schedule at the run's step, or a segment of the phase's "
                    "own (warmup 0 -> train.lr, stable train.lr, decay train.lr -> train.lr x min_lr_ratio, cosine "
                    "when train.schedule = \"cosine\")");
+        e.add("aux_loss_coef", &ph.aux_loss_coef, "load-balancing loss weight over the phase")
+            .min(-1).note("-1 = model.aux_loss_coef");
+        e.add("z_loss_coef", &ph.z_loss_coef, "router z-loss weight over the phase").min(-1).note("-1 = model.z_loss_coef");
+        e.add("mtp_loss_weight", &ph.mtp_loss_weight, "multi-token-prediction loss weight (lambda) over the phase")
+            .min(-1).note("-1 = model.mtp_loss_weight and its switch");
       },
       "one [[phase]] table per training phase, in order: its length, batch (an optional ramp), mixture and "
       "learning-rate segment; none = one phase, the whole run");

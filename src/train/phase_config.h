@@ -31,6 +31,9 @@ struct PhaseConfig {
   int64_t ramp_from = 0;       // sequences per step at the phase start, ramped linearly to global_batch; 0 = constant
   std::string mixture;         // mixture TOML of this phase; "" = data.mixture
   LrSegment lr = LrSegment::kSchedule;
+  // Loss weights of this phase; < 0 = the model's (model.aux_loss_coef,
+  // model.z_loss_coef, the MTP weight model.mtp_loss_weight* gives).
+  double aux_loss_coef = -1, z_loss_coef = -1, mtp_loss_weight = -1;
 };
 
 // Declares the [[phase]] table array bound to `phases`.

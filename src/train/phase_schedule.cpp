@@ -34,6 +34,9 @@ Status expand(const PhaseConfig& pc, size_t i, const RunConfig& c, int64_t rest_
   ph.ramp_from = pc.ramp_from;
   ph.seq_len = t.seq_len;
   ph.lr = pc.lr;
+  ph.aux_loss_coef = pc.aux_loss_coef;
+  ph.z_loss_coef = pc.z_loss_coef;
+  ph.mtp_loss_weight = pc.mtp_loss_weight;
   ph.mixture = pc.mixture.empty() ? c.data.mixture : pc.mixture;
   if (!pc.mixture.empty() && c.data.dataset.empty())
     return o.error(key(i, "mixture"), "a phase's mixture needs data.dataset (a `moetrain data build` directory)");

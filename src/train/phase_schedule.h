@@ -31,6 +31,7 @@ struct PhaseSpan {
   int64_t seq_len = 0;
   std::string mixture;         // resolved ("" without a dataset)
   LrSegment lr = LrSegment::kSchedule;
+  double aux_loss_coef = -1, z_loss_coef = -1, mtp_loss_weight = -1;  // < 0 = the model's
   int64_t segment = 0;         // index of its data segment
   int64_t first_sequence = 0;  // in its segment: sequences read by the segment's earlier phases
   int64_t sequences = 0;       // sequences it reads

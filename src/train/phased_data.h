@@ -75,6 +75,8 @@ class PhasedData {
   // The held-out passes read the first segment's source (one set of buckets
   // for the whole run, so curves compare across phases).
   const TokenSource& eval_source() const { return *src_.front(); }
+  // Segment `seg`'s source (index = position in the segment).
+  const TokenSource& source(size_t seg) const { return *src_[seg]; }
   int64_t vocab_size() const { return src_.front()->vocab_size(); }
   std::string describe() const;
 

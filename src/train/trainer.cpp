@@ -201,10 +201,16 @@ StepResult Trainer::train_step() {
   const float grad_scale = 1.0f / float(accum);
   const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
   // Multi-token prediction: each sequence brings mtp_depth more targets, and
-  // lambda follows the data position (the same after a resume).
+  // lambda follows the data position (the same after a resume) unless the phase sets it.
+  const PhaseSpan& phase = sched.phases()[sched.phase_at(step_)];
   const int64_t ahead = cfg_.model.mtp_depth, stride = model_->tokens_per_sequence();
-  model_->set_mtp_loss_weight(mtp_loss_weight_at(
-      cfg_.model, sched.tokens_before(step_) + (data_->position(step_) - sched.first_sequence(step_)) * tc.seq_len));
+  model_->set_mtp_loss_weight(
+      phase.mtp_loss_weight >= 0
+          ? phase.mtp_loss_weight
+          : mtp_loss_weight_at(cfg_.model, sched.tokens_before(step_) +
+                                               (data_->position(step_) - sched.first_sequence(step_)) * tc.seq_len));
+  model_->set_router_loss_coefs(phase.aux_loss_coef >= 0 ? phase.aux_loss_coef : cfg_.model.aux_loss_coef,
+                                phase.z_loss_coef >= 0 ? phase.z_loss_coef : cfg_.model.z_loss_coef);
   for (int64_t micro = 0; micro < accum; ++micro) {
     // This rank's slice of the micro-batch (all of it in one process).
     const int64_t first = micro * tc.batch_size + batch_offset();
@@ -241,7 +247,7 @@ StepResult Trainer::train_step() {
     if (tc.spike.policy != SpikePolicy::kRollback)  // rollback records its whole window in run()
       record_skipped(step_, data_->position(step_), data_->spike_end(step_));
   }
-  if (sched.phased()) r.phase = sched.phases()[sched.phase_at(step_)].name;
+  if (sched.phased()) r.phase = phase.name;
   ++step_;
   r.step = step_;
   r.tokens = accum * tc.batch_size * tc.seq_len;

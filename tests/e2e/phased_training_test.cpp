@@ -121,6 +121,11 @@ TEST_F(PhasedTraining, EveryStepRunsItsPhasesBatchAndLearningRate) {
   // The annealing phase decays linearly to lr x min_lr_ratio (0.1 by default).
   EXPECT_NEAR(rows[16]["lr"].get<double>(), 0.003 + (0.0003 - 0.003) / 6, 1e-12);
   EXPECT_NEAR(rows[21]["lr"].get<double>(), 0.0003, 1e-12);
+  // The report lists the phases and marks where each begins on its charts.
+  const std::string html = e2e::read_file(dir() + "/a/report.html");
+  EXPECT_THAT(html, HasSubstr(">Phases<"));
+  EXPECT_THAT(html, HasSubstr(">7-16<"));   // main's steps in the table
+  EXPECT_THAT(html, HasSubstr(">anneal<"));  // a boundary's label on the charts
 }
 
 TEST_F(PhasedTraining, PhaseLedgersEqualThePlanAndFollowTheWeights) {
@@ -239,6 +244,26 @@ TEST_F(PhasedTraining, APhaseThatWouldReadDocumentsTwiceIsRefusedBeforeStepOne) 
   auto plan = moetrain({"data", "plan", dir() + "/ds", "--config", dir() + "/greedy-run.toml"});
   EXPECT_EQ(plan.exit_code, 3) << plan;
   EXPECT_THAT(plan.err, HasSubstr("phase[2] \"anneal\""));
+}
+
+// A phase's loss weights apply from its first step: the model's own value
+// written out changes nothing, another value changes the run.
+TEST(PhaseLossWeights, ApplyFromThePhasesFirstStep) {
+  e2e::TempDir tmp;
+  auto run = [&](const std::string& name, const std::string& second_phase) {
+    td::write_file(tmp / (name + ".toml"), "[model]\nvocab_size = 320\nd_model = 64\nn_layers = 2\nn_heads = 4\n"
+                                          "n_kv_heads = 2\nn_experts = 4\nd_expert = 64\ntop_k = 2\n[train]\n"
+                                          "batch_size = 4\nseq_len = 64\nthreads = 1\n[[phase]]\nsteps = 3\n"
+                                          "[[phase]]\nsteps = 3\n" + second_phase);
+    auto r = e2e::train({"--config", tmp / (name + ".toml"), "--run-dir", tmp / name});
+    EXPECT_EQ(r.exit_code, 0) << r;
+    return e2e::done_state_hash(r.err);
+  };
+  const std::string plain = run("plain", ""), same = run("same", "aux_loss_coef = 0.01\nz_loss_coef = 0.001\n");
+  const std::string other = run("other", "aux_loss_coef = 0.5\n");
+  EXPECT_FALSE(plain.empty());
+  EXPECT_EQ(plain, same);
+  EXPECT_NE(plain, other);
 }
 
 }  // namespace
