@@ -126,6 +126,11 @@ void declare_keys(ConfigSchema& s, ModelConfig& m, const std::string& t) {
       .min(0).note("0 = dropless");
   s.add(p + "routing_group", &m.routing_group, "G: tokens per routing group (divides seq_len or a multiple of it)")
       .range(0, int64_t(1) << 31).unit("tokens").note("0 = one sequence");
+  s.add_enum(p + "drop_policy", &m.drop_policy, {"probs", "position"},
+             "which assignments an expert over capacity drops: probs = the lowest router scores (ties: later "
+             "tokens); position = the last to arrive, in (position in sequence, sequence in group) order (Megatron-LM "
+             "--moe-token-drop-policy)")
+      .note("read only with capacity_factor > 0");
   s.add(p + "aux_loss_coef", &m.aux_loss_coef, "Switch load-balancing loss weight").min(0);
   s.add(p + "z_loss_coef", &m.z_loss_coef, "router z-loss weight").min(0);
   s.add(p + "aux_free_bias", &m.aux_free_bias, "DeepSeek-V3 bias balancing of the selection scores");

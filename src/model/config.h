@@ -17,6 +17,10 @@
 namespace mt {
 
 enum class RouterScore { kSoftmax, kSigmoid };
+// Which assignments an expert over capacity drops (Megatron-LM's
+// --moe-token-drop-policy): probs the lowest router scores; position the
+// last to arrive (docs/model.md, kernels/cpu/moe_dispatch.h).
+enum class DropPolicy { kProbs, kPosition };
 // gqa: grouped-query attention (n_kv_heads; MHA and MQA are its ends).
 // mla: multi-head latent attention (DeepSeek-V2/V3): K and V decompressed from
 // one cached latent per token (model/mla_block.h).
@@ -80,6 +84,7 @@ struct ModelConfig {
   bool router_force_balance = false;
   double capacity_factor = 0.0;   // > 0: ceil(cf * G * K / E) slots per expert per group; 0 = dropless
   int64_t routing_group = 0;      // G tokens per routing group; 0 = one sequence
+  DropPolicy drop_policy = DropPolicy::kProbs;  // read only with capacity_factor > 0
   double aux_loss_coef = 0.01;    // Switch load-balancing loss weight (mean over MoE layers)
   double z_loss_coef = 0.001;     // router z-loss weight (mean over MoE layers)
   bool aux_free_bias = false;     // DeepSeek-V3 bias balancing of the selection scores

@@ -16,7 +16,10 @@ namespace {
 
 DispatchDims dispatch_dims(const ModelConfig& c, int64_t B, int64_t T) {
   const int64_t G = c.group_size(T);
-  return DispatchDims{B * T, c.n_experts, c.top_k, G, c.capacity(G), kExpertRowAlign};
+  DispatchDims d{B * T, c.n_experts, c.top_k, G, c.capacity(G), kExpertRowAlign};
+  d.order = c.drop_policy == DropPolicy::kProbs ? DropOrder::kScore : DropOrder::kArrival;
+  d.seq_len = T;
+  return d;
 }
 
 RouterDims router_dims(const ModelConfig& c, int64_t N, int64_t T) {
@@ -165,6 +168,11 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
                                a.idx.data(), a.scores.data(), dd);
   }
   stats.assignments = N * K;
+  // Each dropped assignment (slot -1, only under a capacity) charged to its
+  // token's sequence: this process's batch rows, wherever the experts run.
+  stats.dropped_per_sequence.assign(size_t(ctx.B), 0);
+  if (dd.capacity > 0)
+    for (int64_t i = 0; i < N * K; ++i) stats.dropped_per_sequence[size_t(i / K / ctx.T)] += a.slot[i] < 0 ? 1 : 0;
   stats.load.assign(E, 0);
   for (int64_t i = 0; i < N * K; ++i) stats.load[a.idx[i]]++;
   a.rows = a.begin[E];

@@ -17,6 +17,7 @@ struct FfnStats {
   double aux_loss = 0.0, z_loss = 0.0;  // unweighted, this layer
   int64_t dropped = 0, assignments = 0;
   std::vector<int64_t> load;            // (E) tokens choosing each expert (before capacity)
+  std::vector<int64_t> dropped_per_sequence;  // (B) of `dropped`, by the sequence of the dropped token
 };
 
 struct FfnActs {

@@ -146,6 +146,7 @@ void Transformer::add_moe_stats(ForwardStats& st, FfnStats& fs, int64_t moe_laye
   st.z_loss += fs.z_loss / double(moe_layers);
   st.dropped += fs.dropped;
   st.assignments += fs.assignments;
+  for (int64_t b = 0; b < B_; ++b) st.dropped_per_sequence[size_t(b)] += fs.dropped_per_sequence[size_t(b)];
   st.expert_load.push_back(std::move(fs.load));
 }
 
@@ -161,6 +162,7 @@ void Transformer::run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, 
     MT_CHECK(inputs_[n] >= 0 && inputs_[n] < c_.vocab_size, "token {} out of vocab {}", inputs_[n],
              c_.vocab_size);
   ctx_.experts = pp.dispatcher() ? pp.dispatcher() : &identity_experts_;
+  st.dropped_per_sequence.assign(size_t(B_), 0);
   root_ = pp.acquire_root(grads);
   embedding_forward(xs_[0].data(), inputs_.data(), root_.of(off_.embed).at(off_.embed), N_, D);
   const int64_t moe_layers = n_moe_layers();

@@ -33,6 +33,10 @@ struct ForwardStats {
   double mtp_weight = 0.0;  // lambda it entered total_loss with
   double total_loss = 0.0;  // loss + aux_loss_coef * aux_loss + z_loss_coef * z_loss + mtp_weight * mtp_loss
   int64_t dropped = 0, assignments = 0;
+  // (B) capacity drops by batch row of this call (this process's rows): the
+  // assignments dropped from sequence b's tokens, summed over every MoE block,
+  // the MTP modules' included. Sums to `dropped`; all zero when dropless.
+  std::vector<int64_t> dropped_per_sequence;
   std::vector<std::vector<int64_t>> expert_load;  // per MoE layer, (E)
 };
 

@@ -3,7 +3,8 @@
 // tests/golden/data hold a tiny model's parameters, a batch of tokens, the
 // reference losses, every parameter gradient and the capacity drops. We load
 // the parameters into the flat buffer, run one fp32 forward_backward and
-// compare. moe_d adds two multi-token-prediction modules (DeepSeek-V3 2.2).
+// compare. moe_d adds two multi-token-prediction modules (DeepSeek-V3 2.2);
+// moe_e_position drops by arrival (model.drop_policy = "position").
 // Regenerate the fixtures as described in tools/ref/README.md.
 // Legend: B batch, T time, N = B*T tokens, E experts, K top-k.
 #include <gtest/gtest.h>
@@ -33,8 +34,8 @@ constexpr double kGradRelTol = 1e-4;
 constexpr double kLossRelTol = 1e-5;
 
 // Fixture tensors that are not parameters or gradients.
-const std::set<std::string> kExtraTensors = {"tokens",     "loss",    "aux_loss",    "z_loss",
-                                             "total_loss", "dropped", "expert_load", "mtp_loss"};
+const std::set<std::string> kExtraTensors = {
+    "tokens", "loss", "aux_loss", "z_loss", "total_loss", "dropped", "expert_load", "mtp_loss", "dropped_per_sequence"};
 
 std::string fixture_path(const std::string& name) {
   return std::string(MT_SOURCE_DIR) + "/tests/golden/data/" + name + ".safetensors";
@@ -76,6 +77,14 @@ bool config_from_json(const nlohmann::json& j, ModelConfig& c, std::string& erro
     else if (k == "router_renormalize") c.router_renormalize = v.get<bool>();
     else if (k == "capacity_factor") c.capacity_factor = v.get<double>();
     else if (k == "routing_group") c.routing_group = v.get<int64_t>();
+    else if (k == "drop_policy") {
+      const std::string s = v.get<std::string>();
+      if (s != "probs" && s != "position") {
+        error = "drop_policy " + s;
+        return false;
+      }
+      c.drop_policy = s == "position" ? DropPolicy::kPosition : DropPolicy::kProbs;
+    }
     else if (k == "aux_loss_coef") c.aux_loss_coef = v.get<double>();
     else if (k == "z_loss_coef") c.z_loss_coef = v.get<double>();
     else if (k == "d_latent") c.d_latent = v.get<int64_t>();
@@ -246,6 +255,21 @@ TEST_P(GoldenTest, CapacityDropsAndExpertLoadMatchReference) {
   ASSERT_EQ(int64_t(dropped.size()), n_moe);
   ASSERT_EQ(int64_t(load.size()), n_moe * E);
   EXPECT_EQ(st.dropped, std::accumulate(dropped.begin(), dropped.end(), int64_t(0)));
+  // Drops by sequence (fixtures written since the reference counts them).
+  if (g_.file.has("dropped_per_sequence")) {
+    const std::vector<int32_t> by_seq = g_.file.i32("dropped_per_sequence");
+    EXPECT_EQ(st.dropped_per_sequence, std::vector<int64_t>(by_seq.begin(), by_seq.end()));
+  }
+  EXPECT_EQ(std::accumulate(st.dropped_per_sequence.begin(), st.dropped_per_sequence.end(), int64_t(0)), st.dropped);
+  if (g_.c.capacity_factor > 0) EXPECT_GT(st.dropped, 0) << "a capacity fixture that drops nothing checks no drop rule";
+  if (g_.c.drop_policy == DropPolicy::kPosition) {
+    // The fixture tells the policies apart: dropping by score instead keeps other assignments and misses the loss.
+    ModelConfig probs = g_.c;
+    probs.drop_policy = DropPolicy::kProbs;
+    Transformer other(probs, g_.B, g_.T, MatmulPrecision::kFp32);
+    const double loss = other.forward(params_.data(), tokens_.data(), nullptr, Objective::kTraining).total_loss;
+    EXPECT_GT(std::abs(loss - scalar(g_, "total_loss")), 100 * kLossRelTol * scalar(g_, "total_loss"));
+  }
   EXPECT_EQ(st.assignments, n_moe * g_.B * g_.T * g_.c.top_k);
   ASSERT_EQ(int64_t(st.expert_load.size()), n_moe);
   for (int64_t l = 0; l < n_moe; ++l)
@@ -256,7 +280,9 @@ TEST_P(GoldenTest, CapacityDropsAndExpertLoadMatchReference) {
   EXPECT_NEAR(st.total_loss, scalar(g_, "total_loss"), kLossRelTol * std::max(1.0, scalar(g_, "total_loss")));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::Values("moe_a", "moe_b", "moe_c", "moe_mla_d", "moe_mla_e", "moe_d", "moe_delta"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest,
+                         ::testing::Values("moe_a", "moe_b", "moe_c", "moe_mla_d", "moe_mla_e", "moe_d", "moe_delta",
+                                           "moe_e_position"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

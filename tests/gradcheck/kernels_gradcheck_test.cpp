@@ -334,11 +334,15 @@ struct MoeCase {
 };
 
 std::vector<MoeCase> moe_cases() {
+  constexpr DropOrder kArrival = DropOrder::kArrival;
   return {
       {"drops_K2_align4", DispatchDims{12, 4, 2, 6, 2, 4}, 5, 0, 0.0f, true},
       {"drops_K1_ldx_beta1", DispatchDims{10, 3, 1, 10, 2, 1}, 4, 3, 1.0f, true},
       {"drops_K3_groups", DispatchDims{16, 5, 3, 4, 1, 2}, 3, 1, 0.0f, true},
       {"dropless_align8", DispatchDims{8, 4, 2, 8, 0, 8}, 3, 0, 0.0f, false},
+      // The position policy: groups within a sequence, and a group of three sequences of 4.
+      {"position_drops_K2_align4", DispatchDims{12, 4, 2, 6, 2, 4, kArrival, 6}, 5, 0, 0.0f, true},
+      {"position_group_of_3_sequences_K2", DispatchDims{12, 3, 2, 12, 5, 2, kArrival, 4}, 4, 2, 1.0f, true},
   };
 }
 
@@ -377,6 +381,13 @@ TEST_P(MoeDispatchGrad, InputAndGate) {
   ASSERT_LE(rows, max_rows);
   if (c.expect_drops) {
     ASSERT_GT(dropped, 0) << "case meant to exercise capacity drops has none";
+    // The other order keeps other assignments here, so the case checks its own routes.
+    DispatchDims other = d;
+    other.order = d.order == DropOrder::kScore ? DropOrder::kArrival : DropOrder::kScore;
+    std::vector<int32_t> slot2(d.N * d.K), row_token2(max_rows);
+    std::vector<int64_t> begin2(d.E + 1), kept2(d.E);
+    moe_assign(slot2.data(), begin2.data(), row_token2.data(), kept2.data(), idx.data(), scores.data(), other);
+    ASSERT_NE(slot2, slot) << "both drop orders keep the same assignments";
   } else {
     ASSERT_EQ(dropped, 0);
   }

@@ -1,8 +1,8 @@
 // model_gradcheck_test.cpp — whole-model gradients (every parameter tensor)
 // against central differences, for dense, dropless MoE, MoE with capacity
-// drops, latent MoE, multi-head latent attention, multi-token prediction (the
-// training objective with its MTP losses: mtp_depth 1 and 2) and the
-// remaining switches.
+// drops (both drop policies: lowest score, last to arrive), latent MoE,
+// multi-head latent attention, multi-token prediction (the training objective
+// with its MTP losses: mtp_depth 1 and 2) and the remaining switches.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -60,6 +60,31 @@ std::vector<Case> cases() {
   {
     Case k{"moe_drops", tiny_base()};
     k.c.n_experts = 4; k.c.top_k = 2; k.c.d_expert = 12; k.c.capacity_factor = 0.5;
+    k.expect_drops = true;
+    v.push_back(k);
+  }
+  {
+    // Megatron-LM's position policy: the last assignments to reach a full expert are dropped.
+    Case k{"moe_drops_position", tiny_base()};
+    k.c.n_experts = 4;
+    k.c.top_k = 2;
+    k.c.d_expert = 12;
+    k.c.capacity_factor = 0.5;
+    k.c.drop_policy = DropPolicy::kPosition;
+    k.c.n_shared_experts = 1;
+    k.expect_drops = true;
+    v.push_back(k);
+  }
+  {
+    // Position order across the two sequences of one routing group, with MTP's routed block too.
+    Case k{"position_group_spans_sequences_mtp", tiny_base()};
+    k.c.n_experts = 4;
+    k.c.top_k = 2;
+    k.c.d_expert = 12;
+    k.c.capacity_factor = 1.0;
+    k.c.routing_group = 16;
+    k.c.drop_policy = DropPolicy::kPosition;
+    k.c.mtp_depth = 1;
     k.expect_drops = true;
     v.push_back(k);
   }
@@ -162,7 +187,19 @@ TEST_P(ModelGradCheck, EveryTensorMatchesCentralDifferences) {
 
   const ForwardStats st = model.forward_backward(params.data(), grads.data(), tokens.data(), 1.0f, nullptr);
   const uint64_t routes = model.routing_hash();
-  if (k.expect_drops) EXPECT_GT(st.dropped, 0) << "case meant to exercise capacity drops has none";
+  if (k.expect_drops) {
+    EXPECT_GT(st.dropped, 0) << "case meant to exercise capacity drops has none";
+    // The other drop policy routes these tokens differently, so the case checks its own policy's routes.
+    ModelConfig other = k.c;
+    other.drop_policy = k.c.drop_policy == DropPolicy::kProbs ? DropPolicy::kPosition : DropPolicy::kProbs;
+    Transformer twin(other, k.B, k.T, MatmulPrecision::kFp32);
+    twin.forward(params.data(), tokens.data(), nullptr, Objective::kTraining);
+    EXPECT_NE(twin.routing_hash(), model.routing_hash()) << "both drop policies keep the same assignments";
+  }
+  int64_t per_sequence = 0;
+  for (int64_t d : st.dropped_per_sequence) per_sequence += d;
+  EXPECT_EQ(int64_t(st.dropped_per_sequence.size()), k.B);
+  EXPECT_EQ(per_sequence, st.dropped);
   if (k.c.mtp_depth > 0) {
     EXPECT_GT(st.mtp_loss, 0.0) << "MTP case without an MTP loss";
   }

@@ -584,7 +584,9 @@ struct Assignment {
 };
 
 // Obviously-correct assignment: per (group, expert), candidates in token
-// order; over capacity, keep the `capacity` best by (score desc, token asc).
+// order; over capacity, keep the `capacity` best by (score desc, token asc),
+// or (DropOrder::kArrival) the first `capacity` by (position in the sequence,
+// sequence in the group): Megatron-LM's (T, B)-major token order.
 Assignment reference_assign(const std::vector<int32_t>& idx, const std::vector<float>& scores,
                             const DispatchDims& d) {
   Assignment r;
@@ -599,7 +601,13 @@ Assignment reference_assign(const std::vector<int32_t>& idx, const std::vector<f
         for (int64_t k = 0; k < d.K; ++k)
           if (idx[n * d.K + k] == e) cand.push_back(n * d.K + k);
       std::vector<int64_t> ranked = cand;
+      auto arrival = [&](int64_t a) {  // (position, sequence) of a's token within the group
+        const int64_t i = a / d.K - g * d.group;
+        return d.seq_len > 0 && d.group > d.seq_len ? std::pair{i % d.seq_len, i / d.seq_len}
+                                                    : std::pair{i, int64_t(0)};
+      };
       std::sort(ranked.begin(), ranked.end(), [&](int64_t a, int64_t b) {
+        if (d.order == DropOrder::kArrival) return arrival(a) < arrival(b);
         const float sa = scores[(a / d.K) * d.E + e], sb = scores[(b / d.K) * d.E + e];
         return sa != sb ? sa > sb : a / d.K < b / d.K;
       });
@@ -664,6 +672,39 @@ TEST(MoeAssign, HandWorkedExample) {
   EXPECT_EQ(a.kept, (std::vector<int64_t>{1, 1}));
 }
 
+TEST(MoeAssign, PositionKeepsTheFirstArrivals) {
+  // The scores of HandWorkedExample; by arrival, token 0 (the earliest) keeps
+  // expert 0's one slot and tokens 1 and 3 are dropped, whatever their scores.
+  DispatchDims d{4, 2, 1, 4, 1, 2};
+  d.order = DropOrder::kArrival;
+  const std::vector<int32_t> idx{0, 0, 1, 0};
+  const std::vector<float> scores{0.5f, 0.1f, 0.9f, 0.1f, 0.2f, 0.8f, 0.9f, 0.1f};
+  const Assignment a = kernel_assign(idx, scores, d);
+  EXPECT_EQ(a.dropped, 2);
+  EXPECT_EQ(a.slot, (std::vector<int32_t>{0, -1, 2, -1}));
+  EXPECT_EQ(a.row_token, (std::vector<int32_t>{0, -1, 2, -1}));
+  expect_same(a, reference_assign(idx, scores, d));
+}
+
+TEST(MoeAssign, PositionAcrossSequencesGoesPositionFirst) {
+  // One group of two sequences of 3 (tokens 0-2 and 3-5), all on expert 0,
+  // capacity 3, K = 2 with expert 1 second. Arrival: positions 0 (tokens 0,
+  // 3), then 1 (1, 4), then 2 (2, 5); the slots go to tokens 0, 3 and 1.
+  DispatchDims d{6, 2, 2, 6, 3, 1};
+  d.order = DropOrder::kArrival;
+  d.seq_len = 3;
+  const std::vector<int32_t> idx{0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1};
+  const std::vector<float> scores(12, 0.5f);
+  const Assignment a = kernel_assign(idx, scores, d);
+  EXPECT_EQ(a.dropped, 3 + 3);  // expert 1 is over capacity too, with the same order
+  EXPECT_EQ(a.row_token, (std::vector<int32_t>{0, 1, 3, 0, 1, 3}));
+  EXPECT_EQ(a.slot, (std::vector<int32_t>{0, 3, 1, 4, -1, -1, 2, 5, -1, -1, -1, -1}));
+  expect_same(a, reference_assign(idx, scores, d));
+  // Read as token order (no sequence length), the first three tokens would win.
+  d.seq_len = 0;
+  EXPECT_EQ(kernel_assign(idx, scores, d).row_token, (std::vector<int32_t>{0, 1, 2, 0, 1, 2}));
+}
+
 TEST(MoeAssign, GroupsAreIndependent) {
   // Two groups of 3; expert 0 over capacity in group 0 only.
   const DispatchDims d{6, 2, 1, 3, 2, 1};
@@ -713,6 +754,16 @@ TEST_P(MoeAssignReference, MatchesReferenceLoops) {
   }
   const Assignment got = kernel_assign(idx, scores, d), want = reference_assign(idx, scores, d);
   expect_same(got, want);
+  // The same routes under the other order: the same number of drops (a
+  // per-expert count), another kept set wherever a cut falls.
+  DispatchDims other = d;
+  other.order = d.order == DropOrder::kScore ? DropOrder::kArrival : DropOrder::kScore;
+  const Assignment swapped = kernel_assign(idx, scores, other);
+  expect_same(swapped, reference_assign(idx, scores, other));
+  EXPECT_EQ(swapped.dropped, got.dropped);
+  if (got.dropped > 0) {
+    EXPECT_NE(swapped.slot, got.slot);
+  }
   if (d.capacity > 0) {
     for (int64_t e = 0; e < d.E; ++e) EXPECT_LE(got.kept[e], d.capacity * (d.N / d.group));
   } else {
@@ -720,18 +771,25 @@ TEST_P(MoeAssignReference, MatchesReferenceLoops) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, MoeAssignReference,
-                         ::testing::Values(AssignCase{{64, 8, 2, 16, 3, 4}, false},
-                                           AssignCase{{64, 8, 2, 16, 3, 4}, true},
-                                           AssignCase{{60, 5, 1, 20, 2, 1}, true},
-                                           AssignCase{{48, 6, 3, 48, 20, 8}, true},
-                                           AssignCase{{32, 4, 2, 8, 0, 16}, false},
-                                           AssignCase{{32, 4, 4, 8, 1, 1}, true}),
-                         [](const auto& i) {
-                           const DispatchDims& d = i.param.d;
-                           return cat("N", d.N, "_E", d.E, "_K", d.K, "_G", d.group, "_cap", d.capacity,
-                                      "_align", d.row_align, i.param.ties ? "_ties" : "");
-                         });
+constexpr DropOrder kArrival = DropOrder::kArrival;
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, MoeAssignReference,
+    ::testing::Values(AssignCase{{64, 8, 2, 16, 3, 4}, false}, AssignCase{{64, 8, 2, 16, 3, 4}, true},
+                      AssignCase{{60, 5, 1, 20, 2, 1}, true}, AssignCase{{48, 6, 3, 48, 20, 8}, true},
+                      AssignCase{{32, 4, 2, 8, 0, 16}, false}, AssignCase{{32, 4, 4, 8, 1, 1}, true},
+                      // Position order: groups within a sequence (T 16 or 32), groups of
+                      // 2 and 4 whole sequences (T 16, 12), dropless.
+                      AssignCase{{64, 8, 2, 16, 3, 4, kArrival, 32}, false},
+                      AssignCase{{60, 5, 1, 20, 2, 1, kArrival, 20}, true},
+                      AssignCase{{64, 8, 2, 32, 5, 4, kArrival, 16}, false},
+                      AssignCase{{48, 6, 3, 48, 14, 8, kArrival, 12}, true},
+                      AssignCase{{32, 4, 2, 8, 0, 16, kArrival, 8}, false}),
+    [](const auto& i) {
+      const DispatchDims& d = i.param.d;
+      return cat("N", d.N, "_E", d.E, "_K", d.K, "_G", d.group, "_cap", d.capacity, "_align", d.row_align,
+                 i.param.ties ? "_ties" : "", d.order == kArrival ? cat("_position_T", d.seq_len) : "");
+    });
 
 // ---------------------------------------------------------------- AdamW
 

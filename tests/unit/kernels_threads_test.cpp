@@ -195,36 +195,40 @@ TEST_F(Threads, Router) {
 }
 
 TEST_F(Threads, MoeDispatch) {
-  const DispatchDims d{2048, 16, 2, 512, 80, 16};
-  const int64_t C = 96;
-  // Routes from the router kernel on fixed logits (computed once, 1 thread).
-  const RouterDims rd{d.N, d.E, d.K, ScoreFn::kSoftmax, true, d.group};
-  const auto logits = randn(d.N * d.E, 1.0f, 31);
-  std::vector<int32_t> idx(d.N * d.K);
-  std::vector<float> gate(d.N * d.K), scores(d.N * d.E);
-  router_topk_forward(idx.data(), gate.data(), scores.data(), logits.data(), nullptr, rd);
-  const auto x = randn(d.N * C, 1.0f, 32), dout = randn(d.N * C, 1.0f, 33), out0 = randn(d.N * C, 1.0f, 34);
-  const int64_t max_rows = moe_max_rows(d);
-  const auto ye_fill = randn(max_rows * C, 1.0f, 35);
-  expect_invariant("moe dispatch", [&] {
-    std::vector<int32_t> slot(d.N * d.K), row_token(max_rows);
-    std::vector<int64_t> begin(d.E + 1), kept(d.E), dropped(1);
-    dropped[0] = moe_assign(slot.data(), begin.data(), row_token.data(), kept.data(), idx.data(),
-                            scores.data(), d);
-    const int64_t rows = begin[d.E];
-    std::vector<float> xe(rows * C), out = out0, dye(rows * C), dgate(d.N * d.K), dx(d.N * C, 0.0f);
-    std::vector<float> ye(ye_fill.begin(), ye_fill.begin() + rows * C);  // stands in for the experts
-    moe_gather(xe.data(), x.data(), row_token.data(), rows, C, C);
-    moe_combine(out.data(), ye.data(), slot.data(), gate.data(), d.N, d.K, C, 1.0f);
-    moe_combine_backward(dye.data(), dgate.data(), dout.data(), ye.data(), slot.data(), gate.data(),
-                         row_token.data(), rows, d.N, d.K, C);
-    moe_gather_backward(dx.data(), dye.data(), slot.data(), d.N, d.K, C);
-    row_token.resize(rows);
-    Bytes b;
-    append(b, slot), append(b, begin), append(b, kept), append(b, dropped), append(b, row_token);
-    append(b, xe), append(b, out), append(b, dye), append(b, dgate), append(b, dx);
-    return b;
-  });
+  // Both drop orders; arrival order in groups of two sequences of 256.
+  for (const DropOrder order : {DropOrder::kScore, DropOrder::kArrival}) {
+    DispatchDims d{2048, 16, 2, 512, 80, 16};
+    d.order = order;
+    d.seq_len = 256;
+    const int64_t C = 96;
+    // Routes from the router kernel on fixed logits (computed once, 1 thread).
+    const RouterDims rd{d.N, d.E, d.K, ScoreFn::kSoftmax, true, d.group};
+    const auto logits = randn(d.N * d.E, 1.0f, 31);
+    std::vector<int32_t> idx(d.N * d.K);
+    std::vector<float> gate(d.N * d.K), scores(d.N * d.E);
+    router_topk_forward(idx.data(), gate.data(), scores.data(), logits.data(), nullptr, rd);
+    const auto x = randn(d.N * C, 1.0f, 32), dout = randn(d.N * C, 1.0f, 33), out0 = randn(d.N * C, 1.0f, 34);
+    const int64_t max_rows = moe_max_rows(d);
+    const auto ye_fill = randn(max_rows * C, 1.0f, 35);
+    expect_invariant(order == DropOrder::kScore ? "moe dispatch" : "moe dispatch (arrival order)", [&] {
+      std::vector<int32_t> slot(d.N * d.K), row_token(max_rows);
+      std::vector<int64_t> begin(d.E + 1), kept(d.E), dropped(1);
+      dropped[0] = moe_assign(slot.data(), begin.data(), row_token.data(), kept.data(), idx.data(), scores.data(), d);
+      const int64_t rows = begin[d.E];
+      std::vector<float> xe(rows * C), out = out0, dye(rows * C), dgate(d.N * d.K), dx(d.N * C, 0.0f);
+      std::vector<float> ye(ye_fill.begin(), ye_fill.begin() + rows * C);  // stands in for the experts
+      moe_gather(xe.data(), x.data(), row_token.data(), rows, C, C);
+      moe_combine(out.data(), ye.data(), slot.data(), gate.data(), d.N, d.K, C, 1.0f);
+      moe_combine_backward(dye.data(), dgate.data(), dout.data(), ye.data(), slot.data(), gate.data(), row_token.data(),
+                           rows, d.N, d.K, C);
+      moe_gather_backward(dx.data(), dye.data(), slot.data(), d.N, d.K, C);
+      row_token.resize(rows);
+      Bytes b;
+      append(b, slot), append(b, begin), append(b, kept), append(b, dropped), append(b, row_token);
+      append(b, xe), append(b, out), append(b, dye), append(b, dgate), append(b, dx);
+      return b;
+    });
+  }
 }
 
 TEST_F(Threads, CrossEntropy) {

@@ -83,6 +83,10 @@ VARIANTS = {
     # recurrence. Dropless, 1 shared expert.
     "delta": dict(n_layers=3, layer_pattern="DLD", window=3, delta_heads=2, delta_key_dim=4,
               delta_value_dim=6, delta_chunk=3, n_shared_experts=1, capacity_factor=0.0),
+    # Megatron-LM's position drop policy: the last assignments to reach a full expert are dropped,
+    # arrival going by position in the sequence first, so in a routing group spanning both sequences
+    # position t of sequence 1 arrives before position t + 1 of sequence 0. 1 shared expert.
+    "e_position": dict(drop_policy="position", capacity_factor=1.0, routing_group=16, n_shared_experts=1),
 }
 
 B, T = 2, 8
@@ -346,9 +350,12 @@ def swiglu(P, prefix, x):
 
 def capacity_keep(c, scores, chosen, G):
     """keep (N, E) bool: which (token, expert) choices survive the per-group,
-    per-expert capacity cap = ceil(cf * G * K / E): the cap highest scores,
-    ties to the lower token index. Also returns the smallest score gap
-    around any cut (inf when nothing is cut)."""
+    per-expert capacity cap = ceil(cf * G * K / E). drop_policy "probs": the
+    cap highest scores, ties to the lower token index. "position" (Megatron-LM's
+    --moe-token-drop-policy position, which routes a (T, B)-major view of the
+    batch): the cap earliest by (position in the sequence, sequence in the
+    group). Also returns the smallest score gap around any cut (inf when
+    nothing is cut by score)."""
     E, K = c["n_experts"], c["top_k"]
     if c["capacity_factor"] <= 0:
         return chosen.clone(), math.inf
@@ -357,6 +364,12 @@ def capacity_keep(c, scores, chosen, G):
     s = scores.reshape(groups, G, E)
     ch = chosen.reshape(groups, G, E)
     idx = torch.arange(G)
+    if c.get("drop_policy", "probs") == "position":
+        seqs = G // T if G > T else 1
+        arrival = (idx % T) * seqs + idx // T if seqs > 1 else idx     # (G,) arrival rank in the group
+        earlier = (arrival[None, :] < arrival[:, None])[None, :, :, None]  # [., i, j, .]: j arrives before i
+        rank = (earlier & ch[:, None, :, :]).sum(dim=2)
+        return (ch & (rank < cap)).reshape(-1, E), math.inf
     # beats[g, i, j, e]: candidate j ranks ahead of candidate i.
     s_i, s_j = s[:, :, None, :], s[:, None, :, :]
     lower = (idx[None, :] < idx[:, None])[None, :, :, None]   # j < i
@@ -393,6 +406,8 @@ def moe(c, P, prefix, m, info):
     chosen = F.one_hot(top_i, E).sum(dim=1).bool()                  # (N, E)
     keep, cap_gap = capacity_keep(c, scores.detach(), chosen, G)
     info["dropped"].append(int(chosen.sum() - keep.sum()))
+    for b, n in enumerate((chosen & ~keep).reshape(B, T * E).sum(dim=1).tolist()):
+        info["dropped_seq"][b] += n
     info["load"].append(chosen.sum(dim=0).tolist())
     info["gap"] = min(info["gap"], topk_gap, cap_gap)
 
@@ -501,7 +516,7 @@ def build(variant, seed, max_tries):
         gen = torch.Generator().manual_seed(s)
         P = make_params(c, gen)
         tokens = torch.randint(0, c["vocab_size"], (B, T + 1 + mtp_depth(c)), generator=gen)
-        info = {"dropped": [], "load": [], "gap": math.inf}
+        info = {"dropped": [], "dropped_seq": [0] * B, "load": [], "gap": math.inf}
         ce, aux, z, mtp, total = forward(c, P, tokens, info)
         if info["gap"] < MARGIN:
             continue  # a routing decision too close to call in fp32
@@ -539,6 +554,7 @@ def main():
         n_moe = len(info["dropped"])
         tensors["dropped"] = torch.tensor(info["dropped"], dtype=torch.int32).reshape(n_moe)
         tensors["expert_load"] = torch.tensor(info["load"], dtype=torch.int32).reshape(n_moe, c["n_experts"])
+        tensors["dropped_per_sequence"] = torch.tensor(info["dropped_seq"], dtype=torch.int32).reshape(B)
         meta = {
             "config": json.dumps(c, sort_keys=True),
             "batch": B, "seq_len": T, "seed": s,

@@ -1,5 +1,7 @@
 // moe_dispatch.cpp — assignment is serial (N*K entries, cheap, and the order
-// is the contract); data movement is row-parallel.
+// is the contract); data movement is row-parallel. Both drop orders rank each
+// over-full (group, expert) by a strict order, so the kept set is a pure
+// function of idx and scores.
 #include "kernels/cpu/moe_dispatch.h"
 
 #include <algorithm>
@@ -46,13 +48,25 @@ int64_t moe_assign(int32_t* slot, int64_t* begin, int32_t* row_token, int64_t* k
   keep.assign(d.N * d.K, 1);
   if (d.capacity > 0) {
     auto& order = w.order;
+    // kArrival in a group of `seqs` whole sequences: a token's arrival rank is
+    // its position times seqs plus its sequence within the group (the (T, B)
+    // order Megatron-LM routes in). One sequence or less: token order, which
+    // the candidates already are in.
+    const int64_t seqs = d.seq_len > 0 && d.group > d.seq_len ? d.group / d.seq_len : 1;
+    auto arrival = [&](int64_t a) {
+      const int64_t i = (a / d.K) % d.group;
+      return (i % d.seq_len) * seqs + i / d.seq_len;
+    };
     for (int64_t ge = 0; ge < groups * d.E; ++ge) {
       if (count[ge] <= d.capacity) continue;
       order.assign(cand.begin() + start[ge], cand.begin() + start[ge + 1]);
       const int64_t e = ge % d.E;
-      std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
-        return scores[(x / d.K) * d.E + e] > scores[(y / d.K) * d.E + e];
-      });
+      if (d.order == DropOrder::kScore)
+        std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
+          return scores[(x / d.K) * d.E + e] > scores[(y / d.K) * d.E + e];
+        });
+      else if (seqs > 1)
+        std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return arrival(x) < arrival(y); });
       for (size_t i = size_t(d.capacity); i < order.size(); ++i) {
         keep[order[i]] = 0;
         ++dropped;

@@ -4,18 +4,33 @@
 // filled group by group, tokens in index order, and padded with zero rows to a
 // multiple of `row_align` (keeps GEMM shapes few and aligned).
 // Capacity: with cap > 0 each expert keeps at most `cap` assignments per
-// routing group of G tokens, preferring higher router score, ties by lower
-// token index; the rest are dropped (slot -1: no expert output, no gradient).
+// routing group of G tokens, chosen by `DropOrder`; the rest are dropped
+// (slot -1: no expert output, no gradient).
 #pragma once
 #include <cstdint>
 
 namespace mt {
+
+// Which `cap` assignments an over-full expert keeps within a routing group.
+//   kScore    the highest router scores, ties by lower token index (as
+//             Megatron-LM's --moe-token-drop-policy probs, which ranks gates).
+//   kArrival  the first to arrive (Megatron-LM --moe-token-drop-policy
+//             position): Megatron routes a (T, B)-major view of the
+//             micro-batch, so an assignment arrives before another when its
+//             token sits earlier in its sequence, then (a group spanning
+//             several sequences) in an earlier sequence of the group. Within
+//             a group of one sequence, or part of one, that is token order.
+//             A token takes an expert once at most, so its k slot never
+//             decides (Megatron's routing map has no k either).
+enum class DropOrder { kScore, kArrival };
 
 struct DispatchDims {
   int64_t N, E, K;
   int64_t group;      // G tokens per routing group
   int64_t capacity;   // slots per expert per group; 0 = dropless
   int64_t row_align;  // expert segments padded to a multiple of this
+  DropOrder order = DropOrder::kScore;
+  int64_t seq_len = 0;  // T tokens per sequence (kArrival with G > T); 0 = every group within one sequence
 };
 
 // Upper bound on expert-buffer rows for these dims (buffers are sized with it).
