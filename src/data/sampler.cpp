@@ -217,6 +217,12 @@ std::vector<std::pair<std::string, int64_t>> MixtureSampler::ledger(int64_t n) c
   return out;
 }
 
+std::vector<std::string> MixtureSampler::bucket_names() const {
+  std::vector<std::string> out;
+  for (const BucketPlan& b : plan_.buckets) out.push_back(b.name);
+  return out;
+}
+
 std::vector<std::string> MixtureSampler::eval_buckets() const {
   std::vector<std::string> out;
   for (const Bucket& b : ds_->buckets())

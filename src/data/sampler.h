@@ -50,6 +50,8 @@ class MixtureSampler final : public TokenSource {
   std::string describe() const override { return desc_; }
   int64_t capacity() const override { return plan_.sequences; }
   std::vector<std::pair<std::string, int64_t>> ledger(int64_t n_sequences) const override;
+  std::vector<std::string> bucket_names() const override;
+  int64_t bucket_of(int64_t index) const override { return slot(index).bucket; }
   std::vector<std::string> eval_buckets() const override;
   bool bucket_eval_sequence(int64_t bucket, int64_t index, int64_t seq_len, int32_t* out) const override;
   int64_t bucket_eval_windows(int64_t bucket, int64_t seq_len) const override;

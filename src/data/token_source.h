@@ -33,6 +33,10 @@ class TokenSource {
   // to training sequences [0, n_sequences), in a fixed bucket order. A pure
   // function of n, so it is right after a resume too. Empty otherwise.
   virtual std::vector<std::pair<std::string, int64_t>> ledger(int64_t n_sequences) const { return {}; }
+  // Bucketed sources: the buckets of the ledger, in its order, and the one
+  // training sequence `index` comes from (an index into them); -1 otherwise.
+  virtual std::vector<std::string> bucket_names() const { return {}; }
+  virtual int64_t bucket_of(int64_t index) const { return -1; }
   // Buckets with a held-out split, and their eval sequences (false if the
   // bucket's eval split is shorter than one sequence).
   virtual std::vector<std::string> eval_buckets() const { return {}; }

@@ -113,6 +113,7 @@ Status write_run_report(const std::string& run_dir, const std::string& out_path,
   const std::string metrics = metrics_path(run_dir);
   Points loss, eval_loss, lr, gnorm, tps, mfu, aux, z, dropped;
   std::map<std::string, Points> bucket_eval;
+  std::map<std::string, int64_t> bucket_dropped;  // since the start: the last line's bucket_dropped_total
   std::vector<Points> load_spread;  // per MoE layer: max/mean expert load over steps
   nlohmann::json last;
   std::vector<PhaseRow> phases;
@@ -137,6 +138,11 @@ Status write_run_report(const std::string& run_dir, const std::string& out_path,
     take("z_loss", z);
     take("dropped_frac", dropped);
     if (j.contains("mfu") && j["mfu"].is_number()) mfu.push_back({s, 100.0 * j["mfu"].get<double>()});
+    if (j.contains("bucket_dropped_total") && j["bucket_dropped_total"].is_object()) {
+      bucket_dropped.clear();
+      for (auto it = j["bucket_dropped_total"].begin(); it != j["bucket_dropped_total"].end(); ++it)
+        if (it.value().is_number_integer()) bucket_dropped[it.key()] = it.value().get<int64_t>();
+    }
     if (j.contains("bucket_eval_loss") && j["bucket_eval_loss"].is_object())
       for (auto it = j["bucket_eval_loss"].begin(); it != j["bucket_eval_loss"].end(); ++it)
         if (it.value().is_number()) bucket_eval[it.key()].push_back({s, it.value().get<double>()});
@@ -225,6 +231,16 @@ Status write_run_report(const std::string& run_dir, const std::string& out_path,
       for (auto [s, v] : dropped) pct.push_back({s, 100.0 * v});
       page.figure(chart("Dropped by capacity", "% of routed assignments", {{"dropped", pct, "", false, false}}, Scale::kLinear, pl),
                   "Assignments over an expert's static capacity.");
+    }
+    if (!bucket_dropped.empty() && last.contains("bucket_tokens") && last["bucket_tokens"].is_object()) {
+      std::vector<std::vector<std::string>> rows_b;
+      for (const auto& [name, d] : bucket_dropped) {
+        const int64_t tokens = last["bucket_tokens"].value(name, int64_t(0));
+        rows_b.push_back({name, fmt::format("{}", tokens), fmt::format("{}", d),
+                          tokens > 0 ? fmt::format("{:.2f}", 1000.0 * double(d) / double(tokens)) : "-"});
+      }
+      page.table({"bucket", "tokens", "dropped assignments", "per 1000 tokens"}, rows_b,
+                 {Align::kLeft, Align::kRight, Align::kRight, Align::kRight});
     }
   }
   if (!bucket_eval.empty()) {

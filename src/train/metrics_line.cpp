@@ -6,7 +6,8 @@
 
 namespace mt {
 
-nlohmann::json metrics_line(const StepResult& r, double tokens_per_s, double mfu, double unix_time) {
+nlohmann::json metrics_line(const StepResult& r, double tokens_per_s, double mfu, double unix_time,
+                            const std::vector<std::string>& bucket_names) {
   nlohmann::json j;
   j["step"] = r.step;
   j["time"] = unix_time;
@@ -56,6 +57,18 @@ nlohmann::json metrics_line(const StepResult& r, double tokens_per_s, double mfu
     nlohmann::json bt = nlohmann::json::object();
     for (const auto& [name, tokens] : r.bucket_tokens) bt[name] = tokens;
     j["bucket_tokens"] = bt;
+  }
+  // Capacity drops by bucket (a run with a capacity): sums to the step's dropped assignments.
+  if (!r.bucket_dropped.empty() && r.bucket_dropped.size() == bucket_names.size() && r.assignments > 0) {
+    nlohmann::json bd = nlohmann::json::object();
+    for (size_t b = 0; b < bucket_names.size(); ++b) bd[bucket_names[b]] = r.bucket_dropped[b];
+    j["bucket_dropped"] = bd;
+    j["dropped"] = r.dropped;
+    if (r.bucket_dropped_total.size() == bucket_names.size()) {
+      nlohmann::json total = nlohmann::json::object();
+      for (size_t b = 0; b < bucket_names.size(); ++b) total[bucket_names[b]] = r.bucket_dropped_total[b];
+      j["bucket_dropped_total"] = total;
+    }
   }
   if (!r.spike.empty()) j["spike"] = {{"why", r.spike}, {"loss_z", r.loss_z}, {"norm_z", r.norm_z}, {"applied", false}};
   if (!r.skipped_bucket_tokens.empty()) {

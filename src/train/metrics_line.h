@@ -16,6 +16,7 @@
 
 namespace mt {
 
-nlohmann::json metrics_line(const StepResult& r, double tokens_per_s, double mfu, double unix_time);
+nlohmann::json metrics_line(const StepResult& r, double tokens_per_s, double mfu, double unix_time,
+                            const std::vector<std::string>& bucket_names = {});
 
 }  // namespace mt

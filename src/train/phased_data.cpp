@@ -120,7 +120,21 @@ Result<std::unique_ptr<PhasedData>> PhasedData::open(const RunConfig& c, PhaseSc
     if (!src) return sched.phased() ? Status::errorf("{}: {}", m.label, src.status().message()) : src.status();
     d->src_.push_back(std::move(*src));
   }
+  for (const auto& src : d->src_) {
+    d->name_of_.emplace_back();
+    for (const std::string& name : src->bucket_names()) {
+      auto it = std::find(d->names_.begin(), d->names_.end(), name);
+      d->name_of_.back().push_back(int64_t(it - d->names_.begin()));
+      if (it == d->names_.end()) d->names_.push_back(name);
+    }
+  }
   return d;
+}
+
+int64_t PhasedData::bucket_of(int64_t step, int64_t i) const {
+  if (names_.empty()) return -1;
+  const size_t seg = size_t(sched_.phases()[sched_.phase_at(step)].segment);
+  return name_of_[seg][size_t(src_[seg]->bucket_of(position(step) + i))];
 }
 
 int64_t PhasedData::position(int64_t step) const {

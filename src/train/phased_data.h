@@ -56,6 +56,10 @@ class PhasedData {
   // Per bucket, the tokens of the sequences at [from, to) of step `step`'s
   // segment (positions with skips applied): what a skipped step or window held.
   std::vector<std::pair<std::string, int64_t>> tokens_between(int64_t step, int64_t from, int64_t to) const;
+  // The buckets of the ledger (in its order), and the one sequence i of step
+  // `step` comes from (an index into them; -1 without buckets).
+  const std::vector<std::string>& bucket_names() const { return names_; }
+  int64_t bucket_of(int64_t step, int64_t i) const;
   // Position in its segment of step `step`'s first sequence, skips applied.
   int64_t position(int64_t step) const;
 
@@ -88,6 +92,8 @@ class PhasedData {
   PhaseSchedule sched_;
   std::vector<std::unique_ptr<TokenSource>> src_;  // per segment
   std::vector<int64_t> skip_;                      // per segment
+  std::vector<std::string> names_;                 // every segment's buckets, in order of first use
+  std::vector<std::vector<int64_t>> name_of_;      // per segment: its bucket index -> index in names_
 };
 
 }  // namespace mt

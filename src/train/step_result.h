@@ -20,6 +20,10 @@ struct StepResult {
   int64_t tokens = 0;                   // tokens in this step
   std::string phase;                    // phased runs: the name of the step's phase ("" otherwise)
   int64_t dropped = 0, assignments = 0;
+  // Dropped assignments by the bucket their token came from (every rank's;
+  // sums to `dropped`), indexed like PhasedData::bucket_names(); empty without buckets.
+  std::vector<int64_t> bucket_dropped;
+  std::vector<int64_t> bucket_dropped_total;  // run() on logged steps: the same since the start of the run
   // A stop signal (core/stop_signal.h) reached some rank by this step: every
   // rank learns it from the same reduction, so all stop after the same step.
   int stop_signal = 0;

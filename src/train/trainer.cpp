@@ -211,6 +211,7 @@ StepResult Trainer::train_step() {
                                                (data_->position(step_) - sched.first_sequence(step_)) * tc.seq_len));
   model_->set_router_loss_coefs(phase.aux_loss_coef >= 0 ? phase.aux_loss_coef : cfg_.model.aux_loss_coef,
                                 phase.z_loss_coef >= 0 ? phase.z_loss_coef : cfg_.model.z_loss_coef);
+  r.bucket_dropped.assign(data_->bucket_names().size(), 0);
   for (int64_t micro = 0; micro < accum; ++micro) {
     // This rank's slice of the micro-batch (all of it in one process).
     const int64_t first = micro * tc.batch_size + batch_offset();
@@ -224,6 +225,9 @@ StepResult Trainer::train_step() {
     r.z_loss += st.z_loss / double(accum);
     r.dropped += st.dropped;
     r.assignments += st.assignments;
+    if (!r.bucket_dropped.empty())  // each dropped assignment to the bucket of its sequence
+      for (int64_t b = 0; b < int64_t(st.dropped_per_sequence.size()); ++b)
+        r.bucket_dropped[size_t(data_->bucket_of(step_, first + b))] += st.dropped_per_sequence[size_t(b)];
     if (r.expert_load.empty()) r.expert_load = st.expert_load;
     else
       for (size_t l = 0; l < st.expert_load.size(); ++l)
@@ -232,6 +236,8 @@ StepResult Trainer::train_step() {
   if (opt_.faults)
     opt_.faults->on_gradients(dist_->world.rank(), step_ + 1, store_->grads().data(), int64_t(store_->grads().size()));
   reduce_step_stats(r);  // over ranks
+  if (dropped_total_.size() != r.bucket_dropped.size()) dropped_total_.assign(r.bucket_dropped.size(), 0);
+  for (size_t b = 0; b < r.bucket_dropped.size(); ++b) dropped_total_[b] += r.bucket_dropped[b];
   r.lr = sched.learning_rate(step_) * health_->lr_factor(step_);
   r.grad_norm = global_grad_norm();
   // Loss and norm are global: every rank reaches the same verdict.
@@ -284,7 +290,7 @@ void Trainer::write_metrics(const StepResult& r) {
   const double tps = double(r.tokens) / r.seconds;
   const double mfu = flops_of(r) / r.seconds / (peak_gflops_ * 1e9);
   const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  if (Status s = metrics_->append(metrics_line(r, tps, mfu, now)); !s)
+  if (Status s = metrics_->append(metrics_line(r, tps, mfu, now, data_->bucket_names())); !s)
     fmt::print(stderr, "\n# warning: {}\n", s.message());  // the step itself is done and checkpointed as usual
 }
 
@@ -312,6 +318,22 @@ Status Trainer::health_check(int64_t step) {
       return model_->forward(*dist_->fsdp, batch_.data(), bias).loss;
     };
   return health_->check(step, slice_loss);
+}
+
+void Trainer::print_ledger() const {
+  const auto ledger = data_->ledger(step_);
+  if (ledger.empty()) return;
+  const double per_token = double(cfg_.model.top_k * model_->n_moe_layers());
+  const bool drops = cfg_.model.n_experts > 0 && cfg_.model.capacity_factor > 0;
+  fmt::print(stderr, "# ledger at step {}: {:<24} {:>12}{}\n", step_, "bucket", "tokens",
+             drops ? fmt::format(" {:>12} {:>9}", "dropped", "% routed") : "");
+  for (size_t b = 0; b < ledger.size(); ++b) {
+    const auto& [name, tokens] = ledger[b];
+    const int64_t d = b < dropped_total_.size() ? dropped_total_[b] : 0;
+    fmt::print(stderr, "#   {:<36} {:>12}{}\n", name, tokens,
+               drops ? fmt::format(" {:>12} {:>8.2f}%", d, tokens > 0 ? 100.0 * double(d) / (double(tokens) * per_token) : 0.0)
+                     : "");
+  }
 }
 
 void Trainer::note_phase_end(int64_t steps_done) {
@@ -371,6 +393,7 @@ Status Trainer::run() {
       }
       r.skipped_bucket_tokens.assign(skipped_tokens_.begin(), skipped_tokens_.end());
       r.bucket_tokens = data_->ledger(step_);
+      r.bucket_dropped_total = dropped_total_;
       write_metrics(r);  // every skipped step is logged
       const bool periodic = tc.checkpoint_every > 0 && r.step % tc.checkpoint_every == 0;
       if (!opt_.run_dir.empty() && (periodic || r.step == tc.steps || r.step == last))
@@ -386,6 +409,7 @@ Status Trainer::run() {
     if (eval) evaluate(r);
     if (eval || r.step % tc.log_every == 0 || r.step == tc.steps || r.step == last) {
       r.bucket_tokens = data_->ledger(step_);
+      r.bucket_dropped_total = dropped_total_;
       if (!skipped_tokens_.empty()) r.skipped_bucket_tokens.assign(skipped_tokens_.begin(), skipped_tokens_.end());
       write_metrics(r);
     }
@@ -422,6 +446,7 @@ Status Trainer::run() {
                cs.commits, ckpt_->background() ? "asynchronous" : "synchronous", cs.blocking_s,
                100.0 * cs.blocking_s / train_seconds, train_seconds, cs.write_s / double(cs.commits));
   health_->print_cost(step_seconds, steps_run);
+  if (is_root()) print_ledger();
   if (last < tc.steps) {
     if (is_root())
       fmt::print(stderr, "# stopped at step {} of {} ({}), checkpoint kept; --resume continues\n", step_, tc.steps,

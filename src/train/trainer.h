@@ -100,7 +100,8 @@ class Trainer {
   void write_metrics(const StepResult& r);
   void update_router_bias(const StepResult& r);
   void evaluate(StepResult& r);  // held-out loss per bucket (or overall) into r
-  void note_phase_end(int64_t steps_done);  // phased runs: events.jsonl's phase_end, with the phase's ledger
+  void note_phase_end(int64_t steps_done);
+  void print_ledger() const;  // rank 0, at the end: tokens and capacity drops per bucket  // phased runs: events.jsonl's phase_end, with the phase's ledger
 
   // Distribution (trainer_dist.cpp): one path for any world size; a single
   // process runs it as a world of one.
@@ -165,6 +166,7 @@ class Trainer {
   std::unique_ptr<HealthMonitor> health_;  // health checks, spike verdicts, rollback limits
   std::string grad_culprits_;  // ranks whose gradient shard was not finite this step ("" if none)
   std::map<std::string, int64_t> skipped_tokens_;  // per bucket, skipped by the spike guard
+  std::vector<int64_t> dropped_total_;  // per bucket (PhasedData::bucket_names()): assignments dropped so far
   double peak_gflops_ = 0.0;
   std::unique_ptr<MetricsLog> metrics_;  // rank 0 with a run directory
 };

@@ -94,6 +94,11 @@ Status Trainer::save_checkpoint() {
     nlohmann::json bt = nlohmann::json::object();
     for (const auto& [name, tokens] : ledger) bt[name] = tokens;
     state["data"]["bucket_tokens"] = bt;
+    if (!dropped_total_.empty()) {
+      nlohmann::json bd = nlohmann::json::object();
+      for (size_t b = 0; b < dropped_total_.size(); ++b) bd[data_->bucket_names()[b]] = dropped_total_[b];
+      state["data"]["bucket_dropped"] = bd;
+    }
   }
   state["rng"] = {{"kind", "philox4x32-10"}, {"seed", cfg_.train.seed}, {"init_stream", "xxh64(tensor name)"}};
   state["dist"] = {{"world_size", dist_->world.size()}, {"ep", dist_->shape.ep}, {"fsdp", dist_->shape.fsdp}};
@@ -147,6 +152,10 @@ Status Trainer::restore(const std::string& dir, bool keep_spike_counters) {
       skipped_tokens_ = ck.state["data"]["skipped_bucket_tokens"].get<std::map<std::string, int64_t>>();
   }
   data_->set_skips(std::move(skips));
+  dropped_total_.assign(data_->bucket_names().size(), 0);
+  if (ck.state.contains("data") && ck.state["data"].contains("bucket_dropped"))
+    for (size_t b = 0; b < dropped_total_.size(); ++b)
+      dropped_total_[b] = ck.state["data"]["bucket_dropped"].value(data_->bucket_names()[b], int64_t(0));
   MT_RETURN_IF_ERROR(health_->restore(ck.state.contains("spike") ? &ck.state["spike"] : nullptr, keep_spike_counters));
   // The ledger is recomputed from the step; a different one means the dataset
   // or the mixture changed under the same paths.

@@ -225,6 +225,7 @@ void Trainer::reduce_step_stats(StepResult& r) {
   const int sig = stop_signal_received();
   std::vector<int64_t> n = {r.dropped, r.assignments, sig == SIGINT, sig == SIGTERM};
   for (const auto& layer : r.expert_load) n.insert(n.end(), layer.begin(), layer.end());
+  n.insert(n.end(), r.bucket_dropped.begin(), r.bucket_dropped.end());
   w.allreduce_sum(n.data(), int64_t(n.size()), "allreduce (step statistics)");
   r.dropped = n[0];
   r.assignments = n[1];
@@ -232,6 +233,7 @@ void Trainer::reduce_step_stats(StepResult& r) {
   size_t k = 4;
   for (auto& layer : r.expert_load)
     for (auto& c : layer) c = n[k++];
+  for (auto& c : r.bucket_dropped) c = n[k++];
 }
 
 double Trainer::global_grad_norm() {

@@ -121,11 +121,27 @@ TEST_F(PhasedTraining, EveryStepRunsItsPhasesBatchAndLearningRate) {
   // The annealing phase decays linearly to lr x min_lr_ratio (0.1 by default).
   EXPECT_NEAR(rows[16]["lr"].get<double>(), 0.003 + (0.0003 - 0.003) / 6, 1e-12);
   EXPECT_NEAR(rows[21]["lr"].get<double>(), 0.0003, 1e-12);
+  // Capacity drops (capacity_factor 1.0) by bucket sum to the step's drops, every step.
+  int64_t dropped = 0;
+  std::map<std::string, int64_t> by_bucket;
+  for (const json& r : rows) {
+    ASSERT_TRUE(r.contains("bucket_dropped")) << r;
+    int64_t sum = 0;
+    for (const auto& [name, n] : r["bucket_dropped"].items()) {
+      sum += n.get<int64_t>();
+      by_bucket[name] += n.get<int64_t>();
+    }
+    EXPECT_EQ(sum, r["dropped"].get<int64_t>()) << "step " << r["step"];
+    dropped += sum;
+  }
+  EXPECT_GT(dropped, 0);
+  for (const auto& [name, n] : rows.back()["bucket_dropped_total"].items()) EXPECT_EQ(n.get<int64_t>(), by_bucket[name]) << name;
   // The report lists the phases and marks where each begins on its charts.
   const std::string html = e2e::read_file(dir() + "/a/report.html");
   EXPECT_THAT(html, HasSubstr(">Phases<"));
   EXPECT_THAT(html, HasSubstr(">7-16<"));   // main's steps in the table
   EXPECT_THAT(html, HasSubstr(">anneal<"));  // a boundary's label on the charts
+  EXPECT_THAT(html, HasSubstr(">dropped assignments<"));
 }
 
 TEST_F(PhasedTraining, PhaseLedgersEqualThePlanAndFollowTheWeights) {
