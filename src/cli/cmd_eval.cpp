@@ -55,11 +55,11 @@ nlohmann::json dataset_record(const std::string& dataset) {
   if (!m.is_object()) {
     const std::string why = text ? dataset + "/manifest.json: malformed JSON" : text.status().message();
     rec["decontamination"] = {{"decontaminated", nullptr}, {"error", why}};
-    fmt::print("dataset {}: decontamination unknown ({})\n", dataset, why);
+    fmt::print("dataset decontamination unknown ({})\n", why);
     return rec;
   }
   rec["decontamination"] = decontamination_of(m);
-  fmt::print("dataset {}: {}\n", dataset, describe_decontamination(m));
+  fmt::print("dataset {}\n", describe_decontamination(m));  // the path is in the JSON: the line reads the same anywhere
   return rec;
 }
 
@@ -176,7 +176,7 @@ ExitCode run_eval(const EvalArgs& a) {
   if (auto dataset = dataset_of(m.value(), a); !dataset) {  // the held-out pass, if asked for, fails on it
     out["dataset"] = {{"path", nullptr},
                       {"decontamination", {{"decontaminated", nullptr}, {"error", dataset.status().message()}}}};
-    fmt::print("dataset: decontamination unknown ({})\n", dataset.status().message());
+    fmt::print("dataset decontamination unknown ({})\n", dataset.status().message());
   } else if (!dataset.value().empty()) {
     out["dataset"] = dataset_record(dataset.value());
     cleaned = cleaned_against(out["dataset"]);

@@ -42,11 +42,12 @@ Result<EvalTask> read_task(const std::string& path) {
 void print_report(const DecontamReport& r, const std::string& out, bool dry_run) {
   int64_t items = 0;
   for (const DecontamTaskStats& t : r.tasks) items += t.items;
+  // Timings go to stderr with the progress lines: this report is the same on every run.
   fmt::print(
       "{} {}: {}-grams of normalised words, threshold {} (covered fraction of an item); {} items of {} tasks, "
-      "{} distinct n-grams; scanned in {:.2f}s\n",
+      "{} distinct n-grams\n",
       dry_run ? "decontamination (dry run) of" : "decontaminated", r.dataset, r.options.n, r.options.threshold, items,
-      r.tasks.size(), r.ngrams, r.seconds);
+      r.tasks.size(), r.ngrams);
   fmt::print("{:<16} {:>7} {:>9} {:>13} {:>17}  {}\n", "task", "items", "too short", "items matched",
              "documents matched", "file (xxh64)");
   for (const DecontamTaskStats& t : r.tasks)
@@ -67,11 +68,11 @@ void print_report(const DecontamReport& r, const std::string& out, bool dry_run)
   fmt::print("{:<24} {:>10} {:>8} {:>14} {:>10} {:>8} {:>14}\n", "total", docs[0], removed[0], tokens[0], docs[1],
              removed[1], tokens[1]);
   constexpr size_t kShown = 40;  // the full list is in decontamination.json (or --json)
-  if (!r.matches.empty()) fmt::print("matches (document id, bucket, split, task:item line, coverage):\n");
+  if (!r.matches.empty()) fmt::print("matches (document id, bucket, split, coverage, task file:item line):\n");
   for (size_t i = 0; i < r.matches.size() && i < kShown; ++i) {
     const DecontamMatch& m = r.matches[i];
-    fmt::print("  {:>8} {:<24} {:<5} {}:{} {:.3f}\n", m.doc_id, r.buckets[size_t(m.bucket)].name,
-               m.split ? "eval" : "train", r.tasks[size_t(m.task)].name, m.line, m.coverage);
+    fmt::print("  {:>8} {:<24} {:<5} {:.3f} {}:{}\n", m.doc_id, r.buckets[size_t(m.bucket)].name,
+               m.split ? "eval" : "train", m.coverage, r.tasks[size_t(m.task)].path, m.line);
   }
   if (r.matches.size() > kShown)
     fmt::print("  ... {} more ({})\n", r.matches.size() - kShown,

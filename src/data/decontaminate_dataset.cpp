@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <set>
 
 #include "core/timer.h"
@@ -125,12 +126,16 @@ Result<DecontamReport> scan_for_contamination(const Dataset& ds, const std::vect
       std::vector<std::vector<ItemMatch>> found(static_cast<size_t>(n));
       // Each document is decoded and matched on its own; results land by
       // index, so the order (and the report) is the thread count's neither.
-#pragma omp parallel for schedule(dynamic, 4)
+      int64_t bytes = 0;
+#pragma omp parallel for schedule(dynamic, 4) reduction(+ : bytes)
       for (int64_t k = 0; k < n; ++k) {
         std::vector<int32_t> tok(size_t(shard.doc_length(k)));
         shard.copy(shard.doc_begin(k), int64_t(tok.size()), tok.data());
-        found[size_t(k)] = index.match(ds.tokenizer().decode(tok.data(), int64_t(tok.size())));
+        const std::string text = ds.tokenizer().decode(tok.data(), int64_t(tok.size()));
+        bytes += int64_t(text.size());
+        found[size_t(k)] = index.match(text);
       }
+      r.text_bytes += bytes;
       dirty[size_t(s)].assign(size_t(n), 0);
       bs.documents[size_t(s)] = n;
       bs.tokens[size_t(s)] = shard.n_tokens();
@@ -157,6 +162,9 @@ Result<DecontamReport> scan_for_contamination(const Dataset& ds, const std::vect
   }
   for (const auto& [task, item] : items_found) ++r.tasks[size_t(task)].items_matched;
   r.seconds = now_seconds() - t0;
+  if (say)
+    say(fmt::format("scanned {:.1f} MB of text in {:.2f}s ({:.1f} MB/s)", double(r.text_bytes) / 1e6, r.seconds,
+                    double(r.text_bytes) / 1e6 / std::max(r.seconds, 1e-9)));
   return r;
 }
 
@@ -179,8 +187,10 @@ json report_json(const DecontamReport& r) {
                             {"bucket", r.buckets[size_t(m.bucket)].name},
                             {"split", split_name(m.split)},
                             {"task", r.tasks[size_t(m.task)].name},
+                            {"file", r.tasks[size_t(m.task)].path},
                             {"item", m.line},
                             {"coverage", m.coverage}});
+  j["text_bytes"] = r.text_bytes;
   j["seconds"] = r.seconds;
   return j;
 }

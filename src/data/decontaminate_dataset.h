@@ -55,7 +55,8 @@ struct DecontamReport {
   std::vector<DecontamMatch> matches;        // by bucket, split, document, task, item
   // contaminated[b][s][k]: document k of split s of bucket b contains an item.
   std::vector<std::array<std::vector<char>, 2>> contaminated;
-  double seconds = 0;  // of the scan
+  int64_t text_bytes = 0;  // decoded text scanned
+  double seconds = 0;      // of the scan
 };
 
 // Scans every document (OpenMP over the documents of a split; the result
