@@ -212,7 +212,7 @@ Status write_decontaminated(const Dataset& ds, const DecontamReport& r, const st
     pass["threshold"] = r.options.threshold;
     pass["method"] = kMethod;
     pass["tasks"] = tasks_json(r);
-    pass["removed"] = totals_json(r);
+    pass["totals"] = totals_json(r);  // scanned and removed, per split
     pass["buckets"] = json::array();
     for (const DecontamBucketStats& b : r.buckets)
       if (b.removed_documents[0] || b.removed_documents[1])
@@ -253,9 +253,9 @@ std::string describe_decontamination(const json& manifest) {
       tasks.push_back(fmt::format("{} (xxh64 {})", t.value("path", "?"), t.value("hash", "?")));
     int64_t docs = 0, toks = 0;
     for (const char* s : {"train", "eval"})
-      if (p.contains("removed") && p["removed"].contains(s)) {
-        docs += p["removed"][s].value("removed_documents", int64_t(0));
-        toks += p["removed"][s].value("removed_tokens", int64_t(0));
+      if (p.contains("totals") && p["totals"].contains(s)) {
+        docs += p["totals"][s].value("removed_documents", int64_t(0));
+        toks += p["totals"][s].value("removed_tokens", int64_t(0));
       }
     out += fmt::format("{}n={}, threshold {} against {}; {} documents, {} tokens removed", first ? "" : "; then ",
                        p.value("n", int64_t(0)), p.value("threshold", 0.0), fmt::join(tasks, ", "), docs, toks);

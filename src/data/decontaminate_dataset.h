@@ -78,7 +78,8 @@ Status write_decontaminated(const Dataset& ds, const DecontamReport& r, const st
 
 // What a dataset's manifest says about decontamination, for `eval`:
 // {"decontaminated": false} or {"decontaminated": true, "passes": [...]}
-// (each pass: n, threshold, tasks with path and hash, what was removed).
+// (each pass: source, n, threshold, tasks with path and hash, totals scanned
+// and removed per split).
 nlohmann::json decontamination_of(const nlohmann::json& manifest);
 // The same in one line: "not decontaminated", or "decontaminated: n=8,
 // threshold 0.5 against arc.jsonl (hash ...); 12 documents, 3456 tokens

@@ -305,8 +305,8 @@ TEST_F(DecontaminateDataset, TheCopyOpensWithoutThemAndASecondPassRemovesNothing
   EXPECT_EQ(pass["threshold"], 0.5);
   EXPECT_EQ(pass["tasks"][0]["hash"], "00000000000000a1");
   EXPECT_EQ(pass["source"]["fingerprint"], ds_->fingerprint());
-  EXPECT_EQ(pass["removed"]["train"]["removed_documents"].get<int64_t>() +
-                pass["removed"]["eval"]["removed_documents"].get<int64_t>(),
+  EXPECT_EQ(pass["totals"]["train"]["removed_documents"].get<int64_t>() +
+                pass["totals"]["eval"]["removed_documents"].get<int64_t>(),
             4);
   EXPECT_EQ(m["totals"]["train_documents"].get<int64_t>() + m["totals"]["eval_documents"].get<int64_t>() + 4,
             ds_->manifest()["totals"]["train_documents"].get<int64_t>() +
