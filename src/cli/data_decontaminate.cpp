@@ -87,8 +87,6 @@ ExitCode run_decontaminate(const DecontaminateArgs& a) {
   if (a.out.empty() && !a.dry_run)
     return fail("data decontaminate", Status::error("give --out NEW_DATASET, or --dry-run to report only"),
                 ExitCode::kUsage);
-  if (a.tasks.empty())
-    return fail("data decontaminate", Status::error("--tasks: give at least one task file"), ExitCode::kUsage);
   set_num_threads(int(a.threads));
   std::vector<EvalTask> tasks;
   for (const std::string& path : a.tasks) {

@@ -103,15 +103,11 @@ Result<DecontamReport> scan_for_contamination(const Dataset& ds, const std::vect
     st.too_short = index.too_short(int32_t(t));
     r.tasks.push_back(st);
   }
-  if (say)
-    say(fmt::format(
-        "{} items of {} tasks give {} distinct {}-grams",
-        [&] {
-          int64_t n = 0;
-          for (const EvalTask& t : tasks) n += int64_t(t.items.size());
-          return n;
-        }(),
-        tasks.size(), r.ngrams, opt.n));
+  if (say) {
+    int64_t items = 0;
+    for (const EvalTask& t : tasks) items += int64_t(t.items.size());
+    say(fmt::format("{} items of {} tasks give {} distinct {}-grams", items, tasks.size(), r.ngrams, opt.n));
+  }
   std::set<std::pair<int32_t, int32_t>> items_found;
   for (size_t bi = 0; bi < ds.buckets().size(); ++bi) {
     const Bucket& b = ds.buckets()[bi];
