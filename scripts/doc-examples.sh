@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the worked examples the docs quote from runs, into
 # docs/examples/ (tests/golden/docs_examples_test.cpp fails when a doc stops
-# quoting them): the quickstart model's `moetrain eval` (after
+# quoting them): the quickstart corpus's decontamination report, the
+# quickstart model's `moetrain eval` (after
 # scripts/quickstart.sh has trained runs/quickstart) and the downstream-
 # accuracy ladder of docs/ladder.md (docs/examples/ladder/, trained here in
 # runs/doc-ladder), and docs/mix.md's eval-target example and measured
@@ -14,6 +15,12 @@ cd "$(dirname "$0")/.."
 bin=${BUILD_DIR:-build}/src/moetrain
 ex=docs/examples
 [[ -d runs/quickstart/checkpoints ]] || { echo "doc-examples: run scripts/quickstart.sh first" >&2; exit 2; }
+
+# docs/data.md: the quickstart corpus decontaminated against the task files the
+# repository ships (runs/quickstart-data-decon is derived data, rewritten each time).
+rm -rf runs/quickstart-data-decon
+"$bin" data decontaminate runs/quickstart-data --tasks $ex/mix/toy.jsonl $ex/ladder/toy.jsonl \
+  --out runs/quickstart-data-decon --quiet > $ex/quickstart-decontaminate.txt
 
 # docs/inference.md: the quickstart model on two questions.
 tmp=$(mktemp -d)

@@ -2,6 +2,7 @@
 // train|encode`:
 //   data build --config FILE --out DATASET_DIR
 //   data inspect DATASET_DIR [--json] [--html OUT] [--no-heatmap]   (writes DATASET_DIR/heatmap.svg)
+//   data decontaminate DATASET_DIR --tasks FILE... (--out NEW_DIR | --dry-run) [--n 8] [--threshold 0.5]
 //   data plan DATASET_DIR --mixture FILE [--seq-len N] [--json]     (exit 3 when the plan repeats data)
 //   data plan DATASET_DIR --config RUN [--json]   (a run in phases: every phase's mixture against one pool)
 //   tokenizer train --input PATH... --out MODEL [--vocab-size N]
@@ -16,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
+#include "cli/data_decontaminate.h"
 #include "cli/data_docs.h"
 #include "cli/data_phase_plan.h"
 #include "dist/mpi_comm.h"
@@ -330,6 +332,29 @@ void register_data(CLI::App& app, CommandAction& run) {
   plan->callback([pa, &run] {
     run = [pa] { return run_plan(pa->dir, pa->mixture, pa->sets, pa->seq_len, pa->run_config, pa->json); };
   });
+
+  auto da = std::make_shared<DecontaminateArgs>();
+  CLI::App* decon = data->add_subcommand(
+      "decontaminate", "Remove the documents that reproduce evaluation task items (word n-gram overlap).");
+  decon->add_option("dataset", da->dataset, "Dataset directory")->required();
+  decon->add_option("--tasks", da->tasks, "Multiple-choice JSONL task file, as `eval --tasks` reads (repeatable)")
+      ->required();
+  auto* out_opt =
+      decon->add_option("--out", da->out, "New dataset directory: DATASET minus the contaminated documents");
+  auto* dry_opt = decon->add_flag("--dry-run", da->dry_run, "Only report: write nothing");
+  out_opt->excludes(dry_opt);
+  decon->add_option("--n", da->n, "Words per n-gram (8: Llama 3; 13: GPT-3, lm-eval)")->capture_default_str();
+  decon
+      ->add_option("--threshold", da->threshold,
+                   "Least fraction of an item's words the document covers with shared n-grams, in [0, 1]; 0 = any "
+                   "shared n-gram")
+      ->capture_default_str();
+  decon->add_flag("--json", da->json, "Print the report as JSON (every match)");
+  decon->add_flag("--quiet", da->quiet, "No progress lines");
+  decon->add_option("--threads", da->threads, "Worker threads; 0 = OpenMP default")
+      ->check(in_range(0, 256))
+      ->capture_default_str();
+  decon->callback([da, &run] { run = [da] { return run_decontaminate(*da); }; });
 
   CLI::App* tok = app.add_subcommand("tokenizer", "Train or apply the SentencePiece tokenizer.");
   tok->require_subcommand(1);

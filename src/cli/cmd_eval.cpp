@@ -3,19 +3,23 @@
 // trainer's eval pass, train/held_out.h, with the training forward: capacity
 // drops included, so it matches the run's bucket_eval_loss), and accuracy on
 // multiple-choice JSONL tasks scored like lm-evaluation-harness
-// (train/eval_tasks.h, KV-cache decoder, dropless). Prints a table; --out
-// writes the JSON.
+// (train/eval_tasks.h, KV-cache decoder, dropless). Says whether the
+// dataset was decontaminated and against which task files (its manifest's
+// record, data/decontaminate_dataset.h). Prints a table; --out writes the JSON.
 #include <fmt/format.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "core/file_io.h"
+#include "core/hash.h"
 #include "core/progress.h"
 #include "core/threads.h"
 #include "core/timer.h"
+#include "data/decontaminate_dataset.h"
 #include "data/sampler.h"
 #include "model/transformer.h"
 #include "train/eval_tasks.h"
@@ -32,6 +36,40 @@ struct EvalArgs {
   bool no_held_out = false;
   bool progress = true;
 };
+
+// The dataset evaluated on: --dataset, else the run's data.dataset; "" for
+// a plain-text run (held_out() below resolves it the same way).
+Result<std::string> dataset_of(const InferenceModel& m, const EvalArgs& a) {
+  if (!a.dataset.empty() || m.cfg.data.dataset.empty()) return a.dataset;
+  return resolve_run_path(m, m.cfg.data.dataset, "data.dataset");
+}
+
+// Whether the dataset was decontaminated, and against which task files
+// (data/decontaminate_dataset.h), from its manifest. Read apart from the
+// held-out pass, so --no-held-out reports it too; a manifest that cannot be
+// read is said, not fatal (the tasks need no dataset).
+nlohmann::json dataset_record(const std::string& dataset) {
+  nlohmann::json rec = {{"path", dataset}};
+  auto text = read_file(dataset + "/manifest.json", "dataset manifest");
+  const nlohmann::json m = text ? nlohmann::json::parse(text.value(), nullptr, false) : nlohmann::json();
+  if (!m.is_object()) {
+    const std::string why = text ? dataset + "/manifest.json: malformed JSON" : text.status().message();
+    rec["decontamination"] = {{"decontaminated", nullptr}, {"error", why}};
+    fmt::print("dataset decontamination unknown ({})\n", why);
+    return rec;
+  }
+  rec["decontamination"] = decontamination_of(m);
+  fmt::print("dataset {}\n", describe_decontamination(m));  // the path is in the JSON: the line reads the same anywhere
+  return rec;
+}
+
+// The task files (by xxh64) the dataset was cleaned against.
+std::set<std::string> cleaned_against(const nlohmann::json& rec) {
+  std::set<std::string> hashes;
+  for (const auto& p : rec["decontamination"].value("passes", nlohmann::json::array()))
+    for (const auto& t : p.value("tasks", nlohmann::json::array())) hashes.insert(t.value("hash", ""));
+  return hashes;
+}
 
 // Held-out loss per bucket, and bits per byte: loss (nats/token) x tokens /
 // (UTF-8 bytes of those tokens x ln 2), the tokenizer-independent figure.
@@ -119,10 +157,14 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
 ExitCode run_eval(const EvalArgs& a) {
   set_num_threads(int(a.threads));
   std::vector<std::pair<std::string, std::vector<McDoc>>> tasks;
+  std::vector<std::string> task_hashes;  // xxh64 of each file, as data decontaminate records it
   for (const std::string& path : a.tasks) {
     auto docs = read_mc_tasks(path);
     if (!docs) return fail("eval", docs.status(), ExitCode::kUsage);
     tasks.emplace_back(mc_task_name(path), std::move(docs.value()));
+    auto bytes = read_file(path, "task file");
+    if (!bytes) return fail("eval", bytes.status(), ExitCode::kUsage);
+    task_hashes.push_back(hex64(xxh64(bytes.value().data(), bytes.value().size())));
   }
   auto m = load_inference_model(a.ckpt);
   if (!m) return fail("eval", m.status(), ExitCode::kFailed);
@@ -131,6 +173,15 @@ ExitCode run_eval(const EvalArgs& a) {
   nlohmann::json out;
   out["checkpoint"] = m.value().ckpt_dir;
   out["step"] = m.value().step;
+  std::set<std::string> cleaned;
+  if (auto dataset = dataset_of(m.value(), a); !dataset) {  // the held-out pass, if asked for, fails on it
+    out["dataset"] = {{"path", nullptr},
+                      {"decontamination", {{"decontaminated", nullptr}, {"error", dataset.status().message()}}}};
+    fmt::print("dataset decontamination unknown ({})\n", dataset.status().message());
+  } else if (!dataset.value().empty()) {
+    out["dataset"] = dataset_record(dataset.value());
+    cleaned = cleaned_against(out["dataset"]);
+  }
   if (!a.no_held_out) {
     bool usage = false;
     auto h = held_out(m.value(), *codec.value(), a, usage);
@@ -172,6 +223,8 @@ ExitCode run_eval(const EvalArgs& a) {
     });
     progress.finish();
     out["tasks"].push_back(to_json(r));
+    // Was this very file (by hash) one the dataset was cleaned against?
+    out["tasks"].back()["dataset_decontaminated_against"] = cleaned.count(task_hashes[out["tasks"].size() - 1]) > 0;
     fmt::print("task {:<24} docs {:>5}  acc {:.4f} ± {:.4f}  acc_norm {:.4f} ± {:.4f}\n", name, r.docs, r.acc,
                r.acc_stderr, r.acc_norm, r.acc_norm_stderr);
   }

@@ -75,6 +75,14 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
         {ExitCode::kRefused,
          "the plan would repeat data: some bucket needs more epochs than the mixture's `max_epochs` (the table "
          "or JSON is printed first)"}}},
+      {"data decontaminate",
+       "src/cli/data_decontaminate.cpp (`run_decontaminate`)",
+       {{ExitCode::kFailed,
+         "the dataset cannot be opened or verified, a provenance file is missing or malformed, or the new "
+         "dataset cannot be written (`--out` exists and is not empty, write errors; nothing is left behind)"},
+        {ExitCode::kUsage,
+         "a `--tasks` file that cannot be read or has a bad line (named as FILE:LINE), `--n` below 1, "
+         "`--threshold` outside [0, 1], or neither `--out` nor `--dry-run`"}}},
       {"tokenizer train",
        "src/cli/cmd_data.cpp (`run_tokenizer_train`)",
        {{ExitCode::kFailed, "any failure: inputs, training, or writing `--out`"}}},

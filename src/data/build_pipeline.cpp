@@ -139,15 +139,13 @@ Status Pipeline::setup() {
   Status s;
   std::string tmp;
   if (comm_.rank() == 0) {
-    if (fs::exists(out_, ec) && !(fs::is_directory(out_, ec) && fs::is_empty(out_, ec)))
-      s = Status::errorf("{}: output exists and is not an empty directory (remove it first)", out_);
-    if (s) {
-      remove_stale_build_dirs(out_, [&](const std::string& m) { say(m); });
-      tmp = build_dir_of(out_, ::getpid());
-      fs::remove_all(tmp, ec);
-      s = fs_.create_dirs(tmp + "/buckets");
-      if (s) s = fs_.create_dirs(tmp + "/work");
+    auto dir = begin_dataset_dir(out_, fs_, [&](const std::string& m) { say(m); });
+    if (dir) {
+      tmp = dir.value();
+      s = fs_.create_dirs(tmp + "/work");
       if (!s) fs::remove_all(tmp, ec);  // run()'s clean-up starts after set-up
+    } else {
+      s = dir.status();
     }
   }
   MT_RETURN_IF_ERROR(agree(comm_, s, "data build (set-up)"));
@@ -715,15 +713,7 @@ Status Pipeline::publish() {
   if (comm_.rank() != 0) return Status::ok();
   std::error_code ec;
   fs::remove_all(tmp_ + "/work", ec);
-  // Everything is durable before the rename publishes it.
-  if (int fd = ::open(tmp_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
-    const int rc = ::syncfs(fd);
-    ::close(fd);
-    if (rc != 0) return Status::errorf("{}: syncfs failed", tmp_);
-  }
-  if (fs::exists(out_, ec)) fs::remove(out_, ec);  // empty, checked at set-up
-  if (Status s = fs_.rename(tmp_, out_); !s)
-    return Status::errorf("{}: cannot move the finished dataset into place: {}", out_, s.message());
+  MT_RETURN_IF_ERROR(publish_dataset_dir(tmp_, out_, fs_));
   say(fmt::format("{} buckets, {} train + {} eval tokens -> {}", rep_.buckets, rep_.train_tokens, rep_.eval_tokens,
                   out_));
   return Status::ok();

@@ -94,6 +94,35 @@ void remove_stale_build_dirs(const std::string& out_dir, const std::function<voi
   }
 }
 
+Result<std::string> begin_dataset_dir(const std::string& out_dir, FileSystem& files,
+                                      const std::function<void(const std::string&)>& say) {
+  std::error_code ec;
+  if (fs::exists(out_dir, ec) && !(fs::is_directory(out_dir, ec) && fs::is_empty(out_dir, ec)))
+    return Status::errorf("{}: output exists and is not an empty directory (remove it first)", out_dir);
+  remove_stale_build_dirs(out_dir, say);
+  const std::string tmp = build_dir_of(out_dir, ::getpid());
+  fs::remove_all(tmp, ec);  // a previous attempt of this process
+  if (Status s = files.create_dirs(tmp + "/buckets"); !s) {
+    fs::remove_all(tmp, ec);
+    return s;
+  }
+  return tmp;
+}
+
+Status publish_dataset_dir(const std::string& tmp, const std::string& out_dir, FileSystem& files) {
+  // Everything is durable before the rename publishes it.
+  if (int fd = ::open(tmp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+    const int rc = ::syncfs(fd);
+    ::close(fd);
+    if (rc != 0) return Status::errorf("{}: syncfs failed", tmp);
+  }
+  std::error_code ec;
+  if (fs::exists(out_dir, ec)) fs::remove(out_dir, ec);  // empty, checked by begin_dataset_dir
+  if (Status s = files.rename(tmp, out_dir); !s)
+    return Status::errorf("{}: cannot move the finished dataset into place: {}", out_dir, s.message());
+  return Status::ok();
+}
+
 namespace {
 
 void declare_input_keys(ConfigSchema& s, InputSpec& in) {

@@ -87,4 +87,16 @@ Status build_dataset(const DataBuildConfig& cfg, const std::string& out_dir, Bui
 std::string build_dir_of(const std::string& out_dir, int64_t pid);
 void remove_stale_build_dirs(const std::string& out_dir, const std::function<void(const std::string&)>& say);
 
+// The two ends of writing any dataset directory (data build, data
+// decontaminate), so a failed write never leaves a half dataset at out_dir.
+// begin_dataset_dir: out_dir must not exist, or be an empty directory; removes
+// stale build directories (reporting through `say`), and creates
+// "<out_dir>.tmp-<pid>/buckets" through `fs`; returns that directory. The
+// caller removes it if anything fails later.
+// publish_dataset_dir: syncs the file system holding `tmp` (one syncfs, so
+// files may be written unsynced) and renames it to out_dir.
+Result<std::string> begin_dataset_dir(const std::string& out_dir, FileSystem& fs,
+                                      const std::function<void(const std::string&)>& say);
+Status publish_dataset_dir(const std::string& tmp, const std::string& out_dir, FileSystem& fs);
+
 }  // namespace mt

@@ -171,6 +171,7 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
       {"data plan", {"data", "plan", missing, "--mixture", missing}, 1},
       {"data plan", {"data", "plan", missing, "--mixture", missing, "--config", missing}, 2},
       {"data show", {"data", "show", missing, "0"}, 1},
+      {"data decontaminate", {"data", "decontaminate", missing, "--tasks", missing, "--dry-run"}, 2},
       {"tokenizer train", {"tokenizer", "train", "--input", missing, "--out", missing}, 1},
       {"tokenizer encode", {"tokenizer", "encode", "--model", missing, "--text", "a"}, 1},
       {"plan", {"plan", "--model", "x", "--cluster", "y", "--layout", "z", "--tokens", "many"}, 2},
@@ -203,8 +204,9 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
     }
   }
   // Every leaf command has its row; data plan's 3 is run in DataPipeline.PlanPassesOrFailsNamingBuckets,
-  // export's 3 in InteropHf.ExportRefusesNamingTheFeature.
-  EXPECT_EQ(documented.size(), 23u);
+  // export's 3 in InteropHf.ExportRefusesNamingTheFeature, data decontaminate's 1 in
+  // DecontaminateCli.BadInputNamesTheFileOrFlagAndLeavesNothing.
+  EXPECT_EQ(documented.size(), 24u);
   EXPECT_TRUE(documented.at("data plan").count(3));
 }
 

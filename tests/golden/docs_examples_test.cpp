@@ -30,6 +30,14 @@ TEST(DocsExamples, InferenceQuotesTheQuickstartEval) {
       << out;
 }
 
+TEST(DocsExamples, DataQuotesTheQuickstartDecontamination) {
+  const std::string out = read("docs/examples/quickstart-decontaminate.txt");
+  ASSERT_FALSE(out.empty());
+  EXPECT_NE(read("docs/data.md").find(out), std::string::npos)
+      << "docs/data.md no longer quotes docs/examples/quickstart-decontaminate.txt:\n"
+      << out;
+}
+
 TEST(DocsExamples, LadderQuotesTheDownstreamExample) {
   const std::string doc = read("docs/ladder.md");
   // The eval of r1 and the fitted sigmoid, line for line.
