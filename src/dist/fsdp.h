@@ -80,6 +80,8 @@ class FsdpProvider final : public ParamProvider {
   int64_t replicas() const override { return mesh_.world().size(); }
   double sum_over_replicas(double local) override;
   ExpertDispatcher* dispatcher() override { return dispatcher_; }
+  // A new dispatcher (a training phase with another sequence length sizes its buffers anew).
+  void set_dispatcher(ExpertDispatcher* d) { dispatcher_ = d; }
 
  private:
   struct Unit;    // one ShardUnit with its gather/grad buffers and state

@@ -46,6 +46,12 @@ void declare_phase_keys(ConfigSchema& s, std::vector<PhaseConfig>& phases) {
         e.add("z_loss_coef", &ph.z_loss_coef, "router z-loss weight over the phase").min(-1).note("-1 = model.z_loss_coef");
         e.add("mtp_loss_weight", &ph.mtp_loss_weight, "multi-token-prediction loss weight (lambda) over the phase")
             .min(-1).note("-1 = model.mtp_loss_weight and its switch");
+        e.add("seq_len", &ph.seq_len,
+              "tokens per sequence over the phase (a longer context; with data.dataset): the phase reads its own "
+              "data segment, planned at this length")
+            .range(0, 1 << 24).unit("tokens").note("0 = train.seq_len");
+        e.add("rope_theta", &ph.rope_theta, "RoPE base over the phase (raised with a longer context)")
+            .min(0).note("0 = model.rope_theta");
       },
       "one [[phase]] table per training phase, in order: its length, batch (an optional ramp), mixture and "
       "learning-rate segment; none = one phase, the whole run");

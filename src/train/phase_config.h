@@ -34,6 +34,8 @@ struct PhaseConfig {
   // Loss weights of this phase; < 0 = the model's (model.aux_loss_coef,
   // model.z_loss_coef, the MTP weight model.mtp_loss_weight* gives).
   double aux_loss_coef = -1, z_loss_coef = -1, mtp_loss_weight = -1;
+  int64_t seq_len = 0;         // tokens per sequence over the phase (with data.dataset); 0 = train.seq_len
+  double rope_theta = 0;       // RoPE base over the phase; 0 = model.rope_theta
 };
 
 // Declares the [[phase]] table array bound to `phases`.

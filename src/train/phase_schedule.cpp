@@ -32,7 +32,18 @@ Status expand(const PhaseConfig& pc, size_t i, const RunConfig& c, int64_t rest_
   ph.name = pc.name.empty() ? fmt::format("phase {}", i + 1) : pc.name;
   ph.global_batch = pc.global_batch > 0 ? pc.global_batch : t.batch_size * t.grad_accum;
   ph.ramp_from = pc.ramp_from;
-  ph.seq_len = t.seq_len;
+  ph.seq_len = pc.seq_len > 0 ? pc.seq_len : t.seq_len;
+  ph.rope_theta = pc.rope_theta > 0 ? pc.rope_theta : c.model.rope_theta;
+  if (pc.seq_len > 0 && pc.seq_len != t.seq_len) {
+    if (c.data.dataset.empty())
+      return o.error(key(i, "seq_len"), "a phase's own sequence length needs data.dataset (each length reads its own "
+                                        "data segment of one pool of documents)");
+    if (Status v = c.model.validate(o, ph.seq_len); !v)
+      return o.error(key(i, "seq_len"), fmt::format("{} tokens: {}", ph.seq_len, v.message()));
+    if (c.model.n_experts > 0 && (t.batch_size * ph.seq_len) % c.model.group_size(ph.seq_len) != 0)
+      return o.error(key(i, "seq_len"), fmt::format("the routing group of {} tokens must divide batch_size x seq_len = "
+                                                    "{}", c.model.group_size(ph.seq_len), t.batch_size * ph.seq_len));
+  }
   ph.lr = pc.lr;
   ph.aux_loss_coef = pc.aux_loss_coef;
   ph.z_loss_coef = pc.z_loss_coef;
@@ -176,6 +187,12 @@ int64_t PhaseSchedule::tokens_before(int64_t step) const {
   const size_t i = phase_at(step);
   const PhaseSpan& p = phases_[i];
   return tokens_before_phase_[i] + p.before(step - p.first_step) * p.seq_len;
+}
+
+int64_t PhaseSchedule::max_seq_len() const {
+  int64_t m = 0;
+  for (const PhaseSpan& p : phases_) m = std::max(m, p.seq_len);
+  return m;
 }
 
 double PhaseSchedule::learning_rate(int64_t step) const {

@@ -29,6 +29,7 @@ struct PhaseSpan {
   int64_t global_batch = 0;    // sequences per step (the last, for a ramp)
   int64_t ramp_from = 0;       // 0 = constant batch
   int64_t seq_len = 0;
+  double rope_theta = 0;       // resolved
   std::string mixture;         // resolved ("" without a dataset)
   LrSegment lr = LrSegment::kSchedule;
   double aux_loss_coef = -1, z_loss_coef = -1, mtp_loss_weight = -1;  // < 0 = the model's
@@ -68,6 +69,7 @@ class PhaseSchedule {
   // Tokens trained by steps [0, step); step may equal total_steps().
   int64_t tokens_before(int64_t step) const;
   int64_t total_tokens() const { return tokens_before(total_steps_); }
+  int64_t max_seq_len() const;  // over the phases (what the memory check sizes)
   // `--stop-at`: a step number, or a phase's name for the step that ends it
   // (a cooldown branch, an early teacher). Errors list the phases.
   Result<int64_t> stop_step(const std::string& spec) const;

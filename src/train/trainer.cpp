@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "core/check.h"
 #include "core/hash.h"
 #include "core/machine_peak.h"
 #include "core/memory.h"
@@ -66,14 +67,18 @@ Status check_trainer_limits(const RunConfig& cfg) {
   const double muon_extra = tc.optimizer.name == OptimizerName::kMuon ? 8.0 : 0.0;
   const double param_bytes =
       total_params(cfg.model) * (16.0 + muon_extra + (tc.precision == MatmulPrecision::kBf16 ? 2.0 : 0.0));
-  const double tokens = double(tc.batch_size) * double(tc.seq_len);
+  // The longest sequence of any phase sizes the activations.
+  auto phases = PhaseSchedule::make(cfg);
+  if (!phases) return phases.status();
+  const int64_t T = phases->max_seq_len();
+  const double tokens = double(tc.batch_size) * double(T);
   const double rough_acts = tokens * double(cfg.model.n_layers) * double(cfg.model.d_model) * 64.0;
   const double limit = physical_memory_bytes();
   // The disk store keeps the training state in files: only compute memory counts.
   const bool on_disk = cfg.stream.enabled && cfg.stream.store == StreamStore::kDisk;
   const double state_bytes = on_disk ? 0.0 : param_bytes;
   double need = state_bytes + rough_acts;
-  if (need < limit) need = state_bytes + double(Transformer::activation_bytes(cfg.model, tc.batch_size, tc.seq_len, tc.precision));
+  if (need < limit) need = state_bytes + double(Transformer::activation_bytes(cfg.model, tc.batch_size, T, tc.precision));
   if (need > limit)
     return Status::errorf(
         "{}: the run needs about {:.3g} GiB (parameters, gradients, optimizer state and activations of one "
@@ -108,11 +113,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
     if (!fits.value().empty() && t->is_root()) fmt::print(stderr, "# warning: {}\n", fits.value());
   }
   t->health_ = std::make_unique<HealthMonitor>(tc, t->dist_->world, opt.run_dir);
-  t->model_ = std::make_unique<Transformer>(cfg.model, t->local_batch(), tc.seq_len, prec,
-                                            tc.activation_checkpointing == ActivationCheckpointing::kLayers
-                                                ? LayerActivations::kRecompute
-                                                : LayerActivations::kKeep);
-  t->model_->set_attention_kernel(tc.attention_kernel);
+  t->model_ = t->make_model(t->schedule().phases().front(), tc.activation_checkpointing == ActivationCheckpointing::kLayers
+                                                               ? LayerActivations::kRecompute
+                                                               : LayerActivations::kKeep);
   const ParamLayout& L = t->model_->layout();
   // The store (the whole model, or this rank's shard) and the optimizer
   MT_RETURN_IF_ERROR(t->init_local_params());
@@ -157,6 +160,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
                                  {"attention_kernel", attention_kernel_name(tc.attention_kernel, prec)}});
     }
   }
+  if (t->step_ < t->schedule().total_steps()) MT_RETURN_IF_ERROR(t->enter_phase(t->step_));
   t->refresh_bf16_params();
   t->peak_gflops_ = opt.peak_gflops > 0 ? opt.peak_gflops : [&] {
     PeakResult p = measure_peak(0.1);
@@ -176,14 +180,41 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
   return t;
 }
 
+std::unique_ptr<Transformer> Trainer::make_model(const PhaseSpan& ph, LayerActivations acts) const {
+  ModelConfig m = cfg_.model;
+  m.rope_theta = ph.rope_theta;
+  auto model = std::make_unique<Transformer>(m, local_batch(), ph.seq_len, cfg_.train.precision, acts);
+  model->set_attention_kernel(cfg_.train.attention_kernel);
+  return model;
+}
+
+Status Trainer::enter_phase(int64_t step) {
+  const PhaseSpan& ph = schedule().phases()[schedule().phase_at(step)];
+  if (ph.seq_len == model_->seq_len() && ph.rope_theta == model_->config().rope_theta) return Status::ok();
+  // Another sequence length (a context extension) or RoPE base: the same
+  // parameters, activations and RoPE tables of the new shape.
+  model_ = make_model(ph, model_->layer_activations());
+  batch_.resize(cfg_.train.batch_size * model_->tokens_per_sequence());
+  if (dist_->shape.ep > 1) {  // its buffers are sized for the tokens of a micro-batch
+    dist_->ep = std::make_unique<EpDispatcher>(dist_->mesh->ep(), model_->config(), local_batch(), ph.seq_len,
+                                               cfg_.dist.ep_overlap ? EpOverlap::kOn : EpOverlap::kOff);
+    dist_->fsdp->set_dispatcher(dist_->ep.get());
+  }
+  if (store_->streamed()) MT_RETURN_IF_ERROR(check_stream_budget());
+  if (is_root() && opt_.print_config)
+    fmt::print(stderr, "# phase \"{}\" from step {}: sequences of {} tokens, RoPE base {:g}\n", ph.name, step + 1,
+               ph.seq_len, ph.rope_theta);
+  return Status::ok();
+}
+
 double Trainer::flops_per_step() const { return flops_of(StepResult{}); }
 
 double Trainer::flops_of(const StepResult& r) const {
   const TrainConfig& tc = cfg_.train;
   // A step not yet run: the next one (the last, past the end).
-  const int64_t tokens =
-      r.tokens > 0 ? r.tokens : schedule().batch_at(std::min(step_, schedule().total_steps() - 1)) * tc.seq_len;
-  return step_flops(cfg_.model, tc.seq_len, double(tokens), r.dropped);
+  const int64_t T = model_->seq_len();
+  const int64_t tokens = r.tokens > 0 ? r.tokens : schedule().batch_at(std::min(step_, schedule().total_steps() - 1)) * T;
+  return step_flops(cfg_.model, T, double(tokens), r.dropped);
 }
 
 StepResult Trainer::train_step() {
@@ -203,12 +234,15 @@ StepResult Trainer::train_step() {
   // Multi-token prediction: each sequence brings mtp_depth more targets, and
   // lambda follows the data position (the same after a resume) unless the phase sets it.
   const PhaseSpan& phase = sched.phases()[sched.phase_at(step_)];
+  MT_CHECK(phase.seq_len == model_->seq_len(), "step {} runs {} with sequences of {}, the model holds {} (enter_phase)",
+           step_ + 1, phase.name, phase.seq_len, model_->seq_len());
+  const int64_t T = phase.seq_len;
   const int64_t ahead = cfg_.model.mtp_depth, stride = model_->tokens_per_sequence();
   model_->set_mtp_loss_weight(
       phase.mtp_loss_weight >= 0
           ? phase.mtp_loss_weight
           : mtp_loss_weight_at(cfg_.model, sched.tokens_before(step_) +
-                                               (data_->position(step_) - sched.first_sequence(step_)) * tc.seq_len));
+                                               (data_->position(step_) - sched.first_sequence(step_)) * T));
   model_->set_router_loss_coefs(phase.aux_loss_coef >= 0 ? phase.aux_loss_coef : cfg_.model.aux_loss_coef,
                                 phase.z_loss_coef >= 0 ? phase.z_loss_coef : cfg_.model.z_loss_coef);
   r.bucket_dropped.assign(data_->bucket_names().size(), 0);
@@ -216,7 +250,7 @@ StepResult Trainer::train_step() {
     // This rank's slice of the micro-batch (all of it in one process).
     const int64_t first = micro * tc.batch_size + batch_offset();
     for (int64_t b = 0; b < local_batch(); ++b)
-      data_->sequence(step_, first + b, tc.seq_len, ahead, batch_.data() + b * stride);
+      data_->sequence(step_, first + b, T, ahead, batch_.data() + b * stride);
     ForwardStats st = forward_backward(grad_scale, bias);
     r.loss += st.loss / double(accum);
     r.mtp_loss += st.mtp_loss / double(accum);
@@ -256,7 +290,7 @@ StepResult Trainer::train_step() {
   if (sched.phased()) r.phase = phase.name;
   ++step_;
   r.step = step_;
-  r.tokens = accum * tc.batch_size * tc.seq_len;
+  r.tokens = accum * tc.batch_size * T;
   r.seconds = now_seconds() - t0;
   store_->report(dist_->fsdp->stream_stats(), compute_memory_bytes(), store_bytes(), r);
   finish_step(r);
@@ -297,7 +331,7 @@ void Trainer::write_metrics(const StepResult& r) {
 void Trainer::evaluate(StepResult& r) {
   const TrainConfig& tc = cfg_.train;
   const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
-  const HeldOutShape shape{tc.batch_size, tc.seq_len, tc.eval_batches, local_batch(), batch_offset()};
+  const HeldOutShape shape{tc.batch_size, model_->seq_len(), tc.eval_batches, local_batch(), batch_offset()};
   HeldOutLosses h = held_out_losses(
       data_->eval_source(), shape, batch_.data(), [&](bool ok) { return all_ranks(ok); }, [&] { return forward_loss(bias); });
   r.eval_loss = h.eval_loss;
@@ -312,9 +346,8 @@ Status Trainer::health_check(int64_t step) {
     slice_loss = [this](int64_t owner) {
       const TrainConfig& tc = cfg_.train;
       const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
-      const int64_t lb = local_batch();  // the last step's first micro-batch
-      for (int64_t b = 0; b < lb; ++b)
-        data_->sequence(step_ - 1, owner * lb + b, tc.seq_len, 0, batch_.data() + b * (tc.seq_len + 1));
+      const int64_t lb = local_batch(), T = model_->seq_len();  // the last step's first micro-batch
+      for (int64_t b = 0; b < lb; ++b) data_->sequence(step_ - 1, owner * lb + b, T, 0, batch_.data() + b * (T + 1));
       return model_->forward(*dist_->fsdp, batch_.data(), bias).loss;
     };
   return health_->check(step, slice_loss);
@@ -368,6 +401,7 @@ Status Trainer::run() {
   int64_t steps_run = 0;
   if (tc.health.at_start) MT_RETURN_IF_ERROR(health_check(step_));
   while (step_ < last) {
+    MT_RETURN_IF_ERROR(enter_phase(step_));
     StepResult r = train_step();
     // A stop signal: this step is the last, and it is checkpointed below.
     if (r.stop_signal && r.step < last) {

@@ -101,6 +101,9 @@ class Trainer {
   void update_router_bias(const StepResult& r);
   void evaluate(StepResult& r);  // held-out loss per bucket (or overall) into r
   void note_phase_end(int64_t steps_done);
+  // The model of a phase's shape (sequence length, RoPE base) over the same parameters.
+  std::unique_ptr<Transformer> make_model(const PhaseSpan& ph, LayerActivations acts) const;
+  Status enter_phase(int64_t step);  // the model (and EP buffers) for the phase of step `step`
   void print_ledger() const;  // rank 0, at the end: tokens and capacity drops per bucket  // phased runs: events.jsonl's phase_end, with the phase's ledger
 
   // Distribution (trainer_dist.cpp): one path for any world size; a single

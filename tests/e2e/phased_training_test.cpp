@@ -262,6 +262,40 @@ TEST_F(PhasedTraining, APhaseThatWouldReadDocumentsTwiceIsRefusedBeforeStepOne) 
   EXPECT_THAT(plan.err, HasSubstr("phase[2] \"anneal\""));
 }
 
+// A context extension: a phase of longer sequences with a higher RoPE base,
+// reading its own data segment; resumable inside it bit for bit.
+TEST_F(PhasedTraining, ALongerContextPhaseRunsItsLengthAndResumes) {
+  const std::string d = dir();
+  auto config = [&](const std::string& rope) {
+    std::string c = run_config(d);
+    c = c.substr(0, c.find("[[phase]]"));
+    return c + "[[phase]]\nname = \"short\"\nsteps = 8\nglobal_batch = 8\n[[phase]]\nname = \"long\"\nsteps = 6\n"
+               "global_batch = 8\nseq_len = 128\n" + rope;
+  };
+  td::write_file(d + "/long.toml", config("rope_theta = 40000.0\n"));
+  td::write_file(d + "/long-same-rope.toml", config(""));
+  const auto a = e2e::train({"--config", d + "/long.toml", "--run-dir", d + "/long-a"}, 300);
+  ASSERT_EQ(a.exit_code, 0) << a;
+  const auto rows = e2e::read_metrics(d + "/long-a");
+  ASSERT_EQ(rows.size(), 14u);
+  for (const json& r : rows) EXPECT_EQ(r["tokens"], r["step"].get<int64_t>() <= 8 ? 8 * 64 : 8 * 128) << r["step"];
+  auto plan = moetrain({"data", "plan", d + "/ds", "--config", d + "/long.toml", "--json"});
+  ASSERT_EQ(plan.exit_code, 0) << plan;
+  const json p = json::parse(plan.out);
+  ASSERT_EQ(p["segments"].size(), 2u);  // a new length reads a segment of its own
+  EXPECT_EQ(p["phases"][1]["seq_len"], 128);
+  // Killed inside the long phase (its first checkpoint is the boundary's), resumed: the same run.
+  const auto killed = e2e::train({"--config", d + "/long.toml", "--run-dir", d + "/long-b", "--inject-fault", "kill:0:11"}, 300);
+  ASSERT_EQ(killed.term_signal, SIGKILL) << killed;
+  const auto resumed = e2e::train({"--config", d + "/long.toml", "--run-dir", d + "/long-b", "--resume"}, 300);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed;
+  EXPECT_EQ(e2e::done_state_hash(resumed.err), e2e::done_state_hash(a.err));
+  // The RoPE base is the phase's: the same run at the model's base differs.
+  const auto same = e2e::train({"--config", d + "/long-same-rope.toml", "--run-dir", d + "/long-c"}, 300);
+  ASSERT_EQ(same.exit_code, 0) << same;
+  EXPECT_NE(e2e::done_state_hash(same.err), e2e::done_state_hash(a.err));
+}
+
 // A phase's loss weights apply from its first step: the model's own value
 // written out changes nothing, another value changes the run.
 TEST(PhaseLossWeights, ApplyFromThePhasesFirstStep) {

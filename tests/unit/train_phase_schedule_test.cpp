@@ -41,8 +41,8 @@ RunConfig parse_ok(const std::string& extra) {
   return c.is_ok() ? *c : RunConfig();
 }
 
-std::string parse_error(const std::string& extra) {
-  auto c = parse_run_config(std::string(kBase) + extra, "test.toml", {});
+std::string parse_error(const std::string& extra, const std::vector<std::string>& sets = {}) {
+  auto c = parse_run_config(std::string(kBase) + extra, "test.toml", sets);
   EXPECT_FALSE(c.is_ok());
   return c.is_ok() ? std::string() : c.status().message();
 }
@@ -187,6 +187,14 @@ TEST(PhaseSchedule, BadPhasesNameTheirKey) {
   EXPECT_THAT(parse_error("[[phase]]\nsteps = 3\nmixture = \"m.toml\"\n"),
               HasSubstr("phase[0].mixture: a phase's mixture needs data.dataset"));
   EXPECT_THAT(parse_error("[[phase]]\nsteps = 3\nlr = \"cool\"\n"), HasSubstr("phase[0].lr"));
+  EXPECT_THAT(parse_error("[[phase]]\nsteps = 3\nseq_len = 128\n"),
+              HasSubstr("phase[0].seq_len: a phase's own sequence length needs data.dataset"));
+  EXPECT_THAT(parse_error("[data]\ndataset = \"/d\"\nmixture = \"/m.toml\"\n[[phase]]\nsteps = 3\nseq_len = 96\n",
+                          {"model.routing_group=288"}),
+              HasSubstr("phase[0].seq_len: the routing group of 288 tokens must divide batch_size x seq_len = 384"));
+  EXPECT_THAT(parse_error("[data]\ndataset = \"/d\"\nmixture = \"/m.toml\"\n[[phase]]\nsteps = 3\nseq_len = 96\n",
+                          {"model.routing_group=64"}),
+              HasSubstr("phase[0].seq_len: 96 tokens: "));
 }
 
 TEST(PhaseSchedule, StopAtTakesAStepOrAPhaseName) {
