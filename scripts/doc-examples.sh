@@ -5,9 +5,10 @@
 # quickstart model's `moetrain eval` (after
 # scripts/quickstart.sh has trained runs/quickstart) and the downstream-
 # accuracy ladder of docs/ladder.md (docs/examples/ladder/, trained here in
-# runs/doc-ladder), and docs/mix.md's eval-target example and measured
+# runs/doc-ladder), docs/mix.md's eval-target example and measured
 # quickstart search (runs/doc-mix-eval, runs/mix-quickstart; about ten
-# minutes on two cores). Figures of trained runs depend on the CPU's kernels:
+# minutes on two cores), and docs/training.md's annealing comparison
+# (runs/doc-anneal*, four 300-step runs; twenty more). Figures of trained runs depend on the CPU's kernels:
 # docs/examples/PROVENANCE.txt records the commit and the CPU they came from.
 # After running it, paste the changed outputs into the docs.
 set -euo pipefail
@@ -64,6 +65,23 @@ keep = {k: s[k] for k in ("regressors", "regressor", "best", "natural_predicted"
 keep["proxy_targets"] = [p["target"] for p in s["proxies"]]
 json.dump(keep, open(out, "w"), indent=1, sort_keys=True)
 PY
+
+# docs/training.md: the quickstart run annealed on upweighted quality, and on
+# natural shares (two 300-step runs, about ten minutes on two cores).
+"$bin" data plan runs/quickstart-data --config configs/quickstart-anneal.toml | sed -n '/tokens per bucket and phase/,$p' \
+  > $ex/anneal-plan-phases.txt
+"$bin" train --config configs/quickstart-anneal.toml --run-dir runs/doc-anneal --move-aside --no-progress 2>/dev/null
+"$bin" train --config configs/quickstart-anneal.toml --run-dir runs/doc-anneal-natural --move-aside --no-progress \
+  --set 'phase[1].mixture="configs/data/quickstart-anneal-natural.toml"' 2>/dev/null
+"$bin" eval --ckpt runs/doc-anneal --no-progress > $ex/anneal-eval.txt
+"$bin" eval --ckpt runs/doc-anneal-natural --no-progress > $ex/anneal-natural-eval.txt
+# ... and a second seed of the parameters, for the noise.
+"$bin" train --config configs/quickstart-anneal.toml --run-dir runs/doc-anneal-s2 --move-aside --no-progress \
+  --set train.seed=2 2>/dev/null
+"$bin" train --config configs/quickstart-anneal.toml --run-dir runs/doc-anneal-natural-s2 --move-aside --no-progress \
+  --set train.seed=2 --set 'phase[1].mixture="configs/data/quickstart-anneal-natural.toml"' 2>/dev/null
+"$bin" eval --ckpt runs/doc-anneal-s2 --no-progress > $ex/anneal-eval-seed2.txt
+"$bin" eval --ckpt runs/doc-anneal-natural-s2 --no-progress > $ex/anneal-natural-eval-seed2.txt
 
 dirty=$(git diff --quiet -- . ':!docs/examples' || echo ' (with uncommitted changes)')
 {

@@ -151,7 +151,8 @@ ExitCode run_plan(const std::string& dir, const std::string& mixture, const std:
     if (seq_len == 0) seq_len = rc->train.seq_len;
   }
   if (seq_len == 0) seq_len = 1024;
-  if (mixture.empty()) return fail("data plan", Status::error("--mixture is required (or a --config naming one)"), ExitCode::kUsage);
+  if (mixture.empty())
+    return fail("data plan", Status::error("--mixture is required (or a --config naming one)"), ExitCode::kUsage);
   auto ds = Dataset::open(dir, ShardVerify::kHeadersOnly);
   if (!ds) return fail("data plan", ds.status());
   auto mx = load_mixture(mixture, sets);

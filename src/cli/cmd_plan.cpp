@@ -1,4 +1,4 @@
-// cmd_plan.cpp — `moetrain plan --model FILE --cluster FILE --layout FILE --tokens N
+// cmd_plan.cpp — `moetrain plan --model FILE --cluster FILE --layout FILE [--tokens N]
 // [--json] [--html OUT] [--set KEY=VALUE]... [--scaling-law NAME|FILE] [--search MODE]`.
 // Plans a training run on paper (src/plan/): memory per GPU, step time and
 // MFU, days and GPU-hours, failures and goodput, the param:data trade, the
@@ -90,7 +90,8 @@ void register_plan(CLI::App& app, CommandAction& run) {
   auto args = std::make_shared<PlanArgs>();
   CLI::App* sub = app.add_subcommand(
       "plan", "Plan a training run on paper: memory per GPU, step time, MFU, days, failures, goodput, param:data.");
-  sub->add_option("--model", args->model, "Model config (the trainer's TOML file, or a preset such as models/NAME)")
+  sub->add_option("--model", args->model, "Model config (the trainer's TOML file, or a preset such as models/NAME); a run config with "
+                  "[[phase]] tables is planned phase by phase, its steps and tokens as the trainer runs them")
       ->required();
   sub->add_option("--cluster", args->cluster, "Cluster file (configs/clusters/*.toml) or preset name (h100, gb200-nvl72, ...)")
       ->required();
@@ -147,7 +148,8 @@ void register_plan(CLI::App& app, CommandAction& run) {
         *tokens = double(sched->total_tokens());
         layout = run_phases_layout(*layout, *sched);
       }
-      if (!(*tokens > 0)) return fail(Status::error("--tokens is required (or a --model run config with [[phase]] tables)"));
+      if (!(*tokens > 0))
+        return fail(Status::error("--tokens is required (or a --model run config with [[phase]] tables)"));
       auto law = plan::load_scaling_law(args->law);
       if (!law) return fail(law.status());
 

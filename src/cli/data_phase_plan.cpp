@@ -33,10 +33,17 @@ ExitCode run_phase_plan(const std::string& dataset_dir, const RunConfig& given, 
   j["phases"] = json::array();
   for (size_t p = 0; p < sched->phases().size(); ++p) {
     const PhaseSpan& ph = sched->phases()[p];
-    json e = {{"name", ph.name},         {"first_step", ph.first_step}, {"steps", ph.steps},
-              {"global_batch", ph.global_batch}, {"ramp_from", ph.ramp_from}, {"seq_len", ph.seq_len},
-              {"sequences", ph.sequences}, {"tokens", ph.tokens()},       {"segment", ph.segment},
-              {"mixture", ph.mixture},   {"lr", lr_segment_name(ph.lr)}};
+    json e = {{"name", ph.name},
+              {"first_step", ph.first_step},
+              {"steps", ph.steps},
+              {"global_batch", ph.global_batch},
+              {"ramp_from", ph.ramp_from},
+              {"seq_len", ph.seq_len},
+              {"sequences", ph.sequences},
+              {"tokens", ph.tokens()},
+              {"segment", ph.segment},
+              {"mixture", ph.mixture},
+              {"lr", lr_segment_name(ph.lr)}};
     if (!per_phase.empty()) {
       e["bucket_tokens"] = json::object();
       for (const auto& [name, tokens] : per_phase[p]) e["bucket_tokens"][name] = tokens;
@@ -55,9 +62,13 @@ ExitCode run_phase_plan(const std::string& dataset_dir, const RunConfig& given, 
                 {"violations", m.plan.violations}};
     seg["buckets"] = json::array();
     for (const BucketPlan& b : m.plan.buckets)
-      seg["buckets"].push_back({{"name", b.name}, {"weight", b.weight}, {"full_sequences", b.full_sequences},
-                                {"sequences", b.sequences}, {"tokens_before", b.tokens_before},
-                                {"tokens_wanted", b.tokens_wanted}, {"tokens_available", b.tokens_available},
+      seg["buckets"].push_back({{"name", b.name},
+                                {"weight", b.weight},
+                                {"full_sequences", b.full_sequences},
+                                {"sequences", b.sequences},
+                                {"tokens_before", b.tokens_before},
+                                {"tokens_wanted", b.tokens_wanted},
+                                {"tokens_available", b.tokens_available},
                                 {"epochs", b.epochs}});
     j["segments"].push_back(seg);
   }
@@ -71,9 +82,10 @@ ExitCode run_phase_plan(const std::string& dataset_dir, const RunConfig& given, 
                "lr", "mixture");
     for (size_t p = 0; p < sched->phases().size(); ++p) {
       const PhaseSpan& ph = sched->phases()[p];
-      fmt::print("{:<4} {:<20} {:>8} {:>12} {:>14} {:>8} {:>9}  {}\n", p, ph.name.substr(0, 20), ph.steps,
-                 ph.ramp_from > 0 ? fmt::format("{}->{}", ph.ramp_from, ph.global_batch) : fmt::format("{}", ph.global_batch),
-                 ph.tokens(), ph.segment, lr_segment_name(ph.lr), ph.mixture);
+      fmt::print(
+          "{:<4} {:<20} {:>8} {:>12} {:>14} {:>8} {:>9}  {}\n", p, ph.name.substr(0, 20), ph.steps,
+          ph.ramp_from > 0 ? fmt::format("{}->{}", ph.ramp_from, ph.global_batch) : fmt::format("{}", ph.global_batch),
+          ph.tokens(), ph.segment, lr_segment_name(ph.lr), ph.mixture);
     }
     for (const SegmentMixture& m : *plans) {
       fmt::print("\nsegment {}: {} at scale {}/{}: {} of {} sequences of {} tokens\n", m.label, m.mixture.source,

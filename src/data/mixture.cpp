@@ -225,8 +225,7 @@ Result<MixturePlan> plan_mixture(const Dataset& ds, const Mixture& mx, int64_t s
     bp.tokens_available = B[b].train->n_tokens() + B[b].train->n_docs();
     bp.tokens_before = taken.empty() ? 0 : taken[b];
     const int64_t reach = bp.tokens_before + bp.tokens_wanted;
-    bp.epochs = bp.tokens_available > 0 ? double(reach) / double(bp.tokens_available)
-                                        : (reach > 0 ? INFINITY : 0.0);
+    bp.epochs = bp.tokens_available > 0 ? double(reach) / double(bp.tokens_available) : (reach > 0 ? INFINITY : 0.0);
     if (double(reach) > mx.max_epochs * double(bp.tokens_available)) {
       const double short_by = double(reach) - mx.max_epochs * double(bp.tokens_available);
       plan.violations.push_back(fmt::format(

@@ -71,7 +71,8 @@ Result<std::unique_ptr<MixtureSampler>> MixtureSampler::open(std::shared_ptr<con
   State zero;
   zero.count.assign(s->plan_.buckets.size(), 0);
   zero.cursor.assign(s->plan_.buckets.size(), Cursor());
-  for (size_t b = 0; b < s->plan_.buckets.size(); ++b) s->advance(int32_t(b), zero.cursor[b], s->plan_.buckets[b].tokens_before);
+  for (size_t b = 0; b < s->plan_.buckets.size(); ++b)
+    s->advance(int32_t(b), zero.cursor[b], s->plan_.buckets[b].tokens_before);
   s->snapshots_.push_back(std::move(zero));
   s->desc_ = fmt::format("dataset {} ({} buckets, {} in the mixture; fingerprint {}), mixture {} (hash {}) at scale "
                          "{}/{}: {} sequences of {} tokens, seed {}",

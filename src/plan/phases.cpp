@@ -54,8 +54,8 @@ std::vector<RampLevel> exact_levels(const std::vector<std::pair<int64_t, int64_t
   return out;
 }
 
-Result<PhasePlan> plan_phase(const ModelConfig& m, int64_t model_seq_len, const ClusterConfig& c,
-                             const LayoutConfig& l, const std::string& name, double tokens, int64_t ramp_from,
+Result<PhasePlan> plan_phase(const ModelConfig& m, int64_t model_seq_len, const ClusterConfig& c, const LayoutConfig& l,
+                             const std::string& name, double tokens, int64_t ramp_from,
                              const std::vector<std::pair<int64_t, int64_t>>& batch_steps = {}) {
   PhasePlan ph;
   ph.name = name;

@@ -206,12 +206,14 @@ Status write_run_report(const std::string& run_dir, const std::string& out_path,
   std::vector<Series> ls = {{"train loss", loss, "", false, false}, {"EMA(0.1)", ema(loss, 0.1), "", false, false}};
   if (!eval_loss.empty()) ls.push_back({"eval loss", eval_loss, "", true, true});
   page.begin_row();
-  page.figure(chart("Loss", "cross-entropy (nats/token)", ls, Scale::kLinear, pl), "Training loss per step and its moving average.");
+  page.figure(chart("Loss", "cross-entropy (nats/token)", ls, Scale::kLinear, pl),
+              "Training loss per step and its moving average.");
   page.figure(chart("Learning rate", "lr", {{"lr", lr, "", false, false}}, Scale::kLinear, pl), "Schedule as applied.");
   page.end_row();
   page.begin_row();
-  page.figure(chart("Gradient norm (before clipping)", "L2 norm", {{"grad norm", gnorm, "", false, false}}, Scale::kLog, pl),
-              "Global gradient norm.");
+  page.figure(
+      chart("Gradient norm (before clipping)", "L2 norm", {{"grad norm", gnorm, "", false, false}}, Scale::kLog, pl),
+      "Global gradient norm.");
   page.figure(chart("Throughput", "MFU (%)", {{"MFU %", mfu, "", false, false}}, Scale::kLinear, pl),
               fmt::format("Median {:.0f} tokens/s.", median(tps)));
   page.end_row();
@@ -224,12 +226,14 @@ Status write_run_report(const std::string& run_dir, const std::string& out_path,
     std::vector<Series> ss;
     for (size_t l = 0; l < load_spread.size(); ++l)
       ss.push_back({fmt::format("MoE layer {}", l), load_spread[l], "", false, false});
-    page.figure(chart("Expert load imbalance", "max / mean load", ss, Scale::kLinear, pl), "1.0 = every expert equally loaded.");
+    page.figure(chart("Expert load imbalance", "max / mean load", ss, Scale::kLinear, pl),
+                "1.0 = every expert equally loaded.");
     page.end_row();
     if (!dropped.empty()) {
       Points pct;
       for (auto [s, v] : dropped) pct.push_back({s, 100.0 * v});
-      page.figure(chart("Dropped by capacity", "% of routed assignments", {{"dropped", pct, "", false, false}}, Scale::kLinear, pl),
+      page.figure(chart("Dropped by capacity", "% of routed assignments", {{"dropped", pct, "", false, false}},
+                        Scale::kLinear, pl),
                   "Assignments over an expert's static capacity.");
     }
     if (!bucket_dropped.empty() && last.contains("bucket_tokens") && last["bucket_tokens"].is_object()) {

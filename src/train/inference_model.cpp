@@ -1,6 +1,8 @@
 // inference_model.cpp — checkpoint to parameters, and the run's tokenizer.
 #include "train/inference_model.h"
 
+#include "train/phase_schedule.h"
+
 #include <filesystem>
 
 #include "ckpt/checkpoint.h"
@@ -53,6 +55,15 @@ Result<InferenceModel> load_inference_model(const std::string& dir) {
   m.ckpt_dir = ck.dir;
   m.step = ck.step;
   m.cfg = cfg.value();
+  // A run in phases: the model as its last step trained it (a longer
+  // context's sequence length and RoPE base), for eval, generate and export.
+  if (!m.cfg.phases.empty() && m.step > 0) {
+    auto sched = PhaseSchedule::make(m.cfg);
+    if (!sched) return sched.status();
+    const PhaseSpan& ph = sched->phases()[sched->phase_at(std::min(m.step, sched->total_steps()) - 1)];
+    m.cfg.model.rope_theta = ph.rope_theta;
+    m.cfg.train.seq_len = ph.seq_len;
+  }
   m.offsets = build_layout(m.cfg.model, m.layout);
   m.params.resize(size_t(m.layout.total()));
   for (const auto& e : m.layout.entries())

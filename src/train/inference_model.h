@@ -38,7 +38,8 @@ class TextCodec {
 struct InferenceModel {
   std::string ckpt_dir;                 // the step_XXXXXXXX directory read
   int64_t step = 0;
-  RunConfig cfg;                        // as saved in the checkpoint
+  RunConfig cfg;  // as saved in the checkpoint; a phased run's model.rope_theta and
+                  // train.seq_len are those of the phase its last step ran
   ParamLayout layout;
   ModelOffsets offsets;
   std::vector<float> params;            // flat, layout order

@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 
 #include "core/check.h"
 #include "optim/lr_schedule.h"
@@ -36,13 +38,15 @@ Status expand(const PhaseConfig& pc, size_t i, const RunConfig& c, int64_t rest_
   ph.rope_theta = pc.rope_theta > 0 ? pc.rope_theta : c.model.rope_theta;
   if (pc.seq_len > 0 && pc.seq_len != t.seq_len) {
     if (c.data.dataset.empty())
-      return o.error(key(i, "seq_len"), "a phase's own sequence length needs data.dataset (each length reads its own "
-                                        "data segment of one pool of documents)");
+      return o.error(key(i, "seq_len"),
+                     "a phase's own sequence length needs data.dataset (each length reads its own "
+                     "data segment of one pool of documents)");
     if (Status v = c.model.validate(o, ph.seq_len); !v)
       return o.error(key(i, "seq_len"), fmt::format("{} tokens: {}", ph.seq_len, v.message()));
     if (c.model.n_experts > 0 && (t.batch_size * ph.seq_len) % c.model.group_size(ph.seq_len) != 0)
       return o.error(key(i, "seq_len"), fmt::format("the routing group of {} tokens must divide batch_size x seq_len = "
-                                                    "{}", c.model.group_size(ph.seq_len), t.batch_size * ph.seq_len));
+                                                    "{}",
+                                                    c.model.group_size(ph.seq_len), t.batch_size * ph.seq_len));
   }
   ph.lr = pc.lr;
   ph.aux_loss_coef = pc.aux_loss_coef;
@@ -53,12 +57,13 @@ Status expand(const PhaseConfig& pc, size_t i, const RunConfig& c, int64_t rest_
     return o.error(key(i, "mixture"), "a phase's mixture needs data.dataset (a `moetrain data build` directory)");
   if (ph.global_batch % q != 0)
     return o.error(key(i, "global_batch"), fmt::format("{} sequences is not a multiple of train.batch_size = {} (the "
-                                                       "sequences of one micro-batch)", ph.global_batch, q));
+                                                       "sequences of one micro-batch)",
+                                                       ph.global_batch, q));
   if (pc.ramp_from > 0 && pc.ramp_from >= ph.global_batch)
     return o.error(key(i, "ramp_from"), fmt::format("{} sequences must be below the phase's global batch {} (a ramp "
-                                                    "grows the batch)", pc.ramp_from, ph.global_batch));
-  if (pc.steps > 0 && pc.tokens > 0)
-    return o.error(key(i, "tokens"), "give the phase's length once: steps or tokens");
+                                                    "grows the batch)",
+                                                    pc.ramp_from, ph.global_batch));
+  if (pc.steps > 0 && pc.tokens > 0) return o.error(key(i, "tokens"), "give the phase's length once: steps or tokens");
   const double step_tokens = double(ph.global_batch) * double(ph.seq_len);
   if (pc.ramp_from == 0) {
     ph.steps = pc.steps > 0 ? pc.steps : pc.tokens > 0 ? int64_t(std::ceil(pc.tokens / step_tokens)) : rest_steps;
@@ -97,7 +102,8 @@ Status resolve_phase_steps(RunConfig& c) {
     if (!has_length(c.phases[i])) {
       if (rest >= 0)
         return o.error(key(i, "steps"), fmt::format("phase[{}] and phase[{}] both have no length (steps or tokens); "
-                                                    "one phase at most takes the rest of train.steps", rest, i));
+                                                    "one phase at most takes the rest of train.steps",
+                                                    rest, i));
       rest = int64_t(i);
       continue;
     }
@@ -108,8 +114,9 @@ Status resolve_phase_steps(RunConfig& c) {
   }
   if (rest >= 0) {
     if (!o.was_set("train.steps"))
-      return o.error(key(size_t(rest), "steps"), "the phase has no length: give steps or tokens, or set train.steps "
-                                                 "for it to take what the other phases leave");
+      return o.error(key(size_t(rest), "steps"),
+                     "the phase has no length: give steps or tokens, or set train.steps "
+                     "for it to take what the other phases leave");
     if (c.train.steps <= given)
       return o.error("train.steps", fmt::format("{} steps leave nothing for phase[{}] (the other phases take {})",
                                                 c.train.steps, rest, given));
@@ -117,7 +124,8 @@ Status resolve_phase_steps(RunConfig& c) {
   }
   if (o.was_set("train.steps") && c.train.steps != given)
     return o.error("train.steps", fmt::format("{} steps, but the phases add up to {} (leave train.steps out, or one "
-                                              "phase's length, to let the other give it)", c.train.steps, given));
+                                              "phase's length, to let the other give it)",
+                                              c.train.steps, given));
   c.train.steps = given;
   return Status::ok();
 }
@@ -146,8 +154,8 @@ Result<PhaseSchedule> PhaseSchedule::make(const RunConfig& c) {
     MT_RETURN_IF_ERROR(expand(configs[i], i, c, t.steps - given, ph));
     ph.first_step = step;
     step += ph.steps;
-    const bool same = !s.segments_.empty() && s.segments_.back().mixture == ph.mixture &&
-                      s.segments_.back().seq_len == ph.seq_len;
+    const bool same =
+        !s.segments_.empty() && s.segments_.back().mixture == ph.mixture && s.segments_.back().seq_len == ph.seq_len;
     if (!same) s.segments_.push_back(DataSegment{ph.mixture, ph.seq_len, int64_t(i), 0, 0});
     DataSegment& seg = s.segments_.back();
     ph.segment = int64_t(s.segments_.size()) - 1;
@@ -200,9 +208,12 @@ double PhaseSchedule::learning_rate(int64_t step) const {
   const ScheduleParams& s = schedule_;
   const double x = double(step - p.first_step + 1) / double(p.steps), min_lr = s.lr * s.min_lr_ratio;
   switch (p.lr) {
-    case LrSegment::kSchedule: return mt::learning_rate(s, step, total_steps_);
-    case LrSegment::kWarmup: return s.lr * x;
-    case LrSegment::kStable: return s.lr;
+    case LrSegment::kSchedule:
+      return mt::learning_rate(s, step, total_steps_);
+    case LrSegment::kWarmup:
+      return s.lr * x;
+    case LrSegment::kStable:
+      return s.lr;
     case LrSegment::kDecay:
       return s.kind == ScheduleKind::kCosine ? min_lr + 0.5 * (s.lr - min_lr) * (1.0 + std::cos(M_PI * x))
                                              : s.lr + (min_lr - s.lr) * x;
@@ -212,9 +223,11 @@ double PhaseSchedule::learning_rate(int64_t step) const {
 
 Result<int64_t> PhaseSchedule::stop_step(const std::string& spec) const {
   if (!spec.empty() && std::all_of(spec.begin(), spec.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
-    const int64_t s = std::stoll(spec);
-    if (s < 1) return Status::errorf("--stop-at: {} is not a step (steps count from 1)", spec);
-    return s;
+    errno = 0;
+    const long long s = std::strtoll(spec.c_str(), nullptr, 10);
+    if (s < 1 || errno == ERANGE)
+      return Status::errorf("--stop-at: {} is not a step of a run (steps count from 1 to 2^63 - 1)", spec);
+    return int64_t(s);
   }
   std::string names;
   for (const PhaseSpan& p : phases_) {

@@ -23,17 +23,17 @@
 namespace mt {
 
 struct PhaseSpan {
-  std::string name;            // the config's, or "phase N"
-  int64_t first_step = 0;      // index of its first step in the run (0-based)
+  std::string name;        // the config's, or "phase N"
+  int64_t first_step = 0;  // index of its first step in the run (0-based)
   int64_t steps = 0;
-  int64_t global_batch = 0;    // sequences per step (the last, for a ramp)
-  int64_t ramp_from = 0;       // 0 = constant batch
+  int64_t global_batch = 0;  // sequences per step (the last, for a ramp)
+  int64_t ramp_from = 0;     // 0 = constant batch
   int64_t seq_len = 0;
-  double rope_theta = 0;       // resolved
-  std::string mixture;         // resolved ("" without a dataset)
+  double rope_theta = 0;  // resolved
+  std::string mixture;    // resolved ("" without a dataset)
   LrSegment lr = LrSegment::kSchedule;
   double aux_loss_coef = -1, z_loss_coef = -1, mtp_loss_weight = -1;  // < 0 = the model's
-  int64_t segment = 0;         // index of its data segment
+  int64_t segment = 0;                                                // index of its data segment
   int64_t first_sequence = 0;  // in its segment: sequences read by the segment's earlier phases
   int64_t sequences = 0;       // sequences it reads
   // A ramp: sequences each step reads, and how many the phase read before it.
@@ -47,7 +47,7 @@ struct DataSegment {
   std::string mixture;
   int64_t seq_len = 0;
   int64_t first_phase = 0, phases = 0;
-  int64_t sequences = 0;       // read by its phases together
+  int64_t sequences = 0;  // read by its phases together
 };
 
 class PhaseSchedule {
@@ -62,10 +62,10 @@ class PhaseSchedule {
 
   // Of optimizer step `step` (0-based, < total_steps()):
   size_t phase_at(int64_t step) const;
-  int64_t batch_at(int64_t step) const;          // sequences
-  int64_t micro_batches(int64_t step) const;     // batch_at / train.batch_size
-  int64_t first_sequence(int64_t step) const;    // index in its segment of its first sequence
-  double learning_rate(int64_t step) const;      // before any spike-guard factor
+  int64_t batch_at(int64_t step) const;        // sequences
+  int64_t micro_batches(int64_t step) const;   // batch_at / train.batch_size
+  int64_t first_sequence(int64_t step) const;  // index in its segment of its first sequence
+  double learning_rate(int64_t step) const;    // before any spike-guard factor
   // Tokens trained by steps [0, step); step may equal total_steps().
   int64_t tokens_before(int64_t step) const;
   int64_t total_tokens() const { return tokens_before(total_steps_); }
@@ -77,7 +77,7 @@ class PhaseSchedule {
  private:
   bool phased_ = false;
   int64_t total_steps_ = 0;
-  int64_t micro_ = 1;          // train.batch_size
+  int64_t micro_ = 1;  // train.batch_size
   ScheduleParams schedule_;
   std::vector<PhaseSpan> phases_;
   std::vector<DataSegment> segments_;

@@ -28,8 +28,10 @@ using Ledger = std::vector<std::pair<std::string, int64_t>>;
 void add_ledger(Ledger& into, const Ledger& l, int64_t sign = 1) {
   for (const auto& [name, tokens] : l) {
     auto it = std::find_if(into.begin(), into.end(), [&](const auto& e) { return e.first == name; });
-    if (it == into.end()) into.emplace_back(name, sign * tokens);
-    else it->second += sign * tokens;
+    if (it == into.end())
+      into.emplace_back(name, sign * tokens);
+    else
+      it->second += sign * tokens;
   }
 }
 
@@ -47,12 +49,16 @@ Result<std::vector<SegmentMixture>> plan_segments(const Dataset& ds, const Phase
     if (!out.empty()) {
       const Mixture& first = out.front().mixture;
       if (m.mixture.seed != first.seed)
-        return Status::errorf("{}: {}: seed = {} differs from {}'s seed = {}: the phases read one pool of documents "
-                              "in one order per bucket", m.label, seg.mixture, m.mixture.seed, first.source, first.seed);
+        return Status::errorf(
+            "{}: {}: seed = {} differs from {}'s seed = {}: the phases read one pool of documents "
+            "in one order per bucket",
+            m.label, seg.mixture, m.mixture.seed, first.source, first.seed);
       if (m.mixture.scale_num * first.scale_den != first.scale_num * m.mixture.scale_den)
-        return Status::errorf("{}: {}: scale = {}/{} differs from {}'s {}/{}: every phase of a run is downsampled by "
-                              "one ratio", m.label, seg.mixture, m.mixture.scale_num, m.mixture.scale_den,
-                              first.source, first.scale_num, first.scale_den);
+        return Status::errorf(
+            "{}: {}: scale = {}/{} differs from {}'s {}/{}: every phase of a run is downsampled by "
+            "one ratio",
+            m.label, seg.mixture, m.mixture.scale_num, m.mixture.scale_den, first.source, first.scale_num,
+            first.scale_den);
     }
     auto plan = plan_mixture(ds, m.mixture, seg.seq_len, taken);
     if (!plan) return Status::errorf("{}: {}", m.label, plan.status().message());
@@ -75,16 +81,19 @@ Status check_segments(const std::vector<SegmentMixture>& plans, const PhaseSched
     }
     const int64_t reads = s.segments()[i].sequences;
     if (reads > m.plan.sequences) {
-      msg += fmt::format("\n  {} ({}): reads {} sequences ({} tokens) but total_tokens x scale = {} x {}/{} allows {} "
-                         "sequences of {} tokens; raise total_tokens or scale, or shorten the phase",
-                         m.label, m.mixture.source, reads, reads * m.plan.seq_len, m.mixture.total_tokens,
-                         m.plan.scale_num, m.plan.scale_den, m.plan.sequences, m.plan.seq_len);
+      msg += fmt::format(
+          "\n  {} ({}): reads {} sequences ({} tokens) but total_tokens x scale = {} x {}/{} allows {} "
+          "sequences of {} tokens; raise total_tokens or scale, or shorten the phase",
+          m.label, m.mixture.source, reads, reads * m.plan.seq_len, m.mixture.total_tokens, m.plan.scale_num,
+          m.plan.scale_den, m.plan.sequences, m.plan.seq_len);
       ++n;
     }
   }
   if (n == 0) return Status::ok();
-  return Status::errorf("the run's data plan is refused ({} problem{}; no document is read twice unless max_epochs "
-                        "allows it):{}", n, n == 1 ? "" : "s", msg);
+  return Status::errorf(
+      "the run's data plan is refused ({} problem{}; no document is read twice unless max_epochs "
+      "allows it):{}",
+      n, n == 1 ? "" : "s", msg);
 }
 
 Result<std::unique_ptr<PhasedData>> PhasedData::open(const RunConfig& c, PhaseSchedule s) {
@@ -187,9 +196,10 @@ Result<std::pair<int64_t, int64_t>> PhasedData::skip_for_rollback(int64_t spike,
   const int64_t begin = same ? sched_.first_sequence(to) : 0;
   const int64_t needed = sched_.segments()[seg].sequences + (before - begin);
   if (needed > src_[seg]->capacity())
-    return Status::errorf("skipping {} sequences, the run would need {} sequences of {}, more than its data plans ({}): "
-                          "give the mixture headroom (a larger scale or total_tokens) or use spike.policy = \"skip\"",
-                          before - from, needed, segment_label(sched_, sched_.segments()[seg]), src_[seg]->capacity());
+    return Status::errorf(
+        "skipping {} sequences, the run would need {} sequences of {}, more than its data plans ({}): "
+        "give the mixture headroom (a larger scale or total_tokens) or use spike.policy = \"skip\"",
+        before - from, needed, segment_label(sched_, sched_.segments()[seg]), src_[seg]->capacity());
   skip_[seg] = before - begin;
   return std::make_pair(from, before);
 }

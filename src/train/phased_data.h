@@ -23,7 +23,7 @@ class Dataset;
 // One data segment's mixture planned against the pool the earlier segments
 // left (tokens_before of each bucket).
 struct SegmentMixture {
-  std::string label;       // 'phase[1] "main"' or 'phases[0..1] "ramp" .. "main"'
+  std::string label;  // 'phase[1] "main"' or 'phases[0..1] "ramp" .. "main"'
   Mixture mixture;
   MixturePlan plan;
   std::vector<int64_t> taken;  // per dataset bucket: full-scale tokens of the earlier segments

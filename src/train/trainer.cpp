@@ -78,7 +78,8 @@ Status check_trainer_limits(const RunConfig& cfg) {
   const bool on_disk = cfg.stream.enabled && cfg.stream.store == StreamStore::kDisk;
   const double state_bytes = on_disk ? 0.0 : param_bytes;
   double need = state_bytes + rough_acts;
-  if (need < limit) need = state_bytes + double(Transformer::activation_bytes(cfg.model, tc.batch_size, T, tc.precision));
+  if (need < limit)
+    need = state_bytes + double(Transformer::activation_bytes(cfg.model, tc.batch_size, T, tc.precision));
   if (need > limit)
     return Status::errorf(
         "{}: the run needs about {:.3g} GiB (parameters, gradients, optimizer state and activations of one "
@@ -107,15 +108,17 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
   // The periodic eval reads train.eval_batches batches from each bucket's
   // held-out split; a bucket too small for them is left out, and said so.
   if (tc.eval_every > 0 && !cfg.data.dataset.empty()) {
-    auto fits = check_held_out_fits(t->data_->eval_source(), {tc.batch_size, tc.seq_len, tc.eval_batches},
+    auto fits = check_held_out_fits(t->data_->eval_source(),
+                                    {tc.batch_size, t->schedule().phases().front().seq_len, tc.eval_batches},
                                     fmt::format("{}: train.eval_batches", cfg.source));
     if (!fits) return fits.status();
     if (!fits.value().empty() && t->is_root()) fmt::print(stderr, "# warning: {}\n", fits.value());
   }
   t->health_ = std::make_unique<HealthMonitor>(tc, t->dist_->world, opt.run_dir);
-  t->model_ = t->make_model(t->schedule().phases().front(), tc.activation_checkpointing == ActivationCheckpointing::kLayers
-                                                               ? LayerActivations::kRecompute
-                                                               : LayerActivations::kKeep);
+  t->model_ =
+      t->make_model(t->schedule().phases().front(), tc.activation_checkpointing == ActivationCheckpointing::kLayers
+                                                        ? LayerActivations::kRecompute
+                                                        : LayerActivations::kKeep);
   const ParamLayout& L = t->model_->layout();
   // The store (the whole model, or this rank's shard) and the optimizer
   MT_RETURN_IF_ERROR(t->init_local_params());
@@ -213,7 +216,8 @@ double Trainer::flops_of(const StepResult& r) const {
   const TrainConfig& tc = cfg_.train;
   // A step not yet run: the next one (the last, past the end).
   const int64_t T = model_->seq_len();
-  const int64_t tokens = r.tokens > 0 ? r.tokens : schedule().batch_at(std::min(step_, schedule().total_steps() - 1)) * T;
+  const int64_t tokens =
+      r.tokens > 0 ? r.tokens : schedule().batch_at(std::min(step_, schedule().total_steps() - 1)) * T;
   return step_flops(cfg_.model, T, double(tokens), r.dropped);
 }
 
@@ -241,16 +245,15 @@ StepResult Trainer::train_step() {
   model_->set_mtp_loss_weight(
       phase.mtp_loss_weight >= 0
           ? phase.mtp_loss_weight
-          : mtp_loss_weight_at(cfg_.model, sched.tokens_before(step_) +
-                                               (data_->position(step_) - sched.first_sequence(step_)) * T));
+          : mtp_loss_weight_at(
+                cfg_.model, sched.tokens_before(step_) + (data_->position(step_) - sched.first_sequence(step_)) * T));
   model_->set_router_loss_coefs(phase.aux_loss_coef >= 0 ? phase.aux_loss_coef : cfg_.model.aux_loss_coef,
                                 phase.z_loss_coef >= 0 ? phase.z_loss_coef : cfg_.model.z_loss_coef);
   r.bucket_dropped.assign(data_->bucket_names().size(), 0);
   for (int64_t micro = 0; micro < accum; ++micro) {
     // This rank's slice of the micro-batch (all of it in one process).
     const int64_t first = micro * tc.batch_size + batch_offset();
-    for (int64_t b = 0; b < local_batch(); ++b)
-      data_->sequence(step_, first + b, T, ahead, batch_.data() + b * stride);
+    for (int64_t b = 0; b < local_batch(); ++b) data_->sequence(step_, first + b, T, ahead, batch_.data() + b * stride);
     ForwardStats st = forward_backward(grad_scale, bias);
     r.loss += st.loss / double(accum);
     r.mtp_loss += st.mtp_loss / double(accum);
@@ -333,7 +336,8 @@ void Trainer::evaluate(StepResult& r) {
   const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
   const HeldOutShape shape{tc.batch_size, model_->seq_len(), tc.eval_batches, local_batch(), batch_offset()};
   HeldOutLosses h = held_out_losses(
-      data_->eval_source(), shape, batch_.data(), [&](bool ok) { return all_ranks(ok); }, [&] { return forward_loss(bias); });
+      data_->eval_source(), shape, batch_.data(), [&](bool ok) { return all_ranks(ok); },
+      [&] { return forward_loss(bias); });
   r.eval_loss = h.eval_loss;
   r.bucket_eval_loss = std::move(h.buckets);
 }
@@ -363,9 +367,10 @@ void Trainer::print_ledger() const {
   for (size_t b = 0; b < ledger.size(); ++b) {
     const auto& [name, tokens] = ledger[b];
     const int64_t d = b < dropped_total_.size() ? dropped_total_[b] : 0;
-    fmt::print(stderr, "#   {:<36} {:>12}{}\n", name, tokens,
-               drops ? fmt::format(" {:>12} {:>8.2f}%", d, tokens > 0 ? 100.0 * double(d) / (double(tokens) * per_token) : 0.0)
-                     : "");
+    fmt::print(
+        stderr, "#   {:<36} {:>12}{}\n", name, tokens,
+        drops ? fmt::format(" {:>12} {:>8.2f}%", d, tokens > 0 ? 100.0 * double(d) / (double(tokens) * per_token) : 0.0)
+              : "");
   }
 }
 
@@ -454,16 +459,18 @@ Status Trainer::run() {
       const double mfu = flops_of(r) / r.seconds / (peak_gflops_ * 1e9);
       progress.update(
           r.step, tc.steps,
-          fmt::format("{}loss {:.4f}", r.phase.empty() ? std::string() : r.phase + " | ", r.loss) + fmt::format("{} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% | dropped {:.1f}%{} | ETA {}",
-                      cfg_.model.mtp_depth > 0 ? fmt::format(" | mtp {:.4f} x {:.2g}", r.mtp_loss, r.mtp_weight)
-                                               : std::string(),
-                      r.lr, tps, 100.0 * mfu, r.assignments ? 100.0 * double(r.dropped) / double(r.assignments) : 0.0,
-                      r.compute_memory_bytes > 0  // a streamed step
-                          ? fmt::format(" | streamed {:.0f} MB, stall {:.1f}%",
-                                        1e-6 * double(r.stream_bytes_in + r.stream_bytes_out),
-                                        100.0 * r.stream_stall_s / r.seconds)
-                          : std::string(),
-                      ProgressLine::format_eta(ema_seconds * double(tc.steps - r.step))));
+          fmt::format("{}loss {:.4f}", r.phase.empty() ? std::string() : r.phase + " | ", r.loss) +
+              fmt::format("{} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% | dropped {:.1f}%{} | ETA {}",
+                          cfg_.model.mtp_depth > 0 ? fmt::format(" | mtp {:.4f} x {:.2g}", r.mtp_loss, r.mtp_weight)
+                                                   : std::string(),
+                          r.lr, tps, 100.0 * mfu,
+                          r.assignments ? 100.0 * double(r.dropped) / double(r.assignments) : 0.0,
+                          r.compute_memory_bytes > 0  // a streamed step
+                              ? fmt::format(" | streamed {:.0f} MB, stall {:.1f}%",
+                                            1e-6 * double(r.stream_bytes_in + r.stream_bytes_out),
+                                            100.0 * r.stream_stall_s / r.seconds)
+                              : std::string(),
+                          ProgressLine::format_eta(ema_seconds * double(tc.steps - r.step))));
     }
     const bool periodic = tc.checkpoint_every > 0 && r.step % tc.checkpoint_every == 0;
     if (!opt_.run_dir.empty() && (periodic || r.step == tc.steps || r.step == last))

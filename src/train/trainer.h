@@ -64,7 +64,6 @@ Status check_trainer_limits(const RunConfig& cfg);
 // (only if every learning rate and batch already applied is unchanged).
 Status check_run_length_change(const std::string& dir, const RunConfig& was, const RunConfig& now, int64_t step);
 
-
 class Trainer {
  public:
   static Result<std::unique_ptr<Trainer>> create(const RunConfig& cfg, const TrainerOptions& opt);
@@ -104,7 +103,8 @@ class Trainer {
   // The model of a phase's shape (sequence length, RoPE base) over the same parameters.
   std::unique_ptr<Transformer> make_model(const PhaseSpan& ph, LayerActivations acts) const;
   Status enter_phase(int64_t step);  // the model (and EP buffers) for the phase of step `step`
-  void print_ledger() const;  // rank 0, at the end: tokens and capacity drops per bucket  // phased runs: events.jsonl's phase_end, with the phase's ledger
+  void print_ledger() const;         // rank 0, at the end: tokens and capacity drops per bucket  // phased runs:
+                                     // events.jsonl's phase_end, with the phase's ledger
 
   // Distribution (trainer_dist.cpp): one path for any world size; a single
   // process runs it as a world of one.

@@ -63,12 +63,17 @@ Status check_run_length_change(const std::string& dir, const RunConfig& was_cfg,
   if (!b_sched) return b_sched.status();
   for (int64_t s = 0; s < step; ++s) {
     const double a = a_sched->learning_rate(s), b = b_sched->learning_rate(s);
-    if (a != b || a_sched->batch_at(s) != b_sched->batch_at(s))
-      return Status::errorf(
-          "{}: train.steps {} -> {} would change the learning rate or batch already applied at step {} ({:.6g} -> "
-          "{:.6g}); a run can be extended only while nothing applied depends on its length (schedule = \"wsd\" "
-          "before its decay starts, or \"constant\"). Keep train.steps = {}, or start a new run (--move-aside)",
-          dir, was.steps, now.steps, s + 1, a, b, was.steps);
+    const int64_t ba = a_sched->batch_at(s), bb = b_sched->batch_at(s);
+    if (a == b && ba == bb) continue;
+    const std::string what = a != b ? fmt::format("the learning rate already applied at step {} ({:.6g} -> {:.6g})",
+                                                  s + 1, a, b)
+                                    : fmt::format("the batch already trained at step {} ({} -> {} sequences)", s + 1,
+                                                  ba, bb);
+    return Status::errorf(
+        "{}: train.steps {} -> {} would change {}; a run can be extended only while nothing applied depends on its "
+        "length (schedule = \"wsd\" before its decay starts, or \"constant\"). Keep train.steps = {}, or start a "
+        "new run (--move-aside)",
+        dir, was.steps, now.steps, what, was.steps);
   }
   fmt::print(stderr, "# train.steps {} -> {}: the learning rates of steps 1..{} are unchanged; the schedule ({}) now "
                      "ends at step {}\n",
@@ -161,8 +166,7 @@ Status Trainer::restore(const std::string& dir, bool keep_spike_counters) {
   // or the mixture changed under the same paths.
   if (ck.state.contains("data") && ck.state["data"].contains("bucket_tokens")) {
     nlohmann::json now = nlohmann::json::object();
-    for (const auto& [name, tokens] : data_->ledger(step_))
-      now[name] = tokens;
+    for (const auto& [name, tokens] : data_->ledger(step_)) now[name] = tokens;
     if (now != ck.state["data"]["bucket_tokens"])
       return Status::errorf("{}: the data stream differs from the one this checkpoint was trained on (per-bucket "
                             "token ledger {} at save, {} now): the dataset or mixture changed",
@@ -195,7 +199,8 @@ Status Trainer::rollback(int64_t spike_step) {
   // not the data's fault: stop rather than skip data forever.
   MT_RETURN_IF_ERROR(health_->rolled_back(spike_step, step_));
   auto skipped = data_->skip_for_rollback(spike, step_, spike_end);
-  if (!skipped) return Status::errorf("step {}: rolling back to step {}: {}", spike_step, step_, skipped.status().message());
+  if (!skipped)
+    return Status::errorf("step {}: rolling back to step {}: {}", spike_step, step_, skipped.status().message());
   const auto [from, to] = *skipped;
   record_skipped(spike, from, to);
   refresh_bf16_params();

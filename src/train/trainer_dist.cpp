@@ -91,10 +91,11 @@ Status Trainer::setup_dist(const TrainerOptions& opt) {
   const int64_t Bl = tc.batch_size / N;
   for (const PhaseSpan& ph : data_->schedule().phases())  // every phase's sequence length
     if (cfg_.model.n_experts > 0 && (Bl * ph.seq_len) % cfg_.model.group_size(ph.seq_len) != 0)
-      return Status::errorf("{}: model.routing_group = {} tokens must divide each rank's {} tokens per micro-batch "
-                            "(batch_size / ranks x seq_len{}), so no routing group straddles two ranks",
-                            cfg_.source, cfg_.model.group_size(ph.seq_len), Bl * ph.seq_len,
-                            ph.seq_len != tc.seq_len ? fmt::format(" of {}", ph.name) : "");
+      return Status::errorf(
+          "{}: model.routing_group = {} tokens must divide each rank's {} tokens per micro-batch "
+          "(batch_size / ranks x seq_len{}), so no routing group straddles two ranks",
+          cfg_.source, cfg_.model.group_size(ph.seq_len), Bl * ph.seq_len,
+          ph.seq_len != tc.seq_len ? fmt::format(" of {}", ph.name) : "");
   if (tc.threads == 0 && N > 1) set_num_threads(default_rank_threads());
   dist_ = std::make_unique<Dist>(w, shape.value());
   dist_->local_batch = Bl;
@@ -138,8 +139,9 @@ Status Trainer::init_local_params() {
       std::copy(full.begin() + r.lo, full.begin() + r.hi, store_->params().begin() + r.local);
     optim_->init_radii(full.data());
   }
-  if (d.shape.ep > 1) d.ep = std::make_unique<EpDispatcher>(d.mesh->ep(), cfg_.model, d.local_batch, model_->seq_len(),
-                                           cfg_.dist.ep_overlap ? EpOverlap::kOn : EpOverlap::kOff);
+  if (d.shape.ep > 1)
+    d.ep = std::make_unique<EpDispatcher>(d.mesh->ep(), cfg_.model, d.local_batch, model_->seq_len(),
+                                          cfg_.dist.ep_overlap ? EpOverlap::kOn : EpOverlap::kOff);
   StreamOptions so{cfg_.stream.prefetch_layers, cfg_.stream.io_threads, cfg_.stream.expert_density, {}};
   for (const ParamEntry& e : L.entries())
     if (e.expert >= 0) so.expert_tensors.push_back({e.offset, e.numel});

@@ -112,7 +112,8 @@ TEST(CliReference, ShowsOptionsWithTheirDefaults) {
       {"bench", "--steps", "`INT`, in [1, 100000]", "`4`", ""},
       {"ckpt inspect", "<dir>", "`TEXT`", "", "yes"},
       {"data build", "--config", "`TEXT`", "", "yes"},
-      {"data plan", "--mixture", "`TEXT`", "", "yes"},
+      {"data plan", "--mixture", "`TEXT`", "", ""},  // a --config may name it
+      {"plan", "--model", "`TEXT`", "", "yes"},
       {"plan", "--search", "`TEXT`, one of `auto`, `layers`, `experts`, `none`", "`auto`", ""},
       {"ladder fit", "--level", "`FLOAT`, in [0.5, 0.999]", "`0.95`", ""},
       {"tokenizer train", "--vocab-size", "`INT`, in [1, 4194304]", "`8000`", ""},

@@ -19,11 +19,7 @@ using ::testing::HasSubstr;
 namespace td = testdata;
 namespace e2e = mt::e2e;
 
-e2e::ProcessResult moetrain(const std::vector<std::string>& args, double timeout = 120) {
-  std::vector<std::string> argv = {e2e::moetrain_binary()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return e2e::run_process(argv, timeout, e2e::kPassiveOmp);
-}
+using e2e::moetrain;
 
 // Writes the mixed corpus and data.toml under dir; returns the config path.
 std::string write_corpus(const e2e::TempDir& dir) {

@@ -26,26 +26,12 @@ using json = nlohmann::json;
 namespace td = testdata;
 namespace e2e = mt::e2e;
 
-e2e::ProcessResult moetrain(const std::vector<std::string>& args, double timeout = 120) {
-  std::vector<std::string> argv = {e2e::moetrain_binary()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return e2e::run_process(argv, timeout, e2e::kPassiveOmp);
-}
+using e2e::moetrain;
 
 // Ramp 4 -> 16 sequences over 6 steps, 10 steps at 16, then 6 steps at 8
 // decaying on a mixture that upweights the best quality level.
 std::string run_config(const std::string& dir, const std::string& anneal = "anneal.toml") {
-  return R"(
-[model]
-vocab_size = 512
-d_model = 64
-n_layers = 2
-n_heads = 4
-n_kv_heads = 2
-n_experts = 4
-d_expert = 64
-top_k = 2
-capacity_factor = 1.0
+  return e2e::tiny_moe_model_toml() + R"(
 [train]
 batch_size = 4
 seq_len = 64
@@ -53,8 +39,10 @@ lr = 0.003
 checkpoint_every = 2
 threads = 1
 [data]
-dataset = ")" + dir + R"(/ds"
-mixture = ")" + dir + R"(/main.toml"
+dataset = ")" +
+         dir + R"(/ds"
+mixture = ")" +
+         dir + R"(/main.toml"
 [[phase]]
 name = "ramp"
 steps = 6
@@ -68,7 +56,8 @@ global_batch = 16
 name = "anneal"
 steps = 6
 global_batch = 8
-mixture = ")" + dir + "/" + anneal + R"("
+mixture = ")" +
+         dir + "/" + anneal + R"("
 lr = "decay"
 )";
 }
@@ -79,15 +68,17 @@ class PhasedTraining : public ::testing::Test {
     dir_ = new e2e::TempDir();
     const std::string d = dir_->path();
     td::write_file(d + "/corpus.jsonl", td::labelled_jsonl({"web", "code", "math"}, 3, 40, 7, 60));
-    td::write_file(d + "/data.toml", "[[input]]\npath = \"" + d + "/corpus.jsonl\"\n[tokenizer]\nvocab_size = 480\n"
-                                     "[split]\neval_frac = 0.1\n");
+    td::write_file(d + "/data.toml", "[[input]]\npath = \"" + d +
+                                         "/corpus.jsonl\"\n[tokenizer]\nvocab_size = 480\n"
+                                         "[split]\neval_frac = 0.1\n");
     auto r = moetrain({"data", "build", "--config", d + "/data.toml", "--out", d + "/ds", "--quiet"});
     ASSERT_EQ(r.exit_code, 0) << r;
     td::write_file(d + "/main.toml", "total_tokens = " + std::to_string(220 * 64) + "\n");
-    td::write_file(d + "/anneal.toml", "total_tokens = " + std::to_string(48 * 64) +
-                                           "\n[quality_weights]\nq0 = 0.2\nq1 = 1.0\nq2 = 4.0\n");
+    td::write_file(d + "/anneal.toml",
+                   "total_tokens = " + std::to_string(48 * 64) + "\n[quality_weights]\nq0 = 0.2\nq1 = 1.0\nq2 = 4.0\n");
     // Everything on one small bucket: more than it holds once the main phase took its share.
-    td::write_file(d + "/greedy.toml", "total_tokens = " + std::to_string(100 * 64) + "\n[weights]\n\"math/q0\" = 1.0\n");
+    td::write_file(d + "/greedy.toml",
+                   "total_tokens = " + std::to_string(100 * 64) + "\n[weights]\n\"math/q0\" = 1.0\n");
     td::write_file(d + "/run.toml", run_config(d));
     td::write_file(d + "/greedy-run.toml", run_config(d, "greedy.toml"));
     auto a = e2e::train({"--config", d + "/run.toml", "--run-dir", d + "/a"}, 300);
@@ -135,11 +126,12 @@ TEST_F(PhasedTraining, EveryStepRunsItsPhasesBatchAndLearningRate) {
     dropped += sum;
   }
   EXPECT_GT(dropped, 0);
-  for (const auto& [name, n] : rows.back()["bucket_dropped_total"].items()) EXPECT_EQ(n.get<int64_t>(), by_bucket[name]) << name;
+  for (const auto& [name, n] : rows.back()["bucket_dropped_total"].items())
+    EXPECT_EQ(n.get<int64_t>(), by_bucket[name]) << name;
   // The report lists the phases and marks where each begins on its charts.
   const std::string html = e2e::read_file(dir() + "/a/report.html");
   EXPECT_THAT(html, HasSubstr(">Phases<"));
-  EXPECT_THAT(html, HasSubstr(">7-16<"));   // main's steps in the table
+  EXPECT_THAT(html, HasSubstr(">7-16<"));    // main's steps in the table
   EXPECT_THAT(html, HasSubstr(">anneal<"));  // a boundary's label on the charts
   EXPECT_THAT(html, HasSubstr(">dropped assignments<"));
 }
@@ -269,8 +261,10 @@ TEST_F(PhasedTraining, ALongerContextPhaseRunsItsLengthAndResumes) {
   auto config = [&](const std::string& rope) {
     std::string c = run_config(d);
     c = c.substr(0, c.find("[[phase]]"));
-    return c + "[[phase]]\nname = \"short\"\nsteps = 8\nglobal_batch = 8\n[[phase]]\nname = \"long\"\nsteps = 6\n"
-               "global_batch = 8\nseq_len = 128\n" + rope;
+    return c +
+           "[[phase]]\nname = \"short\"\nsteps = 8\nglobal_batch = 8\n[[phase]]\nname = \"long\"\nsteps = 6\n"
+           "global_batch = 8\nseq_len = 128\n" +
+           rope;
   };
   td::write_file(d + "/long.toml", config("rope_theta = 40000.0\n"));
   td::write_file(d + "/long-same-rope.toml", config(""));
@@ -285,11 +279,16 @@ TEST_F(PhasedTraining, ALongerContextPhaseRunsItsLengthAndResumes) {
   ASSERT_EQ(p["segments"].size(), 2u);  // a new length reads a segment of its own
   EXPECT_EQ(p["phases"][1]["seq_len"], 128);
   // Killed inside the long phase (its first checkpoint is the boundary's), resumed: the same run.
-  const auto killed = e2e::train({"--config", d + "/long.toml", "--run-dir", d + "/long-b", "--inject-fault", "kill:0:11"}, 300);
+  const auto killed =
+      e2e::train({"--config", d + "/long.toml", "--run-dir", d + "/long-b", "--inject-fault", "kill:0:11"}, 300);
   ASSERT_EQ(killed.term_signal, SIGKILL) << killed;
   const auto resumed = e2e::train({"--config", d + "/long.toml", "--run-dir", d + "/long-b", "--resume"}, 300);
   ASSERT_EQ(resumed.exit_code, 0) << resumed;
   EXPECT_EQ(e2e::done_state_hash(resumed.err), e2e::done_state_hash(a.err));
+  // eval reads the model as its last phase left it: sequences of 128.
+  const auto ev = moetrain({"eval", "--ckpt", d + "/long-a", "--batches", "1", "--no-progress"});
+  ASSERT_EQ(ev.exit_code, 0) << ev;
+  EXPECT_THAT(ev.out, HasSubstr("sequences of 128 tokens"));
   // The RoPE base is the phase's: the same run at the model's base differs.
   const auto same = e2e::train({"--config", d + "/long-same-rope.toml", "--run-dir", d + "/long-c"}, 300);
   ASSERT_EQ(same.exit_code, 0) << same;
@@ -301,10 +300,11 @@ TEST_F(PhasedTraining, ALongerContextPhaseRunsItsLengthAndResumes) {
 TEST(PhaseLossWeights, ApplyFromThePhasesFirstStep) {
   e2e::TempDir tmp;
   auto run = [&](const std::string& name, const std::string& second_phase) {
-    td::write_file(tmp / (name + ".toml"), "[model]\nvocab_size = 320\nd_model = 64\nn_layers = 2\nn_heads = 4\n"
-                                          "n_kv_heads = 2\nn_experts = 4\nd_expert = 64\ntop_k = 2\n[train]\n"
-                                          "batch_size = 4\nseq_len = 64\nthreads = 1\n[[phase]]\nsteps = 3\n"
-                                          "[[phase]]\nsteps = 3\n" + second_phase);
+    td::write_file(tmp / (name + ".toml"),
+                   e2e::tiny_moe_model_toml(320) +
+                       "[train]\nbatch_size = 4\nseq_len = 64\nthreads = 1\n[[phase]]\nsteps = 3\n[[phase]]\n"
+                       "steps = 3\n" +
+                       second_phase);
     auto r = e2e::train({"--config", tmp / (name + ".toml"), "--run-dir", tmp / name});
     EXPECT_EQ(r.exit_code, 0) << r;
     return e2e::done_state_hash(r.err);

@@ -38,6 +38,16 @@ TEST(DocsExamples, DataQuotesTheQuickstartDecontamination) {
       << out;
 }
 
+TEST(DocsExamples, TrainingQuotesTheAnnealingComparison) {
+  const std::string doc = read("docs/training.md");
+  for (const char* rel : {"docs/examples/anneal-plan-phases.txt", "docs/examples/anneal-eval.txt",
+                          "docs/examples/anneal-natural-eval.txt"}) {
+    const std::string out = read(rel);
+    ASSERT_FALSE(out.empty()) << rel;
+    EXPECT_NE(doc.find(out), std::string::npos) << "docs/training.md no longer quotes " << rel << ":\n" << out;
+  }
+}
+
 TEST(DocsExamples, LadderQuotesTheDownstreamExample) {
   const std::string doc = read("docs/ladder.md");
   // The eval of r1 and the fitted sigmoid, line for line.

@@ -23,24 +23,15 @@ TEST(PhasedMpi, ExpertParallelRunMatchesOneProcessPhaseByPhase) {
   TempDir tmp;
   const std::string d = tmp.path();
   td::write_file(d + "/corpus.jsonl", td::labelled_jsonl({"web", "code"}, 2, 40, 5, 60));
-  td::write_file(d + "/data.toml", "[[input]]\npath = \"" + d + "/corpus.jsonl\"\n[tokenizer]\nvocab_size = 480\n"
-                                   "[split]\neval_frac = 0.1\n");
-  const ProcessResult b = run_process({moetrain_binary(), "data", "build", "--config", d + "/data.toml", "--out",
-                                       d + "/ds", "--quiet"}, 120);
+  td::write_file(d + "/data.toml", "[[input]]\npath = \"" + d +
+                                       "/corpus.jsonl\"\n[tokenizer]\nvocab_size = 480\n"
+                                       "[split]\neval_frac = 0.1\n");
+  const ProcessResult b = run_process(
+      {moetrain_binary(), "data", "build", "--config", d + "/data.toml", "--out", d + "/ds", "--quiet"}, 120);
   ASSERT_EQ(b.exit_code, 0) << b;
   td::write_file(d + "/main.toml", "total_tokens = 4096\n");  // per segment: the ramp's, then the long one's
   td::write_file(d + "/anneal.toml", "total_tokens = 4096\n[quality_weights]\nq0 = 1.0\nq1 = 4.0\n");
-  td::write_file(d + "/run.toml", R"([model]
-vocab_size = 512
-d_model = 64
-n_layers = 2
-n_heads = 4
-n_kv_heads = 2
-n_experts = 4
-d_expert = 64
-top_k = 2
-capacity_factor = 1.0
-[train]
+  td::write_file(d + "/run.toml", tiny_moe_model_toml() + R"([train]
 batch_size = 4
 seq_len = 32
 threads = 1

@@ -258,6 +258,22 @@ inline ProcessResult train(const std::vector<std::string>& args, double timeout_
   return run_process(argv, timeout_s, extra_env);
 }
 
+// `moetrain ARGS...` (any command), with passive OpenMP waits.
+inline ProcessResult moetrain(const std::vector<std::string>& args, double timeout_s = 120) {
+  std::vector<std::string> argv = {moetrain_binary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, timeout_s, kPassiveOmp);
+}
+
+// The [model] table of the tiny-test preset (configs/tiny-test.toml) with
+// capacity drops, for configs written out whole (a run in phases); the
+// vocabulary covers a test dataset's tokenizer of up to `vocab` pieces.
+inline std::string tiny_moe_model_toml(int64_t vocab = 512) {
+  return "[model]\nvocab_size = " + std::to_string(vocab) +
+         "\nd_model = 64\nn_layers = 2\nn_heads = 4\nn_kv_heads = 2\nn_experts = 4\nd_expert = 64\ntop_k = 2\n"
+         "capacity_factor = 1.0\n";
+}
+
 inline std::vector<std::string> train_argv(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {moetrain_binary(), "train", "--no-progress"};
   argv.insert(argv.end(), args.begin(), args.end());

@@ -183,7 +183,8 @@ TEST(PhaseSchedule, BadPhasesNameTheirKey) {
   EXPECT_THAT(parse_error("steps = 10\n[[phase]]\nsteps = 3\n"),
               HasSubstr("train.steps: 10 steps, but the phases add up to 3"));
   EXPECT_THAT(parse_error("[[phase]]\nsteps = 3\n[[phase]]\n"), HasSubstr("phase[1].steps: the phase has no length"));
-  EXPECT_THAT(parse_error("[[phase]]\nsteps = 3\ntokens = 100\n"), HasSubstr("phase[0].tokens: give the phase's length once"));
+  EXPECT_THAT(parse_error("[[phase]]\nsteps = 3\ntokens = 100\n"),
+              HasSubstr("phase[0].tokens: give the phase's length once"));
   EXPECT_THAT(parse_error("[[phase]]\nsteps = 3\nmixture = \"m.toml\"\n"),
               HasSubstr("phase[0].mixture: a phase's mixture needs data.dataset"));
   EXPECT_THAT(parse_error("[[phase]]\nsteps = 3\nlr = \"cool\"\n"), HasSubstr("phase[0].lr"));

@@ -34,9 +34,10 @@ class PhasedDataTest : public ::testing::Test {
                    "total_tokens = 3200\nscale = \"" + scale + "\"\n[quality_weights]\nq0 = 1.0\nq1 = 3.0\n");
     auto c = parse_run_config(
         "[model]\nvocab_size = 512\nd_model = 32\nn_layers = 1\nn_heads = 2\nn_kv_heads = 1\n[train]\nbatch_size = 2\n"
-        "seq_len = 32\n[data]\ndataset = \"" + *ds_ + "\"\nmixture = \"" + d + "/main" + scale.substr(2) +
-            ".toml\"\n[[phase]]\nsteps = " + std::to_string(main_steps) + "\n[[phase]]\nsteps = " +
-            std::to_string(anneal_steps) + "\nmixture = \"" + d + "/anneal" + scale.substr(2) + ".toml\"\n",
+        "seq_len = 32\n[data]\ndataset = \"" +
+            *ds_ + "\"\nmixture = \"" + d + "/main" + scale.substr(2) + ".toml\"\n[[phase]]\nsteps = " +
+            std::to_string(main_steps) + "\n[[phase]]\nsteps = " + std::to_string(anneal_steps) + "\nmixture = \"" + d +
+            "/anneal" + scale.substr(2) + ".toml\"\n",
         "run.toml", {});
     EXPECT_TRUE(c.is_ok()) << c.status().message();
     return *c;

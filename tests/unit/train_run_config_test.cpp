@@ -26,7 +26,10 @@ void expect_same(const RunConfig& a, const RunConfig& b) {
   MT_EQ(model.rope_theta); MT_EQ(model.norm_eps); MT_EQ(model.init_std); MT_EQ(model.d_ff);
   MT_EQ(model.n_experts); MT_EQ(model.top_k); MT_EQ(model.d_expert);
   MT_EQ(model.n_shared_experts); MT_EQ(model.n_dense_layers); MT_EQ(model.router_score);
-  MT_EQ(model.router_renormalize); MT_EQ(model.capacity_factor); MT_EQ(model.routing_group);
+  MT_EQ(model.router_renormalize);
+  MT_EQ(model.capacity_factor);
+  MT_EQ(model.routing_group);
+  MT_EQ(model.drop_policy);
   MT_EQ(model.aux_loss_coef); MT_EQ(model.z_loss_coef); MT_EQ(model.aux_free_bias);
   MT_EQ(model.bias_update_rate); MT_EQ(model.d_latent); MT_EQ(model.moe_out_norm);
   MT_EQ(model.attention); MT_EQ(model.q_lora_rank); MT_EQ(model.kv_lora_rank); MT_EQ(model.qk_nope_head_dim);
@@ -46,6 +49,21 @@ void expect_same(const RunConfig& a, const RunConfig& b) {
   MT_EQ(data.dataset);
   MT_EQ(data.mixture);
   MT_EQ(train.eval_every); MT_EQ(train.eval_batches);
+  MT_EQ(phases.size());
+  for (size_t i = 0; i < a.phases.size() && i < b.phases.size(); ++i) {
+    MT_EQ(phases[i].name);
+    MT_EQ(phases[i].steps);
+    MT_EQ(phases[i].tokens);
+    MT_EQ(phases[i].global_batch);
+    MT_EQ(phases[i].ramp_from);
+    MT_EQ(phases[i].mixture);
+    MT_EQ(phases[i].lr);
+    MT_EQ(phases[i].aux_loss_coef);
+    MT_EQ(phases[i].z_loss_coef);
+    MT_EQ(phases[i].mtp_loss_weight);
+    MT_EQ(phases[i].seq_len);
+    MT_EQ(phases[i].rope_theta);
+  }
 #undef MT_EQ
 }
 
@@ -87,6 +105,7 @@ RunConfig full_config() {
   m.d_ff = 333; m.n_experts = 7; m.top_k = 3; m.d_expert = 77; m.n_shared_experts = 2;
   m.n_dense_layers = 1; m.router_score = RouterScore::kSigmoid; m.router_renormalize = false;
   m.capacity_factor = 1.2345678901234567; m.routing_group = 128; m.aux_loss_coef = 0.0;
+  m.drop_policy = DropPolicy::kPosition;
   m.z_loss_coef = 2.5e-4; m.aux_free_bias = true; m.bias_update_rate = 1e-300;
   m.d_latent = 48; m.moe_out_norm = true;
   m.delta_heads = 3; m.delta_key_dim = 24; m.delta_value_dim = 40; m.delta_chunk = 17;
@@ -103,6 +122,20 @@ RunConfig full_config() {
   d.plain.extensions = {".txt", ".md", ""};
   d.plain.max_bytes = 0;
   d.plain.eval_frac = 0.05;
+  // Phases: a ramp in steps, then one that takes the rest of train.steps at a higher RoPE base.
+  PhaseConfig ramp;
+  ramp.name = "ramp \"one\"";
+  ramp.steps = 345;
+  ramp.ramp_from = 4;
+  ramp.global_batch = 32;
+  ramp.lr = LrSegment::kWarmup;
+  ramp.aux_loss_coef = 0.125;
+  PhaseConfig rest;
+  rest.rope_theta = 1e6 / 3.0;
+  rest.z_loss_coef = 0.0;
+  rest.mtp_loss_weight = 0.5;
+  rest.lr = LrSegment::kDecay;
+  c.phases = {ramp, rest};
   return c;
 }
 
