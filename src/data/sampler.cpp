@@ -74,11 +74,14 @@ Result<std::unique_ptr<MixtureSampler>> MixtureSampler::open(std::shared_ptr<con
   for (size_t b = 0; b < s->plan_.buckets.size(); ++b)
     s->advance(int32_t(b), zero.cursor[b], s->plan_.buckets[b].tokens_before);
   s->snapshots_.push_back(std::move(zero));
+  int64_t before = 0;
+  for (const BucketPlan& b : s->plan_.buckets) before += b.tokens_before;
   s->desc_ = fmt::format("dataset {} ({} buckets, {} in the mixture; fingerprint {}), mixture {} (hash {}) at scale "
                          "{}/{}: {} sequences of {} tokens, seed {}",
                          s->ds_->dir(), s->ds_->buckets().size(), s->plan_.buckets.size(), s->ds_->fingerprint(),
                          mx.source, hex64(xxh64(mx.text.data(), mx.text.size())), mx.scale_num, mx.scale_den,
                          s->plan_.sequences, seq_len, mx.seed);
+  if (before > 0) s->desc_ += fmt::format(", after the {} tokens earlier phases take from its buckets", before);
   return s;
 }
 

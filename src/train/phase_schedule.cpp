@@ -25,8 +25,8 @@ int64_t ramp_batch(int64_t from, int64_t to, int64_t q, double x) {
   return std::clamp<int64_t>(r, q, to);
 }
 
-// Checks a phase's own keys and fills its span's batch and length; `steps`
-// > 0 gives the length of a phase that has neither steps nor tokens.
+// Checks a phase's own keys and fills its span's batch and length;
+// `rest_steps` is the length of a phase that has neither steps nor tokens.
 Status expand(const PhaseConfig& pc, size_t i, const RunConfig& c, int64_t rest_steps, PhaseSpan& ph) {
   const ConfigOrigins& o = c.origins;
   const TrainConfig& t = c.train;
@@ -142,10 +142,10 @@ Result<PhaseSchedule> PhaseSchedule::make(const RunConfig& c) {
     configs.back().steps = t.steps;
   }
   int64_t given = 0;
-  for (const PhaseConfig& p : configs)
-    if (has_length(p)) {
+  for (size_t i = 0; i < configs.size(); ++i)
+    if (has_length(configs[i])) {
       PhaseSpan ph;
-      MT_RETURN_IF_ERROR(expand(p, 0, c, 0, ph));
+      MT_RETURN_IF_ERROR(expand(configs[i], i, c, 0, ph));
       given += ph.steps;
     }
   int64_t step = 0;

@@ -213,7 +213,6 @@ Status Trainer::enter_phase(int64_t step) {
 double Trainer::flops_per_step() const { return flops_of(StepResult{}); }
 
 double Trainer::flops_of(const StepResult& r) const {
-  const TrainConfig& tc = cfg_.train;
   // A step not yet run: the next one (the last, past the end).
   const int64_t T = model_->seq_len();
   const int64_t tokens =
@@ -348,7 +347,6 @@ Status Trainer::health_check(int64_t step) {
   std::function<double(int64_t)> slice_loss;
   if (dist_->shape.ep == 1)
     slice_loss = [this](int64_t owner) {
-      const TrainConfig& tc = cfg_.train;
       const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
       const int64_t lb = local_batch(), T = model_->seq_len();  // the last step's first micro-batch
       for (int64_t b = 0; b < lb; ++b) data_->sequence(step_ - 1, owner * lb + b, T, 0, batch_.data() + b * (T + 1));
@@ -362,7 +360,8 @@ void Trainer::print_ledger() const {
   if (ledger.empty()) return;
   const double per_token = double(cfg_.model.top_k * model_->n_moe_layers());
   const bool drops = cfg_.model.n_experts > 0 && cfg_.model.capacity_factor > 0;
-  fmt::print(stderr, "# ledger at step {}: {:<24} {:>12}{}\n", step_, "bucket", "tokens",
+  fmt::print(stderr, "# ledger at step {}: tokens{} per bucket\n#   {:<36} {:>12}{}\n", step_,
+             drops ? " and capacity drops" : "", "bucket", "tokens",
              drops ? fmt::format(" {:>12} {:>9}", "dropped", "% routed") : "");
   for (size_t b = 0; b < ledger.size(); ++b) {
     const auto& [name, tokens] = ledger[b];
@@ -434,6 +433,7 @@ Status Trainer::run() {
       r.bucket_tokens = data_->ledger(step_);
       r.bucket_dropped_total = dropped_total_;
       write_metrics(r);  // every skipped step is logged
+      note_phase_end(r.step);
       const bool periodic = tc.checkpoint_every > 0 && r.step % tc.checkpoint_every == 0;
       if (!opt_.run_dir.empty() && (periodic || r.step == tc.steps || r.step == last))
         MT_RETURN_IF_ERROR(checked_checkpoint(r.step));
