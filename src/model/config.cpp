@@ -16,6 +16,16 @@ int64_t ModelConfig::capacity(int64_t group_tokens) const {
 
 Status ModelConfig::validate(const ConfigOrigins& o, int64_t seq_len) const {
   auto bad = [&](const char* key, const std::string& why) { return o.error(std::string("model.") + key, why); };
+  if (rope_scaling == RopeScalingKind::kYarn) {
+    if (rope_original_len <= 0)
+      return bad("rope_original_len", "yarn needs the context length trained before the extension (> 0)");
+    if (!(yarn_beta_fast > yarn_beta_slow))
+      return bad("yarn_beta_fast", fmt::format("must be above model.yarn_beta_slow = {}", yarn_beta_slow));
+    if (mla())
+      return bad("rope_scaling",
+                 "yarn with attention = \"mla\" is not built: its temperature would scale only the "
+                 "decoupled RoPE dims (DeepSeek-V3 scales the softmax instead); use linear or none");
+  }
   if (!mla()) {
     if (d_model % n_heads != 0) return bad("n_heads", fmt::format("must divide model.d_model = {}", d_model));
     if (head_dim() % 2 != 0) return bad("n_heads", "head dim d_model/n_heads must be even for RoPE");
@@ -78,6 +88,21 @@ void declare_keys(ConfigSchema& s, ModelConfig& m, const std::string& t) {
   s.add(p + "tied_embeddings", &m.tied_embeddings, "the LM head shares the embedding matrix");
   s.add(p + "qk_norm", &m.qk_norm, "RMSNorm on q and k per head");
   s.add(p + "rope_theta", &m.rope_theta, "RoPE base").above(0);
+  s.add_enum(p + "rope_scaling", &m.rope_scaling, {"none", "linear", "yarn"},
+             "RoPE for a context longer than trained: linear = position interpolation (Chen et al. 2023), yarn = "
+             "NTK-by-parts interpolation with its attention temperature (Peng et al. 2023); docs/model.md");
+  s.add(p + "rope_factor", &m.rope_factor, "context extension ratio s of rope_scaling (frequencies / s)").min(1);
+  s.add(p + "rope_original_len", &m.rope_original_len, "yarn: the context length the model was trained at before")
+      .range(0, int64_t(1) << 31)
+      .unit("tokens");
+  s.add(p + "yarn_beta_fast", &m.yarn_beta_fast,
+        "yarn: pairs turning more times than this over rope_original_len "
+        "are kept")
+      .above(0);
+  s.add(p + "yarn_beta_slow", &m.yarn_beta_slow, "yarn: pairs turning fewer times than this are interpolated").above(0);
+  s.add(p + "yarn_attention_factor", &m.yarn_attention_factor, "yarn: factor on cos and sin (q.k by its square)")
+      .min(0)
+      .note("0 = 0.1 ln(rope_factor) + 1");
   s.add(p + "norm_eps", &m.norm_eps, "RMSNorm epsilon").above(0);
   s.add(p + "init_std", &m.init_std, "N(0, init_std^2) init; output projections scaled by 1/sqrt(2 n_layers)").above(0);
   s.add_enum(p + "attention", &m.attention, {"gqa", "mla"},

@@ -13,6 +13,7 @@
 
 #include "core/config_schema.h"
 #include "core/status.h"
+#include "kernels/cpu/rope.h"
 
 namespace mt {
 
@@ -38,6 +39,13 @@ struct ModelConfig {
   bool tied_embeddings = true;    // head shares the embedding matrix
   bool qk_norm = false;           // RMSNorm on q and k per head (weights of size Dh)
   double rope_theta = 10000.0;
+  // Context extension (kernels/cpu/rope.h): none, linear (position
+  // interpolation) or yarn, by rope_factor over rope_original_len positions.
+  RopeScalingKind rope_scaling = RopeScalingKind::kNone;
+  double rope_factor = 1.0;
+  int64_t rope_original_len = 0;  // yarn: the context the model was trained at before
+  double yarn_beta_fast = 32.0, yarn_beta_slow = 1.0;
+  double yarn_attention_factor = 0.0;  // 0 = 0.1 ln(rope_factor) + 1
   double norm_eps = 1e-5;
   double init_std = 0.02;         // N(0, init_std^2); output projections scaled by 1/sqrt(2*n_layers)
 
@@ -110,6 +118,10 @@ struct ModelConfig {
   int64_t v_dim() const { return mla() ? v_head_dim : head_dim(); }
   // Dims RoPE rotates per head: Dh for GQA, MLA's decoupled Dr.
   int64_t rope_dim() const { return mla() ? qk_rope_head_dim : head_dim(); }
+  RopeParams rope_params() const {
+    return RopeParams{rope_theta,     rope_scaling,   rope_factor,          rope_original_len,
+                      yarn_beta_fast, yarn_beta_slow, yarn_attention_factor};
+  }
   int64_t kv_heads(int64_t layer) const {
     return is_local(layer) && n_kv_heads_local > 0 ? n_kv_heads_local : n_kv_heads;
   }

@@ -39,7 +39,7 @@ Decoder::Decoder(const ModelConfig& c, const float* params, const float* router_
   const int64_t Dr = c_.rope_dim();
   rope_cos_.resize(size_t(opt.max_len * Dr / 2));
   rope_sin_.resize(size_t(opt.max_len * Dr / 2));
-  rope_tables(rope_cos_.data(), rope_sin_.data(), opt.max_len, Dr, c_.rope_theta);
+  rope_tables(rope_cos_.data(), rope_sin_.data(), opt.max_len, Dr, c_.rope_params());
   pos_.resize(size_t(R));
   first_row_.resize(size_t(R));
   for (auto* v : {&x_, &x_mid_, &a_}) v->resize(size_t(R * D));

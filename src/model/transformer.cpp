@@ -19,7 +19,7 @@ Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, M
   off_ = build_layout(c_, layout_);
   BufferSizer sizer(BufferSizer::Mode::kAllocate, operand_form(prec_));
   size_buffers(sizer);
-  rope_tables(rope_cos_.data(), rope_sin_.data(), T_, c_.rope_dim(), c_.rope_theta);
+  rope_tables(rope_cos_.data(), rope_sin_.data(), T_, c_.rope_dim(), c_.rope_params());
   ctx_.c = &c_;
   ctx_.B = B_;
   ctx_.T = T_;

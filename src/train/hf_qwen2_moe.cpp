@@ -72,6 +72,18 @@ nlohmann::json qwen2_moe_config(const ModelConfig& c, int64_t max_positions, int
   j["rms_norm_eps"] = c.norm_eps;
   j["rope_theta"] = c.rope_theta;
   j["rope_scaling"] = nullptr;
+  // Context extension as transformers' rope_type (transformers 5 reads it into rope_parameters).
+  if (c.rope_scaling == RopeScalingKind::kLinear)
+    j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", c.rope_factor}};
+  if (c.rope_scaling == RopeScalingKind::kYarn) {
+    j["rope_scaling"] = {{"rope_type", "yarn"},
+                         {"factor", c.rope_factor},
+                         {"original_max_position_embeddings", c.rope_original_len},
+                         {"beta_fast", c.yarn_beta_fast},
+                         {"beta_slow", c.yarn_beta_slow}};
+    // Given only when set: transformers' default is ours (0.1 ln factor + 1).
+    if (c.yarn_attention_factor > 0) j["rope_scaling"]["attention_factor"] = c.yarn_attention_factor;
+  }
   j["max_position_embeddings"] = max_positions;
   j["tie_word_embeddings"] = c.tied_embeddings;
   j["attention_dropout"] = 0.0;
@@ -166,8 +178,23 @@ Result<ModelConfig> model_config_from_qwen2_moe(const nlohmann::json& j, const s
     if (!j.contains(k) || j[k].is_null()) continue;
     const auto& r = j[k];
     const std::string type = r.is_object() ? r.value("rope_type", r.value("type", "default")) : "?";
-    if (type != "default") return unsupported(path, k, r, "RoPE scaling");
+    if (type != "default" && type != "linear" && type != "yarn")
+      return unsupported(path, k, r, "RoPE scaling other than linear and yarn");
     if (r.contains("rope_theta")) c.rope_theta = r["rope_theta"].get<double>();
+    if (type == "default") continue;
+    c.rope_scaling = type == "yarn" ? RopeScalingKind::kYarn : RopeScalingKind::kLinear;
+    c.rope_factor = get_or<double>(r, "factor", 1.0);
+    if (type == "yarn") {
+      if (r.contains("mscale") || r.contains("mscale_all_dim"))
+        return unsupported(path, k, r, "yarn's mscale / mscale_all_dim (DeepSeek's attention factor)");
+      c.rope_original_len = get_or<int64_t>(r, "original_max_position_embeddings", 0);
+      c.yarn_beta_fast = get_or<double>(r, "beta_fast", 32.0);
+      c.yarn_beta_slow = get_or<double>(r, "beta_slow", 1.0);
+      c.yarn_attention_factor = r.contains("attention_factor") && !r["attention_factor"].is_null()
+                                    ? r["attention_factor"].get<double>()
+                                    : 0.0;
+      if (r.value("truncate", true) != true) return unsupported(path, k, r, "yarn without truncate");
+    }
   }
   c.vocab_size = V;
   c.d_model = D;

@@ -61,7 +61,7 @@ Result<InferenceModel> load_inference_model(const std::string& dir) {
     auto sched = PhaseSchedule::make(m.cfg);
     if (!sched) return sched.status();
     const PhaseSpan& ph = sched->phases()[sched->phase_at(std::min(m.step, sched->total_steps()) - 1)];
-    m.cfg.model.rope_theta = ph.rope_theta;
+    m.cfg.model = ph.model;  // its RoPE base and scaling
     m.cfg.train.seq_len = ph.seq_len;
   }
   m.offsets = build_layout(m.cfg.model, m.layout);

@@ -71,6 +71,16 @@ void declare_phase_keys(ConfigSchema& s, std::vector<PhaseConfig>& phases) {
         e.add("rope_theta", &ph.rope_theta, "RoPE base over the phase (raised with a longer context)")
             .min(0)
             .note("0 = model.rope_theta");
+        e.add_choice("rope_scaling", &ph.rope_scaling, {"", "none", "linear", "yarn"},
+                     "RoPE scaling over the phase (as model.rope_scaling)")
+            .note("\"\" = model.rope_scaling");
+        e.add("rope_factor", &ph.rope_factor, "RoPE scaling factor over the phase")
+            .min(0)
+            .note("0 = model.rope_factor");
+        e.add("rope_original_len", &ph.rope_original_len, "yarn: the context trained before the phase's extension")
+            .range(0, int64_t(1) << 31)
+            .unit("tokens")
+            .note("0 = model.rope_original_len");
       },
       "one [[phase]] table per training phase, in order: its length, batch (an optional ramp), mixture and "
       "learning-rate segment; none = one phase, the whole run");

@@ -36,6 +36,10 @@ struct PhaseConfig {
   double aux_loss_coef = -1, z_loss_coef = -1, mtp_loss_weight = -1;
   int64_t seq_len = 0;    // tokens per sequence over the phase (with data.dataset); 0 = train.seq_len
   double rope_theta = 0;  // RoPE base over the phase; 0 = model.rope_theta
+  // RoPE scaling over the phase ("" = model.rope_scaling; 0 = the model's factor / original length).
+  std::string rope_scaling;
+  double rope_factor = 0;
+  int64_t rope_original_len = 0;
 };
 
 // Declares the [[phase]] table array bound to `phases`.

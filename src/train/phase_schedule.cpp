@@ -36,6 +36,17 @@ Status expand(const PhaseConfig& pc, size_t i, const RunConfig& c, int64_t rest_
   ph.ramp_from = pc.ramp_from;
   ph.seq_len = pc.seq_len > 0 ? pc.seq_len : t.seq_len;
   ph.rope_theta = pc.rope_theta > 0 ? pc.rope_theta : c.model.rope_theta;
+  ph.model = c.model;
+  ph.model.rope_theta = ph.rope_theta;
+  if (!pc.rope_scaling.empty())
+    ph.model.rope_scaling = pc.rope_scaling == "linear" ? RopeScalingKind::kLinear
+                            : pc.rope_scaling == "yarn" ? RopeScalingKind::kYarn
+                                                        : RopeScalingKind::kNone;
+  if (pc.rope_factor > 0) ph.model.rope_factor = pc.rope_factor;
+  if (pc.rope_original_len > 0) ph.model.rope_original_len = pc.rope_original_len;
+  if (pc.rope_factor > 0 && pc.rope_factor < 1) return o.error(key(i, "rope_factor"), "must be >= 1 (or 0)");
+  if (!pc.rope_scaling.empty() || pc.rope_factor > 0 || pc.rope_original_len > 0)
+    if (Status v = ph.model.validate(o, ph.seq_len); !v) return o.error(key(i, "rope_scaling"), v.message());
   if (pc.seq_len > 0 && pc.seq_len != t.seq_len) {
     if (c.data.dataset.empty())
       return o.error(key(i, "seq_len"),

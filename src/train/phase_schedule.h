@@ -30,6 +30,7 @@ struct PhaseSpan {
   int64_t ramp_from = 0;     // 0 = constant batch
   int64_t seq_len = 0;
   double rope_theta = 0;  // resolved
+  ModelConfig model;      // the phase's model config: its RoPE (base and scaling), the run's otherwise
   std::string mixture;    // resolved ("" without a dataset)
   LrSegment lr = LrSegment::kSchedule;
   double aux_loss_coef = -1, z_loss_coef = -1, mtp_loss_weight = -1;  // < 0 = the model's

@@ -184,16 +184,18 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
 }
 
 std::unique_ptr<Transformer> Trainer::make_model(const PhaseSpan& ph, LayerActivations acts) const {
-  ModelConfig m = cfg_.model;
-  m.rope_theta = ph.rope_theta;
-  auto model = std::make_unique<Transformer>(m, local_batch(), ph.seq_len, cfg_.train.precision, acts);
+  auto model = std::make_unique<Transformer>(ph.model, local_batch(), ph.seq_len, cfg_.train.precision, acts);
   model->set_attention_kernel(cfg_.train.attention_kernel);
   return model;
 }
 
 Status Trainer::enter_phase(int64_t step) {
   const PhaseSpan& ph = schedule().phases()[schedule().phase_at(step)];
-  if (ph.seq_len == model_->seq_len() && ph.rope_theta == model_->config().rope_theta) return Status::ok();
+  const RopeParams a = ph.model.rope_params(), b = model_->config().rope_params();
+  const bool same_rope = a.theta == b.theta && a.scaling == b.scaling && a.factor == b.factor &&
+                         a.original_len == b.original_len && a.beta_fast == b.beta_fast && a.beta_slow == b.beta_slow &&
+                         a.attention_factor == b.attention_factor;
+  if (ph.seq_len == model_->seq_len() && same_rope) return Status::ok();
   // Another sequence length (a context extension) or RoPE base: the same
   // parameters, activations and RoPE tables of the new shape.
   model_ = make_model(ph, model_->layer_activations());
@@ -205,8 +207,12 @@ Status Trainer::enter_phase(int64_t step) {
   }
   if (store_->streamed()) MT_RETURN_IF_ERROR(check_stream_budget());
   if (is_root() && opt_.print_config)
-    fmt::print(stderr, "# phase \"{}\" from step {}: sequences of {} tokens, RoPE base {:g}\n", ph.name, step + 1,
-               ph.seq_len, ph.rope_theta);
+    fmt::print(
+        stderr, "# phase \"{}\" from step {}: sequences of {} tokens, RoPE base {:g}{}\n", ph.name, step + 1,
+        ph.seq_len, ph.rope_theta,
+        a.scaling == RopeScalingKind::kNone
+            ? std::string()
+            : fmt::format(", {} scaling x{:g}", a.scaling == RopeScalingKind::kYarn ? "yarn" : "linear", a.factor));
   return Status::ok();
 }
 

@@ -206,6 +206,31 @@ TEST(InteropHf, LmEvalAccuracyEqualsMoetrainEval) {
               theirs["acc_norm"].get<double>(), ours["acc"].get<double>(), ours["acc_norm"].get<double>(), worst);
 }
 
+// Context extension: position interpolation and YaRN (its ramp over the RoPE
+// pairs and its attention factor) export as transformers' rope_type and
+// rotate there as here, on texts past the original length.
+TEST(InteropHf, RopeScalingExportsAsTransformersRotates) {
+  ASSERT_FALSE(exported().python.empty()) << "interop venv missing (see InteropHf.VenvExists)";
+  for (const char* kind : {"linear", "yarn"}) {
+    SCOPED_TRACE(kind);
+    TempDir tmp;
+    const auto p = train({"--config", std::string(MT_SOURCE_DIR) + "/configs/tiny-test.toml", "--run-dir", tmp / "run",
+                          "--set", "train.steps=4", "--set", std::string("model.rope_scaling=\"") + kind + "\"",
+                          "--set", "model.rope_factor=4.0", "--set", "model.rope_original_len=16", "--set",
+                          "model.rope_theta=500.0", "--set", "train.threads=2", "--no-progress"});
+    ASSERT_EQ(p.exit_code, 0) << p;
+    const auto x =
+        run_process({moetrain_binary(), "export", "--ckpt", tmp / "run", "--out", tmp / "hf"}, 60, kPassiveOmp);
+    ASSERT_EQ(x.exit_code, 0) << x;
+    const json cfg = json::parse(read_file(tmp / "hf/config.json"));
+    EXPECT_EQ(cfg["rope_scaling"]["rope_type"], kind) << cfg.dump();
+    const double worst = check_against_transformers(
+        tmp / "run", tmp / "hf", tmp.path(),
+        {"a text well past the sixteen positions the model was trained at before the extension", "short"});
+    std::printf("# %s RoPE scaling: max relative logit difference %.3g\n", kind, worst);
+  }
+}
+
 // Exit code 3 and the model.* key, before anything is written; the raw
 // format takes the same model.
 TEST(InteropHf, ExportRefusesNamingTheFeature) {

@@ -100,6 +100,15 @@ std::vector<Case> cases() {
     v.push_back(k);
   }
   {
+    // Context extension: the decoder's RoPE tables are the training forward's (yarn: ramp and attention factor).
+    Case k{"yarn_rope_scaling", base()};
+    k.c.rope_scaling = RopeScalingKind::kYarn;
+    k.c.rope_factor = 4.0;
+    k.c.rope_original_len = 4;
+    k.c.rope_theta = 100.0;
+    v.push_back(k);
+  }
+  {
     Case k{"capacity_factor_decodes_dropless", base()};
     k.c.n_experts = 4; k.c.top_k = 2; k.c.d_expert = 16; k.c.capacity_factor = 0.5;
     v.push_back(k);

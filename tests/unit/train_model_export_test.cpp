@@ -67,6 +67,10 @@ std::vector<Case> hf_cases() {
   s.n_shared_experts = 0;
   s.n_dense_layers = 0;
   s.layer_pattern = "LLLG";  // spelled longer than the 3 layers need: import must keep it
+  s.rope_scaling = RopeScalingKind::kYarn;  // context extension survives the round trip
+  s.rope_factor = 4.0;
+  s.rope_original_len = 32;
+  s.yarn_beta_fast = 16.0;
   s.router_renormalize = true;
   v.push_back({"moe_no_shared", s});
   return v;
@@ -258,12 +262,12 @@ TEST(ModelExport, ImportRefusesWhatMoetrainCannotRepresent) {
     std::string key, value;              // or replace a config.json value
   };
   const std::vector<Edit> edits = {
-      {"gate", "model.layers.1.mlp.shared_expert_gate.weight is not zero", "model.layers.1.mlp.shared_expert_gate.weight",
-       "", ""},
+      {"gate", "model.layers.1.mlp.shared_expert_gate.weight is not zero",
+       "model.layers.1.mlp.shared_expert_gate.weight", "", ""},
       {"bias", "model.layers.2.self_attn.k_proj.bias is not zero", "model.layers.2.self_attn.k_proj.bias", "", ""},
       {"act", "\"hidden_act\" = \"gelu\"", "", "hidden_act", "\"gelu\""},
       {"dense", "\"mlp_only_layers\" = [1]", "", "mlp_only_layers", "[1]"},
-      {"rope", "\"rope_scaling\"", "", "rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 4.0}"},
+      {"rope", "\"rope_scaling\"", "", "rope_scaling", "{\"rope_type\": \"dynamic\", \"factor\": 4.0}"},
       {"arch", "\"architectures\" = [\"MixtralForCausalLM\"]", "", "architectures", "[\"MixtralForCausalLM\"]"},
   };
   for (const Edit& e : edits) {

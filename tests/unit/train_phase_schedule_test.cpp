@@ -198,6 +198,32 @@ TEST(PhaseSchedule, BadPhasesNameTheirKey) {
               HasSubstr("phase[0].seq_len: 96 tokens: "));
 }
 
+TEST(PhaseSchedule, APhaseMayScaleRope) {
+  const RunConfig c = parse_ok(R"(
+[data]
+dataset = "/d"
+mixture = "/m.toml"
+[[phase]]
+steps = 3
+[[phase]]
+steps = 2
+seq_len = 256
+rope_scaling = "yarn"
+rope_factor = 4.0
+rope_original_len = 64
+)");
+  auto s = PhaseSchedule::make(c);
+  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  EXPECT_EQ(s->phases()[0].model.rope_scaling, RopeScalingKind::kNone);
+  const ModelConfig& m = s->phases()[1].model;
+  EXPECT_EQ(m.rope_scaling, RopeScalingKind::kYarn);
+  EXPECT_EQ(m.rope_factor, 4.0);
+  EXPECT_EQ(m.rope_original_len, 64);
+  EXPECT_THAT(parse_error("[[phase]]\nsteps = 3\nrope_scaling = \"yarn\"\nrope_factor = 2.0\n"),
+              HasSubstr("phase[0].rope_scaling: "));
+  EXPECT_THAT(parse_error("[[phase]]\nsteps = 3\nrope_factor = 0.5\n"), HasSubstr("phase[0].rope_factor"));
+}
+
 TEST(PhaseSchedule, StopAtTakesAStepOrAPhaseName) {
   auto s = PhaseSchedule::make(parse_ok(kPhased));
   ASSERT_TRUE(s.is_ok());

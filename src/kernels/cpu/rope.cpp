@@ -1,6 +1,7 @@
 // rope.cpp — RoPE forward/backward over (BH, T, Dh) blocks.
 #include "kernels/cpu/rope.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -8,13 +9,43 @@
 
 namespace mt {
 
-void rope_tables(float* cos_T, float* sin_T, int64_t T, int64_t Dh, double theta) {
+double rope_attention_factor(const RopeParams& p) {
+  if (p.scaling != RopeScalingKind::kYarn) return 1.0;
+  if (p.attention_factor > 0) return p.attention_factor;
+  return p.factor > 1.0 ? 0.1 * std::log(p.factor) + 1.0 : 1.0;
+}
+
+double rope_inv_freq(const RopeParams& p, int64_t i, int64_t Dh) {
+  const double base = std::pow(p.theta, -2.0 * double(i) / double(Dh));
+  switch (p.scaling) {
+    case RopeScalingKind::kNone:
+      return base;
+    case RopeScalingKind::kLinear:
+      return base / p.factor;
+    case RopeScalingKind::kYarn: {
+      // The pair index at which a frequency turns `rotations` times over original_len positions.
+      auto pair_at = [&](double rotations) {
+        return double(Dh) * std::log(double(p.original_len) / (rotations * 2.0 * M_PI)) / (2.0 * std::log(p.theta));
+      };
+      const double lo = std::max(0.0, std::floor(pair_at(p.beta_fast)));
+      double hi = std::min(double(Dh - 1), std::ceil(pair_at(p.beta_slow)));
+      if (hi == lo) hi += 0.001;  // a ramp of one pair
+      const double ramp = std::clamp((double(i) - lo) / (hi - lo), 0.0, 1.0);
+      const double keep = 1.0 - ramp;  // the share extrapolated (kept)
+      return base / p.factor * (1.0 - keep) + base * keep;
+    }
+  }
+  return base;
+}
+
+void rope_tables(float* cos_T, float* sin_T, int64_t T, int64_t Dh, const RopeParams& p) {
   const int64_t half = Dh / 2;
+  const double af = rope_attention_factor(p);
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < half; ++i) {
-      double freq = std::pow(theta, -2.0 * double(i) / double(Dh));
-      cos_T[t * half + i] = float(std::cos(double(t) * freq));
-      sin_T[t * half + i] = float(std::sin(double(t) * freq));
+      const double freq = rope_inv_freq(p, i, Dh);
+      cos_T[t * half + i] = float(std::cos(double(t) * freq) * af);
+      sin_T[t * half + i] = float(std::sin(double(t) * freq) * af);
     }
 }
 

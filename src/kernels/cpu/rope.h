@@ -8,7 +8,37 @@
 
 namespace mt {
 
-void rope_tables(float* cos_T, float* sin_T, int64_t T, int64_t Dh, double theta);
+// How the frequencies are stretched for a context longer than the one
+// trained (context extension):
+//  - linear: position interpolation (Chen et al. 2023), every frequency / factor;
+//  - yarn: NTK-by-parts interpolation (Peng et al. 2023, "YaRN"): pairs that
+//    turn fewer than beta_slow times over original_len positions are
+//    interpolated (/ factor), those turning more than beta_fast times are
+//    kept, a linear ramp in the pair index between; and cos, sin are scaled
+//    by the attention factor (default 0.1 ln factor + 1), which multiplies
+//    q.k by its square: the paper's temperature sqrt(1/t). The ramp's ends
+//    are floor/ceil of the pair index where a frequency turns beta times
+//    over original_len, as Hugging Face's _compute_yarn_parameters computes
+//    them, so an exported model rotates as this one does.
+enum class RopeScalingKind { kNone, kLinear, kYarn };
+struct RopeParams {
+  double theta = 10000.0;
+  RopeScalingKind scaling = RopeScalingKind::kNone;
+  double factor = 1.0;       // context extension ratio s (>= 1)
+  int64_t original_len = 0;  // yarn: the context length trained before the extension
+  double beta_fast = 32.0, beta_slow = 1.0;
+  double attention_factor = 0.0;  // yarn: 0 = 0.1 ln(factor) + 1
+};
+// The inverse frequency of pair i (< Dh / 2), and the factor on cos and sin.
+double rope_inv_freq(const RopeParams& p, int64_t i, int64_t Dh);
+double rope_attention_factor(const RopeParams& p);
+
+void rope_tables(float* cos_T, float* sin_T, int64_t T, int64_t Dh, const RopeParams& p);
+inline void rope_tables(float* cos_T, float* sin_T, int64_t T, int64_t Dh, double theta) {
+  RopeParams p;
+  p.theta = theta;
+  rope_tables(cos_T, sin_T, T, Dh, p);
+}
 
 // y may alias x.
 void rope_forward(float* y, const float* x, const float* cos_T, const float* sin_T, int64_t BH,
