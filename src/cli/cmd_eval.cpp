@@ -34,7 +34,34 @@ struct EvalArgs {
   std::vector<std::string> tasks;
   int64_t batches = 0, threads = 0, batch = 16;
   bool no_held_out = false;
+  bool positions = false;  // held-out loss by position in the sequence
   bool progress = true;
+};
+
+// Held-out loss by position in the sequence (the context a prediction has),
+// in bins that double: 1, 2-3, 4-7, ... up to T.
+struct PositionLoss {
+  std::vector<double> sum;
+  std::vector<int64_t> n;
+  void add(const std::vector<float>& losses, int64_t B, int64_t T) {
+    if (sum.empty()) sum.assign(size_t(T), 0.0), n.assign(size_t(T), 0);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t) {
+        sum[size_t(t)] += double(losses[size_t(b * T + t)]);
+        ++n[size_t(t)];
+      }
+  }
+  nlohmann::json bins() const {
+    nlohmann::json out = nlohmann::json::array();
+    for (size_t lo = 1; lo <= sum.size(); lo *= 2) {
+      const size_t hi = std::min(sum.size(), 2 * lo - 1);
+      double s = 0;
+      int64_t k = 0;
+      for (size_t p = lo; p <= hi; ++p) s += sum[p - 1], k += n[p - 1];
+      out.push_back({{"from", lo}, {"to", hi}, {"tokens", k}, {"loss", k > 0 ? s / double(k) : NAN}});
+    }
+    return out;
+  }
 };
 
 // The dataset evaluated on: --dataset, else the run's data.dataset; "" for
@@ -113,10 +140,17 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
   model.set_attention_kernel(tc.attention_kernel);
   std::vector<int32_t> tokens(size_t(B * (T + 1)));
   std::map<int64_t, std::pair<int64_t, int64_t>> counted;  // bucket -> (tokens, bytes) predicted
+  std::map<int64_t, PositionLoss> by_position;             // bucket -> its loss by position (--positions)
+  int64_t current = -1;                                    // the bucket of the batch being scored
   const HeldOutLosses h = held_out_losses(
       *src.value(), shape, tokens.data(), [](bool ok) { return ok; },
-      [&] { return model.forward(m.params.data(), tokens.data(), m.bias()).loss; },
+      [&] {
+        const double loss = model.forward(m.params.data(), tokens.data(), m.bias()).loss;
+        if (a.positions) by_position[current].add(model.token_losses(), B, T);
+        return loss;
+      },
       [&](int64_t bucket, const int32_t* t) {
+        current = bucket;
         for (int64_t b = 0; b < B; ++b) {
           counted[bucket].first += T;
           counted[bucket].second += int64_t(codec.decode(t + b * (T + 1) + 1, T).size());
@@ -151,6 +185,17 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
                        {"bits_per_byte", nbytes > 0 ? loss * double(ntok) / (double(nbytes) * std::log(2.0)) : NAN}});
   }
   j["buckets"] = buckets;
+  if (a.positions) {  // every evaluated bucket's sequences together, and each bucket's
+    PositionLoss all;
+    nlohmann::json per = nlohmann::json::object();
+    for (const auto& [k, p] : by_position) {
+      if (all.sum.empty()) all.sum.assign(p.sum.size(), 0.0), all.n.assign(p.n.size(), 0);
+      for (size_t t = 0; t < p.sum.size(); ++t) all.sum[t] += p.sum[t], all.n[t] += p.n[t];
+      per[k >= 0 ? names[size_t(k)] : std::string("(all)")] = p.bins();
+    }
+    j["position_loss"] = all.bins();
+    j["bucket_position_loss"] = per;
+  }
   return j;
 }
 
@@ -194,6 +239,12 @@ ExitCode run_eval(const EvalArgs& a) {
       for (const auto& b : h.value()["buckets"])
         fmt::print("  {:<32} {:>8.4f} {:>8.4f}\n", b["bucket"].get<std::string>(), b["loss"].get<double>(),
                    b["bits_per_byte"].get<double>());
+      if (h.value().contains("position_loss")) {
+        fmt::print("held-out loss by position (tokens of context; every bucket's sequences):\n");
+        for (const auto& p : h.value()["position_loss"])
+          fmt::print("  {:>7}-{:<7} {:>8.4f}\n", p["from"].get<int64_t>(), p["to"].get<int64_t>(),
+                     p["loss"].get<double>());
+      }
     }
   }
   out["tasks"] = nlohmann::json::array();
@@ -255,6 +306,9 @@ void register_eval(CLI::App& app, CommandAction& run) {
       ->capture_default_str()
       ->check(in_range(1, 65536));
   sub->add_flag("--no-held-out", a->no_held_out, "Only the tasks");
+  sub->add_flag("--positions", a->positions,
+                "Also the held-out loss by position in the sequence, in bins that double (1, 2-3, 4-7, ...): does "
+                "the model use its context");
   sub->add_flag(
       "--no-progress", [a](int64_t) { a->progress = false; }, "No live progress line");
   sub->add_option("--out", a->out, "Write the results as JSON to this file");

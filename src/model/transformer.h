@@ -113,6 +113,9 @@ class Transformer {
                        Objective obj = Objective::kNextToken);
   ForwardStats forward(ParamProvider& pp, const int32_t* tokens, const float* router_bias,
                        Objective obj = Objective::kNextToken);
+  // The cross-entropy of every predicted token (N = B x T, row-major by
+  // sequence) of the last forward's next-token head: what `loss` averages.
+  const std::vector<float>& token_losses() const { return losses_; }
   // Logits instead of the loss: logits_NV (B*T, V) of the next token after
   // every input position (tokens as above; the targets are not read). The
   // reference the incremental decoder (decoder.h) is tested against.

@@ -289,6 +289,25 @@ TEST_F(PhasedTraining, ALongerContextPhaseRunsItsLengthAndResumes) {
   const auto ev = moetrain({"eval", "--ckpt", d + "/long-a", "--batches", "1", "--no-progress"});
   ASSERT_EQ(ev.exit_code, 0) << ev;
   EXPECT_THAT(ev.out, HasSubstr("sequences of 128 tokens"));
+  // --positions: the loss by position in bins that double, which together
+  // average to the held-out loss (every bucket scores as many sequences).
+  const auto pos = moetrain({"eval", "--ckpt", d + "/long-a", "--batches", "1", "--no-progress", "--positions", "--out",
+                             d + "/positions.json"});
+  ASSERT_EQ(pos.exit_code, 0) << pos;
+  EXPECT_THAT(pos.out, HasSubstr("held-out loss by position"));
+  const json h = json::parse(e2e::read_file(d + "/positions.json"))["held_out"];
+  int64_t next = 1, tokens = 0;
+  double weighted = 0;
+  for (const json& b : h["position_loss"]) {
+    EXPECT_EQ(b["from"], next);
+    next = b["to"].get<int64_t>() + 1;
+    tokens += b["tokens"].get<int64_t>();
+    weighted += b["loss"].get<double>() * b["tokens"].get<double>();
+  }
+  EXPECT_EQ(next, 129);
+  EXPECT_EQ(tokens, h["buckets"].size() * h["sequences_per_bucket"].get<int64_t>() * 128);
+  EXPECT_NEAR(weighted / double(tokens), h["eval_loss"].get<double>(), 1e-9 * h["eval_loss"].get<double>());
+  EXPECT_EQ(h["bucket_position_loss"].size(), h["buckets"].size());
   // The RoPE base is the phase's: the same run at the model's base differs.
   const auto same = e2e::train({"--config", d + "/long-same-rope.toml", "--run-dir", d + "/long-c"}, 300);
   ASSERT_EQ(same.exit_code, 0) << same;
