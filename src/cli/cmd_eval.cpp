@@ -43,6 +43,10 @@ struct EvalArgs {
 struct PositionLoss {
   std::vector<double> sum;
   std::vector<int64_t> n;
+  void add(const PositionLoss& o) {
+    if (sum.empty()) sum.assign(o.sum.size(), 0.0), n.assign(o.n.size(), 0);
+    for (size_t t = 0; t < o.sum.size(); ++t) sum[t] += o.sum[t], n[t] += o.n[t];
+  }
   void add(const std::vector<float>& losses, int64_t B, int64_t T) {
     if (sum.empty()) sum.assign(size_t(T), 0.0), n.assign(size_t(T), 0);
     for (int64_t b = 0; b < B; ++b)
@@ -111,6 +115,7 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
     dataset = d.value();
   }
   if (mixture.empty()) {  // the one the run's held-out passes read: its first phase's
+    // (Not through PhaseSchedule: m.cfg carries its last phase's train.seq_len, which would re-plan the phases.)
     const bool first_phase = !cfg.phases.empty() && !cfg.phases[0].mixture.empty();
     auto x = resolve_run_path(m, first_phase ? cfg.phases[0].mixture : cfg.data.mixture,
                               first_phase ? "phase[0].mixture" : "data.mixture");
@@ -189,8 +194,7 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
     PositionLoss all;
     nlohmann::json per = nlohmann::json::object();
     for (const auto& [k, p] : by_position) {
-      if (all.sum.empty()) all.sum.assign(p.sum.size(), 0.0), all.n.assign(p.n.size(), 0);
-      for (size_t t = 0; t < p.sum.size(); ++t) all.sum[t] += p.sum[t], all.n[t] += p.n[t];
+      all.add(p);
       per[k >= 0 ? names[size_t(k)] : std::string("(all)")] = p.bins();
     }
     j["position_loss"] = all.bins();

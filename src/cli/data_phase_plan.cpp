@@ -23,10 +23,12 @@ ExitCode run_phase_plan(const std::string& dataset_dir, const RunConfig& given, 
   const Status ok = check_segments(*plans, *sched);
   // Each phase's tokens per bucket, read off the samplers (exact) when the plan holds.
   std::vector<std::vector<std::pair<std::string, int64_t>>> per_phase;
+  std::vector<std::string> names;  // every phase's buckets, in the ledger's order
   if (ok) {
     auto data = PhasedData::open(cfg, *sched);
     if (!data) return fail("data plan", data.status());
     for (size_t p = 0; p < sched->phases().size(); ++p) per_phase.push_back((*data)->phase_ledger(p));
+    names = (*data)->bucket_names();
   }
   json j;
   j["ok"] = ok.is_ok();
@@ -100,10 +102,6 @@ ExitCode run_phase_plan(const std::string& dataset_dir, const RunConfig& given, 
       fmt::print("\ntokens per bucket and phase (as the trainer reads them):\n{:<28}", "bucket");
       for (const PhaseSpan& ph : sched->phases()) fmt::print(" {:>14}", ph.name.substr(0, 14));
       fmt::print("\n");
-      std::vector<std::string> names;
-      for (const auto& l : per_phase)
-        for (const auto& [name, tokens] : l)
-          if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
       for (const std::string& name : names) {
         fmt::print("{:<28}", name);
         for (const auto& l : per_phase) {

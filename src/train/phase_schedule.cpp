@@ -35,9 +35,8 @@ Status expand(const PhaseConfig& pc, size_t i, const RunConfig& c, int64_t rest_
   ph.global_batch = pc.global_batch > 0 ? pc.global_batch : t.batch_size * t.grad_accum;
   ph.ramp_from = pc.ramp_from;
   ph.seq_len = pc.seq_len > 0 ? pc.seq_len : t.seq_len;
-  ph.rope_theta = pc.rope_theta > 0 ? pc.rope_theta : c.model.rope_theta;
   ph.model = c.model;
-  ph.model.rope_theta = ph.rope_theta;
+  if (pc.rope_theta > 0) ph.model.rope_theta = pc.rope_theta;
   if (!pc.rope_scaling.empty())
     ph.model.rope_scaling = pc.rope_scaling == "linear" ? RopeScalingKind::kLinear
                             : pc.rope_scaling == "yarn" ? RopeScalingKind::kYarn
@@ -167,8 +166,9 @@ Result<PhaseSchedule> PhaseSchedule::make(const RunConfig& c) {
     step += ph.steps;
     const bool same =
         !s.segments_.empty() && s.segments_.back().mixture == ph.mixture && s.segments_.back().seq_len == ph.seq_len;
-    if (!same) s.segments_.push_back(DataSegment{ph.mixture, ph.seq_len, int64_t(i), 0, 0});
+    if (!same) s.segments_.push_back(DataSegment{ph.mixture, ph.seq_len, int64_t(i), 0, ph.first_step, 0, 0});
     DataSegment& seg = s.segments_.back();
+    seg.steps += ph.steps;
     ph.segment = int64_t(s.segments_.size()) - 1;
     ph.first_sequence = seg.sequences;
     seg.sequences += ph.sequences;

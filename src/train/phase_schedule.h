@@ -29,7 +29,6 @@ struct PhaseSpan {
   int64_t global_batch = 0;  // sequences per step (the last, for a ramp)
   int64_t ramp_from = 0;     // 0 = constant batch
   int64_t seq_len = 0;
-  double rope_theta = 0;  // resolved
   ModelConfig model;      // the phase's model config: its RoPE (base and scaling), the run's otherwise
   std::string mixture;    // resolved ("" without a dataset)
   LrSegment lr = LrSegment::kSchedule;
@@ -48,6 +47,7 @@ struct DataSegment {
   std::string mixture;
   int64_t seq_len = 0;
   int64_t first_phase = 0, phases = 0;
+  int64_t first_step = 0, steps = 0;  // the steps of its phases
   int64_t sequences = 0;  // read by its phases together
 };
 

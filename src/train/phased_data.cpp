@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 
 #include "data/dataset.h"
 #include "data/plain_source.h"
@@ -158,12 +157,8 @@ void PhasedData::sequence(int64_t step, int64_t i, int64_t seq_len, int64_t ahea
 
 int64_t PhasedData::segment_end(size_t seg, int64_t steps) const {
   const DataSegment& g = sched_.segments()[seg];
-  const int64_t first = sched_.phases()[size_t(g.first_phase)].first_step;
-  if (steps <= first) return 0;
-  if (steps >= first + std::accumulate(sched_.phases().begin() + g.first_phase,
-                                       sched_.phases().begin() + g.first_phase + g.phases, int64_t(0),
-                                       [](int64_t n, const PhaseSpan& p) { return n + p.steps; }))
-    return g.sequences + skip_[seg];
+  if (steps <= g.first_step) return 0;
+  if (steps >= g.first_step + g.steps) return g.sequences + skip_[seg];
   return position(steps);
 }
 

@@ -191,11 +191,8 @@ std::unique_ptr<Transformer> Trainer::make_model(const PhaseSpan& ph, LayerActiv
 
 Status Trainer::enter_phase(int64_t step) {
   const PhaseSpan& ph = schedule().phases()[schedule().phase_at(step)];
-  const RopeParams a = ph.model.rope_params(), b = model_->config().rope_params();
-  const bool same_rope = a.theta == b.theta && a.scaling == b.scaling && a.factor == b.factor &&
-                         a.original_len == b.original_len && a.beta_fast == b.beta_fast && a.beta_slow == b.beta_slow &&
-                         a.attention_factor == b.attention_factor;
-  if (ph.seq_len == model_->seq_len() && same_rope) return Status::ok();
+  const RopeParams a = ph.model.rope_params();
+  if (ph.seq_len == model_->seq_len() && a == model_->config().rope_params()) return Status::ok();
   // Another sequence length (a context extension) or RoPE base: the same
   // parameters, activations and RoPE tables of the new shape.
   model_ = make_model(ph, model_->layer_activations());
@@ -209,7 +206,7 @@ Status Trainer::enter_phase(int64_t step) {
   if (is_root() && opt_.print_config)
     fmt::print(
         stderr, "# phase \"{}\" from step {}: sequences of {} tokens, RoPE base {:g}{}\n", ph.name, step + 1,
-        ph.seq_len, ph.rope_theta,
+        ph.seq_len, a.theta,
         a.scaling == RopeScalingKind::kNone
             ? std::string()
             : fmt::format(", {} scaling x{:g}", a.scaling == RopeScalingKind::kYarn ? "yarn" : "linear", a.factor));
@@ -269,7 +266,8 @@ StepResult Trainer::train_step() {
     r.assignments += st.assignments;
     if (!r.bucket_dropped.empty())  // each dropped assignment to the bucket of its sequence
       for (int64_t b = 0; b < int64_t(st.dropped_per_sequence.size()); ++b)
-        r.bucket_dropped[size_t(data_->bucket_of(step_, first + b))] += st.dropped_per_sequence[size_t(b)];
+        if (const int64_t d = st.dropped_per_sequence[size_t(b)]; d > 0)
+          r.bucket_dropped[size_t(data_->bucket_of(step_, first + b))] += d;
     if (r.expert_load.empty()) r.expert_load = st.expert_load;
     else
       for (size_t l = 0; l < st.expert_load.size(); ++l)

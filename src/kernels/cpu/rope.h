@@ -28,6 +28,7 @@ struct RopeParams {
   int64_t original_len = 0;  // yarn: the context length trained before the extension
   double beta_fast = 32.0, beta_slow = 1.0;
   double attention_factor = 0.0;  // yarn: 0 = 0.1 ln(factor) + 1
+  bool operator==(const RopeParams&) const = default;
 };
 // The inverse frequency of pair i (< Dh / 2), and the factor on cos and sin.
 double rope_inv_freq(const RopeParams& p, int64_t i, int64_t Dh);
