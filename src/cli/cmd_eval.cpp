@@ -47,12 +47,14 @@ struct PositionLoss {
     if (sum.empty()) sum.assign(o.sum.size(), 0.0), n.assign(o.n.size(), 0);
     for (size_t t = 0; t < o.sum.size(); ++t) sum[t] += o.sum[t], n[t] += o.n[t];
   }
-  void add(const std::vector<float>& losses, int64_t B, int64_t T) {
+  // doc_start (B, T) with document masking: a token's position counts from its document's start.
+  void add(const std::vector<float>& losses, int64_t B, int64_t T, const int32_t* doc_start) {
     if (sum.empty()) sum.assign(size_t(T), 0.0), n.assign(size_t(T), 0);
     for (int64_t b = 0; b < B; ++b)
       for (int64_t t = 0; t < T; ++t) {
-        sum[size_t(t)] += double(losses[size_t(b * T + t)]);
-        ++n[size_t(t)];
+        const size_t p = size_t(doc_start ? t - doc_start[b * T + t] : t);
+        sum[p] += double(losses[size_t(b * T + t)]);
+        ++n[p];
       }
   }
   nlohmann::json bins() const {
@@ -143,6 +145,7 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
   const double t0 = now_seconds();
   Transformer model(cfg.model, B, T, MatmulPrecision::kFp32);
   model.set_attention_kernel(tc.attention_kernel);
+  if (tc.document_mask) model.set_document_separator(src.value()->document_separator());
   std::vector<int32_t> tokens(size_t(B * (T + 1)));
   std::map<int64_t, std::pair<int64_t, int64_t>> counted;  // bucket -> (tokens, bytes) predicted
   std::map<int64_t, PositionLoss> by_position;             // bucket -> its loss by position (--positions)
@@ -151,7 +154,7 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
       *src.value(), shape, tokens.data(), [](bool ok) { return ok; },
       [&] {
         const double loss = model.forward(m.params.data(), tokens.data(), m.bias()).loss;
-        if (a.positions) by_position[current].add(model.token_losses(), B, T);
+        if (a.positions) by_position[current].add(model.token_losses(), B, T, model.document_starts());
         return loss;
       },
       [&](int64_t bucket, const int32_t* t) {

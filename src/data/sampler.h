@@ -47,6 +47,7 @@ class MixtureSampler final : public TokenSource {
   // ledger count T per sequence whatever `ahead` is).
   void sequence(int64_t index, int64_t seq_len, int64_t ahead, int32_t* out) const override;
   int64_t vocab_size() const override { return ds_->tokenizer().vocab_size(); }
+  int32_t document_separator() const override { return eod_; }
   std::string describe() const override { return desc_; }
   int64_t capacity() const override { return plan_.sequences; }
   std::vector<std::pair<std::string, int64_t>> ledger(int64_t n_sequences) const override;

@@ -25,6 +25,9 @@ class TokenSource {
   // Evaluation (held-out) sequence `index`; false if there is no eval split.
   virtual bool eval_sequence(int64_t index, int64_t seq_len, int32_t* out) const { return false; }
   virtual int64_t vocab_size() const = 0;
+  // The id that ends every document in the stream (the token after it starts
+  // the next document: document masking), or -1 without document structure.
+  virtual int32_t document_separator() const { return -1; }
   // Training sequences it can give (an index past it is a bug); unbounded streams: INT64_MAX.
   virtual int64_t capacity() const { return INT64_MAX; }
   virtual std::string describe() const = 0;

@@ -20,9 +20,10 @@ Dims dims_of(const ModelConfig& c, int64_t layer, int64_t B, int64_t T) {
   return d;
 }
 // The kernel writes o (and reads dout) token-major, as Wo's GEMM reads them.
-AttentionDims attn_dims(const ModelConfig& c, const Dims& d, int64_t layer) {
+AttentionDims attn_dims(const ModelConfig& c, const Dims& d, int64_t layer, const int32_t* doc_start) {
   AttentionDims a{d.B, d.H, d.Hkv, d.T, d.Dh, c.is_local(layer) ? c.window : 0};
   a.token_major_out = true;
+  a.doc_start = doc_start;
   return a;
 }
 QkvOperands qkv_operands(const AttnActs& a) {
@@ -96,7 +97,7 @@ void attention_block_forward(float* x_mid, AttnActs& a, const float* x_in, const
     split_qkv_rope(a.q.out(), a.k.out(), a.v.out(), a.q.form, a.qkv.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T,
                    d.H, d.Hkv, d.Dh);
   }
-  run_attention_forward(a.o_flat.out(), a.o_flat.form, a.lse.data(), qkv_operands(a), attn_dims(c, d, layer),
+  run_attention_forward(a.o_flat.out(), a.o_flat.form, a.lse.data(), qkv_operands(a), attn_dims(c, d, layer, ctx.doc_start),
                         ctx.prec, ctx.attention);
   // x_mid = x_in + o_flat Wo^T
   std::copy(x_in, x_in + d.N * d.D, x_mid);
@@ -112,7 +113,7 @@ void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, co
   const int64_t HD = d.H * d.Dh;
   linear_backward(s.do_flat.data(), ctx.g(w.wo), dres, a.o_flat.in(), ctx.p(w.wo), d.N, d.D, HD, 0.0f, ctx.prec);
   run_attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.do_flat.data(), qkv_operands(a),
-                         a.o_flat.in().data, a.o_flat.form, a.lse.data(), attn_dims(c, d, layer), ctx.prec,
+                         a.o_flat.in().data, a.o_flat.form, a.lse.data(), attn_dims(c, d, layer, ctx.doc_start), ctx.prec,
                          ctx.attention);
   if (c.qk_norm) {
     rope_backward(s.dq.data(), s.dq.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);

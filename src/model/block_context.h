@@ -22,6 +22,9 @@ struct BlockContext {
   ExpertDispatcher* experts = nullptr;  // routed rows to the experts and back
   const float* rope_cos = nullptr;  // (T, Dh/2)
   const float* rope_sin = nullptr;
+  // (B, T) document start of every token (train.document_mask), or null:
+  // attention and gated-delta layers keep to a token's document.
+  const int32_t* doc_start = nullptr;
 
   const float* p(int64_t off) const { return w.at(off); }
   float* g(int64_t off) const { return w.grad(off); }

@@ -27,8 +27,8 @@ Dims dims_of(const ModelConfig& c, int64_t B, int64_t T) {
   d.cb = d.ca + d.H;
   return d;
 }
-GatedDeltaDims kernel_dims(const ModelConfig& c, const Dims& d) {
-  return GatedDeltaDims{d.B, d.H, d.T, d.Dk, d.Dv, c.delta_chunk};
+GatedDeltaDims kernel_dims(const ModelConfig& c, const Dims& d, const int32_t* doc_start = nullptr) {
+  return GatedDeltaDims{d.B, d.H, d.T, d.Dk, d.Dv, c.delta_chunk, doc_start};
 }
 }  // namespace
 
@@ -107,7 +107,7 @@ void delta_block_forward(float* x_mid, DeltaActs& a, const float* x_in, const De
   {
     ScopedPhase phase(Phase::kAttention);
     gated_delta_forward(a.o.data(), a.states.data(), a.q.data(), a.k.data(), a.v.data(), a.g.data(), a.beta.data(),
-                        kernel_dims(c, d));
+                        kernel_dims(c, d, ctx.doc_start));
   }
   merge_heads(a.o_flat.data(), a.o.data(), d.B, d.T, d.H, d.Dv);
   rmsnorm_forward(a.on.data(), a.rstd_o.data(), a.o_flat.data(), ctx.p(w.o_norm), d.N * d.H, d.Dv, eps);
@@ -132,7 +132,7 @@ void delta_block_backward(float* dres, DeltaScratch& s, const DeltaActs& a, cons
     ScopedPhase phase(Phase::kAttention);
     gated_delta_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.dg.data(), s.dbeta.data(), s.do_heads.data(),
                          a.q.data(), a.k.data(), a.v.data(), a.g.data(), a.beta.data(), a.states.data(),
-                         kernel_dims(c, d));
+                         kernel_dims(c, d, ctx.doc_start));
   }
   delta_gates_backward(dproj + d.ca, dproj + d.cb, ctx.g(w.A_log), ctx.g(w.dt_bias), s.dg.data(), s.dbeta.data(),
                        proj + d.ca, proj + d.cb, d.P, ctx.p(w.A_log), ctx.p(w.dt_bias), d.B, d.T, d.H);

@@ -8,25 +8,39 @@
 #include "model/weights.h"
 
 namespace mt {
-double flops_per_token(const ModelConfig& c, int64_t seq_len) {
-  double attn = 0.0, delta = 0.0;
+namespace {
+// Per token: everything but the attention scores and values (matmuls, the
+// MTP modules' matmuls, gated-delta layers), and the layers' counts by kind
+// (global, local) where T_eff enters, the MTP modules included.
+struct FlopParts {
+  double fixed = 0.0, per_key = 0.0;
+  int64_t global_layers = 0, local_layers = 0;
+};
+FlopParts flop_parts(const ModelConfig& c, int64_t seq_len) {
+  FlopParts p;
+  double delta = 0.0;
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    if (c.is_delta(l)) {  // chunked recurrence, forward x3 with backward (model/delta_block.h)
+    if (c.is_delta(l)) {
       const int64_t C = std::max<int64_t>(1, std::min(c.delta_chunk, seq_len));
       delta += 3.0 * double(c.delta_h()) * gated_delta_flops_per_token(c.delta_dk(), c.delta_dv(), C);
       continue;
     }
-    attn += attention_mean_keys(seq_len, c.is_local(l) ? c.window : 0);
+    ++(c.is_local(l) ? p.local_layers : p.global_layers);
   }
-  // QK^T and PV are 2 H Dqk + 2 H Dv FLOPs per key forward, x3 with backward (GQA: 12 d_model, exactly).
-  const double per_key = 6.0 * double(c.n_heads * (c.qk_head_dim() + c.v_dim()));
-  double f = 6.0 * double(active_matmul_params(c)) + per_key * attn + delta;
-  if (c.mtp_depth > 0) {  // DeepSeek-V3 2.2: each module runs a projection, one block and the shared head
-    const int64_t last = c.n_layers - 1;
-    const double keys = attention_mean_keys(seq_len, c.is_local(last) ? c.window : 0);
-    f += double(c.mtp_depth) * (6.0 * double(mtp_module_matmul_params(c)) + per_key * keys);
+  p.per_key = 6.0 * double(c.n_heads * (c.qk_head_dim() + c.v_dim()));
+  p.fixed = 6.0 * double(active_matmul_params(c)) + delta;
+  if (c.mtp_depth > 0) {
+    p.fixed += double(c.mtp_depth) * 6.0 * double(mtp_module_matmul_params(c));
+    (c.is_local(c.n_layers - 1) ? p.local_layers : p.global_layers) += c.mtp_depth;
   }
-  return f;
+  return p;
+}
+}  // namespace
+
+double flops_per_token(const ModelConfig& c, int64_t seq_len, int64_t doc_tokens) {
+  const FlopParts p = flop_parts(c, seq_len);
+  return p.fixed + p.per_key * (double(p.global_layers) * attention_mean_keys(seq_len, 0, doc_tokens) +
+                                double(p.local_layers) * attention_mean_keys(seq_len, c.window, doc_tokens));
 }
 
 double flops_per_routed_assignment(const ModelConfig& c) {
@@ -36,5 +50,11 @@ double flops_per_routed_assignment(const ModelConfig& c) {
 
 double step_flops(const ModelConfig& c, int64_t seq_len, double tokens, int64_t dropped) {
   return flops_per_token(c, seq_len) * tokens - double(dropped) * flops_per_routed_assignment(c);
+}
+
+double step_flops(const ModelConfig& c, int64_t seq_len, double tokens, int64_t dropped, const AttentionKeys& keys) {
+  const FlopParts p = flop_parts(c, seq_len);
+  return p.fixed * tokens + p.per_key * (double(p.global_layers) * keys.global + double(p.local_layers) * keys.local) -
+         double(dropped) * flops_per_routed_assignment(c);
 }
 }  // namespace mt

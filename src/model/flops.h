@@ -6,6 +6,8 @@
 // H Dh = d_model gives the familiar 12 d_model T_eff; Dn + Dr and Dv for MLA).
 // Gated-delta ("D") layers have no T_eff term; each adds 3 Hd gated_delta_flops_per_token(Dk, Dv, C)
 // (kernels/cpu/gated_delta.h, C = min(delta_chunk, seq_len)) and its W_in, W_o to the matmul parameters.
+// With document masking T_eff is the keys a query of its document sees
+// (attention_mean_keys with doc_tokens, or the keys a step counted).
 // Forward + backward, excluding norms, softmax and the optimizer.
 // See docs/performance.md.
 #pragma once
@@ -14,7 +16,9 @@
 #include "model/config.h"
 
 namespace mt {
-double flops_per_token(const ModelConfig& c, int64_t seq_len);
+// doc_tokens > 0: rows packed with documents of that many tokens, masked
+// (train.document_mask); 0: a row is one sequence.
+double flops_per_token(const ModelConfig& c, int64_t seq_len, int64_t doc_tokens = 0);
 
 // One (token, routed expert) assignment's share of that count: 6 x one
 // expert's three matrices. An assignment the capacity drops skips its expert
@@ -28,4 +32,14 @@ double flops_per_routed_assignment(const ModelConfig& c);
 // assignments as done would credit the step with work it skipped; at a
 // fresh router's 40-60% drops that put a bench step above 100% of the peak.
 double step_flops(const ModelConfig& c, int64_t seq_len, double tokens, int64_t dropped);
+
+// Keys a step's queries attended, summed over its tokens, by one global and
+// one sliding-window layer (ForwardStats::keys_global, keys_local): with
+// document masking the attention work is what the documents allowed.
+struct AttentionKeys {
+  double global = 0, local = 0;
+};
+// The same with the attention work counted from `keys` (the step's tokens'
+// keys) in place of T_eff.
+double step_flops(const ModelConfig& c, int64_t seq_len, double tokens, int64_t dropped, const AttentionKeys& keys);
 }  // namespace mt

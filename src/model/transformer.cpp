@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/hash.h"
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/rmsnorm.h"
@@ -150,6 +151,23 @@ void Transformer::add_moe_stats(ForwardStats& st, FfnStats& fs, int64_t moe_laye
   st.expert_load.push_back(std::move(fs.load));
 }
 
+void Transformer::mark_documents(ForwardStats& st) {
+  ctx_.doc_start = nullptr;
+  if (doc_sep_ < 0) return;
+  doc_start_.resize(size_t(N_));
+  bool packed = false;
+  for (int64_t b = 0; b < B_; ++b) {
+    int32_t start = 0;
+    for (int64_t t = 0; t < T_; ++t) {
+      if (t > 0 && inputs_[b * T_ + t - 1] == doc_sep_) start = int32_t(t), packed = true;
+      doc_start_[b * T_ + t] = start;
+    }
+  }
+  if (packed) ctx_.doc_start = doc_start_.data();
+  st.keys_global = int64_t(attention_keys(ctx_.doc_start, B_, T_, 0));
+  st.keys_local = c_.window > 0 ? int64_t(attention_keys(ctx_.doc_start, B_, T_, c_.window)) : 0;
+}
+
 void Transformer::run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, const int32_t* tokens,
                               int64_t stride, const float* router_bias) {
   const int64_t D = c_.d_model;
@@ -161,6 +179,7 @@ void Transformer::run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, 
   for (int64_t n = 0; n < N_; ++n)
     MT_CHECK(inputs_[n] >= 0 && inputs_[n] < c_.vocab_size, "token {} out of vocab {}", inputs_[n],
              c_.vocab_size);
+  mark_documents(st);
   ctx_.experts = pp.dispatcher() ? pp.dispatcher() : &identity_experts_;
   st.dropped_per_sequence.assign(size_t(B_), 0);
   root_ = pp.acquire_root(grads);

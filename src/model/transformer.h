@@ -38,6 +38,10 @@ struct ForwardStats {
   // the MTP modules' included. Sums to `dropped`; all zero when dropless.
   std::vector<int64_t> dropped_per_sequence;
   std::vector<std::vector<int64_t>> expert_load;  // per MoE layer, (E)
+  // With document masking: keys attended, summed over this call's queries,
+  // by one global and by one sliding-window attention layer (the FLOPs
+  // counted; flops.h). Zero without document masking.
+  int64_t keys_global = 0, keys_local = 0;
 };
 
 // Activation memory: keep every layer's activations from the forward for the
@@ -73,6 +77,15 @@ class Transformer {
   // The attention kernel of every layer from now on (train.attention_kernel;
   // initially kAuto).
   void set_attention_kernel(AttentionKernel k) { ctx_.attention = k; }
+  // Document masking from now on (train.document_mask): in a row packed with
+  // documents, the token after each `separator` (the data's end-of-document
+  // id) starts a new document, which attention and gated-delta layers do
+  // not look past. -1 (the default): a row is one sequence.
+  void set_document_separator(int32_t separator) { doc_sep_ = separator; }
+  int32_t document_separator() const { return doc_sep_; }
+  // (B, T) document starts of the last forward's rows, or null when no row
+  // held a document start past its first token (or without masking).
+  const int32_t* document_starts() const { return ctx_.doc_start; }
 
   // Bytes of every activation and scratch buffer this object holds (measured
   // from the buffers themselves).
@@ -140,6 +153,9 @@ class Transformer {
   void run_mtp_forward(ForwardStats& st, ParamProvider& pp, Grads grads, const int32_t* tokens, float grad_scale,
                        const float* router_bias);
   void add_moe_stats(ForwardStats& st, FfnStats& fs, int64_t moe_layers);
+  // doc_start_ from inputs_ and ctx_.doc_start (null when no row holds a
+  // document start past its first token); the keys into st.
+  void mark_documents(ForwardStats& st);
 
   ModelConfig c_;
   int64_t B_, T_, N_;
@@ -151,6 +167,8 @@ class Transformer {
   ModelOffsets off_;
   std::vector<float> rope_cos_, rope_sin_;
   std::vector<int32_t> inputs_, targets_;        // (N)
+  int32_t doc_sep_ = -1;                         // document masking's separator id, or -1
+  std::vector<int32_t> doc_start_;               // (N) with document masking
   std::vector<std::vector<float>> xs_;           // n_layers + 1 residual streams (N, D)
   std::vector<std::vector<float>> x_mid_;        // per layer (N, D)
   std::vector<AttnActs> attn_;                   // per layer; empty on D layers

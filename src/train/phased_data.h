@@ -82,6 +82,8 @@ class PhasedData {
   // Segment `seg`'s source (index = position in the segment).
   const TokenSource& source(size_t seg) const { return *src_[seg]; }
   int64_t vocab_size() const { return src_.front()->vocab_size(); }
+  // The end-of-document id of every segment's source (one dataset), or -1.
+  int32_t document_separator() const { return src_.front()->document_separator(); }
   std::string describe() const;
 
  private:

@@ -40,6 +40,9 @@ struct TrainConfig {
   OptimizerConfig optimizer;      // [optim]: AdamW or Muon per tensor class, the Hyperball wrapper
   MatmulPrecision precision = MatmulPrecision::kFp32;  // operands of the matrix multiplies
   AttentionKernel attention_kernel = AttentionKernel::kAuto;  // model/attention_kernel.h
+  // Document masking: in a sequence packed with several documents, a token
+  // attends only within its own document (data with documents: data.dataset).
+  bool document_mask = true;
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::kAuto;
   SpikeConfig spike;              // [spike]: loss / gradient-norm spike handling
   bool async_checkpoint = true;   // snapshot to memory, write in the background, commit a step later

@@ -20,6 +20,9 @@ struct StepResult {
   int64_t tokens = 0;                   // tokens in this step
   std::string phase;                    // phased runs: the name of the step's phase ("" otherwise)
   int64_t dropped = 0, assignments = 0;
+  // Document masking: keys attended by one global / one local layer over the
+  // step's tokens, every rank's (model FLOPs count them; 0 without masking).
+  int64_t keys_global = 0, keys_local = 0;
   // Dropped assignments by the bucket their token came from (every rank's;
   // sums to `dropped`), indexed like PhasedData::bucket_names(); empty without buckets.
   std::vector<int64_t> bucket_dropped;

@@ -186,6 +186,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
 std::unique_ptr<Transformer> Trainer::make_model(const PhaseSpan& ph, LayerActivations acts) const {
   auto model = std::make_unique<Transformer>(ph.model, local_batch(), ph.seq_len, cfg_.train.precision, acts);
   model->set_attention_kernel(cfg_.train.attention_kernel);
+  if (cfg_.train.document_mask) model->set_document_separator(data_->document_separator());
   return model;
 }
 
@@ -220,6 +221,9 @@ double Trainer::flops_of(const StepResult& r) const {
   const int64_t T = model_->seq_len();
   const int64_t tokens =
       r.tokens > 0 ? r.tokens : schedule().batch_at(std::min(step_, schedule().total_steps() - 1)) * T;
+  if (r.keys_global > 0)  // document masking: the attention work the documents allowed
+    return step_flops(cfg_.model, T, double(tokens), r.dropped,
+                      AttentionKeys{double(r.keys_global), double(r.keys_local)});
   return step_flops(cfg_.model, T, double(tokens), r.dropped);
 }
 
@@ -264,6 +268,8 @@ StepResult Trainer::train_step() {
     r.z_loss += st.z_loss / double(accum);
     r.dropped += st.dropped;
     r.assignments += st.assignments;
+    r.keys_global += st.keys_global;
+    r.keys_local += st.keys_local;
     if (!r.bucket_dropped.empty())  // each dropped assignment to the bucket of its sequence
       for (int64_t b = 0; b < int64_t(st.dropped_per_sequence.size()); ++b)
         if (const int64_t d = st.dropped_per_sequence[size_t(b)]; d > 0)

@@ -227,14 +227,16 @@ void Trainer::reduce_step_stats(StepResult& r) {
   // How many ranks a stop signal reached, per signal: every rank then knows
   // the same (SIGTERM, a scheduler's, wins over SIGINT).
   const int sig = stop_signal_received();
-  std::vector<int64_t> n = {r.dropped, r.assignments, sig == SIGINT, sig == SIGTERM};
+  std::vector<int64_t> n = {r.dropped, r.assignments, sig == SIGINT, sig == SIGTERM, r.keys_global, r.keys_local};
   for (const auto& layer : r.expert_load) n.insert(n.end(), layer.begin(), layer.end());
   n.insert(n.end(), r.bucket_dropped.begin(), r.bucket_dropped.end());
   w.allreduce_sum(n.data(), int64_t(n.size()), "allreduce (step statistics)");
   r.dropped = n[0];
   r.assignments = n[1];
   r.stop_signal = n[3] > 0 ? SIGTERM : n[2] > 0 ? SIGINT : 0;
-  size_t k = 4;
+  r.keys_global = n[4];
+  r.keys_local = n[5];
+  size_t k = 6;
   for (auto& layer : r.expert_load)
     for (auto& c : layer) c = n[k++];
   for (auto& c : r.bucket_dropped) c = n[k++];

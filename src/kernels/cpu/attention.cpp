@@ -46,6 +46,23 @@ double attention_mean_keys(int64_t T, int64_t window) {
   return total / double(T);
 }
 
+double attention_mean_keys(int64_t T, int64_t window, int64_t doc_tokens) {
+  if (doc_tokens <= 0 || doc_tokens >= T) return attention_mean_keys(T, window);
+  double total = 0.0;
+  for (int64_t i = 0; i < T; ++i) total += double(i - attention_key_begin(i, window, i / doc_tokens * doc_tokens) + 1);
+  return total / double(T);
+}
+
+double attention_keys(const int32_t* doc_start, int64_t B, int64_t T, int64_t window) {
+  if (!doc_start) return attention_mean_keys(T, window) * double(B * T);
+  double total = 0.0;
+  for (int64_t n = 0; n < B * T; ++n) {
+    const int64_t i = n % T;
+    total += double(i - attention_key_begin(i, window, doc_start[n]) + 1);
+  }
+  return total;
+}
+
 void attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
                        const AttentionDims& d) {
   const int64_t Dh = d.Dh, Dv = d.v_dim(), T = d.T, group = d.H / d.Hkv;
@@ -59,18 +76,20 @@ void attention_forward(float* o, float* lse, const float* q, const float* k, con
     const float* kh = k + (b * d.Hkv + kvh) * T * Dh;
     const float* vh = v + (b * d.Hkv + kvh) * T * Dv;
     float* oh = o + d.out_offset(b, h);
+    const int32_t* doc = d.doc_row(b);
     const int64_t ldo = d.out_stride();
     const bool strided = ldo != Dv;  // token-major rows: products go through sc.ob
     simd::transpose(sc.kt.data(), kh, T, Dh, Dh, T);  // Kt (Dh, T), once per head
     for (int64_t i0 = 0; i0 < T; i0 += kQB) {
       const int64_t i1 = std::min(T, i0 + kQB), rows = i1 - i0;
-      const int64_t j0 = attention_key_begin(i0, d.window), nk = i1 - j0;
+      const int64_t j0 = d.key_begin(b, i0), nk = i1 - j0;
       if (strided)  // fetch the block's output lines for writing while it computes
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t e = 0; e < Dv; e += kLineFloats) __builtin_prefetch(oh + (i0 + r) * ldo + e, 1, 3);
       std::fill(sc.s.begin(), sc.s.begin() + rows * nk, 0.0f);
       simd::small_gemm_acc(sc.s.data(), qh + i0 * Dh, sc.kt.data() + j0, rows, nk, Dh, Dh, T, nk);
-      attention_softmax_rows(sc.s.data(), rows, nk, i0, j0, d.window, scale, nullptr, lse + (b * d.H + h) * T + i0);
+      attention_softmax_rows(sc.s.data(), rows, nk, i0, j0, d.window, doc ? doc + i0 : nullptr, scale, nullptr,
+                             lse + (b * d.H + h) * T + i0);
       // Token-major rows are a power of two apart: the product goes through a
       // contiguous block (rows that far apart share a few L1 sets).
       float* ob = strided ? sc.ob.data() : oh + i0 * Dv;
@@ -99,6 +118,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
       simd::transpose(sc.vt.data(), vh, T, Dv, Dv, T);
       float* dkh = dk + (b * d.Hkv + kvh) * T * Dh;
       float* dvh = dv + (b * d.Hkv + kvh) * T * Dv;
+      const int32_t* doc = d.doc_row(b);
       std::fill(dkh, dkh + T * Dh, 0.0f);
       std::fill(dvh, dvh + T * Dv, 0.0f);
       for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
@@ -110,12 +130,12 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
         float* dqh = dq + (b * d.H + h) * T * Dh;
         for (int64_t blk = 0; blk < blocks; ++blk) {
           const int64_t i0 = blk * kQB, i1 = std::min(T, i0 + kQB), rows = i1 - i0;
-          const int64_t j0 = attention_key_begin(i0, d.window), nk = i1 - j0;
+          const int64_t j0 = d.key_begin(b, i0), nk = i1 - j0;
           float* P = sc.s.data();
           float* dS = sc.dp.data();
           std::fill(P, P + rows * nk, 0.0f);
           simd::small_gemm_acc(P, qh + i0 * Dh, sc.kt.data() + j0, rows, nk, Dh, Dh, T, nk);
-          attention_softmax_rows(P, rows, nk, i0, j0, d.window, scale, lh + i0, nullptr);
+          attention_softmax_rows(P, rows, nk, i0, j0, d.window, doc ? doc + i0 : nullptr, scale, lh + i0, nullptr);
           std::fill(dS, dS + rows * nk, 0.0f);
           // This block of dout, contiguous (as in the forward).
           const float* dob = doh + i0 * Dv;

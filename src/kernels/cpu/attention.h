@@ -5,8 +5,13 @@
 // with Dv = Dh unless set (multi-head latent attention: Dh = Dn + Dr, Dv
 // its own width); lse (B, H, T) saved for backward; query head h uses kv head
 // h / (H / Hkv). Scale 1/sqrt(Dh).
+// Document masking (train.document_mask): with doc_start set, a query also
+// sees only keys of its own document, in a row packed with several
+// (attention_softmax.h); the work before a document's start is skipped.
 #pragma once
 #include <cstdint>
+
+#include "kernels/cpu/attention_softmax.h"
 
 namespace mt {
 
@@ -23,6 +28,14 @@ struct AttentionDims {
     return token_major_out ? (b * T * H + h) * v_dim() : (b * H + h) * T * v_dim();
   }
   int64_t out_stride() const { return token_major_out ? H * v_dim() : v_dim(); }
+  // (B, T): the position in its row where each token's document begins
+  // (non-decreasing along a row, doc_start[b, i] <= i); null: a row is one document.
+  const int32_t* doc_start = nullptr;
+  const int32_t* doc_row(int64_t b) const { return doc_start ? doc_start + b * T : nullptr; }
+  // First key query i of row b sees.
+  int64_t key_begin(int64_t b, int64_t i) const {
+    return doc_start ? attention_key_begin(i, window, doc_start[b * T + i]) : attention_key_begin(i, window);
+  }
 };
 
 void attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
@@ -36,5 +49,11 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
 
 // Mean number of keys a query attends to (for FLOP counting).
 double attention_mean_keys(int64_t T, int64_t window);
+// The same for rows packed with documents of doc_tokens each (the last one
+// cut at T; doc_tokens <= 0 or >= T: one document per row).
+double attention_mean_keys(int64_t T, int64_t window, int64_t doc_tokens);
+// Keys attended in total over rows [0, B) with document starts doc_start
+// (B, T) (null: one document per row): the work a pass actually does.
+double attention_keys(const int32_t* doc_start, int64_t B, int64_t T, int64_t window);
 
 }  // namespace mt

@@ -44,7 +44,7 @@ Tile tile_of(const AttentionDims& d, int64_t b, int64_t g, int64_t blk, int64_t 
   t.i1 = std::min(d.T, t.i0 + qt);
   t.rows = t.i1 - t.i0;
   t.M = (d.H / d.Hkv) * t.rows;
-  t.j0 = attention_key_begin(t.i0, d.window) / kKeyAlign * kKeyAlign;
+  t.j0 = d.key_begin(b, t.i0) / kKeyAlign * kKeyAlign;
   t.nk = t.i1 - t.j0;
   return t;
 }
@@ -84,8 +84,9 @@ void softmax_tile(float* S, const AttentionDims& d, const Tile& t, float scale, 
   const int64_t G = d.H / d.Hkv;
   for (int64_t hh = 0; hh < G; ++hh) {
     const int64_t at = (t.b * d.H + t.g * G + hh) * d.T + t.i0;
-    attention_softmax_rows(S + hh * t.rows * t.nk, t.rows, t.nk, t.i0, t.j0, d.window, scale,
-                           lse ? lse + at : nullptr, lse_out ? lse_out + at : nullptr);
+    const int32_t* doc = d.doc_row(t.b);
+    attention_softmax_rows(S + hh * t.rows * t.nk, t.rows, t.nk, t.i0, t.j0, d.window, doc ? doc + t.i0 : nullptr,
+                           scale, lse ? lse + at : nullptr, lse_out ? lse_out + at : nullptr);
   }
 }
 

@@ -9,13 +9,14 @@
 namespace mt {
 
 void attention_softmax_rows(float* S, int64_t rows, int64_t nk, int64_t i0, int64_t j0, int64_t window,
-                            float scale, const float* lse, float* lse_out) {
+                            const int32_t* doc_start, float scale, const float* lse, float* lse_out) {
   using namespace simd;
   const Vec vscale = set1(scale);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = S + r * nk;
     const int64_t i = i0 + r;
-    const int64_t lo = attention_key_begin(i, window) - j0, hi = i - j0 + 1;  // valid columns [lo, hi)
+    const int64_t begin = doc_start ? attention_key_begin(i, window, doc_start[r]) : attention_key_begin(i, window);
+    const int64_t lo = begin - j0, hi = i - j0 + 1;  // valid columns [lo, hi)
     float m;
     if (lse) {
       m = lse[r];

@@ -10,6 +10,8 @@
 //   S <- e^{gamma_n} S + U^T diag(e^{gamma_n - gamma}) K
 // (Yang et al. 2024, sections 3-4; the gated form of Yang, Kautz & Hatamizadeh 2025, section 3.3).
 // Only differences gamma_i - gamma_j with j <= i are exponentiated, so nothing overflows.
+// A document start (GatedDeltaDims::resets) ends a piece of the chunk: the state is zeroed and the
+// next piece runs the same equations from there, so no -inf gate enters the cumulated sums.
 #include "kernels/cpu/gated_delta.h"
 
 #include <algorithm>
@@ -35,10 +37,12 @@ struct Scratch {
 // Per-thread, grow-only (docs/kernels.md).
 thread_local Scratch tls;
 
-// One recurrent step on state S (Dv, Dk); p (Dv) is scratch. Returns nothing; o (Dv) may be null.
-void step(float* S, float* p, float* o, const float* q, const float* k, const float* v, float g, float beta,
+// The decay a_t = e^{g_t}, or 0 where a document starts.
+float decay_at(const GatedDeltaDims& d, int64_t b, int64_t t, float g) { return d.resets(b, t) ? 0.0f : std::exp(g); }
+
+// One recurrent step with decay a on state S (Dv, Dk); p (Dv) is scratch. o (Dv) may be null.
+void step(float* S, float* p, float* o, const float* q, const float* k, const float* v, float a, float beta,
           int64_t Dk, int64_t Dv) {
-  const float a = std::exp(g);
   for (int64_t r = 0; r < Dv; ++r) {
     const float* s = S + r * Dk;
     float acc = 0.0f;
@@ -151,12 +155,18 @@ void gated_delta_forward(float* o, float* states, const float* q, const float* k
     std::vector<float>& S = sc.states;  // the running state (forward uses the first SS floats)
     if (int64_t(S.size()) < SS) S.resize(size_t(SS));
     std::fill(S.begin(), S.begin() + SS, 0.0f);
+    const int64_t b = bh / d.H;
     for (int64_t c = 0; c < NC; ++c) {
-      const int64_t t0 = c * d.C, n = std::min(d.C, d.T - t0);
+      const int64_t t0 = c * d.C, t1 = std::min(d.T, t0 + d.C);
       std::copy(S.begin(), S.begin() + SS, st + c * SS);
-      const int64_t row = bh * d.T + t0;
-      chunk_forward(o + row * d.Dv, S.data(), q + row * d.Dk, k + row * d.Dk, v + row * d.Dv, g + row,
-                    beta + row, n, d.Dk, d.Dv, sc);
+      for (int64_t p0 = t0, p1; p0 < t1; p0 = p1) {  // pieces of the chunk between document starts
+        for (p1 = p0 + 1; p1 < t1 && !d.resets(b, p1); ++p1) {
+        }
+        if (d.resets(b, p0)) std::fill(S.begin(), S.begin() + SS, 0.0f);
+        const int64_t row = bh * d.T + p0;
+        chunk_forward(o + row * d.Dv, S.data(), q + row * d.Dk, k + row * d.Dk, v + row * d.Dv, g + row,
+                      beta + row, p1 - p0, d.Dk, d.Dv, sc);
+      }
     }
   }
 }
@@ -170,8 +180,8 @@ void gated_delta_recurrent(float* o, float* state, const float* q, const float* 
     float* S = state + bh * SS;
     for (int64_t t = 0; t < d.T; ++t) {
       const int64_t row = bh * d.T + t;
-      step(S, p.data(), o + row * d.Dv, q + row * d.Dk, k + row * d.Dk, v + row * d.Dv, g[row], beta[row],
-           d.Dk, d.Dv);
+      step(S, p.data(), o + row * d.Dv, q + row * d.Dk, k + row * d.Dk, v + row * d.Dv,
+           decay_at(d, bh / d.H, t, g[row]), beta[row], d.Dk, d.Dv);
     }
   }
 }
@@ -180,6 +190,7 @@ void gated_delta_recurrent(float* o, float* state, const float* q, const float* 
 // u = b (v - a p), S_t = a S_{t-1} + u k^T:
 //   du = G k,  dk = G^T u + S_{t-1}^T dp,  dp = -a b du,  dv = b du,  db = du.(v - a p),
 //   da = <G, S_{t-1}> - b du.p,  dg = a da,  dS_{t-1} = a G + dp k^T.
+// At a document start a = 0: dg = 0 and nothing flows back into the previous document.
 void gated_delta_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, const float* dout,
                           const float* q, const float* k, const float* v, const float* g, const float* beta,
                           const float* states, const GatedDeltaDims& d) {
@@ -197,7 +208,8 @@ void gated_delta_backward(float* dq, float* dk, float* dv, float* dg, float* dbe
       for (int64_t i = 0; i < n; ++i) {
         const int64_t row = bh * d.T + t0 + i;
         std::copy(Sb + i * SS, Sb + (i + 1) * SS, Sb + (i + 1) * SS);
-        step(Sb + (i + 1) * SS, p.data(), nullptr, nullptr, k + row * Dk, v + row * Dv, g[row], beta[row], Dk, Dv);
+        step(Sb + (i + 1) * SS, p.data(), nullptr, nullptr, k + row * Dk, v + row * Dv,
+             decay_at(d, bh / d.H, t0 + i, g[row]), beta[row], Dk, Dv);
       }
       for (int64_t i = n - 1; i >= 0; --i) {
         const int64_t row = bh * d.T + t0 + i;
@@ -205,7 +217,7 @@ void gated_delta_backward(float* dq, float* dk, float* dv, float* dg, float* dbe
         const float* Sp = Sb + i * SS;
         const float *qt = q + row * Dk, *kt = k + row * Dk, *vt = v + row * Dv, *dot = dout + row * Dv;
         float *dqt = dq + row * Dk, *dkt = dk + row * Dk, *dvt = dv + row * Dv;
-        const float a = std::exp(g[row]), b = beta[row];
+        const float a = decay_at(d, bh / d.H, t0 + i, g[row]), b = beta[row];
         // o_t = S_t q_t: dq = S_t^T do, G += do q^T.
         std::fill(dqt, dqt + Dk, 0.0f);
         for (int64_t r = 0; r < Dv; ++r) {

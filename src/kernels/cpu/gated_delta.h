@@ -12,6 +12,12 @@ namespace mt {
 struct GatedDeltaDims {
   int64_t B, H, T, Dk, Dv;
   int64_t C;  // chunk length (>= 1)
+  // (B, T) document start of every token (train.document_mask), or null. A
+  // token that starts a document (doc_start[b, t] == t) starts from a zero
+  // state: a_t = 0, so nothing of the previous document carries over, and
+  // its gate g_t has no effect (its gradient is 0).
+  const int32_t* doc_start = nullptr;
+  bool resets(int64_t b, int64_t t) const { return doc_start && t > 0 && doc_start[b * T + t] == t; }
 };
 
 // Chunks per sequence: ceil(T / C).
