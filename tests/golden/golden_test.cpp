@@ -4,7 +4,9 @@
 // reference losses, every parameter gradient and the capacity drops. We load
 // the parameters into the flat buffer, run one fp32 forward_backward and
 // compare. moe_d adds two multi-token-prediction modules (DeepSeek-V3 2.2);
-// moe_e_position drops by arrival (model.drop_policy = "position").
+// moe_e_position drops by arrival (model.drop_policy = "position");
+// moe_f_docs and moe_mla_f_docs pack rows with documents (document masking,
+// Transformer::set_document_separator).
 // Regenerate the fixtures as described in tools/ref/README.md.
 // Legend: B batch, T time, N = B*T tokens, E experts, K top-k.
 #include <gtest/gtest.h>
@@ -43,7 +45,8 @@ std::string fixture_path(const std::string& name) {
 
 // Builds a ModelConfig from the reference's config JSON; unknown keys are
 // errors so a new reference switch cannot be silently ignored.
-bool config_from_json(const nlohmann::json& j, ModelConfig& c, std::string& error) {
+// document_separator is not a model key: the trainer sets it from the data (train.document_mask).
+bool config_from_json(const nlohmann::json& j, ModelConfig& c, int32_t& separator, std::string& error) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     const nlohmann::json& v = *it;
@@ -108,6 +111,7 @@ bool config_from_json(const nlohmann::json& j, ModelConfig& c, std::string& erro
     else if (k == "v_head_dim") c.v_head_dim = v.get<int64_t>();
     else if (k == "mtp_depth") c.mtp_depth = v.get<int64_t>();
     else if (k == "mtp_loss_weight") c.mtp_loss_weight = v.get<double>();
+    else if (k == "document_separator") separator = v.get<int32_t>();
     else {
       error = "unknown config key " + k;
       return false;
@@ -120,6 +124,7 @@ struct Golden {
   SafetensorsFile file;
   ModelConfig c;
   int64_t B = 0, T = 0;
+  int32_t separator = -1;  // document masking's end-of-document id, or -1
 };
 
 // Loads a fixture; fails the current test (and returns false) on any problem.
@@ -137,7 +142,7 @@ bool load_golden(const std::string& name, Golden& g) {
       ADD_FAILURE() << name << ": metadata lacks " << key;
       return false;
     }
-  if (!config_from_json(nlohmann::json::parse(meta.at("config")), g.c, err)) {
+  if (!config_from_json(nlohmann::json::parse(meta.at("config")), g.c, g.separator, err)) {
     ADD_FAILURE() << name << ": " << err;
     return false;
   }
@@ -196,6 +201,7 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     ASSERT_TRUE(load_golden(GetParam(), g_));
     model_ = std::make_unique<Transformer>(g_.c, g_.B, g_.T, MatmulPrecision::kFp32);
+    model_->set_document_separator(g_.separator);
     ASSERT_TRUE(load_params(g_, model_->layout(), params_));
     tokens_ = g_.file.i32("tokens");
     ASSERT_EQ(g_.file.info("tokens").shape, (std::vector<int64_t>{g_.B, model_->tokens_per_sequence()}));
@@ -270,6 +276,13 @@ TEST_P(GoldenTest, CapacityDropsAndExpertLoadMatchReference) {
     const double loss = other.forward(params_.data(), tokens_.data(), nullptr, Objective::kTraining).total_loss;
     EXPECT_GT(std::abs(loss - scalar(g_, "total_loss")), 100 * kLossRelTol * scalar(g_, "total_loss"));
   }
+  if (g_.separator >= 0) {
+    EXPECT_NE(model_->document_starts(), nullptr) << "a document fixture whose rows hold one document each";
+    // The fixture tells masking apart: attending across the documents misses the loss.
+    Transformer unmasked(g_.c, g_.B, g_.T, MatmulPrecision::kFp32);
+    const double loss = unmasked.forward(params_.data(), tokens_.data(), nullptr, Objective::kTraining).total_loss;
+    EXPECT_GT(std::abs(loss - scalar(g_, "total_loss")), 100 * kLossRelTol * scalar(g_, "total_loss"));
+  }
   EXPECT_EQ(st.assignments, n_moe * g_.B * g_.T * g_.c.top_k);
   ASSERT_EQ(int64_t(st.expert_load.size()), n_moe);
   for (int64_t l = 0; l < n_moe; ++l)
@@ -282,7 +295,7 @@ TEST_P(GoldenTest, CapacityDropsAndExpertLoadMatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest,
                          ::testing::Values("moe_a", "moe_b", "moe_c", "moe_mla_d", "moe_mla_e", "moe_d", "moe_delta",
-                                           "moe_e_position"),
+                                           "moe_e_position", "moe_f_docs", "moe_mla_f_docs"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

@@ -36,10 +36,17 @@ GradCheckOptions opts(float eps, int samples) {
   return o;
 }
 
+// Document starts for document masking: every `every` steps, from step 2 (mid-chunk, and on a chunk's start).
+std::vector<int32_t> starts_every(const GatedDeltaDims& d, int64_t every) {
+  std::vector<int32_t> s(size_t(d.B * d.T));
+  for (int64_t b = 0; b < d.B; ++b)
+    for (int64_t t = 0; t < d.T; ++t) s[size_t(b * d.T + t)] = int32_t(t < 2 ? 0 : 2 + (t - 2) / every * every);
+  return s;
+}
+
 class GatedDeltaGrad : public ::testing::TestWithParam<GatedDeltaDims> {};
 
-TEST_P(GatedDeltaGrad, AllInputs) {
-  const GatedDeltaDims d = GetParam();
+void check_gated_delta_gradient(const GatedDeltaDims& d) {
   const int64_t rows = d.B * d.H * d.T, nk = rows * d.Dk, nv = rows * d.Dv;
   auto q = randn(nk, 0.4f, 1), k = randn(nk, 0.4f, 2), v = randn(nv, 1.0f, 3);
   auto g = randn(rows, 0.2f, 4), beta = randn(rows, 1.0f, 5);
@@ -61,6 +68,16 @@ TEST_P(GatedDeltaGrad, AllInputs) {
   expect_gradient_matches("v", v.data(), nv, dv.data(), loss, o1);
   expect_gradient_matches("g", g.data(), rows, dg.data(), loss, o1);
   expect_gradient_matches("beta", beta.data(), rows, db.data(), loss, o1);
+}
+
+TEST_P(GatedDeltaGrad, AllInputs) { check_gated_delta_gradient(GetParam()); }
+
+// Document masking: the state restarts at each document start (the gate there has no effect).
+TEST_P(GatedDeltaGrad, AllInputsWithDocumentStarts) {
+  GatedDeltaDims d = GetParam();
+  const std::vector<int32_t> starts = starts_every(d, 3);
+  d.doc_start = starts.data();
+  check_gated_delta_gradient(d);
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, GatedDeltaGrad,

@@ -155,10 +155,11 @@ INSTANTIATE_TEST_SUITE_P(Table, RopeGrad,
 
 struct AttnCase {
   int64_t B, H, Hkv, T, Dh, window;
+  int64_t doc_tokens = 0;  // > 0: rows packed with documents this long (document masking)
 };
 
 std::string attn_name(const AttnCase& c) {
-  return cat("T", c.T, "_w", c.window, "_H", c.H, "kv", c.Hkv);
+  return cat("T", c.T, "_w", c.window, "_H", c.H, "kv", c.Hkv, c.doc_tokens > 0 ? cat("_docs", c.doc_tokens) : "");
 }
 
 std::vector<AttnCase> attn_cases() {
@@ -174,6 +175,10 @@ std::vector<AttnCase> attn_cases() {
   // Several query tiles of the matmul kernel (32 or 64 queries), a window
   // band that starts mid-tile.
   for (int64_t w : {0, 45}) v.push_back({1, 4, 1, 100, 8, w});
+  // Document masking: documents shorter than a tile, and ones that cross
+  // tiles and the window, of the second row shifted by one token.
+  for (int64_t w : {0, 5})
+    for (int64_t L : {7, 40}) v.push_back({2, 4, 2, 90, 8, w, L});
   return v;
 }
 
@@ -184,7 +189,14 @@ using AttnBackward = std::function<void(float*, float*, float*, const float*, co
                                         const float*, const float*, const float*, const AttentionDims&)>;
 
 void check_attention_gradient(const AttnCase& c, const AttnForward& forward, const AttnBackward& backward) {
-  const AttentionDims d{c.B, c.H, c.Hkv, c.T, c.Dh, c.window};
+  AttentionDims d{c.B, c.H, c.Hkv, c.T, c.Dh, c.window};
+  std::vector<int32_t> starts(size_t(c.B * c.T));
+  if (c.doc_tokens > 0) {  // row b's documents start at multiples of doc_tokens, less b
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t t = 0; t < c.T; ++t)
+        starts[size_t(b * c.T + t)] = int32_t(std::max<int64_t>(0, (t + b) / c.doc_tokens * c.doc_tokens - b));
+    d.doc_start = starts.data();
+  }
   const int64_t nq = c.B * c.H * c.T * c.Dh, nk = c.B * c.Hkv * c.T * c.Dh;
   auto q = randn(nq, 1.0f, 21), k = randn(nk, 1.0f, 22), v = randn(nk, 1.0f, 23);
   auto wl = randn(nq, 1.0f, 24);

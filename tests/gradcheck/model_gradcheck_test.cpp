@@ -47,6 +47,7 @@ struct Case {
   // Central-difference step. At 1e-3 the fp32 loss's rounding puts about
   // 2e-4 of noise into a numeric derivative, the per-coordinate tolerance.
   float eps = 1e-3f;
+  int32_t separator = -1;  // document masking: the end-of-document id (set_document_separator)
 };
 
 std::vector<Case> cases() {
@@ -163,6 +164,21 @@ std::vector<Case> cases() {
     k.eps = 2e-3f;
     v.push_back(k);
   }
+  {
+    // Document masking over gated-delta, sliding-window and global layers and an MTP module: of the tokens
+    // (i * 7 + 3) % 37, id 8 is row 0's input 6 alone, so its second document starts at 7; row 1 is one.
+    Case k{"documents_delta_local_global_mtp", tiny_base()};
+    k.c.n_layers = 3; k.c.layer_pattern = "DLG"; k.c.delta_chunk = 3; k.c.mtp_depth = 1;
+    k.T = 12; k.separator = 8; k.eps = 2e-3f;
+    v.push_back(k);
+  }
+  {
+    Case k{"documents_mla_window", tiny_base()};
+    k.c.attention = AttentionKind::kMla;
+    k.c.kv_lora_rank = 5; k.c.qk_nope_head_dim = 3; k.c.qk_rope_head_dim = 4; k.c.v_head_dim = 5;
+    k.T = 12; k.separator = 8;
+    v.push_back(k);
+  }
   return v;
 }
 
@@ -185,8 +201,10 @@ TEST_P(ModelGradCheck, EveryTensorMatchesCentralDifferences) {
   std::vector<int32_t> tokens(k.B * model.tokens_per_sequence());
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 7 + 3) % k.c.vocab_size);
 
+  model.set_document_separator(k.separator);
   const ForwardStats st = model.forward_backward(params.data(), grads.data(), tokens.data(), 1.0f, nullptr);
   const uint64_t routes = model.routing_hash();
+  if (k.separator >= 0) ASSERT_NE(model.document_starts(), nullptr) << "no row of the case is packed";
   if (k.expect_drops) {
     EXPECT_GT(st.dropped, 0) << "case meant to exercise capacity drops has none";
     // The other drop policy routes these tokens differently, so the case checks its own policy's routes.

@@ -87,9 +87,25 @@ VARIANTS = {
     # arrival going by position in the sequence first, so in a routing group spanning both sequences
     # position t of sequence 1 arrives before position t + 1 of sequence 0. 1 shared expert.
     "e_position": dict(drop_policy="position", capacity_factor=1.0, routing_group=16, n_shared_experts=1),
+    # document masking (train.document_mask): rows packed with documents that end with id 5, over
+    # gated-delta, sliding-window and global layers, an MTP module after the global last layer,
+    # capacity 1.0 (drops). Row 0 holds documents [0, 4) and [4, 8); row 1 [0, 6), [6, 7) (one
+    # token) and [7, 8).
+    "f_docs": dict(n_layers=3, layer_pattern="DLG", window=3, delta_heads=2, delta_key_dim=4,
+                   delta_value_dim=6, delta_chunk=3, mtp_depth=1, mtp_loss_weight=0.3, capacity_factor=1.0,
+                   n_shared_experts=1, document_separator=5),
+    # the same packing under MLA, sliding window then global.
+    "mla_f_docs": dict(attention="mla", q_lora_rank=0, kv_lora_rank=5, qk_nope_head_dim=3, qk_rope_head_dim=4,
+                       v_head_dim=3, n_kv_heads=1, layer_pattern="LG", window=4, n_shared_experts=1,
+                       document_separator=5),
 }
+# Where the packed variants put their separators: (row, input position).
+SEPARATORS = [(0, 3), (1, 5), (1, 6)]
 
 B, T = 2, 8
+# (B, T, T) document masking's "key j is in query i's document", set by forward(); None: one
+# document per row.
+SAME_DOC = None
 # Minimum gap (in router score units) between the last chosen and the first
 # unchosen expert of a token, and around each capacity cut. fp32 vs float64
 # noise is ~1e-6, so decisions cannot flip between the two implementations.
@@ -252,6 +268,8 @@ def causal_softmax_attention(c, l, q, k, v, scale):
     allowed = j <= i
     if is_local(c, l):
         allowed = allowed & (j >= i - c["window"] + 1)
+    if SAME_DOC is not None:
+        allowed = allowed & SAME_DOC[:, None]                        # (B, 1, T, T)
     s = (q @ k.transpose(-1, -2)) * scale
     s = s.masked_fill(~allowed, float("-inf"))
     o = torch.softmax(s, dim=-1) @ v
@@ -306,6 +324,8 @@ def attention(c, P, prefix, l, x):
     allowed = j <= i
     if is_local(c, l):
         allowed = allowed & (j >= i - c["window"] + 1)
+    if SAME_DOC is not None:
+        allowed = allowed & SAME_DOC[:, None]
     s = (q @ k.transpose(-1, -2)) / math.sqrt(Dh)
     s = s.masked_fill(~allowed, float("-inf"))
     o = torch.softmax(s, dim=-1) @ v                               # (B, H, T, Dh)
@@ -336,6 +356,8 @@ def gated_delta(c, P, prefix, l, x):
     outs = []
     for t in range(T):
         kt, vt, bt = k[:, t], v[:, t], beta[:, t, :, None, None]
+        if SAME_DOC is not None and t > 0:  # a new document forgets the state: a_t = 0
+            S = S * SAME_DOC[:, t, t - 1].to(f64)[:, None, None, None]
         S = torch.exp(g[:, t])[:, :, None, None] * (S @ (eye - bt * kt[..., :, None] * kt[..., None, :])) \
             + bt * vt[..., :, None] * kt[..., None, :]
         outs.append((S @ q[:, t, :, :, None])[..., 0])                # (B, Hd, Dv)
@@ -452,8 +474,14 @@ def block(c, P, prefix, l, x, info, auxes, zs):
 def forward(c, P, tokens, info):
     """Returns (ce, aux mean over MoE blocks, z mean over MoE blocks, mtp, total);
     mtp is the mean of the MTP modules' cross-entropies (0 without modules)."""
+    global SAME_DOC
     V, Dm = c["vocab_size"], mtp_depth(c)
     inputs, targets = tokens[:, :T], tokens[:, 1:T + 1]
+    SAME_DOC = None
+    if c.get("document_separator", -1) >= 0:  # documents end at the separator: number them along the row
+        doc = torch.zeros(B, T, dtype=torch.long)
+        doc[:, 1:] = torch.cumsum((inputs[:, :-1] == c["document_separator"]).long(), dim=1)
+        SAME_DOC = doc[:, :, None] == doc[:, None, :]
     x = F.embedding(inputs, P["embed"])                             # (B, T, D)
     auxes, zs = [], []
     for l in range(c["n_layers"]):
@@ -516,6 +544,11 @@ def build(variant, seed, max_tries):
         gen = torch.Generator().manual_seed(s)
         P = make_params(c, gen)
         tokens = torch.randint(0, c["vocab_size"], (B, T + 1 + mtp_depth(c)), generator=gen)
+        if "document_separator" in c:  # the separators where the variant's documents end, and nowhere else
+            sep = c["document_separator"]
+            tokens[:, :T][tokens[:, :T] == sep] = sep + 1
+            for row, pos in SEPARATORS:
+                tokens[row, pos] = sep
         info = {"dropped": [], "dropped_seq": [0] * B, "load": [], "gap": math.inf}
         ce, aux, z, mtp, total = forward(c, P, tokens, info)
         if info["gap"] < MARGIN:
