@@ -69,6 +69,11 @@ void declare_setting_keys(ConfigSchema& s, LayoutSettings& l, KeyRole role) {
   ConfigKey& global_batch = s.add("batch.global_batch", &l.global_batch, "sequences per optimizer step").range(1, big);
   if (role == KeyRole::kFile) global_batch.required();
   s.add("batch.seq_len", &l.seq_len, "tokens per sequence").range(0, big).note("0 = the model file's train.seq_len");
+  s.add("batch.document_tokens", &l.document_tokens,
+        "mean tokens per document in sequences packed with several, document-masked: attention FLOPs and time count "
+        "only the keys within a token's document")
+      .range(0, big)
+      .note("0 = a sequence is one document (no packing, or train.document_mask = false)");
   s.add_enum("memory.recompute", &l.recompute, kRecompute, "activation recomputation");
   s.add_enum("memory.offload", &l.offload, {"none", "optimizer", "params"},
              "optimizer: master weights and moments in host memory; params: all training state in the offload "

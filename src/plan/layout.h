@@ -59,6 +59,9 @@ struct LayoutSettings {
   int64_t micro_batch = 1;                // sequences per micro-batch per pipeline
   int64_t global_batch = 0;               // sequences per optimizer step (required)
   int64_t seq_len = 0;                    // 0 = the model file's train.seq_len
+  // Mean tokens per document of sequences packed with several and document-masked
+  // (train.document_mask): attention counts the keys within a token's document. 0 = a sequence is one document.
+  int64_t document_tokens = 0;
   // [memory]
   Recompute recompute = Recompute::kNone;
   // Further modules recomputed in backward (plan/activations.h): "norm", "core_attn", "swiglu",

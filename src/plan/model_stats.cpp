@@ -18,11 +18,18 @@ double mean_keys(int64_t T, int64_t window) {
   return (w * (w + 1) / 2 + (t - w) * w) / t;
 }
 
+double mean_keys(int64_t T, int64_t window, int64_t doc_tokens) {
+  if (doc_tokens <= 0 || doc_tokens >= T) return mean_keys(T, window);
+  // Keys of every query of a document of n tokens: n times the mean of a sequence of n.
+  auto total = [&](int64_t n) { return n > 0 ? double(n) * mean_keys(n, window) : 0.0; };
+  return (double(T / doc_tokens) * total(doc_tokens) + total(T % doc_tokens)) / double(T);
+}
+
 double keys_at(int64_t i, int64_t window) {
   return window > 0 ? double(std::min(i + 1, window)) : double(i + 1);
 }
 
-ModelStats model_stats(const ModelConfig& c, int64_t seq_len) {
+ModelStats model_stats(const ModelConfig& c, int64_t seq_len, int64_t doc_tokens) {
   ModelStats s;
   s.seq_len = seq_len;
   const int64_t D = c.d_model, H = c.n_heads, V = c.vocab_size;
@@ -57,7 +64,7 @@ ModelStats model_stats(const ModelConfig& c, int64_t seq_len) {
   s.kv_bytes_per_sequence = kv_seq;
   s.active_matmul = active_matmul_params(c);
   s.active_params = s.active_matmul + norms_total;
-  s.train_flops_per_token = flops_per_token(c, seq_len);
+  s.train_flops_per_token = flops_per_token(c, seq_len, doc_tokens);
   // Forward: 2 FLOPs per active matmul parameter, plus QK^T and PV: 2 H (Dqk + Dv) per key. The MTP
   // modules are not used (DeepSeek-V3 discards them, or runs them for speculative decoding).
   // Gated-delta layers: the chunked form over a prompt, and one recurrent step per decoded token (S k,

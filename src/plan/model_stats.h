@@ -46,7 +46,8 @@ struct ModelStats {
   int64_t seq_len = 0;
 };
 
-ModelStats model_stats(const ModelConfig& c, int64_t seq_len);
+// doc_tokens: batch.document_tokens (training FLOPs of packed, masked documents); 0 = one per sequence.
+ModelStats model_stats(const ModelConfig& c, int64_t seq_len, int64_t doc_tokens = 0);
 
 // Cache elements per token and state elements per sequence of a layer: model/kv_cache.h (the decoder's
 // cache is sized by the same functions).
@@ -56,6 +57,8 @@ using ::mt::state_elems;
 // Mean keys per query over a sequence of T tokens (closed form of
 // kernels/cpu attention_mean_keys): (T + 1) / 2 on global layers, min(i + 1, w) averaged on local ones.
 double mean_keys(int64_t T, int64_t window);
+// The same for sequences packed with documents of doc_tokens each (the last cut at T; <= 0 or >= T: one).
+double mean_keys(int64_t T, int64_t window, int64_t doc_tokens);
 
 // Keys a query at position i (0-based) attends to: min(i + 1, window) on
 // sliding-window layers, i + 1 on global ones.

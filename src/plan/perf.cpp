@@ -86,7 +86,7 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
 
   // ---- attention sub-block
   double fwd_gemm, fwd_mem, attn_flops, proj_flops, gather_bytes = act_bytes;
-  const double keys = mean_keys(p.seq_len, c.is_local(l) ? c.window : 0);
+  const double keys = mean_keys(p.seq_len, c.is_local(l) ? c.window : 0, p.cfg.document_tokens);
   const bool delta = c.is_delta(l);
   if (delta) {
     // Gated delta (model/delta_block.h): W_in (P, D) and W_o split by heads, the chunked recurrence in

@@ -64,7 +64,7 @@ Result<PhasePlan> plan_phase(const ModelConfig& m, int64_t model_seq_len, const 
   auto par = resolve(l, m, model_seq_len, c);
   if (!par) return par.status();
   ph.par = *par;
-  ph.stats = model_stats(m, ph.par.seq_len);
+  ph.stats = model_stats(m, ph.par.seq_len, ph.par.cfg.document_tokens);
   ph.mem = memory_per_gpu(m, ph.stats, ph.par, c);
   ph.time = step_time(m, ph.stats, ph.par, c);
   if (batch_steps.size() == 1 && batch_steps[0].first == ph.par.global_batch) {

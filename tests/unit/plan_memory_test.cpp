@@ -64,7 +64,18 @@ TEST(PlanModelStats, ParamCountsMatchTheTrainerLayout) {
 
 TEST(PlanModelStats, MeanKeysClosedFormMatchesTheKernel) {
   for (int64_t T : {1, 7, 64, 300})
-    for (int64_t w : {0, 1, 5, 64, 500}) EXPECT_NEAR(mean_keys(T, w), attention_mean_keys(T, w), 1e-9) << T << " " << w;
+    for (int64_t w : {0, 1, 5, 64, 500}) {
+      EXPECT_NEAR(mean_keys(T, w), attention_mean_keys(T, w), 1e-9) << T << " " << w;
+      for (int64_t L : {1, 3, 16, 64, 1000})  // packed documents, document-masked
+        EXPECT_NEAR(mean_keys(T, w, L), attention_mean_keys(T, w, L), 1e-9) << T << " " << w << " " << L;
+    }
+}
+
+TEST(PlanModelStats, DocumentMaskingCountsTheKeysOfEachDocument) {
+  const ModelConfig c = tiny_dense();
+  EXPECT_DOUBLE_EQ(model_stats(c, 4096, 256).train_flops_per_token, flops_per_token(c, 4096, 256));
+  EXPECT_LT(model_stats(c, 4096, 256).train_flops_per_token, model_stats(c, 4096).train_flops_per_token);
+  EXPECT_DOUBLE_EQ(model_stats(c, 4096, 4096).train_flops_per_token, model_stats(c, 4096).train_flops_per_token);
 }
 
 TEST(PlanModelStats, KvCacheAndInferenceFlops) {

@@ -101,6 +101,18 @@ TEST(PlanPerf, ComputeOnlyStepFromFlops) {
   EXPECT_NEAR(t.mfu, s.train_flops_per_token * tokens / (t.step_s * peak), 1e-12);
   EXPECT_NEAR(t.step_s, t.compute_s + t.recompute_s + t.tp_exposed_s + t.ep_exposed_s + t.bubble_s +
                             t.pp_p2p_exposed_s + t.dp_exposed_s + t.optimizer_s, 1e-12);
+  // Documents of 64 tokens packed and masked: attention counts the keys within each document.
+  LayoutConfig ld = l;
+  ld.document_tokens = 64;
+  const ModelStats sd = model_stats(m, 1024, 64);
+  const StepTime td = step_time(m, sd, *resolve(ld, m, 1024, c), c);
+  double doc_keys = 0;
+  for (int64_t i = 0; i < m.n_layers; ++i) doc_keys += mean_keys(1024, m.is_local(i) ? m.window : 0, 64);
+  const double want_doc =
+      6.0 * double(s.active_matmul) * tokens / (peak * 0.607) + 3.5 * 4.0 * tokens * 512 * doc_keys / (peak * 0.35);
+  EXPECT_NEAR(td.compute_s, want_doc, 1e-3 * want_doc);
+  EXPECT_LT(td.compute_s, t.compute_s);
+  EXPECT_NEAR(td.mfu, sd.train_flops_per_token * tokens / (td.step_s * peak), 1e-12);
   // FP8 linear layers (DeepSeek-V3 report): their GEMMs at the FP8 peak (2x on H100); the LM head and
   // attention stay bf16. MFU keeps the BF16 peak as denominator.
   LayoutConfig l8 = l;
