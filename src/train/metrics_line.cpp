@@ -23,6 +23,9 @@ nlohmann::json metrics_line(const StepResult& r, double tokens_per_s, double mfu
   j["tokens_per_s"] = tokens_per_s;
   j["mfu"] = mfu;
   j["dropped_frac"] = r.assignments ? double(r.dropped) / double(r.assignments) : 0.0;
+  if (r.keys_global > 0 && r.tokens > 0)  // document masking: the keys a query saw, on average, by layer kind
+    j["keys_per_token"] = {{"global", double(r.keys_global) / double(r.tokens)},
+                           {"local", double(r.keys_local) / double(r.tokens)}};
   j["step_time_s"] = r.seconds;
   j["tokens"] = r.tokens;
   if (!r.phase.empty()) j["phase"] = r.phase;

@@ -185,6 +185,35 @@ TEST_F(DataPipeline, TrainFromDatasetLogsLedgersAndResumesTheSameStream) {
   EXPECT_THAT(nods.err, HasSubstr("data.dataset: required with data.mixture"));
 }
 
+// Document masking (train.document_mask, on by default): a query sees its own document only, fewer
+// keys than the (T + 1) / 2 of a causal row, and the model FLOPs count those; without it the same
+// data trains another model.
+TEST_F(DataPipeline, DocumentMaskKeepsEachTokenToItsDocument) {
+  td::write_file(*dir_ / "mix-docs.toml", "total_tokens = 8000\n[weights]\n\"*/q0\" = 1\n\"*/q1\" = 2\n");
+  auto run = [&](const std::string& name, const std::string& mask) {
+    auto r = e2e::train({"--preset", "tiny-test", "--set", "data.dataset=" + ds_, "--set",
+                         "data.mixture=" + (*dir_ / "mix-docs.toml"), "--set", "model.vocab_size=512", "--set",
+                         "train.seq_len=256", "--set", "train.steps=2", "--set", "train.document_mask=" + mask,
+                         "--run-dir", *dir_ / name},
+                        300, e2e::kPassiveOmp);
+    EXPECT_EQ(r.exit_code, 0) << r;
+    return e2e::read_metrics(*dir_ / name);
+  };
+  const auto m = run("masked", "true"), u = run("unmasked", "false");
+  ASSERT_TRUE(e2e::has_steps_1_to_n(m, 2));
+  ASSERT_TRUE(e2e::has_steps_1_to_n(u, 2));
+  ASSERT_TRUE(m[0].contains("keys_per_token")) << m[0].dump();
+  const double keys = m[0]["keys_per_token"]["global"].get<double>();
+  EXPECT_GT(keys, 1.0);
+  EXPECT_LT(keys, 257.0 / 2);
+  EXPECT_FALSE(u[0].contains("keys_per_token"));
+  EXPECT_EQ(u[0]["bucket_tokens"], m[0]["bucket_tokens"]);
+  EXPECT_NE(u[0]["loss"], m[0]["loss"]);
+  // FLOPs per token (MFU / tokens per second, the peak cancels) fall with the keys.
+  auto flops = [](const nlohmann::json& row) { return row["mfu"].get<double>() / row["tokens_per_s"].get<double>(); };
+  EXPECT_LT(flops(m[0]), flops(u[0]));
+}
+
 TEST_F(DataPipeline, BadInputsFailNamingTheCulprit) {
   // Malformed JSONL: file and line.
   td::write_file(*dir_ / "bad/in.jsonl", "{\"text\":\"fine\"}\n{\"text\":\"oops\"\n");
