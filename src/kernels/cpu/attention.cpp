@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/attention_softmax.h"
@@ -63,16 +64,35 @@ double attention_keys(const int32_t* doc_start, int64_t B, int64_t T, int64_t wi
   return total;
 }
 
+std::vector<std::pair<int64_t, int64_t>> attention_query_blocks(const AttentionDims& d, int64_t rows) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  const int64_t n = d.q_rows();
+  for (int64_t r0 = 0, r1; r0 < n; r0 = r1) {  // runs of consecutive positions
+    for (r1 = r0 + 1; r1 < n && d.q_position(r1) == d.q_position(r1 - 1) + 1; ++r1) {
+    }
+    for (int64_t i0 = r0; i0 < r1; i0 += rows) out.emplace_back(i0, std::min(rows, r1 - i0));
+  }
+  return out;
+}
+
+double attention_keys(const AttentionDims& d) {
+  double total = 0.0;
+  for (int64_t b = 0; b < d.B; ++b)
+    for (int64_t i = 0; i < d.q_rows(); ++i) total += double(d.q_position(i) - d.key_begin(b, i) + 1);
+  return total;
+}
+
 void attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
                        const AttentionDims& d) {
-  const int64_t Dh = d.Dh, Dv = d.v_dim(), T = d.T, group = d.H / d.Hkv;
+  const int64_t Dh = d.Dh, Dv = d.v_dim(), T = d.T, Tq = d.q_rows(), group = d.H / d.Hkv;
   const float scale = 1.0f / std::sqrt(float(Dh));
+  const auto blocks = attention_query_blocks(d, kQB);
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
     const int64_t b = bh / d.H, h = bh % d.H, kvh = h / group;
     Scratch& sc = tls;
     sc.reserve(Dh, Dv, T);
-    const float* qh = q + (b * d.H + h) * T * Dh;
+    const float* qh = q + (b * d.H + h) * Tq * Dh;
     const float* kh = k + (b * d.Hkv + kvh) * T * Dh;
     const float* vh = v + (b * d.Hkv + kvh) * T * Dv;
     float* oh = o + d.out_offset(b, h);
@@ -80,16 +100,16 @@ void attention_forward(float* o, float* lse, const float* q, const float* k, con
     const int64_t ldo = d.out_stride();
     const bool strided = ldo != Dv;  // token-major rows: products go through sc.ob
     simd::transpose(sc.kt.data(), kh, T, Dh, Dh, T);  // Kt (Dh, T), once per head
-    for (int64_t i0 = 0; i0 < T; i0 += kQB) {
-      const int64_t i1 = std::min(T, i0 + kQB), rows = i1 - i0;
-      const int64_t j0 = d.key_begin(b, i0), nk = i1 - j0;
+    for (const auto& [i0, rows] : blocks) {
+      // Rows i0.. are queries at positions p0.. (consecutive), keys [j0, p0 + rows).
+      const int64_t p0 = d.q_position(i0), j0 = d.key_begin(b, i0), nk = p0 + rows - j0;
       if (strided)  // fetch the block's output lines for writing while it computes
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t e = 0; e < Dv; e += kLineFloats) __builtin_prefetch(oh + (i0 + r) * ldo + e, 1, 3);
       std::fill(sc.s.begin(), sc.s.begin() + rows * nk, 0.0f);
       simd::small_gemm_acc(sc.s.data(), qh + i0 * Dh, sc.kt.data() + j0, rows, nk, Dh, Dh, T, nk);
-      attention_softmax_rows(sc.s.data(), rows, nk, i0, j0, d.window, doc ? doc + i0 : nullptr, scale, nullptr,
-                             lse + (b * d.H + h) * T + i0);
+      attention_softmax_rows(sc.s.data(), rows, nk, p0, j0, d.window, doc ? doc + i0 : nullptr, scale, nullptr,
+                             lse + (b * d.H + h) * Tq + i0);
       // Token-major rows are a power of two apart: the product goes through a
       // contiguous block (rows that far apart share a few L1 sets).
       float* ob = strided ? sc.ob.data() : oh + i0 * Dv;
@@ -104,9 +124,9 @@ void attention_forward(float* o, float* lse, const float* q, const float* k, con
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                         const float* k, const float* v, const float* o, const float* lse,
                         const AttentionDims& d) {
-  const int64_t Dh = d.Dh, Dv = d.v_dim(), T = d.T, group = d.H / d.Hkv;
+  const int64_t Dh = d.Dh, Dv = d.v_dim(), T = d.T, Tq = d.q_rows(), group = d.H / d.Hkv;
   const float scale = 1.0f / std::sqrt(float(Dh));
-  const int64_t blocks = (T + kQB - 1) / kQB;
+  const auto blocks = attention_query_blocks(d, kQB);
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
   for (int64_t b = 0; b < d.B; ++b)
     for (int64_t kvh = 0; kvh < d.Hkv; ++kvh) {
@@ -122,26 +142,28 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
       std::fill(dkh, dkh + T * Dh, 0.0f);
       std::fill(dvh, dvh + T * Dv, 0.0f);
       for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
-        const float* qh = q + (b * d.H + h) * T * Dh;
+        const float* qh = q + (b * d.H + h) * Tq * Dh;
         const float* oh = o + d.out_offset(b, h);
         const float* doh = dout + d.out_offset(b, h);
         const int64_t ldo = d.out_stride();
-        const float* lh = lse + (b * d.H + h) * T;
-        float* dqh = dq + (b * d.H + h) * T * Dh;
-        for (int64_t blk = 0; blk < blocks; ++blk) {
-          const int64_t i0 = blk * kQB, i1 = std::min(T, i0 + kQB), rows = i1 - i0;
-          const int64_t j0 = d.key_begin(b, i0), nk = i1 - j0;
+        const float* lh = lse + (b * d.H + h) * Tq;
+        float* dqh = dq + (b * d.H + h) * Tq * Dh;
+        for (size_t blk = 0; blk < blocks.size(); ++blk) {
+          const auto [i0, rows] = blocks[blk];
+          const int64_t i1 = i0 + rows, p0 = d.q_position(i0);
+          const int64_t j0 = d.key_begin(b, i0), nk = p0 + rows - j0;
           float* P = sc.s.data();
           float* dS = sc.dp.data();
           std::fill(P, P + rows * nk, 0.0f);
           simd::small_gemm_acc(P, qh + i0 * Dh, sc.kt.data() + j0, rows, nk, Dh, Dh, T, nk);
-          attention_softmax_rows(P, rows, nk, i0, j0, d.window, doc ? doc + i0 : nullptr, scale, lh + i0, nullptr);
+          attention_softmax_rows(P, rows, nk, p0, j0, d.window, doc ? doc + i0 : nullptr, scale, lh + i0, nullptr);
           std::fill(dS, dS + rows * nk, 0.0f);
           // This block of dout, contiguous (as in the forward).
           const float* dob = doh + i0 * Dv;
           if (ldo != Dv) {
             // The next block's strided dout and o lines, fetched while this one computes.
-            for (int64_t i = i1; i < std::min(T, i1 + kQB); ++i)
+            const int64_t n1 = blk + 1 < blocks.size() ? blocks[blk + 1].first + blocks[blk + 1].second : i1;
+            for (int64_t i = i1; i < n1; ++i)
               for (int64_t e = 0; e < Dv; e += kLineFloats) {
                 __builtin_prefetch(doh + i * ldo + e, 0, 3);
                 __builtin_prefetch(oh + i * ldo + e, 0, 3);

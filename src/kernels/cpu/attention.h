@@ -8,8 +8,12 @@
 // Document masking (train.document_mask): with doc_start set, a query also
 // sees only keys of its own document, in a row packed with several
 // (attention_softmax.h); the work before a document's start is skipped.
+// Context parallelism (dist.cp): the queries may be Tq rows at positions
+// q_pos of the T-key sequence (this rank's chunks), against all T keys.
 #pragma once
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "kernels/cpu/attention_softmax.h"
 
@@ -23,20 +27,32 @@ struct AttentionDims {
   // reads, so no merge-heads copy runs in either direction.
   bool token_major_out = false;
   int64_t v_dim() const { return Dv > 0 ? Dv : Dh; }
+  // Query rows per (b, h) and their positions among the T keys: q, o, dout,
+  // dq, lse and doc_start hold Tq rows, k, v, dk, dv all T. Tq = 0: T rows at
+  // positions 0..T-1. Positions increase along the rows (runs of consecutive ones).
+  int64_t Tq = 0;
+  const int32_t* q_pos = nullptr;
+  int64_t q_rows() const { return Tq > 0 ? Tq : T; }
+  int64_t q_position(int64_t i) const { return q_pos ? q_pos[i] : i; }
   // Offset of head (b, h)'s first output row, and the stride between rows.
   int64_t out_offset(int64_t b, int64_t h) const {
-    return token_major_out ? (b * T * H + h) * v_dim() : (b * H + h) * T * v_dim();
+    return token_major_out ? (b * q_rows() * H + h) * v_dim() : (b * H + h) * q_rows() * v_dim();
   }
   int64_t out_stride() const { return token_major_out ? H * v_dim() : v_dim(); }
-  // (B, T): the position in its row where each token's document begins
-  // (non-decreasing along a row, doc_start[b, i] <= i); null: a row is one document.
+  // (B, Tq): the position in its row where each query's document begins
+  // (non-decreasing along a row, at most the query's position); null: a row is one document.
   const int32_t* doc_start = nullptr;
-  const int32_t* doc_row(int64_t b) const { return doc_start ? doc_start + b * T : nullptr; }
-  // First key query i of row b sees.
+  const int32_t* doc_row(int64_t b) const { return doc_start ? doc_start + b * q_rows() : nullptr; }
+  // First key (a position) query row i of row b sees.
   int64_t key_begin(int64_t b, int64_t i) const {
-    return doc_start ? attention_key_begin(i, window, doc_start[b * T + i]) : attention_key_begin(i, window);
+    const int64_t p = q_position(i);
+    return doc_start ? attention_key_begin(p, window, doc_start[b * q_rows() + i]) : attention_key_begin(p, window);
   }
 };
+
+// The query blocks of at most `rows` rows the kernels work in, (first row,
+// rows) in order: consecutive positions each (a block never spans two runs of q_pos).
+std::vector<std::pair<int64_t, int64_t>> attention_query_blocks(const AttentionDims& d, int64_t rows);
 
 void attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
                        const AttentionDims& d);
@@ -55,5 +71,7 @@ double attention_mean_keys(int64_t T, int64_t window, int64_t doc_tokens);
 // Keys attended in total over rows [0, B) with document starts doc_start
 // (B, T) (null: one document per row): the work a pass actually does.
 double attention_keys(const int32_t* doc_start, int64_t B, int64_t T, int64_t window);
+// The same for the queries of d (its Tq rows at q_pos, its documents and window).
+double attention_keys(const AttentionDims& d);
 
 }  // namespace mt

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "core/bf16.h"
@@ -29,23 +30,24 @@ struct Scratch {
 };
 thread_local Scratch tls;
 
-// One tile: queries [i0, i1) of the heads of kv group g, stacked head by
-// head (row hh * rows + r is query i0 + r of head g * G + hh), against keys
-// [j0, i1).
+// One tile: query rows [i0, i1) (positions p0..) of the heads of kv group g,
+// stacked head by head (row hh * rows + r is query row i0 + r of head
+// g * G + hh), against keys [j0, p0 + rows).
 struct Tile {
-  int64_t b, g, i0, i1, rows, M, j0, nk;
+  int64_t b, g, i0, i1, rows, M, p0, j0, nk;
 };
 
-Tile tile_of(const AttentionDims& d, int64_t b, int64_t g, int64_t blk, int64_t qt) {
+Tile tile_of(const AttentionDims& d, int64_t b, int64_t g, std::pair<int64_t, int64_t> block) {
   Tile t;
   t.b = b;
   t.g = g;
-  t.i0 = blk * qt;
-  t.i1 = std::min(d.T, t.i0 + qt);
-  t.rows = t.i1 - t.i0;
+  t.i0 = block.first;
+  t.rows = block.second;
+  t.i1 = t.i0 + t.rows;
   t.M = (d.H / d.Hkv) * t.rows;
+  t.p0 = d.q_position(t.i0);
   t.j0 = d.key_begin(b, t.i0) / kKeyAlign * kKeyAlign;
-  t.nk = t.i1 - t.j0;
+  t.nk = t.p0 + t.rows - t.j0;
   return t;
 }
 
@@ -53,10 +55,10 @@ Tile tile_of(const AttentionDims& d, int64_t b, int64_t g, int64_t blk, int64_t 
 const void* stacked_queries(const QkvOperands& in, const AttentionDims& d, const Tile& t, OperandForm f,
                             OperandBuffer& buf) {
   const int64_t G = d.H / d.Hkv;
-  const int64_t first = ((t.b * d.H + t.g * G) * d.T + t.i0) * d.Dh;
+  const int64_t first = ((t.b * d.H + t.g * G) * d.q_rows() + t.i0) * d.Dh;
   if (G == 1) return operand_at(in.q, in.form, first, t.rows * d.Dh, f, buf);
   for (int64_t hh = 0; hh < G; ++hh)
-    put_operand(buf, hh * t.rows * d.Dh, in.q, in.form, first + hh * d.T * d.Dh, t.rows * d.Dh, f);
+    put_operand(buf, hh * t.rows * d.Dh, in.q, in.form, first + hh * d.q_rows() * d.Dh, t.rows * d.Dh, f);
   return buf.storage.data();
 }
 
@@ -83,9 +85,9 @@ const float* output_row(const void* o, OperandForm of, int64_t i, int64_t Dv, st
 void softmax_tile(float* S, const AttentionDims& d, const Tile& t, float scale, const float* lse, float* lse_out) {
   const int64_t G = d.H / d.Hkv;
   for (int64_t hh = 0; hh < G; ++hh) {
-    const int64_t at = (t.b * d.H + t.g * G + hh) * d.T + t.i0;
+    const int64_t at = (t.b * d.H + t.g * G + hh) * d.q_rows() + t.i0;
     const int32_t* doc = d.doc_row(t.b);
-    attention_softmax_rows(S + hh * t.rows * t.nk, t.rows, t.nk, t.i0, t.j0, d.window, doc ? doc + t.i0 : nullptr,
+    attention_softmax_rows(S + hh * t.rows * t.nk, t.rows, t.nk, t.p0, t.j0, d.window, doc ? doc + t.i0 : nullptr,
                            scale, lse ? lse + at : nullptr, lse_out ? lse_out + at : nullptr);
   }
 }
@@ -106,13 +108,14 @@ void attention_matmul_forward(float* o, float* lse, const float* q, const float*
 void attention_matmul_forward(void* o, OperandForm of, float* lse, const QkvOperands& in, const AttentionDims& d,
                               MatmulPrecision p) {
   const int64_t Dh = d.Dh, Dv = d.v_dim(), T = d.T, G = d.H / d.Hkv;
-  const int64_t qt = attention_matmul_query_tile(G), blocks = (T + qt - 1) / qt;
+  const auto tiles = attention_query_blocks(d, attention_matmul_query_tile(G));
+  const int64_t blocks = int64_t(tiles.size());
   const float scale = 1.0f / std::sqrt(float(Dh));
   const OperandForm f = operand_form(p);
   MT_CHECK(in.form == OperandForm::kFp32 || in.form == f, "q, k, v are held for another precision");
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t task = 0; task < d.B * d.Hkv * blocks; ++task) {
-    const Tile t = tile_of(d, task / (d.Hkv * blocks), task / blocks % d.Hkv, task % blocks, qt);
+    const Tile t = tile_of(d, task / (d.Hkv * blocks), task / blocks % d.Hkv, tiles[size_t(task % blocks)]);
     Scratch& sc = tls;
     const int64_t kv_row = (t.b * d.Hkv + t.g) * T + t.j0;
     const void* qop = stacked_queries(in, d, t, f, sc.qop);
@@ -139,8 +142,8 @@ void attention_matmul_backward(float* dq, float* dk, float* dv, const float* dou
 void attention_matmul_backward(float* dq, float* dk, float* dv, const float* dout, const QkvOperands& in,
                                const void* o, OperandForm of, const float* lse, const AttentionDims& d,
                                MatmulPrecision p) {
-  const int64_t Dh = d.Dh, Dv = d.v_dim(), T = d.T, G = d.H / d.Hkv;
-  const int64_t qt = attention_matmul_query_tile(G), blocks = (T + qt - 1) / qt;
+  const int64_t Dh = d.Dh, Dv = d.v_dim(), T = d.T, Tq = d.q_rows(), G = d.H / d.Hkv;
+  const auto tiles = attention_query_blocks(d, attention_matmul_query_tile(G));
   const float scale = 1.0f / std::sqrt(float(Dh));
   const OperandForm f = operand_form(p);
   MT_CHECK(in.form == OperandForm::kFp32 || in.form == f, "q, k, v are held for another precision");
@@ -154,8 +157,8 @@ void attention_matmul_backward(float* dq, float* dk, float* dv, const float* dou
       float* dvh = dv + (b * d.Hkv + g) * T * Dv;
       std::fill(dkh, dkh + T * Dh, 0.0f);
       std::fill(dvh, dvh + T * Dv, 0.0f);
-      for (int64_t blk = 0; blk < blocks; ++blk) {
-        const Tile t = tile_of(d, b, g, blk, qt);
+      for (const auto& block : tiles) {
+        const Tile t = tile_of(d, b, g, block);
         // The tile's dout rows, as the dP product sees them (bf16-rounded in
         // bf16), and their rowsum(dO o O) from those same values: with one
         // visible key dP and the row sum then cancel exactly, as they should.
@@ -196,7 +199,7 @@ void attention_matmul_backward(float* dq, float* dk, float* dv, const float* dou
         gemm_on_thread(dqt, dsop, kj, GemmShape{t.M, Dh, t.nk}, 0.0f, p);
         for (int64_t hh = 0; hh < G; ++hh)
           std::copy(dqt + hh * t.rows * Dh, dqt + (hh + 1) * t.rows * Dh,
-                    dq + ((b * d.H + g * G + hh) * T + t.i0) * Dh);
+                    dq + ((b * d.H + g * G + hh) * Tq + t.i0) * Dh);
         gemm_on_thread(dkh + t.j0 * Dh, dsop, qop, GemmShape{t.nk, Dh, t.M, Trans::kYes, Trans::kNo}, 1.0f, p);
         gemm_on_thread(dvh + t.j0 * Dv, pop, dop, GemmShape{t.nk, Dv, t.M, Trans::kYes, Trans::kNo}, 1.0f, p);
       }
