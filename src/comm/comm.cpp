@@ -26,6 +26,7 @@ const char* comm_kind_name(CommKind k) {
     case CommKind::kAllToAll: return "alltoall";
     case CommKind::kAllReduce: return "allreduce";
     case CommKind::kBroadcast: return "broadcast";
+    case CommKind::kContext: return "context";
     default: return "?";
   }
 }
@@ -80,7 +81,7 @@ std::vector<std::string> Comm::allgather_strings(const std::string& mine, const 
 // ---- ReduceScatter ------------------------------------------------------------
 
 void ReduceScatter::start(Comm& comm, const float* send, const int64_t* counts, const int64_t* displs,
-                          float* scratch) {
+                          float* scratch, CommKind kind) {
   MT_CHECK(comm_ == nullptr, "reduce-scatter already in flight");
   const int64_t P = comm.size(), me = comm.rank();
   comm_ = &comm;
@@ -93,8 +94,7 @@ void ReduceScatter::start(Comm& comm, const float* send, const int64_t* counts, 
   rcounts_[me] = 0;
   rdispls_.resize(P);
   for (int64_t r = 0; r < P; ++r) rdispls_[r] = r * n_;
-  req_ = comm.ialltoallv(send, scounts_.data(), displs, scratch, rcounts_.data(), rdispls_.data(), DType::kF32,
-                         CommKind::kReduceScatter);
+  req_ = comm.ialltoallv(send, scounts_.data(), displs, scratch, rcounts_.data(), rdispls_.data(), DType::kF32, kind);
 }
 
 void ReduceScatter::finish(float* out, Mode mode, const char* what) {

@@ -24,7 +24,8 @@ namespace mt {
 enum class DType { kF32, kF64, kI64, kU8 };
 size_t dtype_bytes(DType t);
 
-enum class CommKind : int { kAllGather, kReduceScatter, kAllToAll, kAllReduce, kBroadcast, kCount };
+// kContext: context parallelism's K/V exchange and its gradients (dist.cp), apart from FSDP's gathers.
+enum class CommKind : int { kAllGather, kReduceScatter, kAllToAll, kAllReduce, kBroadcast, kContext, kCount };
 const char* comm_kind_name(CommKind k);
 
 // Totals since the last reset, shared by a world and the groups split from it.
@@ -111,7 +112,8 @@ class LocalComm final : public Comm {
 // untouched until then too (this rank's own piece is read from it).
 class ReduceScatter {
  public:
-  void start(Comm& comm, const float* send, const int64_t* counts, const int64_t* displs, float* scratch);
+  void start(Comm& comm, const float* send, const int64_t* counts, const int64_t* displs, float* scratch,
+             CommKind kind = CommKind::kReduceScatter);
   // Waits, then out[i] = (accumulate ? out[i] : 0) + sum over ranks in order.
   enum class Mode { kOverwrite, kAccumulate };
   void finish(float* out, Mode mode, const char* what);

@@ -20,11 +20,27 @@ Dims dims_of(const ModelConfig& c, int64_t layer, int64_t B, int64_t T) {
   return d;
 }
 // The kernel writes o (and reads dout) token-major, as Wo's GEMM reads them.
-AttentionDims attn_dims(const ModelConfig& c, const Dims& d, int64_t layer, const int32_t* doc_start) {
-  AttentionDims a{d.B, d.H, d.Hkv, d.T, d.Dh, c.is_local(layer) ? c.window : 0};
+AttentionDims attn_dims(const BlockContext& ctx, const Dims& d, int64_t layer) {
+  AttentionDims a{d.B, d.H, d.Hkv, d.T, d.Dh, ctx.c->is_local(layer) ? ctx.c->window : 0};
   a.token_major_out = true;
-  a.doc_start = doc_start;
+  a.doc_start = ctx.doc_start;
+  if (ctx.cp) {  // this process's rows against the whole sequence's keys
+    a.T = ctx.T_seq;
+    a.Tq = d.T;
+    a.q_pos = ctx.q_pos;
+  }
   return a;
+}
+// Context parallelism: the whole sequence's K and V (what this process's
+// queries read of them) gathered into ctx.cp_buf; the operands then read them.
+QkvOperands gather_keys(const BlockContext& ctx, const Dims& d, int64_t layer, QkvOperands in) {
+  if (!ctx.cp) return in;
+  const int64_t bytes = in.form == OperandForm::kBf16 ? 2 : 4, window = ctx.c->is_local(layer) ? ctx.c->window : 0;
+  ctx.cp->gather(ctx.cp_buf->k.data(), in.k, d.B, d.Hkv, d.Dh, bytes, window);
+  ctx.cp->gather(ctx.cp_buf->v.data(), in.v, d.B, d.Hkv, d.Dh, bytes, window);
+  in.k = ctx.cp_buf->k.data();
+  in.v = ctx.cp_buf->v.data();
+  return in;
 }
 QkvOperands qkv_operands(const AttnActs& a) {
   return {a.q.storage.data(), a.k.storage.data(), a.v.storage.data(), a.q.form};
@@ -97,8 +113,8 @@ void attention_block_forward(float* x_mid, AttnActs& a, const float* x_in, const
     split_qkv_rope(a.q.out(), a.k.out(), a.v.out(), a.q.form, a.qkv.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T,
                    d.H, d.Hkv, d.Dh);
   }
-  run_attention_forward(a.o_flat.out(), a.o_flat.form, a.lse.data(), qkv_operands(a), attn_dims(c, d, layer, ctx.doc_start),
-                        ctx.prec, ctx.attention);
+  run_attention_forward(a.o_flat.out(), a.o_flat.form, a.lse.data(), gather_keys(ctx, d, layer, qkv_operands(a)),
+                        attn_dims(ctx, d, layer), ctx.prec, ctx.attention);
   // x_mid = x_in + o_flat Wo^T
   std::copy(x_in, x_in + d.N * d.D, x_mid);
   gemm(x_mid, a.o_flat.in(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dh, Trans::kNo, Trans::kYes},
@@ -112,9 +128,18 @@ void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, co
   const Dims d = dims_of(c, layer, ctx.B, ctx.T);
   const int64_t HD = d.H * d.Dh;
   linear_backward(s.do_flat.data(), ctx.g(w.wo), dres, a.o_flat.in(), ctx.p(w.wo), d.N, d.D, HD, 0.0f, ctx.prec);
-  run_attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.do_flat.data(), qkv_operands(a),
-                         a.o_flat.in().data, a.o_flat.form, a.lse.data(), attn_dims(c, d, layer, ctx.doc_start), ctx.prec,
-                         ctx.attention);
+  if (ctx.cp) {  // dK, dV of the whole sequence from this process's queries, summed over the ranks into its rows
+    const int64_t window = c.is_local(layer) ? c.window : 0;
+    run_attention_backward(s.dq.data(), ctx.cp_buf->dk.data(), ctx.cp_buf->dv.data(), s.do_flat.data(),
+                           gather_keys(ctx, d, layer, qkv_operands(a)), a.o_flat.in().data, a.o_flat.form,
+                           a.lse.data(), attn_dims(ctx, d, layer), ctx.prec, ctx.attention);
+    ctx.cp->reduce(s.dk.data(), ctx.cp_buf->dk.data(), d.B, d.Hkv, d.Dh, window);
+    ctx.cp->reduce(s.dv.data(), ctx.cp_buf->dv.data(), d.B, d.Hkv, d.Dh, window);
+  } else {
+    run_attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.do_flat.data(), qkv_operands(a),
+                           a.o_flat.in().data, a.o_flat.form, a.lse.data(), attn_dims(ctx, d, layer), ctx.prec,
+                           ctx.attention);
+  }
   if (c.qk_norm) {
     rope_backward(s.dq.data(), s.dq.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);
     rope_backward(s.dk.data(), s.dk.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.Hkv, d.T, d.Dh);

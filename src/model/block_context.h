@@ -4,6 +4,7 @@
 // through the spans a ParamProvider handed out for the current layer.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "kernels/cpu/gemm.h"
 #include "model/attention_kernel.h"
@@ -11,6 +12,12 @@
 #include "model/parallel_hooks.h"
 
 namespace mt {
+
+// Context parallelism's whole-sequence keys and values (B, Hkv, T, Dh) as the
+// attention kernel reads them, and their gradients; shared by every layer.
+struct ContextBuffers {
+  std::vector<float> k, v, dk, dv;
+};
 
 struct BlockContext {
   const ModelConfig* c = nullptr;
@@ -25,6 +32,13 @@ struct BlockContext {
   // (B, T) document start of every token (train.document_mask), or null:
   // attention and gated-delta layers keep to a token's document.
   const int32_t* doc_start = nullptr;
+  // Context parallelism (dist.cp), or null: the T rows above are this
+  // process's positions q_pos of sequences of T_seq tokens; attention reads
+  // the other positions' keys and values through cp into cp_buf.
+  ContextExchange* cp = nullptr;
+  const int32_t* q_pos = nullptr;
+  int64_t T_seq = 0;
+  ContextBuffers* cp_buf = nullptr;
 
   const float* p(int64_t off) const { return w.at(off); }
   float* g(int64_t off) const { return w.grad(off); }

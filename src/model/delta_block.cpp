@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/check.h"
 #include "core/phase_timer.h"
 #include "kernels/cpu/delta_gates.h"
 #include "kernels/cpu/gated_delta.h"
@@ -102,6 +103,8 @@ void delta_block_forward(float* x_mid, DeltaActs& a, const float* x_in, const De
   gather_heads(a.v.data(), proj + d.cv, d.P, d.B, d.T, d.H, d.Dv);
   l2norm_forward(a.q.data(), a.rn_q.data(), a.q_raw.data(), d.N * d.H, d.Dk, delta_l2_eps());
   l2norm_forward(a.k.data(), a.rn_k.data(), a.k_raw.data(), d.N * d.H, d.Dk, delta_l2_eps());
+  // The recurrence runs along the whole sequence: with context parallelism a state would pass between ranks.
+  MT_CHECK(ctx.cp == nullptr, "context parallelism does not run gated-delta layers (the trainer refuses dist.cp)");
   delta_gates_forward(a.g.data(), a.beta.data(), proj + d.ca, proj + d.cb, d.P, ctx.p(w.A_log), ctx.p(w.dt_bias),
                       d.B, d.T, d.H);
   {

@@ -48,11 +48,13 @@ void MtpScratch::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSize
 
 int64_t MtpScratch::bytes() const { return vector_bytes(dcat) + vector_bytes(dhalf) + vector_bytes(de); }
 
-void mtp_tokens(MtpActs& a, const int32_t* tokens, int64_t stride, int64_t k, int64_t B, int64_t T) {
+void mtp_tokens(MtpActs& a, const int32_t* tokens, int64_t stride, int64_t k, int64_t B, int64_t T,
+                const int32_t* pos) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) {
-      a.tok[b * T + t] = tokens[b * stride + t + k];
-      a.tgt[b * T + t] = tokens[b * stride + t + k + 1];
+      const int64_t p = pos ? pos[t] : t;
+      a.tok[b * T + t] = tokens[b * stride + p + k];
+      a.tgt[b * T + t] = tokens[b * stride + p + k + 1];
     }
 }
 

@@ -45,8 +45,10 @@ struct MtpScratch {
   int64_t bytes() const;
 };
 
-// a.tok, a.tgt of module k (1-based) from B rows of `stride` >= T + 1 + k tokens.
-void mtp_tokens(MtpActs& a, const int32_t* tokens, int64_t stride, int64_t k, int64_t B, int64_t T);
+// a.tok, a.tgt of module k (1-based) from B rows of `stride` >= T + 1 + k tokens; with context
+// parallelism the T rows are at positions pos (null: 0..T-1) of each row.
+void mtp_tokens(MtpActs& a, const int32_t* tokens, int64_t stride, int64_t k, int64_t B, int64_t T,
+                const int32_t* pos = nullptr);
 
 // From h^{k-1} (N, D) to a.h (h^k) and a.hf (its head-normed form, for the shared head the caller runs).
 // `embed` is the shared (V, D) table; ctx.w serves the module's unit; router_bias (E) or null.

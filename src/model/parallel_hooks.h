@@ -9,6 +9,7 @@
 // Legend: E experts, F expert hidden, Din expert input dim.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace mt {
 
@@ -102,6 +103,29 @@ struct ExpertRows {
 // in flight (the shared experts, the router's backward): *_start packs and
 // posts it, *_finish waits and unpacks. Each start is followed by its finish
 // before the next start.
+// Context parallelism (dist.cp): this process holds two load-balanced
+// chunks of every sequence of its micro-batch (model/context_chunks.h);
+// attention layers read the other ranks' keys and values through this
+// exchange. Rows are (B, heads, rows, width) of elem_bytes each; `full`
+// holds all T positions of a sequence, `local` this rank's Tl rows.
+class ContextExchange {
+ public:
+  virtual ~ContextExchange() = default;
+  virtual int64_t cp() const = 0;
+  virtual int64_t seq_len() const = 0;                   // T, the whole sequence
+  virtual const std::vector<int32_t>& positions() const = 0;  // this rank's rows, increasing
+  // Fills the rows of `full` that this rank's queries read in a layer of
+  // `window` (<= 0: global): every position (all-gather) on a global layer;
+  // on a window layer this rank's rows and the window - 1 rows before each
+  // of its chunks (the halo, from the previous chunk's owner), every other
+  // row zero.
+  virtual void gather(void* full, const void* local, int64_t B, int64_t heads, int64_t width, int64_t elem_bytes,
+                      int64_t window) = 0;
+  // local = the sum over the ranks of their `full` gradient rows at this
+  // rank's positions (window layers: each halo's rows go back to their owner).
+  virtual void reduce(float* local, const float* full, int64_t B, int64_t heads, int64_t width, int64_t window) = 0;
+};
+
 class ExpertDispatcher {
  public:
   virtual ~ExpertDispatcher() = default;

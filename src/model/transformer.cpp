@@ -14,13 +14,44 @@
 
 namespace mt {
 
+namespace {
+int64_t rows_of(int64_t seq_len, const ContextExchange* cx) {
+  return cx ? int64_t(cx->positions().size()) : seq_len;
+}
+}  // namespace
+
 Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, MatmulPrecision prec,
-                         LayerActivations acts)
-    : c_(c), B_(batch), T_(seq_len), N_(batch * seq_len), prec_(prec), acts_(acts), mtp_weight_(c.mtp_loss_weight) {
+                         LayerActivations acts, ContextExchange* cx)
+    : c_(c),
+      B_(batch),
+      T_(rows_of(seq_len, cx)),
+      N_(batch * rows_of(seq_len, cx)),
+      T_seq_(seq_len),
+      cp_(cx ? cx->cp() : 1),
+      prec_(prec),
+      acts_(acts),
+      mtp_weight_(c.mtp_loss_weight) {
+  MT_CHECK(!cx || cx->seq_len() == seq_len, "context exchange for {} tokens, model for {}", cx ? cx->seq_len() : 0,
+           seq_len);
   off_ = build_layout(c_, layout_);
   BufferSizer sizer(BufferSizer::Mode::kAllocate, operand_form(prec_));
   size_buffers(sizer);
-  rope_tables(rope_cos_.data(), rope_sin_.data(), T_, c_.rope_dim(), c_.rope_params());
+  if (cx) {  // this process's rows of the whole sequence's tables
+    pos_ = cx->positions();
+    const int64_t half = c_.rope_dim() / 2;
+    std::vector<float> cos_full(size_t(T_seq_ * half)), sin_full(cos_full.size());
+    rope_tables(cos_full.data(), sin_full.data(), T_seq_, c_.rope_dim(), c_.rope_params());
+    for (int64_t t = 0; t < T_; ++t) {
+      std::copy_n(cos_full.data() + pos_[size_t(t)] * half, half, rope_cos_.data() + t * half);
+      std::copy_n(sin_full.data() + pos_[size_t(t)] * half, half, rope_sin_.data() + t * half);
+    }
+    ctx_.cp = cx;
+    ctx_.q_pos = pos_.data();
+    ctx_.T_seq = T_seq_;
+    ctx_.cp_buf = &cp_buf_;
+  } else {
+    rope_tables(rope_cos_.data(), rope_sin_.data(), T_, c_.rope_dim(), c_.rope_params());
+  }
   ctx_.c = &c_;
   ctx_.B = B_;
   ctx_.T = T_;
@@ -32,8 +63,15 @@ Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, M
 }
 
 Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, MatmulPrecision prec,
-                         LayerActivations acts, BufferSizer& s)
-    : c_(c), B_(batch), T_(seq_len), N_(batch * seq_len), prec_(prec), acts_(acts) {
+                         LayerActivations acts, int64_t cp, BufferSizer& s)
+    : c_(c),
+      B_(batch),
+      T_(seq_len / cp),
+      N_(batch * (seq_len / cp)),
+      T_seq_(seq_len),
+      cp_(cp),
+      prec_(prec),
+      acts_(acts) {
   size_buffers(s);
 }
 
@@ -115,13 +153,23 @@ void Transformer::size_buffers(BufferSizer& s) {
   attn_scratch_.allocate(c_, B_, T_, s);
   ffn_scratch_.allocate(c_, B_, T_, s);
   delta_scratch_.allocate(c_, B_, T_, s);
+  if (cp_ > 1 && !c_.mla()) {  // the whole sequence's K, V and their gradients, of the widest kv layer
+    int64_t hkv = 0;
+    for (int64_t l = 0; l < c_.n_layers; ++l) hkv = std::max(hkv, c_.is_delta(l) ? 0 : c_.kv_heads(l));
+    const int64_t n = B_ * hkv * T_seq_ * c_.head_dim();
+    s(cp_buf_.k, n);
+    s(cp_buf_.v, n);
+    s(cp_buf_.dk, n);
+    s(cp_buf_.dv, n);
+  }
 }
 
 int64_t Transformer::activation_bytes() const {
   int64_t b = vector_bytes(rope_cos_) + vector_bytes(rope_sin_) + vector_bytes(inputs_) + vector_bytes(targets_) +
               vector_bytes(xs_) + vector_bytes(x_mid_) + vector_bytes(hf_) + vector_bytes(rstd_f_) +
               vector_bytes(logits_) + vector_bytes(losses_) + vector_bytes(dres_) + vector_bytes(dhf_) +
-              attn_scratch_.bytes() + ffn_scratch_.bytes() + mtp_scratch_.bytes() + delta_scratch_.bytes();
+              attn_scratch_.bytes() + ffn_scratch_.bytes() + mtp_scratch_.bytes() + delta_scratch_.bytes() +
+              vector_bytes(cp_buf_.k) + vector_bytes(cp_buf_.v) + vector_bytes(cp_buf_.dk) + vector_bytes(cp_buf_.dv);
   for (const MtpActs& m : mtp_) b += m.bytes();
   for (const AttnActs& a : attn_) b += a.bytes();
   for (const DeltaActs& a : delta_) b += a.bytes();
@@ -130,9 +178,9 @@ int64_t Transformer::activation_bytes() const {
 }
 
 int64_t Transformer::activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq_len, MatmulPrecision prec,
-                                      LayerActivations acts) {
+                                      LayerActivations acts, int64_t cp) {
   BufferSizer counter(BufferSizer::Mode::kCountOnly, operand_form(prec));
-  Transformer sizing(c, batch, seq_len, prec, acts, counter);
+  Transformer sizing(c, batch, seq_len, prec, acts, cp, counter);
   return counter.bytes();
 }
 
@@ -151,21 +199,26 @@ void Transformer::add_moe_stats(ForwardStats& st, FfnStats& fs, int64_t moe_laye
   st.expert_load.push_back(std::move(fs.load));
 }
 
-void Transformer::mark_documents(ForwardStats& st) {
+void Transformer::mark_documents(ForwardStats& st, const int32_t* tokens, int64_t stride) {
   ctx_.doc_start = nullptr;
   if (doc_sep_ < 0) return;
   doc_start_.resize(size_t(N_));
   bool packed = false;
-  for (int64_t b = 0; b < B_; ++b) {
+  for (int64_t b = 0; b < B_; ++b) {  // along the whole row; this process keeps its positions' starts
     int32_t start = 0;
-    for (int64_t t = 0; t < T_; ++t) {
-      if (t > 0 && inputs_[b * T_ + t - 1] == doc_sep_) start = int32_t(t), packed = true;
-      doc_start_[b * T_ + t] = start;
+    for (int64_t t = 0, i = 0; t < T_seq_ && i < T_; ++t) {
+      if (t > 0 && tokens[b * stride + t - 1] == doc_sep_) start = int32_t(t), packed = true;
+      if (t == position(i)) doc_start_[size_t(b * T_ + i++)] = start;
     }
   }
   if (packed) ctx_.doc_start = doc_start_.data();
-  st.keys_global = int64_t(attention_keys(ctx_.doc_start, B_, T_, 0));
-  st.keys_local = c_.window > 0 ? int64_t(attention_keys(ctx_.doc_start, B_, T_, c_.window)) : 0;
+  AttentionDims d{B_, 1, 1, T_seq_, 1, 0};
+  d.Tq = T_;
+  d.q_pos = pos_.empty() ? nullptr : pos_.data();
+  d.doc_start = ctx_.doc_start;
+  st.keys_global = int64_t(attention_keys(d));
+  d.window = c_.window;
+  st.keys_local = c_.window > 0 ? int64_t(attention_keys(d)) : 0;
 }
 
 void Transformer::run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, const int32_t* tokens,
@@ -173,13 +226,13 @@ void Transformer::run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, 
   const int64_t D = c_.d_model;
   for (int64_t b = 0; b < B_; ++b)
     for (int64_t t = 0; t < T_; ++t) {
-      inputs_[b * T_ + t] = tokens[b * stride + t];
-      targets_[b * T_ + t] = tokens[b * stride + t + 1];
+      inputs_[b * T_ + t] = tokens[b * stride + position(t)];
+      targets_[b * T_ + t] = tokens[b * stride + position(t) + 1];
     }
   for (int64_t n = 0; n < N_; ++n)
     MT_CHECK(inputs_[n] >= 0 && inputs_[n] < c_.vocab_size, "token {} out of vocab {}", inputs_[n],
              c_.vocab_size);
-  mark_documents(st);
+  mark_documents(st, tokens, stride);
   ctx_.experts = pp.dispatcher() ? pp.dispatcher() : &identity_experts_;
   st.dropped_per_sequence.assign(size_t(B_), 0);
   root_ = pp.acquire_root(grads);
@@ -251,7 +304,7 @@ void Transformer::run_mtp_forward(ForwardStats& st, ParamProvider& pp, Grads gra
   for (int64_t k = 0; k < c_.mtp_depth; ++k) {
     const int64_t u = c_.n_layers + k;
     MtpActs& a = mtp_[k];
-    mtp_tokens(a, tokens, tokens_per_sequence(), k + 1, B_, T_);
+    mtp_tokens(a, tokens, tokens_per_sequence(), k + 1, B_, T_, pos_.empty() ? nullptr : pos_.data());
     for (int64_t n = 0; n < N_; ++n)
       MT_CHECK(a.tok[n] >= 0 && a.tok[n] < c_.vocab_size, "token {} out of vocab {}", a.tok[n], c_.vocab_size);
     const LayerParams lp = pp.acquire_layer(u, Pass::kForward);
@@ -281,7 +334,7 @@ ForwardStats Transformer::forward(ParamProvider& pp, const int32_t* tokens, cons
                                   Objective obj) {
   ForwardStats st;
   const bool mtp = obj == Objective::kTraining;
-  run_forward(st, pp, Grads::kNo, tokens, mtp ? tokens_per_sequence() : T_ + 1, router_bias);
+  run_forward(st, pp, Grads::kNo, tokens, mtp ? tokens_per_sequence() : T_seq_ + 1, router_bias);
   st.loss = head_loss(pp, Grads::kNo, 0.0f, hf_.in(), targets_.data(), dhf_.data());
   if (mtp) run_mtp_forward(st, pp, Grads::kNo, tokens, 0.0f, router_bias);
   st.total_loss = st.loss + c_.aux_loss_coef * st.aux_loss + c_.z_loss_coef * st.z_loss + st.mtp_weight * st.mtp_loss;
@@ -293,7 +346,7 @@ void Transformer::forward_logits(const float* params, const int32_t* tokens, con
                                  float* logits_NV) {
   FlatParams flat(params, nullptr);
   ForwardStats st;
-  run_forward(st, flat, Grads::kNo, tokens, T_ + 1, router_bias);
+  run_forward(st, flat, Grads::kNo, tokens, T_seq_ + 1, router_bias);
   const int64_t D = c_.d_model, V = c_.vocab_size;
   for (int64_t r0 = 0; r0 < N_; r0 += kHeadChunk) {
     const int64_t R = std::min(kHeadChunk, N_ - r0);

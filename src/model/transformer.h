@@ -54,19 +54,24 @@ enum class LayerActivations { kKeep, kRecompute };
 
 class Transformer {
  public:
+  // cx (dist.cp): this process computes its positions (cx->positions()) of
+  // each sequence of seq_len tokens, the other ranks' keys and values
+  // reaching attention through cx; null: whole sequences.
   Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, MatmulPrecision prec,
-              LayerActivations acts = LayerActivations::kKeep);
+              LayerActivations acts = LayerActivations::kKeep, ContextExchange* cx = nullptr);
 
   const ModelConfig& config() const { return c_; }
   const ParamLayout& layout() const { return layout_; }
   const ModelOffsets& offsets() const { return off_; }
   int64_t batch() const { return B_; }
-  int64_t seq_len() const { return T_; }
+  int64_t seq_len() const { return T_seq_; }
+  // Tokens of each sequence this process computes: seq_len / cp with context parallelism.
+  int64_t rows() const { return T_; }
   // MoE blocks, those of the MTP modules included (their router losses,
   // expert loads and aux-free biases follow the layers').
   int64_t n_moe_layers() const;
   // Tokens per sequence of the training objective: T + 1 + mtp_depth.
-  int64_t tokens_per_sequence() const { return T_ + 1 + c_.mtp_depth; }
+  int64_t tokens_per_sequence() const { return T_seq_ + 1 + c_.mtp_depth; }
   // lambda of the MTP loss from now on (mtp_loss_weight_at; initially model.mtp_loss_weight).
   void set_mtp_loss_weight(double lambda) { mtp_weight_ = lambda; }
   // Router loss weights from now on (initially model.aux_loss_coef, z_loss_coef; a training phase may change them).
@@ -94,9 +99,10 @@ class Transformer {
   // the sizing pass of the constructor run in count-only mode. `moetrain plan`
   // uses it, so its CPU activation figure equals the trainer's allocation.
   // `prec` matters through the GemmActivations, whose form it sets.
+  // cp: context-parallel ranks (each holds seq_len / cp tokens of a sequence).
   static int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq_len,
                                   MatmulPrecision prec = MatmulPrecision::kFp32,
-                                  LayerActivations acts = LayerActivations::kKeep);
+                                  LayerActivations acts = LayerActivations::kKeep, int64_t cp = 1);
   // Switches between keeping and recomputing layer activations (frees and
   // re-sizes the buffers; the layout is unchanged).
   void set_layer_activations(LayerActivations acts);
@@ -137,7 +143,7 @@ class Transformer {
  private:
   // Count-only construction for activation_bytes(c, batch, seq_len).
   Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, MatmulPrecision prec, LayerActivations acts,
-              BufferSizer& s);
+              int64_t cp, BufferSizer& s);
   void size_buffers(BufferSizer& s);  // sizes (or counts) every buffer below
   void share_layer_buffers();         // act_of_: which layer's buffers each layer uses
   // The forward of layer l into its (possibly shared) buffers: attention or
@@ -153,12 +159,17 @@ class Transformer {
   void run_mtp_forward(ForwardStats& st, ParamProvider& pp, Grads grads, const int32_t* tokens, float grad_scale,
                        const float* router_bias);
   void add_moe_stats(ForwardStats& st, FfnStats& fs, int64_t moe_layers);
-  // doc_start_ from inputs_ and ctx_.doc_start (null when no row holds a
-  // document start past its first token); the keys into st.
-  void mark_documents(ForwardStats& st);
+  // doc_start_ from the rows of `tokens` (stride apart) and ctx_.doc_start
+  // (null when no row holds a document start past its first token); the keys into st.
+  void mark_documents(ForwardStats& st, const int32_t* tokens, int64_t stride);
+  // The position in its sequence of row t (context parallelism), else t.
+  int64_t position(int64_t t) const { return pos_.empty() ? t : pos_[size_t(t)]; }
 
   ModelConfig c_;
-  int64_t B_, T_, N_;
+  int64_t B_, T_, N_;                            // T_: rows of each sequence computed here
+  int64_t T_seq_, cp_;                           // the whole sequence's length; context-parallel ranks
+  std::vector<int32_t> pos_;                     // context parallelism: the positions of the T_ rows
+  ContextBuffers cp_buf_;
   MatmulPrecision prec_;
   LayerActivations acts_ = LayerActivations::kKeep;
   std::vector<int64_t> act_of_;                  // per layer: the layer whose activation buffers it uses

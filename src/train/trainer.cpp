@@ -183,8 +183,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
   return t;
 }
 
-std::unique_ptr<Transformer> Trainer::make_model(const PhaseSpan& ph, LayerActivations acts) const {
-  auto model = std::make_unique<Transformer>(ph.model, local_batch(), ph.seq_len, cfg_.train.precision, acts);
+std::unique_ptr<Transformer> Trainer::make_model(const PhaseSpan& ph, LayerActivations acts) {
+  auto model = std::make_unique<Transformer>(ph.model, local_batch(), ph.seq_len, cfg_.train.precision, acts,
+                                             context_exchange(ph.seq_len));
   model->set_attention_kernel(cfg_.train.attention_kernel);
   if (cfg_.train.document_mask) model->set_document_separator(data_->document_separator());
   return model;
@@ -199,7 +200,7 @@ Status Trainer::enter_phase(int64_t step) {
   model_ = make_model(ph, model_->layer_activations());
   batch_.resize(cfg_.train.batch_size * model_->tokens_per_sequence());
   if (dist_->shape.ep > 1) {  // its buffers are sized for the tokens of a micro-batch
-    dist_->ep = std::make_unique<EpDispatcher>(dist_->mesh->ep(), model_->config(), local_batch(), ph.seq_len,
+    dist_->ep = std::make_unique<EpDispatcher>(dist_->mesh->ep(), model_->config(), local_batch(), model_->rows(),
                                                cfg_.dist.ep_overlap ? EpOverlap::kOn : EpOverlap::kOff);
     dist_->fsdp->set_dispatcher(dist_->ep.get());
   }
@@ -353,9 +354,10 @@ void Trainer::evaluate(StepResult& r) {
 
 Status Trainer::health_check(int64_t step) {
   // The recompute check needs every rank to hold the same parameters for a
-  // slice: not so under expert parallelism, where each holds its experts.
+  // slice: not so under expert parallelism, where each holds its experts,
+  // nor under context parallelism, where a slice is a group's chunks.
   std::function<double(int64_t)> slice_loss;
-  if (dist_->shape.ep == 1)
+  if (dist_->shape.ep == 1 && dist_->cp == 1)
     slice_loss = [this](int64_t owner) {
       const float* bias = router_bias_.empty() ? nullptr : router_bias_.data();
       const int64_t lb = local_batch(), T = model_->seq_len();  // the last step's first micro-batch

@@ -101,7 +101,7 @@ class Trainer {
   void evaluate(StepResult& r);  // held-out loss per bucket (or overall) into r
   void note_phase_end(int64_t steps_done);
   // The model of a phase's shape (sequence length, RoPE base) over the same parameters.
-  std::unique_ptr<Transformer> make_model(const PhaseSpan& ph, LayerActivations acts) const;
+  std::unique_ptr<Transformer> make_model(const PhaseSpan& ph, LayerActivations acts);
   Status enter_phase(int64_t step);  // the model (and EP buffers) for the phase of step `step`
   void print_ledger() const;         // rank 0, at the end: tokens and capacity drops per bucket  // phased runs:
                                      // events.jsonl's phase_end, with the phase's ledger
@@ -112,6 +112,10 @@ class Trainer {
   std::unique_ptr<Comm> own_comm_;  // the LocalComm of a world of one
   std::unique_ptr<Dist> dist_;
   Status setup_dist(const TrainerOptions& opt);  // mesh, shard plan, start-up agreement check
+  // dist.cp against the world, the model and every phase's sequences (errors name the key).
+  Status check_context_parallel(int64_t world) const;
+  // The K/V exchange of sequences of seq_len tokens (made anew when a phase changes it); null without dist.cp.
+  ContextExchange* context_exchange(int64_t seq_len);
   int64_t local_batch() const;     // sequences of each micro-batch this rank computes
   int64_t batch_offset() const;    // index of its first one within the micro-batch
   bool is_root() const;            // rank 0 (writes metrics, prints)

@@ -28,6 +28,7 @@
 #include "dist/mesh.h"
 #include "dist/mpi_comm.h"
 #include "dist/shard_plan.h"
+#include "model/context_chunks.h"
 #include "train/trainer.h"
 
 #include <unistd.h>
@@ -82,26 +83,73 @@ Status Trainer::setup_dist(const TrainerOptions& opt) {
   auto shape = resolve_mesh(w.size(), cfg_.dist.ep, cfg_.dist.fsdp, cfg_.model.n_experts);
   if (!shape) return Status::errorf("{}: {}", cfg_.source, shape.status().message());
   const TrainConfig& tc = cfg_.train;
-  const int64_t N = w.size();
-  if (tc.batch_size % N != 0)
+  const int64_t N = w.size(), cp = cfg_.dist.cp;
+  MT_RETURN_IF_ERROR(check_context_parallel(N));
+  const int64_t replicas = N / cp;  // rank groups that split the batch (cp ranks share each sequence)
+  if (tc.batch_size % replicas != 0)
     return Status::errorf(
-        "{}: train.batch_size = {} must be a multiple of the {} ranks: each micro-batch of batch_size sequences is "
-        "split evenly over the ranks",
-        cfg_.source, tc.batch_size, N);
-  const int64_t Bl = tc.batch_size / N;
+        "{}: train.batch_size = {} must be a multiple of the {} ranks{}: each micro-batch of batch_size sequences is "
+        "split evenly over them",
+        cfg_.source, tc.batch_size, replicas, cp > 1 ? fmt::format(" / dist.cp = {} / {}", N, cp) : "");
+  const int64_t Bl = tc.batch_size / replicas;
   for (const PhaseSpan& ph : data_->schedule().phases())  // every phase's sequence length
-    if (cfg_.model.n_experts > 0 && (Bl * ph.seq_len) % cfg_.model.group_size(ph.seq_len) != 0)
+    if (cfg_.model.n_experts > 0 && (Bl * ph.seq_len / cp) % cfg_.model.group_size(ph.seq_len) != 0)
       return Status::errorf(
           "{}: model.routing_group = {} tokens must divide each rank's {} tokens per micro-batch "
           "(batch_size / ranks x seq_len{}), so no routing group straddles two ranks",
-          cfg_.source, cfg_.model.group_size(ph.seq_len), Bl * ph.seq_len,
+          cfg_.source, cfg_.model.group_size(ph.seq_len), Bl * ph.seq_len / cp,
           ph.seq_len != tc.seq_len ? fmt::format(" of {}", ph.name) : "");
   if (tc.threads == 0 && N > 1) set_num_threads(default_rank_threads());
   dist_ = std::make_unique<Dist>(w, shape.value());
   dist_->local_batch = Bl;
-  dist_->offset = w.rank() * Bl;
+  dist_->offset = w.rank() / cp * Bl;
+  dist_->cp = cp;
   dist_->mesh = std::make_unique<Mesh>(w, shape.value());
+  if (cp > 1) dist_->cp_group = w.split(int(w.rank() / cp), int(w.rank() % cp));
   return Status::ok();
+}
+
+Status Trainer::check_context_parallel(int64_t world) const {
+  const int64_t cp = cfg_.dist.cp;
+  if (cp == 1) return Status::ok();
+  const ConfigOrigins& o = cfg_.origins;
+  if (world % cp != 0)
+    return o.error("dist.cp", fmt::format("{} does not divide the {} ranks this job was started with", cp, world));
+  const ModelConfig& m = cfg_.model;
+  if (m.mla())
+    return o.error("dist.cp", "context parallelism runs GQA attention; MLA (model.attention = \"mla\") is not "
+                              "supported yet");
+  for (int64_t l = 0; l < m.n_layers; ++l)
+    if (m.is_delta(l))
+      return o.error("dist.cp", fmt::format("layer {} is a gated-delta layer (model.layer_pattern): its recurrent "
+                                            "state runs along the whole sequence, which context parallelism splits",
+                                            l));
+  for (const PhaseSpan& ph : data_->schedule().phases()) {
+    const std::string where = ph.seq_len != cfg_.train.seq_len ? fmt::format(" of phase {}", ph.name) : "";
+    if (ph.seq_len % (2 * cp) != 0)
+      return o.error("dist.cp", fmt::format("sequences of {} tokens{} do not divide into 2 x {} = {} chunks "
+                                            "(train.seq_len must be a multiple of 2 dist.cp)",
+                                            ph.seq_len, where, cp, 2 * cp));
+    const int64_t c = context_chunk_len(ph.seq_len, cp);
+    if (m.window > 1 && m.window < ph.seq_len && m.window - 1 > c)
+      return o.error("model.window",
+                     fmt::format("{} needs the {} tokens before each chunk, more than a chunk of {} tokens{} holds "
+                                 "(seq_len / 2 dist.cp): a halo comes from the one chunk before",
+                                 m.window, m.window - 1, c, where));
+    if (m.n_experts > 0 && c % m.group_size(ph.seq_len) != 0)
+      return o.error("model.routing_group",
+                     fmt::format("{} tokens must divide a context-parallel chunk of {} tokens{} (seq_len / 2 "
+                                 "dist.cp), so every routing group stays in one chunk as in one process",
+                                 m.group_size(ph.seq_len), c, where));
+  }
+  return Status::ok();
+}
+
+ContextExchange* Trainer::context_exchange(int64_t seq_len) {
+  if (dist_->cp == 1) return nullptr;
+  if (!dist_->context || dist_->context->seq_len() != seq_len)
+    dist_->context = std::make_unique<ContextParallel>(*dist_->cp_group, seq_len);
+  return dist_->context.get();
 }
 
 bool Trainer::is_root() const { return dist_->world.rank() == 0; }
@@ -140,7 +188,7 @@ Status Trainer::init_local_params() {
     optim_->init_radii(full.data());
   }
   if (d.shape.ep > 1)
-    d.ep = std::make_unique<EpDispatcher>(d.mesh->ep(), cfg_.model, d.local_batch, model_->seq_len(),
+    d.ep = std::make_unique<EpDispatcher>(d.mesh->ep(), cfg_.model, d.local_batch, model_->rows(),
                                           cfg_.dist.ep_overlap ? EpOverlap::kOn : EpOverlap::kOff);
   StreamOptions so{cfg_.stream.prefetch_layers, cfg_.stream.io_threads, cfg_.stream.expert_density, {}};
   for (const ParamEntry& e : L.entries())

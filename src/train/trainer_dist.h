@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "comm/comm.h"
+#include "dist/context_parallel.h"
 #include "dist/expert_parallel.h"
 #include "dist/fsdp.h"
 #include "dist/mesh.h"
@@ -19,6 +20,11 @@ struct Trainer::Dist {
   Comm& world;
   MeshShape shape;
   int64_t local_batch = 0, offset = 0;
+  // Context parallelism: the cp consecutive ranks that share sequences, and
+  // the exchange of the current phase's sequence length (null when cp = 1).
+  int64_t cp = 1;
+  std::unique_ptr<Comm> cp_group;
+  std::unique_ptr<ContextParallel> context;
   std::unique_ptr<Mesh> mesh;
   std::unique_ptr<ShardPlan> plan;
   std::unique_ptr<EpDispatcher> ep;
