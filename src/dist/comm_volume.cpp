@@ -15,7 +15,7 @@ int64_t reduce(const ShardUnit& u) {
 }  // namespace
 
 StepCommBytes step_comm_bytes(const ShardPlan& plan, const ModelConfig& c, int64_t grad_accum, int64_t local_batch,
-                              int64_t seq_len) {
+                              int64_t seq_len, const ContextShape& cx) {
   StepCommBytes b;
   const int64_t L = c.n_units(), n = plan.shape().world();
   int64_t moe_layers = 0;
@@ -31,17 +31,19 @@ StepCommBytes step_comm_bytes(const ShardPlan& plan, const ModelConfig& c, int64
   if (n > 1) {
     // Per micro-batch one token count per head (the main one and each MTP
     // module's); per step loss/mtp/aux/z, drops, assignments, the two stop
-    // signals' counts and the expert loads, then the gradient norm.
-    const int64_t values = grad_accum * (1 + c.mtp_depth) + 4 + 4 + moe_layers * c.n_experts + 1;
+    // signals' counts, the attention keys by layer kind and the expert loads,
+    // then the gradient norm.
+    const int64_t values = grad_accum * (1 + c.mtp_depth) + 4 + 6 + moe_layers * c.n_experts + 1;
     b.allreduce = (n - 1) * values * 8;
   }
   const int64_t ep = plan.shape().ep;
   if (ep > 1) {
     const int64_t El = plan.expert_count(), G = c.group_size(seq_len), cap = c.capacity(G);
-    const int64_t slot_rows = local_batch * seq_len / G * cap;  // one expert's rows from one peer, at most
+    const int64_t slot_rows = local_batch * seq_len / cx.cp / G * cap;  // one expert's rows from one peer, at most
     const int64_t per_layer = cap > 0 ? (ep - 1) * (El + El * slot_rows * c.expert_in_dim()) * 4 : (ep - 1) * El * 8;
     b.alltoall_fixed = per_layer * moe_layers * grad_accum;
   }
+  b.context = context_micro_batch_bytes(c, local_batch, seq_len, cx) * grad_accum;
   return b;
 }
 

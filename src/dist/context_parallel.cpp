@@ -23,27 +23,6 @@ ContextParallel::ContextParallel(Comm& group, int64_t T)
   pos_ = context_positions(T, cp_, rank_);
 }
 
-int64_t ContextParallel::gather_bytes(int64_t T, int64_t cp, int64_t rank, int64_t B, int64_t heads, int64_t width,
-                                      int64_t elem_bytes, int64_t window) {
-  const int64_t c = context_chunk_len(T, cp), row = width * elem_bytes;
-  if (window <= 0 || window >= T) return (cp - 1) * B * heads * 2 * c * row;
-  // One halo from each other rank that owns the chunk before one of ours.
-  int64_t from_others = 0;
-  for (int64_t j : {context_chunks(rank, cp).first, context_chunks(rank, cp).second})
-    if (j > 0 && context_chunk_owner(j - 1, cp) != rank) ++from_others;
-  return from_others * B * heads * (window - 1) * row;
-}
-
-int64_t ContextParallel::reduce_bytes(int64_t T, int64_t cp, int64_t rank, int64_t B, int64_t heads, int64_t width,
-                                      int64_t window) {
-  if (window <= 0 || window >= T) return gather_bytes(T, cp, rank, B, heads, width, 4, window);
-  // The halo gradients of the chunks after ours that other ranks own.
-  int64_t from_others = 0;
-  for (int64_t j : {context_chunks(rank, cp).first, context_chunks(rank, cp).second})
-    if (j + 1 < 2 * cp && context_chunk_owner(j + 1, cp) != rank) ++from_others;
-  return from_others * B * heads * (window - 1) * width * 4;
-}
-
 void ContextParallel::gather(void* full_v, const void* local_v, int64_t B, int64_t heads, int64_t width,
                              int64_t elem_bytes, int64_t window) {
   auto* full = static_cast<uint8_t*>(full_v);

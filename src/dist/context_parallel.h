@@ -6,7 +6,7 @@
 // sliding-window layers exchange only the halo of window - 1 rows before
 // each chunk, with the owner of the chunk before it. Both run in a fixed
 // order, so results do not depend on MPI's algorithms. Bytes are counted
-// under CommKind::kContext (docs/distributed.md gives the closed forms).
+// under CommKind::kContext; model/context_chunks.h has their closed forms.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -28,14 +28,6 @@ class ContextParallel final : public ContextExchange {
               int64_t window) override;
   void reduce(float* local, const float* full, int64_t B, int64_t heads, int64_t width, int64_t window) override;
 
-  // Bytes cp rank `rank` receives in one gather of a (B, heads, width)
-  // tensor in a layer of `window`; a reduce of its fp32 gradients receives
-  // gather_bytes(..., 4, ...) on a global layer and the halos the rank sent,
-  // reduce_bytes, on a window layer. The closed forms comm_volume and the planner use.
-  static int64_t gather_bytes(int64_t T, int64_t cp, int64_t rank, int64_t B, int64_t heads, int64_t width,
-                              int64_t elem_bytes, int64_t window);
-  static int64_t reduce_bytes(int64_t T, int64_t cp, int64_t rank, int64_t B, int64_t heads, int64_t width,
-                              int64_t window);
 
  private:
   bool global(int64_t window) const { return window <= 0 || window >= T_; }

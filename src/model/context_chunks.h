@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "model/config.h"
+
 namespace mt {
 
 inline int64_t context_chunk_len(int64_t T, int64_t cp) { return T / (2 * cp); }
@@ -27,5 +29,41 @@ inline std::vector<int32_t> context_positions(int64_t T, int64_t cp, int64_t r) 
     for (int64_t t = 0; t < c; ++t) pos.push_back(int32_t(j * c + t));
   return pos;
 }
+
+// Bytes rank r receives in one exchange of a (B, heads, width) tensor in a
+// layer of `window` (dist/context_parallel.h): a gather of elements of
+// elem_bytes (all-gather on a global layer, the window - 1 halo rows from the
+// owner of the chunk before each of its chunks otherwise), and a reduce of
+// its fp32 gradients (reduce-scatter; halos back from the owner of the chunk
+// after each of its chunks). Rows exchanged with itself are not counted.
+inline int64_t context_gather_bytes(int64_t T, int64_t cp, int64_t r, int64_t B, int64_t heads, int64_t width,
+                                    int64_t elem_bytes, int64_t window) {
+  const int64_t c = context_chunk_len(T, cp), row = width * elem_bytes;
+  if (window <= 0 || window >= T) return (cp - 1) * B * heads * 2 * c * row;
+  int64_t halos = 0;
+  for (int64_t j : {context_chunks(r, cp).first, context_chunks(r, cp).second})
+    if (j > 0 && context_chunk_owner(j - 1, cp) != r) ++halos;
+  return halos * B * heads * (window - 1) * row;
+}
+inline int64_t context_reduce_bytes(int64_t T, int64_t cp, int64_t r, int64_t B, int64_t heads, int64_t width,
+                                    int64_t window) {
+  if (window <= 0 || window >= T) return context_gather_bytes(T, cp, r, B, heads, width, 4, window);
+  int64_t halos = 0;
+  for (int64_t j : {context_chunks(r, cp).first, context_chunks(r, cp).second})
+    if (j + 1 < 2 * cp && context_chunk_owner(j + 1, cp) != r) ++halos;
+  return halos * B * heads * (window - 1) * width * 4;
+}
+
+// Context parallelism (dist.cp): where a rank sits and what it exchanges.
+struct ContextShape {
+  int64_t cp = 1, rank = 0;  // group size, this rank's place in it
+  int64_t kv_bytes = 4;      // bytes of a K/V element as gathered (bf16 operands: 2)
+  bool recompute = false;    // train.activation_checkpointing: each layer's forward (its gathers) runs twice
+};
+
+// Bytes one rank receives per micro-batch of local_batch sequences of seq_len:
+// per attention layer (and MTP module) a gather of K and V forward, again
+// backward with a reduce of dK and dV, one more gather per recomputed forward.
+int64_t context_micro_batch_bytes(const ModelConfig& c, int64_t local_batch, int64_t seq_len, const ContextShape& cx);
 
 }  // namespace mt

@@ -253,15 +253,21 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
     if (p.seq_len % (2 * p.cp) != 0)
       return bad("parallel.cp", fmt::format("the sequence of {} tokens must split into 2 x cp = {} equal chunks",
                                             p.seq_len, 2 * p.cp));
-    if (m.layer_pattern.find('L') != std::string::npos)
-      return bad("parallel.cp", "ring attention is modelled for global attention only (model.layer_pattern = \"G\")");
+    if (m.mla() && c.device.kind == DeviceKind::kCpu)
+      return bad("parallel.cp", "the CPU trainer's context parallelism runs GQA attention, not MLA");
+    const int64_t chunk = p.seq_len / (2 * p.cp);
+    if (m.layer_pattern.find('L') != std::string::npos && m.window > 1 && m.window < p.seq_len &&
+        m.window - 1 > chunk)
+      return bad("parallel.cp", fmt::format("model.window = {} needs {} rows before each chunk, more than a chunk "
+                                            "of {} holds (a halo comes from the one chunk before)",
+                                            m.window, m.window - 1, chunk));
     if (!l.flash_attention)
       return bad("parallel.cp", "ring attention runs a flash-attention kernel per chunk: set memory.flash_attention = true");
   }
   if (c.device.kind == DeviceKind::kCpu) {
-    if (p.tp != 1 || p.cp != 1 || p.pp != 1 || p.ep != 1 || p.gpus != 1)
-      return bad("parallel", "the CPU trainer runs one process: tp, cp, pp, ep and the GPU count must be 1 "
-                             "(set parallel.gpus = 1)");
+    if (p.tp != 1 || p.pp != 1 || p.ep != 1 || p.gpus != p.cp)
+      return bad("parallel", "the CPU trainer is planned as one process, or as parallel.cp processes sharing "
+                             "each sequence (dist.cp): tp, pp and ep must be 1 and parallel.gpus = parallel.cp");
     // precision.params = "bf16" is the trainer's train.precision = "bf16": fp32 master weights
     // plus a bf16 shadow for the GEMMs (plan/memory.cpp, cpu_memory).
     if (m.max_groups_per_token > 0)

@@ -31,6 +31,12 @@ double rows_per_token(const ModelConfig& c, const Parallel& p) {
 
 }  // namespace
 
+double cp_halo_bytes(const ModelConfig& c, const Parallel& p, int64_t window) {
+  // The window - 1 rows before a chunk, for each of the micro-batch's sequences, as cp_kv_bytes counts a row.
+  const double heads = c.mla() ? double(c.n_heads) : double(std::max(c.n_kv_heads, p.tp));
+  return 2.0 * heads * double(c.qk_head_dim() + c.v_dim()) * double(p.micro_batch * (window - 1)) / double(p.tp);
+}
+
 double cp_kv_bytes(const ModelConfig& c, const Parallel& p) {
   // GQA: Hkv' = max(Hkv, t) heads of Dh for K and V; MLA: K and V decompressed per head (H of Dn + Dr and
   // Dv), as ring attention needs them. bf16, split by TP.
@@ -170,7 +176,9 @@ MemoryBreakdown cpu_memory(const ModelConfig& c, const ModelStats& s, const Para
   // Newton-Schulz scratch), router biases, the token batch, and the
   // Transformer's buffers.
   MemoryBreakdown m;
-  const double n = double(s.total);
+  // With several processes (parallel.cp) FSDP shards the training state over them; the layer
+  // buffers it gathers into are not counted.
+  const double n = double(s.total) / double(p.gpus);
   // bf16 (train.precision = "bf16"): fp32 master weights plus the GEMMs' bf16 shadow of them.
   m.parameters = 4 * n + (p.cfg.params == Precision::kBf16 ? 2 * n : 0.0);
   m.gradients = 4 * n;
@@ -183,11 +191,12 @@ MemoryBreakdown cpu_memory(const ModelConfig& c, const ModelStats& s, const Para
   // only layer inputs, recomputing each layer's forward: "full"; it has nothing selective.
   // bf16: the GEMM-only activations in the form this CPU's bf16 matmul reads.
   const MatmulPrecision prec = p.cfg.params == Precision::kBf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32;
-  const double keep = double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len, prec));
+  // Context parallelism (dist.cp): each rank's rows of the sequences, and the whole sequence's K, V for the exchange.
+  const double keep = double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len, prec, LayerActivations::kKeep, p.cp));
   m.activations_by_recompute[size_t(Recompute::kNone)] = keep;
   m.activations_by_recompute[size_t(Recompute::kSelective)] = keep;
   m.activations_by_recompute[size_t(Recompute::kFull)] =
-      double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len, prec, LayerActivations::kRecompute));
+      double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len, prec, LayerActivations::kRecompute, p.cp));
   m.activations = m.activations_by_recompute[size_t(p.cfg.recompute)];
   m.comm_buffers = 4.0 * double(p.micro_batch * (p.seq_len + 1 + c.mtp_depth));  // token batch, MTP targets included
   m.layers_in_stage = c.n_layers;

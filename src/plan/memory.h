@@ -92,6 +92,8 @@ StageParams stage_params(const ModelConfig& c, const ModelStats& s, const Parall
 // Llama 3): its micro-batch's local tokens, 2 Hkv' Dh values each for GQA (Hkv' = max(Hkv, t)),
 // H (Dn + Dr + Dv) for MLA, bf16, divided by t.
 double cp_kv_bytes(const ModelConfig& c, const Parallel& p);
+// The same for a sliding-window layer of `window`: only the window - 1 rows before a chunk move.
+double cp_halo_bytes(const ModelConfig& c, const Parallel& p, int64_t window);
 
 // Layers [first, first + count) of pipeline stage `stage` (the first L % pp stages get one more).
 std::pair<int64_t, int64_t> stage_layers(int64_t n_layers, int64_t pp, int64_t stage);

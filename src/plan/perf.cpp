@@ -19,6 +19,8 @@
 #include <fmt/format.h>
 
 #include "kernels/cpu/gated_delta.h"
+#include "kernels/cpu/gemm.h"
+#include "model/context_chunks.h"
 #include "plan/memory.h"
 
 namespace mt::plan {
@@ -68,6 +70,7 @@ struct LayerCost {
   double a2a = 0;           // EP all-to-all, forward + backward (+ recomputed forward)
   double cp_comm = 0;       // ring-attention K/V (and backward dK/dV) transfers, forward + backward (+ recompute)
   double cp_window = 0;     // attention compute the ring hides behind
+  double cp_bytes = 0;      // context parallelism's bytes received, forward + backward (+ recompute)
   double hw_flops = 0;      // FLOPs executed, recomputation included
 };
 
@@ -145,12 +148,23 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
   // the full sequence) are 1/cp of the total. K/V blocks go round the ring in cp - 1 steps forward; the
   // backward sends K/V and their gradients (twice the bytes). Step i+1's transfer hides behind step i's
   // attention, so all but one step's share of the attention time is the window.
-  double layer_cp_fwd = 0;
-  if (p.cp > 1 && !delta) {  // a D layer passes one state per head along the ring instead: not modelled
-    const double step = p2p_s(cp_kv_bytes(c, p), g.cp_same_domain, lk), steps = double(p.cp - 1);
+  double layer_cp_fwd = 0, layer_cp_bytes_fwd = 0;
+  const int64_t w = c.is_local(l) ? c.window : 0;
+  if (p.cp > 1 && !delta && (w <= 0 || w >= p.seq_len)) {  // a D layer passes one state per head along the ring instead: not modelled
+    const double bytes = cp_kv_bytes(c, p), step = p2p_s(bytes, g.cp_same_domain, lk), steps = double(p.cp - 1);
     layer_cp_fwd = steps * step;
+    layer_cp_bytes_fwd = steps * bytes;
     r.cp_comm += layer_cp_fwd + 2 * steps * step;
+    r.cp_bytes += 3 * steps * bytes;
     r.cp_window += (attn_fwd + attn_bwd) * steps / double(p.cp);
+  } else if (p.cp > 1 && !delta && w > 1) {
+    // Sliding window: only the window - 1 rows before a chunk, from the chunk before's owner, one
+    // transfer forward (K, V) and one back (their gradients) besides the backward's K, V again.
+    const double bytes = cp_halo_bytes(c, p, w), step = p2p_s(bytes, g.cp_same_domain, lk);
+    layer_cp_fwd = step;
+    layer_cp_bytes_fwd = bytes;
+    r.cp_comm += 3 * step;
+    r.cp_bytes += 3 * bytes;
   }
   if (p.cfg.recompute == Recompute::kSelective) {
     r.recompute += attn_fwd;
@@ -219,6 +233,7 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
     r.recompute += layer_fwd;
     r.tp_comm += layer_tp_fwd;
     r.cp_comm += layer_cp_fwd;
+    r.cp_bytes += layer_cp_bytes_fwd;
     r.a2a += layer_a2a_fwd;
     r.hw_flops += layer_fwd_flops;
   }
@@ -227,7 +242,7 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
 
 struct StageCost {
   double fwd = 0, bwd = 0, recompute = 0, tp_comm = 0, tp_exposed = 0, a2a = 0, a2a_exposed = 0;
-  double cp_comm = 0, cp_exposed = 0;
+  double cp_comm = 0, cp_exposed = 0, cp_bytes = 0;
   double hw_flops = 0;
   double per_mb() const { return fwd + bwd + recompute + tp_exposed + a2a_exposed + cp_exposed; }
 };
@@ -240,6 +255,7 @@ StageCost stage_cost(const ModelConfig& c, const Parallel& p, int64_t stage, con
   auto add = [&](int64_t l) {
     const LayerCost lc = layer_cost(c, l, p, mc, lk, g);
     sc.cp_comm += lc.cp_comm;
+    sc.cp_bytes += lc.cp_bytes;
     cp_window += lc.cp_window;
     sc.fwd += lc.fwd;
     sc.bwd += lc.bwd;
@@ -388,6 +404,15 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
   st.ep_exposed_s = m * worst.a2a_exposed;
   st.cp_comm_s = m * worst.cp_comm;
   st.cp_exposed_s = m * worst.cp_exposed;
+  st.cp_bytes = m * worst.cp_bytes;
+  if (cl.device.kind == DeviceKind::kCpu && p.cp > 1) {
+    // The CPU trainer's exchange exactly (dist/context_parallel.h): all-gathers and halos of fp32 K, V
+    // (bf16 when the step's GEMMs read bf16 and no qk-norm keeps them fp32), fp32 gradients; rank 0's.
+    const mt::MatmulPrecision prec = p.cfg.params == Precision::kBf16 ? mt::MatmulPrecision::kBf16 : mt::MatmulPrecision::kFp32;
+    const int64_t kv = !c.qk_norm && mt::operand_form(prec) == mt::OperandForm::kBf16 ? 2 : 4;
+    st.cp_bytes = m * double(context_micro_batch_bytes(c, p.micro_batch, p.seq_len,
+                                                        ContextShape{p.cp, 0, kv, p.cfg.recompute == Recompute::kFull}));
+  }
   double bubble_units = 0;
   const double pp = double(p.pp);
   switch (p.cfg.schedule) {

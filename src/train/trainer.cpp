@@ -179,6 +179,10 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
     fmt::print(stderr, "# moetrain: resolved config ({})\n{}\n", cfg.source, to_toml(cfg));
     fmt::print(stderr, "# data: {}\n# parameters: {} ({} active in matmuls per token), start step {}\n",
                t->data_->describe(), L.total(), active_matmul_params(cfg.model), t->step_);
+    // What `moetrain plan` counts as activations on the cpu cluster (Transformer::activation_bytes).
+    fmt::print(stderr, "# activations: {} bytes per rank ({} sequences of {} tokens{})\n",
+               t->model_->activation_bytes(), t->local_batch(), t->model_->rows(),
+               t->dist_->cp > 1 ? fmt::format(", 1/{} of each, dist.cp", t->dist_->cp) : "");
   }
   return t;
 }
