@@ -144,6 +144,13 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
          "FILE:LINE), a generative item that needs more positions than `train.seq_len` (named; without "
          "`--past-seq-len`) or whose KV cache at `--batch` does not fit the machine's memory, or `--batches` past a "
          "bucket's held-out split"}}},
+      {"tasks make passkey",
+       "src/cli/cmd_tasks.cpp",
+       {{ExitCode::kFailed, "the task file (`--out`) cannot be written"},
+        {ExitCode::kUsage,
+         "neither `--out` nor `--documents`; a `--tokenizer` that cannot be opened; a `--filler` input that is "
+         "missing or holds no sentence; a length of `--tokens` shorter than the needle and question; a "
+         "`--documents` directory that exists and is not empty, or cannot be written"}}},
       {"export",
        "src/cli/cmd_export.cpp",
        {{ExitCode::kFailed, "the checkpoint or tokenizer cannot be read, or the output cannot be written"},
