@@ -32,19 +32,15 @@ FillerSentences pool(int paragraphs = 80, uint64_t seed = 3) {
 
 std::unique_ptr<TextCodec> bytes() { return std::move(TextCodec::open("").value()); }
 
-// A SentencePiece model trained on the same kind of prose, once per process.
-const std::string& sp_model_path() {
-  static testing::TempDir* dir = new testing::TempDir();
-  static const std::string path = [] {
-    const std::string text = testing::prose(400, 11);
-    TokenizerTrainOptions opt;
-    opt.vocab_size = 600;
-    auto m = Tokenizer::train({std::string_view(text)}, opt);
-    EXPECT_TRUE(m.is_ok()) << m.status().message();
-    const std::string p = dir->path() + "/sp.model";
-    std::ofstream(p, std::ios::binary) << m.value();
-    return p;
-  }();
+// A SentencePiece model trained on the same kind of prose, written into `dir`.
+std::string sp_model(const testing::TempDir& dir) {
+  const std::string text = testing::prose(400, 11);
+  TokenizerTrainOptions opt;
+  opt.vocab_size = 600;
+  auto m = Tokenizer::train({std::string_view(text)}, opt);
+  EXPECT_TRUE(m.is_ok()) << m.status().message();
+  const std::string path = dir.path() + "/sp.model";
+  std::ofstream(path, std::ios::binary) << (m.is_ok() ? m.value() : std::string());
   return path;
 }
 
@@ -121,7 +117,8 @@ void check_placement(const TextCodec& codec) {
 TEST(Passkey, LengthsAndDepthsWithinASentenceInBytes) { check_placement(*bytes()); }
 
 TEST(Passkey, LengthsAndDepthsWithinASentenceInSentencePieceTokens) {
-  auto codec = TextCodec::open(sp_model_path());
+  testing::TempDir tmp;
+  auto codec = TextCodec::open(sp_model(tmp));
   ASSERT_TRUE(codec.is_ok()) << codec.status().message();
   ASSERT_TRUE(codec.value()->is_sentencepiece());
   check_placement(*codec.value());
