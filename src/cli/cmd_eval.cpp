@@ -2,8 +2,11 @@
 // held-out loss and bits-per-byte per bucket of the run's dataset (the
 // trainer's eval pass, train/held_out.h, with the training forward: capacity
 // drops included, so it matches the run's bucket_eval_loss), and accuracy on
-// multiple-choice JSONL tasks scored like lm-evaluation-harness
-// (train/eval_tasks.h, KV-cache decoder, dropless). Says whether the
+// JSONL task files (train/task_file.h): multiple-choice ones scored like
+// lm-evaluation-harness (train/eval_tasks.h), generative ones (the passkey
+// task) by exact match of a greedy continuation, with accuracy per depth and
+// prompt length (train/gen_tasks.h); both on the KV-cache decoder,
+// dropless. Says whether the
 // dataset was decontaminated and against which task files (its manifest's
 // record, data/decontaminate_dataset.h). Prints a table; --out writes the JSON.
 #include <fmt/format.h>
@@ -15,7 +18,7 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "core/file_io.h"
-#include "core/hash.h"
+#include "core/memory.h"
 #include "core/progress.h"
 #include "core/threads.h"
 #include "core/timer.h"
@@ -23,8 +26,10 @@
 #include "data/sampler.h"
 #include "model/transformer.h"
 #include "train/eval_tasks.h"
+#include "train/gen_tasks.h"
 #include "train/held_out.h"
 #include "train/inference_model.h"
+#include "train/task_file.h"
 
 namespace mt {
 namespace {
@@ -36,6 +41,7 @@ struct EvalArgs {
   bool no_held_out = false;
   bool positions = false;  // held-out loss by position in the sequence
   bool progress = true;
+  bool past_seq_len = false;  // generative items past train.seq_len: decode them (with a warning) instead of refusing
 };
 
 // Held-out loss by position in the sequence (the context a prediction has),
@@ -206,22 +212,123 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
   return j;
 }
 
+// Token ids the model has no embedding for: the wrong --tokenizer.
+Status check_vocab(const std::vector<std::vector<int32_t>>& seqs, const TextCodec& codec, int64_t vocab_size) {
+  for (const auto& s : seqs)
+    for (int32_t t : s)
+      if (t >= vocab_size)
+        return Status::errorf("{}: token id {} outside vocab_size {} (wrong --tokenizer?)", codec.source(), t,
+                              vocab_size);
+  return Status::ok();
+}
+
+// A live progress line over a task's units (choices or items).
+std::function<void(int64_t, int64_t)> task_progress(const EvalArgs& a, ProgressLine& line, const std::string& name,
+                                                    const char* unit) {
+  const double t0 = now_seconds();
+  return [&a, &line, name, unit, t0](int64_t done, int64_t total) {
+    if (!a.progress) return;
+    const double s = now_seconds() - t0;
+    line.update(done, total,
+                fmt::format("task {} | {:.1f} {}/s | ETA {}", name, double(done) / std::max(s, 1e-9), unit,
+                            ProgressLine::format_eta(s / double(done) * double(total - done))));
+  };
+}
+
+Result<nlohmann::json> eval_multiple_choice(const TaskFile& task, const InferenceModel& m, const TextCodec& codec,
+                                            const EvalArgs& a) {
+  std::vector<std::vector<int32_t>> seqs;
+  std::vector<int64_t> first;
+  encode_mc(codec, task.mc, seqs, first);
+  MT_RETURN_IF_ERROR(check_vocab(seqs, codec, m.cfg.model.vocab_size));
+  int64_t longest = 1;
+  for (const auto& s : seqs) longest = std::max<int64_t>(longest, int64_t(s.size()));
+  Decoder dec(m.cfg.model, m.params.data(), m.bias(),
+              DecoderOptions{std::min<int64_t>(a.batch, int64_t(seqs.size())), longest, 512, KvDtype::kF32});
+  ProgressLine progress(stderr, 1000000);  // in place on a terminal; logs get the result line only
+  const McResult r = score_mc(dec, codec, task.name, task.mc, task_progress(a, progress, task.name, "choices"));
+  progress.finish();
+  fmt::print("task {:<24} docs {:>5}  acc {:.4f} ± {:.4f}  acc_norm {:.4f} ± {:.4f}\n", task.name, r.docs, r.acc,
+             r.acc_stderr, r.acc_norm, r.acc_norm_stderr);
+  return to_json(r);
+}
+
+// The decoder's length for a generative task: every item's prompt and
+// answer positions (the last answer token is never fed back). Past
+// train.seq_len the model never trained, so such an item is refused, naming
+// it, unless --past-seq-len asks for the extrapolation; a KV cache that
+// cannot fit beside the model is refused too. Checked before the held-out
+// pass, so a refusal comes at once. `usage` is set when the request is at fault.
+Result<int64_t> generative_max_len(const TaskFile& task, const InferenceModel& m, const TextCodec& codec,
+                                   const EvalArgs& a, bool& usage) {
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<int64_t> answer_tokens;
+  encode_gen(codec, task.gen, prompts, answer_tokens);
+  MT_RETURN_IF_ERROR(check_vocab(prompts, codec, m.cfg.model.vocab_size));
+  const int64_t trained = m.cfg.train.seq_len;
+  int64_t longest = 1, past = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const int64_t positions = int64_t(prompts[i].size()) - 1 + answer_tokens[i];
+    longest = std::max(longest, positions + 1);
+    if (positions <= trained) continue;
+    ++past;
+    if (a.past_seq_len) continue;
+    usage = true;
+    const GenItem& it = task.gen[i];
+    return Status::errorf(
+        "{}:{}: item \"{}\": its prompt ({} tokens) and answer ({} tokens) need {} positions, past the {} the model "
+        "was trained on (train.seq_len; a phased run's last phase's): make the task with shorter --tokens, or pass "
+        "--past-seq-len to measure extrapolation",
+        task.path, it.line, it.id, prompts[i].size() - 1, answer_tokens[i], positions, trained);
+  }
+  if (past > 0)
+    fmt::print(stderr, "# warning: task {}: {} of {} items need more than the {} positions the model was trained on\n",
+               task.name, past, prompts.size(), trained);
+  const int64_t batch = std::min<int64_t>(a.batch, int64_t(prompts.size()));
+  const double kv = KvCache::planned_bytes(m.cfg.model, batch, longest, KvDtype::kF32);
+  if (kv + 4.0 * double(m.params.size()) > physical_memory_bytes()) {
+    usage = true;
+    return Status::errorf(
+        "task {}: a KV cache of {:.3g} GiB for --batch {} items of up to {} positions does not fit "
+        "this machine's {:.3g} GiB beside the model (a smaller --batch)",
+        task.name, kv / double(int64_t(1) << 30), batch, longest, physical_memory_bytes() / double(int64_t(1) << 30));
+  }
+  return longest;
+}
+
+// Greedy decoding and exact match (train/gen_tasks.h), on a decoder of
+// `max_len` positions (generative_max_len).
+nlohmann::json eval_generative(const TaskFile& task, int64_t max_len, const InferenceModel& m, const TextCodec& codec,
+                               const EvalArgs& a) {
+  const int64_t batch = std::min<int64_t>(a.batch, task.items());
+  Decoder dec(m.cfg.model, m.params.data(), m.bias(), DecoderOptions{batch, max_len, 512, KvDtype::kF32});
+  ProgressLine progress(stderr, 1000000);
+  const GenResult r = score_gen(dec, codec, task.name, task.gen, task_progress(a, progress, task.name, "items"));
+  progress.finish();
+  fmt::print("{}", format_gen_result(r));
+  return to_json(r, task.gen);
+}
+
 ExitCode run_eval(const EvalArgs& a) {
   set_num_threads(int(a.threads));
-  std::vector<std::pair<std::string, std::vector<McDoc>>> tasks;
-  std::vector<std::string> task_hashes;  // xxh64 of each file, as data decontaminate records it
+  std::vector<TaskFile> tasks;
   for (const std::string& path : a.tasks) {
-    auto docs = read_mc_tasks(path);
-    if (!docs) return fail("eval", docs.status(), ExitCode::kUsage);
-    tasks.emplace_back(mc_task_name(path), std::move(docs.value()));
-    auto bytes = read_file(path, "task file");
-    if (!bytes) return fail("eval", bytes.status(), ExitCode::kUsage);
-    task_hashes.push_back(hex64(xxh64(bytes.value().data(), bytes.value().size())));
+    auto t = read_task_file(path);
+    if (!t) return fail("eval", t.status(), ExitCode::kUsage);
+    tasks.push_back(std::move(t.value()));
   }
   auto m = load_inference_model(a.ckpt);
   if (!m) return fail("eval", m.status(), ExitCode::kFailed);
   auto codec = open_run_codec(m.value(), a.tokenizer);
   if (!codec) return fail("eval", codec.status(), ExitCode::kFailed);
+  std::vector<int64_t> max_len(tasks.size(), 0);  // per generative task, its decoder's length
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    if (tasks[t].format != TaskFormat::kGenerative) continue;
+    bool usage = false;
+    auto len = generative_max_len(tasks[t], m.value(), *codec.value(), a, usage);
+    if (!len) return fail("eval", len.status(), usage ? ExitCode::kUsage : ExitCode::kFailed);
+    max_len[t] = len.value();
+  }
   nlohmann::json out;
   out["checkpoint"] = m.value().ckpt_dir;
   out["step"] = m.value().step;
@@ -255,39 +362,19 @@ ExitCode run_eval(const EvalArgs& a) {
     }
   }
   out["tasks"] = nlohmann::json::array();
-  for (const auto& [name, docs] : tasks) {
-    std::vector<std::vector<int32_t>> seqs;
-    std::vector<int64_t> first;
-    encode_mc(*codec.value(), docs, seqs, first);
-    int64_t longest = 1;
-    for (const auto& s : seqs) {
-      longest = std::max<int64_t>(longest, int64_t(s.size()));
-      for (int32_t t : s)
-        if (t >= m.value().cfg.model.vocab_size)
-          return fail("eval", Status::errorf("{}: token id {} outside vocab_size {} (wrong --tokenizer?)",
-                                     codec.value()->source(), t, m.value().cfg.model.vocab_size),
-                      ExitCode::kFailed);
-    }
-    Decoder dec(m.value().cfg.model, m.value().params.data(), m.value().bias(),
-                DecoderOptions{std::min<int64_t>(a.batch, int64_t(seqs.size())), longest, 512, KvDtype::kF32});
-    ProgressLine progress(stderr, 1000000);  // in place on a terminal; logs get the result line only
-    const double t0 = now_seconds();
-    const McResult r = score_mc(dec, *codec.value(), name, docs, [&](int64_t done, int64_t total) {
-      if (!a.progress) return;
-      const double s = now_seconds() - t0;
-      progress.update(done, total,
-                      fmt::format("task {} | {:.1f} choices/s | ETA {}", name, double(done) / std::max(s, 1e-9),
-                                  ProgressLine::format_eta(s / double(done) * double(total - done))));
-    });
-    progress.finish();
-    out["tasks"].push_back(to_json(r));
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const TaskFile& task = tasks[t];
+    auto r = task.format == TaskFormat::kGenerative
+                 ? Result<nlohmann::json>(eval_generative(task, max_len[t], m.value(), *codec.value(), a))
+                 : eval_multiple_choice(task, m.value(), *codec.value(), a);
+    if (!r) return fail("eval", r.status(), ExitCode::kFailed);
     // Was this very file (by hash) one the dataset was cleaned against?
-    out["tasks"].back()["dataset_decontaminated_against"] = cleaned.count(task_hashes[out["tasks"].size() - 1]) > 0;
-    fmt::print("task {:<24} docs {:>5}  acc {:.4f} ± {:.4f}  acc_norm {:.4f} ± {:.4f}\n", name, r.docs, r.acc,
-               r.acc_stderr, r.acc_norm, r.acc_norm_stderr);
+    r.value()["dataset_decontaminated_against"] = cleaned.count(task.hash) > 0;
+    out["tasks"].push_back(std::move(r.value()));
   }
   if (!a.out.empty()) {
-    Status s = write_file_atomic(a.out, out.dump(2) + "\n");
+    // A generative task's outputs are whatever bytes the model chose: invalid UTF-8 becomes U+FFFD.
+    Status s = write_file_atomic(a.out, out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (!s.is_ok()) return fail("eval", s, ExitCode::kFailed);
   }
   return ExitCode::kOk;
@@ -298,11 +385,14 @@ ExitCode run_eval(const EvalArgs& a) {
 void register_eval(CLI::App& app, CommandAction& run) {
   auto a = std::make_shared<EvalArgs>();
   CLI::App* sub = app.add_subcommand(
-      "eval", "Held-out loss and bits-per-byte per bucket, and multiple-choice task accuracy, of a checkpoint.");
+      "eval",
+      "Held-out loss and bits-per-byte per bucket, and task accuracy (multiple-choice, generative), of a "
+      "checkpoint.");
   sub->add_option("--ckpt", a->ckpt, "Checkpoint directory (step_XXXXXXXX), or a run directory (its newest checkpoint)")
       ->required();
   sub->add_option("--tasks", a->tasks,
-                  "Multiple-choice JSONL file: {\"context\", \"choices\", \"answer\"} per line (repeatable)");
+                  "Task file, JSONL: multiple-choice {\"context\", \"choices\", \"answer\"} or generative {\"id\", "
+                  "\"family\", \"prompt\", \"answer\"} per line, told apart per file (repeatable)");
   sub->add_option("--tokenizer", a->tokenizer, "SentencePiece model (default: the run dataset's tokenizer.model)");
   sub->add_option("--dataset", a->dataset, "Built dataset for the held-out loss (default: the run's data.dataset)");
   sub->add_option("--mixture", a->mixture, "Mixture TOML for the dataset (default: the run's data.mixture)");
@@ -313,6 +403,8 @@ void register_eval(CLI::App& app, CommandAction& run) {
       ->capture_default_str()
       ->check(in_range(1, 65536));
   sub->add_flag("--no-held-out", a->no_held_out, "Only the tasks");
+  sub->add_flag("--past-seq-len", a->past_seq_len,
+                "Decode generative items longer than train.seq_len (length extrapolation) instead of refusing them");
   sub->add_flag("--positions", a->positions,
                 "Also the held-out loss by position in the sequence, in bins that double (1, 2-3, 4-7, ...): does "
                 "the model use its context");

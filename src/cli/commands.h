@@ -21,7 +21,10 @@ void register_mix(CLI::App& app, CommandAction& run);        // mix search: the 
 void register_supervise(CLI::App& app, CommandAction& run);  // supervise: keep a training job running
 void register_doctor(CLI::App& app, CommandAction& run);     // health checks of the machine / every rank
 void register_generate(CLI::App& app, CommandAction& run);   // generate: sample from a checkpoint (KV cache)
-void register_eval(CLI::App& app, CommandAction& run);       // eval: held-out loss per bucket, multiple-choice tasks
+void register_eval(CLI::App& app,
+                   CommandAction& run);  // eval: held-out loss per bucket, multiple-choice and generative tasks
+void register_tasks(CLI::App& app,
+                    CommandAction& run);  // tasks make passkey: synthetic task files and training documents
 void register_export(CLI::App& app, CommandAction& run);     // export: Hugging Face (Qwen2MoeForCausalLM) or raw safetensors
 void register_import(CLI::App& app, CommandAction& run);     // import: a Hugging Face directory back to a run
 }  // namespace mt

@@ -1,5 +1,5 @@
 // data_decontaminate.cpp — `moetrain data decontaminate`: reads the task
-// files the way `eval` reads them (train/eval_tasks.h), turns each item into
+// files the way `eval` reads them (train/task_file.h), turns each item into
 // its word sequences, scans the dataset and prints (and writes) the report.
 #include "cli/data_decontaminate.h"
 
@@ -9,31 +9,35 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_io.h"
-#include "core/hash.h"
 #include "core/threads.h"
 #include "data/dataset.h"
 #include "data/decontaminate_dataset.h"
-#include "train/eval_tasks.h"
+#include "train/task_file.h"
 
 namespace mt {
 namespace {
 
-// A task file as text items: each item is its context followed by each of
-// its choices (lm-eval's literal continuation), so the n-grams spanning the
-// question and its answer are indexed too.
+// A task file as text items: a multiple-choice item is its context followed
+// by each of its choices (lm-eval's literal continuation), so the n-grams
+// spanning the question and its answer are indexed too; a generative item
+// is its prompt followed by its answer.
 Result<EvalTask> read_task(const std::string& path) {
-  auto docs = read_mc_tasks(path);
-  if (!docs) return docs.status();
-  auto bytes = read_file(path, "task file");
-  if (!bytes) return bytes.status();
+  auto file = read_task_file(path);
+  if (!file) return file.status();
   EvalTask t;
-  t.name = mc_task_name(path);
+  t.name = file.value().name;
   t.path = path;
-  t.hash = hex64(xxh64(bytes.value().data(), bytes.value().size()));
-  for (const McDoc& d : docs.value()) {
+  t.hash = file.value().hash;
+  for (const McDoc& d : file.value().mc) {
     EvalItem item;
     item.line = d.line;
     for (const std::string& c : d.choices) item.sequences.push_back(d.context + c);
+    t.items.push_back(std::move(item));
+  }
+  for (const GenItem& g : file.value().gen) {
+    EvalItem item;
+    item.line = g.line;
+    item.sequences.push_back(g.prompt + g.answer);
     t.items.push_back(std::move(item));
   }
   return t;

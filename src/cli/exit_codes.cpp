@@ -141,7 +141,16 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
          "the checkpoint, tokenizer, dataset or mixture cannot be read, or `--out` cannot be written"},
         {ExitCode::kUsage,
          "a `--tasks` file that cannot be read, or a line of it that is not a valid task document (named as "
-         "FILE:LINE), or `--batches` past a bucket's held-out split"}}},
+         "FILE:LINE), a generative item that needs more positions than `train.seq_len` (named; without "
+         "`--past-seq-len`) or whose KV cache at `--batch` does not fit the machine's memory, or `--batches` past a "
+         "bucket's held-out split"}}},
+      {"tasks make passkey",
+       "src/cli/cmd_tasks.cpp",
+       {{ExitCode::kFailed, "the task file (`--out`) cannot be written"},
+        {ExitCode::kUsage,
+         "neither `--out` nor `--documents`; a `--tokenizer` that cannot be opened; a `--filler` input that is "
+         "missing or holds no sentence; a length of `--tokens` shorter than the needle and question; a "
+         "`--documents` directory that exists and is not empty, or cannot be written"}}},
       {"export",
        "src/cli/cmd_export.cpp",
        {{ExitCode::kFailed, "the checkpoint or tokenizer cannot be read, or the output cannot be written"},

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   mt::register_supervise(app, run);
   mt::register_generate(app, run);
   mt::register_eval(app, run);
+  mt::register_tasks(app, run);
   mt::register_export(app, run);
   mt::register_import(app, run);
   mt::register_cli_reference(app, run);  // docs/cli.md: the tree above

@@ -6,26 +6,22 @@
 
 #include "core/file_io.h"
 #include "model/score.h"
+#include "train/task_file.h"
 
 namespace mt {
 
 Result<std::vector<McDoc>> read_mc_tasks(const std::string& path) {
   auto text = read_file(path, "task file");
   if (!text) return text.status();
+  return parse_mc_tasks(path, text.value());
+}
+
+Result<std::vector<McDoc>> parse_mc_tasks(const std::string& path, const std::string& text) {
   std::vector<McDoc> docs;
-  const std::string& t = text.value();
-  size_t begin = 0;
-  int64_t line_no = 0;
-  while (begin < t.size()) {
-    size_t end = t.find('\n', begin);
-    if (end == std::string::npos) end = t.size();
-    const std::string line = t.substr(begin, end - begin);
-    begin = end + 1;
-    ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  const Status s = for_each_task_line(path, text, [&](const nlohmann::json& j, int64_t line_no) {
     auto bad = [&](const std::string& why) { return Status::errorf("{}:{}: {}", path, line_no, why); };
-    if (!j.is_object()) return bad("not a JSON object");
+    if (auto f = task_format_of(j); f && f.value() == TaskFormat::kGenerative)
+      return bad("a generative item (\"prompt\") in a multiple-choice task file: one format per file");
     McDoc d;
     d.line = line_no;
     if (!j.contains("context") || !j["context"].is_string()) return bad("\"context\": expected a string");
@@ -33,7 +29,8 @@ Result<std::vector<McDoc>> read_mc_tasks(const std::string& path) {
     if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].size() < 2)
       return bad("\"choices\": expected an array of at least 2 strings");
     for (const auto& c : j["choices"]) {
-      if (!c.is_string() || c.get<std::string>().empty()) return bad("\"choices\": every choice must be a non-empty string");
+      if (!c.is_string() || c.get<std::string>().empty())
+        return bad("\"choices\": every choice must be a non-empty string");
       d.choices.push_back(c.get<std::string>());
     }
     if (!j.contains("answer") || !j["answer"].is_number_integer()) return bad("\"answer\": expected an integer index");
@@ -41,8 +38,9 @@ Result<std::vector<McDoc>> read_mc_tasks(const std::string& path) {
     if (d.answer < 0 || d.answer >= int64_t(d.choices.size()))
       return bad("\"answer\": " + std::to_string(d.answer) + " is not an index into \"choices\"");
     docs.push_back(std::move(d));
-  }
-  if (docs.empty()) return Status::errorf("{}: no documents", path);
+    return Status::ok();
+  });
+  if (!s.is_ok()) return s;
   return docs;
 }
 
@@ -72,8 +70,9 @@ int64_t code_points(const std::string& s) {
   for (unsigned char ch : s) n += (ch & 0xC0) != 0x80 ? 1 : 0;
   return n;
 }
-double stderr_of(double p, int64_t n) { return n > 1 ? std::sqrt(p * (1 - p) / double(n - 1)) : 0.0; }
 }  // namespace
+
+double accuracy_stderr(double p, int64_t n) { return n > 1 ? std::sqrt(p * (1 - p) / double(n - 1)) : 0.0; }
 
 McResult score_mc(Decoder& dec, const TextCodec& codec, const std::string& task, const std::vector<McDoc>& docs,
                   const std::function<void(int64_t, int64_t)>& progress) {
@@ -101,8 +100,8 @@ McResult score_mc(Decoder& dec, const TextCodec& codec, const std::string& task,
   }
   r.acc = double(hits) / double(r.docs);
   r.acc_norm = double(hits_norm) / double(r.docs);
-  r.acc_stderr = stderr_of(r.acc, r.docs);
-  r.acc_norm_stderr = stderr_of(r.acc_norm, r.docs);
+  r.acc_stderr = accuracy_stderr(r.acc, r.docs);
+  r.acc_norm_stderr = accuracy_stderr(r.acc_norm, r.docs);
   return r;
 }
 

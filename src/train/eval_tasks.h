@@ -32,6 +32,12 @@ struct McDoc {
 
 // Errors name FILE:LINE and the field that is missing or wrong.
 Result<std::vector<McDoc>> read_mc_tasks(const std::string& path);
+// The same for a file's bytes already read (`path` names it in messages).
+Result<std::vector<McDoc>> parse_mc_tasks(const std::string& path, const std::string& text);
+
+// lm-eval's standard error of an accuracy p over n documents (the sample
+// standard error of the mean of n 0/1 scores): sqrt(p (1 - p) / (n - 1)).
+double accuracy_stderr(double p, int64_t n);
 
 // A task's name: its file name without the extension ("arc.jsonl" -> "arc").
 std::string mc_task_name(const std::string& path);

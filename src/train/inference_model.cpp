@@ -6,6 +6,8 @@
 #include <filesystem>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/manifest.h"
+#include "core/file_io.h"
 #include "data/byte_tokenizer.h"
 
 namespace fs = std::filesystem;
@@ -96,6 +98,31 @@ Result<std::unique_ptr<TextCodec>> open_run_codec(const InferenceModel& m, const
   const std::string path = (fs::path(dir.value()) / "tokenizer.model").string();
   if (!fs::exists(path, ec)) return Status::errorf("{}: the run's tokenizer is missing: pass --tokenizer FILE", path);
   return TextCodec::open(path);
+}
+
+Result<std::unique_ptr<TextCodec>> open_codec(const std::string& where) {
+  if (where == "bytes") return TextCodec::open("");
+  std::error_code ec;
+  if (fs::is_regular_file(where, ec)) return TextCodec::open(where);
+  if (fs::is_regular_file(fs::path(where) / "tokenizer.model", ec))
+    return TextCodec::open((fs::path(where) / "tokenizer.model").string());
+  auto dir = resolve_checkpoint_dir(where);
+  if (!dir)
+    return Status::errorf(
+        "{} (expected \"bytes\", a SentencePiece model, a directory with tokenizer.model, or a checkpoint or run "
+        "directory)",
+        dir.status().message());
+  const std::string manifest_path = dir.value() + "/" + kManifestFileName;
+  auto text = read_file(manifest_path, "checkpoint manifest");
+  if (!text) return text.status();
+  auto manifest = decode_manifest(text.value(), manifest_path);
+  if (!manifest) return manifest.status();
+  auto cfg = parse_run_config(manifest.value().config_toml, manifest_path, {});
+  if (!cfg) return cfg.status();
+  InferenceModel m;  // what open_run_codec reads: where the checkpoint is and the run's config
+  m.ckpt_dir = dir.value();
+  m.cfg = cfg.value();
+  return open_run_codec(m, "");
 }
 
 Result<std::string> resolve_run_path(const InferenceModel& m, const std::string& saved, const std::string& what) {

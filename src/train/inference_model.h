@@ -65,4 +65,12 @@ Result<std::string> resolve_run_path(const InferenceModel& m, const std::string&
 // to the run directory's parent); the byte tokenizer for runs without a dataset.
 Result<std::unique_ptr<TextCodec>> open_run_codec(const InferenceModel& m, const std::string& override_path);
 
+// A tokenizer named the ways commands that make data for a model take it
+// (`tasks make --tokenizer`): "bytes" (the byte tokenizer of plain-text
+// runs), a SentencePiece model file, a directory holding tokenizer.model (a
+// built dataset, an imported run), or a checkpoint or run directory (its
+// run's tokenizer, as open_run_codec finds it; only the manifest is read,
+// not the weights).
+Result<std::unique_ptr<TextCodec>> open_codec(const std::string& where);
+
 }  // namespace mt

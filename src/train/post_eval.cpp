@@ -8,7 +8,7 @@
 
 #include "core/config_schema.h"
 #include "core/file_io.h"
-#include "train/eval_tasks.h"
+#include "train/task_file.h"
 
 namespace mt {
 namespace fs = std::filesystem;
@@ -16,8 +16,8 @@ using json = nlohmann::json;
 
 void declare_keys(ConfigSchema& s, EvalTargets& e, bool with_metric) {
   s.add("eval.tasks", &e.tasks,
-        "multiple-choice JSONL task files (relative to this file) every run is scored on after training, by "
-        "`moetrain eval`; a task's name is its file name without the extension")
+        "JSONL task files, multiple-choice or generative (relative to this file), every run is scored on after "
+        "training, by `moetrain eval`; a task's name is its file name without the extension")
       .or_one_string()
       .note("[] = no tasks");
   if (with_metric)
@@ -28,15 +28,21 @@ void declare_keys(ConfigSchema& s, EvalTargets& e, bool with_metric) {
 
 Status check_eval_targets(EvalTargets& e, const std::string& config_path, const ConfigOrigins& o) {
   e.names.clear();
+  e.generative.clear();
   std::set<std::string> seen;
   for (std::string& path : e.tasks) {
     if (!fs::path(path).is_absolute()) path = (fs::path(config_path).parent_path() / path).lexically_normal().string();
-    auto docs = read_mc_tasks(path);
-    if (!docs) return o.error("eval.tasks", docs.status().message());
-    const std::string name = mc_task_name(path);
+    auto file = read_task_file(path);
+    if (!file) return o.error("eval.tasks", file.status().message());
+    const std::string& name = file.value().name;
     if (!seen.insert(name).second)
       return o.error("eval.tasks", fmt::format("two task files are named \"{}\" (a task is named by its file name)", name));
     e.names.push_back(name);
+    if (file.value().format != TaskFormat::kGenerative) continue;
+    e.generative.push_back(name);
+    if (e.metric == "acc_norm")
+      return o.error("eval.metric",
+                     fmt::format("\"acc_norm\" for {}, a generative task: exact match has acc only", path));
   }
   return Status::ok();
 }
@@ -75,6 +81,7 @@ json task_result(const json& eval, const std::string& task) {
       if (t.value("task", "") == task) {
         json r = t;
         r.erase("logprobs");
+        r.erase("items");
         r.erase("task");
         return r;
       }

@@ -20,9 +20,10 @@ class ConfigSchema;
 class ConfigOrigins;
 
 struct EvalTargets {
-  std::vector<std::string> tasks;  // multiple-choice JSONL files (relative to the config file until checked)
+  std::vector<std::string> tasks;  // task files, JSONL (relative to the config file until checked; train/task_file.h)
   std::string metric = "acc";      // "acc" or "acc_norm": the accuracy a ladder records per task
   std::vector<std::string> names;  // task names (file stems, as `moetrain eval` reports them); set by check
+  std::vector<std::string> generative;  // the names of generative tasks (exact match: acc, no acc_norm); set by check
   bool enabled() const { return !tasks.empty(); }
 };
 
@@ -31,7 +32,8 @@ struct EvalTargets {
 void declare_keys(ConfigSchema& s, EvalTargets& e, bool with_metric);
 
 // Resolves the task files against `config_path`, reads each (a bad line is
-// an error naming FILE:LINE) and checks their names are distinct.
+// an error naming FILE:LINE) and checks their names are distinct, and that
+// eval.metric = "acc_norm" names no generative task.
 Status check_eval_targets(EvalTargets& e, const std::string& config_path, const ConfigOrigins& o);
 
 // `moetrain eval --threads 1` of RUN_DIR's newest checkpoint (its final one
@@ -44,7 +46,8 @@ QueuedRun queued_eval(const EvalTargets& e, const std::string& name, const std::
 Result<nlohmann::json> read_eval(const std::string& run_dir, int64_t step, const EvalTargets& e);
 
 // A task's figures in an eval.json ({"acc", "acc_norm", "docs", and their
-// standard errors}), and the held-out bits per byte per bucket
+// standard errors; a generative task's breakdowns}, without the per-item
+// log-likelihoods or outputs), and the held-out bits per byte per bucket
 // ({bucket: bpb}; empty without held-out buckets).
 nlohmann::json task_result(const nlohmann::json& eval, const std::string& task);
 nlohmann::json bucket_bits_per_byte(const nlohmann::json& eval);

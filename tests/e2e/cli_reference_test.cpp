@@ -187,6 +187,14 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
       {"generate", {"generate", "--ckpt", missing}, 2},
       {"eval", {"eval", "--ckpt", missing}, 1},
       {"eval", {"eval", "--ckpt", missing, "--tasks", missing}, 2},
+      {"tasks make passkey",
+       {"tasks", "make", "passkey", "--split", "held-out", "--tokens", "256", "--filler", missing, "--tokenizer",
+        "bytes", "--out", missing},
+       2},
+      {"tasks make passkey",
+       {"tasks", "make", "passkey", "--split", "held-out", "--tokens", "256", "--filler", MT_SOURCE_DIR "/README.md",
+        "--tokenizer", "bytes", "--out", missing + "/t.jsonl"},
+       1},
       {"export", {"export", "--ckpt", missing, "--out", missing}, 1},
       {"export", {"export", "--ckpt", missing, "--out", missing, "--format", "onnx"}, 2},
       {"import", {"import", "--hf", missing, "--out", missing}, 1},
@@ -207,7 +215,7 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
   // Every leaf command has its row; data plan's 3 is run in DataPipeline.PlanPassesOrFailsNamingBuckets,
   // export's 3 in InteropHf.ExportRefusesNamingTheFeature, data decontaminate's 1 in
   // DecontaminateCli.BadInputNamesTheFileOrFlagAndLeavesNothing.
-  EXPECT_EQ(documented.size(), 24u);
+  EXPECT_EQ(documented.size(), 25u);
   EXPECT_TRUE(documented.at("data plan").count(3));
 }
 

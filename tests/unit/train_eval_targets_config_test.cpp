@@ -18,6 +18,9 @@ using testdata::TempDir;
 using testdata::write_file;
 
 const char* kTask = "{\"context\": \"a\", \"choices\": [\" b\", \" c\"], \"answer\": 0}\n";
+// A generative task (train/gen_tasks.h): exact match, so acc and no acc_norm.
+const char* kGenTask =
+    "{\"id\": \"x\", \"family\": \"passkey\", \"prompt\": \"p\", \"answer\": \" 1\", \"depth\": 0, \"tokens\": 9}\n";
 
 std::string ladder(const TempDir& d, const std::string& eval) {
   write_file(d / "base.toml", "");
@@ -69,6 +72,28 @@ TEST(EvalTargetsConfig, LadderErrorsNameFileLineAndKey) {
     ASSERT_FALSE(c) << cs.eval;
     EXPECT_THAT(c.status().message(), HasSubstr(cs.want)) << cs.eval;
   }
+}
+
+TEST(EvalTargetsConfig, GenerativeTasksHaveAccOnly) {
+  TempDir d;
+  write_file(d / "arc.jsonl", kTask);
+  write_file(d / "pk.jsonl", kGenTask);
+  auto c = load_ladder_config(ladder(d, "[eval]\ntasks = [\"arc.jsonl\", \"pk.jsonl\"]\n"), {});
+  ASSERT_TRUE(c) << c.status().message();
+  EXPECT_THAT(c->eval.names, ::testing::ElementsAre("arc", "pk"));
+  EXPECT_THAT(c->eval.generative, ::testing::ElementsAre("pk"));
+  auto norm =
+      load_ladder_config(ladder(d, "[eval]\ntasks = [\"arc.jsonl\", \"pk.jsonl\"]\nmetric = \"acc_norm\"\n"), {});
+  ASSERT_FALSE(norm);
+  EXPECT_THAT(norm.status().message(), HasSubstr("ladder.toml:9: eval.metric: \"acc_norm\" for " + d / "pk.jsonl" +
+                                                 ", a generative task: exact match has acc only"));
+  auto acc = load_mix_search_config(search(d, "[eval]\ntasks = [\"pk.jsonl\"]\n[target]\n\"acc:pk\" = 1\n"), {});
+  ASSERT_TRUE(acc) << acc.status().message();
+  auto mix_norm =
+      load_mix_search_config(search(d, "[eval]\ntasks = [\"pk.jsonl\"]\n[target]\n\"acc_norm:pk\" = 1\n"), {});
+  ASSERT_FALSE(mix_norm);
+  EXPECT_THAT(mix_norm.status().message(),
+              HasSubstr("search.toml:7: target.\"acc_norm:pk\": task \"pk\" is generative: exact match has acc only"));
 }
 
 TEST(EvalTargetsConfig, TargetNames) {

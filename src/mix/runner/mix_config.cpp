@@ -115,6 +115,10 @@ Result<MixSearchConfig> load_mix_search_config(const std::string& path, const st
         std::find(c.eval.names.begin(), c.eval.names.end(), t->what) == c.eval.names.end())
       return o.error(key, fmt::format("names task \"{}\", which is not among eval.tasks ({})", t->what,
                                       c.eval.names.empty() ? "none" : fmt::format("{}", fmt::join(c.eval.names, ", "))));
+    if (t->kind == TargetName::Kind::kAccNorm &&
+        std::find(c.eval.generative.begin(), c.eval.generative.end(), t->what) != c.eval.generative.end())
+      return o.error(key,
+                     fmt::format("task \"{}\" is generative: exact match has acc only (\"acc:{}\")", t->what, t->what));
   }
   if (!c.target.empty() && !(sum > 0)) return o.error("target", "needs a positive weight");
   return c;
