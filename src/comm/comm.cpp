@@ -26,7 +26,8 @@ const char* comm_kind_name(CommKind k) {
     case CommKind::kAllToAll: return "alltoall";
     case CommKind::kAllReduce: return "allreduce";
     case CommKind::kBroadcast: return "broadcast";
-    case CommKind::kContext: return "context";
+    case CommKind::kContext:
+      return "context";
     default: return "?";
   }
 }
@@ -80,8 +81,8 @@ std::vector<std::string> Comm::allgather_strings(const std::string& mine, const 
 
 // ---- ReduceScatter ------------------------------------------------------------
 
-void ReduceScatter::start(Comm& comm, const float* send, const int64_t* counts, const int64_t* displs,
-                          float* scratch, CommKind kind) {
+void ReduceScatter::start(Comm& comm, const float* send, const int64_t* counts, const int64_t* displs, float* scratch,
+                          CommKind kind) {
   MT_CHECK(comm_ == nullptr, "reduce-scatter already in flight");
   const int64_t P = comm.size(), me = comm.rank();
   comm_ = &comm;

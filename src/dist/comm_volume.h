@@ -20,17 +20,14 @@ struct StepCommBytes {
   // fixed-size dispatch; dropless: the row-count exchange). The other three
   // (dropless: four) row all-to-alls come on top and depend on routing.
   int64_t alltoall_fixed = 0;
-  int64_t context = 0;         // context parallelism: K/V gathers and their gradients' reduces
+  int64_t context = 0;  // context parallelism: K/V gathers and their gradients' reduces
 };
-
-
 
 // Exact figures for the rank of `plan`: grad_accum micro-batches per step of
 // `seq_len`-token sequences, `local_batch` of them per rank (each split over
 // cx.cp ranks with context parallelism).
 StepCommBytes step_comm_bytes(const ShardPlan& plan, const ModelConfig& c, int64_t grad_accum, int64_t local_batch,
                               int64_t seq_len, const ContextShape& cx = {});
-
 
 // EP token all-to-all, per MoE layer and micro-batch, for one rank holding
 // `tokens` tokens: the four all-to-alls (dispatch, combine and their

@@ -81,13 +81,11 @@ void ContextParallel::gather(void* full_v, const void* local_v, int64_t B, int64
     if (j == 0 || context_chunk_owner(j - 1, cp_) == rank_) continue;
     const int64_t from = context_chunk_owner(j - 1, cp_);
     for (int64_t bh = 0; bh < BH; ++bh)
-      std::memcpy(full + at(bh, T_, j * c_ - h, row), recv_.data() + rd[size_t(from)] + bh * h * row,
-                  size_t(h * row));
+      std::memcpy(full + at(bh, T_, j * c_ - h, row), recv_.data() + rd[size_t(from)] + bh * h * row, size_t(h * row));
   }
 }
 
-void ContextParallel::reduce(float* local, const float* full, int64_t B, int64_t heads, int64_t width,
-                             int64_t window) {
+void ContextParallel::reduce(float* local, const float* full, int64_t B, int64_t heads, int64_t width, int64_t window) {
   const int64_t Tl = 2 * c_, BH = B * heads;
   const auto [j0, j1] = context_chunks(rank_, cp_);
   if (global(window)) {

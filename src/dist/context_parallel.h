@@ -28,7 +28,6 @@ class ContextParallel final : public ContextExchange {
               int64_t window) override;
   void reduce(float* local, const float* full, int64_t B, int64_t heads, int64_t width, int64_t window) override;
 
-
  private:
   bool global(int64_t window) const { return window <= 0 || window >= T_; }
   int64_t halo(int64_t window) const { return window - 1; }

@@ -131,14 +131,13 @@ void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, co
   if (ctx.cp) {  // dK, dV of the whole sequence from this process's queries, summed over the ranks into its rows
     const int64_t window = c.is_local(layer) ? c.window : 0;
     run_attention_backward(s.dq.data(), ctx.cp_buf->dk.data(), ctx.cp_buf->dv.data(), s.do_flat.data(),
-                           gather_keys(ctx, d, layer, qkv_operands(a)), a.o_flat.in().data, a.o_flat.form,
-                           a.lse.data(), attn_dims(ctx, d, layer), ctx.prec, ctx.attention);
+                           gather_keys(ctx, d, layer, qkv_operands(a)), a.o_flat.in().data, a.o_flat.form, a.lse.data(),
+                           attn_dims(ctx, d, layer), ctx.prec, ctx.attention);
     ctx.cp->reduce(s.dk.data(), ctx.cp_buf->dk.data(), d.B, d.Hkv, d.Dh, window);
     ctx.cp->reduce(s.dv.data(), ctx.cp_buf->dv.data(), d.B, d.Hkv, d.Dh, window);
   } else {
-    run_attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.do_flat.data(), qkv_operands(a),
-                           a.o_flat.in().data, a.o_flat.form, a.lse.data(), attn_dims(ctx, d, layer), ctx.prec,
-                           ctx.attention);
+    run_attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.do_flat.data(), qkv_operands(a), a.o_flat.in().data,
+                           a.o_flat.form, a.lse.data(), attn_dims(ctx, d, layer), ctx.prec, ctx.attention);
   }
   if (c.qk_norm) {
     rope_backward(s.dq.data(), s.dq.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);

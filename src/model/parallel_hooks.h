@@ -112,7 +112,7 @@ class ContextExchange {
  public:
   virtual ~ContextExchange() = default;
   virtual int64_t cp() const = 0;
-  virtual int64_t seq_len() const = 0;                   // T, the whole sequence
+  virtual int64_t seq_len() const = 0;                        // T, the whole sequence
   virtual const std::vector<int32_t>& positions() const = 0;  // this rank's rows, increasing
   // Fills the rows of `full` that this rank's queries read in a layer of
   // `window` (<= 0: global): every position (all-gather) on a global layer;

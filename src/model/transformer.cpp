@@ -15,9 +15,7 @@
 namespace mt {
 
 namespace {
-int64_t rows_of(int64_t seq_len, const ContextExchange* cx) {
-  return cx ? int64_t(cx->positions().size()) : seq_len;
-}
+int64_t rows_of(int64_t seq_len, const ContextExchange* cx) { return cx ? int64_t(cx->positions().size()) : seq_len; }
 }  // namespace
 
 Transformer::Transformer(const ModelConfig& c, int64_t batch, int64_t seq_len, MatmulPrecision prec,

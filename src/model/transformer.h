@@ -166,9 +166,9 @@ class Transformer {
   int64_t position(int64_t t) const { return pos_.empty() ? t : pos_[size_t(t)]; }
 
   ModelConfig c_;
-  int64_t B_, T_, N_;                            // T_: rows of each sequence computed here
-  int64_t T_seq_, cp_;                           // the whole sequence's length; context-parallel ranks
-  std::vector<int32_t> pos_;                     // context parallelism: the positions of the T_ rows
+  int64_t B_, T_, N_;         // T_: rows of each sequence computed here
+  int64_t T_seq_, cp_;        // the whole sequence's length; context-parallel ranks
+  std::vector<int32_t> pos_;  // context parallelism: the positions of the T_ rows
   ContextBuffers cp_buf_;
   MatmulPrecision prec_;
   LayerActivations acts_ = LayerActivations::kKeep;

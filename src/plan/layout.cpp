@@ -256,8 +256,7 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
     if (m.mla() && c.device.kind == DeviceKind::kCpu)
       return bad("parallel.cp", "the CPU trainer's context parallelism runs GQA attention, not MLA");
     const int64_t chunk = p.seq_len / (2 * p.cp);
-    if (m.layer_pattern.find('L') != std::string::npos && m.window > 1 && m.window < p.seq_len &&
-        m.window - 1 > chunk)
+    if (m.layer_pattern.find('L') != std::string::npos && m.window > 1 && m.window < p.seq_len && m.window - 1 > chunk)
       return bad("parallel.cp", fmt::format("model.window = {} needs {} rows before each chunk, more than a chunk "
                                             "of {} holds (a halo comes from the one chunk before)",
                                             m.window, m.window - 1, chunk));
@@ -266,8 +265,9 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
   }
   if (c.device.kind == DeviceKind::kCpu) {
     if (p.tp != 1 || p.pp != 1 || p.ep != 1 || p.gpus != p.cp)
-      return bad("parallel", "the CPU trainer is planned as one process, or as parallel.cp processes sharing "
-                             "each sequence (dist.cp): tp, pp and ep must be 1 and parallel.gpus = parallel.cp");
+      return bad("parallel",
+                 "the CPU trainer is planned as one process, or as parallel.cp processes sharing "
+                 "each sequence (dist.cp): tp, pp and ep must be 1 and parallel.gpus = parallel.cp");
     // precision.params = "bf16" is the trainer's train.precision = "bf16": fp32 master weights
     // plus a bf16 shadow for the GEMMs (plan/memory.cpp, cpu_memory).
     if (m.max_groups_per_token > 0)

@@ -192,7 +192,8 @@ MemoryBreakdown cpu_memory(const ModelConfig& c, const ModelStats& s, const Para
   // bf16: the GEMM-only activations in the form this CPU's bf16 matmul reads.
   const MatmulPrecision prec = p.cfg.params == Precision::kBf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32;
   // Context parallelism (dist.cp): each rank's rows of the sequences, and the whole sequence's K, V for the exchange.
-  const double keep = double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len, prec, LayerActivations::kKeep, p.cp));
+  const double keep =
+      double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len, prec, LayerActivations::kKeep, p.cp));
   m.activations_by_recompute[size_t(Recompute::kNone)] = keep;
   m.activations_by_recompute[size_t(Recompute::kSelective)] = keep;
   m.activations_by_recompute[size_t(Recompute::kFull)] =

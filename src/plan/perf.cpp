@@ -150,7 +150,8 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
   // attention, so all but one step's share of the attention time is the window.
   double layer_cp_fwd = 0, layer_cp_bytes_fwd = 0;
   const int64_t w = c.is_local(l) ? c.window : 0;
-  if (p.cp > 1 && !delta && (w <= 0 || w >= p.seq_len)) {  // a D layer passes one state per head along the ring instead: not modelled
+  if (p.cp > 1 && !delta &&
+      (w <= 0 || w >= p.seq_len)) {  // a D layer passes one state per head along the ring instead: not modelled
     const double bytes = cp_kv_bytes(c, p), step = p2p_s(bytes, g.cp_same_domain, lk), steps = double(p.cp - 1);
     layer_cp_fwd = steps * step;
     layer_cp_bytes_fwd = steps * bytes;
@@ -408,10 +409,11 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
   if (cl.device.kind == DeviceKind::kCpu && p.cp > 1) {
     // The CPU trainer's exchange exactly (dist/context_parallel.h): all-gathers and halos of fp32 K, V
     // (bf16 when the step's GEMMs read bf16 and no qk-norm keeps them fp32), fp32 gradients; rank 0's.
-    const mt::MatmulPrecision prec = p.cfg.params == Precision::kBf16 ? mt::MatmulPrecision::kBf16 : mt::MatmulPrecision::kFp32;
+    const mt::MatmulPrecision prec =
+        p.cfg.params == Precision::kBf16 ? mt::MatmulPrecision::kBf16 : mt::MatmulPrecision::kFp32;
     const int64_t kv = !c.qk_norm && mt::operand_form(prec) == mt::OperandForm::kBf16 ? 2 : 4;
     st.cp_bytes = m * double(context_micro_batch_bytes(c, p.micro_batch, p.seq_len,
-                                                        ContextShape{p.cp, 0, kv, p.cfg.recompute == Recompute::kFull}));
+                                                       ContextShape{p.cp, 0, kv, p.cfg.recompute == Recompute::kFull}));
   }
   double bubble_units = 0;
   const double pp = double(p.pp);

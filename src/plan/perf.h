@@ -74,7 +74,7 @@ struct StepTime {
   double tp_comm_s = 0, tp_exposed_s = 0;
   double ep_comm_s = 0, ep_exposed_s = 0;
   double cp_comm_s = 0, cp_exposed_s = 0;  // context parallelism's K/V ring (window layers: halos)
-  double cp_bytes = 0;                      // bytes a rank receives for it per step (cpu cluster: rank 0's, exactly)
+  double cp_bytes = 0;                     // bytes a rank receives for it per step (cpu cluster: rank 0's, exactly)
   double dp_comm_s = 0, dp_exposed_s = 0;
   double pp_p2p_exposed_s = 0;
   double bubble_s = 0;

@@ -374,7 +374,8 @@ void put_step_time(const Plan& p, nlohmann::json& j) {
                     {"pp_bubble", t.bubble_s},          {"pp_p2p_exposed", t.pp_p2p_exposed_s},
                     {"optimizer", t.optimizer_s},       {"stream", t.stream_s},
                     {"stream_exposed", t.stream_exposed_s}, {"total", t.step_s}};
-  // Context parallelism: what a rank receives per step for its K/V exchange (cpu cluster: the trainer's rank 0, exactly).
+  // Context parallelism: what a rank receives per step for its K/V exchange (cpu cluster: the trainer's rank 0,
+  // exactly).
   if (p.par.cp > 1) j["cp_bytes_per_step"] = std::llround(t.cp_bytes);
   json sources = json::object();
   for (const TermSource& ts : step_time_sources(p.in.cluster, p.par.cfg)) sources[ts.term] = ts.source;
@@ -666,8 +667,8 @@ void text_step_and_run(const Plan& p, std::string& o) {
                            t.step_s, t.compute_s, t.recompute_s, t.bubble_s, t.tp_exposed_s, t.ep_exposed_s,
                            t.dp_exposed_s, t.pp_p2p_exposed_s, t.optimizer_s));
   if (par.cp > 1)
-    line("", fmt::format("context parallel: K/V exchange {:.3f} s per step, {:.3f} s exposed, {} per rank",
-                         t.cp_comm_s, t.cp_exposed_s, fmtx::bytes(t.cp_bytes)));
+    line("", fmt::format("context parallel: K/V exchange {:.3f} s per step, {:.3f} s exposed, {} per rank", t.cp_comm_s,
+                         t.cp_exposed_s, fmtx::bytes(t.cp_bytes)));
   if (par.cfg.offload == Offload::kParams)
     line("", fmt::format("weight streaming from {}: {:.3f} s of transfers per step, {:.3f} s exposed (prefetch {} "
                          "layer{})", par.cfg.offload_tier == OffloadTier::kNvme ? "NVMe" : "host memory", t.stream_s,

@@ -30,8 +30,9 @@ void declare_train_keys(ConfigSchema& s, TrainConfig& t) {
   s.add("train.document_mask", &t.document_mask,
         "in a sequence packed with several documents, attention and gated-delta layers keep each token to its "
         "own document (the tokens after each end-of-document id start a new one)")
-      .note("data with documents (data.dataset) only; false = attention across the documents of a sequence, "
-            "as before the key existed");
+      .note(
+          "data with documents (data.dataset) only; false = attention across the documents of a sequence, "
+          "as before the key existed");
   s.add_enum("train.activation_checkpointing", &t.activation_checkpointing, {"off", "layers", "auto"},
              "keep each layer's activations for the backward (off), or keep only layer inputs and recompute each "
              "layer's forward before its backward (layers; bit-identical gradients, one more forward)")

@@ -149,13 +149,13 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
     int code;
   };
   const std::vector<Case> kCases = {
-      {"", {}, 106},                                       // no command: RequiredError
-      {"", {"ckpt"}, 106},                                 // no subcommand
-      {"", {"data", "build", "--out", "d"}, 106},          // no --config
-      {"", {"bench", "--threads", "x"}, 104},              // ConversionError
-      {"", {"bench", "--precision", "fp16"}, 105},         // ValidationError
+      {"", {}, 106},                                // no command: RequiredError
+      {"", {"ckpt"}, 106},                          // no subcommand
+      {"", {"data", "build", "--out", "d"}, 106},   // no --config
+      {"", {"bench", "--threads", "x"}, 104},       // ConversionError
+      {"", {"bench", "--precision", "fp16"}, 105},  // ValidationError
       {"", {"bench", "--steps", "0"}, 105},
-      {"", {"ladder", "fit", "r.csv", "--target-params", "1e9"}, 107},                  // RequiresError
+      {"", {"ladder", "fit", "r.csv", "--target-params", "1e9"}, 107},                   // RequiresError
       {"", {"tokenizer", "encode", "--model", "m", "--text", "a", "--file", "f"}, 108},  // ExcludesError
       {"", {"train", "--nope"}, 109},                                                    // ExtrasError
       {"train", {"train", "--help"}, 0},

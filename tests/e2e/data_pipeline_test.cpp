@@ -191,11 +191,11 @@ TEST_F(DataPipeline, TrainFromDatasetLogsLedgersAndResumesTheSameStream) {
 TEST_F(DataPipeline, DocumentMaskKeepsEachTokenToItsDocument) {
   td::write_file(*dir_ / "mix-docs.toml", "total_tokens = 8000\n[weights]\n\"*/q0\" = 1\n\"*/q1\" = 2\n");
   auto run = [&](const std::string& name, const std::string& mask) {
-    auto r = e2e::train({"--preset", "tiny-test", "--set", "data.dataset=" + ds_, "--set",
-                         "data.mixture=" + (*dir_ / "mix-docs.toml"), "--set", "model.vocab_size=512", "--set",
-                         "train.seq_len=256", "--set", "train.steps=2", "--set", "train.document_mask=" + mask,
-                         "--run-dir", *dir_ / name},
-                        300, e2e::kPassiveOmp);
+    auto r = e2e::train(
+        {"--preset", "tiny-test", "--set", "data.dataset=" + ds_, "--set", "data.mixture=" + (*dir_ / "mix-docs.toml"),
+         "--set", "model.vocab_size=512", "--set", "train.seq_len=256", "--set", "train.steps=2", "--set",
+         "train.document_mask=" + mask, "--run-dir", *dir_ / name},
+        300, e2e::kPassiveOmp);
     EXPECT_EQ(r.exit_code, 0) << r;
     return e2e::read_metrics(*dir_ / name);
   };

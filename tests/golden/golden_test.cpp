@@ -111,7 +111,8 @@ bool config_from_json(const nlohmann::json& j, ModelConfig& c, int32_t& separato
     else if (k == "v_head_dim") c.v_head_dim = v.get<int64_t>();
     else if (k == "mtp_depth") c.mtp_depth = v.get<int64_t>();
     else if (k == "mtp_loss_weight") c.mtp_loss_weight = v.get<double>();
-    else if (k == "document_separator") separator = v.get<int32_t>();
+    else if (k == "document_separator")
+      separator = v.get<int32_t>();
     else {
       error = "unknown config key " + k;
       return false;

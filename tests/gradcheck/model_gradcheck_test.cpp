@@ -168,15 +168,24 @@ std::vector<Case> cases() {
     // Document masking over gated-delta, sliding-window and global layers and an MTP module: of the tokens
     // (i * 7 + 3) % 37, id 8 is row 0's input 6 alone, so its second document starts at 7; row 1 is one.
     Case k{"documents_delta_local_global_mtp", tiny_base()};
-    k.c.n_layers = 3; k.c.layer_pattern = "DLG"; k.c.delta_chunk = 3; k.c.mtp_depth = 1;
-    k.T = 12; k.separator = 8; k.eps = 2e-3f;
+    k.c.n_layers = 3;
+    k.c.layer_pattern = "DLG";
+    k.c.delta_chunk = 3;
+    k.c.mtp_depth = 1;
+    k.T = 12;
+    k.separator = 8;
+    k.eps = 2e-3f;
     v.push_back(k);
   }
   {
     Case k{"documents_mla_window", tiny_base()};
     k.c.attention = AttentionKind::kMla;
-    k.c.kv_lora_rank = 5; k.c.qk_nope_head_dim = 3; k.c.qk_rope_head_dim = 4; k.c.v_head_dim = 5;
-    k.T = 12; k.separator = 8;
+    k.c.kv_lora_rank = 5;
+    k.c.qk_nope_head_dim = 3;
+    k.c.qk_rope_head_dim = 4;
+    k.c.v_head_dim = 5;
+    k.T = 12;
+    k.separator = 8;
     v.push_back(k);
   }
   return v;

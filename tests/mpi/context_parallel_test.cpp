@@ -40,9 +40,9 @@ constexpr double kParamTol = 2e-3;
 
 // Capacity drops (routing groups of 8 stay inside a chunk of 64 / 8 tokens at cp 4), a window of 8
 // (a halo of 7 rows fits a chunk of 8).
-const std::vector<std::string> kBase = {"model.capacity_factor=1.0", "model.routing_group=8",
-                                        "model.layer_pattern=\"LG\"", "model.window=8", "train.threads=1",
-                                        "train.steps=8"};
+const std::vector<std::string> kBase = {
+    "model.capacity_factor=1.0", "model.routing_group=8", "model.layer_pattern=\"LG\"", "model.window=8",
+    "train.threads=1",           "train.steps=8"};
 
 std::vector<std::string> args_for(const std::string& run_dir, const std::vector<std::string>& extra) {
   std::vector<std::string> a = {"--preset", "tiny-test", "--run-dir", run_dir};
@@ -69,8 +69,8 @@ int64_t activations_line(const std::string& err) {
 
 TEST(ContextParallel, MatchesTheOneProcessRun) {
   TempDir tmp;
-  for (const Layout& l : {Layout{2, 2, 1, {}}, Layout{4, 2, 2, {}}, Layout{4, 4, 1, {}},
-                          Layout{2, 2, 1, {"model.mtp_depth=1"}}}) {
+  for (const Layout& l :
+       {Layout{2, 2, 1, {}}, Layout{4, 2, 2, {}}, Layout{4, 4, 1, {}}, Layout{2, 2, 1, {"model.mtp_depth=1"}}}) {
     SCOPED_TRACE(l.name());
     const std::string one = tmp / ("one" + l.name()), dir = tmp / l.name();
     const auto base = train(args_for(one, l.extra), 120);
@@ -91,8 +91,9 @@ TEST(ContextParallel, MatchesTheOneProcessRun) {
       EXPECT_EQ(m[i]["expert_load"], mb[i]["expert_load"]) << "step " << i + 1;
       EXPECT_EQ(m[i]["dropped_frac"], mb[i]["dropped_frac"]) << "step " << i + 1;
       any_drop |= m[i]["dropped_frac"].get<double>() > 0;
-      if (mb[i].contains("mtp_loss")) EXPECT_LE(std::fabs(mb[i]["mtp_loss"].get<double>() - m[i]["mtp_loss"].get<double>()),
-                                      kLossTol * mb[i]["mtp_loss"].get<double>());
+      if (mb[i].contains("mtp_loss"))
+        EXPECT_LE(std::fabs(mb[i]["mtp_loss"].get<double>() - m[i]["mtp_loss"].get<double>()),
+                  kLossTol * mb[i]["mtp_loss"].get<double>());
     }
     EXPECT_TRUE(any_drop) << "the capacity path is not exercised";
     const CkptDiff d = compare_checkpoints(ckpt_dir(one, 8), ckpt_dir(dir, 8));
@@ -120,15 +121,17 @@ TEST(ContextParallel, MatchesTheOneProcessRun) {
     }
     // The planner on the cpu cluster with parallel.cp: the same bytes and rank 0's activation allocation.
     if (l.ep == 1) {
-      std::vector<std::string> plan_args = {"plan", "--model", MT_SOURCE_DIR "/configs/tiny-test.toml", "--cluster",
-                                            "cpu", "--layout", "cpu", "--tokens", "1e6", "--json", "--no-sweep",
-                                            "--search", "none"};
+      std::vector<std::string> plan_args = {"plan",      "--model",    MT_SOURCE_DIR "/configs/tiny-test.toml",
+                                            "--cluster", "cpu",        "--layout",
+                                            "cpu",       "--tokens",   "1e6",
+                                            "--json",    "--no-sweep", "--search",
+                                            "none"};
       for (const std::string& s : sets)
         if (!s.starts_with("dist.") && !s.starts_with("train.")) plan_args.insert(plan_args.end(), {"--set", s});
       const std::string n = std::to_string(l.np), B = std::to_string(local_batch);
       for (const std::string& s :
-           {"layout.parallel.cp=" + std::to_string(l.cp), "layout.parallel.gpus=" + n, "cluster.topology.gpus_per_rack=" + n,
-            "layout.batch.micro_batch=" + B, "layout.batch.global_batch=" + B})
+           {"layout.parallel.cp=" + std::to_string(l.cp), "layout.parallel.gpus=" + n,
+            "cluster.topology.gpus_per_rack=" + n, "layout.batch.micro_batch=" + B, "layout.batch.global_batch=" + B})
         plan_args.insert(plan_args.end(), {"--set", s});
       const auto p = moetrain(plan_args);
       ASSERT_EQ(p.exit_code, 0) << p;
@@ -151,9 +154,11 @@ TEST(ContextParallel, BadLayoutsAreRefusedNamingTheKey) {
       {2, {"dist.cp=2", "train.seq_len=66", "model.routing_group=6"}, "dist.cp", "do not divide into 2 x 2 = 4 chunks"},
       {2, {"dist.cp=2", "model.window=20"}, "model.window", "more than a chunk of 16 tokens"},
       {2, {"dist.cp=2", "model.routing_group=32"}, "model.routing_group", "must divide a context-parallel chunk"},
-      {2, {"dist.cp=2", "model.attention=\"mla\"", "model.kv_lora_rank=16", "model.qk_nope_head_dim=8",
-           "model.qk_rope_head_dim=8", "model.v_head_dim=16"},
-       "dist.cp", "MLA"},
+      {2,
+       {"dist.cp=2", "model.attention=\"mla\"", "model.kv_lora_rank=16", "model.qk_nope_head_dim=8",
+        "model.qk_rope_head_dim=8", "model.v_head_dim=16"},
+       "dist.cp",
+       "MLA"},
       {2, {"dist.cp=2", "model.layer_pattern=\"DG\""}, "dist.cp", "gated-delta layer"},
   };
   int i = 0;

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "kernels/cpu/attention.h"
-#include "kernels/cpu/attention_matmul.h"
 #include "model/context_chunks.h"
+#include "support/attention_kernels.h"
 #include "support/random.h"
 
 namespace mt {
@@ -20,18 +20,9 @@ namespace {
 
 using testing::randn;
 
-enum class Kernel { kBlocked, kMatmulFp32, kMatmulBf16 };
-
-void forward(Kernel k, float* o, float* lse, const float* q, const float* kk, const float* v, const AttentionDims& d) {
-  if (k == Kernel::kBlocked) return attention_forward(o, lse, q, kk, v, d);
-  attention_matmul_forward(o, lse, q, kk, v, d, k == Kernel::kMatmulBf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32);
-}
-void backward(Kernel k, float* dq, float* dk, float* dv, const float* dout, const float* q, const float* kk,
-              const float* v, const float* o, const float* lse, const AttentionDims& d) {
-  if (k == Kernel::kBlocked) return attention_backward(dq, dk, dv, dout, q, kk, v, o, lse, d);
-  attention_matmul_backward(dq, dk, dv, dout, q, kk, v, o, lse, d,
-                            k == Kernel::kMatmulBf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32);
-}
+using Kernel = testing::AttentionKernelKind;
+constexpr auto forward = testing::run_forward;
+constexpr auto backward = testing::run_backward;
 
 // Rows `pos` of every (b, head) of a (B, heads, T, width) tensor: (B, heads, pos.size(), width).
 std::vector<float> rows_at(const std::vector<float>& x, int64_t B, int64_t heads, int64_t T, int64_t width,
@@ -106,8 +97,9 @@ std::vector<Case> cases() {
     for (int64_t w : {0, 20})
       for (int64_t cp : {2, 4})
         for (bool docs : {false, true})
-          v.push_back({k, w, cp, docs,
-                       std::string(kn) + "_w" + std::to_string(w) + "_cp" + std::to_string(cp) + (docs ? "_docs" : "")});
+          v.push_back(
+              {k, w, cp, docs,
+               std::string(kn) + "_w" + std::to_string(w) + "_cp" + std::to_string(cp) + (docs ? "_docs" : "")});
   return v;
 }
 

@@ -13,14 +13,17 @@
 #include <vector>
 
 #include "kernels/cpu/attention.h"
-#include "kernels/cpu/attention_matmul.h"
 #include "kernels/cpu/gated_delta.h"
+#include "support/attention_kernels.h"
 #include "support/random.h"
 
 namespace mt {
 namespace {
 
 using testing::randn;
+using Kernel = testing::AttentionKernelKind;
+constexpr auto forward = testing::run_forward;
+constexpr auto backward = testing::run_backward;
 
 // Document starts of B rows of T tokens cut into documents of the given
 // lengths (cycled; the last document of a row is cut at T).
@@ -46,24 +49,11 @@ std::vector<std::pair<int64_t, int64_t>> documents(const std::vector<int32_t>& s
   return out;
 }
 
-enum class Kernel { kBlocked, kMatmulFp32, kMatmulBf16 };
-
 struct Case {
   Kernel kernel;
   int64_t H, Hkv, Dh, Dv, window;
   std::string name;
 };
-
-void forward(Kernel k, float* o, float* lse, const float* q, const float* kk, const float* v, const AttentionDims& d) {
-  if (k == Kernel::kBlocked) return attention_forward(o, lse, q, kk, v, d);
-  attention_matmul_forward(o, lse, q, kk, v, d, k == Kernel::kMatmulBf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32);
-}
-void backward(Kernel k, float* dq, float* dk, float* dv, const float* dout, const float* q, const float* kk,
-              const float* v, const float* o, const float* lse, const AttentionDims& d) {
-  if (k == Kernel::kBlocked) return attention_backward(dq, dk, dv, dout, q, kk, v, o, lse, d);
-  attention_matmul_backward(dq, dk, dv, dout, q, kk, v, o, lse, d,
-                            k == Kernel::kMatmulBf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32);
-}
 
 // Rows [t0, t1) of every head of row b of a (B, heads, T, width) tensor, as a (1, heads, t1 - t0, width) one.
 std::vector<float> slice(const std::vector<float>& x, int64_t b, int64_t heads, int64_t T, int64_t width, int64_t t0,
@@ -92,8 +82,8 @@ TEST_P(AttentionDocumentMask, EachDocumentIsItsOwnSequence) {
   std::vector<float> o(size_t(B * c.H * T * Dv)), lse(size_t(B * c.H * T));
   std::vector<float> dq(q.size()), dk(k.size()), dv(v.size());
   forward(c.kernel, o.data(), lse.data(), q.data(), k.data(), v.data(), d);
-  backward(c.kernel, dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(), o.data(),
-           lse.data(), d);
+  backward(c.kernel, dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(), o.data(), lse.data(),
+           d);
   // fp32: the same arithmetic up to summation order over masked zeros; bf16:
   // the same roundings of q, k, v and dout, P and dS from other tile shapes.
   const double tol = c.kernel == Kernel::kMatmulBf16 ? 2e-2 : 2e-5;
@@ -209,8 +199,7 @@ TEST(GatedDeltaDocumentMask, EachDocumentStartsFromAZeroState) {
   // The recurrence with the same starts, one step at a time.
   {
     std::vector<float> o_rec(o.size()), state(size_t(B * H * Dv * Dk), 0.0f);
-    gated_delta_recurrent(o_rec.data(), state.data(), x.q.data(), x.k.data(), x.v.data(), x.g.data(), x.beta.data(),
-                          d);
+    gated_delta_recurrent(o_rec.data(), state.data(), x.q.data(), x.k.data(), x.v.data(), x.g.data(), x.beta.data(), d);
     for (size_t i = 0; i < o.size(); ++i) ASSERT_NEAR(o[i], o_rec[i], 1e-5 * (1 + std::abs(o_rec[i]))) << i;
   }
   int64_t docs = 0;
@@ -225,8 +214,8 @@ TEST(GatedDeltaDocumentMask, EachDocumentStartsFromAZeroState) {
       std::vector<float> o1(do1.size()), st1(size_t(H * gated_delta_chunks(one) * Dv * Dk));
       gated_delta_forward(o1.data(), st1.data(), q1.data(), k1.data(), v1.data(), g1.data(), b1.data(), one);
       std::vector<float> dq1(q1.size()), dk1(k1.size()), dv1(v1.size()), dg1(g1.size()), db1(b1.size());
-      gated_delta_backward(dq1.data(), dk1.data(), dv1.data(), dg1.data(), db1.data(), do1.data(), q1.data(),
-                           k1.data(), v1.data(), g1.data(), b1.data(), st1.data(), one);
+      gated_delta_backward(dq1.data(), dk1.data(), dv1.data(), dg1.data(), db1.data(), do1.data(), q1.data(), k1.data(),
+                           v1.data(), g1.data(), b1.data(), st1.data(), one);
       auto expect = [&](const char* what, const std::vector<float>& packed, const std::vector<float>& alone,
                         int64_t width) {
         const std::vector<float> got = slice(packed, b, H, T, width, t0, t1);

@@ -41,8 +41,8 @@ thread_local Scratch tls;
 float decay_at(const GatedDeltaDims& d, int64_t b, int64_t t, float g) { return d.resets(b, t) ? 0.0f : std::exp(g); }
 
 // One recurrent step with decay a on state S (Dv, Dk); p (Dv) is scratch. o (Dv) may be null.
-void step(float* S, float* p, float* o, const float* q, const float* k, const float* v, float a, float beta,
-          int64_t Dk, int64_t Dv) {
+void step(float* S, float* p, float* o, const float* q, const float* k, const float* v, float a, float beta, int64_t Dk,
+          int64_t Dv) {
   for (int64_t r = 0; r < Dv; ++r) {
     const float* s = S + r * Dk;
     float acc = 0.0f;
@@ -164,8 +164,8 @@ void gated_delta_forward(float* o, float* states, const float* q, const float* k
         }
         if (d.resets(b, p0)) std::fill(S.begin(), S.begin() + SS, 0.0f);
         const int64_t row = bh * d.T + p0;
-        chunk_forward(o + row * d.Dv, S.data(), q + row * d.Dk, k + row * d.Dk, v + row * d.Dv, g + row,
-                      beta + row, p1 - p0, d.Dk, d.Dv, sc);
+        chunk_forward(o + row * d.Dv, S.data(), q + row * d.Dk, k + row * d.Dk, v + row * d.Dv, g + row, beta + row,
+                      p1 - p0, d.Dk, d.Dv, sc);
       }
     }
   }
