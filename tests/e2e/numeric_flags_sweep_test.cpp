@@ -68,8 +68,14 @@ TEST(NumericFlagsSweep, EveryNumericFlagEndsCleanlyOnAbsurdValues) {
   std::string text;
   for (int i = 0; i < 200; ++i) text += "the quick brown fox jumps over the lazy dog " + std::to_string(i) + "\n";
   write_file(tmp / "text.txt", text);
+  std::string prose;  // passkey filler: sentences that end in a full stop
+  for (int i = 0; i < 100; ++i) prose += "The quick brown fox jumps over the lazy dog number " + std::to_string(i) + ". ";
+  write_file(tmp / "prose.txt", prose);
 
   const std::vector<std::string> gen = {"generate", "--ckpt", run, "--prompt", "a", "--no-progress"};
+  const std::vector<std::string> passkey = {"tasks", "make", "passkey", "--split", "held-out", "--n", "5",
+                                            "--tokens", "200", "--filler", tmp / "prose.txt", "--tokenizer", "bytes",
+                                            "--out", tmp / "pk.jsonl"};
   const std::vector<Sweep> sweeps = {
       {"train",
        "--stop-at",
@@ -133,6 +139,12 @@ TEST(NumericFlagsSweep, EveryNumericFlagEndsCleanlyOnAbsurdValues) {
        "--max-shard-mb",
        {"export", "--ckpt", run, "--format", "safetensors", "--move-aside", "--out", tmp / "ex"}},
       {"import", "--step", {"import", "--hf", tmp / "raw", "--move-aside", "--out", tmp / "im"}},
+      {"tasks make passkey", "--n", passkey},
+      {"tasks make passkey", "--seed", passkey},
+      {"tasks make passkey", "--tokens", passkey},
+      {"tasks make passkey", "--depths", passkey},
+      {"tasks make passkey", "--digits", passkey},
+      {"tasks make passkey", "--filler-mb", passkey},
   };
   std::set<std::string> covered;
   for (const Sweep& s : sweeps) covered.insert(s.command + " :: " + s.flag);
