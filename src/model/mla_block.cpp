@@ -21,12 +21,11 @@ Dims dims_of(const ModelConfig& c, int64_t B, int64_t T) {
               c.qk_rope_head_dim, c.qk_head_dim(), c.v_head_dim};
 }
 // o and dout token-major, as Wo's GEMM reads them.
-AttentionDims attn_dims(const ModelConfig& c, const Dims& d, int64_t layer, const int32_t* doc_start,
-                        const BlockContext& ctx) {
+AttentionDims attn_dims(const BlockContext& ctx, const Dims& d, int64_t layer) {
   MT_CHECK(ctx.cp == nullptr, "context parallelism does not run MLA layers (the trainer refuses dist.cp with MLA)");
-  AttentionDims a{d.B, d.H, d.H, d.T, d.Dqk, c.is_local(layer) ? c.window : 0, d.Dv};
+  AttentionDims a{d.B, d.H, d.H, d.T, d.Dqk, ctx.c->is_local(layer) ? ctx.c->window : 0, d.Dv};
   a.token_major_out = true;
-  a.doc_start = doc_start;
+  a.doc_start = ctx.doc_start;
   return a;
 }
 MlaHeadDims head_dims(const Dims& d) { return MlaHeadDims{d.B, d.T, d.H, d.Dn, d.Dr, d.Dv}; }
@@ -112,7 +111,7 @@ void mla_block_forward(float* x_mid, MlaActs& a, const float* x_in, const AttnOf
   linear_forward(a.kvf.data(), a.ckv_n.in(), ctx.p(m.wukv), d.N, d.H * (d.Dn + d.Dv), d.Dc, ctx.prec);
   mla_kv_heads(a.k.data(), a.v.data(), a.kvf.data(), a.kr.data(), head_dims(d));
   run_attention_forward(a.o_flat.out(), a.o_flat.form, a.lse.data(), QkvOperands{a.q.data(), a.k.data(), a.v.data()},
-                        attn_dims(c, d, layer, ctx.doc_start, ctx), ctx.prec, ctx.attention);
+                        attn_dims(ctx, d, layer), ctx.prec, ctx.attention);
   std::copy(x_in, x_in + d.N * d.D, x_mid);
   gemm(x_mid, a.o_flat.in(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dv, Trans::kNo, Trans::kYes}, 1.0f,
        ctx.prec);
@@ -127,7 +126,7 @@ void mla_block_backward(float* dres, MlaScratch& s, const MlaActs& a, const floa
   linear_backward(s.do_flat.data(), ctx.g(w.wo), dres, a.o_flat.in(), ctx.p(w.wo), d.N, d.D, HV, 0.0f, ctx.prec);
   run_attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.do_flat.data(),
                          QkvOperands{a.q.data(), a.k.data(), a.v.data()}, a.o_flat.in().data, a.o_flat.form,
-                         a.lse.data(), attn_dims(c, d, layer, ctx.doc_start, ctx), ctx.prec, ctx.attention);
+                         a.lse.data(), attn_dims(ctx, d, layer), ctx.prec, ctx.attention);
   // Keys and values, back to the input's normed copy (written into s.da).
   mla_kv_heads_backward(s.dkvf.data(), s.dkr.data(), s.dk.data(), s.dv.data(), head_dims(d));
   rope_backward(s.dkr.data(), s.dkr.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T, d.Dr);

@@ -88,9 +88,10 @@ Status Trainer::setup_dist(const TrainerOptions& opt) {
   const int64_t replicas = N / cp;  // rank groups that split the batch (cp ranks share each sequence)
   if (tc.batch_size % replicas != 0)
     return Status::errorf(
-        "{}: train.batch_size = {} must be a multiple of the {} ranks{}: each micro-batch of batch_size sequences is "
+        "{}: train.batch_size = {} must be a multiple of the {} {}: each micro-batch of batch_size sequences is "
         "split evenly over them",
-        cfg_.source, tc.batch_size, replicas, cp > 1 ? fmt::format(" / dist.cp = {} / {}", N, cp) : "");
+        cfg_.source, tc.batch_size, replicas,
+        cp > 1 ? fmt::format("rank groups ({} ranks / dist.cp = {}, sharing each sequence)", N, cp) : "ranks");
   const int64_t Bl = tc.batch_size / replicas;
   for (const PhaseSpan& ph : data_->schedule().phases())  // every phase's sequence length
     if (cfg_.model.n_experts > 0 && (Bl * ph.seq_len / cp) % cfg_.model.group_size(ph.seq_len) != 0)
