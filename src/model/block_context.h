@@ -13,10 +13,14 @@
 
 namespace mt {
 
-// Context parallelism's whole-sequence keys and values (B, Hkv, T, Dh) as the
-// attention kernel reads them, and their gradients; shared by every layer.
+// Context parallelism's whole-sequence keys and values (B, Hkv, T, Dh; MLA:
+// B, H, T, Dqk and Dv) as the attention kernel reads them, and their
+// gradients; MLA's are decompressed from the gathered latent and RoPE key
+// (B, T, Dc) and (B, T, Dr), with W_UKV's output and the gradients of all
+// three. Shared by every layer.
 struct ContextBuffers {
   std::vector<float> k, v, dk, dv;
+  std::vector<float> latent, rope_key, kvf, dkvf, dlatent, drope;  // MLA only
 };
 
 struct BlockContext {

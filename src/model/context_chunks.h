@@ -57,13 +57,14 @@ inline int64_t context_reduce_bytes(int64_t T, int64_t cp, int64_t r, int64_t B,
 // Context parallelism (dist.cp): where a rank sits and what it exchanges.
 struct ContextShape {
   int64_t cp = 1, rank = 0;  // group size, this rank's place in it
-  int64_t kv_bytes = 4;      // bytes of a K/V element as gathered (bf16 operands: 2)
+  int64_t kv_bytes = 4;      // bytes of a gathered K/V element (MLA: latent element); bf16 operands: 2
   bool recompute = false;    // train.activation_checkpointing: each layer's forward (its gathers) runs twice
 };
 
 // Bytes one rank receives per micro-batch of local_batch sequences of seq_len:
-// per attention layer (and MTP module) a gather of K and V forward, again
-// backward with a reduce of dK and dV, one more gather per recomputed forward.
+// per attention layer (and MTP module) a gather of K and V (MLA: its kv
+// latent and RoPE key) forward, again backward with a reduce of their
+// gradients, one more gather per recomputed forward.
 int64_t context_micro_batch_bytes(const ModelConfig& c, int64_t local_batch, int64_t seq_len, const ContextShape& cx);
 
 }  // namespace mt

@@ -22,11 +22,28 @@ Dims dims_of(const ModelConfig& c, int64_t B, int64_t T) {
 }
 // o and dout token-major, as Wo's GEMM reads them.
 AttentionDims attn_dims(const BlockContext& ctx, const Dims& d, int64_t layer) {
-  MT_CHECK(ctx.cp == nullptr, "context parallelism does not run MLA layers (the trainer refuses dist.cp with MLA)");
   AttentionDims a{d.B, d.H, d.H, d.T, d.Dqk, ctx.c->is_local(layer) ? ctx.c->window : 0, d.Dv};
   a.token_major_out = true;
   a.doc_start = ctx.doc_start;
+  if (ctx.cp) {  // this process's rows against the whole sequence's keys
+    a.T = ctx.T_seq;
+    a.Tq = d.T;
+    a.q_pos = ctx.q_pos;
+  }
   return a;
+}
+// Context parallelism: the whole sequence's (or the window's) kv latent and
+// RoPE key gathered — Dc + Dr values a token, not H (Dqk + Dv) — then
+// W_UKV run on them here, into ctx.cp_buf's k and v.
+void decompress_sequence(const BlockContext& ctx, const MlaActs& a, const MlaOffsets& m, const Dims& d, int64_t layer) {
+  ContextBuffers& cb = *ctx.cp_buf;
+  const int64_t window = ctx.c->is_local(layer) ? ctx.c->window : 0, T = ctx.T_seq, Nf = d.B * T;
+  const OperandForm lf = a.ckv_n.form;
+  ctx.cp->gather(cb.latent.data(), a.ckv_n.in().data, d.B, 1, d.Dc, lf == OperandForm::kBf16 ? 2 : 4, window);
+  ctx.cp->gather(cb.rope_key.data(), a.kr.data(), d.B, 1, d.Dr, 4, window);
+  linear_forward(cb.kvf.data(), GemmInput{cb.latent.data(), lf}, ctx.p(m.wukv), Nf, d.H * (d.Dn + d.Dv), d.Dc,
+                 ctx.prec);
+  mla_kv_heads(cb.k.data(), cb.v.data(), cb.kvf.data(), cb.rope_key.data(), MlaHeadDims{d.B, T, d.H, d.Dn, d.Dr, d.Dv});
 }
 MlaHeadDims head_dims(const Dims& d) { return MlaHeadDims{d.B, d.T, d.H, d.Dn, d.Dr, d.Dv}; }
 }  // namespace
@@ -108,10 +125,16 @@ void mla_block_forward(float* x_mid, MlaActs& a, const float* x_in, const AttnOf
   split_columns(a.ckv.data(), a.kr.data(), a.ckr.data(), d.N, d.Dc, d.Dr);
   rope_forward(a.kr.data(), a.kr.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T, d.Dr);
   rmsnorm_forward(a.ckv_n.out(), a.ckv_n.form, a.rstd_ckv.data(), a.ckv.data(), ctx.p(m.kv_norm), d.N, d.Dc, eps);
-  linear_forward(a.kvf.data(), a.ckv_n.in(), ctx.p(m.wukv), d.N, d.H * (d.Dn + d.Dv), d.Dc, ctx.prec);
-  mla_kv_heads(a.k.data(), a.v.data(), a.kvf.data(), a.kr.data(), head_dims(d));
-  run_attention_forward(a.o_flat.out(), a.o_flat.form, a.lse.data(), QkvOperands{a.q.data(), a.k.data(), a.v.data()},
-                        attn_dims(ctx, d, layer), ctx.prec, ctx.attention);
+  QkvOperands qkv{a.q.data(), a.k.data(), a.v.data()};
+  if (ctx.cp) {
+    decompress_sequence(ctx, a, m, d, layer);
+    qkv = QkvOperands{a.q.data(), ctx.cp_buf->k.data(), ctx.cp_buf->v.data()};
+  } else {
+    linear_forward(a.kvf.data(), a.ckv_n.in(), ctx.p(m.wukv), d.N, d.H * (d.Dn + d.Dv), d.Dc, ctx.prec);
+    mla_kv_heads(a.k.data(), a.v.data(), a.kvf.data(), a.kr.data(), head_dims(d));
+  }
+  run_attention_forward(a.o_flat.out(), a.o_flat.form, a.lse.data(), qkv, attn_dims(ctx, d, layer), ctx.prec,
+                        ctx.attention);
   std::copy(x_in, x_in + d.N * d.D, x_mid);
   gemm(x_mid, a.o_flat.in(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dv, Trans::kNo, Trans::kYes}, 1.0f,
        ctx.prec);
@@ -124,14 +147,32 @@ void mla_block_backward(float* dres, MlaScratch& s, const MlaActs& a, const floa
   const MlaOffsets& m = w.mla;
   const int64_t HV = d.H * d.Dv;
   linear_backward(s.do_flat.data(), ctx.g(w.wo), dres, a.o_flat.in(), ctx.p(w.wo), d.N, d.D, HV, 0.0f, ctx.prec);
-  run_attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.do_flat.data(),
-                         QkvOperands{a.q.data(), a.k.data(), a.v.data()}, a.o_flat.in().data, a.o_flat.form,
-                         a.lse.data(), attn_dims(ctx, d, layer), ctx.prec, ctx.attention);
-  // Keys and values, back to the input's normed copy (written into s.da).
-  mla_kv_heads_backward(s.dkvf.data(), s.dkr.data(), s.dk.data(), s.dv.data(), head_dims(d));
-  rope_backward(s.dkr.data(), s.dkr.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T, d.Dr);
-  linear_backward(s.dckv_n.data(), ctx.g(m.wukv), s.dkvf.data(), a.ckv_n.in(), ctx.p(m.wukv), d.N,
-                  d.H * (d.Dn + d.Dv), d.Dc, 0.0f, ctx.prec);
+  if (ctx.cp) {
+    // The sequence's keys and values again; their gradients from this process's queries back through W_UKV
+    // (its weight gradient over every position) to the latent and RoPE key, summed over the ranks into its rows.
+    ContextBuffers& cb = *ctx.cp_buf;
+    const int64_t window = c.is_local(layer) ? c.window : 0, T = ctx.T_seq, Nf = d.B * T;
+    decompress_sequence(ctx, a, m, d, layer);
+    run_attention_backward(s.dq.data(), cb.dk.data(), cb.dv.data(), s.do_flat.data(),
+                           QkvOperands{a.q.data(), cb.k.data(), cb.v.data()}, a.o_flat.in().data, a.o_flat.form,
+                           a.lse.data(), attn_dims(ctx, d, layer), ctx.prec, ctx.attention);
+    mla_kv_heads_backward(cb.dkvf.data(), cb.drope.data(), cb.dk.data(), cb.dv.data(),
+                          MlaHeadDims{d.B, T, d.H, d.Dn, d.Dr, d.Dv});
+    linear_backward(cb.dlatent.data(), ctx.g(m.wukv), cb.dkvf.data(), GemmInput{cb.latent.data(), a.ckv_n.form},
+                    ctx.p(m.wukv), Nf, d.H * (d.Dn + d.Dv), d.Dc, 0.0f, ctx.prec);
+    ctx.cp->reduce(s.dckv_n.data(), cb.dlatent.data(), d.B, 1, d.Dc, window);
+    ctx.cp->reduce(s.dkr.data(), cb.drope.data(), d.B, 1, d.Dr, window);
+    rope_backward(s.dkr.data(), s.dkr.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T, d.Dr);
+  } else {
+    run_attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.do_flat.data(),
+                           QkvOperands{a.q.data(), a.k.data(), a.v.data()}, a.o_flat.in().data, a.o_flat.form,
+                           a.lse.data(), attn_dims(ctx, d, layer), ctx.prec, ctx.attention);
+    // Keys and values, back to the input's normed copy (written into s.da).
+    mla_kv_heads_backward(s.dkvf.data(), s.dkr.data(), s.dk.data(), s.dv.data(), head_dims(d));
+    rope_backward(s.dkr.data(), s.dkr.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T, d.Dr);
+    linear_backward(s.dckv_n.data(), ctx.g(m.wukv), s.dkvf.data(), a.ckv_n.in(), ctx.p(m.wukv), d.N,
+                    d.H * (d.Dn + d.Dv), d.Dc, 0.0f, ctx.prec);
+  }
   rmsnorm_backward(s.dckv.data(), ctx.g(m.kv_norm), s.dckv_n.data(), a.ckv.data(), ctx.p(m.kv_norm),
                    a.rstd_ckv.data(), d.N, d.Dc, 0.0f);
   concat_columns(s.dckr.data(), s.dckv.data(), s.dkr.data(), d.N, d.Dc, d.Dr);

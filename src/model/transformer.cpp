@@ -159,6 +159,19 @@ void Transformer::size_buffers(BufferSizer& s) {
     s(cp_buf_.v, n);
     s(cp_buf_.dk, n);
     s(cp_buf_.dv, n);
+  } else if (cp_ > 1) {  // MLA: the whole sequence's latent and RoPE key, decompressed per head
+    const int64_t Nf = B_ * T_seq_, H = c_.n_heads, Dc = c_.kv_lora_rank, Dr = c_.qk_rope_head_dim;
+    const int64_t Dqk = c_.qk_head_dim(), Dv = c_.v_head_dim, KV = H * (c_.qk_nope_head_dim + Dv);
+    s(cp_buf_.latent, Nf * Dc);
+    s(cp_buf_.rope_key, Nf * Dr);
+    s(cp_buf_.kvf, Nf * KV);
+    s(cp_buf_.k, Nf * H * Dqk);
+    s(cp_buf_.v, Nf * H * Dv);
+    s(cp_buf_.dk, Nf * H * Dqk);
+    s(cp_buf_.dv, Nf * H * Dv);
+    s(cp_buf_.dkvf, Nf * KV);
+    s(cp_buf_.dlatent, Nf * Dc);
+    s(cp_buf_.drope, Nf * Dr);
   }
 }
 
@@ -167,7 +180,9 @@ int64_t Transformer::activation_bytes() const {
               vector_bytes(xs_) + vector_bytes(x_mid_) + vector_bytes(hf_) + vector_bytes(rstd_f_) +
               vector_bytes(logits_) + vector_bytes(losses_) + vector_bytes(dres_) + vector_bytes(dhf_) +
               attn_scratch_.bytes() + ffn_scratch_.bytes() + mtp_scratch_.bytes() + delta_scratch_.bytes() +
-              vector_bytes(cp_buf_.k) + vector_bytes(cp_buf_.v) + vector_bytes(cp_buf_.dk) + vector_bytes(cp_buf_.dv);
+              vector_bytes(cp_buf_.k) + vector_bytes(cp_buf_.v) + vector_bytes(cp_buf_.dk) + vector_bytes(cp_buf_.dv) +
+              vector_bytes(cp_buf_.latent) + vector_bytes(cp_buf_.rope_key) + vector_bytes(cp_buf_.kvf) +
+              vector_bytes(cp_buf_.dkvf) + vector_bytes(cp_buf_.dlatent) + vector_bytes(cp_buf_.drope);
   for (const MtpActs& m : mtp_) b += m.bytes();
   for (const AttnActs& a : attn_) b += a.bytes();
   for (const DeltaActs& a : delta_) b += a.bytes();

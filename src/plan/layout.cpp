@@ -253,8 +253,6 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
     if (p.seq_len % (2 * p.cp) != 0)
       return bad("parallel.cp", fmt::format("the sequence of {} tokens must split into 2 x cp = {} equal chunks",
                                             p.seq_len, 2 * p.cp));
-    if (m.mla() && c.device.kind == DeviceKind::kCpu)
-      return bad("parallel.cp", "the CPU trainer's context parallelism runs GQA attention, not MLA");
     const int64_t chunk = p.seq_len / (2 * p.cp);
     if (m.layer_pattern.find('L') != std::string::npos && m.window > 1 && m.window < p.seq_len && m.window - 1 > chunk)
       return bad("parallel.cp", fmt::format("model.window = {} needs {} rows before each chunk, more than a chunk "

@@ -33,14 +33,17 @@ double rows_per_token(const ModelConfig& c, const Parallel& p) {
 
 double cp_halo_bytes(const ModelConfig& c, const Parallel& p, int64_t window) {
   // The window - 1 rows before a chunk, for each of the micro-batch's sequences, as cp_kv_bytes counts a row.
-  const double heads = c.mla() ? double(c.n_heads) : double(std::max(c.n_kv_heads, p.tp));
-  return 2.0 * heads * double(c.qk_head_dim() + c.v_dim()) * double(p.micro_batch * (window - 1)) / double(p.tp);
+  const double rows = double(p.micro_batch * (window - 1));
+  if (c.mla()) return 2.0 * double(c.kv_lora_rank + c.qk_rope_head_dim) * rows;
+  const double heads = double(std::max(c.n_kv_heads, p.tp));
+  return 2.0 * heads * double(c.qk_head_dim() + c.v_dim()) * rows / double(p.tp);
 }
 
 double cp_kv_bytes(const ModelConfig& c, const Parallel& p) {
-  // GQA: Hkv' = max(Hkv, t) heads of Dh for K and V; MLA: K and V decompressed per head (H of Dn + Dr and
-  // Dv), as ring attention needs them. bf16, split by TP.
-  const double heads = c.mla() ? double(c.n_heads) : double(std::max(c.n_kv_heads, p.tp));
+  // GQA: Hkv' = max(Hkv, t) heads of Dh for K and V, bf16, split by TP. MLA: the kv latent and the
+  // RoPE key (Dc + Dr a token), from which each rank decompresses K and V itself (perf.cpp).
+  if (c.mla()) return 2.0 * double(c.kv_lora_rank + c.qk_rope_head_dim) * double(p.local_tokens());
+  const double heads = double(std::max(c.n_kv_heads, p.tp));
   return 2.0 * heads * double(c.qk_head_dim() + c.v_dim()) * double(p.local_tokens()) / double(p.tp);
 }
 

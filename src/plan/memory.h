@@ -90,7 +90,7 @@ StageParams stage_params(const ModelConfig& c, const ModelStats& s, const Parall
 
 // Bytes of K and V that one GPU sends per ring-attention step (context parallelism, Megatron-Core /
 // Llama 3): its micro-batch's local tokens, 2 Hkv' Dh values each for GQA (Hkv' = max(Hkv, t)),
-// H (Dn + Dr + Dv) for MLA, bf16, divided by t.
+// divided by t; for MLA its compressed latent and RoPE key, Dc + Dr values a token. bf16.
 double cp_kv_bytes(const ModelConfig& c, const Parallel& p);
 // The same for a sliding-window layer of `window`: only the window - 1 rows before a chunk move.
 double cp_halo_bytes(const ModelConfig& c, const Parallel& p, int64_t window);

@@ -124,6 +124,14 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
     attn_flops = 2.0 * M * (H / t) * (Dqk + Dv) * keys;
     proj_flops = 2.0 * Mt * D * (Dq + Dc + Dr) + 2.0 * M * (H * Dqk * q_in + H * (Dn + Dv) * Dc + D * H * Dv) / t;
     gather_bytes = 2.0 * M * ((Dq > 0 ? Dq : D) + Dc + Dr);
+    if (p.cp > 1) {
+      // Context parallelism exchanges the latent: each rank decompresses the other ranks' tokens too,
+      // once forward and again backward (with W_UKV's two gradient products).
+      const double others = M * double(p.cp - 1), up = gemm_time(others, H * (Dn + Dv) / t, Dc, lin);
+      fwd_gemm += up;
+      r.bwd += up;
+      proj_flops += 2.0 * others * H * (Dn + Dv) * Dc / t;
+    }
   }
   double attn_fwd, attn_bwd;
   if (p.cfg.flash_attention || delta) {
@@ -411,7 +419,8 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
     // (bf16 when the step's GEMMs read bf16 and no qk-norm keeps them fp32), fp32 gradients; rank 0's.
     const mt::MatmulPrecision prec =
         p.cfg.params == Precision::kBf16 ? mt::MatmulPrecision::kBf16 : mt::MatmulPrecision::kFp32;
-    const int64_t kv = !c.qk_norm && mt::operand_form(prec) == mt::OperandForm::kBf16 ? 2 : 4;
+    const bool bf16 = mt::operand_form(prec) == mt::OperandForm::kBf16;  // MLA's latent: a GEMM input, always
+    const int64_t kv = bf16 && (c.mla() || !c.qk_norm) ? 2 : 4;
     st.cp_bytes = m * double(context_micro_batch_bytes(c, p.micro_batch, p.seq_len,
                                                        ContextShape{p.cp, 0, kv, p.cfg.recompute == Recompute::kFull}));
   }

@@ -117,10 +117,6 @@ Status Trainer::check_context_parallel(int64_t world) const {
   if (world % cp != 0)
     return o.error("dist.cp", fmt::format("{} does not divide the {} ranks this job was started with", cp, world));
   const ModelConfig& m = cfg_.model;
-  if (m.mla())
-    return o.error("dist.cp",
-                   "context parallelism runs GQA attention; MLA (model.attention = \"mla\") is not "
-                   "supported yet");
   for (int64_t l = 0; l < m.n_layers; ++l)
     if (m.is_delta(l))
       return o.error("dist.cp", fmt::format("layer {} is a gated-delta layer (model.layer_pattern): its recurrent "
