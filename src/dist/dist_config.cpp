@@ -10,9 +10,9 @@ void declare_keys(ConfigSchema& s, DistConfig& d, const std::string& t) {
   s.add(t + ".fsdp", &d.fsdp, "FSDP ranks sharing each EP rank's experts").range(0, 1 << 20).note("0 = ranks / ep");
   s.add(t + ".cp", &d.cp,
         "context-parallel ranks: each sequence is cut into 2 cp chunks and consecutive groups of cp ranks share "
-        "its tokens (rank i of a group holds chunks i and 2cp-1-i); attention exchanges keys and values between them")
+        "its tokens (rank i of a group holds chunks i and 2cp-1-i); attention exchanges keys and values (MLA: its latent) between them")
       .range(1, 1 << 20)
-      .note("must divide the ranks; train.seq_len (every phase's) a multiple of 2 cp; GQA attention only");
+      .note("must divide the ranks; train.seq_len (every phase's) a multiple of 2 cp; no gated-delta layers");
   s.add(t + ".timeout_s", &d.timeout_s, "a rank waiting longer in a collective ends the job, naming the silent ranks")
       .above(0).unit("s");
   s.add(t + ".prefetch", &d.prefetch, "gather layer l+1 while layer l computes");
