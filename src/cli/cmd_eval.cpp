@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
+#include "cli/position_plot.h"
 #include "core/file_io.h"
 #include "core/memory.h"
 #include "core/progress.h"
@@ -40,6 +41,7 @@ struct EvalArgs {
   int64_t batches = 0, threads = 0, batch = 16;
   bool no_held_out = false;
   bool positions = false;  // held-out loss by position in the sequence
+  std::string plot;        // --positions: that loss as an SVG chart
   bool progress = true;
   bool past_seq_len = false;  // generative items past train.seq_len: decode them (with a warning) instead of refusing
 };
@@ -372,6 +374,12 @@ ExitCode run_eval(const EvalArgs& a) {
     r.value()["dataset_decontaminated_against"] = cleaned.count(task.hash) > 0;
     out["tasks"].push_back(std::move(r.value()));
   }
+  if (!a.plot.empty() && out.contains("held_out")) {
+    const std::string svg =
+        position_loss_svg(out["held_out"], m.value().cfg.train.seq_len, fmt::format("Held-out loss by position: {}", a.ckpt));
+    if (Status s = write_file_atomic(a.plot, svg); !s.is_ok()) return fail("eval", s, ExitCode::kFailed);
+    fmt::print(stderr, "# plot: {}\n", a.plot);
+  }
   if (!a.out.empty()) {
     // A generative task's outputs are whatever bytes the model chose: invalid UTF-8 becomes U+FFFD.
     Status s = write_file_atomic(a.out, out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
@@ -408,6 +416,10 @@ void register_eval(CLI::App& app, CommandAction& run) {
   sub->add_flag("--positions", a->positions,
                 "Also the held-out loss by position in the sequence, in bins that double (1, 2-3, 4-7, ...): does "
                 "the model use its context");
+  auto* plot = sub->add_option("--plot", a->plot,
+                                "With --positions: write the loss by position, over all buckets and per bucket, as an "
+                                "SVG chart to this file");
+  plot->needs(sub->get_option("--positions"));
   sub->add_flag(
       "--no-progress", [a](int64_t) { a->progress = false; }, "No live progress line");
   sub->add_option("--out", a->out, "Write the results as JSON to this file");

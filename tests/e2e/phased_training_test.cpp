@@ -292,9 +292,18 @@ TEST_F(PhasedTraining, ALongerContextPhaseRunsItsLengthAndResumes) {
   // --positions: the loss by position in bins that double, which together
   // average to the held-out loss (every bucket scores as many sequences).
   const auto pos = moetrain({"eval", "--ckpt", d + "/long-a", "--batches", "1", "--no-progress", "--positions", "--out",
-                             d + "/positions.json"});
+                             d + "/positions.json", "--plot", d + "/positions.svg"});
   ASSERT_EQ(pos.exit_code, 0) << pos;
   EXPECT_THAT(pos.out, HasSubstr("held-out loss by position"));
+  // --plot: one line over every bucket and one per bucket, the trained length marked.
+  const std::string svg = e2e::read_file(d + "/positions.svg");
+  EXPECT_THAT(svg, HasSubstr("<svg"));
+  EXPECT_THAT(svg, HasSubstr("all buckets"));
+  EXPECT_THAT(svg, HasSubstr("trained length"));
+  EXPECT_GE(std::count(svg.begin(), svg.end(), 'M'), 2) << "the overall line and at least one bucket's";
+  const auto no_positions = moetrain({"eval", "--ckpt", d + "/long-a", "--plot", d + "/p.svg"});
+  EXPECT_NE(no_positions.exit_code, 0);
+  EXPECT_THAT(no_positions.err, HasSubstr("--positions"));
   const json h = json::parse(e2e::read_file(d + "/positions.json"))["held_out"];
   int64_t next = 1, tokens = 0;
   double weighted = 0;
