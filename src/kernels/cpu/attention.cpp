@@ -55,13 +55,9 @@ double attention_mean_keys(int64_t T, int64_t window, int64_t doc_tokens) {
 }
 
 double attention_keys(const int32_t* doc_start, int64_t B, int64_t T, int64_t window) {
-  if (!doc_start) return attention_mean_keys(T, window) * double(B * T);
-  double total = 0.0;
-  for (int64_t n = 0; n < B * T; ++n) {
-    const int64_t i = n % T;
-    total += double(i - attention_key_begin(i, window, doc_start[n]) + 1);
-  }
-  return total;
+  AttentionDims d{B, 1, 1, T, 1, window};
+  d.doc_start = doc_start;
+  return attention_keys(d);
 }
 
 std::vector<std::pair<int64_t, int64_t>> attention_query_blocks(const AttentionDims& d, int64_t rows) {
