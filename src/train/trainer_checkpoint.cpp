@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -21,8 +22,25 @@ namespace mt {
 
 namespace {
 
-// Keys that may differ between the saved and the resuming config.
-RunConfig normalised(RunConfig c) {
+// The phases a checkpoint at `step` has begun: those whose first step lies
+// before it. A branch taken at a phase's end (`--stop-at NAME`) has not
+// begun the next, so the phases after it are still the user's to choose —
+// a context extension tried with and without YaRN from one base run.
+Result<size_t> phases_begun(const RunConfig& saved, int64_t step) {
+  if (saved.phases.empty()) return std::numeric_limits<size_t>::max();  // one phase, begun: phases are not added
+  auto sched = PhaseSchedule::make(saved);
+  if (!sched) return sched.status();
+  size_t n = 0;
+  for (const PhaseSpan& p : sched->phases())
+    if (p.first_step < step) ++n;
+  return n;
+}
+
+// Keys that may differ between the saved and the resuming config; `begun`
+// phases are kept, the rest dropped (they are compared by what they change:
+// the learning rates and batches already applied, and the data ledger).
+RunConfig normalised(RunConfig c, size_t begun) {
+  if (c.phases.size() > begun) c.phases.resize(begun);
   c = with_absolute_paths(std::move(c));  // a checkpoint saved before paths were absolute names the same files
   c.train.steps = 0;
   c.train.checkpoint_every = 0;
@@ -128,13 +146,16 @@ Status Trainer::restore(const std::string& dir, bool keep_spike_counters) {
   const LoadedCheckpoint& ck = loaded.value();
   auto saved = parse_run_config(ck.config_toml, dir + "/manifest.json", {});
   if (!saved) return saved.status();
-  const std::string was = to_toml(normalised(saved.value())), now = to_toml(normalised(cfg_));
+  auto begun = phases_begun(saved.value(), ck.step);
+  if (!begun) return begun.status();
+  const std::string was = to_toml(normalised(saved.value(), *begun)), now = to_toml(normalised(cfg_, *begun));
   if (was != now)
     return Status::errorf(
         "{}: checkpoint was written with a different config (only train.steps, checkpoint_every, "
         "keep_checkpoints, log_every, eval_every, eval_batches, tensorboard, threads, async_checkpoint, "
-        "activation_checkpointing, optim.state_precision, health.*, stream.* other than expert_density and the "
-        "[dist] layout may change on resume); differences (checkpoint -> now):\n{}",
+        "activation_checkpointing, optim.state_precision, health.*, stream.* other than expert_density, the "
+        "[dist] layout, and the [[phase]] tables of phases not yet begun may change on resume); differences "
+        "(checkpoint -> now):\n{}",
         dir, describe_differences(flatten_toml(was), flatten_toml(now)));
   // Whatever world size wrote it, each rank takes its ranges of the whole tensors.
   MT_RETURN_IF_ERROR(load_checkpoint_tensors(ck));

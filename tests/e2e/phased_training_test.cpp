@@ -323,6 +323,53 @@ TEST_F(PhasedTraining, ALongerContextPhaseRunsItsLengthAndResumes) {
   EXPECT_NE(e2e::done_state_hash(same.err), e2e::done_state_hash(a.err));
 }
 
+// A branch at a phase's end may choose the phases not yet begun (a context
+// extension tried with two RoPE settings from one base run): stopped at the
+// end of "short" under one RoPE base, copied and resumed under another, it
+// ends where the run with that base from the start ends. A change to a phase
+// already begun, or to the next phase from a checkpoint inside it, is refused.
+TEST_F(PhasedTraining, ABranchAtAPhaseEndMayChangeThePhasesNotYetBegun) {
+  namespace fs = std::filesystem;
+  const std::string d = dir();
+  std::string base = run_config(d);
+  base = base.substr(0, base.find("[[phase]]"));
+  const std::string phases =
+      "[[phase]]\nname = \"short\"\nsteps = 4\nglobal_batch = 8\n[[phase]]\nname = \"long\"\n"
+      "steps = 4\nglobal_batch = 8\nseq_len = 128\n";
+  td::write_file(d + "/branch-a.toml", base + phases);
+  td::write_file(d + "/branch-b.toml",
+                 base + phases + "rope_scaling = \"yarn\"\nrope_factor = 2.0\nrope_original_len = 64\n");
+  const auto b = e2e::train({"--config", d + "/branch-b.toml", "--run-dir", d + "/branch-full"}, 300);
+  ASSERT_EQ(b.exit_code, 0) << b;
+  const auto stop =
+      e2e::train({"--config", d + "/branch-a.toml", "--run-dir", d + "/branch-a", "--stop-at", "short"}, 300);
+  ASSERT_EQ(stop.exit_code, 0) << stop;
+  auto branch = [&](const std::string& name, int64_t step) {
+    const std::string to = d + "/" + name;
+    fs::create_directories(to + "/checkpoints");
+    fs::copy(e2e::ckpt_dir(d + "/branch-a", step), e2e::ckpt_dir(to, step), fs::copy_options::recursive);
+    fs::copy_file(d + "/branch-a/config.toml", to + "/config.toml");
+    return to;
+  };
+  const auto yarn =
+      e2e::train({"--config", d + "/branch-b.toml", "--run-dir", branch("branch-yarn", 4), "--resume"}, 300);
+  ASSERT_EQ(yarn.exit_code, 0) << yarn;
+  EXPECT_EQ(e2e::done_state_hash(yarn.err), e2e::done_state_hash(b.err));
+  // The begun phase changed: refused, naming the key.
+  td::write_file(d + "/branch-c.toml", base + phases.substr(0, phases.find("[[phase]]", 5)) + "z_loss_coef = 0.01\n" +
+                                           phases.substr(phases.find("[[phase]]", 5)));
+  const auto begun = e2e::train({"--config", d + "/branch-c.toml", "--run-dir", branch("branch-c", 4), "--resume"});
+  EXPECT_NE(begun.exit_code, 0);
+  EXPECT_THAT(begun.err, HasSubstr("phase.0.z_loss_coef"));
+  // Inside the long phase it has begun: its RoPE can no longer change.
+  const auto rest =
+      e2e::train({"--config", d + "/branch-a.toml", "--run-dir", d + "/branch-a", "--resume", "--stop-at", "6"}, 300);
+  ASSERT_EQ(rest.exit_code, 0) << rest;
+  const auto inside = e2e::train({"--config", d + "/branch-b.toml", "--run-dir", branch("branch-d", 6), "--resume"});
+  EXPECT_NE(inside.exit_code, 0);
+  EXPECT_THAT(inside.err, HasSubstr("phase.1.rope_scaling"));
+}
+
 // A phase's loss weights apply from its first step: the model's own value
 // written out changes nothing, another value changes the run.
 TEST(PhaseLossWeights, ApplyFromThePhasesFirstStep) {

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The long-context experiment of docs/long-context.md ("Measured"): a small
+# dense model taught passkey retrieval at 512 tokens, measured at 512 and
+# 2,048, then extended to 2,048 three ways from one checkpoint — RoPE
+# unchanged, position interpolation, YaRN — and measured again, with the
+# held-out loss by position on stitched repositories. Everything goes to
+# runs/long-context (WORK=... to change it; the configs name that path).
+# Steps already done (their outputs exist) are skipped, so a killed run
+# continues where it stopped. Needs a built moetrain (scripts/build.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${BUILD_DIR:-build}/src/moetrain
+work=runs/long-context
+mkdir -p "$work"
+
+# 1. The corpus: Python packages as repositories (no tests, no GUI toolkits),
+#    the manuals without whatsnew/ (kept back for the held-out filler).
+if [[ ! -d $work/corpus ]]; then
+  tmp=$work/corpus.tmp && rm -rf "$tmp" && mkdir -p "$tmp/python/stdlib-modules" "$tmp/docs"
+  py=/usr/lib/python3.11
+  for d in "$py"/*/ /usr/lib/python3/dist-packages/*/; do
+    name=$(basename "$d")
+    case $name in test|tests|idlelib|tkinter|turtledemo|lib2to3|__pycache__|config-*|site-packages|dist-packages|*.dist-info|*.egg-info) continue ;; esac
+    mkdir -p "$tmp/python/$name"
+    (cd "$d" && find . -name '*.py' -not -path '*/test*' -not -path '*/__pycache__/*' \
+       -exec cp --parents -t "$OLDPWD/$tmp/python/$name" {} +)
+  done
+  cp "$py"/*.py "$tmp/python/stdlib-modules/"
+  src=/usr/share/doc/python3.11/html/_sources
+  (cd "$src" && find . -name '*.txt' -not -path './whatsnew/*' -exec cp --parents -t "$OLDPWD/$tmp/docs" {} +)
+  mv "$tmp" "$work/corpus"
+fi
+
+# 2. A tokenizer of the corpus alone: passkey lengths are counted in its tokens.
+[[ -f $work/tok.model ]] || "$bin" tokenizer train --input "$work/corpus" --out "$work/tok.model" --vocab-size 4096
+
+# 3. Passkey training documents: short ones for the 512 phase, long ones for
+#    the extension (all depths, needle up to ~1,800 tokens back); filler from
+#    the library reference. Held-out items: other keys, filler from whatsnew/.
+filler=/usr/share/doc/python3.11/html/_sources/library
+[[ -d $work/passkey-short ]] || "$bin" tasks make passkey --split train --n 24000 --seed 1 --tokens 128,192,256,320,384 \
+  --depths 0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1 --filler "$filler" --tokenizer "$work/tok.model" --documents "$work/passkey-short"
+[[ -d $work/passkey-long ]] || "$bin" tasks make passkey --split train --n 4000 --seed 3 --tokens 512,768,1024,1280,1536,1792 \
+  --depths 0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1 --filler "$filler" --tokenizer "$work/tok.model" --documents "$work/passkey-long"
+[[ -f $work/passkey-heldout.jsonl ]] || "$bin" tasks make passkey --split held-out --n 500 --seed 2 --tokens 480,2000 \
+  --filler /usr/share/doc/python3.11/html/_sources/whatsnew --tokenizer "$work/tok.model" --out "$work/passkey-heldout.jsonl"
+
+# 4. The dataset, and the run's plan against it (refuses repeated data).
+[[ -f $work/ds/manifest.json ]] || "$bin" data build --config configs/data/long-context.toml --out "$work/ds"
+"$bin" data plan "$work/ds" --config configs/long-context/run.toml
+
+# 5. The short phase, once.
+run=configs/long-context/run.toml
+if [[ ! -d $work/base/checkpoints/step_00000960 ]]; then
+  "$bin" train --config $run --run-dir "$work/base" --resume --stop-at short --no-progress
+fi
+
+# 6. Three extensions from its checkpoint at the phase's end.
+declare -A rope=(
+  [unchanged]=""
+  [linear]="--set phase[1].rope_scaling=\"linear\" --set phase[1].rope_factor=4"
+  [yarn]="--set phase[1].rope_scaling=\"yarn\" --set phase[1].rope_factor=4 --set phase[1].rope_original_len=512"
+)
+for v in unchanged linear yarn; do
+  dir=$work/ext-$v
+  if [[ ! -d $dir ]]; then
+    mkdir -p "$dir.tmp/checkpoints"
+    cp -r "$work/base/checkpoints/step_00000960" "$dir.tmp/checkpoints/"
+    cp "$work/base/config.toml" "$dir.tmp/"
+    mv "$dir.tmp" "$dir"
+  fi
+  # shellcheck disable=SC2086
+  "$bin" train --config $run --run-dir "$dir" --resume --no-progress ${rope[$v]}
+done
+
+# 7. Measurements: passkey at 512 and 2,048 (the base model past its length),
+#    the held-out loss by position on the stitched repositories.
+ev() { "$bin" eval --no-progress "$@"; }
+[[ -f $work/eval-base.json ]] || ev --ckpt "$work/base/checkpoints/step_00000960" --tasks "$work/passkey-heldout.jsonl" \
+  --past-seq-len --positions --out "$work/eval-base.json"
+for v in unchanged linear yarn; do
+  [[ -f $work/eval-$v.json ]] || ev --ckpt "$work/ext-$v" --tasks "$work/passkey-heldout.jsonl" --positions \
+    --batches 8 --plot "$work/positions-$v.svg" --out "$work/eval-$v.json"
+done
+python3 scripts/long_context_table.py "$work" | tee "$work/summary.md"

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Tables and a chart of the long-context experiment (scripts/long-context-experiment.sh).
+
+Reads WORK/eval-{base,unchanged,linear,yarn}.json (moetrain eval --out) and
+prints, as Markdown: passkey accuracy by depth at 512 and 2,048 tokens per
+model, each 2,048 cell as a share of the model's own 512 accuracy at that
+depth, and the held-out loss by position on the stitched repositories
+(bucket code/q0). Writes WORK/long-context-extension.svg: the code bucket's
+loss by position, one line per model. Standard library only.
+"""
+import json
+import math
+import sys
+from pathlib import Path
+
+MODELS = [("base", "before extension (512)"), ("unchanged", "RoPE unchanged"),
+          ("linear", "position interpolation x4"), ("yarn", "YaRN x4")]
+
+
+def load(work, name):
+    p = Path(work) / f"eval-{name}.json"
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def passkey_cells(ev):
+    cells = {}
+    for t in ev.get("tasks", []):
+        if t.get("family") != "passkey":
+            continue
+        for c in t["by_tokens_depth"]:
+            cells[(c["tokens"], c["depth"])] = (c["acc"], c["docs"])
+    return cells
+
+
+def code_positions(ev):
+    h = ev.get("held_out", {})
+    for name, bins in h.get("bucket_position_loss", {}).items():
+        if name.startswith("code/"):
+            return bins
+    return h.get("position_loss", [])
+
+
+def main(work):
+    evs = {n: load(work, n) for n, _ in MODELS}
+    depths = sorted({d for ev in evs.values() if ev for (_, d) in passkey_cells(ev)})
+    short, long = sorted({t for ev in evs.values() if ev for (t, _) in passkey_cells(ev)})
+    print("Passkey accuracy (exact match of the 5-digit key), by depth of the needle:\n")
+    print("| model | length | " + " | ".join(f"{d:g}" for d in depths) + " |")
+    print("|---|---|" + "---|" * len(depths))
+    for n, label in MODELS:
+        if not evs[n]:
+            continue
+        cells = passkey_cells(evs[n])
+        for length in (short, long):
+            row = [f"{cells[(length, d)][0]:.2f}" if (length, d) in cells else "-" for d in depths]
+            print(f"| {label} | {length} | " + " | ".join(row) + " |")
+    print(f"\n{long}-token accuracy as a share of the same model's {short}-token accuracy at that depth "
+          "(the target: at least 0.90 everywhere):\n")
+    print("| model | " + " | ".join(f"{d:g}" for d in depths) + " | min |")
+    print("|---|" + "---|" * (len(depths) + 1))
+    for n, label in MODELS[1:]:
+        if not evs[n]:
+            continue
+        cells = passkey_cells(evs[n])
+        shares = []
+        for d in depths:
+            a512, a2k = cells[(short, d)][0], cells[(long, d)][0]
+            shares.append(a2k / a512 if a512 > 0 else math.nan)
+        print(f"| {label} | " + " | ".join(f"{s:.2f}" for s in shares) + f" | {min(shares):.2f} |")
+    print("\nHeld-out loss by position, stitched repositories (code/q0), nats per token:\n")
+    lines = {n: code_positions(ev) for n, ev in evs.items() if ev}
+    bins = max(lines.values(), key=len)
+    print("| positions | " + " | ".join(label for n, label in MODELS if n in lines) + " |")
+    print("|---|" + "---|" * len(lines))
+    for i, b in enumerate(bins):
+        row = []
+        for n, _ in MODELS:
+            if n in lines:
+                row.append(f"{lines[n][i]['loss']:.3f}" if i < len(lines[n]) else "-")
+        print(f"| {b['from']}-{b['to']} | " + " | ".join(row) + " |")
+    write_svg(Path(work) / "long-context-extension.svg", lines)
+
+
+def write_svg(path, lines):
+    w, h, left, right, top, bottom = 640, 400, 60, 190, 30, 50
+    pts = [(b["from"] + b["to"]) / 2 for bins in lines.values() for b in bins]
+    losses = [b["loss"] for bins in lines.values() for b in bins if b["from"] >= 8]
+    x0, x1 = math.log2(4), math.log2(max(pts))
+    y0, y1 = min(losses) - 0.05, max(losses) + 0.05
+    sx = lambda x: left + (math.log2(x) - x0) / (x1 - x0) * (w - left - right)
+    sy = lambda y: top + (y1 - y) / (y1 - y0) * (h - top - bottom)
+    colours = ["#888888", "#1f77b4", "#2ca02c", "#d62728"]
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{w}" height="{h}" fill="white"/>',
+           f'<text x="{left}" y="18" font-size="14">Held-out loss by position, stitched Python repositories</text>']
+    for p in [8, 32, 128, 512, 2048]:
+        if p <= max(pts):
+            out.append(f'<line x1="{sx(p):.1f}" y1="{top}" x2="{sx(p):.1f}" y2="{h - bottom}" stroke="#ddd"/>')
+            out.append(f'<text x="{sx(p):.1f}" y="{h - bottom + 16}" text-anchor="middle">{p}</text>')
+    out.append(f'<line x1="{sx(512):.1f}" y1="{top}" x2="{sx(512):.1f}" y2="{h - bottom}" stroke="#999" '
+               'stroke-dasharray="4,3"/>')
+    out.append(f'<text x="{sx(512) + 4:.1f}" y="{top + 12}" fill="#666">512: the short phase</text>')
+    for k in range(6):
+        y = y0 + (y1 - y0) * k / 5
+        out.append(f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:.2f}</text>')
+    out.append(f'<text x="{(left + w - right) / 2}" y="{h - 12}" text-anchor="middle">tokens of context before the '
+               'token (bins that double; log scale)</text>')
+    out.append(f'<text x="14" y="{(top + h - bottom) / 2}" transform="rotate(-90 14 {(top + h - bottom) / 2})" '
+               'text-anchor="middle">loss, nats per token</text>')
+    for i, (n, label) in enumerate(MODELS):
+        if n not in lines:
+            continue
+        xy = [(sx((b["from"] + b["to"]) / 2), sy(b["loss"])) for b in lines[n] if b["from"] >= 4]
+        out.append('<polyline fill="none" stroke-width="2" stroke="%s" points="%s"/>' %
+                   (colours[i], " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)))
+        ly = top + 20 + 18 * i
+        out.append(f'<line x1="{w - right + 10}" y1="{ly}" x2="{w - right + 30}" y2="{ly}" stroke="{colours[i]}" '
+                   'stroke-width="2"/>')
+        out.append(f'<text x="{w - right + 34}" y="{ly + 4}">{label}</text>')
+    out.append("</svg>")
+    path.write_text("\n".join(out) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "runs/long-context")
