@@ -325,8 +325,8 @@ TEST_F(PhasedTraining, ALongerContextPhaseRunsItsLengthAndResumes) {
 
 // A branch at a phase's end may choose the phases not yet begun (a context
 // extension tried with two RoPE settings from one base run): stopped at the
-// end of "short" under one RoPE base, copied and resumed under another, it
-// ends where the run with that base from the start ends. A change to a phase
+// end of "short" with RoPE unchanged in "long", copied and resumed with YaRN
+// there, it ends where the YaRN run from the start ends. A change to a phase
 // already begun, or to the next phase from a checkpoint inside it, is refused.
 TEST_F(PhasedTraining, ABranchAtAPhaseEndMayChangeThePhasesNotYetBegun) {
   namespace fs = std::filesystem;
