@@ -36,12 +36,26 @@ fi
 
 # 3. Passkey training documents: short ones for the 512 phase, long ones for
 #    the extension (all depths, needle up to ~1,800 tokens back); filler from
-#    the library reference. Held-out items: other keys, filler from whatsnew/.
+#    the library reference. Three in five short documents and half the long
+#    ones cycle through three filler sentences (--repeat 3, as the original
+#    task's filler repeats): a model this small forms no induction heads from
+#    the key's few copyable tokens alone (docs/long-context.md). Held-out
+#    items: other keys, non-repeating filler from whatsnew/.
 filler=/usr/share/doc/python3.11/html/_sources/library
-[[ -d $work/passkey-short ]] || "$bin" tasks make passkey --split train --n 24000 --seed 1 --tokens 128,192,256,320,384 \
-  --depths 0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1 --filler "$filler" --tokenizer "$work/tok.model" --documents "$work/passkey-short"
-[[ -d $work/passkey-long ]] || "$bin" tasks make passkey --split train --n 4000 --seed 3 --tokens 512,768,1024,1280,1536,1792 \
-  --depths 0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1 --filler "$filler" --tokenizer "$work/tok.model" --documents "$work/passkey-long"
+depths=0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1
+pk() { "$bin" tasks make passkey --split train --depths $depths --filler "$filler" --tokenizer "$work/tok.model" "$@"; }
+if [[ ! -d $work/passkey-short ]]; then
+  rm -rf "$work/passkey-short.tmp"
+  pk --n 36000 --seed 1 --tokens 48,64,96,128,192,256,384 --repeat 3 --documents "$work/passkey-short.tmp/cycled"
+  pk --n 24000 --seed 4 --tokens 48,64,96,128,192,256,384 --documents "$work/passkey-short.tmp/plain"
+  mv "$work/passkey-short.tmp" "$work/passkey-short"
+fi
+if [[ ! -d $work/passkey-long ]]; then
+  rm -rf "$work/passkey-long.tmp"
+  pk --n 2000 --seed 3 --tokens 512,768,1024,1280,1536,1792 --repeat 3 --documents "$work/passkey-long.tmp/cycled"
+  pk --n 2000 --seed 5 --tokens 512,768,1024,1280,1536,1792 --documents "$work/passkey-long.tmp/plain"
+  mv "$work/passkey-long.tmp" "$work/passkey-long"
+fi
 [[ -f $work/passkey-heldout.jsonl ]] || "$bin" tasks make passkey --split held-out --n 500 --seed 2 --tokens 480,2000 \
   --filler /usr/share/doc/python3.11/html/_sources/whatsnew --tokenizer "$work/tok.model" --out "$work/passkey-heldout.jsonl"
 
@@ -51,9 +65,7 @@ filler=/usr/share/doc/python3.11/html/_sources/library
 
 # 5. The short phase, once.
 run=configs/long-context/run.toml
-if [[ ! -d $work/base/checkpoints/step_00000960 ]]; then
-  "$bin" train --config $run --run-dir "$work/base" --resume --stop-at short --no-progress
-fi
+"$bin" train --config $run --run-dir "$work/base" --resume --stop-at short --no-progress
 
 # 6. Three extensions from its checkpoint at the phase's end.
 declare -A rope=(
@@ -63,12 +75,7 @@ declare -A rope=(
 )
 for v in unchanged linear yarn; do
   dir=$work/ext-$v
-  if [[ ! -d $dir ]]; then
-    mkdir -p "$dir.tmp/checkpoints"
-    cp -r "$work/base/checkpoints/step_00000960" "$dir.tmp/checkpoints/"
-    cp "$work/base/config.toml" "$dir.tmp/"
-    mv "$dir.tmp" "$dir"
-  fi
+  [[ -d $dir ]] || "$bin" ckpt branch "$work/base" "$dir"
   # shellcheck disable=SC2086
   "$bin" train --config $run --run-dir "$dir" --resume --no-progress ${rope[$v]}
 done
@@ -76,7 +83,7 @@ done
 # 7. Measurements: passkey at 512 and 2,048 (the base model past its length),
 #    the held-out loss by position on the stitched repositories.
 ev() { "$bin" eval --no-progress "$@"; }
-[[ -f $work/eval-base.json ]] || ev --ckpt "$work/base/checkpoints/step_00000960" --tasks "$work/passkey-heldout.jsonl" \
+[[ -f $work/eval-base.json ]] || ev --ckpt "$work/base" --tasks "$work/passkey-heldout.jsonl" \
   --past-seq-len --positions --out "$work/eval-base.json"
 for v in unchanged linear yarn; do
   [[ -f $work/eval-$v.json ]] || ev --ckpt "$work/ext-$v" --tasks "$work/passkey-heldout.jsonl" --positions \

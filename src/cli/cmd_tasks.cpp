@@ -140,6 +140,11 @@ void register_tasks(CLI::App& app, CommandAction& run) {
       ->delimiter(',')
       ->check(in_range(0, 1));
   pk->add_option("--digits", a->opt.digits, "Decimal digits of a key")->capture_default_str()->check(in_range(2, 9));
+  pk->add_option("--repeat", a->opt.repeat,
+                 "Training documents for a small model: each item's filler cycles through this many sentences drawn "
+                 "for it (0 = none; the original task repeats five), so most tokens can be copied from context")
+      ->capture_default_str()
+      ->check(in_range(0, 1000));
   pk->add_option("--filler", a->filler,
                  "Corpus text the filler sentences come from: files or directories as `data build` reads them "
                  "(JSONL, text, .gz, .zst; repeatable)")

@@ -42,20 +42,27 @@ class Haystack {
   // next, up to kMisses in a row; the last is taken only if it overshoots by
   // less than it would otherwise fall short. So the result is within half a
   // sentence of the target.
-  std::vector<std::string> fill(int64_t target, uint64_t stream, uint64_t& next, int64_t& got) {
+  //
+  // With a cycle (`repeat` sentences drawn for the item), the sentences come
+  // from it in turn instead, none passed over; `next` then counts turns.
+  std::vector<std::string> fill(int64_t target, uint64_t stream, uint64_t& next, int64_t& got,
+                                const std::vector<size_t>& cycle = {}) {
     constexpr int kMisses = 8;
     std::vector<std::string> out;
     got = 0;
     int misses = 0;
     while (got < target) {
-      const size_t k = size_t(draw64(seed_, stream, next++) % f_.sentences.size());
-      if (tokens_[k] < 0) tokens_[k] = joined_tokens(codec_, f_.sentences[k]);
-      const int64_t t = tokens_[k];
+      const size_t k =
+          cycle.empty() ? size_t(draw64(seed_, stream, next++) % f_.sentences.size()) : cycle[next++ % cycle.size()];
+      const int64_t t = tokens_of(k);
+      if (!cycle.empty()) misses = kMisses;  // a cycle's turn is not skipped
       const bool fits = got + t <= target;
       if (!fits && ++misses < kMisses) continue;
       if (fits || got + t - target <= target - got) {
         out.push_back(f_.sentences[k]);
         got += t;
+      } else if (!cycle.empty()) {
+        --next;  // the turn not taken is the next part's first: the cycle goes on unbroken across the needle
       }
       if (!fits) break;
       misses = 0;
@@ -63,7 +70,19 @@ class Haystack {
     return out;
   }
 
+  // `n` sentences of stream `stream` for an item's cycle, from draw `next` on.
+  std::vector<size_t> draw_cycle(int64_t n, uint64_t stream, uint64_t& next) {
+    std::vector<size_t> cycle;
+    for (int64_t i = 0; i < n; ++i) cycle.push_back(size_t(draw64(seed_, stream, next++) % f_.sentences.size()));
+    return cycle;
+  }
+
  private:
+  int64_t tokens_of(size_t k) {
+    if (tokens_[k] < 0) tokens_[k] = joined_tokens(codec_, f_.sentences[k]);
+    return tokens_[k];
+  }
+
   const FillerSentences& f_;
   const TextCodec& codec_;
   uint64_t seed_;
@@ -98,6 +117,7 @@ Status check(const PasskeyOptions& o) {
   for (double d : o.depths)
     if (!(d >= 0.0 && d <= 1.0)) return Status::errorf("depths: {} is outside [0, 1]", d);
   if (o.digits < 2 || o.digits > 9) return Status::errorf("digits: expected 2 to 9, got {}", o.digits);
+  if (o.repeat < 0) return Status::errorf("repeat: expected 0 (no cycle) or more sentences, got {}", o.repeat);
   return Status::ok();
 }
 
@@ -135,10 +155,13 @@ Result<std::vector<GenItem>> make_passkey_items(const PasskeyOptions& o, const F
     uint64_t next = 0;  // draws of this item's sentence stream
     int64_t before_tokens = 0, after_tokens = 0;
     const uint64_t stream = item_stream(o, i, 1);
+    const std::vector<size_t> cycle = hay.draw_cycle(o.repeat, stream, next);
+    uint64_t turn = 0;  // the cycle's, across both parts
+    uint64_t& draws = cycle.empty() ? next : turn;
     const std::vector<std::string> before =
-        hay.fill(std::llround(depth * double(filler_tokens)), stream, next, before_tokens);
+        hay.fill(std::llround(depth * double(filler_tokens)), stream, draws, before_tokens, cycle);
     // What the first part missed by, the second makes up: the length is L within its last sentence.
-    const std::vector<std::string> after = hay.fill(filler_tokens - before_tokens, stream, next, after_tokens);
+    const std::vector<std::string> after = hay.fill(filler_tokens - before_tokens, stream, draws, after_tokens, cycle);
     std::vector<std::string> parts = before;
     parts.push_back(needle);
     parts.insert(parts.end(), after.begin(), after.end());

@@ -15,6 +15,12 @@
 // `depth` is the fraction of the filler before the needle: 0 opens the
 // prompt with the needle, 1 puts it right before the question.
 //
+// `repeat` = K > 0 makes an item's filler K sentences drawn for it, cycled
+// (the original task's filler is five fixed sentences repeated): training
+// documents then teach copying from context on most of their tokens, not on
+// the key's few — what a small model needs to form the induction heads that
+// retrieval runs on. Evaluation items keep non-repeating filler (0).
+//
 // Everything random is Philox (core/rng.h) at (seed, stream, counter): item
 // i's key is drawn from stream 2i, its sentences from stream 2i+1 (the split
 // in the stream's top bit), so the items are a pure function of the options,
@@ -47,6 +53,7 @@ struct PasskeyOptions {
   std::vector<int64_t> tokens;                               // prompt lengths asked for, in tokens (at least one)
   std::vector<double> depths = {0.0, 0.25, 0.5, 0.75, 1.0};  // fractions of the filler before the needle
   int64_t digits = 5;                                        // the key's decimal digits (no leading zero), 2..9
+  int64_t repeat = 0;                                        // > 0: the filler cycles through this many sentences
   TaskSplit split = TaskSplit::kHeldOut;
 };
 

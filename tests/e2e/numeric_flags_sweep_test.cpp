@@ -144,6 +144,7 @@ TEST(NumericFlagsSweep, EveryNumericFlagEndsCleanlyOnAbsurdValues) {
       {"tasks make passkey", "--tokens", passkey},
       {"tasks make passkey", "--depths", passkey},
       {"tasks make passkey", "--digits", passkey},
+      {"tasks make passkey", "--repeat", passkey},
       {"tasks make passkey", "--filler-mb", passkey},
   };
   std::set<std::string> covered;

@@ -325,11 +325,10 @@ TEST_F(PhasedTraining, ALongerContextPhaseRunsItsLengthAndResumes) {
 
 // A branch at a phase's end may choose the phases not yet begun (a context
 // extension tried with two RoPE settings from one base run): stopped at the
-// end of "short" with RoPE unchanged in "long", copied and resumed with YaRN
-// there, it ends where the YaRN run from the start ends. A change to a phase
+// end of "short" with RoPE unchanged in "long", branched (`ckpt branch`) and
+// resumed with YaRN there, it ends where the YaRN run from the start ends. A change to a phase
 // already begun, or to the next phase from a checkpoint inside it, is refused.
 TEST_F(PhasedTraining, ABranchAtAPhaseEndMayChangeThePhasesNotYetBegun) {
-  namespace fs = std::filesystem;
   const std::string d = dir();
   std::string base = run_config(d);
   base = base.substr(0, base.find("[[phase]]"));
@@ -346,9 +345,8 @@ TEST_F(PhasedTraining, ABranchAtAPhaseEndMayChangeThePhasesNotYetBegun) {
   ASSERT_EQ(stop.exit_code, 0) << stop;
   auto branch = [&](const std::string& name, int64_t step) {
     const std::string to = d + "/" + name;
-    fs::create_directories(to + "/checkpoints");
-    fs::copy(e2e::ckpt_dir(d + "/branch-a", step), e2e::ckpt_dir(to, step), fs::copy_options::recursive);
-    fs::copy_file(d + "/branch-a/config.toml", to + "/config.toml");
+    const auto r = e2e::moetrain({"ckpt", "branch", e2e::ckpt_dir(d + "/branch-a", step), to});
+    EXPECT_EQ(r.exit_code, 0) << r;
     return to;
   };
   const auto yarn =

@@ -196,6 +196,45 @@ TEST(Passkey, DigitsSetTheKeyLength) {
   }
 }
 
+// With `repeat` = K, an item's filler is K sentences of the pool in turn:
+// its sentences repeat, in the same order every cycle, within the length
+// rule; another K draws other cycles.
+TEST(Passkey, RepeatCyclesThroughSentencesDrawnForTheItem) {
+  const FillerSentences f = pool();
+  auto codec = bytes();
+  PasskeyOptions o = options();
+  o.n = 12;
+  o.tokens = {3000};  // bytes: some 30 sentences
+  o.repeat = 3;
+  auto items = make_passkey_items(o, f, *codec);
+  ASSERT_TRUE(items.is_ok()) << items.status().message();
+  const int64_t tol = longest_sentence(f, *codec);
+  for (const GenItem& it : items.value()) {
+    SCOPED_TRACE(it.id);
+    EXPECT_LE(std::abs(it.prompt_tokens - it.tokens), tol);
+    // The filler's sentences: every pool sentence the prompt holds, in order of appearance.
+    std::vector<std::pair<size_t, size_t>> at;  // (byte offset, sentence index)
+    for (size_t k = 0; k < f.sentences.size(); ++k)
+      for (size_t p = it.prompt.find(f.sentences[k]); p != std::string::npos; p = it.prompt.find(f.sentences[k], p + 1))
+        at.emplace_back(p, k);
+    std::sort(at.begin(), at.end());
+    std::set<size_t> distinct;
+    for (const auto& [p, k] : at) distinct.insert(k);
+    EXPECT_LE(distinct.size(), 3u);
+    EXPECT_GT(at.size(), 3 * distinct.size()) << "a 3,000-byte prompt holds each of its sentences often";
+    for (size_t j = distinct.size(); j < at.size(); ++j) EXPECT_EQ(at[j].second, at[j - distinct.size()].second) << j;
+  }
+  auto again = make_passkey_items(o, f, *codec);
+  o.repeat = 0;
+  auto plain = make_passkey_items(o, f, *codec);
+  ASSERT_TRUE(again.is_ok() && plain.is_ok());
+  for (size_t i = 0; i < items.value().size(); ++i) {
+    EXPECT_EQ(gen_item_line(items.value()[i]), gen_item_line(again.value()[i]));
+    EXPECT_NE(items.value()[i].prompt, plain.value()[i].prompt);
+    EXPECT_EQ(items.value()[i].answer, plain.value()[i].answer);  // keys are drawn apart from the filler
+  }
+}
+
 TEST(Passkey, BadOptionsNameTheOption) {
   const FillerSentences f = pool();
   auto codec = bytes();
@@ -213,6 +252,9 @@ TEST(Passkey, BadOptionsNameTheOption) {
   o = options();
   o.digits = 12;
   EXPECT_EQ(make_passkey_items(o, f, *codec).status().message().rfind("digits:", 0), 0u);
+  o = options();
+  o.repeat = -1;
+  EXPECT_EQ(make_passkey_items(o, f, *codec).status().message().rfind("repeat:", 0), 0u);
 }
 
 TEST(FillerSentences, SentencesOfParagraphs) {

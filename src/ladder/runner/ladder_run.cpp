@@ -23,6 +23,7 @@
 #include "train/run_config.h"
 #include "rundir/metrics_log.h"
 #include "rundir/run_dir.h"
+#include "train/run_branch.h"
 #include "train/run_queue.h"
 #include "train/trainer.h"
 
@@ -149,24 +150,13 @@ Result<json> final_metrics(const std::string& dir, int64_t steps) {
   return last;
 }
 
-// A branch starts as a copy of the full run at its branch step: the
-// checkpoint, the resolved config and the metrics so far. Copied under a
-// temporary name and renamed, so a kill never leaves half a branch.
+// A branch starts as a copy of the full run at its branch step (the
+// segment before it stopped there with a checkpoint): train/run_branch.h.
 Status make_branch(const std::string& full_dir, const std::string& branch_dir, int64_t step) {
   if (fs::exists(branch_dir)) return Status::ok();
-  auto ckpt = find_latest_checkpoint_dir(full_dir);
-  if (!ckpt) return Status::errorf("{}: no checkpoint to branch from", full_dir);
-  const std::string tmp = branch_dir + ".tmp";
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp + "/checkpoints", ec);
-  if (!ec) fs::copy(ckpt.value(), tmp + "/checkpoints/" + fs::path(ckpt.value()).filename().string(),
-                    fs::copy_options::recursive, ec);
-  if (!ec) fs::copy_file(saved_config_path(full_dir), saved_config_path(tmp), ec);
-  if (ec) return Status::errorf("{}: cannot copy the run at step {}: {}", branch_dir, step, ec.message());
-  MT_RETURN_IF_ERROR(copy_metrics_through(full_dir, tmp, step));
-  fs::rename(tmp, branch_dir, ec);
-  if (ec) return Status::errorf("{}: {}", branch_dir, ec.message());
+  auto b = branch_run(run_checkpoints_dir(full_dir) + "/" + checkpoint_dir_name(step), branch_dir);
+  if (!b)
+    return Status::errorf("{}: cannot branch {} at step {}: {}", branch_dir, full_dir, step, b.status().message());
   return Status::ok();
 }
 
