@@ -40,6 +40,35 @@ def code_positions(ev):
     return h.get("position_loss", [])
 
 
+def digits_right(work, ev):
+    """Per prompt length: the mean share of the key's digits answered in place
+    (partial retrieval, which exact match does not show)."""
+    items = [json.loads(l) for l in (Path(work) / "passkey-heldout.jsonl").read_text().splitlines() if l]
+    by_id = {it["id"]: it for it in items}
+    got = {}
+    for t in ev.get("tasks", []):
+        if t.get("family") != "passkey":
+            continue
+        for out in t["items"]:
+            it = by_id.get(out["id"])
+            if not it:
+                continue
+            want, have = it["answer"].strip(), out["output"].strip()
+            right = sum(1 for a, b in zip(want, have) if a == b) / len(want)
+            got.setdefault(it["tokens"], []).append(right)
+    return {k: sum(v) / len(v) for k, v in got.items()}
+
+
+def digits_table(work, evs, short, long):
+    print("\nShare of the key's digits answered in place (chance: about 0.1):\n")
+    print(f"| model | {short} | {long} |")
+    print("|---|---|---|")
+    for n, label in MODELS:
+        if evs[n]:
+            d = digits_right(work, evs[n])
+            print(f"| {label} | {d.get(short, math.nan):.2f} | {d.get(long, math.nan):.2f} |")
+
+
 def main(work):
     evs = {n: load(work, n) for n, _ in MODELS}
     depths = sorted({d for ev in evs.values() if ev for (_, d) in passkey_cells(ev)})
@@ -54,6 +83,7 @@ def main(work):
         for length in (short, long):
             row = [f"{cells[(length, d)][0]:.2f}" if (length, d) in cells else "-" for d in depths]
             print(f"| {label} | {length} | " + " | ".join(row) + " |")
+    digits_table(work, evs, short, long)
     print(f"\n{long}-token accuracy as a share of the same model's {short}-token accuracy at that depth "
           "(the target: at least 0.90 everywhere):\n")
     print("| model | " + " | ".join(f"{d:g}" for d in depths) + " | min |")

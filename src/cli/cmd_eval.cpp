@@ -44,6 +44,7 @@ struct EvalArgs {
   std::string plot;        // --positions: that loss as an SVG chart
   bool progress = true;
   bool past_seq_len = false;  // generative items past train.seq_len: decode them (with a warning) instead of refusing
+  int64_t seq_len = 0;        // held-out windows of this many tokens; 0 = train.seq_len
 };
 
 // Held-out loss by position in the sequence (the context a prediction has),
@@ -133,9 +134,19 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
     mixture = x.value();
   }
   const TrainConfig& tc = cfg.train;
-  auto src = open_mixture_source(dataset, mixture, tc.seq_len, /*max_sequences=*/0, cfg.model.vocab_size);
+  // Windows longer than the model trained on measure extrapolation (the
+  // loss by position past the trained length): only when asked.
+  const int64_t T = a.seq_len > 0 ? a.seq_len : tc.seq_len;
+  if (T > tc.seq_len && !a.past_seq_len) {
+    usage = true;
+    return Status::errorf(
+        "--seq-len {} is past the {} tokens the model was trained on (train.seq_len; a phased run's phase at the "
+        "checkpoint): pass --past-seq-len to measure extrapolation",
+        T, tc.seq_len);
+  }
+  auto src = open_mixture_source(dataset, mixture, T, /*max_sequences=*/0, cfg.model.vocab_size);
   if (!src) return src.status();
-  const int64_t B = tc.batch_size, T = tc.seq_len;
+  const int64_t B = tc.batch_size;
   const HeldOutShape shape{B, T, a.batches > 0 ? a.batches : std::max<int64_t>(1, tc.eval_batches), B, 0};
   // Past a bucket's held-out split the sequences would repeat: such a
   // bucket is left out (and named), and a shape no bucket holds is refused.
@@ -412,7 +423,12 @@ void register_eval(CLI::App& app, CommandAction& run) {
       ->check(in_range(1, 65536));
   sub->add_flag("--no-held-out", a->no_held_out, "Only the tasks");
   sub->add_flag("--past-seq-len", a->past_seq_len,
-                "Decode generative items longer than train.seq_len (length extrapolation) instead of refusing them");
+                "Decode generative items longer than train.seq_len, and allow a longer --seq-len (length "
+                "extrapolation), instead of refusing them");
+  sub->add_option("--seq-len", a->seq_len,
+                  "Held-out windows of this many tokens; 0 = train.seq_len (longer needs --past-seq-len)")
+      ->capture_default_str()
+      ->check(in_range(0, 1 << 20));
   sub->add_flag("--positions", a->positions,
                 "Also the held-out loss by position in the sequence, in bins that double (1, 2-3, 4-7, ...): does "
                 "the model use its context");

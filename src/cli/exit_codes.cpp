@@ -146,8 +146,8 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
         {ExitCode::kUsage,
          "a `--tasks` file that cannot be read, or a line of it that is not a valid task document (named as "
          "FILE:LINE), a generative item that needs more positions than `train.seq_len` (named; without "
-         "`--past-seq-len`) or whose KV cache at `--batch` does not fit the machine's memory, or `--batches` past a "
-         "bucket's held-out split"}}},
+         "`--past-seq-len`) or whose KV cache at `--batch` does not fit the machine's memory, a `--seq-len` past "
+         "`train.seq_len` without `--past-seq-len`, or `--batches` past a bucket's held-out split"}}},
       {"tasks make passkey",
        "src/cli/cmd_tasks.cpp",
        {{ExitCode::kFailed, "the task file (`--out`) cannot be written"},

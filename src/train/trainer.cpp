@@ -119,7 +119,6 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
       t->make_model(t->schedule().phases().front(), tc.activation_checkpointing == ActivationCheckpointing::kLayers
                                                         ? LayerActivations::kRecompute
                                                         : LayerActivations::kKeep);
-  const ParamLayout& L = t->model_->layout();
   // The store (the whole model, or this rank's shard) and the optimizer
   MT_RETURN_IF_ERROR(t->init_local_params());
   if (t->store_->streamed()) MT_RETURN_IF_ERROR(t->check_stream_budget());  // may turn recomputation on (auto)
@@ -178,7 +177,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
   if (opt.print_config) {
     fmt::print(stderr, "# moetrain: resolved config ({})\n{}\n", cfg.source, to_toml(cfg));
     fmt::print(stderr, "# data: {}\n# parameters: {} ({} active in matmuls per token), start step {}\n",
-               t->data_->describe(), L.total(), active_matmul_params(cfg.model), t->step_);
+               t->data_->describe(), t->model_->layout().total(), active_matmul_params(cfg.model), t->step_);
     // What `moetrain plan` counts as activations on the cpu cluster (Transformer::activation_bytes).
     fmt::print(stderr, "# activations: {} bytes per rank ({} sequences of {} tokens{})\n",
                t->model_->activation_bytes(), t->local_batch(), t->model_->rows(),

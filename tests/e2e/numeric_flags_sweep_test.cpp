@@ -133,6 +133,7 @@ TEST(NumericFlagsSweep, EveryNumericFlagEndsCleanlyOnAbsurdValues) {
       {"generate", "--max-rows", gen},
       {"generate", "--threads", gen},
       {"eval", "--batches", {"eval", "--ckpt", run, "--no-progress", "--dataset", ds, "--mixture", tmp / "mix.toml"}},
+      {"eval", "--seq-len", {"eval", "--ckpt", run, "--no-progress", "--dataset", ds, "--mixture", tmp / "mix.toml"}},
       {"eval", "--batch", {"eval", "--ckpt", run, "--no-progress", "--tasks", tmp / "tasks.jsonl", "--no-held-out"}},
       {"eval", "--threads", {"eval", "--ckpt", run, "--no-progress", "--tasks", tmp / "tasks.jsonl", "--no-held-out"}},
       {"export",

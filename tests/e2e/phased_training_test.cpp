@@ -285,10 +285,35 @@ TEST_F(PhasedTraining, ALongerContextPhaseRunsItsLengthAndResumes) {
   const auto resumed = e2e::train({"--config", d + "/long.toml", "--run-dir", d + "/long-b", "--resume"}, 300);
   ASSERT_EQ(resumed.exit_code, 0) << resumed;
   EXPECT_EQ(e2e::done_state_hash(resumed.err), e2e::done_state_hash(a.err));
+  // The resumed start (inside the long phase, whose model is built anew) reports the same parameters.
+  auto params_line = [](const std::string& err) {
+    const size_t at = err.find("# parameters: ");
+    return at == std::string::npos ? std::string() : err.substr(at, err.find(" (", at) - at);
+  };
+  EXPECT_NE(params_line(a.err), "");
+  EXPECT_EQ(params_line(resumed.err), params_line(a.err));
   // eval reads the model as its last phase left it: sequences of 128.
   const auto ev = moetrain({"eval", "--ckpt", d + "/long-a", "--batches", "1", "--no-progress"});
   ASSERT_EQ(ev.exit_code, 0) << ev;
   EXPECT_THAT(ev.out, HasSubstr("sequences of 128 tokens"));
+  // The short phase's model scored in windows of the long phase's length:
+  // extrapolation, so only when asked (--past-seq-len); shorter windows need nothing.
+  const auto stopped =
+      e2e::train({"--config", d + "/long.toml", "--run-dir", d + "/long-short", "--stop-at", "short"}, 300);
+  ASSERT_EQ(stopped.exit_code, 0) << stopped;
+  const std::string short_ckpt = d + "/long-short";
+  const auto past = moetrain({"eval", "--ckpt", short_ckpt, "--batches", "1", "--no-progress", "--seq-len", "128"});
+  EXPECT_NE(past.exit_code, 0);
+  EXPECT_THAT(past.err, HasSubstr("--seq-len 128 is past the 64 tokens"));
+  EXPECT_THAT(past.err, HasSubstr("--past-seq-len"));
+  const auto longer = moetrain({"eval", "--ckpt", short_ckpt, "--batches", "1", "--no-progress", "--seq-len", "128",
+                                "--past-seq-len", "--out", d + "/past.json"});
+  ASSERT_EQ(longer.exit_code, 0) << longer;
+  EXPECT_THAT(longer.out, HasSubstr("sequences of 128 tokens"));
+  EXPECT_EQ(json::parse(e2e::read_file(d + "/past.json"))["held_out"]["seq_len"], 128);
+  const auto shorter = moetrain({"eval", "--ckpt", short_ckpt, "--batches", "1", "--no-progress", "--seq-len", "32"});
+  ASSERT_EQ(shorter.exit_code, 0) << shorter;
+  EXPECT_THAT(shorter.out, HasSubstr("sequences of 32 tokens"));
   // --positions: the loss by position in bins that double, which together
   // average to the held-out loss (every bucket scores as many sequences).
   const auto pos = moetrain({"eval", "--ckpt", d + "/long-a", "--batches", "1", "--no-progress", "--positions", "--out",
