@@ -80,11 +80,13 @@ for v in unchanged linear yarn; do
   "$bin" train --config $run --run-dir "$dir" --resume --no-progress ${rope[$v]}
 done
 
-# 7. Measurements: passkey at 512 and 2,048 (the base model past its length),
-#    the held-out loss by position on the stitched repositories.
-ev() { "$bin" eval --no-progress "$@"; }
-[[ -f $work/eval-base.json ]] || ev --ckpt "$work/base" --tasks "$work/passkey-heldout.jsonl" \
-  --past-seq-len --positions --out "$work/eval-base.json"
+# 7. Measurements: passkey at 512 and 2,048, the held-out loss by position on
+#    the stitched repositories in windows of 2,048 (the base model past its
+#    length: --past-seq-len). Each written under .tmp and renamed: a killed
+#    eval is redone.
+ev() { local out=${*: -1}; "$bin" eval --no-progress "$@.tmp" && mv "$out.tmp" "$out"; }
+[[ -f $work/eval-base.json ]] || ev --ckpt "$work/base" --tasks "$work/passkey-heldout.jsonl" --past-seq-len \
+  --positions --seq-len 2048 --batches 8 --plot "$work/positions-base.svg" --out "$work/eval-base.json"
 for v in unchanged linear yarn; do
   [[ -f $work/eval-$v.json ]] || ev --ckpt "$work/ext-$v" --tasks "$work/passkey-heldout.jsonl" --positions \
     --batches 8 --plot "$work/positions-$v.svg" --out "$work/eval-$v.json"

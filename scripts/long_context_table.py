@@ -33,11 +33,15 @@ def passkey_cells(ev):
 
 
 def code_positions(ev):
+    """The code bucket's bins, without a last bin of one position past 1 (the
+    window's final token alone: too few tokens to plot beside the others)."""
     h = ev.get("held_out", {})
-    for name, bins in h.get("bucket_position_loss", {}).items():
+    bins = h.get("position_loss", [])
+    for name, b in h.get("bucket_position_loss", {}).items():
         if name.startswith("code/"):
-            return bins
-    return h.get("position_loss", [])
+            bins = b
+            break
+    return [b for b in bins if b["from"] == 1 or b["to"] > b["from"]]
 
 
 def digits_right(work, ev):
