@@ -166,6 +166,7 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
       {"doctor", {"doctor", "--inject-fault", "wronggemm"}, 2},
       {"doctor", {"doctor", "--memory-mib", "8", "--inject-fault", "wronggemm:0"}, 1},
       {"ckpt inspect", {"ckpt", "inspect", missing}, 1},
+      {"ckpt branch", {"ckpt", "branch", missing, missing + "-branch"}, 1},
       {"report", {"report", missing}, 1},
       {"data build", {"data", "build", "--config", missing, "--out", missing}, 2},
       {"data inspect", {"data", "inspect", missing}, 1},
@@ -215,7 +216,7 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
   // Every leaf command has its row; data plan's 3 is run in DataPipeline.PlanPassesOrFailsNamingBuckets,
   // export's 3 in InteropHf.ExportRefusesNamingTheFeature, data decontaminate's 1 in
   // DecontaminateCli.BadInputNamesTheFileOrFlagAndLeavesNothing.
-  EXPECT_EQ(documented.size(), 25u);
+  EXPECT_EQ(documented.size(), 26u);
   EXPECT_TRUE(documented.at("data plan").count(3));
 }
 
