@@ -20,7 +20,7 @@ thread_local std::vector<float> tls_scores;
 
 // One query against one key. In IEEE order the sum is a chain of dependent
 // multiply-adds that never vectorises: at a long prompt's prefill it was the
-// decoder's whole cost (docs/inference.md). The simd reduction sums in
+// decoder's whole cost (docs/kernels.md). The simd reduction sums in
 // lanes, in an order fixed by the build, not by the thread count.
 template <typename T>
 inline float dot(const float* q, const T* k, int64_t n) {
