@@ -351,8 +351,9 @@ TEST_F(PhasedTraining, ALongerContextPhaseRunsItsLengthAndResumes) {
 // A branch at a phase's end may choose the phases not yet begun (a context
 // extension tried with two RoPE settings from one base run): stopped at the
 // end of "short" with RoPE unchanged in "long", branched (`ckpt branch`) and
-// resumed with YaRN there, it ends where the YaRN run from the start ends. A change to a phase
-// already begun, or to the next phase from a checkpoint inside it, is refused.
+// resumed with YaRN there, it ends where the YaRN run from the start ends.
+// A change to a phase already begun, or to the next phase from a checkpoint
+// inside it, is refused.
 TEST_F(PhasedTraining, ABranchAtAPhaseEndMayChangeThePhasesNotYetBegun) {
   const std::string d = dir();
   std::string base = run_config(d);
