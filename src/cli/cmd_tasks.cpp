@@ -1,8 +1,9 @@
-// cmd_tasks.cpp — `moetrain tasks make passkey ...`: synthetic task items made
-// from corpus text (train/passkey.h), written as a task file for `moetrain
-// eval --tasks` (train/gen_tasks.h's JSONL) and/or as training documents,
-// one text file each, for `moetrain data build` to take as an input (one
-// bucket of a mixture). docs/long-context.md has the recipe.
+// cmd_tasks.cpp — `moetrain tasks make FAMILY ...`: synthetic task items —
+// the passkey from corpus text (train/passkey.h), the verifiable families
+// of train/task_families.h — written as a task file for `moetrain eval
+// --tasks` (train/gen_tasks.h's JSONL) and/or as training documents, text
+// files, for `moetrain data build` to take as an input (one bucket of a
+// mixture). docs/long-context.md and docs/post-training.md have the recipes.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "core/file_io.h"
 #include "data/filler_sentences.h"
 #include "train/passkey.h"
+#include "train/task_families.h"
 
 namespace mt {
 namespace {
@@ -28,21 +30,30 @@ struct PasskeyArgs {
   int64_t filler_mb = 64;
 };
 
-// Every item as its own text file in DIR, written into DIR.tmp-PID and
-// renamed into place: DIR is complete or absent. File names are the item
-// ids, so the byte order in which `data build` lists them is the item order.
-Status write_documents(const std::string& dir, const std::vector<GenItem>& items) {
+struct FamilyArgs {
+  FamilyOptions opt;
+  std::string split, out, documents;
+  int64_t per_document = 1;
+};
+
+struct Document {
+  std::string name, text;
+};
+
+// Every document as its own text file in DIR, written into DIR.tmp-PID and
+// renamed into place: DIR is complete or absent. File names are item ids,
+// so the byte order in which `data build` lists them is the item order.
+Status write_documents(const std::string& dir, const std::vector<Document>& docs) {
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_empty(dir, ec))
     return Status::errorf("--documents {}: exists and is not empty (documents of another make would mix in)", dir);
   const std::string tmp = dir + ".tmp-" + std::to_string(getpid());
   fs::remove_all(tmp, ec);
   if (!fs::create_directories(tmp, ec)) return Status::errorf("{}: cannot create: {}", tmp, ec.message());
-  for (const GenItem& it : items) {
-    const std::string path = tmp + "/" + it.id + ".txt";
+  for (const Document& d : docs) {
+    const std::string path = tmp + "/" + d.name + ".txt";
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    const std::string doc = passkey_document(it);
-    f.write(doc.data(), std::streamsize(doc.size()));
+    f.write(d.text.data(), std::streamsize(d.text.size()));
     if (!f.good()) {
       fs::remove_all(tmp, ec);
       return Status::errorf("{}: cannot write", path);
@@ -81,7 +92,9 @@ ExitCode run_passkey(PasskeyArgs a) {
     if (Status s = write_file_atomic(a.out, text); !s.is_ok()) return fail(cmd, s, ExitCode::kFailed);
   }
   if (!a.documents.empty()) {
-    if (Status s = write_documents(a.documents, items.value()); !s.is_ok()) return fail(cmd, s, ExitCode::kUsage);
+    std::vector<Document> docs;
+    for (const GenItem& it : items.value()) docs.push_back({it.id, passkey_document(it)});
+    if (Status s = write_documents(a.documents, docs); !s.is_ok()) return fail(cmd, s, ExitCode::kUsage);
   }
   // How close the lengths and depths came, in the tokenizer's own tokens.
   int64_t shortest = INT64_MAX, longest = 0, worst = 0;
@@ -105,6 +118,80 @@ ExitCode run_passkey(PasskeyArgs a) {
   if (!a.out.empty()) fmt::print("task file: {}\n", a.out);
   if (!a.documents.empty()) fmt::print("documents: {} ({} files)\n", a.documents, items.value().size());
   return ExitCode::kOk;
+}
+
+ExitCode run_family(FamilyArgs a) {
+  const std::string cmd = "tasks make " + a.opt.family;
+  if (a.out.empty() && a.documents.empty())
+    return fail(cmd, Status::error("give --out FILE (a task file), --documents DIR (training documents), or both"),
+                ExitCode::kUsage);
+  a.opt.split = a.split == "train" ? TaskSplit::kTrain : TaskSplit::kHeldOut;
+  if (a.split == "held-out" && !a.documents.empty())
+    fmt::print(stderr,
+               "# warning: --documents with --split held-out: training on held-out problems leaks them into "
+               "every held-out evaluation\n");
+  auto items = make_family_items(a.opt);
+  if (!items) return fail(cmd, Status::errorf("--{}", items.status().message()), ExitCode::kUsage);
+  const std::vector<GenItem>& v = items.value();
+  if (!a.out.empty()) {
+    std::string text;
+    for (const GenItem& it : v) text += gen_item_line(it) + "\n";
+    if (Status s = write_file_atomic(a.out, text); !s.is_ok()) return fail(cmd, s, ExitCode::kFailed);
+  }
+  size_t n_docs = 0;
+  if (!a.documents.empty()) {
+    std::vector<Document> docs;
+    for (size_t i = 0; i < v.size(); i += size_t(a.per_document))
+      docs.push_back({v[i].id, task_document(v, i, i + size_t(a.per_document))});
+    n_docs = docs.size();
+    if (Status s = write_documents(a.documents, docs); !s.is_ok()) return fail(cmd, s, ExitCode::kUsage);
+  }
+  fmt::print("{} {} items, split {}, seed {}, check {}; e.g. {}{}\n", v.size(), a.opt.family, a.split, a.opt.seed,
+             check_name(default_check(a.opt.family)), v.front().prompt, v.front().answer);
+  if (!a.out.empty()) fmt::print("task file: {}\n", a.out);
+  if (!a.documents.empty())
+    fmt::print("documents: {} ({} files, {} items each)\n", a.documents, n_docs, a.per_document);
+  return ExitCode::kOk;
+}
+
+// The options every verifiable family shares, and its knobs.
+void add_family(CLI::App* make, const std::string& family, const std::string& help, CommandAction& run) {
+  auto a = std::make_shared<FamilyArgs>();
+  a->opt.family = family;
+  CLI::App* c = make->add_subcommand(family, help);
+  c->add_option("--n", a->opt.n, "Items (distinct problems)")->capture_default_str()->check(in_range(1, 1e8));
+  c->add_option("--seed", a->opt.seed, "Seed of the draws (Philox; same arguments, same bytes)")->capture_default_str();
+  c->add_option("--split", a->split,
+                "Which problems: train (for --documents and RL) or held-out (for evaluation); a problem's split is "
+                "fixed by its prompt, so the two never share an item, whatever the seeds and knobs")
+      ->required()
+      ->check(CLI::IsMember({"train", "held-out"}));
+  if (family == "add" || family == "mul" || family == "lineq" || family == "multistep")
+    c->add_option("--digits", a->opt.digits,
+                  family == "lineq"       ? "Digits of x and of the constant"
+                  : family == "multistep" ? "Digits of the starting value"
+                                          : "Digits of each operand")
+        ->capture_default_str()
+        ->check(in_range(1, 9));
+  else
+    c->add_option("--length", a->opt.length,
+                  family == "strings" ? "Letters of the word"
+                  : family == "copy"  ? "Digits to repeat"
+                                      : "Letters in the list")
+        ->capture_default_str()
+        ->check(in_range(1, 256));
+  if (family == "multistep")
+    c->add_option("--steps", a->opt.steps, "Assignments after the first, each one operation on the one before")
+        ->capture_default_str()
+        ->check(in_range(1, 12));
+  c->add_option("--out", a->out, "Write the items as a task file (JSONL) for `moetrain eval --tasks`");
+  c->add_option("--documents", a->documents,
+                "Write the items as training documents (prompt + answer + newline each) in this new directory, for "
+                "`moetrain data build`");
+  c->add_option("--per-document", a->per_document, "Items per training document")
+      ->capture_default_str()
+      ->check(in_range(1, 1e6));
+  c->callback([a, &run] { run = [a] { return run_family(*a); }; });
 }
 
 }  // namespace
@@ -161,6 +248,15 @@ void register_tasks(CLI::App& app, CommandAction& run) {
                  "Write each item as a training document (prompt + answer + newline) in this new directory, for "
                  "`moetrain data build`");
   pk->callback([a, &run] { run = [a] { return run_passkey(*a); }; });
+
+  add_family(make, "add", "Addition of two integers (integer check).", run);
+  add_family(make, "mul", "Multiplication of two integers (integer check).", run);
+  add_family(make, "lineq", "A linear equation a*x +/- b = c solved for x (integer check).", run);
+  add_family(make, "multistep", "A chain of assignments, each one operation on the one before (integer check).", run);
+  add_family(make, "sort", "Sort a list of letters (list check).", run);
+  add_family(make, "reverse", "Reverse a list of letters (list check).", run);
+  add_family(make, "strings", "Transform a word: upper, shift K (Caesar), double (text check).", run);
+  add_family(make, "copy", "Repeat a string of digits (text check).", run);
 }
 
 }  // namespace mt

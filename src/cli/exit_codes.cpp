@@ -3,7 +3,35 @@
 // and regenerate docs/cli.md (`moetrain cli-reference > docs/cli.md`).
 #include "cli/exit_codes.h"
 
+#include <algorithm>
+
+#include "train/task_families.h"
+
 namespace mt {
+
+namespace {
+
+// The verifiable task families share one set of returns: inserted after the
+// passkey's entry, as main.cpp registers them.
+std::vector<CommandExitCodes> with_task_families(std::vector<CommandExitCodes> v) {
+  auto at =
+      std::find_if(v.begin(), v.end(), [](const CommandExitCodes& c) { return c.command == "tasks make passkey"; });
+  at = at == v.end() ? at : at + 1;
+  std::vector<CommandExitCodes> families;
+  for (const std::string& f : task_families())
+    families.push_back(
+        {"tasks make " + f,
+         "src/cli/cmd_tasks.cpp (run_family)",
+         {{ExitCode::kFailed, "the task file (`--out`) cannot be written"},
+          {ExitCode::kUsage,
+           "neither `--out` nor `--documents`; knobs that leave fewer distinct problems of the split than `--n` "
+           "(the message names how many it found); a `--documents` directory that exists and is not empty, or "
+           "cannot be written"}}});
+  v.insert(at, families.begin(), families.end());
+  return v;
+}
+
+}  // namespace
 
 const std::vector<CommandExitCodes>& command_exit_codes() {
   // Under mpirun, MpiComm's collectives abort the whole job with code 3 when
@@ -12,7 +40,7 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
   static const std::string kMpiTimeout =
       "under mpirun only: a collective waited longer than `dist.timeout_s`; the job is aborted with "
       "`MPI_Abort(3)` (src/dist/mpi_comm.cpp, `diagnose_timeout`)";
-  static const std::vector<CommandExitCodes> kCodes = {
+  static const std::vector<CommandExitCodes> kCodes = with_task_families({
       {"train",
        "src/cli/cmd_train.cpp",
        {{ExitCode::kFailed,
@@ -171,7 +199,7 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
          "no counterpart in moetrain (named), or the run directory cannot be written"},
         {ExitCode::kUsage, "`--out` already holds a run (nothing is written; `--move-aside`)"}}},
       {"cli-reference", "src/cli/cli_reference.cpp", {}},
-  };
+  });
   return kCodes;
 }
 

@@ -12,6 +12,7 @@
 #include "model/generate.h"
 #include "train/eval_tasks.h"
 #include "train/task_file.h"
+#include "train/verifier.h"
 
 namespace mt {
 
@@ -19,8 +20,8 @@ namespace {
 
 // Every field an item may have: required ones first, then metadata.
 const std::set<std::string>& known_fields() {
-  static const std::set<std::string> k = {"id",    "family", "prompt",        "answer",      "split",
-                                          "depth", "tokens", "prompt_tokens", "needle_token"};
+  static const std::set<std::string> k = {"id",    "family", "prompt",        "answer",       "split",
+                                          "depth", "tokens", "prompt_tokens", "needle_token", "check"};
   return k;
 }
 
@@ -49,8 +50,8 @@ Status parse_item(const nlohmann::json& j, GenItem& it) {
   for (const auto& [key, value] : j.items())
     if (!known_fields().count(key))
       return Status::errorf(
-          "\"{}\": unknown field (a generative item has id, family, prompt, answer, and optionally split, depth, "
-          "tokens, prompt_tokens, needle_token)",
+          "\"{}\": unknown field (a generative item has id, family, prompt, answer, and optionally split, check, "
+          "depth, tokens, prompt_tokens, needle_token)",
           key);
   MT_RETURN_IF_ERROR(string_field(j, "id", it.id));
   MT_RETURN_IF_ERROR(string_field(j, "family", it.family));
@@ -65,6 +66,12 @@ Status parse_item(const nlohmann::json& j, GenItem& it) {
     if (!j["depth"].is_number() || !(j["depth"].get<double>() >= 0.0 && j["depth"].get<double>() <= 1.0))
       return Status::error("\"depth\": expected a number in [0, 1]");
     it.depth = j["depth"].get<double>();
+  }
+  if (j.contains("check")) {
+    if (!j["check"].is_string()) return Status::error("\"check\": expected one of exact, integer, list, text");
+    if (auto k = parse_check(j["check"].get<std::string>()); !k)
+      return Status::errorf("\"check\": {}", k.status().message());
+    it.check = j["check"].get<std::string>();
   }
   MT_RETURN_IF_ERROR(integer_field(j, "tokens", 1, it.tokens));
   MT_RETURN_IF_ERROR(integer_field(j, "prompt_tokens", 1, it.prompt_tokens));
@@ -84,6 +91,13 @@ nlohmann::json with_cell(nlohmann::json j, const AccCell& c) {
 }
 
 }  // namespace
+
+CheckKind check_of(const GenItem& it) {
+  if (it.check.empty()) return default_check(it.family);
+  auto k = parse_check(it.check);
+  MT_CHECK(k.is_ok(), "gen item {}: check \"{}\" was not validated", it.id, it.check);
+  return k.value();
+}
 
 Result<std::vector<GenItem>> read_gen_tasks(const std::string& path) {
   auto text = read_file(path, "task file");
@@ -113,6 +127,7 @@ std::string gen_item_line(const GenItem& it) {
   if (!it.split.empty()) j["split"] = it.split;
   j["prompt"] = it.prompt;
   j["answer"] = it.answer;
+  if (!it.check.empty()) j["check"] = it.check;
   if (!std::isnan(it.depth)) j["depth"] = it.depth;
   if (it.tokens > 0) j["tokens"] = it.tokens;
   if (it.prompt_tokens > 0) j["prompt_tokens"] = it.prompt_tokens;
@@ -131,7 +146,7 @@ GenResult tally_gen(const std::string& task, const std::vector<GenItem>& items,
   for (size_t i = 0; i < items.size(); ++i) {
     const GenItem& it = items[i];
     r.family = i == 0 ? it.family : (r.family == it.family ? r.family : "mixed");
-    const bool hit = outputs[i] == it.answer;
+    const bool hit = verify(check_of(it), it.answer, outputs[i]).correct;
     r.correct.push_back(hit ? 1 : 0);
     auto add = [hit](AccCell& c) { ++c.docs, c.hits += hit ? 1 : 0; };
     add(r.all);

@@ -1,13 +1,16 @@
 // gen_tasks.h — generative tasks from a local JSONL file, scored by exact
 // match of a greedy continuation (lm-evaluation-harness' generate_until with
 // the exact_match metric, without its stop strings):
-//   one line = {"id": "...", "family": "passkey", "prompt": "...", "answer": "..."}
+//   one line = {"id": "...", "family": "passkey", "prompt": "...", "answer": "...",
+//               "check": "exact" | "integer" | "list" | "text" (optional)}
 //   plus the family's metadata (passkey: "depth", "tokens"; docs/long-context.md).
 // The prompt is encoded after the end-of-document id (as training documents
 // and multiple-choice contexts are); the model then greedily decodes as many
 // tokens as the answer has in context (len(encode(prompt + answer)) -
-// len(encode(prompt)), lm-eval's _encode_pair), and the decoded text must
-// equal the answer byte for byte. Accuracy comes with lm-eval's standard
+// len(encode(prompt)), lm-eval's _encode_pair), and the decoded text is
+// judged by the item's check (train/verifier.h: an optional "check" field,
+// else the family's; "exact", byte for byte, for the passkey and any family
+// the project does not define). Accuracy comes with lm-eval's standard
 // error, and for items with depth / tokens metadata per depth, per prompt
 // length and per (length, depth) cell.
 #pragma once
@@ -23,6 +26,7 @@
 #include "core/status.h"
 #include "model/decoder.h"
 #include "train/inference_model.h"
+#include "train/verifier.h"
 
 namespace mt {
 
@@ -35,8 +39,12 @@ struct GenItem {
   int64_t tokens = 0;           // passkey: the prompt length asked for (tokens); 0 = none
   int64_t prompt_tokens = 0;    // passkey: the prompt's length as generated, with its tokenizer; 0 = not said
   int64_t needle_token = -1;    // passkey: the needle's first token in the prompt, as generated; -1 = not said
+  std::string check;            // the verifier's check (train/verifier.h); "" = the family's default
   int64_t line = 0;             // 1-based, in the task file
 };
+
+// The check that judges an item's completions: its "check", else its family's.
+CheckKind check_of(const GenItem& item);
 
 // Errors name FILE:LINE and the field that is missing or wrong (an unknown
 // field too: a misspelt "depht" must not silently lose the breakdown); ids
@@ -61,7 +69,7 @@ struct GenResult {
   std::string family;  // the items' family, or "mixed"
   AccCell all;
   std::vector<std::string> outputs;                       // per item: the decoded continuation
-  std::vector<char> correct;                              // per item: outputs[i] == answer
+  std::vector<char> correct;                              // per item: the check passed
   std::map<double, AccCell> by_depth;                     // items with a depth
   std::map<int64_t, AccCell> by_tokens;                   // items with a target length
   std::map<std::pair<int64_t, double>, AccCell> by_cell;  // (tokens, depth), items with both

@@ -196,6 +196,10 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
        {"tasks", "make", "passkey", "--split", "held-out", "--tokens", "256", "--filler", MT_SOURCE_DIR "/README.md",
         "--tokenizer", "bytes", "--out", missing + "/t.jsonl"},
        1},
+      {"tasks make add",
+       {"tasks", "make", "add", "--split", "held-out", "--digits", "1", "--n", "60", "--out", missing},
+       2},
+      {"tasks make sort", {"tasks", "make", "sort", "--split", "train", "--n", "2", "--out", missing + "/t.jsonl"}, 1},
       {"export", {"export", "--ckpt", missing, "--out", missing}, 1},
       {"export", {"export", "--ckpt", missing, "--out", missing, "--format", "onnx"}, 2},
       {"import", {"import", "--hf", missing, "--out", missing}, 1},
@@ -216,7 +220,7 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
   // Every leaf command has its row; data plan's 3 is run in DataPipeline.PlanPassesOrFailsNamingBuckets,
   // export's 3 in InteropHf.ExportRefusesNamingTheFeature, data decontaminate's 1 in
   // DecontaminateCli.BadInputNamesTheFileOrFlagAndLeavesNothing.
-  EXPECT_EQ(documented.size(), 26u);
+  EXPECT_EQ(documented.size(), 34u);  // 26 + the eight task families
   EXPECT_TRUE(documented.at("data plan").count(3));
 }
 

@@ -76,6 +76,9 @@ TEST(NumericFlagsSweep, EveryNumericFlagEndsCleanlyOnAbsurdValues) {
   const std::vector<std::string> passkey = {"tasks", "make", "passkey", "--split", "held-out", "--n", "5",
                                             "--tokens", "200", "--filler", tmp / "prose.txt", "--tokenizer", "bytes",
                                             "--out", tmp / "pk.jsonl"};
+  const auto family = [&](const std::string& f) {
+    return std::vector<std::string>{"tasks", "make", f, "--split", "train", "--n", "3", "--out", tmp / "f.jsonl"};
+  };
   const std::vector<Sweep> sweeps = {
       {"train",
        "--stop-at",
@@ -147,6 +150,39 @@ TEST(NumericFlagsSweep, EveryNumericFlagEndsCleanlyOnAbsurdValues) {
       {"tasks make passkey", "--digits", passkey},
       {"tasks make passkey", "--repeat", passkey},
       {"tasks make passkey", "--filler-mb", passkey},
+      {"tasks make add", "--n", family("add")},
+      {"tasks make add", "--seed", family("add")},
+      {"tasks make add", "--per-document", family("add")},
+      {"tasks make add", "--digits", family("add")},
+      {"tasks make mul", "--n", family("mul")},
+      {"tasks make mul", "--seed", family("mul")},
+      {"tasks make mul", "--per-document", family("mul")},
+      {"tasks make mul", "--digits", family("mul")},
+      {"tasks make lineq", "--n", family("lineq")},
+      {"tasks make lineq", "--seed", family("lineq")},
+      {"tasks make lineq", "--per-document", family("lineq")},
+      {"tasks make lineq", "--digits", family("lineq")},
+      {"tasks make multistep", "--n", family("multistep")},
+      {"tasks make multistep", "--seed", family("multistep")},
+      {"tasks make multistep", "--per-document", family("multistep")},
+      {"tasks make multistep", "--digits", family("multistep")},
+      {"tasks make multistep", "--steps", family("multistep")},
+      {"tasks make sort", "--n", family("sort")},
+      {"tasks make sort", "--seed", family("sort")},
+      {"tasks make sort", "--per-document", family("sort")},
+      {"tasks make sort", "--length", family("sort")},
+      {"tasks make reverse", "--n", family("reverse")},
+      {"tasks make reverse", "--seed", family("reverse")},
+      {"tasks make reverse", "--per-document", family("reverse")},
+      {"tasks make reverse", "--length", family("reverse")},
+      {"tasks make strings", "--n", family("strings")},
+      {"tasks make strings", "--seed", family("strings")},
+      {"tasks make strings", "--per-document", family("strings")},
+      {"tasks make strings", "--length", family("strings")},
+      {"tasks make copy", "--n", family("copy")},
+      {"tasks make copy", "--seed", family("copy")},
+      {"tasks make copy", "--per-document", family("copy")},
+      {"tasks make copy", "--length", family("copy")},
   };
   std::set<std::string> covered;
   for (const Sweep& s : sweeps) covered.insert(s.command + " :: " + s.flag);
@@ -165,10 +201,11 @@ TEST(NumericFlagsSweep, EveryNumericFlagEndsCleanlyOnAbsurdValues) {
       EXPECT_EQ(r.term_signal, 0) << "ended by a signal: " << r;
       // A refusal names the flag (or, for the commands whose base input is
       // missing on purpose, the input it lacks, after the flag was accepted).
-      if (r.exit_code != 0 && r.err.find(s.flag) == std::string::npos)
+      if (r.exit_code != 0 && r.err.find(s.flag) == std::string::npos) {
         EXPECT_TRUE(r.err.find("missing") != std::string::npos || r.err.find("cannot") != std::string::npos ||
                     r.err.find("No such file") != std::string::npos)
             << "refused without naming " << s.flag << ": " << r;
+      }
     }
   // Bounded memory: the largest child of all.
   rusage ru{};
