@@ -1,4 +1,5 @@
-// cmd_train.cpp — `moetrain train [--config FILE] [--run-dir DIR] [--set k=v]... [--resume]`.
+// cmd_train.cpp — `moetrain train [--config FILE] [--run-dir DIR] [--set k=v]... [--resume]`,
+// and the run itself (run_training), which `moetrain sft` shares.
 // Without --config it trains the embedded quickstart preset. Under mpirun /
 // srun every rank runs this same command (docs/distributed.md): rank 0 prints
 // and writes metrics; any rank's error ends the whole job.
@@ -9,6 +10,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/train_run.h"
 #include "train/phase_schedule.h"
 #include "cli/flag_checks.h"
 #include "core/stop_signal.h"
@@ -20,15 +22,81 @@
 
 namespace mt {
 
-void register_train(CLI::App& app, CommandAction& run) {
-  struct TrainArgs {
-    std::string config, run_dir = "runs/quickstart", preset;
-    std::vector<std::string> sets;
-    std::string inject_fault;
-    std::string stop_at;
-    std::string heartbeat;
-    bool resume = false, no_progress = false, move_aside = false;
+ExitCode run_training(const std::string& cmd, const RunConfig& config, const TrainArgs& a) {
+  std::unique_ptr<FaultInjector> faults;
+  if (!a.inject_fault.empty()) {
+    auto f = parse_fault_spec(a.inject_fault);
+    if (!f) {
+      fmt::print(stderr, "moetrain {}: {}\n", cmd, f.status().message());
+      return ExitCode::kUsage;
+    }
+    faults = std::move(f.value());
+  }
+  if (!a.heartbeat.empty()) {
+    // A supervised rank must not outlive its launcher: a relaunch would
+    // race it for the run directory.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    std::error_code ec;
+    std::filesystem::create_directories(a.heartbeat, ec);
+  }
+  // The world outlives the trainer (MPI is finalised when it goes).
+  std::unique_ptr<Comm> world = make_world_comm(config.dist.timeout_s);
+  const bool root = world->rank() == 0, multi = world->size() > 1;
+  {
+    // A run directory belongs to one run. Every rank checks before any
+    // rank can write (the trainer's start-up is collective); only rank 0
+    // moves an old run aside.
+    const RunDirMode mode = a.resume ? RunDirMode::kResume : a.move_aside ? RunDirMode::kMoveAside : RunDirMode::kFresh;
+    if (mode != RunDirMode::kMoveAside || root) {
+      auto moved = prepare_run_dir(a.run_dir, mode);
+      if (!moved) {
+        fmt::print(stderr, "moetrain {}: {}\n", cmd, moved.status().message());
+        if (multi) abort_job(*world, int(ExitCode::kUsage));
+        return ExitCode::kUsage;
+      }
+      if (!moved->empty()) fmt::print(stderr, "# moved the previous run in {} to {}\n", a.run_dir, *moved);
+    }
+  }
+  const std::string who = multi ? fmt::format("rank {}: ", world->rank()) : "";
+  // One rank failing ends the job (the others would wait for it).
+  auto fail = [&](const std::string& msg) {
+    fmt::print(stderr, "moetrain {}: {}{}\n", cmd, who, msg);
+    if (multi) abort_job(*world, int(ExitCode::kFailed));
+    return ExitCode::kFailed;
   };
+  TrainerOptions opt;
+  opt.run_dir = a.run_dir;
+  opt.resume = a.resume;
+  opt.progress = !a.no_progress && root;
+  opt.print_config = root;
+  opt.comm = world.get();
+  opt.faults = faults.get();
+  if (!a.stop_at.empty()) {
+    auto sched = PhaseSchedule::make(config);
+    auto stop = sched ? sched->stop_step(a.stop_at) : Result<int64_t>(sched.status());
+    if (!stop) {
+      fmt::print(stderr, "moetrain {}: {}\n", cmd, stop.status().message());
+      if (multi) abort_job(*world, int(ExitCode::kUsage));
+      return ExitCode::kUsage;
+    }
+    opt.stop_at_step = *stop;
+  }
+  opt.heartbeat_dir = a.heartbeat;
+  auto trainer = Trainer::create(config, opt);
+  if (!trainer) return fail(trainer.status().message());
+  install_stop_signal_handlers();  // Ctrl-C / SIGTERM: finish the step, checkpoint, exit
+  Status s = trainer.value()->run();
+  if (!s) return fail(s.message());
+  if (const int sig = trainer.value()->stopped_by_signal())
+    return sig == SIGTERM ? ExitCode::kStoppedBySigterm : ExitCode::kStoppedBySigint;
+  const std::string hash = trainer.value()->state_hash();  // collective under MPI
+  if (root)
+    fmt::print(stderr, "# done: step {}, state hash {}, metrics in {}/metrics.jsonl\n", trainer.value()->step(), hash,
+               a.run_dir);
+  return ExitCode::kOk;
+}
+
+void register_train(CLI::App& app, CommandAction& run) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* sub = app.add_subcommand("train", "Train a model (one process, or every rank of mpirun -np N).");
   sub->add_option("--config", args->config, "TOML config file (default: the embedded quickstart preset)");
@@ -72,78 +140,7 @@ void register_train(CLI::App& app, CommandAction& run) {
         fmt::print(stderr, "moetrain train: {}\n", cfg.status().message());
         return ExitCode::kUsage;
       }
-      std::unique_ptr<FaultInjector> faults;
-      if (!args->inject_fault.empty()) {
-        auto f = parse_fault_spec(args->inject_fault);
-        if (!f) {
-          fmt::print(stderr, "moetrain train: {}\n", f.status().message());
-          return ExitCode::kUsage;
-        }
-        faults = std::move(f.value());
-      }
-      if (!args->heartbeat.empty()) {
-        // A supervised rank must not outlive its launcher: a relaunch would
-        // race it for the run directory.
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        std::error_code ec;
-        std::filesystem::create_directories(args->heartbeat, ec);
-      }
-      // The world outlives the trainer (MPI is finalised when it goes).
-      std::unique_ptr<Comm> world = make_world_comm(cfg.value().dist.timeout_s);
-      const bool root = world->rank() == 0, multi = world->size() > 1;
-      {
-        // A run directory belongs to one run. Every rank checks before any
-        // rank can write (the trainer's start-up is collective); only rank 0
-        // moves an old run aside.
-        const RunDirMode mode =
-            args->resume ? RunDirMode::kResume : args->move_aside ? RunDirMode::kMoveAside : RunDirMode::kFresh;
-        if (mode != RunDirMode::kMoveAside || root) {
-          auto moved = prepare_run_dir(args->run_dir, mode);
-          if (!moved) {
-            fmt::print(stderr, "moetrain train: {}\n", moved.status().message());
-            if (multi) abort_job(*world, int(ExitCode::kUsage));
-            return ExitCode::kUsage;
-          }
-          if (!moved->empty()) fmt::print(stderr, "# moved the previous run in {} to {}\n", args->run_dir, *moved);
-        }
-      }
-      const std::string who = multi ? fmt::format("rank {}: ", world->rank()) : "";
-      // One rank failing ends the job (the others would wait for it).
-      auto fail = [&](const std::string& msg) {
-        fmt::print(stderr, "moetrain train: {}{}\n", who, msg);
-        if (multi) abort_job(*world, int(ExitCode::kFailed));
-        return ExitCode::kFailed;
-      };
-      TrainerOptions opt;
-      opt.run_dir = args->run_dir;
-      opt.resume = args->resume;
-      opt.progress = !args->no_progress && root;
-      opt.print_config = root;
-      opt.comm = world.get();
-      opt.faults = faults.get();
-      if (!args->stop_at.empty()) {
-        auto sched = PhaseSchedule::make(cfg.value());
-        auto stop = sched ? sched->stop_step(args->stop_at) : Result<int64_t>(sched.status());
-        if (!stop) {
-          fmt::print(stderr, "moetrain train: {}\n", stop.status().message());
-          if (multi) abort_job(*world, int(ExitCode::kUsage));
-          return ExitCode::kUsage;
-        }
-        opt.stop_at_step = *stop;
-      }
-      opt.heartbeat_dir = args->heartbeat;
-      auto trainer = Trainer::create(cfg.value(), opt);
-      if (!trainer) return fail(trainer.status().message());
-      install_stop_signal_handlers();  // Ctrl-C / SIGTERM: finish the step, checkpoint, exit
-      Status s = trainer.value()->run();
-      if (!s) return fail(s.message());
-      if (const int sig = trainer.value()->stopped_by_signal())
-        return sig == SIGTERM ? ExitCode::kStoppedBySigterm : ExitCode::kStoppedBySigint;
-      const std::string hash = trainer.value()->state_hash();  // collective under MPI
-      if (root)
-        fmt::print(stderr, "# done: step {}, state hash {}, metrics in {}/metrics.jsonl\n", trainer.value()->step(),
-                   hash, args->run_dir);
-      return ExitCode::kOk;
+      return run_training("train", cfg.value(), *args);
     };
   });
 }

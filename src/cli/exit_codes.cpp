@@ -57,6 +57,18 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
          "stopped by Ctrl-C (SIGINT) after finishing the step and committing a checkpoint "
          "there (`--resume` continues); a second signal ends it at once"},
         {ExitCode::kStoppedBySigterm, "stopped by SIGTERM (a scheduler's preemption notice), the same way"}}},
+      {"sft",
+       "src/cli/cmd_sft.cpp, src/cli/cmd_train.cpp (run_training)",
+       {{ExitCode::kFailed,
+         "the trainer could not start or a step failed, as for `train` (among them: `train.init_from`'s "
+         "checkpoint cannot be read or has another layout, data.sft's packed rows hold fewer sequences than "
+         "train.steps reads)"},
+        {ExitCode::kUsage,
+         "no `--init`/`--data` (and no run to `--resume`); the checkpoint's config cannot be read; a "
+         "malformed example (named as FILE:LINE and field) or `--set`; a `--run-dir` that already holds a run"},
+        {ExitCode::kRefused, kMpiTimeout},
+        {ExitCode::kStoppedBySigint, "stopped by Ctrl-C (SIGINT) with a checkpoint, as `train` is"},
+        {ExitCode::kStoppedBySigterm, "stopped by SIGTERM with a checkpoint, as `train` is"}}},
       {"bench",
        "src/cli/cmd_bench.cpp",
        {{ExitCode::kFailed,

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
                                         MT_ARCH_FLAGS + ", " + kVectorIsa + " kernels)");
   mt::CommandAction run;
   mt::register_train(app, run);
+  mt::register_sft(app, run);
   mt::register_bench(app, run);
   mt::register_doctor(app, run);
   mt::register_ckpt(app, run);

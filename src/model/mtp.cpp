@@ -7,6 +7,7 @@
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/rmsnorm.h"
+#include "core/token_flags.h"
 
 namespace mt {
 
@@ -53,8 +54,8 @@ void mtp_tokens(MtpActs& a, const int32_t* tokens, int64_t stride, int64_t k, in
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) {
       const int64_t p = pos ? pos[t] : t;
-      a.tok[b * T + t] = tokens[b * stride + p + k];
-      a.tgt[b * T + t] = tokens[b * stride + p + k + 1];
+      a.tok[b * T + t] = token_id(tokens[b * stride + p + k]);
+      a.tgt[b * T + t] = target_of(tokens[b * stride + p + k + 1]);
     }
 }
 

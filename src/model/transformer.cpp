@@ -8,6 +8,7 @@
 #include "core/hash.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/cross_entropy.h"
+#include "core/token_flags.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
@@ -220,7 +221,7 @@ void Transformer::mark_documents(ForwardStats& st, const int32_t* tokens, int64_
   for (int64_t b = 0; b < B_; ++b) {  // along the whole row; this process keeps its positions' starts
     int32_t start = 0;
     for (int64_t t = 0, i = 0; t < T_seq_ && i < T_; ++t) {
-      if (t > 0 && tokens[b * stride + t - 1] == doc_sep_) start = int32_t(t), packed = true;
+      if (t > 0 && token_id(tokens[b * stride + t - 1]) == doc_sep_) start = int32_t(t), packed = true;
       if (t == position(i)) doc_start_[size_t(b * T_ + i++)] = start;
     }
   }
@@ -239,8 +240,8 @@ void Transformer::run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, 
   const int64_t D = c_.d_model;
   for (int64_t b = 0; b < B_; ++b)
     for (int64_t t = 0; t < T_; ++t) {
-      inputs_[b * T_ + t] = tokens[b * stride + position(t)];
-      targets_[b * T_ + t] = tokens[b * stride + position(t) + 1];
+      inputs_[b * T_ + t] = token_id(tokens[b * stride + position(t)]);
+      targets_[b * T_ + t] = target_of(tokens[b * stride + position(t) + 1]);
     }
   for (int64_t n = 0; n < N_; ++n)
     MT_CHECK(inputs_[n] >= 0 && inputs_[n] < c_.vocab_size, "token {} out of vocab {}", inputs_[n],

@@ -109,7 +109,9 @@ class Transformer {
   LayerActivations layer_activations() const { return acts_; }
 
   // tokens: B sequences of tokens_per_sequence() ids (inputs are [0, T),
-  // targets [1, T], MTP module k's targets [1 + k, T + k]).
+  // targets [1, T], MTP module k's targets [1 + k, T + k]); an id flagged
+  // with kNoLossBit (core/token_flags.h) is no target, and the mean losses
+  // are over the targets left.
   // Accumulates grad_scale * d(total_loss)/d(params) into grads.
   // router_bias: per layer E floats (aux-loss-free balancing), or null.
   ForwardStats forward_backward(const float* params, float* grads, const int32_t* tokens,

@@ -146,6 +146,8 @@ GenResult tally_gen(const std::string& task, const std::vector<GenItem>& items,
   for (size_t i = 0; i < items.size(); ++i) {
     const GenItem& it = items[i];
     r.family = i == 0 ? it.family : (r.family == it.family ? r.family : "mixed");
+    const std::string check = check_name(check_of(it));
+    r.check = i == 0 ? check : (r.check == check ? r.check : "mixed");
     const bool hit = verify(check_of(it), it.answer, outputs[i]).correct;
     r.correct.push_back(hit ? 1 : 0);
     auto add = [hit](AccCell& c) { ++c.docs, c.hits += hit ? 1 : 0; };
@@ -205,8 +207,13 @@ GenResult score_gen(Decoder& dec, const TextCodec& codec, const std::string& tas
 }
 
 nlohmann::json to_json(const GenResult& r, const std::vector<GenItem>& items) {
-  nlohmann::json j = {{"task", r.task},     {"family", r.family}, {"metric", "exact_match"},
-                      {"docs", r.all.docs}, {"acc", r.all.acc()}, {"acc_stderr", r.all.acc_stderr()}};
+  nlohmann::json j = {{"task", r.task},
+                      {"family", r.family},
+                      {"metric", r.check == "exact" ? "exact_match" : "check"},
+                      {"check", r.check},
+                      {"docs", r.all.docs},
+                      {"acc", r.all.acc()},
+                      {"acc_stderr", r.all.acc_stderr()}};
   j["by_depth"] = nlohmann::json::array();
   for (const auto& [depth, c] : r.by_depth) j["by_depth"].push_back(with_cell({{"depth", depth}}, c));
   j["by_tokens"] = nlohmann::json::array();
@@ -221,8 +228,9 @@ nlohmann::json to_json(const GenResult& r, const std::vector<GenItem>& items) {
 }
 
 std::string format_gen_result(const GenResult& r) {
-  std::string s = fmt::format("task {:<24} docs {:>5}  acc {:.4f} ± {:.4f}  (exact match, {})\n", r.task, r.all.docs,
-                              r.all.acc(), r.all.acc_stderr(), r.family);
+  std::string s =
+      fmt::format("task {:<24} docs {:>5}  acc {:.4f} ± {:.4f}  ({}, {})\n", r.task, r.all.docs, r.all.acc(),
+                  r.all.acc_stderr(), r.check == "exact" ? "exact match" : r.check + " check", r.family);
   if (r.by_depth.empty() && r.by_tokens.empty()) return s;
   // Rows: depths; columns: prompt lengths; "all" on both edges. A file
   // without one of the two has only its "all" row or column.

@@ -67,6 +67,7 @@ struct AccCell {
 struct GenResult {
   std::string task;    // file stem
   std::string family;  // the items' family, or "mixed"
+  std::string check;   // the items' check (train/verifier.h), or "mixed"
   AccCell all;
   std::vector<std::string> outputs;                       // per item: the decoded continuation
   std::vector<char> correct;                              // per item: the check passed

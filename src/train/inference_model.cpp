@@ -45,6 +45,23 @@ int32_t TextCodec::end_of_document() const {
   return sp_ ? sp_->special(Special::kEndOfDocument) : ByteTokenizer::kEndOfDocument;
 }
 
+namespace {
+
+// A run in phases: the model as its last step trained it (a longer
+// context's sequence length and RoPE base), for eval, generate, export and
+// fine-tuning.
+Status apply_last_phase(InferenceModel& m) {
+  if (m.cfg.phases.empty() || m.step == 0) return Status::ok();
+  auto sched = PhaseSchedule::make(m.cfg);
+  if (!sched) return sched.status();
+  const PhaseSpan& ph = sched->phases()[sched->phase_at(std::min(m.step, sched->total_steps()) - 1)];
+  m.cfg.model = ph.model;  // its RoPE base and scaling
+  m.cfg.train.seq_len = ph.seq_len;
+  return Status::ok();
+}
+
+}  // namespace
+
 Result<InferenceModel> load_inference_model(const std::string& dir) {
   auto ck_dir = resolve_checkpoint_dir(dir);
   if (!ck_dir) return ck_dir.status();
@@ -57,15 +74,7 @@ Result<InferenceModel> load_inference_model(const std::string& dir) {
   m.ckpt_dir = ck.dir;
   m.step = ck.step;
   m.cfg = cfg.value();
-  // A run in phases: the model as its last step trained it (a longer
-  // context's sequence length and RoPE base), for eval, generate and export.
-  if (!m.cfg.phases.empty() && m.step > 0) {
-    auto sched = PhaseSchedule::make(m.cfg);
-    if (!sched) return sched.status();
-    const PhaseSpan& ph = sched->phases()[sched->phase_at(std::min(m.step, sched->total_steps()) - 1)];
-    m.cfg.model = ph.model;  // its RoPE base and scaling
-    m.cfg.train.seq_len = ph.seq_len;
-  }
+  MT_RETURN_IF_ERROR(apply_last_phase(m));
   m.offsets = build_layout(m.cfg.model, m.layout);
   m.params.resize(size_t(m.layout.total()));
   for (const auto& e : m.layout.entries())
@@ -86,6 +95,13 @@ Result<std::unique_ptr<TextCodec>> open_run_codec(const InferenceModel& m, const
   std::error_code ec;
   const fs::path own = fs::path(m.ckpt_dir).parent_path().parent_path() / "tokenizer.model";
   if (fs::exists(own, ec)) return TextCodec::open(own.string());
+  // A fine-tuning run's tokenizer is its examples' (the model it started from).
+  if (const std::string& sft = m.cfg.data.sft_tokenizer; !sft.empty()) {
+    if (sft == "bytes") return TextCodec::open("");
+    auto where = resolve_run_path(m, sft, "data.sft_tokenizer");
+    if (!where) return Status::errorf("{}: pass --tokenizer FILE", where.status().message());
+    return open_codec(where.value());
+  }
   const std::string& ds = m.cfg.data.dataset;
   if (ds.empty()) {
     if (m.cfg.data.plain.format != "text")
@@ -106,12 +122,18 @@ Result<std::unique_ptr<TextCodec>> open_codec(const std::string& where) {
   if (fs::is_regular_file(where, ec)) return TextCodec::open(where);
   if (fs::is_regular_file(fs::path(where) / "tokenizer.model", ec))
     return TextCodec::open((fs::path(where) / "tokenizer.model").string());
-  auto dir = resolve_checkpoint_dir(where);
-  if (!dir)
+  auto m = load_checkpoint_config(where);
+  if (!m)
     return Status::errorf(
         "{} (expected \"bytes\", a SentencePiece model, a directory with tokenizer.model, or a checkpoint or run "
         "directory)",
-        dir.status().message());
+        m.status().message());
+  return open_run_codec(m.value(), "");
+}
+
+Result<InferenceModel> load_checkpoint_config(const std::string& where) {
+  auto dir = resolve_checkpoint_dir(where);
+  if (!dir) return dir.status();
   const std::string manifest_path = dir.value() + "/" + kManifestFileName;
   auto text = read_file(manifest_path, "checkpoint manifest");
   if (!text) return text.status();
@@ -119,10 +141,12 @@ Result<std::unique_ptr<TextCodec>> open_codec(const std::string& where) {
   if (!manifest) return manifest.status();
   auto cfg = parse_run_config(manifest.value().config_toml, manifest_path, {});
   if (!cfg) return cfg.status();
-  InferenceModel m;  // what open_run_codec reads: where the checkpoint is and the run's config
+  InferenceModel m;
   m.ckpt_dir = dir.value();
+  m.step = manifest.value().step;
   m.cfg = cfg.value();
-  return open_run_codec(m, "");
+  MT_RETURN_IF_ERROR(apply_last_phase(m));
+  return m;
 }
 
 Result<std::string> resolve_run_path(const InferenceModel& m, const std::string& saved, const std::string& what) {

@@ -51,6 +51,9 @@ struct InferenceModel {
 // checkpoint) or a run's checkpoints/ directory. Errors name the directory
 // and the tensor or key that is missing or wrong.
 Result<InferenceModel> load_inference_model(const std::string& dir);
+// The same checkpoint's directory and run config from its manifest alone
+// (no weights read: layout, params and router_bias stay empty).
+Result<InferenceModel> load_checkpoint_config(const std::string& dir);
 
 // A path saved in the run config (e.g. data.dataset), as the run saw it:
 // absolute, or relative to the working directory, or (runs started from a
@@ -60,7 +63,8 @@ Result<InferenceModel> load_inference_model(const std::string& dir);
 Result<std::string> resolve_run_path(const InferenceModel& m, const std::string& saved, const std::string& what);
 
 // The run's tokenizer: `override_path` if set; else the run directory's own
-// tokenizer.model (an imported model's); else <data.dataset>/tokenizer.model
+// tokenizer.model (an imported model's); else a fine-tuning run's
+// data.sft_tokenizer (as open_codec reads it); else <data.dataset>/tokenizer.model
 // (the dataset path as saved, tried relative to the working directory and
 // to the run directory's parent); the byte tokenizer for runs without a dataset.
 Result<std::unique_ptr<TextCodec>> open_run_codec(const InferenceModel& m, const std::string& override_path);

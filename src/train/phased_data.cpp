@@ -8,6 +8,8 @@
 
 #include "data/dataset.h"
 #include "data/plain_source.h"
+#include "data/sft_source.h"
+#include "train/sft_data.h"
 #include "data/sampler.h"
 
 namespace mt {
@@ -99,6 +101,19 @@ Result<std::unique_ptr<PhasedData>> PhasedData::open(const RunConfig& c, PhaseSc
   std::unique_ptr<PhasedData> d(new PhasedData(std::move(s)));
   const PhaseSchedule& sched = d->sched_;
   d->skip_.assign(sched.segments().size(), 0);
+  if (!c.data.sft.empty()) {  // supervised examples, packed (one source; phases may not change data)
+    auto src = open_sft_source(c);
+    if (!src) return src.status();
+    int64_t reads = 0;
+    for (const DataSegment& seg : sched.segments()) reads += seg.sequences;
+    if (reads > (*src)->capacity())
+      return Status::errorf(
+          "data.sft: {} rows of {} tokens ({} epoch{}) hold fewer than the {} sequences train.steps reads; lower "
+          "train.steps or raise data.sft_epochs (examples are never read past their epochs)",
+          (*src)->capacity(), c.train.seq_len + 1, c.data.sft_epochs, c.data.sft_epochs == 1 ? "" : "s", reads);
+    d->src_.push_back(std::move(*src));
+    return d;
+  }
   if (c.data.dataset.empty()) {  // one plain stream (a phase cannot set a mixture without a dataset)
     PlainSourceOptions so = c.data.plain;
     so.vocab_size = c.model.vocab_size;

@@ -38,6 +38,10 @@ void declare_train_keys(ConfigSchema& s, TrainConfig& t) {
              "layer's forward before its backward (layers; bit-identical gradients, one more forward)")
       .note("auto = layers only when stream.compute_memory_bytes cannot hold the kept activations");
   s.add("train.seed", &t.seed, "parameter init; also the order of the synthetic and stream data");
+  s.add("train.init_from", &t.init_from,
+        "a checkpoint or run directory (its newest checkpoint) whose weights and router biases start the run "
+        "instead of the seeded init, with fresh optimizer state (fine-tuning); the model keys must give its layout")
+      .note("\"\" = seeded init; a resumed run continues from its own checkpoint");
   s.add("train.threads", &t.threads, "OpenMP threads").range(0, 256).note("0 = OpenMP default");
   s.add("train.checkpoint_every", &t.checkpoint_every, "commit a checkpoint every N steps")
       .range(0, int64_t(1) << 40)
@@ -58,6 +62,15 @@ void declare_data_keys(ConfigSchema& s, DataConfig& d) {
   declare_keys(s, d.plain, "data");
   s.add("data.dataset", &d.dataset, "a `moetrain data build` directory; set = train from it instead of data.path");
   s.add("data.mixture", &d.mixture, "mixture TOML (weights, total_tokens, scale); required with data.dataset");
+  s.add("data.sft", &d.sft,
+        "supervised fine-tuning examples (JSONL: prompt/completion, messages, or task items); set = train on them, "
+        "packed, with the loss on completions only, instead of data.path or data.dataset");
+  s.add("data.sft_held_out", &d.sft_held_out, "held-out examples for the eval passes (same formats as data.sft)")
+      .note("\"\" = none");
+  s.add("data.sft_tokenizer", &d.sft_tokenizer,
+        "the tokenizer of data.sft: a SentencePiece model, a dataset, a checkpoint or run directory (its "
+        "dataset's), or \"bytes\"; required with data.sft");
+  s.add("data.sft_epochs", &d.sft_epochs, "passes over data.sft, each in a new order").range(1, 1 << 20);
 }
 
 Status validate(const RunConfig& c) {
@@ -67,6 +80,13 @@ Status validate(const RunConfig& c) {
   if (!d.dataset.empty() && d.mixture.empty())
     return o.error("data.mixture", "required with data.dataset (a mixture TOML: weights, total_tokens, scale)");
   if (d.dataset.empty() && !d.mixture.empty()) return o.error("data.dataset", "required with data.mixture");
+  if (!d.sft.empty() && !d.dataset.empty())
+    return o.error("data.sft", "supervised examples replace data.dataset: set one of them");
+  if (!d.sft.empty() && d.sft_tokenizer.empty())
+    return o.error("data.sft_tokenizer", "required with data.sft (the tokenizer of the model being fine-tuned)");
+  if (d.sft.empty() && !d.sft_held_out.empty()) return o.error("data.sft", "required with data.sft_held_out");
+  if (!d.sft.empty() && !c.phases.empty())
+    return o.error("data.sft", "a fine-tuning run has one phase: remove the [[phase]] tables");
   MT_RETURN_IF_ERROR(c.model.validate(o, t.seq_len));
   MT_RETURN_IF_ERROR(validate(t.optimizer, o, "optim"));
   if (t.precision == MatmulPrecision::kBf16 && t.attention_kernel == AttentionKernel::kBlocked)
@@ -77,7 +97,7 @@ Status validate(const RunConfig& c) {
       return o.error("model.routing_group", fmt::format("group of {} tokens must divide batch_size*seq_len = {}", g,
                                                         t.batch_size * t.seq_len));
   }
-  if (d.dataset.empty() && d.plain.format == "text" && c.model.vocab_size < ByteTokenizer::kByteVocab)
+  if (d.dataset.empty() && d.sft.empty() && d.plain.format == "text" && c.model.vocab_size < ByteTokenizer::kByteVocab)
     return o.error("model.vocab_size", fmt::format("must be >= {} for data.format = \"text\" (256 bytes + {} specials), "
                                                    "got {}", ByteTokenizer::kByteVocab, ByteTokenizer::kByteVocab - 256, c.model.vocab_size));
   if (auto phases = PhaseSchedule::make(c); !phases) return phases.status();
@@ -133,7 +153,10 @@ Result<RunConfig> choose_run_config(const RunConfigChoice& c, const PresetLookup
 }
 
 RunConfig with_absolute_paths(RunConfig c) {
-  std::vector<std::string*> paths = {&c.data.plain.path, &c.data.dataset, &c.data.mixture, &c.stream.store_dir};
+  std::vector<std::string*> paths = {&c.data.plain.path, &c.data.dataset,      &c.data.mixture,
+                                     &c.data.sft,        &c.data.sft_held_out, &c.stream.store_dir};
+  if (c.data.sft_tokenizer != "bytes") paths.push_back(&c.data.sft_tokenizer);
+  paths.push_back(&c.train.init_from);
   for (PhaseConfig& ph : c.phases) paths.push_back(&ph.mixture);
   for (std::string* p : paths)
     if (!p->empty() && std::filesystem::path(*p).is_relative())

@@ -48,6 +48,10 @@ struct TrainConfig {
   bool async_checkpoint = true;   // snapshot to memory, write in the background, commit a step later
   HealthConfig health;            // [health]: periodic GEMM health check over the ranks
   uint64_t seed = 1234;           // parameter init (and the synthetic / stream data order)
+  // A checkpoint or run directory whose weights (and router biases) start
+  // the run in place of the seeded init, with fresh optimizer state: fine-
+  // tuning (`moetrain sft`). The model keys must give its layout. "" = none.
+  std::string init_from;
   int64_t threads = 0;            // 0 = OpenMP default
   // Steps; 0 = only at the end. Not 0 by default: a run killed without a
   // checkpoint loses everything (torchtitan's default interval is 500 too).
@@ -63,6 +67,12 @@ struct DataConfig {
   PlainSourceOptions plain;       // data.path, format, extensions, max_bytes, eval_frac (no dataset)
   std::string dataset;            // a `moetrain data build` directory; set = train from it instead of path
   std::string mixture;            // mixture TOML (weights, total_tokens, scale, ...); required with dataset
+  // Supervised fine-tuning (train/sft_data.h, data/sft_source.h): examples
+  // packed into rows, loss on completions; set = train on them instead.
+  std::string sft;            // JSONL of examples
+  std::string sft_held_out;   // JSONL of held-out examples for the eval passes; "" = none
+  std::string sft_tokenizer;  // the model's tokenizer: SentencePiece model, dataset, checkpoint or run dir
+  int64_t sft_epochs = 1;
 };
 
 struct RunConfig {

@@ -123,6 +123,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
   MT_RETURN_IF_ERROR(t->init_local_params());
   if (t->store_->streamed()) MT_RETURN_IF_ERROR(t->check_stream_budget());  // may turn recomputation on (auto)
   if (cfg.model.aux_free_bias) t->router_bias_.assign(t->model_->n_moe_layers() * cfg.model.n_experts, 0.0f);
+  if (!t->init_router_bias_.empty()) t->router_bias_ = std::move(t->init_router_bias_);
   t->batch_.resize(tc.batch_size * t->model_->tokens_per_sequence());
   // The bf16 shadow of the parameters is for computing on them in place;
   // streamed layers are converted as their GEMMs read them.
@@ -159,7 +160,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
                                  {"world_size", t->dist_->world.size()},
                                  {"threads", num_threads()},
                                  {"precision", tc.precision == MatmulPrecision::kBf16 ? "bf16" : "fp32"},
-                                 {"attention_kernel", attention_kernel_name(tc.attention_kernel, prec)}});
+                                 {"attention_kernel", attention_kernel_name(tc.attention_kernel, prec)},
+                                 {"init_from", t->init_from_}});
     }
   }
   if (t->step_ < t->schedule().total_steps()) MT_RETURN_IF_ERROR(t->enter_phase(t->step_));
@@ -178,6 +180,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
     fmt::print(stderr, "# moetrain: resolved config ({})\n{}\n", cfg.source, to_toml(cfg));
     fmt::print(stderr, "# data: {}\n# parameters: {} ({} active in matmuls per token), start step {}\n",
                t->data_->describe(), t->model_->layout().total(), active_matmul_params(cfg.model), t->step_);
+    if (!t->init_from_.empty()) fmt::print(stderr, "# init: {}\n", t->init_from_);
     // What `moetrain plan` counts as activations on the cpu cluster (Transformer::activation_bytes).
     fmt::print(stderr, "# activations: {} bytes per rank ({} sequences of {} tokens{})\n",
                t->model_->activation_bytes(), t->local_batch(), t->model_->rows(),

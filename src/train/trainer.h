@@ -163,6 +163,8 @@ class Trainer {
   // memory or from memory-mapped files (chosen once, at creation).
   std::unique_ptr<WeightStore> store_;
   std::vector<float> router_bias_;
+  std::vector<float> init_router_bias_;  // train.init_from's router biases, until create() installs them
+  std::string init_from_;                // what train.init_from started the run from ("" = seeded init)
   int64_t compute_memory_bytes() const;  // activations + the provider's buffers
   int64_t store_bytes() const;           // parameters, gradients, optimizer state of this rank
   Status check_stream_budget();          // stream.compute_memory_bytes against compute_memory_bytes()

@@ -29,6 +29,7 @@
 #include "dist/mpi_comm.h"
 #include "dist/shard_plan.h"
 #include "model/context_chunks.h"
+#include "train/init_weights.h"
 #include "train/trainer.h"
 
 #include <unistd.h>
@@ -173,7 +174,18 @@ Status Trainer::init_local_params() {
   optim_ = std::make_unique<Optimizer>(L, cfg_.train.optim, cfg_.train.optimizer, cfg_.train.schedule.lr,
                                        std::move(all_owned), d.world, store_->dir());
   MT_RETURN_IF_ERROR(optim_->storage_status());
-  if (d.plan->local_size() == L.total()) {
+  // A resume reads its own checkpoint over whatever this writes: the init checkpoint is not needed then.
+  const bool resuming = opt_.resume && !opt_.run_dir.empty() && find_latest_checkpoint_dir(opt_.run_dir).is_ok();
+  if (!cfg_.train.init_from.empty() && !resuming) {
+    // Fine-tuning: the checkpoint's weights, every rank its shard of them.
+    auto start = load_init_weights(cfg_, L);
+    if (!start) return start.status();
+    for (const OwnedRange& r : d.plan->owned())
+      std::copy(start->params.begin() + r.lo, start->params.begin() + r.hi, store_->params().begin() + r.local);
+    optim_->init_radii(start->params.data());
+    init_router_bias_ = std::move(start->router_bias);
+    init_from_ = fmt::format("weights of {} (step {}), fresh optimizer state", start->ckpt_dir, start->step);
+  } else if (d.plan->local_size() == L.total()) {
     // A world of one owns every element in layout order: initialise in place.
     init_params(store_->params().data(), L, cfg_.model, cfg_.train.seed);
     optim_->init_radii(store_->params().data());

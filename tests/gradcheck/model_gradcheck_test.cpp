@@ -10,6 +10,7 @@
 
 #include "core/rng.h"
 #include "core/threads.h"
+#include "core/token_flags.h"
 #include "model/transformer.h"
 #include "support/gradcheck.h"
 
@@ -48,6 +49,7 @@ struct Case {
   // 2e-4 of noise into a numeric derivative, the per-coordinate tolerance.
   float eps = 1e-3f;
   int32_t separator = -1;  // document masking: the end-of-document id (set_document_separator)
+  int64_t no_loss_every = 0;  // > 0: every such token carries kNoLossBit (SFT's prompt tokens); 0 = none
 };
 
 std::vector<Case> cases() {
@@ -188,6 +190,16 @@ std::vector<Case> cases() {
     k.separator = 8;
     v.push_back(k);
   }
+  {
+    // Targets masked by the no-loss bit (supervised fine-tuning's prompts), flagged separators among them,
+    // with document masking and an MTP module whose targets are masked the same way.
+    Case k{"no_loss_tokens_documents_mtp", tiny_base()};
+    k.c.mtp_depth = 1;
+    k.T = 12;
+    k.separator = 8;
+    k.no_loss_every = 3;
+    v.push_back(k);
+  }
   return v;
 }
 
@@ -209,11 +221,15 @@ TEST_P(ModelGradCheck, EveryTensorMatchesCentralDifferences) {
       }();
   std::vector<int32_t> tokens(k.B * model.tokens_per_sequence());
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 7 + 3) % k.c.vocab_size);
+  if (k.no_loss_every > 0)
+    for (size_t i = 0; i < tokens.size(); i += size_t(k.no_loss_every)) tokens[i] = without_loss(tokens[i]);
 
   model.set_document_separator(k.separator);
   const ForwardStats st = model.forward_backward(params.data(), grads.data(), tokens.data(), 1.0f, nullptr);
   const uint64_t routes = model.routing_hash();
-  if (k.separator >= 0) ASSERT_NE(model.document_starts(), nullptr) << "no row of the case is packed";
+  if (k.separator >= 0) {
+    ASSERT_NE(model.document_starts(), nullptr) << "no row of the case is packed";
+  }
   if (k.expect_drops) {
     EXPECT_GT(st.dropped, 0) << "case meant to exercise capacity drops has none";
     // The other drop policy routes these tokens differently, so the case checks its own policy's routes.
@@ -229,6 +245,31 @@ TEST_P(ModelGradCheck, EveryTensorMatchesCentralDifferences) {
   EXPECT_EQ(per_sequence, st.dropped);
   if (k.c.mtp_depth > 0) {
     EXPECT_GT(st.mtp_loss, 0.0) << "MTP case without an MTP loss";
+  }
+  if (k.no_loss_every > 0) {
+    // The loss is the mean over the targets left: flagged targets have no loss of their own. (The
+    // next-token head's per-token losses, from an evaluation forward: MTP's head reuses the buffer.)
+    std::vector<int32_t> rows;
+    for (int64_t b = 0; b < k.B; ++b)
+      rows.insert(rows.end(), tokens.begin() + b * model.tokens_per_sequence(),
+                  tokens.begin() + b * model.tokens_per_sequence() + k.T + 1);
+    const double next_token_loss = model.forward(params.data(), rows.data(), nullptr, Objective::kNextToken).loss;
+    EXPECT_NEAR(next_token_loss, st.loss, 1e-6 * st.loss);
+    const std::vector<float>& per_token = model.token_losses();
+    double sum = 0.0;
+    int64_t kept = 0;
+    for (int64_t b = 0; b < k.B; ++b)
+      for (int64_t t = 0; t < k.T; ++t) {
+        const bool flagged = (tokens[size_t(b * model.tokens_per_sequence() + t + 1)] & kNoLossBit) != 0;
+        if (flagged) {
+          EXPECT_EQ(per_token[size_t(b * k.T + t)], 0.0f) << "a flagged target has a loss";
+        }
+        sum += per_token[size_t(b * k.T + t)];
+        kept += flagged ? 0 : 1;
+      }
+    ASSERT_GT(kept, 0);
+    ASSERT_LT(kept, k.B * k.T);
+    EXPECT_NEAR(st.loss, sum / double(kept), 1e-6 * st.loss);
   }
   auto loss = [&] { return model.forward(params.data(), tokens.data(), nullptr, Objective::kTraining).total_loss; };
   auto same_routes = [&] { return model.routing_hash() == routes; };
