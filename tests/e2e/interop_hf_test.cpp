@@ -37,17 +37,6 @@ struct Exported {
   std::string run, hf, python, dir, venv_error;
 };
 
-std::string interop_python(std::string& error) {
-  const auto r = run_process({"/bin/bash", std::string(MT_SOURCE_DIR) + "/scripts/interop-venv.sh", "--installed"}, 60);
-  if (r.exit_code != 0) {
-    error = r.err;
-    return "";
-  }
-  std::string path = r.out;
-  while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
-  return path + "/bin/python";
-}
-
 // Trains and exports once for the whole suite, removed at exit.
 const Exported& exported() {
   static TempDir* tmp = new TempDir();

@@ -20,14 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string interop_python() {
-  const auto r = run_process({"/bin/bash", std::string(MT_SOURCE_DIR) + "/scripts/interop-venv.sh", "--installed"}, 60);
-  EXPECT_EQ(r.exit_code, 0) << r.err << "the interop venv is missing: run scripts/interop-venv.sh";
-  std::string path = r.out;
-  while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
-  return path + "/bin/python";
-}
-
 TEST(InteropTensorBoard, KilledAndResumedRunReadsBackEqualToMetrics) {
   TempDir tmp;
   const std::string ds =
@@ -53,9 +45,11 @@ TEST(InteropTensorBoard, KilledAndResumedRunReadsBackEqualToMetrics) {
 
   const std::vector<json> rows = read_metrics(tmp / "run");
   ASSERT_TRUE(has_steps_1_to_n(rows, 16));
+  std::string venv_error;
+  const std::string python = interop_python(venv_error);
+  ASSERT_FALSE(python.empty()) << venv_error;
   const auto py = run_process(
-      {interop_python(), std::string(MT_SOURCE_DIR) + "/tools/interop/tensorboard_check.py", tmp / "run/tensorboard"},
-      120);
+      {python, std::string(MT_SOURCE_DIR) + "/tools/interop/tensorboard_check.py", tmp / "run/tensorboard"}, 120);
   ASSERT_EQ(py.exit_code, 0) << py;
   const json tb = json::parse(py.out);
   EXPECT_EQ(tb["file_version"], "brain.Event:2");

@@ -250,6 +250,19 @@ class Background {
 
 using ::mt::testing::TempDir;  // support/temp_dir.h
 
+// The Python of the interop venv (scripts/interop-venv.sh builds it;
+// scripts/test.sh does), or "" with the reason in `error`.
+inline std::string interop_python(std::string& error) {
+  const auto r = run_process({"/bin/bash", std::string(MT_SOURCE_DIR) + "/scripts/interop-venv.sh", "--installed"}, 60);
+  if (r.exit_code != 0) {
+    error = r.err + "the interop venv is missing: run scripts/interop-venv.sh (scripts/test.sh does)";
+    return "";
+  }
+  std::string path = r.out;
+  while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
+  return path + "/bin/python";
+}
+
 // `moetrain train --no-progress ARGS...`
 inline ProcessResult train(const std::vector<std::string>& args, double timeout_s = 120,
                            const std::vector<std::string>& extra_env = {}) {

@@ -8,8 +8,8 @@
 #include "kernels/cpu/simd.h"
 
 namespace mt {
-namespace {
-inline float row_logsumexp(const float* row, int64_t V) {
+
+float row_logsumexp(const float* row, int64_t V) {
   using namespace simd;
   Vec vm = set1(-std::numeric_limits<float>::infinity());
   for (int64_t v = 0; v < V; v += kLanes) {
@@ -25,7 +25,6 @@ inline float row_logsumexp(const float* row, int64_t V) {
   }
   return m + std::log(reduce_add(s));
 }
-}  // namespace
 
 void cross_entropy_forward_backward(float* losses, float* logits, const int32_t* targets, int64_t R,
                                     int64_t V, float grad_scale) {

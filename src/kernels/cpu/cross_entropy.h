@@ -7,6 +7,9 @@
 #include <cstdint>
 
 namespace mt {
+// log sum_v exp(row[v]), with max subtraction (vectorised).
+float row_logsumexp(const float* row, int64_t V);
+
 void cross_entropy_forward_backward(float* losses, float* logits, const int32_t* targets, int64_t R,
                                     int64_t V, float grad_scale);
 // Forward only (evaluation): losses (R) written, logits left unchanged.
