@@ -9,6 +9,13 @@ namespace mt {
 // Four uniform 32-bit words for (seed, stream, counter).
 void philox_block(uint64_t seed, uint64_t stream, uint64_t counter, uint32_t out[4]);
 
+// 64 random bits: words 0 and 1 of the block at (seed, stream, counter).
+inline uint64_t philox_u64(uint64_t seed, uint64_t stream, uint64_t counter) {
+  uint32_t w[4];
+  philox_block(seed, stream, counter, w);
+  return uint64_t(w[0]) | uint64_t(w[1]) << 32;
+}
+
 // Uniform in (0, 1), from word `lane` (0..3) of the block at `counter`.
 float uniform01(uint32_t word);
 

@@ -14,17 +14,11 @@ namespace mt {
 
 namespace {
 
-uint64_t draw64(uint64_t seed, uint64_t stream, uint64_t counter) {
-  uint32_t w[4];
-  philox_block(seed, stream, counter, w);
-  return uint64_t(w[0]) | uint64_t(w[1]) << 32;
-}
-
 // Epoch e's order of n examples: sorted by a Philox key each (ties by index).
 std::vector<int32_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch) {
   std::vector<std::pair<uint64_t, int32_t>> keyed(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
-    keyed[size_t(i)] = {draw64(seed, 0x5f7400 + uint64_t(epoch), uint64_t(i)), int32_t(i)};
+    keyed[size_t(i)] = {philox_u64(seed, 0x5f7400 + uint64_t(epoch), uint64_t(i)), int32_t(i)};
   std::sort(keyed.begin(), keyed.end());
   std::vector<int32_t> order(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) order[size_t(i)] = keyed[size_t(i)].second;

@@ -12,12 +12,6 @@ namespace mt {
 
 namespace {
 
-uint64_t draw64(uint64_t seed, uint64_t stream, uint64_t counter) {
-  uint32_t w[4];
-  philox_block(seed, stream, counter, w);
-  return uint64_t(w[0]) | uint64_t(w[1]) << 32;
-}
-
 // Tokens a part adds to a prompt after a joining space. The tokenizer never
 // merges across a space (SentencePiece words; bytes), so these add up to the
 // prompt's length; "x" stands for whatever precedes.
@@ -53,7 +47,7 @@ class Haystack {
     int misses = 0;
     while (got < target) {
       const size_t k =
-          cycle.empty() ? size_t(draw64(seed_, stream, next++) % f_.sentences.size()) : cycle[next++ % cycle.size()];
+          cycle.empty() ? size_t(philox_u64(seed_, stream, next++) % f_.sentences.size()) : cycle[next++ % cycle.size()];
       const int64_t t = tokens_of(k);
       if (!cycle.empty()) misses = kMisses;  // a cycle's turn is not skipped
       const bool fits = got + t <= target;
@@ -73,7 +67,7 @@ class Haystack {
   // `n` sentences of stream `stream` for an item's cycle, from draw `next` on.
   std::vector<size_t> draw_cycle(int64_t n, uint64_t stream, uint64_t& next) {
     std::vector<size_t> cycle;
-    for (int64_t i = 0; i < n; ++i) cycle.push_back(size_t(draw64(seed_, stream, next++) % f_.sentences.size()));
+    for (int64_t i = 0; i < n; ++i) cycle.push_back(size_t(philox_u64(seed_, stream, next++) % f_.sentences.size()));
     return cycle;
   }
 
@@ -105,7 +99,7 @@ int64_t draw_key(const PasskeyOptions& o, int64_t i) {
   for (uint64_t attempt = 0;; ++attempt) {
     MT_CHECK(attempt < 100000, "passkey: no {}-digit key of split {} in {} draws", o.digits, split_name(o.split),
              attempt);
-    const int64_t key = lo + int64_t(draw64(o.seed, item_stream(o, i, 0), attempt) % range);
+    const int64_t key = lo + int64_t(philox_u64(o.seed, item_stream(o, i, 0), attempt) % range);
     if (passkey_is_held_out(key) == (o.split == TaskSplit::kHeldOut)) return key;
   }
 }
