@@ -68,16 +68,24 @@ Status write_documents(const std::string& dir, const std::vector<Document>& docs
   return Status::ok();
 }
 
+// At least one output; documents made of held-out items warn (they would leak into every evaluation).
+Status check_outputs(const std::string& out, const std::string& documents, const std::string& split,
+                     const char* items) {
+  if (out.empty() && documents.empty())
+    return Status::error("give --out FILE (a task file), --documents DIR (training documents), or both");
+  if (split == "held-out" && !documents.empty())
+    fmt::print(stderr,
+               "# warning: --documents with --split held-out: training on held-out {} leaks them into every "
+               "held-out evaluation\n",
+               items);
+  return Status::ok();
+}
+
 ExitCode run_passkey(PasskeyArgs a) {
   const char* cmd = "tasks make passkey";
-  if (a.out.empty() && a.documents.empty())
-    return fail(cmd, Status::error("give --out FILE (a task file), --documents DIR (training documents), or both"),
-                ExitCode::kUsage);
+  if (Status s = check_outputs(a.out, a.documents, a.split, "keys"); !s.is_ok())
+    return fail(cmd, s, ExitCode::kUsage);
   a.opt.split = a.split == "train" ? TaskSplit::kTrain : TaskSplit::kHeldOut;
-  if (a.split == "held-out" && !a.documents.empty())
-    fmt::print(stderr,
-               "# warning: --documents with --split held-out: training on held-out keys leaks them into "
-               "every held-out evaluation\n");
   auto codec = open_codec(a.tokenizer);
   if (!codec) return fail(cmd, Status::errorf("--tokenizer: {}", codec.status().message()), ExitCode::kUsage);
   FillerOptions fo;
@@ -122,14 +130,9 @@ ExitCode run_passkey(PasskeyArgs a) {
 
 ExitCode run_family(FamilyArgs a) {
   const std::string cmd = "tasks make " + a.opt.family;
-  if (a.out.empty() && a.documents.empty())
-    return fail(cmd, Status::error("give --out FILE (a task file), --documents DIR (training documents), or both"),
-                ExitCode::kUsage);
+  if (Status s = check_outputs(a.out, a.documents, a.split, "problems"); !s.is_ok())
+    return fail(cmd, s, ExitCode::kUsage);
   a.opt.split = a.split == "train" ? TaskSplit::kTrain : TaskSplit::kHeldOut;
-  if (a.split == "held-out" && !a.documents.empty())
-    fmt::print(stderr,
-               "# warning: --documents with --split held-out: training on held-out problems leaks them into "
-               "every held-out evaluation\n");
   auto items = make_family_items(a.opt);
   if (!items) return fail(cmd, Status::errorf("--{}", items.status().message()), ExitCode::kUsage);
   const std::vector<GenItem>& v = items.value();
