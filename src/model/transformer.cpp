@@ -281,20 +281,28 @@ void Transformer::layer_forward(int64_t l, FfnStats& fs, const float* router_bia
 }
 
 double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale, GemmInput hf,
-                              const int32_t* targets, float* dhf) {
+                              const int32_t* targets, float* dhf, const PolicyObjective* policy) {
   const int64_t D = c_.d_model, V = c_.vocab_size;
   const ParamSpan& head = root_.of(off_.head);
   const float* W = head.at(off_.head);
+  const bool rl = policy != nullptr && grads == Grads::kYes;
   int64_t local_valid = 0;
   for (int64_t n = 0; n < N_; ++n) local_valid += targets[n] >= 0 ? 1 : 0;
   // Mean over the predicted tokens of every data-parallel replica; this
-  // process returns its share of it (the shares sum to the mean).
-  const int64_t valid = int64_t(pp.sum_over_replicas(double(local_valid)));
+  // process returns its share of it (the shares sum to the mean). The policy
+  // objective's weights are already global.
+  const int64_t valid = rl ? 1 : int64_t(pp.sum_over_replicas(double(local_valid)));
   const float ce_scale = valid > 0 ? grad_scale / float(valid) : 0.0f;
   for (int64_t r0 = 0; r0 < N_; r0 += kHeadChunk) {
     const int64_t R = std::min(kHeadChunk, N_ - r0);
     linear_forward(logits_.data(), hf.at(r0 * D), W, R, V, D, prec_);
-    if (grads == Grads::kYes) {
+    if (rl) {
+      const PolicyObjective& p = *policy;
+      policy_loss_forward_backward(losses_.data() + r0, p.stats + r0, logits_.data(), targets + r0, p.weights + r0,
+                                   p.advantages + r0, p.old_logp ? p.old_logp + r0 : nullptr,
+                                   p.ref_logp ? p.ref_logp + r0 : nullptr, R, V, p.params, grad_scale);
+      linear_backward(dhf + r0 * D, head.grad(off_.head), logits_.data(), hf.at(r0 * D), W, R, V, D, 0.0f, prec_);
+    } else if (grads == Grads::kYes) {
       cross_entropy_forward_backward(losses_.data() + r0, logits_.data(), targets + r0, R, V, ce_scale);
       linear_backward(dhf + r0 * D, head.grad(off_.head), logits_.data(), hf.at(r0 * D), W, R, V, D, 0.0f, prec_);
     } else {
@@ -303,6 +311,7 @@ double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale, 
   }
   double total = 0.0;
   for (int64_t n = 0; n < N_; ++n) total += losses_[n];
+  if (rl) return total;  // weighted: this replica's share of the objective
   return valid > 0 ? total / double(valid) : 0.0;
 }
 
@@ -379,7 +388,7 @@ ForwardStats Transformer::forward_backward(ParamProvider& pp, const int32_t* tok
                                            const float* router_bias) {
   ForwardStats st;
   run_forward(st, pp, Grads::kYes, tokens, tokens_per_sequence(), router_bias);
-  st.loss = head_loss(pp, Grads::kYes, grad_scale, hf_.in(), targets_.data(), dhf_.data());
+  st.loss = head_loss(pp, Grads::kYes, grad_scale, hf_.in(), targets_.data(), dhf_.data(), policy_);
   run_mtp_forward(st, pp, Grads::kYes, tokens, grad_scale, router_bias);
   st.total_loss = st.loss + c_.aux_loss_coef * st.aux_loss + c_.z_loss_coef * st.z_loss + st.mtp_weight * st.mtp_loss;
 

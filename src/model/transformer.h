@@ -16,6 +16,7 @@
 #include "model/parallel_hooks.h"
 #include "model/param_layout.h"
 #include "model/weights.h"
+#include "kernels/cpu/policy_loss.h"
 
 namespace mt {
 
@@ -51,6 +52,24 @@ struct ForwardStats {
 // one set of buffers. Kernels are deterministic, so the recomputed
 // activations, and hence the gradients, are bit-identical to kept ones.
 enum class LayerActivations { kKeep, kRecompute };
+
+// Reinforcement learning's objective in place of the main head's next-token
+// cross-entropy (kernels/cpu/policy_loss.h; train/rl_feed.h): per predicted
+// position n of the call's B x T rows (row-major by sequence, as
+// token_losses()), the token's aggregation weight, its advantage, the
+// log-probability under the policy that sampled it (null: the current one)
+// and under the frozen reference (null: no KL term). The loss is
+// sum_n weights[n] L_n, so weights that sum to 1 over the global batch give
+// each data-parallel replica its share of it. Positions whose target is
+// flagged no-loss contribute nothing. MTP modules keep their cross-entropy.
+struct PolicyObjective {
+  const float* weights = nullptr;
+  const float* advantages = nullptr;
+  const float* old_logp = nullptr;
+  const float* ref_logp = nullptr;
+  PolicyLossParams params;
+  PolicyTokenStats* stats = nullptr;  // (N) out: log-prob, entropy, KL, clipped per position
+};
 
 class Transformer {
  public:
@@ -91,6 +110,10 @@ class Transformer {
   // (B, T) document starts of the last forward's rows, or null when no row
   // held a document start past its first token (or without masking).
   const int32_t* document_starts() const { return ctx_.doc_start; }
+
+  // The policy objective of forward_backward from now on (null: the
+  // cross-entropy); it must outlive the calls. forward() ignores it.
+  void set_policy_objective(const PolicyObjective* p) { policy_ = p; }
 
   // Bytes of every activation and scratch buffer this object holds (measured
   // from the buffers themselves).
@@ -153,10 +176,11 @@ class Transformer {
   void layer_forward(int64_t l, FfnStats& fs, const float* router_bias, int64_t moe_index);
   void run_forward(ForwardStats& st, ParamProvider& pp, Grads grads, const int32_t* tokens, int64_t stride,
                    const float* router_bias);
-  // Shared head + cross-entropy of hf (N, D) against targets; with grads, the
-  // head's gradient (+=) and dhf (=) of weight * the mean loss.
+  // Shared head + cross-entropy of hf (N, D) against targets (or, given
+  // `policy` and grads, the policy objective); with grads, the head's
+  // gradient (+=) and dhf (=) of weight * the mean loss.
   double head_loss(ParamProvider& pp, Grads grads, float grad_scale, GemmInput hf, const int32_t* targets,
-                   float* dhf);
+                   float* dhf, const PolicyObjective* policy = nullptr);
   // The MTP modules' forward after the main head (each runs the shared head).
   void run_mtp_forward(ForwardStats& st, ParamProvider& pp, Grads grads, const int32_t* tokens, float grad_scale,
                        const float* router_bias);
@@ -193,6 +217,7 @@ class Transformer {
   std::vector<float> dres_, dhf_;                // (N, D)
   std::vector<MtpActs> mtp_;                     // mtp_depth modules
   double mtp_weight_ = 0.0;
+  const PolicyObjective* policy_ = nullptr;      // set_policy_objective
   AttnScratch attn_scratch_;
   DeltaScratch delta_scratch_;
   FfnScratch ffn_scratch_;

@@ -285,5 +285,99 @@ TEST_P(ModelGradCheck, EveryTensorMatchesCentralDifferences) {
 INSTANTIATE_TEST_SUITE_P(Tiny, ModelGradCheck, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.name; });
 
+// Reinforcement learning's objective in the main head (PolicyObjective): an
+// MoE model with packed rollouts (document masking, prompt tokens flagged
+// no-loss), fixed old and reference log-probabilities a little off the
+// current ones so that some tokens take the clipped branch, a KL term, and
+// per-token weights and advantages; every tensor against central
+// differences of the objective. Then the on-policy form (no old log-probs)
+// gives the gradient of the same objective with old = current.
+TEST(ModelGradCheckPolicy, PolicyObjectiveMatchesCentralDifferences) {
+  ModelConfig c = tiny_base();
+  c.n_experts = 4;
+  c.top_k = 2;
+  c.d_expert = 12;
+  c.n_shared_experts = 1;
+  const int64_t B = 2, T = 12, N = B * T;
+  Transformer model(c, B, T, MatmulPrecision::kFp32);
+  model.set_document_separator(8);
+  const ParamLayout& L = model.layout();
+  std::vector<float> params(L.total()), grads(L.total(), 0.0f), scratch(L.total());
+  init_params(params.data(), L, c, 42);
+  for (const auto& e : L.entries())
+    if (e.kind == ParamKind::kNorm)
+      for (int64_t i = 0; i < e.numel; ++i) params[e.offset + i] += 1.0f;
+  std::vector<int32_t> tokens(size_t(B * model.tokens_per_sequence()));
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 7 + 3) % c.vocab_size);
+  for (size_t i = 0; i < tokens.size(); i += 4) tokens[i] = without_loss(tokens[i]);
+  // The current log-probabilities, from an evaluation forward on the same rows.
+  std::vector<int32_t> rows;
+  for (int64_t b = 0; b < B; ++b)
+    rows.insert(rows.end(), tokens.begin() + b * model.tokens_per_sequence(),
+                tokens.begin() + b * model.tokens_per_sequence() + T + 1);
+  model.forward(params.data(), rows.data(), nullptr);
+  const std::vector<float> current = model.token_losses();  // -log p; the buffer is the head's scratch
+  std::vector<float> weights(N), adv(N), old_lp(N), ref_lp(N);
+  std::vector<PolicyTokenStats> stats(N);
+  int64_t targets = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t b = n / T, t = n % T;
+    const bool flagged = (tokens[size_t(b * model.tokens_per_sequence() + t + 1)] & kNoLossBit) != 0;
+    const float lp = -current[size_t(n)];
+    weights[n] = flagged ? 0.0f : 1.0f;
+    targets += flagged ? 0 : 1;
+    adv[n] = float(int64_t(n % 5) - 2) * 0.7f + 0.3f;
+    old_lp[n] = lp + 0.3f * float(int64_t(n % 7) - 3) / 3.0f;
+    ref_lp[n] = lp - 0.2f * float(int64_t(n % 3) - 1);
+  }
+  for (float& w : weights) w /= float(targets);
+  PolicyObjective obj;
+  obj.weights = weights.data();
+  obj.advantages = adv.data();
+  obj.old_logp = old_lp.data();
+  obj.ref_logp = ref_lp.data();
+  obj.params = PolicyLossParams{0.1f, 0.15f, 0.05f};
+  obj.stats = stats.data();
+  model.set_policy_objective(&obj);
+  const ForwardStats st = model.forward_backward(params.data(), grads.data(), tokens.data(), 1.0f, nullptr);
+  const uint64_t routes = model.routing_hash();
+  int64_t clipped = 0;
+  for (const PolicyTokenStats& s : stats) clipped += s.clipped;
+  EXPECT_GT(clipped, 0) << "no token took the clipped branch";
+  EXPECT_LT(clipped, targets / 2) << "most tokens clipped: little gradient left to check";
+  for (int64_t n = 0; n < N; ++n)
+    if (weights[n] > 0) {
+      EXPECT_NEAR(stats[n].logp, -current[size_t(n)], 1e-5) << n;
+    }
+  auto loss = [&] {
+    std::fill(scratch.begin(), scratch.end(), 0.0f);
+    return model.forward_backward(params.data(), scratch.data(), tokens.data(), 1.0f, nullptr).total_loss;
+  };
+  auto same_routes = [&] { return model.routing_hash() == routes; };
+  EXPECT_NEAR(loss(), st.total_loss, 1e-6 * std::abs(st.total_loss));
+  testing::GradCheckOptions opt;
+  opt.samples = 12;
+  for (const auto& e : L.entries())
+    testing::expect_gradient_matches(e.name.c_str(), params.data() + e.offset, e.numel, grads.data() + e.offset,
+                                     loss, opt, same_routes);
+
+  // On-policy: no old log-probabilities is the same objective with old = current.
+  loss();  // the stats of the unperturbed parameters (the check's last call perturbed one)
+  for (int64_t n = 0; n < N; ++n) old_lp[n] = stats[n].logp;
+  obj.params.kl_beta = 0.0f;
+  std::vector<float> with_old(L.total(), 0.0f), on_policy(L.total(), 0.0f);
+  model.forward_backward(params.data(), with_old.data(), tokens.data(), 1.0f, nullptr);
+  obj.old_logp = nullptr;
+  model.forward_backward(params.data(), on_policy.data(), tokens.data(), 1.0f, nullptr);
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < with_old.size(); ++i) {
+    diff = std::max(diff, double(std::abs(with_old[i] - on_policy[i])));
+    norm = std::max(norm, double(std::abs(with_old[i])));
+  }
+  EXPECT_GT(norm, 0.0);
+  EXPECT_LE(diff, 1e-5 * norm);
+  model.set_policy_objective(nullptr);
+}
+
 }  // namespace
 }  // namespace mt

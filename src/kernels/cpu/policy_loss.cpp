@@ -40,7 +40,7 @@ void policy_loss_forward_backward(float* losses, PolicyTokenStats* stats, float*
       pz = reduce_add(acc);
     }
     const float A = advantages[r];
-    const float q = std::exp(lp - old_logp[r]);
+    const float q = old_logp != nullptr ? std::exp(lp - old_logp[r]) : 1.0f;
     const float q_clipped = std::clamp(q, 1.0f - p.clip_low, 1.0f + p.clip_high);
     const float unclipped = q * A, clipped = q_clipped * A;
     // The clipped branch is the minimum only where it differs: then its gradient is zero.

@@ -15,7 +15,10 @@
 // The gradient of a clipped token is zero (the clipped branch is constant);
 // dL_r/dlp = -A q (unclipped) + kl_beta (1 - exp(ref - lp)), and
 // dlp/dz = onehot(y) - softmax(z). targets < 0 are ignored (zero loss,
-// zero gradient, zero stats).
+// zero gradient, zero stats). old_logp may be null: the policy that sampled
+// the tokens is the current one (the first optimisation pass over fresh
+// rollouts), so q = 1 and the gradient is -A dlp (REINFORCE with the group
+// baseline), with lp itself returned in the stats for the later passes.
 #pragma once
 #include <cstdint>
 
