@@ -11,6 +11,7 @@ namespace mt {
 using CommandAction = std::function<ExitCode()>;
 void register_train(CLI::App& app, CommandAction& run);
 void register_sft(CLI::App& app, CommandAction& run);  // supervised fine-tuning from a checkpoint
+void register_rl(CLI::App& app, CommandAction& run);   // reinforcement learning (GRPO) from a checkpoint
 void register_bench(CLI::App& app, CommandAction& run);
 void register_ckpt(CLI::App& app, CommandAction& run);
 void register_report(CLI::App& app, CommandAction& run);

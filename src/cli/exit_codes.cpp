@@ -69,6 +69,18 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
         {ExitCode::kRefused, kMpiTimeout},
         {ExitCode::kStoppedBySigint, "stopped by Ctrl-C (SIGINT) with a checkpoint, as `train` is"},
         {ExitCode::kStoppedBySigterm, "stopped by SIGTERM with a checkpoint, as `train` is"}}},
+      {"rl",
+       "src/cli/cmd_rl.cpp, src/cli/cmd_train.cpp (run_training)",
+       {{ExitCode::kFailed,
+         "the trainer could not start or a step failed, as for `train` (among them: `train.init_from`'s or "
+         "`rl.reference`'s checkpoint cannot be read, has another layout, vocabulary or tokenizer; a prompt leaves "
+         "no room for `rl.max_new_tokens` in a row)"},
+        {ExitCode::kUsage,
+         "no `--init`/`--tasks` (and no run to `--resume`); the checkpoint's config cannot be read; a "
+         "malformed task item (named as FILE:LINE and field) or `--set`; a `--run-dir` that already holds a run"},
+        {ExitCode::kRefused, kMpiTimeout},
+        {ExitCode::kStoppedBySigint, "stopped by Ctrl-C (SIGINT) with a checkpoint, as `train` is"},
+        {ExitCode::kStoppedBySigterm, "stopped by SIGTERM with a checkpoint, as `train` is"}}},
       {"bench",
        "src/cli/cmd_bench.cpp",
        {{ExitCode::kFailed,

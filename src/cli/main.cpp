@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   mt::CommandAction run;
   mt::register_train(app, run);
   mt::register_sft(app, run);
+  mt::register_rl(app, run);
   mt::register_bench(app, run);
   mt::register_doctor(app, run);
   mt::register_ckpt(app, run);

@@ -11,13 +11,16 @@ namespace mt {
 GenerateResult generate(Decoder& dec, const std::vector<std::vector<int32_t>>& prompts, const GenerateOptions& o) {
   const int64_t P = int64_t(prompts.size()), V = dec.config().vocab_size, R = dec.options().max_rows;
   MT_CHECK(P <= dec.options().batch, "generate: {} prompts, decoder batch {}", P, dec.options().batch);
+  MT_CHECK(o.streams.empty() || int64_t(o.streams.size()) == P, "generate: {} streams for {} prompts", o.streams.size(),
+           P);
   GenerateResult res;
   res.tokens.resize(size_t(P));
   std::vector<int32_t> next(size_t(P), -1);  // sampled token to feed next, per prompt
   std::vector<std::pair<float, int32_t>> scratch;
   auto pick = [&](int64_t p, const float* logits) {
     const int64_t pos = dec.cache().length(p);  // position of the token being chosen
-    next[size_t(p)] = sample_token(logits, V, o.sampling, uint64_t(p), uint64_t(pos), scratch);
+    const uint64_t stream = o.streams.empty() ? uint64_t(p) : o.streams[size_t(p)];
+    next[size_t(p)] = sample_token(logits, V, o.sampling, stream, uint64_t(pos), scratch);
   };
   for (int64_t p = 0; p < P; ++p) {
     MT_CHECK(!prompts[size_t(p)].empty(), "generate: prompt {} is empty", p);

@@ -17,6 +17,10 @@ struct GenerateOptions {
   int64_t max_new_tokens = 64;
   int32_t stop_token = -1;      // generation of a sequence ends after it emits this id; -1 = none
   SamplingOptions sampling;
+  // The random stream of each prompt (sampling.h); empty = its index. RL
+  // gives every rollout its global index, so a rollout's tokens do not
+  // depend on which rank or batch generated it.
+  std::vector<uint64_t> streams;
   // Called after every decode step with the tokens generated so far (all
   // prompts) and the most there can be; none if empty.
   std::function<void(int64_t generated, int64_t most)> progress;

@@ -29,6 +29,25 @@ nlohmann::json metrics_line(const StepResult& r, double tokens_per_s, double mfu
   j["step_time_s"] = r.seconds;
   j["tokens"] = r.tokens;
   if (!r.phase.empty()) j["phase"] = r.phase;
+  if (r.rl.on) {
+    const RlStepFigures& f = r.rl;
+    j["rl"] = {{"iteration", f.iteration},
+               {"pass", f.pass},
+               {"reward", f.reward},
+               {"well_formed", f.well_formed},
+               {"response_len", f.length},
+               {"truncated", f.truncated},
+               {"solved_groups", f.solved_groups},
+               {"zero_signal", f.zero_signal},
+               {"rollout_s", f.rollout_s},
+               {"entropy", f.entropy},
+               {"kl", f.kl},
+               {"clip_frac", f.clip_frac},
+               {"policy_tokens", f.policy_tokens}};
+    if (!std::isnan(f.pass1))
+      j["rl"]["eval"] = {{"pass1", f.pass1},           {"pass_k", f.pass_k},    {"k", f.eval_k},
+                         {"sample_acc", f.sample_acc}, {"items", f.eval_items}, {"seconds", f.eval_s}};
+  }
   nlohmann::json load = nlohmann::json::array();
   for (const auto& layer : r.expert_load) {
     int64_t total = 0;

@@ -106,7 +106,9 @@ Result<std::unique_ptr<PhasedData>> PhasedData::open(const RunConfig& c, PhaseSc
     if (!src) return src.status();
     int64_t reads = 0;
     for (const DataSegment& seg : sched.segments()) reads += seg.sequences;
-    if (reads > (*src)->capacity())
+    // A reinforcement-learning run trains on rollouts of the items, not on their packed rows (train/rl_feed.h):
+    // the rows serve the held-out loss only, and the prompts cycle through epochs.
+    if (reads > (*src)->capacity() && !c.rl.enabled)
       return Status::errorf(
           "data.sft: {} rows of {} tokens ({} epoch{}) hold fewer than the {} sequences train.steps reads; lower "
           "train.steps or raise data.sft_epochs (examples are never read past their epochs)",

@@ -87,6 +87,19 @@ Status validate(const RunConfig& c) {
   if (d.sft.empty() && !d.sft_held_out.empty()) return o.error("data.sft", "required with data.sft_held_out");
   if (!d.sft.empty() && !c.phases.empty())
     return o.error("data.sft", "a fine-tuning run has one phase: remove the [[phase]] tables");
+  if (c.rl.enabled) {
+    if (d.sft.empty())
+      return o.error("data.sft", "required with rl.enabled: the task items whose prompts are rolled out");
+    if ((t.batch_size * t.grad_accum) % c.rl.group_size != 0)
+      return o.error("rl.group_size", fmt::format("must divide the global batch train.batch_size x train.grad_accum "
+                                                  "= {} (each prompt's group fills whole rows)",
+                                                  t.batch_size * t.grad_accum));
+    if (c.rl.max_new_tokens >= t.seq_len)
+      return o.error("rl.max_new_tokens", fmt::format("a row of train.seq_len = {} must hold a prompt and up to {} "
+                                                      "new tokens",
+                                                      t.seq_len, c.rl.max_new_tokens));
+    if (c.dist.cp > 1) return o.error("dist.cp", "reinforcement learning runs without context parallelism (use 1)");
+  }
   MT_RETURN_IF_ERROR(c.model.validate(o, t.seq_len));
   MT_RETURN_IF_ERROR(validate(t.optimizer, o, "optim"));
   if (t.precision == MatmulPrecision::kBf16 && t.attention_kernel == AttentionKernel::kBlocked)
@@ -115,6 +128,7 @@ void declare_keys(ConfigSchema& s, RunConfig& c) {
   declare_data_keys(s, c.data);
   declare_keys(s, c.dist, "dist");
   declare_keys(s, c.stream, "stream");
+  declare_keys(s, c.rl);
   declare_phase_keys(s, c.phases);
 }
 

@@ -23,6 +23,7 @@
 #include "train/spike_guard.h"
 #include "data/plain_source.h"
 #include "train/phase_config.h"
+#include "train/rl_config.h"
 
 namespace mt {
 
@@ -81,6 +82,7 @@ struct RunConfig {
   DataConfig data;
   DistConfig dist;
   StreamConfig stream;            // [stream]: weight streaming (docs/streaming.md)
+  RlConfig rl;                    // [rl]: reinforcement learning on data.sft's task items (train/rl_config.h)
   std::vector<PhaseConfig> phases;  // [[phase]]: the run in phases (train/phase_schedule.h); empty = one
   std::string source;             // file the config came from ("<embedded ...>" for presets)
   ConfigOrigins origins;          // where every key got its value

@@ -12,6 +12,20 @@
 
 namespace mt {
 
+// A reinforcement-learning step (train/rl_feed.h): its iteration's rollouts,
+// the policy's tokens, and the held-out evaluation when one ran (NaN if not).
+struct RlStepFigures {
+  bool on = false;
+  int64_t iteration = 0, pass = 0;  // the rollout batch and the optimizer pass over it (0-based)
+  double reward = 0, well_formed = 0, length = 0, truncated = 0, solved_groups = 0, zero_signal = 0;
+  double rollout_s = 0;                       // generation + verification (first pass only; 0 otherwise)
+  double entropy = 0, kl = 0, clip_frac = 0;  // means over the step's completion tokens
+  int64_t policy_tokens = 0;                  // completion tokens the step trained on (every rank's)
+  double pass1 = std::nan(""), pass_k = std::nan(""), sample_acc = std::nan("");
+  int64_t eval_items = 0, eval_k = 0;
+  double eval_s = 0;
+};
+
 struct StepResult {
   int64_t step = 0;  // 1-based index of the step just taken
   double loss = 0, aux_loss = 0, z_loss = 0, lr = 0, grad_norm = 0;
@@ -55,6 +69,7 @@ struct StepResult {
   int64_t store_bytes = 0;  // parameters, gradients and optimizer state in this rank's store
   // Sparse streaming (stream.expert_density < 1): pruned expert tensors' bytes dense and on the sparse wire.
   int64_t sparse_dense_bytes = 0, sparse_wire_bytes = 0;
+  RlStepFigures rl;
 };
 
 }  // namespace mt

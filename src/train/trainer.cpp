@@ -125,6 +125,21 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
   if (cfg.model.aux_free_bias) t->router_bias_.assign(t->model_->n_moe_layers() * cfg.model.n_experts, 0.0f);
   if (!t->init_router_bias_.empty()) t->router_bias_ = std::move(t->init_router_bias_);
   t->batch_.resize(tc.batch_size * t->model_->tokens_per_sequence());
+  if (cfg.rl.enabled) {
+    if (t->store_->streamed())
+      return cfg.origins.error("stream.enabled",
+                               "reinforcement learning samples from the whole model in memory: "
+                               "weight streaming is not supported with rl.enabled");
+    auto feed = RlFeed::open(cfg, t->dist_->world, t->local_batch());
+    if (!feed) return feed.status();
+    t->rl_ = std::move(*feed);
+    const size_t n = size_t(t->local_batch() * t->model_->seq_len());
+    t->pol_weights_.resize(n);
+    t->pol_adv_.resize(n);
+    t->pol_old_.resize(n);
+    t->pol_ref_.resize(n);
+    t->pol_stats_.resize(n);
+  }
   // The bf16 shadow of the parameters is for computing on them in place;
   // streamed layers are converted as their GEMMs read them.
   if (prec == MatmulPrecision::kBf16 && !t->store_->streamed()) {
@@ -263,11 +278,30 @@ StepResult Trainer::train_step() {
   model_->set_router_loss_coefs(phase.aux_loss_coef >= 0 ? phase.aux_loss_coef : cfg_.model.aux_loss_coef,
                                 phase.z_loss_coef >= 0 ? phase.z_loss_coef : cfg_.model.z_loss_coef);
   r.bucket_dropped.assign(data_->bucket_names().size(), 0);
+  if (rl_) {
+    // The iteration's rollouts, sampled from the model as it is now (the
+    // iteration's first pass), unless a checkpoint restored them.
+    r.rl.on = true;
+    r.rl.iteration = rl_->iteration_of(step_);
+    r.rl.pass = step_ % cfg_.rl.passes;
+    if (!rl_->holds(step_)) {
+      gather_params(full_params_);
+      rl_->make_rollouts(step_, full_params_.data(), bias);
+      r.rl.rollout_s = rl_->rollout_stats().seconds;
+    }
+    model_->set_mtp_loss_weight(0.0);  // the objective is the policy's; MTP modules idle
+  }
   for (int64_t micro = 0; micro < accum; ++micro) {
     // This rank's slice of the micro-batch (all of it in one process).
     const int64_t first = micro * tc.batch_size + batch_offset();
-    for (int64_t b = 0; b < local_batch(); ++b) data_->sequence(step_, first + b, T, ahead, batch_.data() + b * stride);
-    ForwardStats st = forward_backward(grad_scale, bias);
+    ForwardStats st;
+    if (rl_) {
+      st = rl_micro_batch(micro, grad_scale, bias, r.rl);
+    } else {
+      for (int64_t b = 0; b < local_batch(); ++b)
+        data_->sequence(step_, first + b, T, ahead, batch_.data() + b * stride);
+      st = forward_backward(grad_scale, bias);
+    }
     r.loss += st.loss / double(accum);
     r.mtp_loss += st.mtp_loss / double(accum);
     r.mtp_weight = st.mtp_weight;
@@ -289,6 +323,24 @@ StepResult Trainer::train_step() {
   if (opt_.faults)
     opt_.faults->on_gradients(dist_->world.rank(), step_ + 1, store_->grads().data(), int64_t(store_->grads().size()));
   reduce_step_stats(r);  // over ranks
+  if (rl_) {
+    if (rl_->first_pass(step_)) rl_->finish_first_pass();
+    // Token means over every rank's completion tokens (rl_micro_batch summed them).
+    double sums[4] = {r.rl.entropy, r.rl.kl, r.rl.clip_frac, double(r.rl.policy_tokens)};
+    dist_->world.allreduce_sum(sums, 4, "all-reduce (rl token stats)");
+    const double n = std::max(1.0, sums[3]);
+    r.rl.entropy = sums[0] / n;
+    r.rl.kl = sums[1] / n;
+    r.rl.clip_frac = sums[2] / n;
+    r.rl.policy_tokens = int64_t(sums[3]);
+    const RolloutStats& rs = rl_->rollout_stats();
+    r.rl.reward = rs.reward;
+    r.rl.well_formed = rs.well_formed;
+    r.rl.length = rs.length;
+    r.rl.truncated = rs.truncated;
+    r.rl.solved_groups = rs.solved_groups;
+    r.rl.zero_signal = rs.zero_signal;
+  }
   if (dropped_total_.size() != r.bucket_dropped.size()) dropped_total_.assign(r.bucket_dropped.size(), 0);
   for (size_t b = 0; b < r.bucket_dropped.size(); ++b) dropped_total_[b] += r.bucket_dropped[b];
   r.lr = sched.learning_rate(step_) * health_->lr_factor(step_);
@@ -314,6 +366,56 @@ StepResult Trainer::train_step() {
   store_->report(dist_->fsdp->stream_stats(), compute_memory_bytes(), store_bytes(), r);
   finish_step(r);
   return r;
+}
+
+ForwardStats Trainer::rl_micro_batch(int64_t micro, float grad_scale, const float* bias, RlStepFigures& f) {
+  const int64_t T = model_->seq_len(), stride = model_->tokens_per_sequence(), lb = local_batch();
+  const int64_t first = micro * cfg_.train.batch_size + batch_offset();
+  const int64_t accum = schedule().micro_batches(step_);
+  const bool first_pass = rl_->first_pass(step_);
+  for (int64_t b = 0; b < lb; ++b) {
+    rl_->fill_row(first + b, T, stride, batch_.data() + b * stride, pol_weights_.data() + b * T,
+                  pol_adv_.data() + b * T);
+    if (!first_pass) {
+      std::copy(rl_->old_logp(first + b), rl_->old_logp(first + b) + T, pol_old_.begin() + b * T);
+      if (const float* ref = rl_->ref_logp(first + b)) std::copy(ref, ref + T, pol_ref_.begin() + b * T);
+    }
+  }
+  // The weights sum to 1 over the global batch; the micro-batch's losses
+  // enter the step scaled by grad_scale = 1 / accum, so they carry accum.
+  for (float& w : pol_weights_) w *= float(accum);
+  const bool kl = cfg_.rl.kl_beta > 0;
+  if (first_pass && kl) rl_->reference_logp(batch_.data(), lb, stride, pol_ref_.data());
+  policy_.weights = pol_weights_.data();
+  policy_.advantages = pol_adv_.data();
+  policy_.old_logp = first_pass ? nullptr : pol_old_.data();
+  policy_.ref_logp = kl ? pol_ref_.data() : nullptr;
+  policy_.params = PolicyLossParams{float(cfg_.rl.clip_low), float(cfg_.rl.clip_high), float(cfg_.rl.kl_beta)};
+  policy_.stats = pol_stats_.data();
+  model_->set_policy_objective(&policy_);
+  ForwardStats st = forward_backward(grad_scale, bias);
+  model_->set_policy_objective(nullptr);
+  for (int64_t b = 0; b < lb; ++b)
+    if (first_pass) rl_->record(first + b, pol_stats_.data() + b * T, kl ? pol_ref_.data() + b * T : nullptr);
+  for (int64_t n = 0; n < lb * T; ++n)
+    if (pol_weights_[size_t(n)] > 0) {  // a completion token: sums here, means over ranks in train_step
+      f.entropy += pol_stats_[size_t(n)].entropy;
+      f.kl += pol_stats_[size_t(n)].kl;
+      f.clip_frac += pol_stats_[size_t(n)].clipped;
+      ++f.policy_tokens;
+    }
+  return st;
+}
+
+void Trainer::rl_evaluate(StepResult& r) {
+  gather_params(full_params_);
+  const RlEvalStats e = rl_->evaluate(full_params_.data(), router_bias_.empty() ? nullptr : router_bias_.data());
+  r.rl.pass1 = e.pass1;
+  r.rl.pass_k = e.pass_k;
+  r.rl.sample_acc = e.sample_acc;
+  r.rl.eval_items = e.items;
+  r.rl.eval_k = cfg_.rl.eval_k;
+  r.rl.eval_s = e.seconds;
 }
 
 void Trainer::refresh_bf16_params() {
@@ -422,6 +524,23 @@ Status Trainer::run() {
   double step_seconds = 0.0;  // this invocation's, for the health checks' cost
   int64_t steps_run = 0;
   if (tc.health.at_start) MT_RETURN_IF_ERROR(health_check(step_));
+  if (rl_ && rl_->has_held_out() && step_ == 0 && step_ < last) {
+    // Where the policy starts: the figure RL's gain is measured from.
+    StepResult r0;
+    rl_evaluate(r0);
+    if (is_root()) {
+      fmt::print(stderr, "# rl: held-out pass@1 {:.3f}, pass@{} {:.3f} at the start ({} items, {:.1f} s)\n",
+                 r0.rl.pass1, r0.rl.eval_k, r0.rl.pass_k, r0.rl.eval_items, r0.rl.eval_s);
+      if (!opt_.run_dir.empty())
+        append_event(opt_.run_dir, {{"event", "rl_eval"},
+                                    {"step", 0},
+                                    {"pass1", r0.rl.pass1},
+                                    {"pass_k", r0.rl.pass_k},
+                                    {"k", r0.rl.eval_k},
+                                    {"sample_acc", r0.rl.sample_acc},
+                                    {"items", r0.rl.eval_items}});
+    }
+  }
   while (step_ < last) {
     MT_RETURN_IF_ERROR(enter_phase(step_));
     StepResult r = train_step();
@@ -464,7 +583,10 @@ Status Trainer::run() {
           Status::errorf("step {}: loss is {} (diverged); last checkpoint is kept", r.step, r.loss));
     const bool eval = tc.eval_every > 0 && (r.step % tc.eval_every == 0 || r.step == tc.steps);
     if (eval) evaluate(r);
-    if (eval || r.step % tc.log_every == 0 || r.step == tc.steps || r.step == last) {
+    const int64_t rl_every = cfg_.rl.eval_every > 0 ? cfg_.rl.eval_every : tc.eval_every;
+    const bool rl_eval = rl_ && rl_->has_held_out() && rl_every > 0 && (r.step % rl_every == 0 || r.step == tc.steps);
+    if (rl_eval) rl_evaluate(r);
+    if (eval || rl_eval || r.step % tc.log_every == 0 || r.step == tc.steps || r.step == last) {
       r.bucket_tokens = data_->ledger(step_);
       r.bucket_dropped_total = dropped_total_;
       if (!skipped_tokens_.empty()) r.skipped_bucket_tokens.assign(skipped_tokens_.begin(), skipped_tokens_.end());
@@ -477,7 +599,12 @@ Status Trainer::run() {
       const double mfu = flops_of(r) / r.seconds / (peak_gflops_ * 1e9);
       progress.update(
           r.step, tc.steps,
-          fmt::format("{}loss {:.4f}", r.phase.empty() ? std::string() : r.phase + " | ", r.loss) +
+          fmt::format("{}{}loss {:.4f}", r.phase.empty() ? std::string() : r.phase + " | ",
+                      r.rl.on ? fmt::format("reward {:.3f}{} | ", r.rl.reward,
+                                            std::isnan(r.rl.pass1) ? std::string()
+                                                                   : fmt::format(" | pass@1 {:.3f}", r.rl.pass1))
+                              : std::string(),
+                      r.loss) +
               fmt::format("{} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% | dropped {:.1f}%{} | ETA {}",
                           cfg_.model.mtp_depth > 0 ? fmt::format(" | mtp {:.4f} x {:.2g}", r.mtp_loss, r.mtp_weight)
                                                    : std::string(),

@@ -18,6 +18,7 @@
 
 #include "core/bf16.h"
 #include "core/float_buffer.h"
+#include <functional>
 #include <map>
 
 #include "ckpt/checkpoint.h"  // find_latest_checkpoint_dir: the trainer's callers resume with it
@@ -32,6 +33,7 @@
 #include "train/health_monitor.h"
 #include "train/run_config.h"
 #include "train/step_result.h"
+#include "train/rl_feed.h"
 #include "train/weight_store.h"
 
 namespace mt {
@@ -99,6 +101,16 @@ class Trainer {
   void write_metrics(const StepResult& r);
   void update_router_bias(const StepResult& r);
   void evaluate(StepResult& r);  // held-out loss per bucket (or overall) into r
+  // Reinforcement learning (rl.enabled): the micro-batches of a step on the
+  // feed's rollouts, its held-out pass@k, and the whole model's parameters
+  // they are sampled from (gathered from every rank's shard).
+  ForwardStats rl_micro_batch(int64_t micro, float grad_scale, const float* bias, RlStepFigures& f);
+  void rl_evaluate(StepResult& r);
+  void gather_params(std::vector<float>& full) const;
+  // Calls f(lo, chunk) over the whole layout in chunks, each chunk gathered
+  // from every rank's owned elements of what read(local offset, n, out) reads.
+  void for_each_gathered_chunk(const std::function<void(int64_t lo, int64_t n, float* out)>& read,
+                               const std::function<void(int64_t lo, const std::vector<float>& chunk)>& f) const;
   void note_phase_end(int64_t steps_done);
   // The model of a phase's shape (sequence length, RoPE base) over the same parameters.
   std::unique_ptr<Transformer> make_model(const PhaseSpan& ph, LayerActivations acts);
@@ -178,6 +190,11 @@ class Trainer {
   std::vector<int64_t> dropped_total_;  // per bucket (PhasedData::bucket_names()): assignments dropped so far
   double peak_gflops_ = 0.0;
   std::unique_ptr<MetricsLog> metrics_;  // rank 0 with a run directory
+  std::unique_ptr<RlFeed> rl_;           // rl.enabled: the rollouts the steps train on
+  PolicyObjective policy_;               // the model's objective on them
+  std::vector<float> pol_weights_, pol_adv_, pol_old_, pol_ref_;  // (local_batch x T) of a micro-batch
+  std::vector<PolicyTokenStats> pol_stats_;
+  mutable std::vector<float> full_params_;  // gather_params' buffer
 };
 
 }  // namespace mt

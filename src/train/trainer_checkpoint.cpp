@@ -102,7 +102,9 @@ Status check_run_length_change(const std::string& dir, const RunConfig& was_cfg,
 
 Status Trainer::save_checkpoint() {
   // Whole tensors in one process; this rank's pieces of them under MPI.
-  const std::vector<TensorView> views = checkpoint_views();
+  std::vector<TensorView> views = checkpoint_views();
+  if (rl_)
+    for (TensorView& v : rl_->checkpoint_views()) views.push_back(std::move(v));
   nlohmann::json state;
   state["step"] = step_;
   state["seed"] = cfg_.train.seed;
@@ -124,6 +126,7 @@ Status Trainer::save_checkpoint() {
     }
   }
   state["rng"] = {{"kind", "philox4x32-10"}, {"seed", cfg_.train.seed}, {"init_stream", "xxh64(tensor name)"}};
+  if (rl_) state["rl"] = rl_->state();
   state["dist"] = {{"world_size", dist_->world.size()}, {"ep", dist_->shape.ep}, {"fsdp", dist_->shape.fsdp}};
   return ckpt_->start(step_, views, state);
 }
@@ -178,6 +181,7 @@ Status Trainer::restore(const std::string& dir, bool keep_spike_counters) {
       skipped_tokens_ = ck.state["data"]["skipped_bucket_tokens"].get<std::map<std::string, int64_t>>();
   }
   data_->set_skips(std::move(skips));
+  if (rl_) MT_RETURN_IF_ERROR(rl_->restore(ck));
   dropped_total_.assign(data_->bucket_names().size(), 0);
   if (ck.state.contains("data") && ck.state["data"].contains("bucket_dropped"))
     for (size_t b = 0; b < dropped_total_.size(); ++b)

@@ -1,0 +1,44 @@
+// rl_config.cpp — the [rl] keys (see rl_config.h).
+#include "train/rl_config.h"
+
+namespace mt {
+
+void declare_keys(ConfigSchema& s, RlConfig& c) {
+  s.add("rl.enabled", &c.enabled,
+        "a reinforcement-learning run: rollouts of data.sft's task items, rewarded by their verifier, train the "
+        "model with GRPO's objective (moetrain rl sets it)");
+  s.add("rl.group_size", &c.group_size,
+        "G: completions sampled per prompt (train.batch_size x grad_accum / G prompts "
+        "per rollout batch)")
+      .range(2, 1 << 16);
+  s.add("rl.passes", &c.passes, "optimizer steps on each batch of rollouts (1 = strictly on-policy)")
+      .range(1, 1 << 16)
+      .unit("steps");
+  s.add("rl.max_new_tokens", &c.max_new_tokens, "a completion's budget; the end-of-document id ends it sooner")
+      .range(1, 1 << 20)
+      .unit("tokens");
+  s.add("rl.temperature", &c.temperature, "sampling temperature of the rollouts").above(0);
+  s.add("rl.top_p", &c.top_p, "nucleus sampling of the rollouts (1 = off)").above(0).max(1);
+  s.add("rl.clip_low", &c.clip_low, "PPO's clip below 1: the ratio's floor is 1 - clip_low").range(0, 1);
+  s.add("rl.clip_high", &c.clip_high, "PPO's clip above 1 (DAPO's clip-higher: larger than clip_low)").range(0, 10);
+  s.add("rl.kl_beta", &c.kl_beta, "weight of the k3 estimate of KL(policy || reference) per token")
+      .range(0, 100)
+      .note("0 = no KL term and no reference model");
+  s.add("rl.reference", &c.reference, "checkpoint or run directory of the frozen reference model")
+      .note("\"\" = train.init_from (the policy's starting point)");
+  s.add_enum("rl.loss", &c.loss, {"grpo", "dr_grpo"},
+             "grpo: advantages scaled by the group's standard deviation, tokens averaged per completion; dr_grpo: "
+             "unscaled advantages, every token weighing 1 / (completions x max_new_tokens) (Liu et al. 2025)");
+  s.add("rl.eval_every", &c.eval_every, "held-out pass@1 (greedy) and pass@k every N steps, and at the end")
+      .range(0, int64_t(1) << 40)
+      .unit("steps")
+      .note("0 = train.eval_every");
+  s.add("rl.eval_items", &c.eval_items, "held-out items per evaluation, the file's first N")
+      .range(0, 1 << 24)
+      .note("0 = all");
+  s.add("rl.eval_k", &c.eval_k, "samples per held-out item for pass@k").range(1, 1 << 12);
+}
+
+const char* rl_loss_name(RlLoss l) { return l == RlLoss::kDrGrpo ? "dr_grpo" : "grpo"; }
+
+}  // namespace mt

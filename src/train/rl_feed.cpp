@@ -1,0 +1,367 @@
+// rl_feed.cpp — GRPO's rollouts, rewards and buffer (see rl_feed.h).
+#include "train/rl_feed.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "core/hash.h"
+#include "core/rng.h"
+#include "core/timer.h"
+#include "model/decoder.h"
+#include "model/generate.h"
+#include "train/rollouts.h"
+#include "train/verifier.h"
+
+namespace mt {
+
+namespace {
+
+// Sampling streams of the held-out pass@k samples: apart from any rollout's.
+constexpr uint64_t kEvalSeedSalt = 0x9e3779b97f4a7c15ull;
+constexpr int64_t kDecodeChunk = 128;  // contexts per decoder (its KV cache rows)
+
+// Items and their contexts (separator + prompt ids), each checked to leave
+// rl.max_new_tokens of room in a row.
+Status load_items(const std::string& path, const std::string& key, const TextCodec& codec, const RunConfig& cfg,
+                  std::vector<GenItem>& items, std::vector<std::vector<int32_t>>& contexts) {
+  auto read = read_gen_tasks(path);
+  if (!read) return Status::errorf("{}: {}", key, read.status().message());
+  items = std::move(*read);
+  if (items.empty()) return Status::errorf("{}: {} holds no task item", key, path);
+  const int64_t room = cfg.train.seq_len + 1 - cfg.rl.max_new_tokens;
+  for (const GenItem& it : items) {
+    std::vector<int32_t> ctx{codec.end_of_document()};
+    for (int32_t id : codec.encode(it.prompt)) ctx.push_back(id);
+    for (int32_t id : ctx)
+      if (id < 0 || id >= cfg.model.vocab_size)
+        return Status::errorf("{}:{}: the prompt's token {} is outside model.vocab_size {}", path, it.line, id,
+                              cfg.model.vocab_size);
+    if (int64_t(ctx.size()) > room)
+      return Status::errorf(
+          "{}:{}: the prompt is {} tokens (with the end-of-document id before it); a row of "
+          "train.seq_len = {} leaves {} beside rl.max_new_tokens = {}",
+          path, it.line, ctx.size(), cfg.train.seq_len, room, cfg.rl.max_new_tokens);
+    contexts.push_back(std::move(ctx));
+  }
+  return Status::ok();
+}
+
+std::string hash_params(const std::vector<float>& p) { return hex64(xxh64(p.data(), p.size() * sizeof(float), 0)); }
+
+}  // namespace
+
+Result<std::unique_ptr<RlFeed>> RlFeed::open(const RunConfig& cfg, Comm& world, int64_t local_batch) {
+  std::unique_ptr<RlFeed> f(new RlFeed(cfg, world));
+  const RlConfig& rc = cfg.rl;
+  auto codec = open_codec(cfg.data.sft_tokenizer);
+  if (!codec) return Status::errorf("data.sft_tokenizer: {}", codec.status().message());
+  f->codec_ = std::move(*codec);
+  f->sep_ = f->codec_->end_of_document();
+  f->rows_ = cfg.train.batch_size * cfg.train.grad_accum;
+  f->G_ = rc.group_size;
+  f->T_ = cfg.train.seq_len;
+  f->stride_ = cfg.train.seq_len + 1 + cfg.model.mtp_depth;
+  MT_RETURN_IF_ERROR(load_items(cfg.data.sft, "data.sft", *f->codec_, cfg, f->items_, f->contexts_));
+  if (!cfg.data.sft_held_out.empty()) {
+    MT_RETURN_IF_ERROR(
+        load_items(cfg.data.sft_held_out, "data.sft_held_out", *f->codec_, cfg, f->held_out_, f->held_contexts_));
+    if (rc.eval_items > 0 && int64_t(f->held_out_.size()) > rc.eval_items) {
+      f->held_out_.resize(size_t(rc.eval_items));
+      f->held_contexts_.resize(size_t(rc.eval_items));
+    }
+  }
+  if (rc.kl_beta > 0) {
+    f->ref_dir_ = rc.reference.empty() ? cfg.train.init_from : rc.reference;
+    const char* key = rc.reference.empty() ? "train.init_from" : "rl.reference";
+    if (f->ref_dir_.empty())
+      return Status::errorf(
+          "rl.reference: rl.kl_beta = {} needs a reference model (a checkpoint), and "
+          "train.init_from is not set either",
+          rc.kl_beta);
+    auto ref = load_inference_model(f->ref_dir_);
+    if (!ref) return Status::errorf("{}: {}", key, ref.status().message());
+    f->ref_ = std::move(*ref);
+    if (f->ref_.cfg.model.vocab_size != cfg.model.vocab_size)
+      return Status::errorf("{}: the reference {} has model.vocab_size {}, the policy {}", key, f->ref_dir_,
+                            f->ref_.cfg.model.vocab_size, cfg.model.vocab_size);
+    // Same tokenizer: the same ids for the same text, the same end-of-document id.
+    auto ref_codec = open_run_codec(f->ref_, "");
+    if (!ref_codec) return Status::errorf("{}: the reference's tokenizer: {}", key, ref_codec.status().message());
+    const std::string probe = "The reference and the policy must read text alike: 12 + 34 = 46\n";
+    if ((*ref_codec)->encode(probe) != f->codec_->encode(probe) || (*ref_codec)->end_of_document() != f->sep_)
+      return Status::errorf("{}: the reference {} uses another tokenizer ({}) than the policy's data ({})", key,
+                            f->ref_dir_, (*ref_codec)->source(), f->codec_->source());
+    f->ref_model_ = std::make_unique<Transformer>(f->ref_.cfg.model, local_batch, f->T_, MatmulPrecision::kFp32);
+    f->ref_model_->set_document_separator(f->sep_);
+  }
+  return f;
+}
+
+int64_t RlFeed::item_of(int64_t iteration, int64_t p) const {
+  const int64_t n = int64_t(items_.size()), k = iteration * (rows_ / G_) + p;
+  const int64_t epoch = k / n, at = k % n;
+  // The epoch's order: items sorted by a Philox key each (ties by index), as the SFT source orders examples.
+  std::vector<std::pair<uint64_t, int64_t>> keyed(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    keyed[size_t(i)] = {philox_u64(cfg_.train.seed, 0x710000 + uint64_t(epoch), uint64_t(i)), i};
+  std::nth_element(keyed.begin(), keyed.begin() + at, keyed.end());
+  return keyed[size_t(at)].second;
+}
+
+std::pair<int64_t, int64_t> RlFeed::share(int64_t n, int64_t r) const {
+  const int64_t W = world_.size();
+  return {n * r / W, n * (r + 1) / W};
+}
+
+std::vector<std::vector<int32_t>> RlFeed::sample(const float* params, const float* bias,
+                                                 const std::vector<const std::vector<int32_t>*>& contexts,
+                                                 const std::vector<uint64_t>& streams, const SamplingOptions& so) {
+  std::vector<std::vector<int32_t>> out;
+  for (size_t c0 = 0; c0 < contexts.size(); c0 += size_t(kDecodeChunk)) {
+    const size_t c1 = std::min(contexts.size(), c0 + size_t(kDecodeChunk));
+    std::vector<std::vector<int32_t>> prompts;
+    int64_t longest = 0;
+    for (size_t c = c0; c < c1; ++c) {
+      prompts.push_back(*contexts[c]);
+      longest = std::max<int64_t>(longest, int64_t(contexts[c]->size()));
+    }
+    DecoderOptions dopt;
+    dopt.batch = int64_t(prompts.size());
+    dopt.max_len = longest + cfg_.rl.max_new_tokens;
+    Decoder dec(cfg_.model, params, bias, dopt);
+    GenerateOptions go;
+    go.max_new_tokens = cfg_.rl.max_new_tokens;
+    go.stop_token = sep_;
+    go.sampling = so;
+    go.streams.assign(streams.begin() + std::ptrdiff_t(c0), streams.begin() + std::ptrdiff_t(c1));
+    GenerateResult g = generate(dec, prompts, go);
+    for (auto& t : g.tokens) out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<std::vector<int32_t>> RlFeed::exchange(const std::vector<std::vector<int32_t>>& mine, int64_t n) {
+  const int64_t W = world_.size(), M = cfg_.rl.max_new_tokens;
+  std::vector<int64_t> counts(static_cast<size_t>(W)), displs(static_cast<size_t>(W));
+  for (int64_t r = 0; r < W; ++r) {
+    const auto [lo, hi] = share(n, r);
+    counts[size_t(r)] = (hi - lo) * M;
+    displs[size_t(r)] = lo * M;
+  }
+  std::vector<float> send(mine.size() * static_cast<size_t>(M), -1.0f), all(static_cast<size_t>(n * M), -1.0f);
+  for (size_t i = 0; i < mine.size(); ++i)
+    for (size_t j = 0; j < mine[i].size(); ++j) send[i * size_t(M) + j] = float(mine[i][j]);  // ids < 2^24: exact
+  world_.allgatherv(send.data(), counts[size_t(world_.rank())], all.data(), counts.data(), displs.data(), DType::kF32,
+                    "all-gather (rollouts)");
+  std::vector<std::vector<int32_t>> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < M && all[size_t(i * M + j)] >= 0; ++j)
+      out[size_t(i)].push_back(int32_t(all[size_t(i * M + j)]));
+  return out;
+}
+
+void RlFeed::make_rollouts(int64_t step, const float* params, const float* bias) {
+  const double t0 = now_seconds();
+  const int64_t it = iteration_of(step);
+  row_item_.resize(size_t(rows_));
+  for (int64_t k = 0; k < rows_; ++k)
+    row_item_[size_t(k)] = k % G_ == 0 ? item_of(it, k / G_) : row_item_[size_t(k - 1)];
+  const auto [lo, hi] = share(rows_, world_.rank());
+  std::vector<const std::vector<int32_t>*> ctx;
+  std::vector<uint64_t> streams;
+  for (int64_t k = lo; k < hi; ++k) {
+    ctx.push_back(&contexts_[size_t(row_item_[size_t(k)])]);
+    streams.push_back(uint64_t(it) * uint64_t(rows_) + uint64_t(k));
+  }
+  SamplingOptions so;
+  so.temperature = cfg_.rl.temperature;
+  so.top_p = cfg_.rl.top_p;
+  so.seed = cfg_.train.seed;
+  completions_ = exchange(sample(params, bias, ctx, streams, so), rows_);
+  iteration_ = it;
+  score();
+  old_logp_.assign(size_t(rows_ * T_), 0.0f);
+  if (ref_model_) ref_logp_.assign(size_t(rows_ * T_), 0.0f);
+  recorded_.assign(size_t(rows_), 0);
+  have_logp_ = false;
+  stats_.seconds = now_seconds() - t0;
+}
+
+void RlFeed::score() {
+  std::vector<int32_t> body;
+  rewards_.assign(size_t(rows_), 0.0);
+  RolloutStats s;
+  s.rollouts = rows_;
+  for (int64_t k = 0; k < rows_; ++k) {
+    const GenItem& item = items_[size_t(row_item_[size_t(k)])];
+    const std::vector<int32_t>& c = completions_[size_t(k)];
+    const bool ended = !c.empty() && c.back() == sep_;
+    const Verdict v =
+        verify(check_of(item), item.answer, codec_->decode(c.data(), int64_t(c.size()) - (ended ? 1 : 0)));
+    rewards_[size_t(k)] = v.correct ? 1.0 : 0.0;
+    s.reward += rewards_[size_t(k)] / double(rows_);
+    s.well_formed += (v.well_formed ? 1.0 : 0.0) / double(rows_);
+    s.length += double(c.size()) / double(rows_);
+    s.truncated += (ended ? 0.0 : 1.0) / double(rows_);
+  }
+  for (int64_t g0 = 0; g0 < rows_; g0 += G_) {
+    double lo = 1.0, hi = 0.0;
+    for (int64_t i = 0; i < G_; ++i) {
+      lo = std::min(lo, rewards_[size_t(g0 + i)]);
+      hi = std::max(hi, rewards_[size_t(g0 + i)]);
+    }
+    s.solved_groups += (hi > 0 ? 1.0 : 0.0) * double(G_) / double(rows_);
+    s.zero_signal += (hi == lo ? 1.0 : 0.0) * double(G_) / double(rows_);
+  }
+  advantages_ = group_advantages(rewards_, G_, cfg_.rl.loss);
+  stats_ = s;
+}
+
+void RlFeed::fill_row(int64_t index, int64_t T, int64_t stride, int32_t* tokens, float* weights,
+                      float* advantages) const {
+  MT_CHECK(T == T_ && index >= 0 && index < rows_, "rl row {} of {} (T {} vs {})", index, rows_, T, T_);
+  const std::vector<int32_t>& ctx = contexts_[size_t(row_item_[size_t(index)])];
+  const std::vector<int32_t>& c = completions_[size_t(index)];
+  rollout_row(ctx, c, sep_, stride, tokens);
+  const float w = rollout_token_weight(cfg_.rl.loss, rows_, int64_t(c.size()), cfg_.rl.max_new_tokens);
+  rollout_positions(int64_t(ctx.size()), int64_t(c.size()), w, advantages_[size_t(index)], T, weights, advantages);
+}
+
+bool RlFeed::reference_logp(const int32_t* rows, int64_t n, int64_t stride, float* out) {
+  if (!ref_model_) return false;
+  MT_CHECK(n == ref_model_->batch(), "reference forward of {} rows, sized for {}", n, ref_model_->batch());
+  ref_rows_.resize(size_t(n * (T_ + 1)));
+  for (int64_t b = 0; b < n; ++b)
+    std::copy(rows + b * stride, rows + b * stride + T_ + 1, ref_rows_.begin() + b * (T_ + 1));
+  ref_model_->forward(ref_.params.data(), ref_rows_.data(), ref_.bias());
+  const std::vector<float>& ce = ref_model_->token_losses();
+  for (int64_t i = 0; i < n * T_; ++i) out[i] = -ce[size_t(i)];
+  return true;
+}
+
+void RlFeed::record(int64_t index, const PolicyTokenStats* stats, const float* ref_lp) {
+  for (int64_t t = 0; t < T_; ++t) old_logp_[size_t(index * T_ + t)] = stats[t].logp;
+  if (ref_lp && !ref_logp_.empty()) std::copy(ref_lp, ref_lp + T_, ref_logp_.begin() + index * T_);
+  recorded_[size_t(index)] = 1;
+}
+
+void RlFeed::finish_first_pass() {
+  // Each row was recorded by one rank; the sum over ranks (in rank order, of
+  // that value and zeros) is the value itself, bit for bit.
+  for (std::vector<float>* v : {&old_logp_, &ref_logp_}) {
+    if (v->empty()) continue;
+    std::vector<double> d(v->begin(), v->end());
+    world_.allreduce_sum(d.data(), int64_t(d.size()), "all-reduce (rollout log-probabilities)");
+    for (size_t i = 0; i < d.size(); ++i) (*v)[i] = float(d[i]);
+  }
+  have_logp_ = true;
+}
+
+RlEvalStats RlFeed::evaluate(const float* params, const float* bias) {
+  const double t0 = now_seconds();
+  RlEvalStats e;
+  const int64_t n = int64_t(held_out_.size()), k = cfg_.rl.eval_k;
+  e.items = n;
+  if (n == 0) return e;
+  const auto [lo, hi] = share(n, world_.rank());
+  std::vector<const std::vector<int32_t>*> greedy_ctx, sample_ctx;
+  std::vector<uint64_t> greedy_streams, sample_streams;
+  for (int64_t i = lo; i < hi; ++i) {
+    greedy_ctx.push_back(&held_contexts_[size_t(i)]);
+    greedy_streams.push_back(uint64_t(i));
+    for (int64_t j = 0; j < k; ++j) {
+      sample_ctx.push_back(&held_contexts_[size_t(i)]);
+      sample_streams.push_back(uint64_t(i * k + j));
+    }
+  }
+  SamplingOptions greedy;
+  greedy.temperature = 0.0;
+  SamplingOptions so;
+  so.temperature = cfg_.rl.temperature;
+  so.top_p = cfg_.rl.top_p;
+  so.seed = cfg_.train.seed ^ kEvalSeedSalt;
+  const auto g = sample(params, bias, greedy_ctx, greedy_streams, greedy);
+  const auto s = sample(params, bias, sample_ctx, sample_streams, so);
+  auto correct = [&](int64_t item, const std::vector<int32_t>& c) {
+    const bool ended = !c.empty() && c.back() == sep_;
+    const GenItem& it = held_out_[size_t(item)];
+    return verify(check_of(it), it.answer, codec_->decode(c.data(), int64_t(c.size()) - (ended ? 1 : 0))).correct;
+  };
+  int64_t hits[3] = {0, 0, 0};  // greedy, any of k, samples
+  for (int64_t i = lo; i < hi; ++i) {
+    hits[0] += correct(i, g[size_t(i - lo)]) ? 1 : 0;
+    int64_t c = 0;
+    for (int64_t j = 0; j < k; ++j) c += correct(i, s[size_t((i - lo) * k + j)]) ? 1 : 0;
+    hits[1] += c > 0 ? 1 : 0;
+    hits[2] += c;
+  }
+  world_.allreduce_sum(hits, 3, "all-reduce (held-out pass@k)");
+  e.pass1 = double(hits[0]) / double(n);
+  e.pass_k = double(hits[1]) / double(n);
+  e.sample_acc = double(hits[2]) / double(n * k);
+  e.seconds = now_seconds() - t0;
+  return e;
+}
+
+std::vector<TensorView> RlFeed::checkpoint_views() const {
+  std::vector<TensorView> v;
+  if (iteration_ < 0 || world_.rank() != 0) return v;
+  const int64_t M = cfg_.rl.max_new_tokens;
+  saved_completions_.assign(size_t(rows_ * M), -1.0f);
+  for (int64_t i = 0; i < rows_; ++i)
+    for (size_t j = 0; j < completions_[size_t(i)].size(); ++j)
+      saved_completions_[size_t(i * M) + j] = float(completions_[size_t(i)][j]);
+  v.push_back({"rl.completions", {rows_, M}, saved_completions_.data()});
+  if (have_logp_) {
+    v.push_back({"rl.old_logp", {rows_, T_}, old_logp_.data()});
+    if (!ref_logp_.empty()) v.push_back({"rl.ref_logp", {rows_, T_}, ref_logp_.data()});
+  }
+  return v;
+}
+
+nlohmann::json RlFeed::state() const {
+  nlohmann::json j = {{"iteration", iteration_}, {"have_logp", have_logp_}};
+  if (!ref_dir_.empty()) j["reference"] = {{"dir", ref_dir_}, {"params_xxh64", hash_params(ref_.params)}};
+  return j;
+}
+
+Status RlFeed::restore(const LoadedCheckpoint& ck) {
+  if (!ck.state.contains("rl"))
+    return Status::errorf("{}: no \"rl\" state in a reinforcement-learning run's checkpoint", ck.dir);
+  const nlohmann::json& j = ck.state["rl"];
+  if (!ref_dir_.empty() && j.contains("reference")) {
+    const std::string was = j["reference"].value("params_xxh64", ""), now = hash_params(ref_.params);
+    if (was != now)
+      return Status::errorf(
+          "{}: the run's reference model changed: {} had parameters xxh64 {}, {} now has {} "
+          "(rl.reference)",
+          ck.dir, j["reference"].value("dir", ""), was, ref_dir_, now);
+  }
+  iteration_ = j.value("iteration", int64_t(-1));
+  have_logp_ = j.value("have_logp", false);
+  if (iteration_ < 0) return Status::ok();
+  const int64_t M = cfg_.rl.max_new_tokens;
+  std::vector<float> comp(size_t(rows_ * M));
+  MT_RETURN_IF_ERROR(load_into(ck, "rl.completions", {rows_, M}, comp.data()));
+  row_item_.resize(size_t(rows_));
+  completions_.assign(size_t(rows_), {});
+  for (int64_t k = 0; k < rows_; ++k) {
+    row_item_[size_t(k)] = k % G_ == 0 ? item_of(iteration_, k / G_) : row_item_[size_t(k - 1)];
+    for (int64_t m = 0; m < M && comp[size_t(k * M + m)] >= 0; ++m)
+      completions_[size_t(k)].push_back(int32_t(comp[size_t(k * M + m)]));
+  }
+  score();
+  old_logp_.assign(size_t(rows_ * T_), 0.0f);
+  if (ref_model_) ref_logp_.assign(size_t(rows_ * T_), 0.0f);
+  recorded_.assign(size_t(rows_), 0);
+  if (have_logp_) {
+    MT_RETURN_IF_ERROR(load_into(ck, "rl.old_logp", {rows_, T_}, old_logp_.data()));
+    if (ref_model_) MT_RETURN_IF_ERROR(load_into(ck, "rl.ref_logp", {rows_, T_}, ref_logp_.data()));
+  }
+  return Status::ok();
+}
+
+}  // namespace mt

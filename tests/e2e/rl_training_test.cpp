@@ -1,0 +1,141 @@
+// rl_training_test.cpp — `moetrain rl` through the real binary: a tiny
+// pretrained run trained with GRPO on task items starts from its weights,
+// records rollout and held-out figures per step; SIGKILL in the middle of
+// an iteration (past its first pass, so the rollout buffer and the first
+// pass's log-probabilities must come back from the checkpoint), then
+// --resume, ends with the uninterrupted state hash, the reference's
+// identity checked; bad input is refused naming what is wrong.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include "support/e2e.h"
+
+namespace mt {
+namespace {
+
+using ::testing::HasSubstr;
+namespace e2e = mt::e2e;
+
+class RlTraining : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    tmp_ = new e2e::TempDir();
+    const auto base = e2e::train({"--preset", "tiny-test", "--set", "train.steps=4", "--set", "train.seq_len=64",
+                                  "--set", "train.threads=1", "--run-dir", dir() + "/base"});
+    ASSERT_EQ(base.exit_code, 0) << base;
+    const auto items = e2e::moetrain(
+        {"tasks", "make", "copy", "--length", "4", "--split", "train", "--n", "40", "--out", dir() + "/items.jsonl"});
+    ASSERT_EQ(items.exit_code, 0) << items;
+    const auto held = e2e::moetrain(
+        {"tasks", "make", "copy", "--length", "4", "--split", "held-out", "--n", "6", "--out", dir() + "/held.jsonl"});
+    ASSERT_EQ(held.exit_code, 0) << held;
+  }
+  static void TearDownTestSuite() { delete tmp_; }
+  static std::string dir() { return tmp_->path(); }
+  // 6 steps: 3 iterations of 2 passes over 4 prompts x 4 completions, a KL term to the starting point.
+  static std::vector<std::string> rl(const std::string& run, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = {"rl",         "--no-progress",
+                                  "--init",     dir() + "/base",
+                                  "--tasks",    dir() + "/items.jsonl",
+                                  "--held-out", dir() + "/held.jsonl",
+                                  "--run-dir",  run,
+                                  "--set",      "train.steps=6",
+                                  "--set",      "rl.group_size=4",
+                                  "--set",      "train.batch_size=16",
+                                  "--set",      "rl.passes=2",
+                                  "--set",      "rl.kl_beta=0.05",
+                                  "--set",      "rl.max_new_tokens=8",
+                                  "--set",      "rl.eval_k=2",
+                                  "--set",      "train.eval_every=3",
+                                  "--set",      "train.checkpoint_every=1",
+                                  "--set",      "train.threads=1"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  static e2e::TempDir* tmp_;
+};
+e2e::TempDir* RlTraining::tmp_ = nullptr;
+
+TEST_F(RlTraining, RecordsRolloutsAndResumesMidIterationBitForBit) {
+  const std::string a = dir() + "/a";
+  const auto whole = e2e::moetrain(rl(a), 300);
+  ASSERT_EQ(whole.exit_code, 0) << whole;
+  EXPECT_THAT(whole.err, HasSubstr("# init: weights of"));
+  EXPECT_THAT(whole.err, HasSubstr("# rl: held-out pass@1"));
+  const auto rows = e2e::read_metrics(a);
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_TRUE(e2e::has_steps_1_to_n(rows, 6));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    ASSERT_TRUE(r.contains("rl")) << r.dump();
+    EXPECT_EQ(r["rl"]["iteration"].get<int64_t>(), int64_t(i / 2));
+    EXPECT_EQ(r["rl"]["pass"].get<int64_t>(), int64_t(i % 2));
+    EXPECT_GT(r["rl"]["policy_tokens"].get<int64_t>(), 0);
+    EXPECT_GT(r["rl"]["response_len"].get<double>(), 0.0);
+    EXPECT_GE(r["rl"]["reward"].get<double>(), 0.0);
+    EXPECT_LE(r["rl"]["reward"].get<double>(), 1.0);
+    EXPECT_GT(r["rl"]["entropy"].get<double>(), 0.0);
+    if (i % 2 == 0) {
+      EXPECT_EQ(r["rl"]["clip_frac"].get<double>(), 0.0) << "the first pass is on-policy: ratio 1";
+    } else {  // the second pass saw the first's update: its KL to the reference is no longer 0
+      EXPECT_GT(r["rl"]["kl"].get<double>(), 0.0) << r.dump();
+    }
+    // The rollouts of an iteration are its passes' both.
+    if (i % 2 == 1) {
+      EXPECT_EQ(r["rl"]["reward"], rows[i - 1]["rl"]["reward"]);
+    }
+  }
+  EXPECT_TRUE(rows[2]["rl"].contains("eval")) << rows[2].dump();
+  EXPECT_TRUE(rows[5]["rl"].contains("eval")) << rows[5].dump();
+  EXPECT_EQ(rows[5]["rl"]["eval"]["items"].get<int64_t>(), 6);
+  EXPECT_EQ(e2e::read_events(a, "rl_eval").size(), 1u) << "the evaluation at the start";
+  EXPECT_THAT(e2e::read_file(a + "/config.toml"), HasSubstr("enabled = true"));
+
+  // Killed in step 4 (iteration 1's second pass): resumed from step 3's
+  // checkpoint, whose buffer holds iteration 1's rollouts and log-probabilities.
+  const std::string b = dir() + "/b";
+  const auto killed = e2e::moetrain(rl(b, {"--inject-fault", "kill:0:4"}), 300);
+  ASSERT_EQ(killed.term_signal, SIGKILL) << killed;
+  const auto resumed =
+      e2e::moetrain({"rl", "--no-progress", "--resume", "--run-dir", b, "--set", "train.threads=1"}, 300);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed;
+  EXPECT_THAT(resumed.err, HasSubstr("resumed from"));
+  EXPECT_EQ(e2e::done_state_hash(resumed.err), e2e::done_state_hash(whole.err));
+  const auto again = e2e::read_metrics(b);
+  ASSERT_EQ(again.size(), 6u);
+  EXPECT_EQ(again[3]["rl"]["reward"], rows[3]["rl"]["reward"]);
+  EXPECT_EQ(again[3]["loss"], rows[3]["loss"]);
+}
+
+TEST_F(RlTraining, BadInputIsRefusedNamingIt) {
+  e2e::write_file(dir() + "/bad.jsonl",
+                  "{\"id\": \"a\", \"family\": \"copy\", \"prompt\": \"x\", \"answer\": \"x\"}\n{\"id\": \"b\"}\n");
+  std::vector<std::string> bad = rl(dir() + "/bad-run");
+  bad[5] = dir() + "/bad.jsonl";  // --tasks
+  const auto malformed = e2e::moetrain(bad);
+  EXPECT_EQ(malformed.exit_code, 2) << malformed;
+  EXPECT_THAT(malformed.err, HasSubstr("bad.jsonl:2"));
+  EXPECT_FALSE(std::filesystem::exists(dir() + "/bad-run/checkpoints"));
+
+  const auto group = e2e::moetrain(rl(dir() + "/group", {"--set", "rl.group_size=3"}));
+  EXPECT_EQ(group.exit_code, 2) << group;
+  EXPECT_THAT(group.err, HasSubstr("rl.group_size"));
+
+  // A reference of another vocabulary.
+  const auto other = e2e::train({"--preset", "tiny-test", "--set", "train.steps=1", "--set", "model.vocab_size=384",
+                                 "--set", "train.threads=1", "--run-dir", dir() + "/other"});
+  ASSERT_EQ(other.exit_code, 0) << other;
+  const auto ref = e2e::moetrain(rl(dir() + "/ref", {"--set", "rl.reference=" + dir() + "/other"}));
+  EXPECT_EQ(ref.exit_code, 1) << ref;
+  EXPECT_THAT(ref.err, HasSubstr("rl.reference"));
+  EXPECT_THAT(ref.err, HasSubstr("vocab_size"));
+
+  const auto no_init = e2e::moetrain({"rl", "--tasks", dir() + "/items.jsonl", "--run-dir", dir() + "/x"});
+  EXPECT_EQ(no_init.exit_code, 2) << no_init;
+  EXPECT_THAT(no_init.err, HasSubstr("--init"));
+}
+
+}  // namespace
+}  // namespace mt
