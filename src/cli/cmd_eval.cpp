@@ -279,10 +279,13 @@ Result<int64_t> generative_max_len(const TaskFile& task, const InferenceModel& m
   encode_gen(codec, task.gen, prompts, answer_tokens);
   MT_RETURN_IF_ERROR(check_vocab(prompts, codec, m.cfg.model.vocab_size));
   const int64_t trained = m.cfg.train.seq_len;
-  int64_t longest = 1, past = 0;
+  int64_t longest_prompt = 1, longest_answer = 1, past = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     const int64_t positions = int64_t(prompts[i].size()) - 1 + answer_tokens[i];
-    longest = std::max(longest, positions + 1);
+    // A batch decodes as many tokens as its longest answer after each of its
+    // prompts, so the cache holds the longest prompt plus the longest answer.
+    longest_prompt = std::max(longest_prompt, int64_t(prompts[i].size()));
+    longest_answer = std::max(longest_answer, answer_tokens[i]);
     if (positions <= trained) continue;
     ++past;
     if (a.past_seq_len) continue;
@@ -298,6 +301,7 @@ Result<int64_t> generative_max_len(const TaskFile& task, const InferenceModel& m
     fmt::print(stderr, "# warning: task {}: {} of {} items need more than the {} positions the model was trained on\n",
                task.name, past, prompts.size(), trained);
   const int64_t batch = std::min<int64_t>(a.batch, int64_t(prompts.size()));
+  const int64_t longest = longest_prompt + longest_answer;
   const double kv = KvCache::planned_bytes(m.cfg.model, batch, longest, KvDtype::kF32);
   if (kv + 4.0 * double(m.params.size()) > physical_memory_bytes()) {
     usage = true;

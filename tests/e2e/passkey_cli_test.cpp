@@ -230,6 +230,22 @@ TEST(PasskeyCli, ExactMatchOfTheModelsOwnGreedyContinuation) {
   EXPECT_TRUE(own["by_depth"].empty());  // no passkey metadata: no breakdowns
 }
 
+// One batch decodes as many tokens as its longest answer after every prompt:
+// the longest prompt with a one-byte answer beside a short prompt with a long
+// answer must fit the decoder (it once stopped on a failed check).
+TEST(PasskeyCli, ABatchOfLongPromptsAndLongAnswersFitsTheDecoder) {
+  TempDir tmp;
+  json long_prompt = {{"id", "a"}, {"family", "copy"}, {"prompt", "Q: a prompt much longer than the other A:"},
+                      {"answer", " x"}};
+  json long_answer = {{"id", "b"}, {"family", "copy"}, {"prompt", "Q:"}, {"answer", " a long answer of bytes"}};
+  write_file(tmp / "mixed.jsonl", long_prompt.dump() + "\n" + long_answer.dump() + "\n");
+  const auto r = moetrain({"eval", "--ckpt", trained().run, "--tasks", tmp / "mixed.jsonl", "--no-held-out",
+                           "--out", tmp / "e.json", "--no-progress"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const json j = json::parse(read_file(tmp / "e.json"));
+  EXPECT_EQ(j["tasks"][0]["docs"].get<int64_t>(), 2);
+}
+
 TEST(PasskeyCli, PromptsPastSeqLenAreRefusedNamingTheItem) {
   TempDir tmp;
   auto args = make_args("held-out", "2", "150,400");
