@@ -4,7 +4,7 @@
 // prompts rolled out, their answers verified) and the weights taken from the
 // checkpoint, then the user's --set overrides. Defaults that differ from
 // pretraining, as TRL's GRPOTrainer and the DeepSeekMath recipe set them:
-//   train.lr             a tenth of the checkpoint's, constant, no warmup
+//   train.lr             a tenth of the checkpoint's, constant after a warmup of 5% of the steps
 //   train.batch_size     rl.group_size x 8 prompts per rollout batch
 //   train.seq_len        the longest prompt + rl.max_new_tokens, rounded up to 16
 //   train.steps          100
