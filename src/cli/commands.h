@@ -12,6 +12,7 @@ using CommandAction = std::function<ExitCode()>;
 void register_train(CLI::App& app, CommandAction& run);
 void register_sft(CLI::App& app, CommandAction& run);  // supervised fine-tuning from a checkpoint
 void register_rl(CLI::App& app, CommandAction& run);   // reinforcement learning (GRPO) from a checkpoint
+void register_distill(CLI::App& app, CommandAction& run);  // on-policy distillation toward a teacher
 void register_bench(CLI::App& app, CommandAction& run);
 void register_ckpt(CLI::App& app, CommandAction& run);
 void register_report(CLI::App& app, CommandAction& run);

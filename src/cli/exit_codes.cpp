@@ -81,6 +81,18 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
         {ExitCode::kRefused, kMpiTimeout},
         {ExitCode::kStoppedBySigint, "stopped by Ctrl-C (SIGINT) with a checkpoint, as `train` is"},
         {ExitCode::kStoppedBySigterm, "stopped by SIGTERM with a checkpoint, as `train` is"}}},
+      {"distill",
+       "src/cli/cmd_distill.cpp, src/cli/cmd_train.cpp (run_training)",
+       {{ExitCode::kFailed,
+         "the trainer could not start or a step failed, as for `train` (among them: the student's or "
+         "`rl.teacher`'s checkpoint cannot be read, or the teacher has another vocabulary or tokenizer)"},
+        {ExitCode::kUsage,
+         "no `--init`/`--teacher`/`--tasks` (and no run to `--resume`); a `--mode` other than on_policy, "
+         "forward_kl, sft; a malformed task item (named as FILE:LINE and field) or `--set`; a `--run-dir` that "
+         "already holds a run"},
+        {ExitCode::kRefused, kMpiTimeout},
+        {ExitCode::kStoppedBySigint, "stopped by Ctrl-C (SIGINT) with a checkpoint, as `train` is"},
+        {ExitCode::kStoppedBySigterm, "stopped by SIGTERM with a checkpoint, as `train` is"}}},
       {"bench",
        "src/cli/cmd_bench.cpp",
        {{ExitCode::kFailed,

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   mt::register_train(app, run);
   mt::register_sft(app, run);
   mt::register_rl(app, run);
+  mt::register_distill(app, run);
   mt::register_bench(app, run);
   mt::register_doctor(app, run);
   mt::register_ckpt(app, run);

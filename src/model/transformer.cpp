@@ -296,7 +296,14 @@ double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale, 
   for (int64_t r0 = 0; r0 < N_; r0 += kHeadChunk) {
     const int64_t R = std::min(kHeadChunk, N_ - r0);
     linear_forward(logits_.data(), hf.at(r0 * D), W, R, V, D, prec_);
-    if (rl) {
+    if (rl && policy->teacher_logp != nullptr) {
+      const PolicyObjective& p = *policy;
+      distill_loss_forward_backward(losses_.data() + r0, logits_.data(), p.teacher_logp + r0 * V, p.weights + r0, R, V,
+                                    p.divergence, grad_scale);
+      for (int64_t r = r0; r < r0 + R; ++r)
+        p.stats[r] = PolicyTokenStats{0.0f, 0.0f, p.weights[r] > 0 ? losses_[r] / p.weights[r] : 0.0f, 0};
+      linear_backward(dhf + r0 * D, head.grad(off_.head), logits_.data(), hf.at(r0 * D), W, R, V, D, 0.0f, prec_);
+    } else if (rl) {
       const PolicyObjective& p = *policy;
       policy_loss_forward_backward(losses_.data() + r0, p.stats + r0, logits_.data(), targets + r0, p.weights + r0,
                                    p.advantages + r0, p.old_logp ? p.old_logp + r0 : nullptr,

@@ -16,6 +16,7 @@
 #include "model/parallel_hooks.h"
 #include "model/param_layout.h"
 #include "model/weights.h"
+#include "kernels/cpu/distill_loss.h"
 #include "kernels/cpu/policy_loss.h"
 
 namespace mt {
@@ -62,6 +63,11 @@ enum class LayerActivations { kKeep, kRecompute };
 // sum_n weights[n] L_n, so weights that sum to 1 over the global batch give
 // each data-parallel replica its share of it. Positions whose target is
 // flagged no-loss contribute nothing. MTP modules keep their cross-entropy.
+// With teacher_logp set, the objective is distillation instead
+// (kernels/cpu/distill_loss.h): per position the divergence between the
+// model's distribution and the teacher's log-probabilities (N, V), weighted
+// the same way; advantages and the log-probabilities are not read, and
+// stats[n].kl holds position n's divergence.
 struct PolicyObjective {
   const float* weights = nullptr;
   const float* advantages = nullptr;
@@ -69,6 +75,8 @@ struct PolicyObjective {
   const float* ref_logp = nullptr;
   PolicyLossParams params;
   PolicyTokenStats* stats = nullptr;  // (N) out: log-prob, entropy, KL, clipped per position
+  const float* teacher_logp = nullptr;  // (N, V): distillation toward it
+  DistillDivergence divergence = DistillDivergence::kReverseKl;
 };
 
 class Transformer {

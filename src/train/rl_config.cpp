@@ -29,6 +29,13 @@ void declare_keys(ConfigSchema& s, RlConfig& c) {
   s.add_enum("rl.loss", &c.loss, {"grpo", "dr_grpo"},
              "grpo: advantages scaled by the group's standard deviation, tokens averaged per completion; dr_grpo: "
              "unscaled advantages, every token weighing 1 / (completions x max_new_tokens) (Liu et al. 2025)");
+  s.add_enum("rl.objective", &c.objective, {"grpo", "reverse_kl", "forward_kl", "teacher_sft"},
+             "what the rollouts train: grpo on their rewards; reverse_kl: on-policy distillation (the model samples, "
+             "reverse KL to rl.teacher over the vocabulary); forward_kl: knowledge distillation on the teacher's "
+             "samples; teacher_sft: cross-entropy on the teacher's samples")
+      .note("moetrain distill sets it from --mode");
+  s.add("rl.teacher", &c.teacher, "distillation's teacher: a checkpoint or run directory with the same tokenizer")
+      .note("required unless rl.objective = \"grpo\"");
   s.add("rl.eval_every", &c.eval_every, "held-out pass@1 (greedy) and pass@k every N steps, and at the end")
       .range(0, int64_t(1) << 40)
       .unit("steps")
@@ -40,5 +47,19 @@ void declare_keys(ConfigSchema& s, RlConfig& c) {
 }
 
 const char* rl_loss_name(RlLoss l) { return l == RlLoss::kDrGrpo ? "dr_grpo" : "grpo"; }
+
+const char* rl_objective_name(RlObjective o) {
+  switch (o) {
+    case RlObjective::kGrpo:
+      return "grpo";
+    case RlObjective::kReverseKl:
+      return "reverse_kl";
+    case RlObjective::kForwardKl:
+      return "forward_kl";
+    case RlObjective::kTeacherSft:
+      return "teacher_sft";
+  }
+  return "?";
+}
 
 }  // namespace mt

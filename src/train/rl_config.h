@@ -19,6 +19,14 @@ namespace mt {
 //            rl.max_new_tokens): no length or difficulty bias (Liu et al. 2025)
 enum class RlLoss { kGrpo, kDrGrpo };
 
+// What the rollouts train: GRPO on their rewards, or distillation toward a
+// teacher (`moetrain distill`): on-policy (the student samples, reverse KL
+// to the teacher over the vocabulary at every sampled position), or the two
+// off-policy baselines on the teacher's samples (forward KL to its
+// distribution: knowledge distillation; cross-entropy on its tokens: SFT on
+// teacher samples).
+enum class RlObjective { kGrpo, kReverseKl, kForwardKl, kTeacherSft };
+
 struct RlConfig {
   bool enabled = false;         // a reinforcement-learning run (`moetrain rl` sets it)
   int64_t group_size = 8;       // G: completions sampled per prompt
@@ -30,6 +38,8 @@ struct RlConfig {
   double kl_beta = 0.0;                    // weight of the k3 KL term to the reference; 0 = no reference
   std::string reference;                   // checkpoint of the frozen reference; "" = train.init_from
   RlLoss loss = RlLoss::kGrpo;
+  RlObjective objective = RlObjective::kGrpo;
+  std::string teacher;      // distillation: the teacher's checkpoint or run directory
   int64_t eval_every = 0;   // held-out pass@1 / pass@k every N steps (and at the end); 0 = train.eval_every
   int64_t eval_items = 64;  // held-out items per evaluation (the first N); 0 = all
   int64_t eval_k = 4;       // samples per held-out item for pass@k
@@ -37,5 +47,10 @@ struct RlConfig {
 
 void declare_keys(ConfigSchema& s, RlConfig& c);
 const char* rl_loss_name(RlLoss l);
+const char* rl_objective_name(RlObjective o);
+// Whether the objective's rollouts are the teacher's samples (the off-policy baselines).
+inline bool samples_from_teacher(RlObjective o) {
+  return o == RlObjective::kForwardKl || o == RlObjective::kTeacherSft;
+}
 
 }  // namespace mt

@@ -10,6 +10,7 @@
 #include "core/hash.h"
 #include "core/rng.h"
 #include "core/timer.h"
+#include "kernels/cpu/distill_loss.h"
 #include "model/decoder.h"
 #include "model/generate.h"
 #include "train/rollouts.h"
@@ -51,6 +52,26 @@ Status load_items(const std::string& path, const std::string& key, const TextCod
 
 std::string hash_params(const std::vector<float>& p) { return hex64(xxh64(p.data(), p.size() * sizeof(float), 0)); }
 
+// A frozen model beside the policy (the reference, the teacher): its
+// checkpoint, refused naming `key` unless it reads text exactly as the
+// policy's data does (the same vocabulary size, the same ids for the same
+// text, the same end-of-document id).
+Result<InferenceModel> load_companion(const std::string& dir, const char* key, const RunConfig& cfg,
+                                      const TextCodec& codec) {
+  auto m = load_inference_model(dir);
+  if (!m) return Status::errorf("{}: {}", key, m.status().message());
+  if (m->cfg.model.vocab_size != cfg.model.vocab_size)
+    return Status::errorf("{}: {} has model.vocab_size {}, the policy {}", key, dir, m->cfg.model.vocab_size,
+                          cfg.model.vocab_size);
+  auto other = open_run_codec(*m, "");
+  if (!other) return Status::errorf("{}: the tokenizer of {}: {}", key, dir, other.status().message());
+  const std::string probe = "Both models must read text alike: Q: 12 + 34 = ? A: 46\n";
+  if ((*other)->encode(probe) != codec.encode(probe) || (*other)->end_of_document() != codec.end_of_document())
+    return Status::errorf("{}: {} uses another tokenizer ({}) than the policy's data ({})", key, dir,
+                          (*other)->source(), codec.source());
+  return m;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RlFeed>> RlFeed::open(const RunConfig& cfg, Comm& world, int64_t local_batch) {
@@ -81,21 +102,20 @@ Result<std::unique_ptr<RlFeed>> RlFeed::open(const RunConfig& cfg, Comm& world, 
           "rl.reference: rl.kl_beta = {} needs a reference model (a checkpoint), and "
           "train.init_from is not set either",
           rc.kl_beta);
-    auto ref = load_inference_model(f->ref_dir_);
-    if (!ref) return Status::errorf("{}: {}", key, ref.status().message());
+    auto ref = load_companion(f->ref_dir_, key, cfg, *f->codec_);
+    if (!ref) return ref.status();
     f->ref_ = std::move(*ref);
-    if (f->ref_.cfg.model.vocab_size != cfg.model.vocab_size)
-      return Status::errorf("{}: the reference {} has model.vocab_size {}, the policy {}", key, f->ref_dir_,
-                            f->ref_.cfg.model.vocab_size, cfg.model.vocab_size);
-    // Same tokenizer: the same ids for the same text, the same end-of-document id.
-    auto ref_codec = open_run_codec(f->ref_, "");
-    if (!ref_codec) return Status::errorf("{}: the reference's tokenizer: {}", key, ref_codec.status().message());
-    const std::string probe = "The reference and the policy must read text alike: 12 + 34 = 46\n";
-    if ((*ref_codec)->encode(probe) != f->codec_->encode(probe) || (*ref_codec)->end_of_document() != f->sep_)
-      return Status::errorf("{}: the reference {} uses another tokenizer ({}) than the policy's data ({})", key,
-                            f->ref_dir_, (*ref_codec)->source(), f->codec_->source());
     f->ref_model_ = std::make_unique<Transformer>(f->ref_.cfg.model, local_batch, f->T_, MatmulPrecision::kFp32);
     f->ref_model_->set_document_separator(f->sep_);
+  }
+  if (rc.objective != RlObjective::kGrpo) {
+    f->teacher_dir_ = rc.teacher;
+    auto t = load_companion(rc.teacher, "rl.teacher", cfg, *f->codec_);
+    if (!t) return t.status();
+    f->teacher_ = std::move(*t);
+    f->teacher_model_ =
+        std::make_unique<Transformer>(f->teacher_.cfg.model, local_batch, f->T_, MatmulPrecision::kFp32);
+    f->teacher_model_->set_document_separator(f->sep_);
   }
   return f;
 }
@@ -116,7 +136,7 @@ std::pair<int64_t, int64_t> RlFeed::share(int64_t n, int64_t r) const {
   return {n * r / W, n * (r + 1) / W};
 }
 
-std::vector<std::vector<int32_t>> RlFeed::sample(const float* params, const float* bias,
+std::vector<std::vector<int32_t>> RlFeed::sample(const ModelConfig& model, const float* params, const float* bias,
                                                  const std::vector<const std::vector<int32_t>*>& contexts,
                                                  const std::vector<uint64_t>& streams, const SamplingOptions& so) {
   std::vector<std::vector<int32_t>> out;
@@ -131,7 +151,7 @@ std::vector<std::vector<int32_t>> RlFeed::sample(const float* params, const floa
     DecoderOptions dopt;
     dopt.batch = int64_t(prompts.size());
     dopt.max_len = longest + cfg_.rl.max_new_tokens;
-    Decoder dec(cfg_.model, params, bias, dopt);
+    Decoder dec(model, params, bias, dopt);
     GenerateOptions go;
     go.max_new_tokens = cfg_.rl.max_new_tokens;
     go.stop_token = sep_;
@@ -180,7 +200,12 @@ void RlFeed::make_rollouts(int64_t step, const float* params, const float* bias)
   so.temperature = cfg_.rl.temperature;
   so.top_p = cfg_.rl.top_p;
   so.seed = cfg_.train.seed;
-  completions_ = exchange(sample(params, bias, ctx, streams, so), rows_);
+  // The off-policy baselines learn from the teacher's samples; every other objective from the model's own.
+  const bool teacher = samples_from_teacher(cfg_.rl.objective);
+  completions_ =
+      exchange(teacher ? sample(teacher_.cfg.model, teacher_.params.data(), teacher_.bias(), ctx, streams, so)
+                       : sample(cfg_.model, params, bias, ctx, streams, so),
+               rows_);
   iteration_ = it;
   score();
   old_logp_.assign(size_t(rows_ * T_), 0.0f);
@@ -242,6 +267,20 @@ bool RlFeed::reference_logp(const int32_t* rows, int64_t n, int64_t stride, floa
   return true;
 }
 
+void RlFeed::teacher_logp(const int32_t* rows, int64_t n, int64_t stride, float* out) {
+  MT_CHECK(teacher_model_ && n == teacher_model_->batch(), "teacher forward of {} rows", n);
+  ref_rows_.resize(size_t(n * (T_ + 1)));
+  for (int64_t b = 0; b < n; ++b)
+    std::copy(rows + b * stride, rows + b * stride + T_ + 1, ref_rows_.begin() + b * (T_ + 1));
+  teacher_model_->forward_logits(teacher_.params.data(), ref_rows_.data(), teacher_.bias(), out);
+  log_softmax_rows(out, n * T_, cfg_.model.vocab_size);
+}
+
+std::string RlFeed::teacher_identity() const {
+  return teacher_dir_.empty() ? ""
+                              : fmt::format("{} (parameters xxh64 {})", teacher_dir_, hash_params(teacher_.params));
+}
+
 void RlFeed::record(int64_t index, const PolicyTokenStats* stats, const float* ref_lp) {
   for (int64_t t = 0; t < T_; ++t) old_logp_[size_t(index * T_ + t)] = stats[t].logp;
   if (ref_lp && !ref_logp_.empty()) std::copy(ref_lp, ref_lp + T_, ref_logp_.begin() + index * T_);
@@ -283,8 +322,8 @@ RlEvalStats RlFeed::evaluate(const float* params, const float* bias) {
   so.temperature = cfg_.rl.temperature;
   so.top_p = cfg_.rl.top_p;
   so.seed = cfg_.train.seed ^ kEvalSeedSalt;
-  const auto g = sample(params, bias, greedy_ctx, greedy_streams, greedy);
-  const auto s = sample(params, bias, sample_ctx, sample_streams, so);
+  const auto g = sample(cfg_.model, params, bias, greedy_ctx, greedy_streams, greedy);
+  const auto s = sample(cfg_.model, params, bias, sample_ctx, sample_streams, so);
   auto correct = [&](int64_t item, const std::vector<int32_t>& c) {
     const bool ended = !c.empty() && c.back() == sep_;
     const GenItem& it = held_out_[size_t(item)];
@@ -325,6 +364,7 @@ std::vector<TensorView> RlFeed::checkpoint_views() const {
 nlohmann::json RlFeed::state() const {
   nlohmann::json j = {{"iteration", iteration_}, {"have_logp", have_logp_}};
   if (!ref_dir_.empty()) j["reference"] = {{"dir", ref_dir_}, {"params_xxh64", hash_params(ref_.params)}};
+  if (!teacher_dir_.empty()) j["teacher"] = {{"dir", teacher_dir_}, {"params_xxh64", hash_params(teacher_.params)}};
   return j;
 }
 
@@ -339,6 +379,12 @@ Status RlFeed::restore(const LoadedCheckpoint& ck) {
           "{}: the run's reference model changed: {} had parameters xxh64 {}, {} now has {} "
           "(rl.reference)",
           ck.dir, j["reference"].value("dir", ""), was, ref_dir_, now);
+  }
+  if (!teacher_dir_.empty() && j.contains("teacher")) {
+    const std::string was = j["teacher"].value("params_xxh64", ""), now = hash_params(teacher_.params);
+    if (was != now)
+      return Status::errorf("{}: the run's teacher changed: {} had parameters xxh64 {}, {} now has {} (rl.teacher)",
+                            ck.dir, j["teacher"].value("dir", ""), was, teacher_dir_, now);
   }
   iteration_ = j.value("iteration", int64_t(-1));
   have_logp_ = j.value("have_logp", false);

@@ -77,6 +77,9 @@ class RlFeed {
   // The reference's log-probabilities of `rows` (n rows of stride tokens)
   // into out (n x T), or false without a reference (rl.kl_beta = 0).
   bool reference_logp(const int32_t* rows, int64_t n, int64_t stride, float* out);
+  // Distillation: the teacher's log-probabilities over the vocabulary at
+  // every position of `rows` (n rows of stride tokens) into out (n x T x V).
+  void teacher_logp(const int32_t* rows, int64_t n, int64_t stride, float* out);
   // First pass: what the policy gave row `index`'s positions, and the reference's.
   void record(int64_t index, const PolicyTokenStats* stats, const float* ref_lp);
   // Collective, after the first pass: every rank's recorded rows to all.
@@ -92,13 +95,15 @@ class RlFeed {
   nlohmann::json state() const;
   Status restore(const LoadedCheckpoint& ck);
   const std::string& reference_dir() const { return ref_dir_; }
+  // "DIR (parameters xxh64 H)" of the teacher, or "" without one: the run records who taught it.
+  std::string teacher_identity() const;
 
  private:
   RlFeed(const RunConfig& cfg, Comm& world) : cfg_(cfg), world_(world) {}
   // Context (separator + prompt ids) of the prompt slot `p` of iteration i.
   int64_t item_of(int64_t iteration, int64_t p) const;
   // Generates completions of contexts[i] on streams[i]; sampling options as given.
-  std::vector<std::vector<int32_t>> sample(const float* params, const float* bias,
+  std::vector<std::vector<int32_t>> sample(const ModelConfig& model, const float* params, const float* bias,
                                            const std::vector<const std::vector<int32_t>*>& contexts,
                                            const std::vector<uint64_t>& streams, const SamplingOptions& so);
   // Rank r's share [lo, hi) of n things.
@@ -128,6 +133,10 @@ class RlFeed {
   InferenceModel ref_;
   std::unique_ptr<Transformer> ref_model_;
   std::vector<int32_t> ref_rows_;
+  // The teacher (distillation objectives).
+  std::string teacher_dir_;
+  InferenceModel teacher_;
+  std::unique_ptr<Transformer> teacher_model_;
   // Checkpoint tensors' staging (float copies).
   mutable std::vector<float> saved_completions_;
 };

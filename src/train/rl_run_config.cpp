@@ -42,6 +42,8 @@ Result<RunConfig> make_rl_config(const RlRequest& r) {
   c.train.seq_len = 4096;  // room for any rl.max_new_tokens until the prompts size the rows below
   c.train.eval_every = 0;
   c.rl.enabled = true;
+  c.rl.objective = r.objective;
+  c.rl.teacher = r.teacher;
   const std::string source = fmt::format("<rl of {}>", base->ckpt_dir);
   // The longest prompt sets the rows, unless train.seq_len is --set.
   auto first = parse_run_config(to_toml(c), source, r.sets);

@@ -10,7 +10,8 @@
 //   train.steps          100
 //   train.eval_every     a tenth of the steps (held-out pass@1 and pass@k)
 //   train.checkpoint_every  a quarter of the steps
-// Any of them can be --set.
+// Any of them can be --set. `moetrain distill` builds the same run with
+// rl.objective and rl.teacher set.
 #pragma once
 #include <string>
 #include <vector>
@@ -24,6 +25,9 @@ struct RlRequest {
   std::string init;      // checkpoint or run directory to start from
   std::string tasks;     // task items (JSONL, `moetrain tasks make`)
   std::string held_out;  // "" = none
+  // Distillation (`moetrain distill`): the teacher and the objective; grpo = reinforcement learning.
+  std::string teacher;
+  RlObjective objective = RlObjective::kGrpo;
   std::vector<std::string> sets;
 };
 

@@ -99,6 +99,9 @@ Status validate(const RunConfig& c) {
                                                       "new tokens",
                                                       t.seq_len, c.rl.max_new_tokens));
     if (c.dist.cp > 1) return o.error("dist.cp", "reinforcement learning runs without context parallelism (use 1)");
+    if (c.rl.objective != RlObjective::kGrpo && c.rl.teacher.empty())
+      return o.error("rl.teacher", fmt::format("required with rl.objective = \"{}\" (the model distilled from)",
+                                               rl_objective_name(c.rl.objective)));
   }
   MT_RETURN_IF_ERROR(c.model.validate(o, t.seq_len));
   MT_RETURN_IF_ERROR(validate(t.optimizer, o, "optim"));

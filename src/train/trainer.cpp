@@ -139,6 +139,10 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
     t->pol_old_.resize(n);
     t->pol_ref_.resize(n);
     t->pol_stats_.resize(n);
+    if (cfg.rl.objective == RlObjective::kReverseKl || cfg.rl.objective == RlObjective::kForwardKl)
+      t->pol_teacher_.resize(n * size_t(cfg.model.vocab_size));
+    if (t->is_root() && opt.print_config && !t->rl_->teacher_identity().empty())
+      fmt::print(stderr, "# teacher: {}\n", t->rl_->teacher_identity());
   }
   // The bf16 shadow of the parameters is for computing on them in place;
   // streamed layers are converted as their GEMMs read them.
@@ -169,14 +173,16 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
       MT_RETURN_IF_ERROR(save_run_config(opt.run_dir, to_toml(cfg)));
       // What this invocation runs, as resolved (the kernels that `auto`
       // picked on this CPU): a reader can tell runs and resumes apart.
-      append_event(opt.run_dir, {{"event", "start"},
-                                 {"step", t->step_},
-                                 {"resumed", t->step_ > 0},
-                                 {"world_size", t->dist_->world.size()},
-                                 {"threads", num_threads()},
-                                 {"precision", tc.precision == MatmulPrecision::kBf16 ? "bf16" : "fp32"},
-                                 {"attention_kernel", attention_kernel_name(tc.attention_kernel, prec)},
-                                 {"init_from", t->init_from_}});
+      nlohmann::json start = {{"event", "start"},
+                              {"step", t->step_},
+                              {"resumed", t->step_ > 0},
+                              {"world_size", t->dist_->world.size()},
+                              {"threads", num_threads()},
+                              {"precision", tc.precision == MatmulPrecision::kBf16 ? "bf16" : "fp32"},
+                              {"attention_kernel", attention_kernel_name(tc.attention_kernel, prec)},
+                              {"init_from", t->init_from_}};
+      if (t->rl_ && !t->rl_->teacher_identity().empty()) start["teacher"] = t->rl_->teacher_identity();
+      append_event(opt.run_dir, start);
     }
   }
   if (t->step_ < t->schedule().total_steps()) MT_RETURN_IF_ERROR(t->enter_phase(t->step_));
@@ -386,6 +392,17 @@ ForwardStats Trainer::rl_micro_batch(int64_t micro, float grad_scale, const floa
   for (float& w : pol_weights_) w *= float(accum);
   const bool kl = cfg_.rl.kl_beta > 0;
   if (first_pass && kl) rl_->reference_logp(batch_.data(), lb, stride, pol_ref_.data());
+  const RlObjective objective = cfg_.rl.objective;
+  if (objective == RlObjective::kTeacherSft) {  // the teacher's samples as supervised examples: cross-entropy
+    ForwardStats st = forward_backward(grad_scale, bias);
+    for (int64_t n = 0; n < lb * T; ++n) f.policy_tokens += pol_weights_[size_t(n)] > 0 ? 1 : 0;
+    return st;
+  }
+  const bool distill = objective == RlObjective::kReverseKl || objective == RlObjective::kForwardKl;
+  if (distill) rl_->teacher_logp(batch_.data(), lb, stride, pol_teacher_.data());
+  policy_.teacher_logp = distill ? pol_teacher_.data() : nullptr;
+  policy_.divergence =
+      objective == RlObjective::kForwardKl ? DistillDivergence::kForwardKl : DistillDivergence::kReverseKl;
   policy_.weights = pol_weights_.data();
   policy_.advantages = pol_adv_.data();
   policy_.old_logp = first_pass ? nullptr : pol_old_.data();

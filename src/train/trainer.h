@@ -193,6 +193,7 @@ class Trainer {
   std::unique_ptr<RlFeed> rl_;           // rl.enabled: the rollouts the steps train on
   PolicyObjective policy_;               // the model's objective on them
   std::vector<float> pol_weights_, pol_adv_, pol_old_, pol_ref_;  // (local_batch x T) of a micro-batch
+  std::vector<float> pol_teacher_;                                // (local_batch x T x V): distillation
   std::vector<PolicyTokenStats> pol_stats_;
   mutable std::vector<float> full_params_;  // gather_params' buffer
 };

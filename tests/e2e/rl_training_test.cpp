@@ -4,7 +4,10 @@
 // an iteration (past its first pass, so the rollout buffer and the first
 // pass's log-probabilities must come back from the checkpoint), then
 // --resume, ends with the uninterrupted state hash, the reference's
-// identity checked; bad input is refused naming what is wrong.
+// identity checked; bad input is refused naming what is wrong. `moetrain
+// distill` runs the same loop toward a teacher: on-policy (reverse KL)
+// resumed bit for bit, the teacher's identity recorded, the two off-policy
+// baselines, and a teacher that reads text differently refused.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -31,6 +34,10 @@ class RlTraining : public ::testing::Test {
     const auto held = e2e::moetrain(
         {"tasks", "make", "copy", "--length", "4", "--split", "held-out", "--n", "6", "--out", dir() + "/held.jsonl"});
     ASSERT_EQ(held.exit_code, 0) << held;
+    // A teacher: the same tiny model trained further.
+    const auto teacher = e2e::train({"--preset", "tiny-test", "--set", "train.steps=12", "--set", "train.seq_len=64",
+                                     "--set", "train.threads=1", "--run-dir", dir() + "/teacher"});
+    ASSERT_EQ(teacher.exit_code, 0) << teacher;
   }
   static void TearDownTestSuite() { delete tmp_; }
   static std::string dir() { return tmp_->path(); }
@@ -107,6 +114,69 @@ TEST_F(RlTraining, RecordsRolloutsAndResumesMidIterationBitForBit) {
   ASSERT_EQ(again.size(), 6u);
   EXPECT_EQ(again[3]["rl"]["reward"], rows[3]["rl"]["reward"]);
   EXPECT_EQ(again[3]["loss"], rows[3]["loss"]);
+}
+
+TEST_F(RlTraining, DistillsOnPolicyResumesBitForBitAndRunsTheBaselines) {
+  auto distill = [&](const std::string& run, const std::string& mode, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = {"distill",   "--no-progress",
+                                  "--init",    dir() + "/base",
+                                  "--teacher", dir() + "/teacher",
+                                  "--mode",    mode,
+                                  "--tasks",   dir() + "/items.jsonl",
+                                  "--run-dir", run,
+                                  "--set",     "train.steps=4",
+                                  "--set",     "rl.group_size=2",
+                                  "--set",     "train.batch_size=8",
+                                  "--set",     "rl.max_new_tokens=8",
+                                  "--set",     "train.checkpoint_every=1",
+                                  "--set",     "train.threads=1"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const std::string a = dir() + "/opd";
+  const auto whole = e2e::moetrain(distill(a, "on_policy"), 300);
+  ASSERT_EQ(whole.exit_code, 0) << whole;
+  EXPECT_THAT(whole.err, HasSubstr("# teacher: "));
+  const auto start = e2e::read_events(a, "start");
+  ASSERT_EQ(start.size(), 1u);
+  EXPECT_THAT(start[0].value("teacher", ""), HasSubstr("parameters xxh64 ")) << start[0].dump();
+  const auto rows = e2e::read_metrics(a);
+  ASSERT_EQ(rows.size(), 4u);
+  for (const auto& r : rows) {
+    EXPECT_GT(r["loss"].get<double>(), 0.0) << "the reverse KL of two different models";
+    EXPECT_NEAR(r["rl"]["kl"].get<double>(), r["loss"].get<double>(), 0.05 * r["loss"].get<double>())
+        << "the loss is the divergence's mean over the sampled tokens";
+  }
+  EXPECT_THAT(e2e::read_file(a + "/config.toml"), HasSubstr("objective = \"reverse_kl\""));
+
+  const std::string b = dir() + "/opd-killed";
+  const auto killed = e2e::moetrain(distill(b, "on_policy", {"--inject-fault", "kill:0:3"}), 300);
+  ASSERT_EQ(killed.term_signal, SIGKILL) << killed;
+  const auto resumed =
+      e2e::moetrain({"distill", "--no-progress", "--resume", "--run-dir", b, "--set", "train.threads=1"}, 300);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed;
+  EXPECT_EQ(e2e::done_state_hash(resumed.err), e2e::done_state_hash(whole.err));
+
+  // The off-policy baselines learn from the teacher's samples.
+  for (const char* mode : {"forward_kl", "sft"}) {
+    const std::string run = dir() + "/" + mode;
+    const auto r = e2e::moetrain(distill(run, mode), 300);
+    ASSERT_EQ(r.exit_code, 0) << r;
+    const auto m = e2e::read_metrics(run);
+    ASSERT_EQ(m.size(), 4u) << mode;
+    EXPECT_GT(m.back()["loss"].get<double>(), 0.0) << mode;
+  }
+
+  // A teacher of another vocabulary.
+  const auto other = e2e::train({"--preset", "tiny-test", "--set", "train.steps=1", "--set", "model.vocab_size=384",
+                                 "--set", "train.threads=1", "--run-dir", dir() + "/other-teacher"});
+  ASSERT_EQ(other.exit_code, 0) << other;
+  std::vector<std::string> bad = distill(dir() + "/bad-teacher", "on_policy");
+  bad[5] = dir() + "/other-teacher";  // --teacher
+  const auto refused = e2e::moetrain(bad);
+  EXPECT_EQ(refused.exit_code, 1) << refused;
+  EXPECT_THAT(refused.err, HasSubstr("rl.teacher"));
+  EXPECT_THAT(refused.err, HasSubstr("vocab_size"));
 }
 
 TEST_F(RlTraining, BadInputIsRefusedNamingIt) {
