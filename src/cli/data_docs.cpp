@@ -80,7 +80,7 @@ ExitCode run_show_doc(const std::string& dir, int64_t id, bool as_json) {
   if (!ds) return fail("data show", ds.status());
   const std::string key = fmt::format("{{\"id\":{},", id);  // docs lines start with their id
   json found;
-  std::string text;
+  std::string text, shown;  // shown: with the control tokens written out
   Status s = for_each_doc(*ds.value(), "", [&](const Bucket& b, const std::string& split, int64_t k, const std::string& line) {
     if (line.compare(0, key.size(), key) != 0) return true;
     found = json::parse(line);
@@ -89,7 +89,25 @@ ExitCode run_show_doc(const std::string& dir, int64_t id, bool as_json) {
     const ShardReader& shard = split == "train" ? *b.train : *b.eval;
     std::vector<int32_t> ids(size_t(shard.doc_length(k)));
     shard.copy(shard.doc_begin(k), int64_t(ids.size()), ids.data());
-    text = ds.value()->tokenizer().decode(ids.data(), int64_t(ids.size()));
+    const Tokenizer& tok = ds.value()->tokenizer();
+    text = tok.decode(ids.data(), int64_t(ids.size()));
+    // The control tokens the pipeline inserted (decode drops them): an
+    // outcome tag before a rollout, a path header before each file of a repository.
+    json marks = json::array();
+    size_t run = 0;
+    for (size_t i = 0; i <= ids.size(); ++i) {
+      int sp = -1;
+      for (int k = 0; i < ids.size() && k < kNumSpecials; ++k)
+        if (ids[i] == tok.special(Special(k))) sp = k;
+      if (i < ids.size() && sp < 0) continue;
+      shown += tok.decode(ids.data() + run, int64_t(i - run));
+      if (sp >= 0) {
+        shown += special_piece(Special(sp));
+        marks.push_back({{"at", int64_t(i)}, {"piece", special_piece(Special(sp))}});
+      }
+      run = i + 1;
+    }
+    found["specials"] = marks;
     return false;
   });
   if (!s) return fail("data show", s);
@@ -103,7 +121,7 @@ ExitCode run_show_doc(const std::string& dir, int64_t id, bool as_json) {
   for (const char* k : {"source", "line", "offset", "part", "text_offset", "hash", "topic", "quality", "tokens"})
     fmt::print("  {}: {}\n", k, found[k].is_string() ? found[k].get<std::string>() : found[k].dump());
   fmt::print("  scores: {}\n", found["scores"].dump());
-  fmt::print("---\n{}\n", text);
+  fmt::print("---\n{}\n", shown);
   return ExitCode::kOk;
 }
 

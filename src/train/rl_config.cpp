@@ -36,6 +36,9 @@ void declare_keys(ConfigSchema& s, RlConfig& c) {
       .note("moetrain distill sets it from --mode");
   s.add("rl.teacher", &c.teacher, "distillation's teacher: a checkpoint or run directory with the same tokenizer")
       .note("required unless rl.objective = \"grpo\"");
+  s.add("rl.write_rollouts", &c.write_rollouts,
+        "write every rollout to RUN_DIR/rollouts.jsonl: text (prompt + completion), outcome (success/failure by "
+        "the verifier), topic (the family) and provenance, the JSONL `data build` ingests as kind = \"rollouts\"");
   s.add("rl.eval_every", &c.eval_every, "held-out pass@1 (greedy) and pass@k every N steps, and at the end")
       .range(0, int64_t(1) << 40)
       .unit("steps")

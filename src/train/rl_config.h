@@ -40,6 +40,9 @@ struct RlConfig {
   RlLoss loss = RlLoss::kGrpo;
   RlObjective objective = RlObjective::kGrpo;
   std::string teacher;      // distillation: the teacher's checkpoint or run directory
+  // Every rollout to RUN_DIR/rollouts.jsonl, in the form `data build` ingests
+  // as kind = "rollouts" (outcome first, family and provenance kept).
+  bool write_rollouts = false;
   int64_t eval_every = 0;   // held-out pass@1 / pass@k every N steps (and at the end); 0 = train.eval_every
   int64_t eval_items = 64;  // held-out items per evaluation (the first N); 0 = all
   int64_t eval_k = 4;       // samples per held-out item for pass@k

@@ -4,9 +4,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/file_io.h"
+#include "core/file_system.h"
 #include "core/hash.h"
 #include "core/rng.h"
 #include "core/timer.h"
@@ -213,11 +217,67 @@ void RlFeed::make_rollouts(int64_t step, const float* params, const float* bias)
   recorded_.assign(size_t(rows_), 0);
   have_logp_ = false;
   stats_.seconds = now_seconds() - t0;
+  log_rollouts(step);
+}
+
+std::string RlFeed::completion_text(int64_t k) const {
+  const std::vector<int32_t>& c = completions_[size_t(k)];
+  const bool ended = !c.empty() && c.back() == sep_;
+  return codec_->decode(c.data(), int64_t(c.size()) - (ended ? 1 : 0));
+}
+
+Status RlFeed::open_rollout_log(const std::string& run_dir) {
+  if (!cfg_.rl.write_rollouts || run_dir.empty() || world_.rank() != 0) return Status::ok();
+  const std::string path = run_dir + "/rollouts.jsonl";
+  run_name_ = std::filesystem::path(run_dir).filename().string();
+  std::string kept;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    auto text = read_file(path, "rollout log");
+    if (!text) return text.status();
+    std::istringstream in(*text);
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty()) continue;
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.contains("iteration")) continue;  // a torn last line
+      if (j["iteration"].get<int64_t>() <= iteration_) kept += line + "\n";
+    }
+  }
+  auto log = AppendLog::open(path, kept, default_file_system());
+  if (!log) return log.status();
+  rollout_log_ = std::move(*log);
+  return Status::ok();
+}
+
+void RlFeed::log_rollouts(int64_t step) {
+  if (!rollout_log_) return;
+  const bool teacher = samples_from_teacher(cfg_.rl.objective);
+  std::string lines;
+  for (int64_t k = 0; k < rows_; ++k) {
+    const GenItem& item = items_[size_t(row_item_[size_t(k)])];
+    const nlohmann::json j = {{"id", fmt::format("{}-i{}-r{}", run_name_, iteration_, k)},
+                              {"text", item.prompt + completion_text(k)},
+                              {"outcome", correct_[size_t(k)] ? "success" : "failure"},
+                              {"topic", item.family},
+                              {"family", item.family},
+                              {"item", item.id},
+                              {"reward", rewards_[size_t(k)]},
+                              {"iteration", iteration_},
+                              {"step", step + 1},
+                              {"sampler", teacher ? "teacher" : "policy"},
+                              {"objective", rl_objective_name(cfg_.rl.objective)},
+                              {"run", run_name_}};
+    // A sampled byte sequence need not be UTF-8: invalid bytes become U+FFFD, as `data build` repairs them.
+    lines += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  }
+  if (Status s = rollout_log_->append(lines); !s)
+    fmt::print(stderr, "\n# warning: {}\n", s.message());  // the rollouts train all the same
 }
 
 void RlFeed::score() {
   std::vector<int32_t> body;
   rewards_.assign(size_t(rows_), 0.0);
+  correct_.assign(size_t(rows_), 0);
   RolloutStats s;
   s.rollouts = rows_;
   for (int64_t k = 0; k < rows_; ++k) {
@@ -227,6 +287,7 @@ void RlFeed::score() {
     const Verdict v =
         verify(check_of(item), item.answer, codec_->decode(c.data(), int64_t(c.size()) - (ended ? 1 : 0)));
     rewards_[size_t(k)] = v.correct ? 1.0 : 0.0;
+    correct_[size_t(k)] = v.correct ? 1 : 0;
     s.reward += rewards_[size_t(k)] / double(rows_);
     s.well_formed += (v.well_formed ? 1.0 : 0.0) / double(rows_);
     s.length += double(c.size()) / double(rows_);

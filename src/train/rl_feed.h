@@ -30,6 +30,7 @@
 #include "model/transformer.h"
 #include "train/gen_tasks.h"
 #include "train/inference_model.h"
+#include "rundir/append_log.h"
 #include "train/run_config.h"
 
 namespace mt {
@@ -85,6 +86,11 @@ class RlFeed {
   // Collective, after the first pass: every rank's recorded rows to all.
   void finish_first_pass();
 
+  // rl.write_rollouts (rank 0): RUN_DIR/rollouts.jsonl, rewritten to the
+  // iterations the buffer has generated (a resume drops the lines of an
+  // iteration generated after the checkpoint; it is generated again, the same).
+  Status open_rollout_log(const std::string& run_dir);
+
   // Collective: held-out pass@1 / pass@k of the model.
   RlEvalStats evaluate(const float* params, const float* bias);
   bool has_held_out() const { return !held_out_.empty(); }
@@ -111,6 +117,8 @@ class RlFeed {
   // Every rank's completions of its share (max_new_tokens wide) to all.
   std::vector<std::vector<int32_t>> exchange(const std::vector<std::vector<int32_t>>& mine, int64_t n);
   void score();  // rewards and advantages of the buffer's completions
+  void log_rollouts(int64_t step);               // the buffer's rollouts to the rollout log
+  std::string completion_text(int64_t k) const;  // rollout k's completion, without its end-of-document id
 
   RunConfig cfg_;
   Comm& world_;
@@ -137,6 +145,9 @@ class RlFeed {
   std::string teacher_dir_;
   InferenceModel teacher_;
   std::unique_ptr<Transformer> teacher_model_;
+  std::unique_ptr<AppendLog> rollout_log_;
+  std::string run_name_;
+  std::vector<char> correct_;  // (rows): the verifier's verdict of each rollout
   // Checkpoint tensors' staging (float copies).
   mutable std::vector<float> saved_completions_;
 };

@@ -185,6 +185,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
       append_event(opt.run_dir, start);
     }
   }
+  if (t->rl_) MT_RETURN_IF_ERROR(t->rl_->open_rollout_log(opt.run_dir));  // after restore: the iterations it holds
   if (t->step_ < t->schedule().total_steps()) MT_RETURN_IF_ERROR(t->enter_phase(t->step_));
   t->refresh_bf16_params();
   t->peak_gflops_ = opt.peak_gflops > 0 ? opt.peak_gflops : [&] {

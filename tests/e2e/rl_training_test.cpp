@@ -13,6 +13,10 @@
 
 #include <signal.h>
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
 #include "support/e2e.h"
 
 namespace mt {
@@ -57,7 +61,8 @@ class RlTraining : public ::testing::Test {
                                   "--set",      "rl.eval_k=2",
                                   "--set",      "train.eval_every=3",
                                   "--set",      "train.checkpoint_every=1",
-                                  "--set",      "train.threads=1"};
+                                  "--set",      "train.threads=1",
+                                  "--set",      "rl.write_rollouts=true"};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
@@ -114,6 +119,91 @@ TEST_F(RlTraining, RecordsRolloutsAndResumesMidIterationBitForBit) {
   ASSERT_EQ(again.size(), 6u);
   EXPECT_EQ(again[3]["rl"]["reward"], rows[3]["rl"]["reward"]);
   EXPECT_EQ(again[3]["loss"], rows[3]["loss"]);
+  // The rollout log too: the killed run's lines of the iteration generated after its checkpoint were dropped
+  // on resume and written again, the same.
+  // (Lines name their run; the rest of each line is the same.)
+  auto rollouts_of = [](const std::string& run) {
+    std::vector<nlohmann::json> v;
+    std::istringstream in(e2e::read_file(run + "/rollouts.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      nlohmann::json j = nlohmann::json::parse(line);
+      j.erase("id");
+      j.erase("run");
+      v.push_back(std::move(j));
+    }
+    return v;
+  };
+  const auto logged = rollouts_of(a), relogged = rollouts_of(b);
+  EXPECT_EQ(logged.size(), 3u * 16u) << "3 iterations of 16 rollouts";
+  EXPECT_TRUE(logged == relogged) << logged.size() << " lines, " << relogged.size() << " after the resume";
+}
+
+// Rollouts back into data: `rl`'s rollout log is the JSONL `data build`
+// ingests as rollouts; its documents carry their outcome tag first, fall in
+// the family's bucket, and a mixture with that bucket plans a ledger.
+TEST_F(RlTraining, RolloutsBuildIntoATaggedBucketThatAMixturePlans) {
+  const std::string run = dir() + "/rollouts-run";
+  const auto r = e2e::moetrain(rl(run, {"--set", "train.steps=4", "--set", "rl.passes=1"}), 300);
+  ASSERT_EQ(r.exit_code, 0) << r;
+  std::vector<nlohmann::json> lines;
+  {
+    std::istringstream in(e2e::read_file(run + "/rollouts.jsonl"));
+    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  }
+  ASSERT_EQ(lines.size(), 4u * 16u) << "every rollout of 4 iterations of 16\n" << r;
+  int64_t successes = 0;
+  for (const auto& j : lines) {
+    EXPECT_EQ(j["topic"], "copy");
+    EXPECT_EQ(j["sampler"], "policy");
+    EXPECT_TRUE(j["outcome"] == "success" || j["outcome"] == "failure") << j.dump();
+    EXPECT_EQ(j["outcome"] == "success", j["reward"].get<double>() == 1.0) << j.dump();
+    successes += j["outcome"] == "success" ? 1 : 0;
+  }
+  e2e::write_file(dir() + "/rollouts-data.toml", "[[input]]\npath = \"" + run +
+                                                     "/rollouts.jsonl\"\nkind = \"rollouts\"\nquality = \"q0\"\n"
+                                                     "[tokenizer]\nvocab_size = 1024\n[split]\neval_frac = 0.1\n"
+                                                     "[dedup]\nnear = false\nexact = false\n");
+  const auto built = e2e::moetrain(
+      {"data", "build", "--config", dir() + "/rollouts-data.toml", "--out", dir() + "/rollouts-ds", "--quiet"});
+  ASSERT_EQ(built.exit_code, 0) << built;
+  const auto docs = e2e::moetrain({"data", "inspect", dir() + "/rollouts-ds", "--docs", "--json", "--no-heatmap"});
+  ASSERT_EQ(docs.exit_code, 0) << docs;
+  std::vector<nlohmann::json> listed;  // one JSON line per document
+  {
+    std::istringstream in(docs.out);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) listed.push_back(nlohmann::json::parse(line));
+  }
+  ASSERT_EQ(listed.size(), lines.size()) << "every rollout is a document (no dedup)";
+  int64_t tagged_success = 0;
+  for (const auto& d : listed) {
+    EXPECT_EQ(d["bucket"], "copy/q0");
+    const auto shown =
+        e2e::moetrain({"data", "show", dir() + "/rollouts-ds", std::to_string(d["id"].get<int64_t>()), "--json"});
+    ASSERT_EQ(shown.exit_code, 0) << shown;
+    const auto j = nlohmann::json::parse(shown.out);
+    // The source line's outcome is the document's first token.
+    const int64_t line = j["line"].get<int64_t>();
+    ASSERT_GE(line, 1);
+    ASSERT_FALSE(j["specials"].empty()) << j.dump();
+    EXPECT_EQ(j["specials"][0]["at"].get<int64_t>(), 0);
+    const std::string want = lines[size_t(line - 1)]["outcome"] == "success" ? "<|success|>" : "<|failure|>";
+    EXPECT_EQ(j["specials"][0]["piece"], want) << j.dump();
+    // The document is the rollout's text (its prompt byte for byte; data build normalises a sampled
+    // completion's control bytes: NUL removed, CR to LF).
+    const std::string logged = lines[size_t(line - 1)]["text"].get<std::string>();
+    const std::string prompt = logged.substr(0, logged.find("A:") + 2);
+    EXPECT_EQ(j["text"].get<std::string>().substr(0, prompt.size()), prompt);
+    tagged_success += want == "<|success|>" ? 1 : 0;
+  }
+  EXPECT_EQ(tagged_success, successes);
+  e2e::write_file(dir() + "/rollouts-mix.toml", "total_tokens = 512\n[weights]\n\"copy/*\" = 1\n");
+  const auto plan = e2e::moetrain(
+      {"data", "plan", dir() + "/rollouts-ds", "--mixture", dir() + "/rollouts-mix.toml", "--seq-len", "16", "--json"});
+  ASSERT_EQ(plan.exit_code, 0) << plan;
+  const auto p = nlohmann::json::parse(plan.out);
+  EXPECT_TRUE(p["ok"].get<bool>()) << plan.out;
+  EXPECT_THAT(plan.out, HasSubstr("copy/q0"));
 }
 
 TEST_F(RlTraining, DistillsOnPolicyResumesBitForBitAndRunsTheBaselines) {
