@@ -96,7 +96,8 @@ void add_events_timeline(HtmlPage& page, const std::string& run_dir) {
     std::string what;
     for (auto it = e.begin(); it != e.end(); ++it)
       if (it.key() != "event" && it.key() != "time" && it.key() != "utc" && it.key() != "hosts")
-        what += (what.empty() ? "" : ", ") + it.key() + " " + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+        what += (what.empty() ? "" : ", ") + it.key() + " " +
+                (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
     rows.push_back({e.value("utc", ""), fmt::format("{:.2f}", m), kind, what});
   }
   page.heading(2, "Events");
@@ -104,7 +105,8 @@ void add_events_timeline(HtmlPage& page, const std::string& run_dir) {
                                  (commits ? fmt::format("; besides them, {} checkpoint commits, the last at step {}.",
                                                         commits, last_commit)
                                           : std::string(".")));
-  page.table({"time (UTC)", "minute", "event", "details"}, rows, {Align::kLeft, Align::kRight, Align::kLeft, Align::kLeft});
+  page.table({"time (UTC)", "minute", "event", "details"}, rows,
+             {Align::kLeft, Align::kRight, Align::kLeft, Align::kLeft});
 }
 
 Status write_run_report(const std::string& run_dir, const std::string& out_path, const std::string& title) {
@@ -114,9 +116,12 @@ Status write_run_report(const std::string& run_dir, const std::string& out_path,
   Points loss, eval_loss, lr, gnorm, tps, mfu, aux, z, dropped;
   std::map<std::string, Points> bucket_eval;
   std::map<std::string, int64_t> bucket_dropped;  // since the start: the last line's bucket_dropped_total
-  std::vector<Points> load_spread;  // per MoE layer: max/mean expert load over steps
+  std::vector<Points> load_spread;                // per MoE layer: max/mean expert load over steps
   nlohmann::json last;
   std::vector<PhaseRow> phases;
+  // Reinforcement learning and distillation (metrics' "rl" object, train/rl_feed.h).
+  Points reward, pass1, pass_k, sample_acc, rl_kl, entropy, resp_len, clip, well_formed;
+  int64_t eval_k = 0;
   for (nlohmann::json& j : rows.value()) {
     const double s = j["step"].get<double>();
     if (j.contains("phase") && j["phase"].is_string()) {
@@ -137,6 +142,24 @@ Status write_run_report(const std::string& run_dir, const std::string& out_path,
     take("aux_loss", aux);
     take("z_loss", z);
     take("dropped_frac", dropped);
+    if (j.contains("rl") && j["rl"].is_object()) {
+      const nlohmann::json& r = j["rl"];
+      auto rl_take = [&](const nlohmann::json& o, const char* key, Points& p, double scale = 1.0) {
+        if (o.contains(key) && o[key].is_number()) p.push_back({s, scale * o[key].get<double>()});
+      };
+      rl_take(r, "reward", reward);
+      rl_take(r, "kl", rl_kl);
+      rl_take(r, "entropy", entropy);
+      rl_take(r, "response_len", resp_len);
+      rl_take(r, "clip_frac", clip, 100.0);
+      rl_take(r, "well_formed", well_formed, 100.0);
+      if (r.contains("eval") && r["eval"].is_object()) {
+        rl_take(r["eval"], "pass1", pass1, 100.0);
+        rl_take(r["eval"], "pass_k", pass_k, 100.0);
+        rl_take(r["eval"], "sample_acc", sample_acc, 100.0);
+        eval_k = r["eval"].value("k", eval_k);
+      }
+    }
     if (j.contains("mfu") && j["mfu"].is_number()) mfu.push_back({s, 100.0 * j["mfu"].get<double>()});
     if (j.contains("bucket_dropped_total") && j["bucket_dropped_total"].is_object()) {
       bucket_dropped.clear();
@@ -185,7 +208,8 @@ Status write_run_report(const std::string& run_dir, const std::string& out_path,
   };
   kv[3].second = fmt::format("{:.0f}", median(tps));
   kv[4].second = fmt::format("{:.1f}%", median(mfu));
-  if (!dropped.empty()) kv.push_back({"dropped assignments (mean)", fmt::format("{:.2f}%", 100.0 * mean_of(dropped, 0))});
+  if (!dropped.empty())
+    kv.push_back({"dropped assignments (mean)", fmt::format("{:.2f}%", 100.0 * mean_of(dropped, 0))});
   if (!eval_loss.empty()) kv.push_back({"eval loss (last)", fmt::format("{:.4f}", eval_loss.back().second)});
   page.key_values(kv);
   const std::vector<VLine> pl = phase_lines(phases);
@@ -246,6 +270,39 @@ Status write_run_report(const std::string& run_dir, const std::string& out_path,
       page.table({"bucket", "tokens", "dropped assignments", "per 1000 tokens"}, rows_b,
                  {Align::kLeft, Align::kRight, Align::kRight, Align::kRight});
     }
+  }
+  if (!reward.empty()) {
+    // The evaluation at the start (events.jsonl's rl_eval) is where the curves begin.
+    for (const nlohmann::json& e : read_events(run_dir))
+      if (e.value("event", "") == "rl_eval" && e.contains("pass1") && e["pass1"].is_number()) {
+        pass1.insert(pass1.begin(), {0.0, 100.0 * e["pass1"].get<double>()});
+        if (e.contains("pass_k") && e["pass_k"].is_number())
+          pass_k.insert(pass_k.begin(), {0.0, 100.0 * e["pass_k"].get<double>()});
+      }
+    page.heading(2, "Reinforcement learning");
+    page.begin_row();
+    page.figure(chart("Reward", "mean reward of the step's rollouts",
+                      {{"reward", reward, "", false, false}, {"EMA(0.05)", ema(reward, 0.05), "", false, false}}),
+                "Share of the rollouts their verifier accepts (the same for every pass over one batch).");
+    if (!pass1.empty()) {
+      std::vector<Series> ev = {{"pass@1 (greedy)", pass1, "", false, true}};
+      if (!pass_k.empty()) ev.push_back({fmt::format("pass@{}", eval_k), pass_k, "", true, true});
+      if (!sample_acc.empty()) ev.push_back({"sample accuracy", sample_acc, "", true, false});
+      page.figure(chart("Held-out accuracy", "% of held-out items", ev),
+                  "Greedy pass@1, and pass@k of k samples at the rollouts' temperature.");
+    }
+    page.end_row();
+    page.begin_row();
+    page.figure(
+        chart("Policy", "nats per completion token",
+              {{"entropy", entropy, "", false, false}, {"KL (to the reference or teacher)", rl_kl, "", true, false}}),
+        "Entropy of the policy and its divergence, per completion token.");
+    page.figure(chart("Rollouts", "tokens / %",
+                      {{"response length (tokens)", resp_len, "", false, false},
+                       {"clipped tokens (%)", clip, "", true, false},
+                       {"well formed (%)", well_formed, "", true, false}}),
+                "Completion length, PPO-clipped share of tokens, answers that parse as their check's kind.");
+    page.end_row();
   }
   if (!bucket_eval.empty()) {
     std::vector<Series> bs;
