@@ -34,6 +34,7 @@ struct FamilyArgs {
   FamilyOptions opt;
   std::string split, out, documents;
   int64_t per_document = 1;
+  double tool_share = 1.0;  // agentic families: documents demonstrating the tool
 };
 
 struct Document {
@@ -145,7 +146,7 @@ ExitCode run_family(FamilyArgs a) {
   if (!a.documents.empty()) {
     std::vector<Document> docs;
     for (size_t i = 0; i < v.size(); i += size_t(a.per_document))
-      docs.push_back({v[i].id, task_document(v, i, i + size_t(a.per_document))});
+      docs.push_back({v[i].id, task_document(v, i, i + size_t(a.per_document), a.tool_share)});
     n_docs = docs.size();
     if (Status s = write_documents(a.documents, docs); !s.is_ok()) return fail(cmd, s, ExitCode::kUsage);
   }
@@ -169,10 +170,12 @@ void add_family(CLI::App* make, const std::string& family, const std::string& he
                 "fixed by its prompt, so the two never share an item, whatever the seeds and knobs")
       ->required()
       ->check(CLI::IsMember({"train", "held-out"}));
-  if (family == "add" || family == "mul" || family == "lineq" || family == "multistep")
+  if (family == "add" || family == "mul" || family == "lineq" || family == "multistep" || family == "calc" ||
+      family == "kv")
     c->add_option("--digits", a->opt.digits,
                   family == "lineq"       ? "Digits of x and of the constant"
                   : family == "multistep" ? "Digits of the starting value"
+                  : family == "kv"        ? "Digits of the stored values"
                                           : "Digits of each operand")
         ->capture_default_str()
         ->check(in_range(1, 9));
@@ -194,6 +197,12 @@ void add_family(CLI::App* make, const std::string& family, const std::string& he
   c->add_option("--per-document", a->per_document, "Items per training document")
       ->capture_default_str()
       ->check(in_range(1, 1e6));
+  if (family == "calc" || family == "kv")
+    c->add_option("--tool-share", a->tool_share,
+                  "Share of the training documents that demonstrate the tool (its calls, the results, the answer); "
+                  "the rest give the answer alone")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1.0));
   c->callback([a, &run] { run = [a] { return run_family(*a); }; });
 }
 
@@ -260,6 +269,12 @@ void register_tasks(CLI::App& app, CommandAction& run) {
   add_family(make, "reverse", "Reverse a list of letters (list check).", run);
   add_family(make, "strings", "Transform a word: upper, shift K (Caesar), double (text check).", run);
   add_family(make, "copy", "Repeat a string of digits (text check).", run);
+  add_family(make, "calc",
+             "Agentic: a product of two integers, with a calculator tool (<tool>347*829</tool>; integer check).", run);
+  add_family(make, "kv",
+             "Agentic: add to a key of a store seen only through get/set tools, then say it (integer check and "
+             "the store's final state).",
+             run);
 }
 
 }  // namespace mt

@@ -121,7 +121,9 @@ Result<std::string> Tokenizer::train(const std::vector<std::string_view>& texts,
       {"eos_id", "-1"},
       {"pad_id", "-1"},
       {"control_symbols", controls},
-      {"user_defined_symbols", "\n"},  // newline is its own piece, not 0x0A byte fallback
+      // Newline is its own piece, not 0x0A byte fallback; the tool-call syntax
+      // of agentic episodes (train/environment.h) stays whole, one piece each.
+      {"user_defined_symbols", "\n,<tool>,</tool>,<result>,</result>"},
       {"max_sentence_length", std::to_string(kSentenceBytes * 2)},
       {"input_sentence_size", "0"},
       {"shuffle_input_sentence", "false"},

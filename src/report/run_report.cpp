@@ -120,7 +120,7 @@ Status write_run_report(const std::string& run_dir, const std::string& out_path,
   nlohmann::json last;
   std::vector<PhaseRow> phases;
   // Reinforcement learning and distillation (metrics' "rl" object, train/rl_feed.h).
-  Points reward, pass1, pass_k, sample_acc, rl_kl, entropy, resp_len, clip, well_formed;
+  Points reward, pass1, pass_k, sample_acc, rl_kl, entropy, resp_len, clip, well_formed, tool_use;
   int64_t eval_k = 0;
   for (nlohmann::json& j : rows.value()) {
     const double s = j["step"].get<double>();
@@ -153,6 +153,7 @@ Status write_run_report(const std::string& run_dir, const std::string& out_path,
       rl_take(r, "response_len", resp_len);
       rl_take(r, "clip_frac", clip, 100.0);
       rl_take(r, "well_formed", well_formed, 100.0);
+      rl_take(r, "tool_use", tool_use, 100.0);
       if (r.contains("eval") && r["eval"].is_object()) {
         rl_take(r["eval"], "pass1", pass1, 100.0);
         rl_take(r["eval"], "pass_k", pass_k, 100.0);
@@ -300,8 +301,10 @@ Status write_run_report(const std::string& run_dir, const std::string& out_path,
     page.figure(chart("Rollouts", "tokens / %",
                       {{"response length (tokens)", resp_len, "", false, false},
                        {"clipped tokens (%)", clip, "", true, false},
-                       {"well formed (%)", well_formed, "", true, false}}),
-                "Completion length, PPO-clipped share of tokens, answers that parse as their check's kind.");
+                       {"well formed (%)", well_formed, "", true, false},
+                       {"tool use (%)", tool_use, "", false, false}}),
+                "Completion length, PPO-clipped share of tokens, answers that parse as their check's kind, "
+                "rollouts that called a tool.");
     page.end_row();
   }
   if (!bucket_eval.empty()) {

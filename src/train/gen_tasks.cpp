@@ -2,6 +2,8 @@
 // exact match and the accuracy breakdowns.
 #include "train/gen_tasks.h"
 
+#include "train/environment.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,8 +22,8 @@ namespace {
 
 // Every field an item may have: required ones first, then metadata.
 const std::set<std::string>& known_fields() {
-  static const std::set<std::string> k = {"id",    "family", "prompt",        "answer",       "split",
-                                          "depth", "tokens", "prompt_tokens", "needle_token", "check"};
+  static const std::set<std::string> k = {"id",     "family",       "prompt", "answer", "split", "depth", "tokens",
+                                          "prompt_tokens", "needle_token", "check", "env", "state", "goal"};
   return k;
 }
 
@@ -51,7 +53,7 @@ Status parse_item(const nlohmann::json& j, GenItem& it) {
     if (!known_fields().count(key))
       return Status::errorf(
           "\"{}\": unknown field (a generative item has id, family, prompt, answer, and optionally split, check, "
-          "depth, tokens, prompt_tokens, needle_token)",
+          "depth, tokens, prompt_tokens, needle_token, env, state, goal)",
           key);
   MT_RETURN_IF_ERROR(string_field(j, "id", it.id));
   MT_RETURN_IF_ERROR(string_field(j, "family", it.family));
@@ -72,6 +74,16 @@ Status parse_item(const nlohmann::json& j, GenItem& it) {
     if (auto k = parse_check(j["check"].get<std::string>()); !k)
       return Status::errorf("\"check\": {}", k.status().message());
     it.check = j["check"].get<std::string>();
+  }
+  for (const char* key : {"env", "state", "goal"})
+    if (j.contains(key) && !j[key].is_string()) return Status::errorf("\"{}\": expected a string", key);
+  it.env = j.value("env", "");
+  it.state = j.value("state", "");
+  it.goal = j.value("goal", "");
+  if (!it.env.empty()) {  // checked now, so a bad item fails at load, not in the middle of a run
+    if (auto e = make_environment(it.env, it.state, it.goal); !e) return e.status();
+  } else if (!it.state.empty() || !it.goal.empty()) {
+    return Status::error("\"env\": required with \"state\" or \"goal\"");
   }
   MT_RETURN_IF_ERROR(integer_field(j, "tokens", 1, it.tokens));
   MT_RETURN_IF_ERROR(integer_field(j, "prompt_tokens", 1, it.prompt_tokens));
@@ -132,6 +144,9 @@ std::string gen_item_line(const GenItem& it) {
   if (it.tokens > 0) j["tokens"] = it.tokens;
   if (it.prompt_tokens > 0) j["prompt_tokens"] = it.prompt_tokens;
   if (it.needle_token >= 0) j["needle_token"] = it.needle_token;
+  if (!it.env.empty()) j["env"] = it.env;
+  if (!it.state.empty()) j["state"] = it.state;
+  if (!it.goal.empty()) j["goal"] = it.goal;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

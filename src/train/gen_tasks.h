@@ -2,7 +2,8 @@
 // match of a greedy continuation (lm-evaluation-harness' generate_until with
 // the exact_match metric, without its stop strings):
 //   one line = {"id": "...", "family": "passkey", "prompt": "...", "answer": "...",
-//               "check": "exact" | "integer" | "list" | "text" (optional)}
+//               "check": "exact" | "integer" | "list" | "text" (optional),
+//               "env": "calculator" | "kv", "state", "goal" (agentic items, optional)}
 //   plus the family's metadata (passkey: "depth", "tokens"; docs/long-context.md).
 // The prompt is encoded after the end-of-document id (as training documents
 // and multiple-choice contexts are); the model then greedily decodes as many
@@ -40,6 +41,9 @@ struct GenItem {
   int64_t prompt_tokens = 0;    // passkey: the prompt's length as generated, with its tokenizer; 0 = not said
   int64_t needle_token = -1;    // passkey: the needle's first token in the prompt, as generated; -1 = not said
   std::string check;            // the verifier's check (train/verifier.h); "" = the family's default
+  // Agentic items (train/environment.h): the environment that answers the
+  // model's tool calls ("" = none), its initial state and its goal.
+  std::string env, state, goal;
   int64_t line = 0;             // 1-based, in the task file
 };
 

@@ -46,7 +46,8 @@ nlohmann::json metrics_line(const StepResult& r, double tokens_per_s, double mfu
                {"policy_tokens", f.policy_tokens}};
     if (!std::isnan(f.pass1))
       j["rl"]["eval"] = {{"pass1", f.pass1},           {"pass_k", f.pass_k},    {"k", f.eval_k},
-                         {"sample_acc", f.sample_acc}, {"items", f.eval_items}, {"seconds", f.eval_s}};
+                         {"sample_acc", f.sample_acc}, {"tool_use", f.eval_tool_use}, {"items", f.eval_items},
+                         {"seconds", f.eval_s}};
   }
   nlohmann::json load = nlohmann::json::array();
   for (const auto& layer : r.expert_load) {

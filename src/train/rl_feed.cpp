@@ -17,7 +17,9 @@
 #include "kernels/cpu/distill_loss.h"
 #include "model/decoder.h"
 #include "model/generate.h"
+#include "train/episodes.h"
 #include "train/rollouts.h"
+#include "core/token_flags.h"
 #include "train/verifier.h"
 
 namespace mt {
@@ -53,6 +55,17 @@ Status load_items(const std::string& path, const std::string& key, const TextCod
   }
   return Status::ok();
 }
+
+std::vector<const std::vector<int32_t>*> contexts_of(const std::vector<std::vector<int32_t>>& v) {
+  std::vector<const std::vector<int32_t>*> out;
+  for (const auto& x : v) out.push_back(&x);
+  return out;
+}
+
+// A completion's ids as floats for exchanges and checkpoints: an id as
+// itself, an environment's (flagged) id as -(id + 2), -1 past the end.
+float encode_id(int32_t t) { return (t & kNoLossBit) != 0 ? -float(token_id(t) + 2) : float(t); }
+int32_t decode_id(float f) { return f >= 0 ? int32_t(f) : without_loss(int32_t(-f) - 2); }
 
 std::string hash_params(const std::vector<float>& p) { return hex64(xxh64(p.data(), p.size() * sizeof(float), 0)); }
 
@@ -141,6 +154,7 @@ std::pair<int64_t, int64_t> RlFeed::share(int64_t n, int64_t r) const {
 }
 
 std::vector<std::vector<int32_t>> RlFeed::sample(const ModelConfig& model, const float* params, const float* bias,
+                                                 const std::vector<const GenItem*>& items,
                                                  const std::vector<const std::vector<int32_t>*>& contexts,
                                                  const std::vector<uint64_t>& streams, const SamplingOptions& so) {
   std::vector<std::vector<int32_t>> out;
@@ -148,19 +162,43 @@ std::vector<std::vector<int32_t>> RlFeed::sample(const ModelConfig& model, const
     const size_t c1 = std::min(contexts.size(), c0 + size_t(kDecodeChunk));
     std::vector<std::vector<int32_t>> prompts;
     int64_t longest = 0;
+    bool agentic = false;
     for (size_t c = c0; c < c1; ++c) {
       prompts.push_back(*contexts[c]);
       longest = std::max<int64_t>(longest, int64_t(contexts[c]->size()));
+      agentic |= !items[c]->env.empty();
     }
     DecoderOptions dopt;
     dopt.batch = int64_t(prompts.size());
     dopt.max_len = longest + cfg_.rl.max_new_tokens;
     Decoder dec(model, params, bias, dopt);
+    const std::vector<uint64_t> chunk_streams(streams.begin() + std::ptrdiff_t(c0), streams.begin() + std::ptrdiff_t(c1));
+    if (agentic) {
+      std::vector<std::unique_ptr<Environment>> owned;
+      std::vector<Environment*> envs;
+      for (size_t c = c0; c < c1; ++c) {
+        if (items[c]->env.empty()) {
+          envs.push_back(nullptr);
+          continue;
+        }
+        auto e = make_environment(items[c]->env, items[c]->state, items[c]->goal);
+        MT_CHECK(e.is_ok(), "item {}: {}", items[c]->id, e.status().message());  // validated when read
+        owned.push_back(std::move(*e));
+        envs.push_back(owned.back().get());
+      }
+      EpisodeOptions eo;
+      eo.max_new_tokens = cfg_.rl.max_new_tokens;
+      eo.stop_token = sep_;
+      eo.sampling = so;
+      for (Episode& e : run_episodes(dec, *codec_, contexts_of(prompts), envs, chunk_streams, eo))
+        out.push_back(std::move(e.tokens));
+      continue;
+    }
     GenerateOptions go;
     go.max_new_tokens = cfg_.rl.max_new_tokens;
     go.stop_token = sep_;
     go.sampling = so;
-    go.streams.assign(streams.begin() + std::ptrdiff_t(c0), streams.begin() + std::ptrdiff_t(c1));
+    go.streams = chunk_streams;
     GenerateResult g = generate(dec, prompts, go);
     for (auto& t : g.tokens) out.push_back(std::move(t));
   }
@@ -177,7 +215,7 @@ std::vector<std::vector<int32_t>> RlFeed::exchange(const std::vector<std::vector
   }
   std::vector<float> send(mine.size() * static_cast<size_t>(M), -1.0f), all(static_cast<size_t>(n * M), -1.0f);
   for (size_t i = 0; i < mine.size(); ++i)
-    for (size_t j = 0; j < mine[i].size(); ++j) send[i * size_t(M) + j] = float(mine[i][j]);  // ids < 2^24: exact
+    for (size_t j = 0; j < mine[i].size(); ++j) send[i * size_t(M) + j] = encode_id(mine[i][j]);  // ids < 2^24: exact
   world_.allgatherv(send.data(), counts[size_t(world_.rank())], all.data(), counts.data(), displs.data(), DType::kF32,
                     "all-gather (rollouts)");
   std::vector<std::vector<int32_t>> out(static_cast<size_t>(n));
@@ -195,9 +233,11 @@ void RlFeed::make_rollouts(int64_t step, const float* params, const float* bias)
     row_item_[size_t(k)] = k % G_ == 0 ? item_of(it, k / G_) : row_item_[size_t(k - 1)];
   const auto [lo, hi] = share(rows_, world_.rank());
   std::vector<const std::vector<int32_t>*> ctx;
+  std::vector<const GenItem*> its;
   std::vector<uint64_t> streams;
   for (int64_t k = lo; k < hi; ++k) {
     ctx.push_back(&contexts_[size_t(row_item_[size_t(k)])]);
+    its.push_back(&items_[size_t(row_item_[size_t(k)])]);
     streams.push_back(uint64_t(it) * uint64_t(rows_) + uint64_t(k));
   }
   SamplingOptions so;
@@ -207,8 +247,8 @@ void RlFeed::make_rollouts(int64_t step, const float* params, const float* bias)
   // The off-policy baselines learn from the teacher's samples; every other objective from the model's own.
   const bool teacher = samples_from_teacher(cfg_.rl.objective);
   completions_ =
-      exchange(teacher ? sample(teacher_.cfg.model, teacher_.params.data(), teacher_.bias(), ctx, streams, so)
-                       : sample(cfg_.model, params, bias, ctx, streams, so),
+      exchange(teacher ? sample(teacher_.cfg.model, teacher_.params.data(), teacher_.bias(), its, ctx, streams, so)
+                       : sample(cfg_.model, params, bias, its, ctx, streams, so),
                rows_);
   iteration_ = it;
   score();
@@ -221,9 +261,38 @@ void RlFeed::make_rollouts(int64_t step, const float* params, const float* bias)
 }
 
 std::string RlFeed::completion_text(int64_t k) const {
-  const std::vector<int32_t>& c = completions_[size_t(k)];
-  const bool ended = !c.empty() && c.back() == sep_;
-  return codec_->decode(c.data(), int64_t(c.size()) - (ended ? 1 : 0));
+  std::vector<int32_t> plain;
+  for (int32_t t : completions_[size_t(k)]) plain.push_back(token_id(t));
+  const bool ended = !plain.empty() && plain.back() == sep_;
+  return codec_->decode(plain.data(), int64_t(plain.size()) - (ended ? 1 : 0));
+}
+
+RlFeed::Judgement RlFeed::judge(const GenItem& item, const std::vector<int32_t>& completion) const {
+  Judgement j;
+  std::vector<int32_t> plain;
+  for (int32_t t : completion) plain.push_back(token_id(t));
+  j.ended = !plain.empty() && plain.back() == sep_;
+  const std::string text = codec_->decode(plain.data(), int64_t(plain.size()) - (j.ended ? 1 : 0));
+  if (item.env.empty()) {
+    const Verdict v = verify(check_of(item), item.answer, text);
+    j.correct = v.correct;
+    j.well_formed = v.well_formed;
+    return j;
+  }
+  // An episode: the final answer after the last tool result, and the goal
+  // of the environment replayed over the calls the completion made.
+  const Verdict v = verify(check_of(item), item.answer, final_answer(text));
+  j.well_formed = v.well_formed;
+  j.calls = count_calls(text);
+  auto env = make_environment(item.env, item.state, item.goal);
+  MT_CHECK(env.is_ok(), "item {}: {}", item.id, env.status().message());
+  for (size_t at = text.find(kToolOpen); at != std::string::npos; at = text.find(kToolOpen, at + 1)) {
+    const size_t begin = at + kToolOpen.size(), end = text.find(kToolClose, begin);
+    if (end == std::string::npos) break;
+    (*env)->call(std::string_view(text).substr(begin, end - begin));
+  }
+  j.correct = v.correct && (*env)->goal_met();
+  return j;
 }
 
 Status RlFeed::open_rollout_log(const std::string& run_dir) {
@@ -275,7 +344,6 @@ void RlFeed::log_rollouts(int64_t step) {
 }
 
 void RlFeed::score() {
-  std::vector<int32_t> body;
   rewards_.assign(size_t(rows_), 0.0);
   correct_.assign(size_t(rows_), 0);
   RolloutStats s;
@@ -283,15 +351,14 @@ void RlFeed::score() {
   for (int64_t k = 0; k < rows_; ++k) {
     const GenItem& item = items_[size_t(row_item_[size_t(k)])];
     const std::vector<int32_t>& c = completions_[size_t(k)];
-    const bool ended = !c.empty() && c.back() == sep_;
-    const Verdict v =
-        verify(check_of(item), item.answer, codec_->decode(c.data(), int64_t(c.size()) - (ended ? 1 : 0)));
+    const Judgement v = judge(item, c);
     rewards_[size_t(k)] = v.correct ? 1.0 : 0.0;
     correct_[size_t(k)] = v.correct ? 1 : 0;
     s.reward += rewards_[size_t(k)] / double(rows_);
     s.well_formed += (v.well_formed ? 1.0 : 0.0) / double(rows_);
     s.length += double(c.size()) / double(rows_);
-    s.truncated += (ended ? 0.0 : 1.0) / double(rows_);
+    s.truncated += (v.ended ? 0.0 : 1.0) / double(rows_);
+    s.tool_use += (v.calls > 0 ? 1.0 : 0.0) / double(rows_);
   }
   for (int64_t g0 = 0; g0 < rows_; g0 += G_) {
     double lo = 1.0, hi = 0.0;
@@ -312,8 +379,13 @@ void RlFeed::fill_row(int64_t index, int64_t T, int64_t stride, int32_t* tokens,
   const std::vector<int32_t>& ctx = contexts_[size_t(row_item_[size_t(index)])];
   const std::vector<int32_t>& c = completions_[size_t(index)];
   rollout_row(ctx, c, sep_, stride, tokens);
-  const float w = rollout_token_weight(cfg_.rl.loss, rows_, int64_t(c.size()), cfg_.rl.max_new_tokens);
+  // Only what the model wrote trains: an environment's tokens are inputs.
+  int64_t written = 0;
+  for (int32_t t : c) written += (t & kNoLossBit) == 0 ? 1 : 0;
+  const float w = rollout_token_weight(cfg_.rl.loss, rows_, written, cfg_.rl.max_new_tokens);
   rollout_positions(int64_t(ctx.size()), int64_t(c.size()), w, advantages_[size_t(index)], T, weights, advantages);
+  for (int64_t t = 0; t < T; ++t)
+    if (target_of(tokens[t + 1]) < 0) weights[t] = advantages[t] = 0.0f;
 }
 
 bool RlFeed::reference_logp(const int32_t* rows, int64_t n, int64_t stride, float* out) {
@@ -368,12 +440,15 @@ RlEvalStats RlFeed::evaluate(const float* params, const float* bias) {
   if (n == 0) return e;
   const auto [lo, hi] = share(n, world_.rank());
   std::vector<const std::vector<int32_t>*> greedy_ctx, sample_ctx;
+  std::vector<const GenItem*> greedy_items, sample_items;
   std::vector<uint64_t> greedy_streams, sample_streams;
   for (int64_t i = lo; i < hi; ++i) {
     greedy_ctx.push_back(&held_contexts_[size_t(i)]);
+    greedy_items.push_back(&held_out_[size_t(i)]);
     greedy_streams.push_back(uint64_t(i));
     for (int64_t j = 0; j < k; ++j) {
       sample_ctx.push_back(&held_contexts_[size_t(i)]);
+      sample_items.push_back(&held_out_[size_t(i)]);
       sample_streams.push_back(uint64_t(i * k + j));
     }
   }
@@ -383,25 +458,23 @@ RlEvalStats RlFeed::evaluate(const float* params, const float* bias) {
   so.temperature = cfg_.rl.temperature;
   so.top_p = cfg_.rl.top_p;
   so.seed = cfg_.train.seed ^ kEvalSeedSalt;
-  const auto g = sample(cfg_.model, params, bias, greedy_ctx, greedy_streams, greedy);
-  const auto s = sample(cfg_.model, params, bias, sample_ctx, sample_streams, so);
-  auto correct = [&](int64_t item, const std::vector<int32_t>& c) {
-    const bool ended = !c.empty() && c.back() == sep_;
-    const GenItem& it = held_out_[size_t(item)];
-    return verify(check_of(it), it.answer, codec_->decode(c.data(), int64_t(c.size()) - (ended ? 1 : 0))).correct;
-  };
-  int64_t hits[3] = {0, 0, 0};  // greedy, any of k, samples
+  const auto g = sample(cfg_.model, params, bias, greedy_items, greedy_ctx, greedy_streams, greedy);
+  const auto s = sample(cfg_.model, params, bias, sample_items, sample_ctx, sample_streams, so);
+  auto correct = [&](int64_t item, const std::vector<int32_t>& c) { return judge(held_out_[size_t(item)], c).correct; };
+  int64_t hits[4] = {0, 0, 0, 0};  // greedy, any of k, samples, greedy episodes with a tool call
   for (int64_t i = lo; i < hi; ++i) {
     hits[0] += correct(i, g[size_t(i - lo)]) ? 1 : 0;
+    hits[3] += judge(held_out_[size_t(i)], g[size_t(i - lo)]).calls > 0 ? 1 : 0;
     int64_t c = 0;
     for (int64_t j = 0; j < k; ++j) c += correct(i, s[size_t((i - lo) * k + j)]) ? 1 : 0;
     hits[1] += c > 0 ? 1 : 0;
     hits[2] += c;
   }
-  world_.allreduce_sum(hits, 3, "all-reduce (held-out pass@k)");
+  world_.allreduce_sum(hits, 4, "all-reduce (held-out pass@k)");
   e.pass1 = double(hits[0]) / double(n);
   e.pass_k = double(hits[1]) / double(n);
   e.sample_acc = double(hits[2]) / double(n * k);
+  e.tool_use = double(hits[3]) / double(n);
   e.seconds = now_seconds() - t0;
   return e;
 }
@@ -413,7 +486,7 @@ std::vector<TensorView> RlFeed::checkpoint_views() const {
   saved_completions_.assign(size_t(rows_ * M), -1.0f);
   for (int64_t i = 0; i < rows_; ++i)
     for (size_t j = 0; j < completions_[size_t(i)].size(); ++j)
-      saved_completions_[size_t(i * M) + j] = float(completions_[size_t(i)][j]);
+      saved_completions_[size_t(i * M) + j] = encode_id(completions_[size_t(i)][j]);
   v.push_back({"rl.completions", {rows_, M}, saved_completions_.data()});
   if (have_logp_) {
     v.push_back({"rl.old_logp", {rows_, T_}, old_logp_.data()});
@@ -457,8 +530,8 @@ Status RlFeed::restore(const LoadedCheckpoint& ck) {
   completions_.assign(size_t(rows_), {});
   for (int64_t k = 0; k < rows_; ++k) {
     row_item_[size_t(k)] = k % G_ == 0 ? item_of(iteration_, k / G_) : row_item_[size_t(k - 1)];
-    for (int64_t m = 0; m < M && comp[size_t(k * M + m)] >= 0; ++m)
-      completions_[size_t(k)].push_back(int32_t(comp[size_t(k * M + m)]));
+    for (int64_t m = 0; m < M && comp[size_t(k * M + m)] != -1.0f; ++m)
+      completions_[size_t(k)].push_back(decode_id(comp[size_t(k * M + m)]));
   }
   score();
   old_logp_.assign(size_t(rows_ * T_), 0.0f);

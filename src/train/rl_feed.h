@@ -44,6 +44,7 @@ struct RolloutStats {
   double truncated = 0;      // share that ran out of rl.max_new_tokens
   double solved_groups = 0;  // share of prompts with at least one correct completion
   double zero_signal = 0;    // share of prompts whose completions all scored alike (no gradient)
+  double tool_use = 0;       // share of rollouts with at least one tool call (agentic items)
   double seconds = 0;        // generation and verification wall time
 };
 
@@ -51,6 +52,7 @@ struct RolloutStats {
 struct RlEvalStats {
   int64_t items = 0;
   double pass1 = 0, pass_k = 0, sample_acc = 0;  // sample_acc: mean accuracy of the k samples
+  double tool_use = 0;                           // share of greedy episodes with a tool call
   double seconds = 0;
 };
 
@@ -109,7 +111,10 @@ class RlFeed {
   // Context (separator + prompt ids) of the prompt slot `p` of iteration i.
   int64_t item_of(int64_t iteration, int64_t p) const;
   // Generates completions of contexts[i] on streams[i]; sampling options as given.
+  // Items with an environment run as episodes (train/episodes.h): their
+  // completions hold the environment's tokens, flagged no-loss.
   std::vector<std::vector<int32_t>> sample(const ModelConfig& model, const float* params, const float* bias,
+                                           const std::vector<const GenItem*>& items,
                                            const std::vector<const std::vector<int32_t>*>& contexts,
                                            const std::vector<uint64_t>& streams, const SamplingOptions& so);
   // Rank r's share [lo, hi) of n things.
@@ -117,6 +122,13 @@ class RlFeed {
   // Every rank's completions of its share (max_new_tokens wide) to all.
   std::vector<std::vector<int32_t>> exchange(const std::vector<std::vector<int32_t>>& mine, int64_t n);
   void score();  // rewards and advantages of the buffer's completions
+  // An item's completion judged: its verifier on the final answer (after the
+  // last tool result), and an environment's goal replayed over its calls.
+  struct Judgement {
+    bool correct = false, well_formed = false, ended = false;
+    int64_t calls = 0;
+  };
+  Judgement judge(const GenItem& item, const std::vector<int32_t>& completion) const;
   void log_rollouts(int64_t step);               // the buffer's rollouts to the rollout log
   std::string completion_text(int64_t k) const;  // rollout k's completion, without its end-of-document id
 

@@ -18,10 +18,11 @@ struct RlStepFigures {
   bool on = false;
   int64_t iteration = 0, pass = 0;  // the rollout batch and the optimizer pass over it (0-based)
   double reward = 0, well_formed = 0, length = 0, truncated = 0, solved_groups = 0, zero_signal = 0;
+  double tool_use = 0;                    // share of rollouts that called a tool (agentic items)
   double rollout_s = 0;                       // generation + verification (first pass only; 0 otherwise)
   double entropy = 0, kl = 0, clip_frac = 0;  // means over the step's completion tokens
   int64_t policy_tokens = 0;                  // completion tokens the step trained on (every rank's)
-  double pass1 = std::nan(""), pass_k = std::nan(""), sample_acc = std::nan("");
+  double pass1 = std::nan(""), pass_k = std::nan(""), sample_acc = std::nan(""), eval_tool_use = std::nan("");
   int64_t eval_items = 0, eval_k = 0;
   double eval_s = 0;
 };

@@ -2,6 +2,8 @@
 // task_families.h).
 #include "train/task_families.h"
 
+#include "train/environment.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -34,6 +36,7 @@ class Draws {
 
 struct Problem {
   std::string prompt, answer;
+  std::string env, state, goal;  // agentic families (train/environment.h)
 };
 
 int64_t pow10(int64_t d) {
@@ -110,6 +113,22 @@ Problem draw_problem(const FamilyOptions& o, Draws& d) {
     for (char c : word) out += std::string(2, c);
     return {fmt::format("Q: double {} A:", word), fmt::format(" {}", out)};
   }
+  if (f == "calc") {  // a product too long to do in one's head: the calculator is the way
+    const int64_t a = number(d, o.digits), b = number(d, o.digits);
+    return {fmt::format("Q: {}*{}=? A:", a, b), fmt::format(" {}", a * b), "calculator", "", ""};
+  }
+  if (f == "kv") {  // a store the model sees only through get/set: read a key, add to it, write it back
+    const int64_t keys = 4, key = d.in(1, keys), add = d.in(1, 9);
+    std::string state;
+    int64_t value = 0;
+    for (int64_t k = 1; k <= keys; ++k) {
+      const int64_t v = number(d, o.digits);
+      if (k == key) value = v;
+      state += fmt::format("{}k{}={}", k > 1 ? " " : "", k, v);
+    }
+    return {fmt::format("Q: add {} to k{}, then say k{} A:", add, key, key), fmt::format(" {}", value + add), "kv",
+            state, fmt::format("k{}={}", key, value + add)};
+  }
   // copy
   std::string digits;
   for (int64_t i = 0; i < o.length; ++i) digits += char('0' + d.in(0, 9));
@@ -121,7 +140,8 @@ Status check(const FamilyOptions& o) {
   if (std::find(fams.begin(), fams.end(), o.family) == fams.end())
     return Status::errorf("family: \"{}\" is not one of {}", o.family, fmt::join(fams, ", "));
   if (o.n < 1) return Status::errorf("n: expected at least 1 item, got {}", o.n);
-  const bool uses_digits = o.family == "add" || o.family == "mul" || o.family == "lineq" || o.family == "multistep";
+  const bool uses_digits = o.family == "add" || o.family == "mul" || o.family == "lineq" || o.family == "multistep" ||
+                           o.family == "calc" || o.family == "kv";
   // Products of two 9-digit numbers and a 9-digit start times 9^12 stay inside int64.
   if (uses_digits && (o.digits < 1 || o.digits > 9)) return Status::errorf("digits: expected 1 to 9, got {}", o.digits);
   if (!uses_digits && (o.length < 1 || o.length > 256))
@@ -134,7 +154,8 @@ Status check(const FamilyOptions& o) {
 }  // namespace
 
 const std::vector<std::string>& task_families() {
-  static const std::vector<std::string> f = {"add", "mul", "lineq", "multistep", "sort", "reverse", "strings", "copy"};
+  static const std::vector<std::string> f = {"add",     "mul",     "lineq", "multistep", "sort",
+                                             "reverse", "strings", "copy",  "calc",      "kv"};
   return f;
 }
 
@@ -171,14 +192,40 @@ Result<std::vector<GenItem>> make_family_items(const FamilyOptions& o) {
     it.split = split_name(o.split);
     it.prompt = std::move(p.prompt);
     it.answer = std::move(p.answer);
+    it.env = std::move(p.env);
+    it.state = std::move(p.state);
+    it.goal = std::move(p.goal);
     items.push_back(std::move(it));
   }
   return items;
 }
 
-std::string task_document(const std::vector<GenItem>& items, size_t begin, size_t end) {
+std::string tool_demonstration(const GenItem& it) {
+  if (it.env == "calculator") {
+    const std::string q = it.prompt.substr(3, it.prompt.find("=?") - 3);  // "Q: 347*829=? A:" -> "347*829"
+    return fmt::format(" {}{}{}{}{}{}{}", kToolOpen, q, kToolClose, kResultOpen, it.answer.substr(1), kResultClose,
+                       it.answer);
+  }
+  if (it.env == "kv") {
+    // "add N to kK": get kK, set kK to the sum, say it.
+    const std::string key = it.goal.substr(0, it.goal.find('='));
+    const std::string before = it.state.substr(it.state.find(key + "=") + key.size() + 1);
+    return fmt::format(" {}get {}{}{}{}{}{}set {} {}{}{}ok{}{}", kToolOpen, key, kToolClose, kResultOpen,
+                       before.substr(0, before.find(' ')), kResultClose, kToolOpen, key, it.answer.substr(1), kToolClose,
+                       kResultOpen, kResultClose, it.answer);
+  }
+  return it.answer;
+}
+
+std::string task_document(const std::vector<GenItem>& items, size_t begin, size_t end, double tool_share) {
   std::string s;
-  for (size_t i = begin; i < end && i < items.size(); ++i) s += items[i].prompt + items[i].answer + "\n";
+  for (size_t i = begin; i < end && i < items.size(); ++i) {
+    const GenItem& it = items[i];
+    // Which items demonstrate the tool: a fixed hash of the prompt, so the share holds in any file.
+    const bool demo = !it.env.empty() &&
+                      double(xxh64(it.prompt.data(), it.prompt.size(), 0x746f6f6cu) % 1000000) < tool_share * 1e6;
+    s += it.prompt + (demo ? tool_demonstration(it) : it.answer) + "\n";
+  }
   return s;
 }
 

@@ -12,6 +12,12 @@
 //   strings    Q: upper kdaz A: -> " KDAZ"; Q: shift 2 kdaz A: -> " mfcb";
 //              Q: double kdaz A: -> " kkddaazz"               length of the word
 //   copy       Q: repeat 4819 A:             -> " 4819"       length in digits
+//   calc       Q: 347*829=? A:               -> " 287663"     digits per operand; agentic: a
+//              calculator answers <tool>347*829</tool>
+//   kv         Q: add 7 to k2, then say k2 A: -> " 64"        digits of the stored values;
+//              agentic: a key-value store (k1..k4) the model reads and
+//              writes with <tool>get k2</tool>, <tool>set k2 64</tool>;
+//              right only if k2 holds 64 at the end (train/environment.h)
 //
 // The "Q: ... A:" frame and the answer's leading space keep one convention
 // for every family (and the passkey's): the answer is the literal
@@ -58,7 +64,12 @@ bool problem_is_held_out(std::string_view prompt);
 // knob out of its range, too few distinct problems for --n).
 Result<std::vector<GenItem>> make_family_items(const FamilyOptions& o);
 
-// Training text of items: each prompt + answer + "\n", in order.
-std::string task_document(const std::vector<GenItem>& items, size_t begin, size_t end);
+// Training text of items: each prompt + answer + "\n", in order. Of agentic
+// items, a `tool_share` of them (chosen by a hash of the prompt) demonstrate
+// the tool instead — prompt + the calls, the environment's results, the
+// answer — e.g. "Q: 347*829=? A: <tool>347*829</tool><result>287663</result> 287663".
+std::string task_document(const std::vector<GenItem>& items, size_t begin, size_t end, double tool_share = 1.0);
+// An agentic item's answer with its tool calls and results (its answer alone otherwise).
+std::string tool_demonstration(const GenItem& item);
 
 }  // namespace mt

@@ -347,6 +347,7 @@ StepResult Trainer::train_step() {
     r.rl.truncated = rs.truncated;
     r.rl.solved_groups = rs.solved_groups;
     r.rl.zero_signal = rs.zero_signal;
+    r.rl.tool_use = rs.tool_use;
   }
   if (dropped_total_.size() != r.bucket_dropped.size()) dropped_total_.assign(r.bucket_dropped.size(), 0);
   for (size_t b = 0; b < r.bucket_dropped.size(); ++b) dropped_total_[b] += r.bucket_dropped[b];
@@ -431,6 +432,7 @@ void Trainer::rl_evaluate(StepResult& r) {
   r.rl.pass1 = e.pass1;
   r.rl.pass_k = e.pass_k;
   r.rl.sample_acc = e.sample_acc;
+  r.rl.eval_tool_use = e.tool_use;
   r.rl.eval_items = e.items;
   r.rl.eval_k = cfg_.rl.eval_k;
   r.rl.eval_s = e.seconds;
@@ -556,6 +558,7 @@ Status Trainer::run() {
                                     {"pass_k", r0.rl.pass_k},
                                     {"k", r0.rl.eval_k},
                                     {"sample_acc", r0.rl.sample_acc},
+                                    {"tool_use", r0.rl.eval_tool_use},
                                     {"items", r0.rl.eval_items}});
     }
   }

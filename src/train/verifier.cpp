@@ -60,7 +60,9 @@ Result<CheckKind> parse_check(std::string_view name) {
 }
 
 CheckKind default_check(std::string_view family) {
-  if (family == "add" || family == "mul" || family == "lineq" || family == "multistep") return CheckKind::kInteger;
+  if (family == "add" || family == "mul" || family == "lineq" || family == "multistep" || family == "calc" ||
+      family == "kv")
+    return CheckKind::kInteger;
   if (family == "sort" || family == "reverse") return CheckKind::kList;
   if (family == "strings" || family == "copy") return CheckKind::kText;
   return CheckKind::kExact;

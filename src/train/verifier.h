@@ -29,7 +29,7 @@ enum class CheckKind { kExact, kInteger, kList, kText };
 const char* check_name(CheckKind k);  // "exact", "integer", "list", "text"
 // The kind a name stands for; an error lists the names.
 Result<CheckKind> parse_check(std::string_view name);
-// A family's default check: integer for add, mul, lineq and multistep;
+// A family's default check: integer for add, mul, lineq, multistep, calc and kv;
 // list for sort and reverse; text for strings and copy; exact otherwise.
 CheckKind default_check(std::string_view family);
 
