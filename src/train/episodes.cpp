@@ -14,8 +14,8 @@ std::vector<Episode> run_episodes(Decoder& dec, const TextCodec& codec,
                                   const EpisodeOptions& o) {
   const int64_t P = int64_t(contexts.size()), V = dec.config().vocab_size, R = dec.options().max_rows;
   MT_CHECK(P <= dec.options().batch && int64_t(envs.size()) == P && int64_t(streams.size()) == P,
-           "run_episodes: {} contexts, {} environments, {} streams, decoder batch {}", P, envs.size(),
-           streams.size(), dec.options().batch);
+           "run_episodes: {} contexts, {} environments, {} streams, decoder batch {}", P, envs.size(), streams.size(),
+           dec.options().batch);
   std::vector<Episode> out(static_cast<size_t>(P));
   std::vector<std::vector<int32_t>> feed(static_cast<size_t>(P));  // rows to feed each sequence next
   std::vector<char> done(static_cast<size_t>(P), o.max_new_tokens == 0);
@@ -50,7 +50,8 @@ std::vector<Episode> run_episodes(Decoder& dec, const TextCodec& codec,
         if (at + 1 < toks.size() && ids[at + 1] == ids[at]) continue;  // not the sequence's last row
         const int64_t p = ids[at];
         const int64_t pos = dec.cache().length(p);
-        const int32_t next = sample_token(dec.logits() + r * V, V, o.sampling, streams[size_t(p)], uint64_t(pos), scratch);
+        const int32_t next =
+            sample_token(dec.logits() + r * V, V, o.sampling, streams[size_t(p)], uint64_t(pos), scratch);
         Episode& e = out[size_t(p)];
         std::vector<int32_t>& f = feed[size_t(p)];
         f.assign(1, next);
@@ -70,8 +71,8 @@ std::vector<Episode> run_episodes(Decoder& dec, const TextCodec& codec,
           continue;
         }
         ++e.calls;
-        const std::vector<int32_t> answer = codec.encode(std::string(kResultOpen) + envs[size_t(p)]->call(*call) +
-                                                         std::string(kResultClose));
+        const std::vector<int32_t> answer =
+            codec.encode(std::string(kResultOpen) + envs[size_t(p)]->call(*call) + std::string(kResultClose));
         for (int32_t t : answer) {
           if (int64_t(e.tokens.size()) >= o.max_new_tokens) break;
           e.tokens.push_back(without_loss(t));

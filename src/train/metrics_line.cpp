@@ -43,7 +43,8 @@ nlohmann::json metrics_line(const StepResult& r, double tokens_per_s, double mfu
                {"entropy", f.entropy},
                {"kl", f.kl},
                {"clip_frac", f.clip_frac},
-               {"policy_tokens", f.policy_tokens}};
+               {"policy_tokens", f.policy_tokens},
+               {"tool_use", f.tool_use}};
     if (!std::isnan(f.pass1))
       j["rl"]["eval"] = {{"pass1", f.pass1},           {"pass_k", f.pass_k},    {"k", f.eval_k},
                          {"sample_acc", f.sample_acc}, {"tool_use", f.eval_tool_use}, {"items", f.eval_items},

@@ -269,6 +269,32 @@ TEST_F(RlTraining, DistillsOnPolicyResumesBitForBitAndRunsTheBaselines) {
   EXPECT_THAT(refused.err, HasSubstr("vocab_size"));
 }
 
+// Items with an environment run as episodes: the run records the share of
+// rollouts (and of held-out greedy episodes) that called a tool.
+TEST_F(RlTraining, AgenticItemsRunAsEpisodesAndReportToolUse) {
+  for (const char* split : {"train", "held-out"}) {
+    const auto made =
+        e2e::moetrain({"tasks", "make", "kv", "--digits", "2", "--split", split, "--n",
+                       split == std::string("train") ? "20" : "4", "--out", dir() + "/kv-" + split + ".jsonl"});
+    ASSERT_EQ(made.exit_code, 0) << made;
+  }
+  const std::string run = dir() + "/agentic";
+  std::vector<std::string> a = rl(run, {"--set", "train.steps=2", "--set", "rl.passes=1"});
+  a[5] = dir() + "/kv-train.jsonl";     // --tasks
+  a[7] = dir() + "/kv-held-out.jsonl";  // --held-out
+  const auto r = e2e::moetrain(a, 300);
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const auto rows = e2e::read_metrics(run);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& row : rows) {
+    ASSERT_TRUE(row["rl"].contains("tool_use")) << row.dump();
+    EXPECT_GE(row["rl"]["tool_use"].get<double>(), 0.0);
+    EXPECT_LE(row["rl"]["tool_use"].get<double>(), 1.0);
+  }
+  ASSERT_TRUE(rows.back()["rl"].contains("eval")) << rows.back()["rl"].dump() << r;
+  EXPECT_TRUE(rows.back()["rl"]["eval"].contains("tool_use"));
+}
+
 TEST_F(RlTraining, BadInputIsRefusedNamingIt) {
   e2e::write_file(dir() + "/bad.jsonl",
                   "{\"id\": \"a\", \"family\": \"copy\", \"prompt\": \"x\", \"answer\": \"x\"}\n{\"id\": \"b\"}\n");
