@@ -62,11 +62,6 @@ std::vector<const std::vector<int32_t>*> contexts_of(const std::vector<std::vect
   return out;
 }
 
-// A completion's ids as floats for exchanges and checkpoints: an id as
-// itself, an environment's (flagged) id as -(id + 2), -1 past the end.
-float encode_id(int32_t t) { return (t & kNoLossBit) != 0 ? -float(token_id(t) + 2) : float(t); }
-int32_t decode_id(float f) { return f >= 0 ? int32_t(f) : without_loss(int32_t(-f) - 2); }
-
 std::string hash_params(const std::vector<float>& p) { return hex64(xxh64(p.data(), p.size() * sizeof(float), 0)); }
 
 // A frozen model beside the policy (the reference, the teacher): its
@@ -215,13 +210,13 @@ std::vector<std::vector<int32_t>> RlFeed::exchange(const std::vector<std::vector
   }
   std::vector<float> send(mine.size() * static_cast<size_t>(M), -1.0f), all(static_cast<size_t>(n * M), -1.0f);
   for (size_t i = 0; i < mine.size(); ++i)
-    for (size_t j = 0; j < mine[i].size(); ++j) send[i * size_t(M) + j] = encode_id(mine[i][j]);  // ids < 2^24: exact
+    for (size_t j = 0; j < mine[i].size(); ++j) send[i * size_t(M) + j] = completion_id_to_float(mine[i][j]);  // ids < 2^24: exact
   world_.allgatherv(send.data(), counts[size_t(world_.rank())], all.data(), counts.data(), displs.data(), DType::kF32,
                     "all-gather (rollouts)");
   std::vector<std::vector<int32_t>> out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < M && all[size_t(i * M + j)] >= 0; ++j)
-      out[size_t(i)].push_back(int32_t(all[size_t(i * M + j)]));
+    for (int64_t j = 0; j < M && all[size_t(i * M + j)] != -1.0f; ++j)
+      out[size_t(i)].push_back(completion_id_from_float(all[size_t(i * M + j)]));
   return out;
 }
 
@@ -486,7 +481,7 @@ std::vector<TensorView> RlFeed::checkpoint_views() const {
   saved_completions_.assign(size_t(rows_ * M), -1.0f);
   for (int64_t i = 0; i < rows_; ++i)
     for (size_t j = 0; j < completions_[size_t(i)].size(); ++j)
-      saved_completions_[size_t(i * M) + j] = encode_id(completions_[size_t(i)][j]);
+      saved_completions_[size_t(i * M) + j] = completion_id_to_float(completions_[size_t(i)][j]);
   v.push_back({"rl.completions", {rows_, M}, saved_completions_.data()});
   if (have_logp_) {
     v.push_back({"rl.old_logp", {rows_, T_}, old_logp_.data()});
@@ -531,7 +526,7 @@ Status RlFeed::restore(const LoadedCheckpoint& ck) {
   for (int64_t k = 0; k < rows_; ++k) {
     row_item_[size_t(k)] = k % G_ == 0 ? item_of(iteration_, k / G_) : row_item_[size_t(k - 1)];
     for (int64_t m = 0; m < M && comp[size_t(k * M + m)] != -1.0f; ++m)
-      completions_[size_t(k)].push_back(decode_id(comp[size_t(k * M + m)]));
+      completions_[size_t(k)].push_back(completion_id_from_float(comp[size_t(k * M + m)]));
   }
   score();
   old_logp_.assign(size_t(rows_ * T_), 0.0f);

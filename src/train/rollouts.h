@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/token_flags.h"
 #include "train/rl_config.h"
 
 namespace mt {
@@ -36,5 +37,14 @@ void rollout_row(const std::vector<int32_t>& context, const std::vector<int32_t>
 // weights there = w, 0 elsewhere; advantages there = a, 0 elsewhere.
 void rollout_positions(int64_t context_len, int64_t completion_len, float w, float a, int64_t T, float* weights,
                        float* advantages);
+
+// A completion's ids as floats, for the rollout exchange and checkpoints:
+// an id as itself, an environment's id (flagged no-loss) as -(id + 2), so
+// -1 is free to pad past a completion's end. Exact for ids below 2^24 - 2
+// (vocabularies are far smaller).
+inline float completion_id_to_float(int32_t t) {
+  return (t & kNoLossBit) != 0 ? -float(token_id(t) + 2) : float(t);
+}
+inline int32_t completion_id_from_float(float f) { return f >= 0 ? int32_t(f) : without_loss(int32_t(-f) - 2); }
 
 }  // namespace mt

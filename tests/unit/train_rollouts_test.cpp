@@ -54,5 +54,14 @@ TEST(RolloutRow, ContextFlaggedCompletionTrainedPaddingFlagged) {
     EXPECT_EQ(w[size_t(t)] > 0, target_of(row[size_t(t + 1)]) >= 0) << "weights where the targets are: " << t;
 }
 
+TEST(CompletionIds, FlaggedIdsSurviveTheFloatExchangeAndNeverLookLikePadding) {
+  for (int32_t id : {0, 1, 7, 511, (1 << 24) - 3}) {
+    EXPECT_EQ(completion_id_from_float(completion_id_to_float(id)), id);
+    EXPECT_EQ(completion_id_from_float(completion_id_to_float(without_loss(id))), without_loss(id));
+    EXPECT_NE(completion_id_to_float(id), -1.0f);
+    EXPECT_NE(completion_id_to_float(without_loss(id)), -1.0f);
+  }
+}
+
 }  // namespace
 }  // namespace mt
