@@ -86,9 +86,13 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& path) {
 }
 
 Result<std::string> Tokenizer::train(const std::vector<std::string_view>& texts, const TokenizerTrainOptions& opt) {
-  if (opt.vocab_size < 256 + kNumSpecials + 8)
-    return Status::errorf("tokenizer.vocab_size: must be >= {} (256 byte pieces + specials + a few merges), got {}",
-                          256 + kNumSpecials + 8, opt.vocab_size);
+  // Newline and the four tool-call pieces are user-defined pieces of their own.
+  constexpr int64_t kLeast = 256 + kNumSpecials + 5 + 8;
+  if (opt.vocab_size < kLeast)
+    return Status::errorf(
+        "tokenizer.vocab_size: must be >= {} (256 byte pieces + specials + newline and the tool-call pieces + a few "
+        "merges), got {}",
+        kLeast, opt.vocab_size);
   int64_t total = 0;
   for (auto t : texts) total += int64_t(t.size());
   if (total == 0) return Status::error("tokenizer: no text to train on");

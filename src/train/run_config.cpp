@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/file_io.h"
@@ -145,6 +146,10 @@ Result<RunConfig> parse_run_config(const std::string& toml_text, const std::stri
   MT_RETURN_IF_ERROR(resolve_phase_steps(c));
   MT_RETURN_IF_ERROR(validate(c));
   return c;
+}
+
+bool sets_key(const std::vector<std::string>& sets, const std::string& key) {
+  return std::any_of(sets.begin(), sets.end(), [&](const std::string& s) { return s.rfind(key + "=", 0) == 0; });
 }
 
 Result<RunConfig> load_run_config(const std::string& path, const std::vector<std::string>& overrides) {

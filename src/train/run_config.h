@@ -97,6 +97,10 @@ Result<RunConfig> parse_run_config(const std::string& toml_text, const std::stri
                                    const std::vector<std::string>& overrides);
 Result<RunConfig> load_run_config(const std::string& path, const std::vector<std::string>& overrides);
 
+// Whether `sets` (--set overrides, "section.key=value") sets `key`: the
+// commands that derive defaults from a checkpoint keep the user's value.
+bool sets_key(const std::vector<std::string>& sets, const std::string& key);
+
 // Canonical TOML of a resolved config: printed at start, stored in checkpoints,
 // and parsed again on resume (parse(to_toml(c)) == c).
 std::string to_toml(const RunConfig& c);

@@ -10,14 +10,6 @@
 
 namespace mt {
 
-namespace {
-
-bool sets_key(const std::vector<std::string>& sets, const std::string& key) {
-  return std::any_of(sets.begin(), sets.end(), [&](const std::string& s) { return s.rfind(key + "=", 0) == 0; });
-}
-
-}  // namespace
-
 Result<RunConfig> make_sft_config(const SftRequest& r) {
   auto base = load_checkpoint_config(r.init);
   if (!base) return Status::errorf("--init: {}", base.status().message());

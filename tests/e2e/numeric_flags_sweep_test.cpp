@@ -97,7 +97,7 @@ TEST(NumericFlagsSweep, EveryNumericFlagEndsCleanlyOnAbsurdValues) {
       {"tokenizer train", "--vocab-size", {"tokenizer", "train", "--input", tmp / "text.txt", "--out", tmp / "tok"}},
       {"tokenizer train",
        "--sample-bytes",
-       {"tokenizer", "train", "--input", tmp / "text.txt", "--out", tmp / "tok", "--vocab-size", "300"}},
+       {"tokenizer", "train", "--input", tmp / "text.txt", "--out", tmp / "tok", "--vocab-size", "320"}},
       {"plan",
        "--seed",
        {"plan", "--model", std::string(MT_SOURCE_DIR) + "/configs/quickstart.toml", "--cluster", "cpu", "--layout",
@@ -186,6 +186,16 @@ TEST(NumericFlagsSweep, EveryNumericFlagEndsCleanlyOnAbsurdValues) {
       {"tasks make copy", "--seed", family("copy")},
       {"tasks make copy", "--per-document", family("copy")},
       {"tasks make copy", "--length", family("copy")},
+      {"tasks make calc", "--n", family("calc")},
+      {"tasks make calc", "--seed", family("calc")},
+      {"tasks make calc", "--per-document", family("calc")},
+      {"tasks make calc", "--digits", family("calc")},
+      {"tasks make calc", "--tool-share", family("calc")},
+      {"tasks make kv", "--n", family("kv")},
+      {"tasks make kv", "--seed", family("kv")},
+      {"tasks make kv", "--per-document", family("kv")},
+      {"tasks make kv", "--digits", family("kv")},
+      {"tasks make kv", "--tool-share", family("kv")},
   };
   std::set<std::string> covered;
   for (const Sweep& s : sweeps) covered.insert(s.command + " :: " + s.flag);
