@@ -597,7 +597,8 @@ Status Trainer::run() {
         MT_RETURN_IF_ERROR(checked_checkpoint(r.step));
       continue;
     }
-    losses.push_back(r.loss);
+    // A GRPO objective is about 0 by construction: a run with rollouts is summed up by its reward.
+    losses.push_back(r.rl.on && cfg_.rl.objective == RlObjective::kGrpo ? r.rl.reward : r.loss);
     train_seconds += r.seconds;
     if (!std::isfinite(r.loss))
       return stop_keeping_last_checkpoint(
@@ -674,8 +675,9 @@ Status Trainer::run() {
       first += losses[i] / double(k);
       last += losses[losses.size() - k + i] / double(k);
     }
-    fmt::print(stderr, "# loss: mean of the first {} steps {:.4f} -> mean of the last {} steps {:.4f} ({:+.1f}%)\n", k,
-               first, k, last, 100.0 * (last - first) / first);
+    const bool reward = rl_ && cfg_.rl.objective == RlObjective::kGrpo;
+    fmt::print(stderr, "# {}: mean of the first {} steps {:.4f} -> mean of the last {} steps {:.4f} ({:+.1f}%)\n",
+               reward ? "reward" : "loss", k, first, k, last, first != 0.0 ? 100.0 * (last - first) / first : 0.0);
   }
   return Status::ok();
 }
