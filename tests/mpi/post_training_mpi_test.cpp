@@ -1,4 +1,4 @@
-// post_training_mpi_test.cpp — `moetrain distill` and `moetrain rl` under
+// post_training_mpi_test.cpp — `moetrain distill`, `rl` and `sft` under
 // `mpirun -np 2` (FSDP) and `-np 4` (FSDP x EP) against one process. The
 // ranks split the rollouts and exchange them, and each samples its share on
 // the rollouts' own Philox streams from the whole model (gathered), so every
@@ -92,7 +92,7 @@ TEST_F(PostTrainingMpi, DistillAtTwoAndFourRanksMatchesOneProcess) {
   expect_same_steps(one, four, r4);
 }
 
-TEST_F(PostTrainingMpi, RlAtTwoRanksMatchesOneProcess) {
+TEST_F(PostTrainingMpi, RlAtTwoAndFourRanksMatchesOneProcess) {
   const std::string one = dir() + "/r1";
   const ProcessResult r1 = run_process(args("rl", one), 300);
   ASSERT_EQ(r1.exit_code, 0) << r1;
@@ -100,10 +100,54 @@ TEST_F(PostTrainingMpi, RlAtTwoRanksMatchesOneProcess) {
   const ProcessResult r2 = mpirun(2, args("rl", two), 300);
   ASSERT_EQ(r2.exit_code, 0) << r2;
   expect_same_steps(one, two, r2);
+  const std::string four = dir() + "/r4";
+  auto a4 = args("rl", four);
+  a4.insert(a4.end(), {"--set", "dist.ep=2"});
+  const ProcessResult r4 = mpirun(4, a4, 300);
+  ASSERT_EQ(r4.exit_code, 0) << r4;
+  expect_same_steps(one, four, r4);
   // The second pass over a batch trained against the reference: a KL the ranks agree on.
   const auto a = read_metrics(one), b = read_metrics(two);
   EXPECT_GT(a[1]["rl"]["kl"].get<double>(), 0.0);
   EXPECT_NEAR(b[1]["rl"]["kl"].get<double>(), a[1]["rl"]["kl"].get<double>(), 1e-4 * a[1]["rl"]["kl"].get<double>());
+}
+
+// Supervised fine-tuning is the trainer's own loop on packed examples: per
+// step the same loss at np 2 (FSDP) and np 4 (FSDP x EP) as in one process.
+TEST_F(PostTrainingMpi, SftAtTwoAndFourRanksMatchesOneProcess) {
+  auto sft = [&](const std::string& run) {
+    return std::vector<std::string>{moetrain_binary(),
+                                    "sft",
+                                    "--no-progress",
+                                    "--init",
+                                    dir() + "/base",
+                                    "--data",
+                                    dir() + "/items.jsonl",
+                                    "--run-dir",
+                                    run,
+                                    "--set",
+                                    "train.steps=3",
+                                    "--set",
+                                    "train.batch_size=4",
+                                    "--set",
+                                    "train.threads=1"};
+  };
+  const ProcessResult r1 = run_process(sft(dir() + "/s1"), 300);
+  ASSERT_EQ(r1.exit_code, 0) << r1;
+  const auto a = read_metrics(dir() + "/s1");
+  ASSERT_EQ(a.size(), 3u);
+  for (int np : {2, 4}) {
+    auto argv = sft(dir() + "/s" + std::to_string(np));
+    if (np == 4) argv.insert(argv.end(), {"--set", "dist.ep=2"});
+    const ProcessResult r = mpirun(np, argv, 300);
+    ASSERT_EQ(r.exit_code, 0) << r;
+    const auto b = read_metrics(dir() + "/s" + std::to_string(np));
+    ASSERT_EQ(b.size(), 3u) << r;
+    for (size_t i = 0; i < a.size(); ++i) {
+      const double la = a[i]["loss"].get<double>(), lb = b[i]["loss"].get<double>();
+      EXPECT_LE(std::fabs(la - lb), 1e-5 * std::fabs(la)) << "np " << np << " step " << i + 1;
+    }
+  }
 }
 
 }  // namespace
