@@ -8,7 +8,9 @@
 #     same data under warmup-stable-decay (configs/post-training/hero.toml),
 #     its cooldown branch at 0.8 of the budget as the teacher, then the
 #     student distilled on-policy and by the two off-policy baselines at
-#     equal student compute, two seeds each.
+#     equal student compute, two seeds each;
+#  4. an agentic family: calc documents (half of them worked with the
+#     calculator), a base pretrained on them, `rl` with calculator episodes.
 # Everything goes to runs/post-training. Steps already done (their outputs
 # exist) are skipped, so a killed run continues where it stopped. Needs a
 # built moetrain (scripts/build.sh). About 2 h on 2 cores.
@@ -60,11 +62,30 @@ fi
 for mode in on_policy forward_kl sft; do
   for seed in 1 2; do
     run=$work/opd-$mode-s$seed
-    [[ -d $run/checkpoints/step_00000300 ]] ||
+    [[ -d $run/checkpoints/step_00000400 ]] ||
       "$bin" distill --init "$work/base" --teacher "$work/teacher-cd80" --mode $mode \
         --tasks "$work/reverse-train.jsonl" --held-out "$work/reverse-heldout.jsonl" --run-dir "$run" --no-progress \
-        --set train.seed=$seed --set train.steps=300 --set train.batch_size=128 --set rl.eval_items=200 \
-        --set train.eval_every=50
+        --set train.seed=$seed --set train.steps=400 --set train.batch_size=128 --set train.lr=1e-3 \
+        --set rl.eval_items=200 --set train.eval_every=50
     "$bin" eval --ckpt "$run" --tasks "$work/reverse-heldout.jsonl" --no-held-out | grep acc
   done
 done
+
+# 4. The agentic family.
+if [[ ! -d $work/agentic/docs ]]; then
+  rm -rf "$work/agentic/docs.tmp"
+  "$bin" tasks make calc --digits 3 --n 60000 --seed 1 --split train --tool-share 0.5 \
+    --documents "$work/agentic/docs.tmp/calc" --out "$work/agentic/calc-train.jsonl"
+  mv "$work/agentic/docs.tmp" "$work/agentic/docs"
+fi
+[[ -f $work/agentic/calc-heldout.jsonl ]] ||
+  "$bin" tasks make calc --digits 3 --n 300 --seed 2 --split held-out --out "$work/agentic/calc-heldout.jsonl"
+[[ -f $work/agentic/ds/manifest.json ]] ||
+  "$bin" data build --config configs/post-training/agentic-data.toml --out "$work/agentic/ds"
+[[ -d $work/agentic/base/checkpoints/step_00001562 ]] ||
+  "$bin" train --config configs/post-training/agentic-base.toml --run-dir "$work/agentic/base" --no-progress
+[[ -d $work/agentic/rl-calc-s1/checkpoints/step_00000300 ]] ||
+  "$bin" rl --init "$work/agentic/base" --tasks "$work/agentic/calc-train.jsonl" \
+    --held-out "$work/agentic/calc-heldout.jsonl" --run-dir "$work/agentic/rl-calc-s1" --no-progress \
+    --set train.seed=1 --set train.steps=300 --set train.batch_size=128 --set rl.max_new_tokens=32 \
+    --set rl.eval_items=200 --set train.eval_every=50 --set rl.write_rollouts=true

@@ -37,7 +37,7 @@ std::vector<std::string> numeric_keys() {
 }
 
 bool names_a_key(const std::string& msg) {
-  for (const char* section : {"model.", "train.", "data.", "dist.", "spike.", "health.", "optim.", "stream."})
+  for (const char* section : {"model.", "train.", "data.", "dist.", "spike.", "health.", "optim.", "stream.", "rl."})
     if (msg.find(std::string(": ") + section) != std::string::npos) return true;
   return msg.find("the run needs about") != std::string::npos;  // the memory check names the size keys
 }
