@@ -34,7 +34,7 @@ for f in "add --digits 2" "reverse --length 5" "sort --length 5" "lineq" "string
   set -- $f
   [[ -f $work/$1-heldout.jsonl ]] || "$bin" tasks make $f --n 300 --seed 2 --split held-out --out "$work/$1-heldout.jsonl"
 done
-[[ -f $work/ds/manifest.json ]] || "$bin" data build --config configs/post-training/data.toml --out "$work/ds"
+[[ -f $work/ds/manifest.json ]] || "$bin" data build --config configs/data/post-training.toml --out "$work/ds"
 [[ -d $work/base/checkpoints/step_00001310 ]] ||
   "$bin" train --config configs/post-training/base.toml --run-dir "$work/base" --no-progress
 for f in add reverse sort lineq strings; do
@@ -81,7 +81,7 @@ fi
 [[ -f $work/agentic/calc-heldout.jsonl ]] ||
   "$bin" tasks make calc --digits 3 --n 300 --seed 2 --split held-out --out "$work/agentic/calc-heldout.jsonl"
 [[ -f $work/agentic/ds/manifest.json ]] ||
-  "$bin" data build --config configs/post-training/agentic-data.toml --out "$work/agentic/ds"
+  "$bin" data build --config configs/data/post-training-agentic.toml --out "$work/agentic/ds"
 [[ -d $work/agentic/base/checkpoints/step_00001562 ]] ||
   "$bin" train --config configs/post-training/agentic-base.toml --run-dir "$work/agentic/base" --no-progress
 [[ -d $work/agentic/rl-calc-s1/checkpoints/step_00000300 ]] ||

@@ -159,6 +159,10 @@ const std::vector<std::string>& task_families() {
   return f;
 }
 
+std::string problem_key(const GenItem& item) {
+  return item.state.empty() ? item.prompt : item.prompt + "\n" + item.state;
+}
+
 bool problem_is_held_out(std::string_view prompt) {
   // A fixed salt ("task"), never the seed: a problem's split is the same in every file.
   return xxh64(prompt.data(), prompt.size(), 0x7461736bu) % 5 == 0;
@@ -176,6 +180,7 @@ Result<std::vector<GenItem>> make_family_items(const FamilyOptions& o) {
   for (int64_t i = 0; i < o.n; ++i) {
     Draws d(o.seed, (held_out ? uint64_t(1) << 63 : 0) | uint64_t(i));
     Problem p;
+    std::string key;
     for (int64_t attempt = 0;; ++attempt) {
       if (attempt == kAttempts)
         return Status::errorf(
@@ -183,9 +188,11 @@ Result<std::vector<GenItem>> make_family_items(const FamilyOptions& o) {
             "these knobs leave too few (raise --digits, --length or --steps, or lower --n)",
             o.n, i, o.family, split_name(o.split), kAttempts);
       p = draw_problem(o, d);
-      if (problem_is_held_out(p.prompt) == held_out && !taken.count(p.prompt)) break;
+      // A problem is its prompt and, for an environment with state, the state (kv's prompts repeat).
+      key = p.state.empty() ? p.prompt : p.prompt + "\n" + p.state;
+      if (problem_is_held_out(key) == held_out && !taken.count(key)) break;
     }
-    taken.insert(p.prompt);
+    taken.insert(key);
     GenItem it;
     it.id = fmt::format("{}-{}-s{}-{:0{}d}", o.family, split_name(o.split), o.seed, i, width);
     it.family = o.family;

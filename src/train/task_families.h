@@ -27,7 +27,8 @@
 //
 // Items are a pure function of the options: Philox (core/rng.h) at (seed,
 // item stream, draw), the split in the stream's top bit. A problem is
-// held-out or train by a fixed hash of its prompt alone (one in five is
+// held-out or train by a fixed hash of its key (problem_key: the prompt, and
+// kv's store) alone (one in five is
 // held-out), never by the seed, so every train file and every held-out file
 // made with any seeds and knobs share no item; within a file no prompt
 // repeats (a draw already taken is drawn again), and knobs that leave fewer
@@ -57,8 +58,11 @@ struct FamilyOptions {
 // The built-in families, in the order above.
 const std::vector<std::string>& task_families();
 
-// Whether a problem (its prompt) belongs to the held-out split (else train).
-bool problem_is_held_out(std::string_view prompt);
+// Whether a problem (its key) belongs to the held-out split (else train).
+bool problem_is_held_out(std::string_view key);
+// What identifies an item's problem: its prompt, and the environment's
+// initial state when it has one (kv asks the same question of many stores).
+std::string problem_key(const GenItem& item);
 
 // The items, in order. Errors name the option at fault (an unknown family, a
 // knob out of its range, too few distinct problems for --n).
