@@ -210,9 +210,8 @@ TEST_F(DataPipeline, DocumentMaskKeepsEachTokenToItsDocument) {
   EXPECT_FALSE(u[0].contains("keys_per_token"));
   EXPECT_EQ(u[0]["bucket_tokens"], m[0]["bucket_tokens"]);
   EXPECT_NE(u[0]["loss"], m[0]["loss"]);
-  // FLOPs per token (MFU / tokens per second, the peak cancels) fall with the keys.
-  auto flops = [](const nlohmann::json& row) { return row["mfu"].get<double>() / row["tokens_per_s"].get<double>(); };
-  EXPECT_LT(flops(m[0]), flops(u[0]));
+  // (That the FLOPs counted fall with the keys is model_flops_test's: here MFU / tokens per second would
+  // compare two runs' own peak measurements, which a loaded machine moves.)
 }
 
 TEST_F(DataPipeline, BadInputsFailNamingTheCulprit) {

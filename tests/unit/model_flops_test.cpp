@@ -46,6 +46,23 @@ TEST(ModelFlops, DroppedAssignmentsAreTakenOffTheStep) {
   EXPECT_NEAR(step_flops(c, 32, tokens, all), flops_per_token(none, 32) * tokens, 1e-9 * step_flops(c, 32, tokens, 0));
 }
 
+// Document masking: the attention work counts the keys the documents
+// allowed, so fewer keys are fewer FLOPs, and the causal count of a whole
+// sequence (no document boundary) is the unmasked step's.
+TEST(ModelFlops, AttentionWorkFollowsTheKeysAttended) {
+  const ModelConfig c = testing::tiny_moe_config();
+  const int64_t T = 32;
+  const double tokens = 2 * T;
+  const double causal = 2 * double(T) * double(T + 1) / 2;  // keys of two whole causal sequences
+  // One layer kind's keys stand for every layer of that kind; a global-only model counts only "global".
+  const double full = step_flops(c, T, tokens, 0, AttentionKeys{causal, causal});
+  const double half = step_flops(c, T, tokens, 0, AttentionKeys{causal / 2, causal / 2});
+  EXPECT_LT(half, full);
+  EXPECT_GT(half, 0.0);
+  EXPECT_NEAR(full, step_flops(c, T, tokens, 0), 0.05 * full)
+      << "the whole-sequence causal count should be about the dense formula";
+}
+
 TEST(ModelFlops, DenseModelHasNoAssignments) {
   ModelConfig c = testing::tiny_moe_config();
   c.n_experts = 0;
