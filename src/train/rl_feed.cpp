@@ -134,13 +134,25 @@ Result<std::unique_ptr<RlFeed>> RlFeed::open(const RunConfig& cfg, Comm& world, 
 
 int64_t RlFeed::item_of(int64_t iteration, int64_t p) const {
   const int64_t n = int64_t(items_.size()), k = iteration * (rows_ / G_) + p;
-  const int64_t epoch = k / n, at = k % n;
-  // The epoch's order: items sorted by a Philox key each (ties by index), as the SFT source orders examples.
-  std::vector<std::pair<uint64_t, int64_t>> keyed(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i)
-    keyed[size_t(i)] = {philox_u64(cfg_.train.seed, 0x710000 + uint64_t(epoch), uint64_t(i)), i};
-  std::nth_element(keyed.begin(), keyed.begin() + at, keyed.end());
-  return keyed[size_t(at)].second;
+  const int64_t epoch = k / n;
+  if (epoch != order_epoch_) {  // the epoch's order, once: items sorted by a Philox key each (ties by index)
+    std::vector<std::pair<uint64_t, int64_t>> keyed(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      keyed[size_t(i)] = {philox_u64(cfg_.train.seed, 0x710000 + uint64_t(epoch), uint64_t(i)), i};
+    std::sort(keyed.begin(), keyed.end());
+    order_.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) order_[size_t(i)] = keyed[size_t(i)].second;
+    order_epoch_ = epoch;
+  }
+  return order_[size_t(k % n)];
+}
+
+// Rows of stride tokens as rows of T + 1 (the next-token forward's input) in ref_rows_.
+const int32_t* RlFeed::compact_rows(const int32_t* rows, int64_t n, int64_t stride) {
+  ref_rows_.resize(size_t(n * (T_ + 1)));
+  for (int64_t b = 0; b < n; ++b)
+    std::copy(rows + b * stride, rows + b * stride + T_ + 1, ref_rows_.begin() + b * (T_ + 1));
+  return ref_rows_.data();
 }
 
 std::pair<int64_t, int64_t> RlFeed::share(int64_t n, int64_t r) const {
@@ -386,10 +398,7 @@ void RlFeed::fill_row(int64_t index, int64_t T, int64_t stride, int32_t* tokens,
 bool RlFeed::reference_logp(const int32_t* rows, int64_t n, int64_t stride, float* out) {
   if (!ref_model_) return false;
   MT_CHECK(n == ref_model_->batch(), "reference forward of {} rows, sized for {}", n, ref_model_->batch());
-  ref_rows_.resize(size_t(n * (T_ + 1)));
-  for (int64_t b = 0; b < n; ++b)
-    std::copy(rows + b * stride, rows + b * stride + T_ + 1, ref_rows_.begin() + b * (T_ + 1));
-  ref_model_->forward(ref_.params.data(), ref_rows_.data(), ref_.bias());
+  ref_model_->forward(ref_.params.data(), compact_rows(rows, n, stride), ref_.bias());
   const std::vector<float>& ce = ref_model_->token_losses();
   for (int64_t i = 0; i < n * T_; ++i) out[i] = -ce[size_t(i)];
   return true;
@@ -397,10 +406,7 @@ bool RlFeed::reference_logp(const int32_t* rows, int64_t n, int64_t stride, floa
 
 void RlFeed::teacher_logp(const int32_t* rows, int64_t n, int64_t stride, float* out) {
   MT_CHECK(teacher_model_ && n == teacher_model_->batch(), "teacher forward of {} rows", n);
-  ref_rows_.resize(size_t(n * (T_ + 1)));
-  for (int64_t b = 0; b < n; ++b)
-    std::copy(rows + b * stride, rows + b * stride + T_ + 1, ref_rows_.begin() + b * (T_ + 1));
-  teacher_model_->forward_logits(teacher_.params.data(), ref_rows_.data(), teacher_.bias(), out);
+  teacher_model_->forward_logits(teacher_.params.data(), compact_rows(rows, n, stride), teacher_.bias(), out);
   log_softmax_rows(out, n * T_, cfg_.model.vocab_size);
 }
 

@@ -110,6 +110,9 @@ class RlFeed {
   RlFeed(const RunConfig& cfg, Comm& world) : cfg_(cfg), world_(world) {}
   // Context (separator + prompt ids) of the prompt slot `p` of iteration i.
   int64_t item_of(int64_t iteration, int64_t p) const;
+  mutable int64_t order_epoch_ = -1;    // the epoch order_ holds
+  mutable std::vector<int64_t> order_;  // item_of's permutation of the items for that epoch
+  const int32_t* compact_rows(const int32_t* rows, int64_t n, int64_t stride);
   // Generates completions of contexts[i] on streams[i]; sampling options as given.
   // Items with an environment run as episodes (train/episodes.h): their
   // completions hold the environment's tokens, flagged no-loss.
