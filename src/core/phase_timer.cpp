@@ -8,6 +8,7 @@ namespace mt {
 namespace {
 std::array<double, size_t(Phase::kCount)> g_totals{};
 thread_local int g_depth = 0;
+thread_local bool g_off = false;
 }  // namespace
 
 const char* phase_name(Phase p) {
@@ -22,7 +23,10 @@ const char* phase_name(Phase p) {
   }
 }
 
-void PhaseTimer::add(Phase p, double s) { g_totals[size_t(p)] += s; }
+void PhaseTimer::add(Phase p, double s) {
+  if (!g_off) g_totals[size_t(p)] += s;
+}
+void PhaseTimer::off_on_this_thread() { g_off = true; }
 std::array<double, size_t(Phase::kCount)> PhaseTimer::totals() { return g_totals; }
 void PhaseTimer::reset() { g_totals = {}; }
 

@@ -17,6 +17,9 @@ class PhaseTimer {
   static void add(Phase p, double seconds);
   static std::array<double, size_t(Phase::kCount)> totals();
   static void reset();
+  // A thread whose work is not the step's (background generation): its
+  // scopes count nowhere, and it never touches the totals.
+  static void off_on_this_thread();
 };
 
 class ScopedPhase {

@@ -375,14 +375,18 @@ ForwardStats Transformer::forward(ParamProvider& pp, const int32_t* tokens, cons
 void Transformer::forward_logits(const float* params, const int32_t* tokens, const float* router_bias,
                                  float* logits_NV) {
   FlatParams flat(params, nullptr);
+  forward_logits(flat, tokens, router_bias, logits_NV);
+}
+
+void Transformer::forward_logits(ParamProvider& pp, const int32_t* tokens, const float* router_bias, float* logits_NV) {
   ForwardStats st;
-  run_forward(st, flat, Grads::kNo, tokens, T_seq_ + 1, router_bias);
+  run_forward(st, pp, Grads::kNo, tokens, T_seq_ + 1, router_bias);
   const int64_t D = c_.d_model, V = c_.vocab_size;
   for (int64_t r0 = 0; r0 < N_; r0 += kHeadChunk) {
     const int64_t R = std::min(kHeadChunk, N_ - r0);
     linear_forward(logits_NV + r0 * V, hf_.in().at(r0 * D), root_.of(off_.head).at(off_.head), R, V, D, prec_);
   }
-  flat.release_root();
+  pp.release_root();
 }
 
 ForwardStats Transformer::forward_backward(const float* params, float* grads, const int32_t* tokens,

@@ -172,6 +172,7 @@ class Transformer {
   // every input position (tokens as above; the targets are not read). The
   // reference the incremental decoder (decoder.h) is tested against.
   void forward_logits(const float* params, const int32_t* tokens, const float* router_bias, float* logits_NV);
+  void forward_logits(ParamProvider& pp, const int32_t* tokens, const float* router_bias, float* logits_NV);
 
  private:
   // Count-only construction for activation_bytes(c, batch, seq_len).

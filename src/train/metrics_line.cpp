@@ -40,6 +40,8 @@ nlohmann::json metrics_line(const StepResult& r, double tokens_per_s, double mfu
                {"solved_groups", f.solved_groups},
                {"zero_signal", f.zero_signal},
                {"rollout_s", f.rollout_s},
+               {"rollout_age", f.rollout_age},
+               {"rollout_ahead_s", f.rollout_ahead_s},
                {"entropy", f.entropy},
                {"kl", f.kl},
                {"clip_frac", f.clip_frac},

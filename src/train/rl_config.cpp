@@ -36,6 +36,19 @@ void declare_keys(ConfigSchema& s, RlConfig& c) {
       .note("moetrain distill sets it from --mode");
   s.add("rl.teacher", &c.teacher, "distillation's teacher: a checkpoint or run directory with the same tokenizer")
       .note("required unless rl.objective = \"grpo\"");
+  s.add("rl.rollout_lag", &c.rollout_lag,
+        "iterations between the model that samples an iteration's rollouts and the one they train: 0 = on-policy; "
+        "1 = sampled by the model at the previous iteration's start, in the background while that iteration "
+        "trains (one step stale)")
+      .range(0, 1)
+      .unit("iterations");
+  s.add("rl.rollout_threads", &c.rollout_threads,
+        "OpenMP threads of the background generation when rl.rollout_lag = 1 (the training keeps train.threads)")
+      .range(1, 4096);
+  s.add_enum("rl.frozen_layout", &c.frozen_layout, {"sharded", "replicated"},
+             "the reference and the teacher across ranks: sharded like the policy (each rank keeps its FSDP chunks "
+             "and experts; forwards all-gather unit by unit), or a whole copy on every rank (no communication)")
+      .note("one process: always whole");
   s.add("rl.write_rollouts", &c.write_rollouts,
         "write every rollout to RUN_DIR/rollouts.jsonl: text (prompt + completion), outcome (success/failure by "
         "the verifier), topic (the family) and provenance, the JSONL `data build` ingests as kind = \"rollouts\"");

@@ -12,6 +12,8 @@
 
 namespace mt {
 
+enum class FrozenLayout { kSharded, kReplicated };
+
 // How GRPO's per-token losses are aggregated and its advantages scaled.
 //   grpo     A = (r - mean) / (std + 1e-4) over the group; each completion's
 //            tokens averaged, then the completions (DeepSeekMath)
@@ -40,6 +42,14 @@ struct RlConfig {
   RlLoss loss = RlLoss::kGrpo;
   RlObjective objective = RlObjective::kGrpo;
   std::string teacher;      // distillation: the teacher's checkpoint or run directory
+  // 0: each iteration's rollouts are sampled by the model as it is at the
+  // iteration's start (on-policy); 1: by the model at the previous
+  // iteration's start, generated in the background while that iteration
+  // trains (one step stale, as asynchronous RL systems run).
+  int64_t rollout_lag = 0;
+  int64_t rollout_threads = 1;  // OpenMP threads of the background generation (rl.rollout_lag = 1)
+  // The reference and the teacher across ranks: sharded like the policy, or a whole copy on each.
+  FrozenLayout frozen_layout = FrozenLayout::kSharded;
   // Every rollout to RUN_DIR/rollouts.jsonl, in the form `data build` ingests
   // as kind = "rollouts" (outcome first, family and provenance kept).
   bool write_rollouts = false;

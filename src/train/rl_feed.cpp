@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <future>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
@@ -12,11 +13,14 @@
 #include "core/file_io.h"
 #include "core/file_system.h"
 #include "core/hash.h"
+#include "core/phase_timer.h"
 #include "core/rng.h"
+#include "core/threads.h"
 #include "core/timer.h"
 #include "kernels/cpu/distill_loss.h"
 #include "model/decoder.h"
 #include "model/generate.h"
+#include "model/weights.h"
 #include "train/episodes.h"
 #include "train/rollouts.h"
 #include "core/token_flags.h"
@@ -62,31 +66,26 @@ std::vector<const std::vector<int32_t>*> contexts_of(const std::vector<std::vect
   return out;
 }
 
-std::string hash_params(const std::vector<float>& p) { return hex64(xxh64(p.data(), p.size() * sizeof(float), 0)); }
+// Completions as checkpoints and the exchange hold them: rows of M floats,
+// -1 past the end (ids < 2^24 and their flags are exact in a float).
+void pack_completions(const std::vector<std::vector<int32_t>>& c, int64_t M, std::vector<float>& out) {
+  out.assign(c.size() * size_t(M), -1.0f);
+  for (size_t i = 0; i < c.size(); ++i)
+    for (size_t j = 0; j < c[i].size(); ++j) out[i * size_t(M) + j] = completion_id_to_float(c[i][j]);
+}
 
-// A frozen model beside the policy (the reference, the teacher): its
-// checkpoint, refused naming `key` unless it reads text exactly as the
-// policy's data does (the same vocabulary size, the same ids for the same
-// text, the same end-of-document id).
-Result<InferenceModel> load_companion(const std::string& dir, const char* key, const RunConfig& cfg,
-                                      const TextCodec& codec) {
-  auto m = load_inference_model(dir);
-  if (!m) return Status::errorf("{}: {}", key, m.status().message());
-  if (m->cfg.model.vocab_size != cfg.model.vocab_size)
-    return Status::errorf("{}: {} has model.vocab_size {}, the policy {}", key, dir, m->cfg.model.vocab_size,
-                          cfg.model.vocab_size);
-  auto other = open_run_codec(*m, "");
-  if (!other) return Status::errorf("{}: the tokenizer of {}: {}", key, dir, other.status().message());
-  const std::string probe = "Both models must read text alike: Q: 12 + 34 = ? A: 46\n";
-  if ((*other)->encode(probe) != codec.encode(probe) || (*other)->end_of_document() != codec.end_of_document())
-    return Status::errorf("{}: {} uses another tokenizer ({}) than the policy's data ({})", key, dir,
-                          (*other)->source(), codec.source());
-  return m;
+std::vector<std::vector<int32_t>> unpack_completions(const std::vector<float>& packed, int64_t rows, int64_t M) {
+  std::vector<std::vector<int32_t>> c(static_cast<size_t>(rows));
+  for (int64_t k = 0; k < rows; ++k)
+    for (int64_t m = 0; m < M && packed[size_t(k * M + m)] != -1.0f; ++m)
+      c[size_t(k)].push_back(completion_id_from_float(packed[size_t(k * M + m)]));
+  return c;
 }
 
 }  // namespace
 
-Result<std::unique_ptr<RlFeed>> RlFeed::open(const RunConfig& cfg, Comm& world, int64_t local_batch) {
+Result<std::unique_ptr<RlFeed>> RlFeed::open(const RunConfig& cfg, Comm& world, const MeshShape& shape,
+                                             int64_t local_batch) {
   std::unique_ptr<RlFeed> f(new RlFeed(cfg, world));
   const RlConfig& rc = cfg.rl;
   auto codec = open_codec(cfg.data.sft_tokenizer);
@@ -106,6 +105,25 @@ Result<std::unique_ptr<RlFeed>> RlFeed::open(const RunConfig& cfg, Comm& world, 
       f->held_contexts_.resize(size_t(rc.eval_items));
     }
   }
+  {
+    ParamLayout L;
+    build_layout(cfg.model, L);
+    f->n_params_ = L.total();
+    int64_t moe = 0;
+    for (int64_t u = 0; u < cfg.model.n_units(); ++u) moe += cfg.model.is_moe(u) ? 1 : 0;
+    f->n_bias_ = cfg.model.aux_free_bias ? moe * cfg.model.n_experts : 0;
+  }
+  if (rc.rollout_lag > 0 && samples_from_teacher(rc.objective))
+    return Status::errorf(
+        "rl.rollout_lag: {} learns from the teacher's samples, which never go stale; a lag needs the "
+        "policy's own samples (rl.objective = \"grpo\" or \"reverse_kl\")",
+        rl_objective_name(rc.objective));
+  FrozenModelOptions fo;
+  fo.layout = rc.frozen_layout;
+  fo.shape = shape;
+  fo.local_batch = local_batch;
+  fo.seq_len = f->T_;
+  fo.separator = f->sep_;
   if (rc.kl_beta > 0) {
     f->ref_dir_ = rc.reference.empty() ? cfg.train.init_from : rc.reference;
     const char* key = rc.reference.empty() ? "train.init_from" : "rl.reference";
@@ -114,20 +132,16 @@ Result<std::unique_ptr<RlFeed>> RlFeed::open(const RunConfig& cfg, Comm& world, 
           "rl.reference: rl.kl_beta = {} needs a reference model (a checkpoint), and "
           "train.init_from is not set either",
           rc.kl_beta);
-    auto ref = load_companion(f->ref_dir_, key, cfg, *f->codec_);
+    fo.key = key;
+    auto ref = FrozenModel::open(f->ref_dir_, cfg, *f->codec_, world, fo);
     if (!ref) return ref.status();
     f->ref_ = std::move(*ref);
-    f->ref_model_ = std::make_unique<Transformer>(f->ref_.cfg.model, local_batch, f->T_, MatmulPrecision::kFp32);
-    f->ref_model_->set_document_separator(f->sep_);
   }
   if (rc.objective != RlObjective::kGrpo) {
-    f->teacher_dir_ = rc.teacher;
-    auto t = load_companion(rc.teacher, "rl.teacher", cfg, *f->codec_);
+    fo.key = "rl.teacher";
+    auto t = FrozenModel::open(rc.teacher, cfg, *f->codec_, world, fo);
     if (!t) return t.status();
     f->teacher_ = std::move(*t);
-    f->teacher_model_ =
-        std::make_unique<Transformer>(f->teacher_.cfg.model, local_batch, f->T_, MatmulPrecision::kFp32);
-    f->teacher_model_->set_document_separator(f->sep_);
   }
   return f;
 }
@@ -220,51 +234,117 @@ std::vector<std::vector<int32_t>> RlFeed::exchange(const std::vector<std::vector
     counts[size_t(r)] = (hi - lo) * M;
     displs[size_t(r)] = lo * M;
   }
-  std::vector<float> send(mine.size() * static_cast<size_t>(M), -1.0f), all(static_cast<size_t>(n * M), -1.0f);
-  for (size_t i = 0; i < mine.size(); ++i)
-    for (size_t j = 0; j < mine[i].size(); ++j) send[i * size_t(M) + j] = completion_id_to_float(mine[i][j]);  // ids < 2^24: exact
+  std::vector<float> send, all(static_cast<size_t>(n * M), -1.0f);
+  pack_completions(mine, M, send);
   world_.allgatherv(send.data(), counts[size_t(world_.rank())], all.data(), counts.data(), displs.data(), DType::kF32,
                     "all-gather (rollouts)");
-  std::vector<std::vector<int32_t>> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < M && all[size_t(i * M + j)] != -1.0f; ++j)
-      out[size_t(i)].push_back(completion_id_from_float(all[size_t(i * M + j)]));
-  return out;
+  return unpack_completions(all, n, M);
 }
 
-void RlFeed::make_rollouts(int64_t step, const float* params, const float* bias) {
-  const double t0 = now_seconds();
-  const int64_t it = iteration_of(step);
-  row_item_.resize(size_t(rows_));
+struct RlFeed::Pending {
+  int64_t iteration = -1;
+  std::vector<int64_t> row_item;
+  std::vector<float> params, bias;                      // the model they are sampled from (a copy)
+  std::future<std::vector<std::vector<int32_t>>> mine;  // this rank's share, in flight
+  std::vector<std::vector<int32_t>> all;                // every rank's, once settled
+  bool settled = false;
+  double seconds = 0;  // generation wall time (written by the generating thread before it returns)
+};
+
+RlFeed::RlFeed(const RunConfig& cfg, Comm& world) : cfg_(cfg), world_(world) {}
+
+RlFeed::~RlFeed() {
+  if (pending_ && pending_->mine.valid()) pending_->mine.wait();  // the thread reads this feed
+}
+
+std::vector<int64_t> RlFeed::rows_of(int64_t iteration) const {
+  std::vector<int64_t> row_item(static_cast<size_t>(rows_));
   for (int64_t k = 0; k < rows_; ++k)
-    row_item_[size_t(k)] = k % G_ == 0 ? item_of(it, k / G_) : row_item_[size_t(k - 1)];
+    row_item[size_t(k)] = k % G_ == 0 ? item_of(iteration, k / G_) : row_item[size_t(k - 1)];
+  return row_item;
+}
+
+std::vector<std::vector<int32_t>> RlFeed::generate_share(int64_t iteration, const std::vector<int64_t>& row_item,
+                                                         const ModelConfig& model, const float* params,
+                                                         const float* bias) {
   const auto [lo, hi] = share(rows_, world_.rank());
   std::vector<const std::vector<int32_t>*> ctx;
   std::vector<const GenItem*> its;
   std::vector<uint64_t> streams;
   for (int64_t k = lo; k < hi; ++k) {
-    ctx.push_back(&contexts_[size_t(row_item_[size_t(k)])]);
-    its.push_back(&items_[size_t(row_item_[size_t(k)])]);
-    streams.push_back(uint64_t(it) * uint64_t(rows_) + uint64_t(k));
+    ctx.push_back(&contexts_[size_t(row_item[size_t(k)])]);
+    its.push_back(&items_[size_t(row_item[size_t(k)])]);
+    streams.push_back(uint64_t(iteration) * uint64_t(rows_) + uint64_t(k));
   }
   SamplingOptions so;
   so.temperature = cfg_.rl.temperature;
   so.top_p = cfg_.rl.top_p;
   so.seed = cfg_.train.seed;
-  // The off-policy baselines learn from the teacher's samples; every other objective from the model's own.
-  const bool teacher = samples_from_teacher(cfg_.rl.objective);
-  completions_ =
-      exchange(teacher ? sample(teacher_.cfg.model, teacher_.params.data(), teacher_.bias(), its, ctx, streams, so)
-                       : sample(cfg_.model, params, bias, its, ctx, streams, so),
-               rows_);
+  return sample(model, params, bias, its, ctx, streams, so);
+}
+
+void RlFeed::launch(int64_t iteration, const float* params, const float* bias) {
+  auto p = std::make_unique<Pending>();
+  p->iteration = iteration;
+  p->row_item = rows_of(iteration);  // here: item_of's cache is not the thread's to touch
+  p->params.assign(params, params + n_params_);
+  if (bias) p->bias.assign(bias, bias + n_bias_);
+  Pending* raw = p.get();
+  raw->mine = std::async(std::launch::async, [this, raw] {
+    set_num_threads(int(cfg_.rl.rollout_threads));  // this thread's own OpenMP team
+    PhaseTimer::off_on_this_thread();               // the step's phase breakdown is the training's
+    const double t0 = now_seconds();
+    auto out = generate_share(raw->iteration, raw->row_item, cfg_.model, raw->params.data(),
+                              raw->bias.empty() ? nullptr : raw->bias.data());
+    raw->seconds = now_seconds() - t0;
+    return out;
+  });
+  pending_ = std::move(p);
+}
+
+void RlFeed::settle_pending() {
+  if (!pending_ || pending_->settled) return;
+  pending_->all = exchange(pending_->mine.get(), rows_);
+  pending_->settled = true;
+  pending_->params = {};
+  pending_->bias = {};
+}
+
+void RlFeed::make_rollouts(int64_t step, const float* params, const float* bias) {
+  const double t0 = now_seconds();
+  const int64_t it = iteration_of(step);
+  int64_t age = 0;
+  double ahead = 0;
+  if (pending_ && pending_->iteration == it) {  // generated one iteration ago (rl.rollout_lag = 1)
+    settle_pending();
+    row_item_ = std::move(pending_->row_item);
+    completions_ = std::move(pending_->all);
+    ahead = pending_->seconds;
+    age = 1;
+    pending_.reset();
+  } else {
+    row_item_ = rows_of(it);
+    std::vector<std::vector<int32_t>> mine;
+    // The off-policy baselines learn from the teacher's samples; every other objective from the model's own.
+    if (samples_from_teacher(cfg_.rl.objective))
+      teacher_->with_whole_model(
+          [&](const float* p, const float* b) { mine = generate_share(it, row_item_, teacher_->model(), p, b); });
+    else
+      mine = generate_share(it, row_item_, cfg_.model, params, bias);
+    completions_ = exchange(mine, rows_);
+  }
   iteration_ = it;
   score();
   old_logp_.assign(size_t(rows_ * T_), 0.0f);
-  if (ref_model_) ref_logp_.assign(size_t(rows_ * T_), 0.0f);
+  if (ref_) ref_logp_.assign(size_t(rows_ * T_), 0.0f);
   recorded_.assign(size_t(rows_), 0);
   have_logp_ = false;
-  stats_.seconds = now_seconds() - t0;
   log_rollouts(step);
+  // The next iteration's rollouts start now, from the model as it is, while this one trains.
+  if (cfg_.rl.rollout_lag > 0 && (it + 1) * cfg_.rl.passes < cfg_.train.steps) launch(it + 1, params, bias);
+  stats_.seconds = now_seconds() - t0;
+  stats_.age = age;
+  stats_.ahead_seconds = ahead;
 }
 
 std::string RlFeed::completion_text(int64_t k) const {
@@ -396,23 +476,20 @@ void RlFeed::fill_row(int64_t index, int64_t T, int64_t stride, int32_t* tokens,
 }
 
 bool RlFeed::reference_logp(const int32_t* rows, int64_t n, int64_t stride, float* out) {
-  if (!ref_model_) return false;
-  MT_CHECK(n == ref_model_->batch(), "reference forward of {} rows, sized for {}", n, ref_model_->batch());
-  ref_model_->forward(ref_.params.data(), compact_rows(rows, n, stride), ref_.bias());
-  const std::vector<float>& ce = ref_model_->token_losses();
+  if (!ref_) return false;
+  const std::vector<float>& ce = ref_->token_losses(compact_rows(rows, n, stride));
   for (int64_t i = 0; i < n * T_; ++i) out[i] = -ce[size_t(i)];
   return true;
 }
 
 void RlFeed::teacher_logp(const int32_t* rows, int64_t n, int64_t stride, float* out) {
-  MT_CHECK(teacher_model_ && n == teacher_model_->batch(), "teacher forward of {} rows", n);
-  teacher_model_->forward_logits(teacher_.params.data(), compact_rows(rows, n, stride), teacher_.bias(), out);
+  MT_CHECK(teacher_ != nullptr, "teacher forward without a teacher");
+  teacher_->logits(compact_rows(rows, n, stride), out);
   log_softmax_rows(out, n * T_, cfg_.model.vocab_size);
 }
 
 std::string RlFeed::teacher_identity() const {
-  return teacher_dir_.empty() ? ""
-                              : fmt::format("{} (parameters xxh64 {})", teacher_dir_, hash_params(teacher_.params));
+  return teacher_ ? fmt::format("{} (parameters xxh64 {})", teacher_->dir(), teacher_->params_hash()) : "";
 }
 
 void RlFeed::record(int64_t index, const PolicyTokenStats* stats, const float* ref_lp) {
@@ -484,11 +561,12 @@ std::vector<TensorView> RlFeed::checkpoint_views() const {
   std::vector<TensorView> v;
   if (iteration_ < 0 || world_.rank() != 0) return v;
   const int64_t M = cfg_.rl.max_new_tokens;
-  saved_completions_.assign(size_t(rows_ * M), -1.0f);
-  for (int64_t i = 0; i < rows_; ++i)
-    for (size_t j = 0; j < completions_[size_t(i)].size(); ++j)
-      saved_completions_[size_t(i * M) + j] = completion_id_to_float(completions_[size_t(i)][j]);
+  pack_completions(completions_, M, saved_completions_);
   v.push_back({"rl.completions", {rows_, M}, saved_completions_.data()});
+  if (pending_ && pending_->settled) {  // generated ahead (rl.rollout_lag = 1; settle_pending ran)
+    pack_completions(pending_->all, M, saved_next_);
+    v.push_back({"rl.next_completions", {rows_, M}, saved_next_.data()});
+  }
   if (have_logp_) {
     v.push_back({"rl.old_logp", {rows_, T_}, old_logp_.data()});
     if (!ref_logp_.empty()) v.push_back({"rl.ref_logp", {rows_, T_}, ref_logp_.data()});
@@ -498,8 +576,10 @@ std::vector<TensorView> RlFeed::checkpoint_views() const {
 
 nlohmann::json RlFeed::state() const {
   nlohmann::json j = {{"iteration", iteration_}, {"have_logp", have_logp_}};
-  if (!ref_dir_.empty()) j["reference"] = {{"dir", ref_dir_}, {"params_xxh64", hash_params(ref_.params)}};
-  if (!teacher_dir_.empty()) j["teacher"] = {{"dir", teacher_dir_}, {"params_xxh64", hash_params(teacher_.params)}};
+  if (pending_ && pending_->settled) j["next_iteration"] = pending_->iteration;
+  j["age"] = stats_.age;
+  if (ref_) j["reference"] = {{"dir", ref_->dir()}, {"params_xxh64", ref_->params_hash()}};
+  if (teacher_) j["teacher"] = {{"dir", teacher_->dir()}, {"params_xxh64", teacher_->params_hash()}};
   return j;
 }
 
@@ -507,19 +587,19 @@ Status RlFeed::restore(const LoadedCheckpoint& ck) {
   if (!ck.state.contains("rl"))
     return Status::errorf("{}: no \"rl\" state in a reinforcement-learning run's checkpoint", ck.dir);
   const nlohmann::json& j = ck.state["rl"];
-  if (!ref_dir_.empty() && j.contains("reference")) {
-    const std::string was = j["reference"].value("params_xxh64", ""), now = hash_params(ref_.params);
+  if (ref_ && j.contains("reference")) {
+    const std::string was = j["reference"].value("params_xxh64", ""), now = ref_->params_hash();
     if (was != now)
       return Status::errorf(
           "{}: the run's reference model changed: {} had parameters xxh64 {}, {} now has {} "
           "(rl.reference)",
-          ck.dir, j["reference"].value("dir", ""), was, ref_dir_, now);
+          ck.dir, j["reference"].value("dir", ""), was, ref_->dir(), now);
   }
-  if (!teacher_dir_.empty() && j.contains("teacher")) {
-    const std::string was = j["teacher"].value("params_xxh64", ""), now = hash_params(teacher_.params);
+  if (teacher_ && j.contains("teacher")) {
+    const std::string was = j["teacher"].value("params_xxh64", ""), now = teacher_->params_hash();
     if (was != now)
       return Status::errorf("{}: the run's teacher changed: {} had parameters xxh64 {}, {} now has {} (rl.teacher)",
-                            ck.dir, j["teacher"].value("dir", ""), was, teacher_dir_, now);
+                            ck.dir, j["teacher"].value("dir", ""), was, teacher_->dir(), now);
   }
   iteration_ = j.value("iteration", int64_t(-1));
   have_logp_ = j.value("have_logp", false);
@@ -527,20 +607,25 @@ Status RlFeed::restore(const LoadedCheckpoint& ck) {
   const int64_t M = cfg_.rl.max_new_tokens;
   std::vector<float> comp(size_t(rows_ * M));
   MT_RETURN_IF_ERROR(load_into(ck, "rl.completions", {rows_, M}, comp.data()));
-  row_item_.resize(size_t(rows_));
-  completions_.assign(size_t(rows_), {});
-  for (int64_t k = 0; k < rows_; ++k) {
-    row_item_[size_t(k)] = k % G_ == 0 ? item_of(iteration_, k / G_) : row_item_[size_t(k - 1)];
-    for (int64_t m = 0; m < M && comp[size_t(k * M + m)] != -1.0f; ++m)
-      completions_[size_t(k)].push_back(completion_id_from_float(comp[size_t(k * M + m)]));
+  row_item_ = rows_of(iteration_);
+  completions_ = unpack_completions(comp, rows_, M);
+  pending_.reset();
+  if (const int64_t next = j.value("next_iteration", int64_t(-1)); next >= 0) {
+    MT_RETURN_IF_ERROR(load_into(ck, "rl.next_completions", {rows_, M}, comp.data()));
+    pending_ = std::make_unique<Pending>();
+    pending_->iteration = next;
+    pending_->row_item = rows_of(next);
+    pending_->all = unpack_completions(comp, rows_, M);
+    pending_->settled = true;
   }
   score();
+  stats_.age = j.value("age", int64_t(0));
   old_logp_.assign(size_t(rows_ * T_), 0.0f);
-  if (ref_model_) ref_logp_.assign(size_t(rows_ * T_), 0.0f);
+  if (ref_) ref_logp_.assign(size_t(rows_ * T_), 0.0f);
   recorded_.assign(size_t(rows_), 0);
   if (have_logp_) {
     MT_RETURN_IF_ERROR(load_into(ck, "rl.old_logp", {rows_, T_}, old_logp_.data()));
-    if (ref_model_) MT_RETURN_IF_ERROR(load_into(ck, "rl.ref_logp", {rows_, T_}, ref_logp_.data()));
+    if (ref_) MT_RETURN_IF_ERROR(load_into(ck, "rl.ref_logp", {rows_, T_}, ref_logp_.data()));
   }
   return Status::ok();
 }

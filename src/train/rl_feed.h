@@ -28,6 +28,8 @@
 #include "core/status.h"
 #include "model/sampling.h"
 #include "model/transformer.h"
+#include "dist/mesh.h"
+#include "train/frozen_model.h"
 #include "train/gen_tasks.h"
 #include "train/inference_model.h"
 #include "rundir/append_log.h"
@@ -45,7 +47,9 @@ struct RolloutStats {
   double solved_groups = 0;  // share of prompts with at least one correct completion
   double zero_signal = 0;    // share of prompts whose completions all scored alike (no gradient)
   double tool_use = 0;       // share of rollouts with at least one tool call (agentic items)
-  double seconds = 0;        // generation and verification wall time
+  double seconds = 0;        // wall time the step spent on them (generation, exchange, verification)
+  int64_t age = 0;           // iterations since the start of the model that sampled them (rl.rollout_lag)
+  double ahead_seconds = 0;  // generation wall time in the background (age 1; overlapped with training)
 };
 
 // Held-out evaluation: greedy pass@1, and pass@k from rl.eval_k samples.
@@ -59,7 +63,10 @@ struct RlEvalStats {
 class RlFeed {
  public:
   // local_batch / batch_offset: this rank's rows of each micro-batch, as the trainer splits them.
-  static Result<std::unique_ptr<RlFeed>> open(const RunConfig& cfg, Comm& world, int64_t local_batch);
+  // shape: the policy's mesh, which a sharded reference or teacher follows (train/frozen_model.h).
+  ~RlFeed();
+  static Result<std::unique_ptr<RlFeed>> open(const RunConfig& cfg, Comm& world, const MeshShape& shape,
+                                              int64_t local_batch);
 
   int64_t rows() const { return rows_; }  // rollouts per iteration (the global batch)
   int64_t iteration_of(int64_t step) const { return step / cfg_.rl.passes; }
@@ -70,6 +77,9 @@ class RlFeed {
   // parameters, layout order, and router biases or null).
   void make_rollouts(int64_t step, const float* params, const float* bias);
   const RolloutStats& rollout_stats() const { return stats_; }
+  // Collective (before a checkpoint, rl.rollout_lag = 1): waits for the
+  // rollouts being generated ahead and gives every rank all of them.
+  void settle_pending();
 
   // Row `index` of the global batch: its tokens (stride apart in the
   // trainer's batch), and its T positions' weights and advantages.
@@ -105,11 +115,20 @@ class RlFeed {
   const std::string& reference_dir() const { return ref_dir_; }
   // "DIR (parameters xxh64 H)" of the teacher, or "" without one: the run records who taught it.
   std::string teacher_identity() const;
+  // How the teacher and the reference are held across ranks ("" without one; train/frozen_model.h).
+  std::string teacher_layout() const { return teacher_ ? teacher_->layout_description() : ""; }
+  std::string reference_layout() const { return ref_ ? ref_->layout_description() : ""; }
 
  private:
-  RlFeed(const RunConfig& cfg, Comm& world) : cfg_(cfg), world_(world) {}
+  RlFeed(const RunConfig& cfg, Comm& world);
   // Context (separator + prompt ids) of the prompt slot `p` of iteration i.
   int64_t item_of(int64_t iteration, int64_t p) const;
+  std::vector<int64_t> rows_of(int64_t iteration) const;  // the item of each rollout of an iteration
+  // This rank's share of an iteration's rollouts (rows row_item), sampled from the model given.
+  std::vector<std::vector<int32_t>> generate_share(int64_t iteration, const std::vector<int64_t>& row_item,
+                                                   const ModelConfig& model, const float* params, const float* bias);
+  // rl.rollout_lag = 1: starts generating iteration's rollouts from a copy of the model.
+  void launch(int64_t iteration, const float* params, const float* bias);
   mutable int64_t order_epoch_ = -1;    // the epoch order_ holds
   mutable std::vector<int64_t> order_;  // item_of's permutation of the items for that epoch
   const int32_t* compact_rows(const int32_t* rows, int64_t n, int64_t stride);
@@ -150,21 +169,19 @@ class RlFeed {
   std::vector<double> rewards_;
   std::vector<float> advantages_, old_logp_, ref_logp_;  // (rows), (rows x T), (rows x T)
   std::vector<char> recorded_;                           // (rows): this rank recorded the row in the first pass
+  int64_t n_params_ = 0, n_bias_ = 0;                    // the policy's flat parameters and router biases
+  struct Pending;                                        // the next iteration's rollouts, generated ahead
+  std::unique_ptr<Pending> pending_;
   RolloutStats stats_;
-  // The frozen reference (rl.kl_beta > 0).
+  // The frozen reference (rl.kl_beta > 0) and the teacher (distillation objectives).
   std::string ref_dir_;
-  InferenceModel ref_;
-  std::unique_ptr<Transformer> ref_model_;
+  std::unique_ptr<FrozenModel> ref_, teacher_;
   std::vector<int32_t> ref_rows_;
-  // The teacher (distillation objectives).
-  std::string teacher_dir_;
-  InferenceModel teacher_;
-  std::unique_ptr<Transformer> teacher_model_;
   std::unique_ptr<AppendLog> rollout_log_;
   std::string run_name_;
   std::vector<char> correct_;  // (rows): the verifier's verdict of each rollout
   // Checkpoint tensors' staging (float copies).
-  mutable std::vector<float> saved_completions_;
+  mutable std::vector<float> saved_completions_, saved_next_;
 };
 
 }  // namespace mt

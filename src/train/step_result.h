@@ -20,6 +20,8 @@ struct RlStepFigures {
   double reward = 0, well_formed = 0, length = 0, truncated = 0, solved_groups = 0, zero_signal = 0;
   double tool_use = 0;                    // share of rollouts that called a tool (agentic items)
   double rollout_s = 0;                       // generation + verification (first pass only; 0 otherwise)
+  int64_t rollout_age = 0;                    // iterations since the model that sampled the rollouts (rl.rollout_lag)
+  double rollout_ahead_s = 0;  // their generation in the background, overlapped with the previous iteration
   double entropy = 0, kl = 0, clip_frac = 0;  // means over the step's completion tokens
   int64_t policy_tokens = 0;                  // completion tokens the step trained on (every rank's)
   double pass1 = std::nan(""), pass_k = std::nan(""), sample_acc = std::nan(""), eval_tool_use = std::nan("");

@@ -35,6 +35,9 @@ class Draws {
 };
 
 struct Problem {
+  Problem() = default;
+  Problem(std::string p, std::string a, std::string e = "", std::string s = "", std::string g = "")
+      : prompt(std::move(p)), answer(std::move(a)), env(std::move(e)), state(std::move(s)), goal(std::move(g)) {}
   std::string prompt, answer;
   std::string env, state, goal;  // agentic families (train/environment.h)
 };

@@ -130,7 +130,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
       return cfg.origins.error("stream.enabled",
                                "reinforcement learning samples from the whole model in memory: "
                                "weight streaming is not supported with rl.enabled");
-    auto feed = RlFeed::open(cfg, t->dist_->world, t->local_batch());
+    auto feed = RlFeed::open(cfg, t->dist_->world, t->dist_->shape, t->local_batch());
     if (!feed) return feed.status();
     t->rl_ = std::move(*feed);
     const size_t n = size_t(t->local_batch() * t->model_->seq_len());
@@ -142,7 +142,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
     if (cfg.rl.objective == RlObjective::kReverseKl || cfg.rl.objective == RlObjective::kForwardKl)
       t->pol_teacher_.resize(n * size_t(cfg.model.vocab_size));
     if (t->is_root() && opt.print_config && !t->rl_->teacher_identity().empty())
-      fmt::print(stderr, "# teacher: {}\n", t->rl_->teacher_identity());
+      fmt::print(stderr, "# teacher: {}, {}\n", t->rl_->teacher_identity(), t->rl_->teacher_layout());
   }
   // The bf16 shadow of the parameters is for computing on them in place;
   // streamed layers are converted as their GEMMs read them.
@@ -181,7 +181,11 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
                               {"precision", tc.precision == MatmulPrecision::kBf16 ? "bf16" : "fp32"},
                               {"attention_kernel", attention_kernel_name(tc.attention_kernel, prec)},
                               {"init_from", t->init_from_}};
-      if (t->rl_ && !t->rl_->teacher_identity().empty()) start["teacher"] = t->rl_->teacher_identity();
+      if (t->rl_ && !t->rl_->teacher_identity().empty()) {
+        start["teacher"] = t->rl_->teacher_identity();
+        start["teacher_layout"] = t->rl_->teacher_layout();
+      }
+      if (t->rl_ && !t->rl_->reference_layout().empty()) start["reference_layout"] = t->rl_->reference_layout();
       append_event(opt.run_dir, start);
     }
   }
@@ -295,7 +299,9 @@ StepResult Trainer::train_step() {
       gather_params(full_params_);
       rl_->make_rollouts(step_, full_params_.data(), bias);
       r.rl.rollout_s = rl_->rollout_stats().seconds;
+      r.rl.rollout_ahead_s = rl_->rollout_stats().ahead_seconds;
     }
+    r.rl.rollout_age = rl_->rollout_stats().age;
     model_->set_mtp_loss_weight(0.0);  // the objective is the policy's; MTP modules idle
   }
   for (int64_t micro = 0; micro < accum; ++micro) {

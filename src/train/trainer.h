@@ -107,10 +107,6 @@ class Trainer {
   ForwardStats rl_micro_batch(int64_t micro, float grad_scale, const float* bias, RlStepFigures& f);
   void rl_evaluate(StepResult& r);
   void gather_params(std::vector<float>& full) const;
-  // Calls f(lo, chunk) over the whole layout in chunks, each chunk gathered
-  // from every rank's owned elements of what read(local offset, n, out) reads.
-  void for_each_gathered_chunk(const std::function<void(int64_t lo, int64_t n, float* out)>& read,
-                               const std::function<void(int64_t lo, const std::vector<float>& chunk)>& f) const;
   void note_phase_end(int64_t steps_done);
   // The model of a phase's shape (sequence length, RoPE base) over the same parameters.
   std::unique_ptr<Transformer> make_model(const PhaseSpan& ph, LayerActivations acts);

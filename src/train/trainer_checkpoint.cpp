@@ -103,6 +103,7 @@ Status check_run_length_change(const std::string& dir, const RunConfig& was_cfg,
 Status Trainer::save_checkpoint() {
   // Whole tensors in one process; this rank's pieces of them under MPI.
   std::vector<TensorView> views = checkpoint_views();
+  if (rl_) rl_->settle_pending();  // the rollouts generated ahead go into the checkpoint
   if (rl_)
     for (TensorView& v : rl_->checkpoint_views()) views.push_back(std::move(v));
   nlohmann::json state;

@@ -138,6 +138,66 @@ TEST_F(RlTraining, RecordsRolloutsAndResumesMidIterationBitForBit) {
   EXPECT_TRUE(logged == relogged) << logged.size() << " lines, " << relogged.size() << " after the resume";
 }
 
+// One step stale (rl.rollout_lag = 1): iteration i's rollouts are sampled
+// by the model at iteration i - 1's start, in the background while i - 1
+// trains. Iteration 0 has no earlier model, so its rollouts are the
+// on-policy run's; iteration 1's come from the unchanged starting model and
+// so differ from the on-policy run's (sampled after two updates). The
+// rollouts generated ahead are saved in checkpoints: killed in either pass
+// of an iteration, the resumed run ends with the uninterrupted hash.
+TEST_F(RlTraining, RollsOutOneStepStaleAndResumesBitForBit) {
+  const std::vector<std::string> fast = {"--set", "train.lr=0.1"};  // updates large enough to change samples
+  auto with = [&](std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  const std::vector<std::string> lag = with(fast, {"--set", "rl.rollout_lag=1"});
+  const std::string on = dir() + "/lag0", stale = dir() + "/lag1";
+  const auto r0 = e2e::moetrain(rl(on, fast), 300);
+  ASSERT_EQ(r0.exit_code, 0) << r0;
+  const auto r1 = e2e::moetrain(rl(stale, lag), 300);
+  ASSERT_EQ(r1.exit_code, 0) << r1;
+  const auto rows = e2e::read_metrics(stale);
+  ASSERT_EQ(rows.size(), 6u);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["rl"]["rollout_age"].get<int64_t>(), i < 2 ? 0 : 1) << "step " << i + 1;
+    if (i == 2 || i == 4) {
+      EXPECT_GT(rows[i]["rl"]["rollout_ahead_s"].get<double>(), 0.0) << "generated in the background";
+    }
+  }
+  auto completions = [](const std::string& run, int64_t iteration) {
+    std::vector<std::string> v;
+    std::istringstream in(e2e::read_file(run + "/rollouts.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      if (j["iteration"].get<int64_t>() == iteration) v.push_back(j["text"].get<std::string>());
+    }
+    return v;
+  };
+  EXPECT_EQ(completions(stale, 0), completions(on, 0)) << "iteration 0: the same model, the same streams";
+  ASSERT_EQ(completions(stale, 1).size(), 16u);
+  EXPECT_NE(completions(stale, 1), completions(on, 1)) << "iteration 1: the starting model's samples, not the updated";
+
+  for (const char* kill : {"kill:0:3", "kill:0:4"}) {
+    SCOPED_TRACE(kill);
+    const std::string b = dir() + "/lag1-" + std::string(kill).substr(7);
+    const auto killed = e2e::moetrain(rl(b, with(lag, {"--inject-fault", kill})), 300);
+    ASSERT_EQ(killed.term_signal, SIGKILL) << killed;
+    const auto resumed =
+        e2e::moetrain({"rl", "--no-progress", "--resume", "--run-dir", b, "--set", "train.threads=1"}, 300);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed;
+    EXPECT_EQ(e2e::done_state_hash(resumed.err), e2e::done_state_hash(r1.err));
+    EXPECT_EQ(e2e::read_metrics(b).back()["rl"]["rollout_age"].get<int64_t>(), 1);
+  }
+  // The teacher's samples never go stale: a lag with them is refused, naming the key.
+  const auto refused = e2e::moetrain(
+      {"distill", "--no-progress", "--init", dir() + "/base", "--teacher", dir() + "/teacher", "--mode", "sft",
+       "--tasks", dir() + "/items.jsonl", "--run-dir", dir() + "/lag-sft", "--set", "rl.rollout_lag=1"},
+      300);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, HasSubstr("rl.rollout_lag"));
+}
+
 // Rollouts back into data: `rl`'s rollout log is the JSONL `data build`
 // ingests as rollouts; its documents carry their outcome tag first, fall in
 // the family's bucket, and a mixture with that bucket plans a ledger.

@@ -7,6 +7,7 @@
 // in summation order, as distributed_training_test.cpp allows).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "support/e2e.h"
@@ -84,12 +85,29 @@ TEST_F(PostTrainingMpi, DistillAtTwoAndFourRanksMatchesOneProcess) {
   const ProcessResult r2 = mpirun(2, args("distill", two), 300);
   ASSERT_EQ(r2.exit_code, 0) << r2;
   expect_same_steps(one, two, r2);
+  // The teacher is sharded like the student (rl.frozen_layout = "sharded"):
+  // each rank holds part of it, and its scores are those of the whole.
+  const auto layout = [](const std::string& run) {
+    const auto s = read_events(run, "start");
+    return s.empty() ? std::string() : s.back().value("teacher_layout", "");
+  };
+  EXPECT_EQ(layout(one), "whole");
+  EXPECT_NE(layout(two).find("sharded ep 1 x fsdp 2"), std::string::npos) << layout(two);
   const std::string four = dir() + "/d4";
   auto a4 = args("distill", four);
   a4.insert(a4.end(), {"--set", "dist.ep=2"});
   const ProcessResult r4 = mpirun(4, a4, 300);
   ASSERT_EQ(r4.exit_code, 0) << r4;
   expect_same_steps(one, four, r4);
+  EXPECT_NE(layout(four).find("sharded ep 2 x fsdp 2"), std::string::npos) << layout(four);
+  // A whole copy on every rank scores the same.
+  const std::string whole = dir() + "/d2w";
+  auto aw = args("distill", whole);
+  aw.insert(aw.end(), {"--set", "rl.frozen_layout=replicated"});
+  const ProcessResult rw = mpirun(2, aw, 300);
+  ASSERT_EQ(rw.exit_code, 0) << rw;
+  expect_same_steps(one, whole, rw);
+  EXPECT_EQ(layout(whole), "whole on every rank");
 }
 
 TEST_F(PostTrainingMpi, RlAtTwoAndFourRanksMatchesOneProcess) {
@@ -110,6 +128,42 @@ TEST_F(PostTrainingMpi, RlAtTwoAndFourRanksMatchesOneProcess) {
   const auto a = read_metrics(one), b = read_metrics(two);
   EXPECT_GT(a[1]["rl"]["kl"].get<double>(), 0.0);
   EXPECT_NEAR(b[1]["rl"]["kl"].get<double>(), a[1]["rl"]["kl"].get<double>(), 1e-4 * a[1]["rl"]["kl"].get<double>());
+}
+
+// An RL run is a training run (its config.toml holds every key), so
+// `moetrain supervise` keeps one going: rank 1 killed at step 5 (an
+// iteration's second pass, rollouts generated one step ahead), relaunched
+// from the newest checkpoint on the spare host, it ends with the bits of the
+// uninterrupted run at np 2.
+TEST_F(PostTrainingMpi, RlUnderSuperviseSurvivesAKilledRank) {
+  auto a = args("rl", dir() + "/sv-config");
+  a.insert(a.end(), {"--set", "rl.rollout_lag=1"});
+  a[std::find(a.begin(), a.end(), "train.steps=3") - a.begin()] = "train.steps=1";
+  const ProcessResult made = run_process(a, 300);
+  ASSERT_EQ(made.exit_code, 0) << made;
+  const std::string config = dir() + "/sv-config/config.toml";
+  const std::vector<std::string> train = {"--config",      config,  "--set",
+                                          "train.steps=8", "--set", "train.checkpoint_every=2"};
+  write_file(dir() + "/hosts", "n0\nn1\nn2\n");
+  std::vector<std::string> sv = {
+      moetrain_binary(), "supervise", "--hosts", dir() + "/hosts", "--run-dir", dir() + "/sv", "--local",
+      "--spares",        "1",         "--"};
+  sv.insert(sv.end(), train.begin(), train.end());
+  sv.insert(sv.end(), {"--inject-fault", "kill:1:5"});
+  const ProcessResult r = run_process(sv, 300);
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_NE(r.err.find("finished at step 8"), std::string::npos) << r;
+  EXPECT_NE(read_file(dir() + "/sv/events.jsonl").find("\"failure\""), std::string::npos);
+  std::string last;
+  for (const std::string& f : list_dir(dir() + "/sv/supervisor"))
+    if (f.starts_with("launch_")) last = f;
+  ASSERT_NE(last, "launch_000.log") << "relaunched after the kill";
+  std::vector<std::string> ref = train;
+  ref.insert(ref.end(), {"--run-dir", dir() + "/sv-ref"});
+  const ProcessResult whole = mpi_train(2, ref, 300);
+  ASSERT_EQ(whole.exit_code, 0) << whole;
+  EXPECT_EQ(done_state_hash(read_file(dir() + "/sv/supervisor/" + last)), done_state_hash(whole.err));
+  EXPECT_EQ(read_metrics(dir() + "/sv").back()["rl"]["rollout_age"].get<int64_t>(), 1);
 }
 
 // Supervised fine-tuning is the trainer's own loop on packed examples: per

@@ -23,7 +23,8 @@
 namespace mt {
 namespace {
 
-using Key = std::tuple<int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int64_t, int, int>;
+// (M, N, K, ta, tb, lda, ldb, ldc, beta, precision, the OpenMP thread budget it was planned for)
+using Key = std::tuple<int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int64_t, int, int, int>;
 
 // Whether this CPU has a native bf16 matmul in oneDNN (AVX512-BF16/AMX, or
 // AVX-512 emulation). Debian's oneDNN 2.6 has none on AVX2-only machines
@@ -48,15 +49,15 @@ struct CachedMatmul {
   dnnl::memory::desc scratchpad;
 };
 
+// Every primitive takes a caller-provided scratchpad (the calling thread's):
+// oneDNN's own is shared by every primitive unless the library was built for
+// concurrent execution, so two threads running products at once (tasks of
+// gemm_on_thread; RL's background generation beside the training) would
+// pack their operands into the same memory.
 struct Engine {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
-  dnnl::stream strm{eng};
   std::map<Key, CachedMatmul> cache;
-  // Planned for one thread (gemm_on_thread), with a caller-provided
-  // scratchpad: oneDNN's own scratchpad is shared by every primitive unless
-  // the library was built for concurrent execution, so two tasks running
-  // AMX products at once would pack their operands into the same memory.
-  std::map<Key, CachedMatmul> serial_cache;
+  std::map<Key, CachedMatmul> serial_cache;  // planned for one thread (gemm_on_thread)
   std::mutex mu;
   bool native_bf16 = probe_native_bf16(eng);
 };
@@ -198,12 +199,11 @@ MatmulDescs matmul_descs(const GemmShape& s, MatmulPrecision p) {
 }
 
 // The primitive for (s, beta, p) from `cache`, created on first use (by the
-// calling thread, with its OpenMP thread budget). Holds the engine's lock.
-// user_scratchpad: the caller passes the scratchpad at execution.
+// calling thread, for its OpenMP thread budget). Holds the engine's lock.
 const CachedMatmul& cached_matmul(std::map<Key, CachedMatmul>& cache, const MatmulDescs& md, const GemmShape& s,
-                                  float beta, MatmulPrecision p, bool user_scratchpad) {
+                                  float beta, MatmulPrecision p) {
   Engine& e = engine();
-  const Key key{s.M, s.N, s.K, int(s.ta), int(s.tb), s.lda, s.ldb, s.ldc, int(beta), int(p)};
+  const Key key{s.M, s.N, s.K, int(s.ta), int(s.tb), s.lda, s.ldb, s.ldc, int(beta), int(p), omp_get_max_threads()};
   std::lock_guard<std::mutex> lock(e.mu);
   auto it = cache.find(key);
   if (it == cache.end()) {
@@ -213,22 +213,24 @@ const CachedMatmul& cached_matmul(std::map<Key, CachedMatmul>& cache, const Matm
       po.append_sum(1.0f);
       attr.set_post_ops(po);
     }
-    if (user_scratchpad) attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md.a, md.b, md.c), attr, e.eng);
     it = cache.emplace(key, CachedMatmul{dnnl::matmul(pd), pd.scratchpad_desc()}).first;
   }
   return it->second;
 }
 
-// scratchpad: null when the primitive manages its own.
-void execute(const CachedMatmul& mm, dnnl::stream& strm, const MatmulDescs& md, float* C, const void* a,
-             const void* b, void* scratchpad) {
+// On the calling thread's stream, with its scratchpad.
+void execute(const CachedMatmul& mm, const MatmulDescs& md, float* C, const void* a, const void* b) {
+  thread_local dnnl::stream strm{engine().eng};
+  thread_local std::vector<char> scratchpad;
+  if (scratchpad.size() < mm.scratchpad.get_size()) scratchpad.resize(mm.scratchpad.get_size());
   const dnnl::engine& eng = engine().eng;
   dnnl::memory a_mem(md.a, eng, const_cast<void*>(a));
   dnnl::memory b_mem(md.b, eng, const_cast<void*>(b));
   dnnl::memory c_mem(md.c, eng, C);
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
-  if (scratchpad) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(mm.scratchpad, eng, scratchpad));
+  args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(mm.scratchpad, eng, scratchpad.data()));
   mm.prim.execute(strm, args);
   strm.wait();
 }
@@ -239,7 +241,7 @@ void run_matmul(float* C, Operand a, Operand b, GemmShape s, float beta, MatmulP
   s.lda = a.ld;
   s.ldb = b.ld;
   const MatmulDescs md = matmul_descs(s, p);
-  execute(cached_matmul(engine().cache, md, s, beta, p, false), engine().strm, md, C, a.data, b.data, nullptr);
+  execute(cached_matmul(engine().cache, md, s, beta, p), md, C, a.data, b.data);
   if (g_inject_rel != 0.0f) [[unlikely]] perturb_output(C, s);
 }
 
@@ -322,11 +324,7 @@ void gemm_on_thread(float* C, const void* A, const void* B, const GemmShape& s0,
   // omp_get_max_threads(), which this changes for the calling task only.
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  thread_local dnnl::stream strm{engine().eng};
-  thread_local std::vector<char> scratchpad;
-  const CachedMatmul& mm = cached_matmul(engine().serial_cache, md, s, beta, p, true);
-  if (scratchpad.size() < mm.scratchpad.get_size()) scratchpad.resize(mm.scratchpad.get_size());
-  execute(mm, strm, md, C, A, B, scratchpad.data());
+  execute(cached_matmul(engine().serial_cache, md, s, beta, p), md, C, A, B);
   omp_set_num_threads(threads);
 }
 

@@ -37,7 +37,7 @@ struct Module {
   std::vector<OperandBuffer> w13buf, w2buf;
   std::vector<const void*> w13, w2;      // each expert's weights as operands
 };
-Module g_module;
+thread_local Module g_module;  // per calling thread: RL generates in the background while the model trains
 
 struct ThreadScratch {
   OperandBuffer x, z, dy, dh;
