@@ -298,10 +298,12 @@ double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale, 
     linear_forward(logits_.data(), hf.at(r0 * D), W, R, V, D, prec_);
     if (rl && policy->teacher_logp != nullptr) {
       const PolicyObjective& p = *policy;
+      distill_entropy_.resize(size_t(kHeadChunk));
       distill_loss_forward_backward(losses_.data() + r0, logits_.data(), p.teacher_logp + r0 * V, p.weights + r0, R, V,
-                                    p.divergence, grad_scale);
+                                    p.divergence, grad_scale, distill_entropy_.data());
       for (int64_t r = r0; r < r0 + R; ++r)
-        p.stats[r] = PolicyTokenStats{0.0f, 0.0f, p.weights[r] > 0 ? losses_[r] / p.weights[r] : 0.0f, 0};
+        p.stats[r] = PolicyTokenStats{0.0f, distill_entropy_[size_t(r - r0)],
+                                      p.weights[r] > 0 ? losses_[r] / p.weights[r] : 0.0f, 0};
       linear_backward(dhf + r0 * D, head.grad(off_.head), logits_.data(), hf.at(r0 * D), W, R, V, D, 0.0f, prec_);
     } else if (rl) {
       const PolicyObjective& p = *policy;

@@ -296,6 +296,7 @@ TEST_F(RlTraining, DistillsOnPolicyResumesBitForBitAndRunsTheBaselines) {
     EXPECT_GT(r["loss"].get<double>(), 0.0) << "the reverse KL of two different models";
     EXPECT_NEAR(r["rl"]["kl"].get<double>(), r["loss"].get<double>(), 0.05 * r["loss"].get<double>())
         << "the loss is the divergence's mean over the sampled tokens";
+    EXPECT_GT(r["rl"]["entropy"].get<double>(), 0.0) << "the student's entropy at the sampled positions";
   }
   EXPECT_THAT(e2e::read_file(a + "/config.toml"), HasSubstr("objective = \"reverse_kl\""));
 

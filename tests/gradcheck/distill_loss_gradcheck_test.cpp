@@ -3,7 +3,8 @@
 // their formulas and central differences of it, for reverse and forward KL,
 // with a skipped row; and the identities that could fail: both are 0 where
 // the student equals the teacher, and forward KL's gradient is the
-// cross-entropy's against the teacher's distribution.
+// cross-entropy's against the teacher's distribution. The student's entropy
+// per row, which runs report, against its formula.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -45,12 +46,19 @@ TEST_P(DistillLoss, MatchesTheFormulaAndCentralDifferences) {
   for (float& x : z) x = n(rng);
   for (float& x : lt) x = n(rng);
   log_softmax_rows(lt.data(), R, V);
-  std::vector<float> losses(static_cast<size_t>(R)), grad = z;
-  distill_loss_forward_backward(losses.data(), grad.data(), lt.data(), w.data(), R, V, d, 1.0f);
+  std::vector<float> losses(static_cast<size_t>(R)), grad = z, entropy(static_cast<size_t>(R), -1.0f);
+  distill_loss_forward_backward(losses.data(), grad.data(), lt.data(), w.data(), R, V, d, 1.0f, entropy.data());
+  std::vector<float> losses_only(static_cast<size_t>(R)), grad_only = z;
+  distill_loss_forward_backward(losses_only.data(), grad_only.data(), lt.data(), w.data(), R, V, d, 1.0f);
+  EXPECT_EQ(losses_only, losses) << "reporting the entropy changes nothing else";
+  EXPECT_EQ(grad_only, grad);
   for (int64_t r = 0; r < R; ++r) {
     std::vector<double> zr(z.begin() + r * V, z.begin() + (r + 1) * V);
     const double want = w[size_t(r)] * row_loss(zr.data(), lt.data() + r * V, V, d);
     EXPECT_NEAR(losses[size_t(r)], want, 1e-5 * std::max(1.0, std::abs(want))) << r;
+    double H = 0.0;
+    for (double ls : log_softmax(zr.data(), V)) H -= std::exp(ls) * ls;
+    EXPECT_NEAR(entropy[size_t(r)], w[size_t(r)] == 0.0f ? 0.0 : H, 1e-5 * std::max(1.0, H)) << "entropy, row " << r;
     if (w[size_t(r)] == 0.0f) {
       for (int64_t v = 0; v < V; ++v) EXPECT_EQ(grad[size_t(r * V + v)], 0.0f);
       continue;

@@ -9,7 +9,7 @@
 namespace mt {
 
 void distill_loss_forward_backward(float* losses, float* logits, const float* teacher_logp, const float* weights,
-                                   int64_t R, int64_t V, DistillDivergence d, float grad_scale) {
+                                   int64_t R, int64_t V, DistillDivergence d, float grad_scale, float* entropy) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < R; ++r) {
     float* z = logits + r * V;
@@ -17,11 +17,17 @@ void distill_loss_forward_backward(float* losses, float* logits, const float* te
     const float w = weights[r];
     if (w == 0.0f) {
       losses[r] = 0.0f;
+      if (entropy) entropy[r] = 0.0f;
       for (int64_t v = 0; v < V; ++v) z[v] = 0.0f;
       continue;
     }
     const float lse = row_logsumexp(z, V);
-    double L = 0.0;
+    double L = 0.0, H = 0.0;
+    if (entropy)
+      for (int64_t v = 0; v < V; ++v) {
+        const float ls = z[v] - lse;
+        H -= double(std::exp(ls)) * double(ls);
+      }
     if (d == DistillDivergence::kReverseKl) {
       for (int64_t v = 0; v < V; ++v) {
         const float ls = z[v] - lse;
@@ -41,6 +47,7 @@ void distill_loss_forward_backward(float* losses, float* logits, const float* te
       for (int64_t v = 0; v < V; ++v) z[v] = g * (std::exp(z[v] - lse) - std::exp(lt[v]));
     }
     losses[r] = w * float(L);
+    if (entropy) entropy[r] = float(H);
   }
 }
 

@@ -10,6 +10,8 @@
 //   forward KL(teacher || student) = sum_v q_v (lt_v - ls_v), q = exp(lt)
 //       dL/dz_v = p_v - q_v                                         (word-level KD, Hinton et al.)
 //   loss = sum_r weights[r] * L_r
+// entropy (nullable): each row's student entropy -sum_v p_v ls_v (0 on rows
+// of weight 0), what the run reports beside the divergence.
 // Rows with weight 0 are skipped (zero loss, zero gradient). Teacher
 // log-probabilities of -inf (a token the teacher never emits) are handled:
 // they add nothing to forward KL, and under reverse KL a student that puts
@@ -22,7 +24,8 @@ namespace mt {
 enum class DistillDivergence { kReverseKl, kForwardKl };
 
 void distill_loss_forward_backward(float* losses, float* logits, const float* teacher_logp, const float* weights,
-                                   int64_t R, int64_t V, DistillDivergence d, float grad_scale);
+                                   int64_t R, int64_t V, DistillDivergence d, float grad_scale,
+                                   float* entropy = nullptr);
 
 // Log-softmax of each row of logits (R, V) in place.
 void log_softmax_rows(float* logits, int64_t R, int64_t V);
