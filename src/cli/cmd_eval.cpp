@@ -39,6 +39,7 @@ struct EvalArgs {
   std::string ckpt, tokenizer, dataset, mixture, out;
   std::vector<std::string> tasks;
   int64_t batches = 0, threads = 0, batch = 16;
+  int64_t episode_tokens = kDefaultEpisodeTokens;  // an agentic item's budget of new tokens
   bool no_held_out = false;
   bool positions = false;  // held-out loss by position in the sequence
   std::string plot;        // --positions: that loss as an SVG chart
@@ -276,7 +277,7 @@ Result<int64_t> generative_max_len(const TaskFile& task, const InferenceModel& m
                                    const EvalArgs& a, bool& usage) {
   std::vector<std::vector<int32_t>> prompts;
   std::vector<int64_t> answer_tokens;
-  encode_gen(codec, task.gen, prompts, answer_tokens);
+  encode_gen(codec, task.gen, prompts, answer_tokens, a.episode_tokens);
   MT_RETURN_IF_ERROR(check_vocab(prompts, codec, m.cfg.model.vocab_size));
   const int64_t trained = m.cfg.train.seq_len;
   int64_t longest_prompt = 1, longest_answer = 1, past = 0;
@@ -320,7 +321,8 @@ nlohmann::json eval_generative(const TaskFile& task, int64_t max_len, const Infe
   const int64_t batch = std::min<int64_t>(a.batch, task.items());
   Decoder dec(m.cfg.model, m.params.data(), m.bias(), DecoderOptions{batch, max_len, 512, KvDtype::kF32});
   ProgressLine progress(stderr, 1000000);
-  const GenResult r = score_gen(dec, codec, task.name, task.gen, task_progress(a, progress, task.name, "items"));
+  const GenResult r =
+      score_gen(dec, codec, task.name, task.gen, task_progress(a, progress, task.name, "items"), a.episode_tokens);
   progress.finish();
   fmt::print("{}", format_gen_result(r));
   return to_json(r, task.gen);
@@ -426,6 +428,11 @@ void register_eval(CLI::App& app, CommandAction& run) {
       ->capture_default_str()
       ->check(in_range(1, 65536));
   sub->add_flag("--no-held-out", a->no_held_out, "Only the tasks");
+  sub->add_option("--episode-tokens", a->episode_tokens,
+                  "Agentic items (with an environment): new tokens an episode may use, its tool calls, the "
+                  "environment's answers and the final answer together (greedy; the end-of-document id ends it)")
+      ->capture_default_str()
+      ->check(in_range(1, 1 << 16));
   sub->add_flag("--past-seq-len", a->past_seq_len,
                 "Decode generative items longer than train.seq_len, and allow a longer --seq-len (length "
                 "extrapolation), instead of refusing them");

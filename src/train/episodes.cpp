@@ -8,6 +8,21 @@
 
 namespace mt {
 
+EpisodeVerdict judge_episode(const GenItem& item, std::string_view text) {
+  EpisodeVerdict j;
+  j.answer = verify(check_of(item), item.answer, std::string(final_answer(text)));
+  j.calls = count_calls(text);
+  auto env = make_environment(item.env, item.state, item.goal);
+  MT_CHECK(env.is_ok(), "item {}: {}", item.id, env.status().message());  // validated when read
+  for (size_t at = text.find(kToolOpen); at != std::string::npos; at = text.find(kToolOpen, at + 1)) {
+    const size_t begin = at + kToolOpen.size(), end = text.find(kToolClose, begin);
+    if (end == std::string::npos) break;
+    (*env)->call(text.substr(begin, end - begin));
+  }
+  j.correct = j.answer.correct && (*env)->goal_met();
+  return j;
+}
+
 std::vector<Episode> run_episodes(Decoder& dec, const TextCodec& codec,
                                   const std::vector<const std::vector<int32_t>*>& contexts,
                                   const std::vector<Environment*>& envs, const std::vector<uint64_t>& streams,

@@ -19,7 +19,9 @@
 #include "model/decoder.h"
 #include "model/sampling.h"
 #include "train/environment.h"
+#include "train/gen_tasks.h"
 #include "train/inference_model.h"
+#include "train/verifier.h"
 
 namespace mt {
 
@@ -42,5 +44,16 @@ std::vector<Episode> run_episodes(Decoder& dec, const TextCodec& codec,
                                   const std::vector<const std::vector<int32_t>*>& contexts,
                                   const std::vector<Environment*>& envs, const std::vector<uint64_t>& streams,
                                   const EpisodeOptions& o);
+
+// An episode's completion text (without the stop token) judged: the item's
+// check on the final answer (after the last tool result), and the
+// environment's goal replayed over the calls the text made; correct needs
+// both. What RL rewards and `eval --tasks` scores.
+struct EpisodeVerdict {
+  Verdict answer;
+  bool correct = false;
+  int64_t calls = 0;
+};
+EpisodeVerdict judge_episode(const GenItem& item, std::string_view text);
 
 }  // namespace mt

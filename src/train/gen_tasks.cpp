@@ -11,7 +11,9 @@
 
 #include "core/check.h"
 #include "core/file_io.h"
+#include "core/token_flags.h"
 #include "model/generate.h"
+#include "train/episodes.h"
 #include "train/eval_tasks.h"
 #include "train/task_file.h"
 #include "train/verifier.h"
@@ -163,7 +165,8 @@ GenResult tally_gen(const std::string& task, const std::vector<GenItem>& items,
     r.family = i == 0 ? it.family : (r.family == it.family ? r.family : "mixed");
     const std::string check = check_name(check_of(it));
     r.check = i == 0 ? check : (r.check == check ? r.check : "mixed");
-    const bool hit = verify(check_of(it), it.answer, outputs[i]).correct;
+    const bool hit =
+        it.env.empty() ? verify(check_of(it), it.answer, outputs[i]).correct : judge_episode(it, outputs[i]).correct;
     r.correct.push_back(hit ? 1 : 0);
     auto add = [hit](AccCell& c) { ++c.docs, c.hits += hit ? 1 : 0; };
     add(r.all);
@@ -175,13 +178,14 @@ GenResult tally_gen(const std::string& task, const std::vector<GenItem>& items,
 }
 
 void encode_gen(const TextCodec& codec, const std::vector<GenItem>& items, std::vector<std::vector<int32_t>>& prompts,
-                std::vector<int64_t>& answer_tokens) {
+                std::vector<int64_t>& answer_tokens, int64_t episode_tokens) {
   for (const GenItem& it : items) {
     const std::vector<int32_t> p = codec.encode(it.prompt), whole = codec.encode(it.prompt + it.answer);
     std::vector<int32_t> s = {codec.end_of_document()};
     s.insert(s.end(), p.begin(), p.end());
     prompts.push_back(std::move(s));
-    answer_tokens.push_back(std::max<int64_t>(1, int64_t(whole.size()) - int64_t(p.size())));
+    answer_tokens.push_back(it.env.empty() ? std::max<int64_t>(1, int64_t(whole.size()) - int64_t(p.size()))
+                                           : episode_tokens);
   }
 }
 
@@ -196,27 +200,64 @@ std::string continuation_text(const TextCodec& codec, const std::vector<int32_t>
 }
 
 GenResult score_gen(Decoder& dec, const TextCodec& codec, const std::string& task, const std::vector<GenItem>& items,
-                    const std::function<void(int64_t, int64_t)>& progress) {
+                    const std::function<void(int64_t, int64_t)>& progress, int64_t episode_tokens) {
   std::vector<std::vector<int32_t>> prompts;
   std::vector<int64_t> answer_tokens;
-  encode_gen(codec, items, prompts, answer_tokens);
+  encode_gen(codec, items, prompts, answer_tokens, episode_tokens);
   const int64_t n = int64_t(items.size()), batch = dec.options().batch;
   std::vector<std::string> outputs(static_cast<size_t>(n));
-  for (int64_t begin = 0; begin < n; begin += batch) {
-    const int64_t end = std::min(n, begin + batch);
-    const std::vector<std::vector<int32_t>> group(prompts.begin() + begin, prompts.begin() + end);
+  std::vector<int64_t> plain, agentic;  // item indices of each kind, decoded in groups of their own
+  for (int64_t i = 0; i < n; ++i) (items[size_t(i)].env.empty() ? plain : agentic).push_back(i);
+  int64_t done = 0;
+  for (size_t a0 = 0; a0 < agentic.size(); a0 += size_t(batch)) {
+    const size_t a1 = std::min(agentic.size(), a0 + size_t(batch));
+    std::vector<std::unique_ptr<Environment>> envs;
+    std::vector<Environment*> env_of;
+    std::vector<const std::vector<int32_t>*> contexts;
+    for (size_t k = a0; k < a1; ++k) {
+      const GenItem& it = items[size_t(agentic[k])];
+      auto e = make_environment(it.env, it.state, it.goal);
+      MT_CHECK(e.is_ok(), "item {}: {}", it.id, e.status().message());  // validated when read
+      envs.push_back(std::move(*e));
+      env_of.push_back(envs.back().get());
+      contexts.push_back(&prompts[size_t(agentic[k])]);
+    }
+    EpisodeOptions eo;
+    eo.max_new_tokens = episode_tokens;
+    eo.stop_token = codec.end_of_document();
+    eo.sampling.temperature = 0.0;  // greedy
+    const std::vector<uint64_t> streams(a1 - a0, 0);
+    const std::vector<Episode> eps = run_episodes(dec, codec, contexts, env_of, streams, eo);
+    for (size_t k = a0; k < a1; ++k) {
+      std::vector<int32_t> ids;
+      for (int32_t t : eps[k - a0].tokens)
+        if (token_id(t) != codec.end_of_document()) ids.push_back(token_id(t));
+      const std::vector<int32_t>& p = prompts[size_t(agentic[k])];
+      outputs[size_t(agentic[k])] = continuation_text(codec, std::vector<int32_t>(p.begin() + 1, p.end()), ids);
+    }
+    done += int64_t(a1 - a0);
+    if (progress) progress(done, n);
+  }
+  for (size_t b0 = 0; b0 < plain.size(); b0 += size_t(batch)) {
+    const int64_t begin = int64_t(b0), end = std::min(int64_t(plain.size()), begin + batch);
+    std::vector<std::vector<int32_t>> group;
+    for (int64_t k = begin; k < end; ++k) group.push_back(prompts[size_t(plain[size_t(k)])]);
     GenerateOptions g;
-    g.max_new_tokens = *std::max_element(answer_tokens.begin() + begin, answer_tokens.begin() + end);
+    g.max_new_tokens = 1;
+    for (int64_t k = begin; k < end; ++k)
+      g.max_new_tokens = std::max(g.max_new_tokens, answer_tokens[size_t(plain[size_t(k)])]);
     g.stop_token = -1;             // exactly the answer's length: an end-of-document is a wrong token like any other
     g.sampling.temperature = 0.0;  // greedy
     const GenerateResult r = generate(dec, group, g);
-    for (int64_t i = begin; i < end; ++i) {
-      std::vector<int32_t> gen = r.tokens[size_t(i - begin)];
+    for (int64_t k = begin; k < end; ++k) {
+      const int64_t i = plain[size_t(k)];
+      std::vector<int32_t> gen = r.tokens[size_t(k - begin)];
       gen.resize(size_t(answer_tokens[size_t(i)]));
       const std::vector<int32_t> prompt(prompts[size_t(i)].begin() + 1, prompts[size_t(i)].end());
       outputs[size_t(i)] = continuation_text(codec, prompt, gen);
     }
-    if (progress) progress(end, n);
+    done += end - begin;
+    if (progress) progress(done, n);
   }
   return tally_gen(task, items, outputs);
 }

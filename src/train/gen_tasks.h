@@ -85,10 +85,15 @@ struct GenResult {
 GenResult tally_gen(const std::string& task, const std::vector<GenItem>& items,
                     const std::vector<std::string>& outputs);
 
+// An agentic item's (one with an environment) budget of new tokens in
+// `eval --tasks`: its calls, the environment's answers and its final answer.
+constexpr int64_t kDefaultEpisodeTokens = 64;
+
 // Token ids of each prompt (end-of-document id first) and the answer's
-// length in tokens in context (at least 1).
+// length in tokens in context (at least 1); an agentic item's is the
+// episode's budget.
 void encode_gen(const TextCodec& codec, const std::vector<GenItem>& items, std::vector<std::vector<int32_t>>& prompts,
-                std::vector<int64_t>& answer_tokens);
+                std::vector<int64_t>& answer_tokens, int64_t episode_tokens = kDefaultEpisodeTokens);
 
 // The text `generated` adds after `prompt` (ids without the end-of-document
 // id): decode(prompt + generated) past decode(prompt), so a SentencePiece
@@ -99,8 +104,12 @@ std::string continuation_text(const TextCodec& codec, const std::vector<int32_t>
 // Greedy decoding of every item on `dec` (its batch and max_len must hold
 // them: the longest prompt plus the most answer tokens), in groups of the
 // decoder's batch; `progress(done, total)` over items after each group.
+// Agentic items run as episodes (train/episodes.h): greedy, tool calls
+// answered by their environment, up to episode_tokens new tokens or the
+// end-of-document id, judged by judge_episode (answer and goal).
 GenResult score_gen(Decoder& dec, const TextCodec& codec, const std::string& task, const std::vector<GenItem>& items,
-                    const std::function<void(int64_t done, int64_t total)>& progress = {});
+                    const std::function<void(int64_t done, int64_t total)>& progress = {},
+                    int64_t episode_tokens = kDefaultEpisodeTokens);
 
 // {"task", "family", "metric": "exact_match", "docs", "acc", "acc_stderr",
 //  "by_depth", "by_tokens", "by_tokens_depth" (lists of {"depth"/"tokens",

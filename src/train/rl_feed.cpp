@@ -366,19 +366,10 @@ RlFeed::Judgement RlFeed::judge(const GenItem& item, const std::vector<int32_t>&
     j.well_formed = v.well_formed;
     return j;
   }
-  // An episode: the final answer after the last tool result, and the goal
-  // of the environment replayed over the calls the completion made.
-  const Verdict v = verify(check_of(item), item.answer, final_answer(text));
-  j.well_formed = v.well_formed;
-  j.calls = count_calls(text);
-  auto env = make_environment(item.env, item.state, item.goal);
-  MT_CHECK(env.is_ok(), "item {}: {}", item.id, env.status().message());
-  for (size_t at = text.find(kToolOpen); at != std::string::npos; at = text.find(kToolOpen, at + 1)) {
-    const size_t begin = at + kToolOpen.size(), end = text.find(kToolClose, begin);
-    if (end == std::string::npos) break;
-    (*env)->call(std::string_view(text).substr(begin, end - begin));
-  }
-  j.correct = v.correct && (*env)->goal_met();
+  const EpisodeVerdict e = judge_episode(item, text);
+  j.well_formed = e.answer.well_formed;
+  j.calls = e.calls;
+  j.correct = e.correct;
   return j;
 }
 

@@ -354,6 +354,15 @@ TEST_F(RlTraining, AgenticItemsRunAsEpisodesAndReportToolUse) {
   }
   ASSERT_TRUE(rows.back()["rl"].contains("eval")) << rows.back()["rl"].dump() << r;
   EXPECT_TRUE(rows.back()["rl"]["eval"].contains("tool_use"));
+  // `eval --tasks` runs agentic items as the same greedy episodes (the
+  // environment answering, the goal judged): the run's last pass@1.
+  const auto ev = e2e::moetrain({"eval", "--ckpt", run, "--tasks", dir() + "/kv-held-out.jsonl", "--no-held-out",
+                                 "--no-progress", "--episode-tokens", "8", "--out", dir() + "/agentic-eval.json"});
+  ASSERT_EQ(ev.exit_code, 0) << ev;
+  const auto j = nlohmann::json::parse(e2e::read_file(dir() + "/agentic-eval.json"));
+  ASSERT_TRUE(j.contains("tasks")) << j.dump();
+  EXPECT_EQ(j["tasks"][0]["docs"].get<int64_t>(), 4);
+  EXPECT_DOUBLE_EQ(j["tasks"][0]["acc"].get<double>(), rows.back()["rl"]["eval"]["pass1"].get<double>()) << j.dump();
 }
 
 TEST_F(RlTraining, BadInputIsRefusedNamingIt) {
