@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "support/e2e.h"
 #include "support/mpi.h"
@@ -93,21 +94,18 @@ TEST_F(PostTrainingMpi, DistillAtTwoAndFourRanksMatchesOneProcess) {
   };
   EXPECT_EQ(layout(one), "whole");
   EXPECT_NE(layout(two).find("sharded ep 1 x fsdp 2"), std::string::npos) << layout(two);
-  const std::string four = dir() + "/d4";
-  auto a4 = args("distill", four);
-  a4.insert(a4.end(), {"--set", "dist.ep=2"});
-  const ProcessResult r4 = mpirun(4, a4, 300);
-  ASSERT_EQ(r4.exit_code, 0) << r4;
-  expect_same_steps(one, four, r4);
-  EXPECT_NE(layout(four).find("sharded ep 2 x fsdp 2"), std::string::npos) << layout(four);
-  // A whole copy on every rank scores the same.
-  const std::string whole = dir() + "/d2w";
-  auto aw = args("distill", whole);
-  aw.insert(aw.end(), {"--set", "rl.frozen_layout=replicated"});
-  const ProcessResult rw = mpirun(2, aw, 300);
-  ASSERT_EQ(rw.exit_code, 0) << rw;
-  expect_same_steps(one, whole, rw);
-  EXPECT_EQ(layout(whole), "whole on every rank");
+  // np 4 with EP, and a whole copy on every rank at np 2: the same scores.
+  for (const auto& [np, run, set, want] :
+       {std::tuple{4, dir() + "/d4", std::string("dist.ep=2"), std::string("sharded ep 2 x fsdp 2")},
+        std::tuple{2, dir() + "/d2w", std::string("rl.frozen_layout=replicated"),
+                   std::string("whole on every rank")}}) {
+    auto argv = args("distill", run);
+    argv.insert(argv.end(), {"--set", set});
+    const ProcessResult r = mpirun(np, argv, 300);
+    ASSERT_EQ(r.exit_code, 0) << r;
+    expect_same_steps(one, run, r);
+    EXPECT_NE(layout(run).find(want), std::string::npos) << layout(run);
+  }
 }
 
 TEST_F(PostTrainingMpi, RlAtTwoAndFourRanksMatchesOneProcess) {

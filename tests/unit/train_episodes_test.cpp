@@ -127,14 +127,13 @@ TEST_F(Episodes, NoEnvironmentNoInjectionAndACallPastTheLimitEndsTheEpisode) {
 // The verdict on an episode's text: the item's check on the answer after
 // the last tool result, and the environment's goal replayed over its calls.
 TEST(JudgeEpisode, NeedsTheAnswerAndTheGoal) {
-  GenItem kv;
-  kv.id = "kv-1";
-  kv.family = "kv";
-  kv.prompt = "Q: add 4 to k1, then say k1 A:";
-  kv.answer = " 932";
-  kv.env = "kv";
-  kv.state = "k1=928 k2=817";
-  kv.goal = "k1=932";
+  const GenItem kv{.id = "kv-1",
+                   .family = "kv",
+                   .prompt = "Q: add 4 to k1, then say k1 A:",
+                   .answer = " 932",
+                   .env = "kv",
+                   .state = "k1=928 k2=817",
+                   .goal = "k1=932"};
   const EpisodeVerdict done =
       judge_episode(kv, "<tool>get k1</tool><result>928</result><tool>set k1 932</tool><result>ok</result> 932");
   EXPECT_TRUE(done.correct);
@@ -145,11 +144,7 @@ TEST(JudgeEpisode, NeedsTheAnswerAndTheGoal) {
   const EpisodeVerdict wrong = judge_episode(kv, "<tool>set k1 932</tool><result>ok</result> 931");
   EXPECT_FALSE(wrong.correct) << "the goal met, the answer wrong";
   // `eval --tasks` scores agentic items the same way, beside plain ones.
-  GenItem plain;
-  plain.id = "copy-1";
-  plain.family = "copy";
-  plain.prompt = "Q: copy 1 2 A:";
-  plain.answer = " 1 2";
+  const GenItem plain{.id = "copy-1", .family = "copy", .prompt = "Q: copy 1 2 A:", .answer = " 1 2"};
   const GenResult r =
       tally_gen("mixed", {kv, kv, plain}, {"<tool>set k1 932</tool><result>ok</result> 932", " 932", " 1 2"});
   EXPECT_EQ(r.correct, (std::vector<char>{1, 0, 1}));
