@@ -98,6 +98,10 @@ TEST(MixSearch, FindsTheMixtureKnownBestByConstruction) {
     EXPECT_LE(p["ledger_max_deviation"].get<double>(), 1.0) << line;
   }
   EXPECT_EQ(n, 12);  // 10 proxies, natural, best
+  // Every proxy a distinct mixture within the caps, and the draws reported.
+  EXPECT_EQ(j["sampling"]["distinct"].get<int64_t>(), 10) << j["sampling"].dump();
+  EXPECT_GE(j["sampling"]["min_pair_distance"].get<double>(), j["config"]["min_distance"].get<double>());
+  EXPECT_NE(r.err.find("# proxies: 10 distinct proxies"), std::string::npos) << r.err;
   EXPECT_TRUE(j["regressors"]["loglinear"].contains("spearman"));
   // The report, as `moetrain report` writes it again, in a real headless browser:
   // 3 held-out proxies x 2 regressors and the 2 trained mixtures are points.

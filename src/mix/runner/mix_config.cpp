@@ -26,6 +26,10 @@ void declare_keys(ConfigSchema& s, MixSearchConfig& c) {
         "Dirichlet concentration around the natural token shares (1: alpha_i = m x share_i; higher: closer)")
       .above(0)
       .max(1e6);
+  s.add("search.min_distance", &c.min_distance,
+        "L1 distance every proxy's domain mixture keeps from every earlier one: no two proxies train the same "
+        "mixture (draws are truncated to the caps by rejection, mix/proxy_samples.h)")
+      .range(0, 2);
   s.add("search.seed", &c.seed, "sampling seed; proxy k's mixture depends only on (seed, k)");
   s.add_choice("search.domains", &c.domains, {"bucket", "topic", "quality"},
                "what the search varies: every bucket, or topics / quality levels as natural blends of their buckets");

@@ -25,6 +25,7 @@ struct MixSearchConfig {
   int64_t proxies = 16;             // K mixtures sampled and trained
   int64_t holdout = 4;              // the last `holdout` proxies are not fitted: the rank-correlation check
   double concentration = 1.0;       // Dirichlet concentration around the natural shares (higher = closer)
+  double min_distance = 0.02;       // L1 distance every proxy's mixture keeps from every other (no repeats)
   uint64_t seed = 1;                // sampling seed (proxy k's mixture depends only on seed and k)
   std::string domains = "bucket";   // what varies: "bucket", "topic" or "quality" (blends of buckets)
   std::string regressor = "auto";   // the model the search uses: "loglinear", "xgboost", or "auto" (best held-out rank correlation)

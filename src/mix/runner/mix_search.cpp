@@ -32,6 +32,9 @@ using json = nlohmann::json;
 
 namespace {
 
+// Below this share of draws accepted by the caps, the search warns before training.
+constexpr double kLittleRoom = 0.05;
+
 std::string proxy_name(int64_t k) { return fmt::format("p{:03d}", k); }
 
 // A target term's value in a proxy's record (NaN when the record lacks it).
@@ -152,6 +155,7 @@ void describe_search(const MixSearchConfig& c, const MixSpace& s, const std::str
                       {"proxies", c.proxies},
                       {"holdout", c.holdout},
                       {"concentration", c.concentration},
+                      {"min_distance", c.min_distance},
                       {"seed", c.seed},
                       {"domains", c.reuse_previous.empty() ? c.domains : "reuse"},
                       {"regressor", chosen},
@@ -284,7 +288,14 @@ Result<MixSearchPlan> plan_mix_search(const MixSearchConfig& c, const std::strin
   const int64_t m = int64_t(s.domains.size());
   if (m < 2) return Status::errorf("{}: only {} domain to vary: nothing to search", c.source, m);
 
-  const auto samples = mix::sample_mixtures(s.center, s.domain_cap, c.proxies, c.concentration, c.seed);
+  mix::ProxySampleOptions po;
+  po.concentration = c.concentration;
+  po.min_distance = c.min_distance;
+  po.seed = c.seed;
+  auto drawn = mix::sample_proxies(s.center, s.domain_cap, c.proxies, po);
+  if (!drawn) return Status::errorf("{}: {}", c.source, drawn.status().message());
+  plan.samples = std::move(drawn.value());
+  const auto& samples = plan.samples.mixtures;
   for (int64_t k = 0; k < c.proxies; ++k)
     plan.runs.push_back(
         {proxy_name(k), samples[size_t(k)], mix::expand(s.domains, samples[size_t(k)], int64_t(s.buckets.size()))});
@@ -394,6 +405,15 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
              "budget {} tokens; {} at once; logs in {}/logs\n",
              s.buckets.size(), m, c.reuse_previous.empty() ? c.domains : "reuse", c.proxies, s.proxy_sequences,
              s.seq_len, c.holdout, s.hero.total_tokens, opt.jobs, out);
+  std::vector<std::string> names;
+  for (const auto& d : s.domains) names.push_back(d.name);
+  fmt::print(stderr, "# proxies: {}\n", mix::describe(plan.samples, names));
+  if (plan.samples.cap_acceptance() < kLittleRoom)
+    fmt::print(stderr,
+               "# warning: the caps leave little room: they accepted {:.1f}% of the Dirichlet's draws around the "
+               "natural shares ({} of {} proxies pulled inside them), so the proxies crowd the caps' boundary; the "
+               "hero budget (search.mixture's total_tokens) is what sets the caps\n",
+               100.0 * plan.samples.cap_acceptance(), plan.samples.pulled_inside, c.proxies);
   RunQueueOptions qo;
   qo.jobs = opt.jobs;
   qo.progress = opt.progress;
@@ -428,6 +448,15 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
 
   // search.json: everything the report and a reader need.
   describe_search(c, s, chosen, best, best_run, proxies, result);
+  const mix::ProxySamples& ps = plan.samples;
+  result["sampling"] = {{"distinct", ps.mixtures.size()},
+                        {"draws", ps.draws},
+                        {"cap_acceptance", ps.cap_acceptance()},
+                        {"pulled_inside", ps.pulled_inside},
+                        {"too_close", ps.too_close},
+                        {"min_pair_distance", ps.min_pair_distance},
+                        {"lo", ps.lo},
+                        {"hi", ps.hi}};
   const double natural_pred = model.predict(s.center);
   result["natural_predicted"] = natural_pred;
   if (c.verify) {

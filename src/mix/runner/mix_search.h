@@ -28,6 +28,7 @@
 
 #include "core/status.h"
 #include "data/mixture.h"
+#include "mix/proxy_samples.h"
 #include "mix/runner/mix_config.h"
 #include "mix/runner/mix_space.h"
 #include "rundir/output_dir.h"
@@ -49,6 +50,7 @@ struct MixSearchPlan {
   RunConfig base;
   MixSpace space;
   std::vector<MixRun> runs;                  // the proxies, then "natural" (search.verify)
+  mix::ProxySamples samples;                 // how the proxies' mixtures were drawn
   std::map<std::string, std::string> texts;  // run -> its mixture file
   std::map<std::string, MixturePlan> plans;  // run -> its plan at the hero scale
 };
