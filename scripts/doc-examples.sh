@@ -44,7 +44,7 @@ head -1 runs/doc-ladder/results.jsonl > $ex/ladder-first-result.jsonl
 # quickstart search (32 proxies and the natural and chosen mixtures trained).
 "$bin" mix search $ex/mix/eval-example.toml --out runs/doc-mix-eval --jobs 2 --move-aside --no-progress \
   2> "$tmp/mix-eval.err" || { cat "$tmp/mix-eval.err" >&2; exit 1; }
-grep '^# held-out rank\|^# chosen' "$tmp/mix-eval.err" > $ex/mix-eval-example.txt
+grep '^# held-out rank\|^# regressor' "$tmp/mix-eval.err" > $ex/mix-eval-example.txt
 "$bin" eval --ckpt runs/doc-mix-eval/p003 --tasks $ex/mix/toy.jsonl --threads 1 --no-progress | grep 'code/q0\|^task ' \
   > $ex/mix-eval-p003.txt
 python3 - runs/doc-mix-eval $ex/mix-eval-example.json <<'PY'
@@ -56,12 +56,13 @@ json.dump({"target": s["target"], "proxies": proxies}, open(out, "w"), indent=1,
 PY
 "$bin" mix search configs/mix/quickstart.toml --out runs/mix-quickstart --jobs 2 --move-aside --no-progress \
   2> "$tmp/mix-quickstart.err" || { cat "$tmp/mix-quickstart.err" >&2; exit 1; }
-grep '^# held-out rank\|^# chosen' "$tmp/mix-quickstart.err" > $ex/mix-quickstart.txt
+grep '^# held-out rank\|^# seed noise\|^# regressor\|^# choice\|^# trained' "$tmp/mix-quickstart.err" > $ex/mix-quickstart.txt
 python3 - runs/mix-quickstart $ex/mix-quickstart.json <<'PY'
 import json, sys
 run, out = sys.argv[1], sys.argv[2]
 s = json.load(open(run + "/search.json"))
-keep = {k: s[k] for k in ("regressors", "regressor", "best", "natural_predicted", "verify", "buckets") if k in s}
+keep = {k: s[k] for k in ("regressors", "regressor", "best", "natural_predicted", "verify", "buckets", "noise",
+                         "gain", "choice", "sampling") if k in s}
 keep["proxy_targets"] = [p["target"] for p in s["proxies"]]
 json.dump(keep, open(out, "w"), indent=1, sort_keys=True)
 PY

@@ -64,9 +64,10 @@ TEST(MixSearch, FindsTheMixtureKnownBestByConstruction) {
   const std::string probe = testdata::build_labelled_dataset(
       probe_dir, testdata::labelled_jsonl({"a", "b", "c"}, 1, 160, 5, 70), 0.25, 320);
   const double avail_a = available_tokens(probe, "a/q0");
-  const SearchFiles s = make_setup(tmp.path(), {"a", "b", "c"}, 1, 160, 70, int64_t(2 * avail_a),
-                             "proxies = 10\nholdout = 3\nconcentration = 2.0\nregressor = \"loglinear\"\nmethod = \"optimum\"\n"
-                             "[target]\n\"a/*\" = 1\n");
+  const SearchFiles s =
+      make_setup(tmp.path(), {"a", "b", "c"}, 1, 160, 70, int64_t(2 * avail_a),
+                 "proxies = 10\nholdout = 3\nconcentration = 2.0\nregressor = \"loglinear\"\nmethod = \"optimum\"\n"
+                 "replicates = 2\nverify_seeds = 2\n[target]\n\"a/*\" = 1\n");
   const auto r = run_process({moetrain_binary(), "mix", "search", s.search, "--out", tmp / "out", "--jobs", "2",
                               "--no-progress"},
                              600);
@@ -97,7 +98,19 @@ TEST(MixSearch, FindsTheMixtureKnownBestByConstruction) {
     const json p = json::parse(line);
     EXPECT_LE(p["ledger_max_deviation"].get<double>(), 1.0) << line;
   }
-  EXPECT_EQ(n, 12);  // 10 proxies, natural, best
+  EXPECT_EQ(n, 16);  // 10 proxies, 2 replicates, natural and best with 2 seeds each
+  // The seed noise, measured on the replicated proxies; a gain clear of it
+  // and of 0, so the regressor's mixture is the one written; the trained
+  // difference with its standard error over the seeds.
+  ASSERT_EQ(j["noise"]["pairs"].size(), 2u) << j["noise"].dump();
+  EXPECT_GT(j["noise"]["sd"].get<double>(), 0.0);
+  EXPECT_GT(j["gain"]["lo"].get<double>(), 0.0) << j["gain"].dump();
+  EXPECT_EQ(j["choice"]["kept"], "best") << j["choice"].dump();
+  EXPECT_EQ(read_file(tmp / "out/best-mixture.toml"), read_file(tmp / "out/mixtures/best.toml"));
+  EXPECT_EQ(j["verify"]["best"]["seeds"].size(), 2u);
+  EXPECT_LT(j["verify"]["difference"]["mean"].get<double>(), 0.0);
+  EXPECT_GT(j["verify"]["difference"]["std_error"].get<double>(), 0.0);
+  EXPECT_NE(r.err.find("# choice: predicted gain over natural"), std::string::npos) << r.err;
   // Every proxy a distinct mixture within the caps, and the draws reported.
   EXPECT_EQ(j["sampling"]["distinct"].get<int64_t>(), 10) << j["sampling"].dump();
   EXPECT_GE(j["sampling"]["min_pair_distance"].get<double>(), j["config"]["min_distance"].get<double>());

@@ -42,6 +42,20 @@ void declare_keys(ConfigSchema& s, MixSearchConfig& c) {
   s.add("search.candidates", &c.candidates, "mixtures the search predicts").range(1, 100000000);
   s.add("search.top_k", &c.top_k, "best candidates averaged (RegMix)").range(1, 100000000);
   s.add("search.verify", &c.verify, "also train the natural mixture and the chosen one: predicted against actual");
+  s.add("search.verify_seeds", &c.verify_seeds,
+        "seeds (train.seed, +1, ...) the natural and the chosen mixture are each trained with under search.verify: "
+        "their difference with its standard error")
+      .range(1, 64);
+  s.add("search.replicates", &c.replicates,
+        "the first N proxies are trained again with train.seed + 1: the seed-to-seed standard deviation of the "
+        "target, which the choice must beat")
+      .range(0, 100000);
+  s.add("search.bootstrap", &c.bootstrap,
+        "refits of the chosen regressor on bootstrap resamples of the proxies: the 90% interval of the predicted "
+        "gain over natural; the natural mixture is kept unless the interval is above 0 and the gain above the seed "
+        "noise")
+      .range(0, 100000)
+      .note("0 = no interval: the regressor's choice is taken as it is");
   s.add_map("target", &c.target,
             "\"NAME\" = weight of a term of the target (minimised): \"GLOB\" or \"loss:GLOB\" the held-out loss of "
             "the buckets matching the glob over <topic>/<quality>, \"bpb:GLOB\" their bits per byte, "
@@ -103,6 +117,8 @@ Result<MixSearchConfig> load_mix_search_config(const std::string& path, const st
   if (c.proxies - c.holdout < 3)
     return o.error("search.proxies", "needs at least 3 fitted proxies besides search.holdout");
   if (c.top_k > c.candidates) return o.error("search.top_k", "must not exceed search.candidates");
+  if (c.replicates > c.proxies)
+    return o.error("search.replicates", fmt::format("replicates proxies: at most search.proxies = {}", c.proxies));
   if (c.reuse_previous.empty() && !c.reuse_changed.empty())
     return o.error("reuse.changed", "needs reuse.previous (the mixture being reused)");
   if (!c.reuse_previous.empty() && c.domains != "bucket")

@@ -33,6 +33,9 @@ struct MixSearchConfig {
   int64_t candidates = 100000;      // mixtures predicted by the search
   int64_t top_k = 100;              // best candidates averaged
   bool verify = true;               // also train the natural and the chosen mixture, for predicted vs actual
+  int64_t verify_seeds = 1;         // seeds each of them is trained with (2+: a standard error of the difference)
+  int64_t replicates = 0;           // the first N proxies trained again with another seed: the seed noise
+  int64_t bootstrap = 64;           // refits of the regressor on resampled proxies: the gain's interval (0: none)
   std::vector<std::pair<std::string, double>> target;  // [target] "NAME" = weight (TargetName); {} = every bucket's loss, equally
   EvalTargets eval;                 // [eval] tasks: scored after each proxy trains (the acc: targets name them)
   std::string reuse_previous;       // [reuse] previous: an earlier mixture file; "" = search from scratch

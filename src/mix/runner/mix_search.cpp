@@ -9,12 +9,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/file_io.h"
 #include "core/subprocess.h"
 #include "mix/dirichlet.h"
+#include "mix/noise.h"
 #include "mix/rank.h"
 #include "mix/runner/mix_report.h"
 #include "mix/runner/mix_space.h"
@@ -36,6 +38,20 @@ namespace {
 constexpr double kLittleRoom = 0.05;
 
 std::string proxy_name(int64_t k) { return fmt::format("p{:03d}", k); }
+
+// The natural bucket shares, projected onto the caps where they break one.
+std::vector<double> within_caps_or_projected(const std::vector<double>& w, const std::vector<double>& cap) {
+  return mix::within_caps(w, cap) ? w : mix::project_capped_simplex(w, cap);
+}
+
+// Run r's mixture trained with train.seed + offset, named "<r>-r<offset>".
+MixRun replicate_of(const MixRun& r, int64_t offset) {
+  MixRun x = r;
+  x.name = fmt::format("{}-r{}", r.name, offset);
+  x.mixture = r.mixture_name();
+  x.seed_offset = offset;
+  return x;
+}
 
 // A target term's value in a proxy's record (NaN when the record lacks it).
 double term_value(const TargetTerm& t, const json& rec) {
@@ -213,6 +229,9 @@ std::map<std::string, json> recorded_proxies(const std::string& path, const MixS
 
 struct FittedTarget {
   std::string chosen;  // the regressor fitted on every proxy
+  mix::RegressorKind kind = mix::RegressorKind::kLogLinear;
+  std::vector<std::vector<double>> X, Y;  // what it was fitted on: domain weights, target columns
+  std::vector<double> lambda;             // the target's weights
   mix::TargetModel model;
   mix::SearchResult best;  // the search over the capped simplex
 };
@@ -237,6 +256,7 @@ Result<FittedTarget> fit_target(const MixSearchConfig& c, const MixSpace& s, con
   auto kind = mix::parse_regressor_kind(f.chosen);
   if (!kind) return kind.status();
   MT_RETURN_IF_ERROR(f.model.fit(kind.value(), X, Y, lambda, c.seed));
+  f.kind = kind.value();
   mix::SearchOptions so;
   so.candidates = c.candidates;
   so.top_k = c.top_k;
@@ -244,21 +264,35 @@ Result<FittedTarget> fit_target(const MixSearchConfig& c, const MixSpace& s, con
   so.seed = c.seed;
   so.choice = c.method == "optimum" ? mix::SearchChoice::kModelOptimum : mix::SearchChoice::kTopKAverage;
   f.best = mix::search_simplex(f.model, s.center, s.domain_cap, so);
+  f.X = std::move(X);
+  f.Y = std::move(Y);
+  f.lambda = std::move(lambda);
   return f;
 }
 
-// The closing lines: the regressors' held-out ranking, the choice, and where
-// the report is.
+// The closing lines: the regressors' held-out ranking, the noise, the
+// choice, the verification and where the report is.
 void print_outcome(const MixSearchConfig& c, const json& result, const mix::SearchResult& best, double natural_pred,
-                   const std::map<std::string, json>& recorded, const std::string& out) {
+                   const std::string& out) {
   const json& reg = result["regressors"];
   fmt::print(stderr, "# held-out rank correlation (Spearman, {} proxies): log-linear {}, xgboost {}\n", c.holdout,
              reg["loglinear"].value("spearman", json()).dump(), reg["xgboost"].value("spearman", json()).dump());
-  fmt::print(stderr, "# chosen mixture: predicted target {:.5f} (natural shares: {:.5f}){}\n", best.predicted,
-             natural_pred,
-             c.verify ? fmt::format("; trained: {:.5f} (natural {:.5f})", recorded.at("best")["target"].get<double>(),
-                                    recorded.at("natural")["target"].get<double>())
-                      : "");
+  if (c.replicates > 0)
+    fmt::print(stderr, "# seed noise: one run's target varies by {} (standard deviation, {} proxies trained twice)\n",
+               result["noise"]["sd"].dump(), c.replicates);
+  fmt::print(stderr, "# regressor's mixture: predicted target {:.5f} (natural shares: {:.5f})\n", best.predicted,
+             natural_pred);
+  fmt::print(stderr, "# choice: {}; best-mixture.toml is the {} mixture\n",
+             result["choice"]["reason"].get<std::string>(),
+             result["choice"]["kept"] == "natural" ? "natural" : "regressor's");
+  if (c.verify) {
+    const json& v = result["verify"];
+    const json& d = v["difference"];
+    fmt::print(stderr, "# trained: regressor's mixture {:.5f}, natural {:.5f}; difference {:.5f}{} ({} seed{} each)\n",
+               v["best"]["actual"].get<double>(), v["natural"]["actual"].get<double>(), d["mean"].get<double>(),
+               d["std_error"].is_number() ? fmt::format(" +- {:.5f}", d["std_error"].get<double>()) : "",
+               c.verify_seeds, c.verify_seeds == 1 ? "" : "s");
+  }
   fmt::print(stderr, "# report: {}/report.html\n", out);
 }
 
@@ -300,11 +334,13 @@ Result<MixSearchPlan> plan_mix_search(const MixSearchConfig& c, const std::strin
     plan.runs.push_back(
         {proxy_name(k), samples[size_t(k)], mix::expand(s.domains, samples[size_t(k)], int64_t(s.buckets.size()))});
   if (c.verify) {
-    std::vector<double> nat = mix::within_caps(s.natural, s.cap) ? s.natural : mix::project_capped_simplex(s.natural, s.cap);
-    plan.runs.push_back({"natural", {}, nat});
+    plan.runs.push_back({"natural", {}, within_caps_or_projected(s.natural, s.cap)});
   }
+  // Replicates: the same mixtures with another seed (the seed noise).
+  for (int64_t k = 0; k < c.replicates; ++k) plan.runs.push_back(replicate_of(plan.runs[size_t(k)], 1));
   // Each mixture planned at the hero scale (never repeats data).
   for (const MixRun& r : plan.runs) {
+    if (!r.mixture.empty()) continue;  // a replicate trains another run's mixture
     const std::string text = mixture_file_text(s, r.bucket_w, mixture_comment(r.name));
     auto hero = plan_at_hero_scale(s, text, out_dir + "/mixtures/" + r.name + ".toml");
     if (!hero) return Status::errorf("{}: {}", r.name, hero.status().message());
@@ -352,7 +388,8 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
     }
     return write_file_atomic(path, text);
   };
-  for (const MixRun& r : runs) MT_RETURN_IF_ERROR(write_mixture(r, mixture_comment(r.name)));
+  for (const MixRun& r : runs)
+    if (r.mixture.empty()) MT_RETURN_IF_ERROR(write_mixture(r, mixture_comment(r.name)));
 
   // What an earlier invocation finished.
   const std::string proxies_path = out + "/proxies.jsonl";
@@ -371,7 +408,8 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
       qr.name = r.name;
       qr.args = {"train", "--config", c.base};
       std::vector<std::string> sets = c.set;
-      sets.push_back("data.mixture=" + fs::absolute(out + "/mixtures/" + r.name + ".toml").string());
+      sets.push_back("data.mixture=" + fs::absolute(out + "/mixtures/" + r.mixture_name() + ".toml").string());
+      if (r.seed_offset != 0) sets.push_back(fmt::format("train.seed={}", tc.seed + uint64_t(r.seed_offset)));
       sets.push_back(fmt::format("train.eval_every={}", tc.steps));
       for (const std::string& x : sets) qr.args.insert(qr.args.end(), {"--set", x});
       qr.run_dir = out + "/" + r.name;
@@ -382,7 +420,7 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
       const MixRun run = r;
       const std::string dir = qr.run_dir, log = qr.log_path;
       auto record = [&, run, dir, log]() -> Status {
-        auto rec = read_run(s, c.eval, run, plans.at(run.name), dir, tc.steps, log);
+        auto rec = read_run(s, c.eval, run, plans.at(run.mixture_name()), dir, tc.steps, log);
         if (!rec) return rec.status();
         recorded[run.name] = rec.value();
         return write_proxies(all);
@@ -436,12 +474,37 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
   MT_RETURN_IF_ERROR(write_mixture(best_run, fmt::format("the mixture search's choice: predicted target {:.5f} "
                                                          "({}, {} regressor on {} proxies)",
                                                          best.predicted, best.method, chosen, c.proxies)));
+  // The noise: the replicates' seed-to-seed spread, and the gain's interval
+  // over bootstrap refits. The natural mixture is kept unless the gain is
+  // clear of both (mix/noise.h).
+  std::vector<std::pair<double, double>> pairs;
+  for (int64_t k = 0; k < c.replicates; ++k)
+    pairs.push_back({recorded.at(proxy_name(k))["target"].get<double>(),
+                     recorded.at(proxy_name(k) + "-r1")["target"].get<double>()});
+  const double noise_sd = mix::replicate_sd(pairs);
+  mix::MixtureChoice choice;
+  mix::GainInterval gain;
+  const FittedTarget& ft = fitted.value();
+  if (c.bootstrap > 0) {
+    auto g = mix::bootstrap_gain(ft.kind, ft.X, ft.Y, ft.lambda, c.seed, s.center, best.weights, c.bootstrap);
+    if (!g) return g.status();
+    gain = g.value();
+    choice = mix::choose_mixture(gain, noise_sd);
+  }
+  const MixRun natural_run{"natural", {}, within_caps_or_projected(s.natural, s.cap)};
+  if (choice.keep_natural && !c.verify) MT_RETURN_IF_ERROR(write_mixture(natural_run, mixture_comment("natural")));
   const std::string best_path = out + "/best-mixture.toml";
-  MT_RETURN_IF_ERROR(write_file_atomic(best_path, read_file(out + "/mixtures/best.toml", "mixture").value()));
+  const std::string kept = choice.keep_natural ? "natural" : "best";
+  MT_RETURN_IF_ERROR(write_file_atomic(best_path, read_file(out + "/mixtures/" + kept + ".toml", "mixture").value()));
 
+  // Verification: the regressor's choice and the natural mixture, each with search.verify_seeds seeds.
   if (c.verify) {
-    runs.push_back(best_run);
     std::vector<MixRun> todo = {best_run};
+    for (int64_t v = 1; v < c.verify_seeds; ++v) {
+      todo.push_back(replicate_of(natural_run, v));
+      todo.push_back(replicate_of(best_run, v));
+    }
+    runs.insert(runs.end(), todo.begin(), todo.end());
     auto q = queue_of(todo, runs);
     MT_RETURN_IF_ERROR(run_queue(q, qo));
   }
@@ -459,14 +522,37 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
                         {"hi", ps.hi}};
   const double natural_pred = model.predict(s.center);
   result["natural_predicted"] = natural_pred;
+  result["noise"] = {{"replicates", c.replicates},
+                     {"pairs", json::array()},
+                     {"sd", std::isfinite(noise_sd) ? json(noise_sd) : json()}};
+  for (const auto& [a, b] : pairs) result["noise"]["pairs"].push_back({a, b});
+  if (c.bootstrap > 0)
+    result["gain"] = {{"predicted", gain.predicted}, {"lo", gain.lo}, {"hi", gain.hi}, {"resamples", gain.resamples}};
+  result["choice"] = {{"kept", kept}, {"reason", c.bootstrap > 0 ? choice.reason : "search.bootstrap = 0"}};
   if (c.verify) {
-    result["verify"] = {{"natural", {{"predicted", natural_pred}, {"actual", recorded.at("natural")["target"]}}},
-                        {"best", {{"predicted", best.predicted}, {"actual", recorded.at("best")["target"]}}}};
+    auto targets = [&](const std::string& name) {
+      std::vector<double> v = {recorded.at(name)["target"].get<double>()};
+      for (int64_t r = 1; r < c.verify_seeds; ++r)
+        v.push_back(recorded.at(fmt::format("{}-r{}", name, r))["target"].get<double>());
+      return v;
+    };
+    const std::vector<double> nat = targets("natural"), bst = targets("best");
+    const mix::SeedDifference d = mix::seed_difference(bst, nat, noise_sd);
+    auto mean = [](const std::vector<double>& v) {
+      return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+    };
+    // "actual": the mean over the seeds (the one run with search.verify_seeds = 1).
+    result["verify"] = {{"natural", {{"predicted", natural_pred}, {"actual", mean(nat)}, {"seeds", nat}}},
+                        {"best", {{"predicted", best.predicted}, {"actual", mean(bst)}, {"seeds", bst}}},
+                        {"difference",
+                         {{"mean", d.mean},
+                          {"std_error", std::isfinite(d.std_error) ? json(d.std_error) : json()},
+                          {"seeds", c.verify_seeds}}}};
   }
   MT_RETURN_IF_ERROR(write_file_atomic(out + "/search.json", result.dump(2) + "\n"));
   MT_RETURN_IF_ERROR(write_file_atomic(out + "/report.html", mix_search_html(result)));
 
-  print_outcome(c, result, best, natural_pred, recorded, out);
+  print_outcome(c, result, best, natural_pred, out);
   return best_path;
 }
 

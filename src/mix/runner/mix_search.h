@@ -38,9 +38,12 @@ namespace mt {
 
 // One mixture to train: a sampled proxy, or a verification run.
 struct MixRun {
-  std::string name;              // p000.., "natural", "best"
+  std::string name;              // p000.., "natural", "best"; replicates "p000-r1", "best-r1", ...
   std::vector<double> domain_w;  // (domains) empty for verification runs
   std::vector<double> bucket_w;  // (buckets)
+  std::string mixture;           // a replicate: the run whose mixture file it trains ("" = its own)
+  int64_t seed_offset = 0;       // a replicate: train.seed + this
+  const std::string& mixture_name() const { return mixture.empty() ? name : mixture; }
 };
 
 // The proxies' run config, the space and every sampled mixture planned at
