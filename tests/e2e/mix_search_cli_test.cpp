@@ -67,7 +67,7 @@ TEST(MixSearch, FindsTheMixtureKnownBestByConstruction) {
   const SearchFiles s =
       make_setup(tmp.path(), {"a", "b", "c"}, 1, 160, 70, int64_t(2 * avail_a),
                  "proxies = 10\nholdout = 3\nconcentration = 2.0\nregressor = \"loglinear\"\nmethod = \"optimum\"\n"
-                 "replicates = 2\nverify_seeds = 2\n[target]\n\"a/*\" = 1\n");
+                 "replicates = 2\nverify_seeds = 2\ntransfer_scale = 2\ntransfer_proxies = 4\n[target]\n\"a/*\" = 1\n");
   const auto r = run_process({moetrain_binary(), "mix", "search", s.search, "--out", tmp / "out", "--jobs", "2",
                               "--no-progress"},
                              600);
@@ -98,7 +98,18 @@ TEST(MixSearch, FindsTheMixtureKnownBestByConstruction) {
     const json p = json::parse(line);
     EXPECT_LE(p["ledger_max_deviation"].get<double>(), 1.0) << line;
   }
-  EXPECT_EQ(n, 16);  // 10 proxies, 2 replicates, natural and best with 2 seeds each
+  EXPECT_EQ(n, 22);  // 10 proxies, 2 replicates, natural and best with 2 seeds each, 4 + 2 at twice the tokens
+  // At twice the tokens (the same schedules read further, ledgers checked
+  // like the proxies'): the ranking across the scales, and the choice still
+  // better than natural.
+  const json& t = j["transfer"];
+  EXPECT_EQ(t["scale"].get<int64_t>(), 2);
+  ASSERT_EQ(t["targets"].size(), 4u) << t.dump();
+  EXPECT_TRUE(t["spearman"].is_number());
+  EXPECT_TRUE(t["best_beats_natural"].get<bool>()) << t.dump();
+  for (const json& pair : t["targets"])
+    EXPECT_LT(pair[1].get<double>(), pair[0].get<double>()) << "more tokens, lower loss";
+  EXPECT_NE(r.err.find("# scale transfer (x2, 4 proxies): Spearman"), std::string::npos) << r.err;
   // The seed noise, measured on the replicated proxies; a gain clear of it
   // and of 0, so the regressor's mixture is the one written; the trained
   // difference with its standard error over the seeds.

@@ -50,6 +50,15 @@ void declare_keys(ConfigSchema& s, MixSearchConfig& c) {
         "the first N proxies are trained again with train.seed + 1: the seed-to-seed standard deviation of the "
         "target, which the choice must beat")
       .range(0, 100000);
+  s.add("search.transfer_scale", &c.transfer_scale,
+        "also train proxies, the natural and the chosen mixture at this many times the proxy's tokens (the same "
+        "hero-scale schedules read further, train.steps x this): the rank correlation between the two scales, and "
+        "whether the choice still beats natural at the larger one")
+      .range(0, 1000)
+      .note("0 = one scale only");
+  s.add("search.transfer_proxies", &c.transfer_proxies, "proxies trained at search.transfer_scale: the first N")
+      .range(0, 100000)
+      .note("0 = all of them");
   s.add("search.bootstrap", &c.bootstrap,
         "refits of the chosen regressor on bootstrap resamples of the proxies: the 90% interval of the predicted "
         "gain over natural; the natural mixture is kept unless the interval is above 0 and the gain above the seed "
@@ -117,6 +126,12 @@ Result<MixSearchConfig> load_mix_search_config(const std::string& path, const st
   if (c.proxies - c.holdout < 3)
     return o.error("search.proxies", "needs at least 3 fitted proxies besides search.holdout");
   if (c.top_k > c.candidates) return o.error("search.top_k", "must not exceed search.candidates");
+  if (c.transfer_scale == 1)
+    return o.error("search.transfer_scale", "1 is the proxies' own scale: 0 (off) or 2 and more");
+  if (c.transfer_proxies > c.proxies)
+    return o.error("search.transfer_proxies", fmt::format("at most search.proxies = {}", c.proxies));
+  if (c.transfer_scale > 0 && (c.transfer_proxies == 0 ? c.proxies : c.transfer_proxies) < 3)
+    return o.error("search.transfer_proxies", "a rank correlation needs at least 3 proxies at both scales");
   if (c.replicates > c.proxies)
     return o.error("search.replicates", fmt::format("replicates proxies: at most search.proxies = {}", c.proxies));
   if (c.reuse_previous.empty() && !c.reuse_changed.empty())

@@ -35,6 +35,8 @@ struct MixSearchConfig {
   bool verify = true;               // also train the natural and the chosen mixture, for predicted vs actual
   int64_t verify_seeds = 1;         // seeds each of them is trained with (2+: a standard error of the difference)
   int64_t replicates = 0;           // the first N proxies trained again with another seed: the seed noise
+  int64_t transfer_scale = 0;       // also train at this many times the proxy's tokens (0: not)
+  int64_t transfer_proxies = 0;     // how many proxies (the first N; 0: all) are trained at that scale
   int64_t bootstrap = 64;           // refits of the regressor on resampled proxies: the gain's interval (0: none)
   std::vector<std::pair<std::string, double>> target;  // [target] "NAME" = weight (TargetName); {} = every bucket's loss, equally
   EvalTargets eval;                 // [eval] tasks: scored after each proxy trains (the acc: targets name them)

@@ -39,6 +39,15 @@ constexpr double kLittleRoom = 0.05;
 
 std::string proxy_name(int64_t k) { return fmt::format("p{:03d}", k); }
 
+// Run r's mixture at `scale` times its tokens, named "<r>-x<scale>".
+MixRun scaled_of(const MixRun& r, int64_t scale) {
+  MixRun x = r;
+  x.name = fmt::format("{}-x{}", r.name, scale);
+  x.mixture = r.mixture_name();
+  x.scale = scale;
+  return x;
+}
+
 // The natural bucket shares, projected onto the caps where they break one.
 std::vector<double> within_caps_or_projected(const std::vector<double>& w, const std::vector<double>& cap) {
   return mix::within_caps(w, cap) ? w : mix::project_capped_simplex(w, cap);
@@ -76,6 +85,7 @@ double term_value(const TargetTerm& t, const json& rec) {
 // results) and ledger of a finished run, checked against its plan.
 Result<json> read_run(const MixSpace& s, const EvalTargets& eval, const MixRun& r, const MixturePlan& plan,
                       const std::string& dir, int64_t steps, const std::string& log) {
+  steps *= r.scale;
   const json last = last_metrics_line(dir);
   if (!last.is_object() || last.value("step", int64_t(-1)) != steps || !last.contains("bucket_eval_loss"))
     return Status::errorf("{}/metrics.jsonl: no held-out losses per bucket at the final step {}", dir, steps);
@@ -107,7 +117,7 @@ Result<json> read_run(const MixSpace& s, const EvalTargets& eval, const MixRun& 
   }
   rec["target"] = target;
   // The ledger: bucket b supplied n Q_b / N_full of the n sequences read, to within one.
-  const double n = double(s.proxy_sequences);
+  const double n = double(s.proxy_sequences * r.scale);
   double worst = 0;
   std::map<std::string, int64_t> ledger;
   if (last.contains("bucket_tokens"))
@@ -293,6 +303,14 @@ void print_outcome(const MixSearchConfig& c, const json& result, const mix::Sear
                d["std_error"].is_number() ? fmt::format(" +- {:.5f}", d["std_error"].get<double>()) : "",
                c.verify_seeds, c.verify_seeds == 1 ? "" : "s");
   }
+  if (result.contains("transfer")) {
+    const json& t = result["transfer"];
+    fmt::print(stderr,
+               "# scale transfer (x{}, {} proxies): Spearman {:.3f} between the scales; at x{} the regressor's "
+               "mixture {:.5f}, natural {:.5f}\n",
+               t["scale"].get<int64_t>(), t["proxies"].get<int64_t>(), t["spearman"].get<double>(),
+               t["scale"].get<int64_t>(), t["best"].get<double>(), t["natural"].get<double>());
+  }
   fmt::print(stderr, "# report: {}/report.html\n", out);
 }
 
@@ -321,6 +339,11 @@ Result<MixSearchPlan> plan_mix_search(const MixSearchConfig& c, const std::strin
   const MixSpace& s = plan.space;
   const int64_t m = int64_t(s.domains.size());
   if (m < 2) return Status::errorf("{}: only {} domain to vary: nothing to search", c.source, m);
+  if (c.transfer_scale > 0 && s.proxy_sequences * c.transfer_scale > s.hero_sequences)
+    return Status::errorf(
+        "{}: search.transfer_scale = {}: {} sequences a proxy at that scale reads are more than the hero run's {} "
+        "(search.mixture's total_tokens / train.seq_len)",
+        c.source, c.transfer_scale, s.proxy_sequences * c.transfer_scale, s.hero_sequences);
 
   mix::ProxySampleOptions po;
   po.concentration = c.concentration;
@@ -410,12 +433,14 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
       std::vector<std::string> sets = c.set;
       sets.push_back("data.mixture=" + fs::absolute(out + "/mixtures/" + r.mixture_name() + ".toml").string());
       if (r.seed_offset != 0) sets.push_back(fmt::format("train.seed={}", tc.seed + uint64_t(r.seed_offset)));
-      sets.push_back(fmt::format("train.eval_every={}", tc.steps));
+      const int64_t steps = tc.steps * r.scale;
+      if (r.scale != 1) sets.push_back(fmt::format("train.steps={}", steps));
+      sets.push_back(fmt::format("train.eval_every={}", steps));
       for (const std::string& x : sets) qr.args.insert(qr.args.end(), {"--set", x});
       qr.run_dir = out + "/" + r.name;
       qr.log_path = out + "/logs/" + r.name + ".log";
       qr.args.insert(qr.args.end(), {"--run-dir", qr.run_dir, "--resume", "--no-progress"});
-      qr.last_step = tc.steps;
+      qr.last_step = steps;
       qr.done = recorded.count(r.name) > 0;
       const MixRun run = r;
       const std::string dir = qr.run_dir, log = qr.log_path;
@@ -429,7 +454,7 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
       if (!s.needs_eval) qr.on_done = record;
       q.push_back(std::move(qr));
       if (s.needs_eval) {  // then `moetrain eval` of its final checkpoint, which records it
-        QueuedRun ev = queued_eval(c.eval, r.name, dir, out + "/logs/" + r.name + ".eval.log", tc.steps, q.size() - 1);
+        QueuedRun ev = queued_eval(c.eval, r.name, dir, out + "/logs/" + r.name + ".eval.log", steps, q.size() - 1);
         ev.done = done;
         ev.on_done = record;
         q.push_back(std::move(ev));
@@ -509,6 +534,21 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
     MT_RETURN_IF_ERROR(run_queue(q, qo));
   }
 
+  // Scale transfer: the first proxies, the natural and the regressor's
+  // mixture again at transfer_scale times the tokens (their hero-scale
+  // schedules read further: the same downsampling rule at both scales).
+  std::vector<MixRun> larger;
+  const int64_t n_transfer = c.transfer_proxies > 0 ? c.transfer_proxies : c.proxies;
+  if (c.transfer_scale > 0) {
+    for (int64_t k = 0; k < n_transfer; ++k) larger.push_back(scaled_of(runs[size_t(k)], c.transfer_scale));
+    larger.push_back(scaled_of(natural_run, c.transfer_scale));
+    larger.push_back(scaled_of(best_run, c.transfer_scale));
+    if (!c.verify) MT_RETURN_IF_ERROR(write_mixture(natural_run, mixture_comment("natural")));
+    runs.insert(runs.end(), larger.begin(), larger.end());
+    auto q = queue_of(larger, runs);
+    MT_RETURN_IF_ERROR(run_queue(q, qo));
+  }
+
   // search.json: everything the report and a reader need.
   describe_search(c, s, chosen, best, best_run, proxies, result);
   const mix::ProxySamples& ps = plan.samples;
@@ -548,6 +588,25 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
                          {{"mean", d.mean},
                           {"std_error", std::isfinite(d.std_error) ? json(d.std_error) : json()},
                           {"seeds", c.verify_seeds}}}};
+  }
+  if (c.transfer_scale > 0) {
+    std::vector<double> small, big;
+    json pairs_json = json::array();
+    for (int64_t k = 0; k < n_transfer; ++k) {
+      small.push_back(recorded.at(proxy_name(k))["target"].get<double>());
+      big.push_back(recorded.at(larger[size_t(k)].name)["target"].get<double>());
+      pairs_json.push_back({small.back(), big.back()});
+    }
+    const double nat = recorded.at(larger[size_t(n_transfer)].name)["target"].get<double>();
+    const double bst = recorded.at(larger[size_t(n_transfer) + 1].name)["target"].get<double>();
+    result["transfer"] = {{"scale", c.transfer_scale},
+                          {"proxies", n_transfer},
+                          {"spearman", mix::spearman(small, big)},
+                          {"pearson", mix::pearson(small, big)},
+                          {"targets", pairs_json},
+                          {"natural", nat},
+                          {"best", bst},
+                          {"best_beats_natural", bst < nat}};
   }
   MT_RETURN_IF_ERROR(write_file_atomic(out + "/search.json", result.dump(2) + "\n"));
   MT_RETURN_IF_ERROR(write_file_atomic(out + "/report.html", mix_search_html(result)));

@@ -43,6 +43,7 @@ struct MixRun {
   std::vector<double> bucket_w;  // (buckets)
   std::string mixture;           // a replicate: the run whose mixture file it trains ("" = its own)
   int64_t seed_offset = 0;       // a replicate: train.seed + this
+  int64_t scale = 1;             // the proxy's tokens times this (train.steps x scale; search.transfer_scale)
   const std::string& mixture_name() const { return mixture.empty() ? name : mixture; }
 };
 
