@@ -63,32 +63,33 @@ fi
 [[ -f $work/ds/manifest.json ]] || "$bin" data build --config configs/data/long-context.toml --out "$work/ds"
 "$bin" data plan "$work/ds" --config configs/long-context/run.toml
 
-# 5. The short phase, once.
+# 5. The phases at 512 tokens, once: retrieval (passkey documents alone),
+#    then language (code, prose and passkey), stopped at the end of "short".
 run=configs/long-context/run.toml
 "$bin" train --config $run --run-dir "$work/base" --resume --stop-at short --no-progress
 
-# 6. Three extensions from its checkpoint at the phase's end.
+# 6. Measurements, each model as soon as it exists: passkey at 512 and
+#    2,048, the held-out loss by position on the stitched repositories in
+#    windows of 2,048 (the base model past its length: --past-seq-len). Each
+#    written under .tmp and renamed: a killed eval is redone.
+ev() { local out=${*: -1}; "$bin" eval --no-progress "$@.tmp" && mv "$out.tmp" "$out"; }
+[[ -f $work/eval-base.json ]] || ev --ckpt "$work/base" --tasks "$work/passkey-heldout.jsonl" --past-seq-len \
+  --positions --seq-len 2048 --batches 8 --mixture configs/data/long-context-long.toml \
+  --plot "$work/positions-base.svg" --out "$work/eval-base.json"
+
+# 7. Three extensions from its checkpoint at the phase's end, each measured.
 declare -A rope=(
   [unchanged]=""
-  [linear]="--set phase[1].rope_scaling=\"linear\" --set phase[1].rope_factor=4"
-  [yarn]="--set phase[1].rope_scaling=\"yarn\" --set phase[1].rope_factor=4 --set phase[1].rope_original_len=512"
+  [linear]="--set phase[2].rope_scaling=\"linear\" --set phase[2].rope_factor=4"
+  [yarn]="--set phase[2].rope_scaling=\"yarn\" --set phase[2].rope_factor=4 --set phase[2].rope_original_len=512"
 )
-for v in unchanged linear yarn; do
+for v in unchanged yarn linear; do
   dir=$work/ext-$v
   [[ -d $dir ]] || "$bin" ckpt branch "$work/base" "$dir"
   # shellcheck disable=SC2086
   "$bin" train --config $run --run-dir "$dir" --resume --no-progress ${rope[$v]}
+  [[ -f $work/eval-$v.json ]] || ev --ckpt "$dir" --tasks "$work/passkey-heldout.jsonl" --positions \
+    --batches 8 --mixture configs/data/long-context-long.toml --plot "$work/positions-$v.svg" \
+    --out "$work/eval-$v.json"
+  python3 scripts/long_context_table.py "$work" | tee "$work/summary.md"
 done
-
-# 7. Measurements: passkey at 512 and 2,048, the held-out loss by position on
-#    the stitched repositories in windows of 2,048 (the base model past its
-#    length: --past-seq-len). Each written under .tmp and renamed: a killed
-#    eval is redone.
-ev() { local out=${*: -1}; "$bin" eval --no-progress "$@.tmp" && mv "$out.tmp" "$out"; }
-[[ -f $work/eval-base.json ]] || ev --ckpt "$work/base" --tasks "$work/passkey-heldout.jsonl" --past-seq-len \
-  --positions --seq-len 2048 --batches 8 --plot "$work/positions-base.svg" --out "$work/eval-base.json"
-for v in unchanged linear yarn; do
-  [[ -f $work/eval-$v.json ]] || ev --ckpt "$work/ext-$v" --tasks "$work/passkey-heldout.jsonl" --positions \
-    --batches 8 --plot "$work/positions-$v.svg" --out "$work/eval-$v.json"
-done
-python3 scripts/long_context_table.py "$work" | tee "$work/summary.md"
