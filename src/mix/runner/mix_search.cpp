@@ -39,28 +39,23 @@ constexpr double kLittleRoom = 0.05;
 
 std::string proxy_name(int64_t k) { return fmt::format("p{:03d}", k); }
 
-// Run r's mixture at `scale` times its tokens, named "<r>-x<scale>".
-MixRun scaled_of(const MixRun& r, int64_t scale) {
-  MixRun x = r;
-  x.name = fmt::format("{}-x{}", r.name, scale);
-  x.mixture = r.mixture_name();
-  x.scale = scale;
-  return x;
-}
-
 // The natural bucket shares, projected onto the caps where they break one.
 std::vector<double> within_caps_or_projected(const std::vector<double>& w, const std::vector<double>& cap) {
   return mix::within_caps(w, cap) ? w : mix::project_capped_simplex(w, cap);
 }
 
-// Run r's mixture trained with train.seed + offset, named "<r>-r<offset>".
-MixRun replicate_of(const MixRun& r, int64_t offset) {
+// Run r's mixture trained again: with train.seed + seed_offset ("<r>-r<offset>"),
+// or at `scale` times its tokens ("<r>-x<scale>").
+MixRun variant_of(const MixRun& r, int64_t seed_offset, int64_t scale) {
   MixRun x = r;
-  x.name = fmt::format("{}-r{}", r.name, offset);
+  x.name = scale > 1 ? fmt::format("{}-x{}", r.name, scale) : fmt::format("{}-r{}", r.name, seed_offset);
   x.mixture = r.mixture_name();
-  x.seed_offset = offset;
+  x.seed_offset = seed_offset;
+  x.scale = scale;
   return x;
 }
+MixRun replicate_of(const MixRun& r, int64_t offset) { return variant_of(r, offset, 1); }
+MixRun scaled_of(const MixRun& r, int64_t scale) { return variant_of(r, 0, scale); }
 
 // A target term's value in a proxy's record (NaN when the record lacks it).
 double term_value(const TargetTerm& t, const json& rec) {
