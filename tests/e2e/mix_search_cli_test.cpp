@@ -214,6 +214,15 @@ TEST(MixSearch, AChangedSearchIsRefusedAndMoreProxiesContinue) {
   EXPECT_EQ(read_file(tmp / "out/proxies.jsonl"), proxies);
   const auto more = search({"--set", "search.proxies=5"});
   EXPECT_EQ(more.exit_code, 0) << more;
+  // Noise and transfer settings that cannot work are refused before anything trains, naming the key.
+  for (const auto& [set, key] : {std::pair{"search.replicates=9", "search.replicates"},
+                                 std::pair{"search.transfer_scale=1", "search.transfer_scale"},
+                                 std::pair{"search.transfer_scale=100000", "search.transfer_scale"},
+                                 std::pair{"search.min_distance=1.9", "search.min_distance"}}) {
+    const auto bad = search({"--set", set, "--move-aside"});
+    EXPECT_NE(bad.exit_code, 0) << set;
+    EXPECT_NE(bad.err.find(key), std::string::npos) << set << "\n" << bad.err;
+  }
 }
 
 TEST(MixSearch, TwoHundredBucketsSearchedByTopic) {
