@@ -18,6 +18,8 @@
 #include "mix/dirichlet.h"
 #include "mix/noise.h"
 #include "mix/rank.h"
+#include "mix/runner/mix_fit.h"
+#include "mix/runner/mix_records.h"
 #include "mix/runner/mix_report.h"
 #include "mix/runner/mix_space.h"
 #include "mix/search.h"
@@ -57,114 +59,6 @@ MixRun variant_of(const MixRun& r, int64_t seed_offset, int64_t scale) {
 MixRun replicate_of(const MixRun& r, int64_t offset) { return variant_of(r, offset, 1); }
 MixRun scaled_of(const MixRun& r, int64_t scale) { return variant_of(r, 0, scale); }
 
-// A target term's value in a proxy's record (NaN when the record lacks it).
-double term_value(const TargetTerm& t, const json& rec) {
-  auto num = [](const json& v) { return v.is_number() ? v.get<double>() : NAN; };
-  auto at = [&](const char* key, size_t i) {
-    return rec.contains(key) && rec[key].is_array() && i < rec[key].size() ? num(rec[key][i]) : NAN;
-  };
-  auto error = [&](const char* metric) {
-    if (!rec.contains("tasks") || !rec["tasks"].contains(t.task)) return double(NAN);
-    return 1.0 - num(rec["tasks"][t.task].value(metric, json()));
-  };
-  switch (t.kind) {
-    case TargetName::Kind::kLoss: return at("bucket_loss", t.bucket);
-    case TargetName::Kind::kBitsPerByte: return at("bucket_bits_per_byte", t.bucket);
-    case TargetName::Kind::kAcc: return error("acc");
-    case TargetName::Kind::kAccNorm: return error("acc_norm");
-  }
-  return NAN;
-}
-
-// The held-out losses (and, with the eval step, bits per byte and task
-// results) and ledger of a finished run, checked against its plan.
-Result<json> read_run(const MixSpace& s, const EvalTargets& eval, const MixRun& r, const MixturePlan& plan,
-                      const std::string& dir, int64_t steps, const std::string& log) {
-  steps *= r.scale;
-  const json last = last_metrics_line(dir);
-  if (!last.is_object() || last.value("step", int64_t(-1)) != steps || !last.contains("bucket_eval_loss"))
-    return Status::errorf("{}/metrics.jsonl: no held-out losses per bucket at the final step {}", dir, steps);
-  json rec;
-  rec["name"] = r.name;
-  if (!r.domain_w.empty()) rec["domain_weights"] = r.domain_w;
-  rec["weights"] = r.bucket_w;
-  std::vector<double> loss(s.buckets.size(), NAN);
-  for (const auto& [name, v] : last["bucket_eval_loss"].items()) {
-    const auto it = std::find(s.buckets.begin(), s.buckets.end(), name);
-    if (it != s.buckets.end() && v.is_number()) loss[size_t(it - s.buckets.begin())] = v.get<double>();
-  }
-  rec["bucket_loss"] = json::array();
-  for (double l : loss) rec["bucket_loss"].push_back(std::isfinite(l) ? json(l) : json());
-  if (s.needs_eval) {
-    auto ev = read_eval(dir, steps, eval);
-    if (!ev) return ev.status();
-    const json bpb = bucket_bits_per_byte(ev.value());
-    rec["bucket_bits_per_byte"] = json::array();
-    for (const std::string& b : s.buckets) rec["bucket_bits_per_byte"].push_back(bpb.value(b, json()));
-    rec["tasks"] = json::object();
-    for (const std::string& t : eval.names) rec["tasks"][t] = task_result(ev.value(), t);
-  }
-  double target = 0;
-  for (const TargetTerm& t : s.terms) {
-    const double v = term_value(t, rec);
-    if (!std::isfinite(v)) return Status::errorf("{}: no value for the target's {}", dir, t.column);
-    target += t.weight * v;
-  }
-  rec["target"] = target;
-  // The ledger: bucket b supplied n Q_b / N_full of the n sequences read, to within one.
-  const double n = double(s.proxy_sequences * r.scale);
-  double worst = 0;
-  std::map<std::string, int64_t> ledger;
-  if (last.contains("bucket_tokens"))
-    for (const auto& [name, v] : last["bucket_tokens"].items()) ledger[name] = v.get<int64_t>();
-  for (const BucketPlan& b : plan.buckets) {
-    const double got = double(ledger.count(b.name) ? ledger[b.name] : 0) / double(s.seq_len);
-    const double want = n * double(b.full_sequences) / double(plan.full_sequences);
-    worst = std::max(worst, std::abs(got - want));
-  }
-  if (worst > 1.0 + 1e-9)
-    return Status::errorf("{}: a bucket's ledger is {:.2f} sequences from its mixture (the sampler guarantees one)",
-                          dir, worst);
-  rec["ledger_max_deviation"] = worst;  // in sequences
-  if (const std::string hash = logged_state_hash(log); !hash.empty()) rec["state_hash"] = hash;
-  return rec;
-}
-
-// Regressor fits on the fitted proxies, checked on the held-out ones.
-json check_regressors(const MixSearchConfig& c, const MixSpace& s, const std::vector<json>& proxies,
-                      const std::vector<std::vector<double>>& X, const std::vector<std::vector<double>>& Y,
-                      const std::vector<double>& lambda) {
-  const size_t fit_n = size_t(c.proxies - c.holdout);
-  std::vector<std::vector<double>> Xf(X.begin(), X.begin() + std::ptrdiff_t(fit_n)), Yf(Y.begin(), Y.begin() + std::ptrdiff_t(fit_n));
-  std::vector<std::vector<double>> Xh(X.begin() + std::ptrdiff_t(fit_n), X.end());
-  std::vector<double> actual;
-  for (size_t k = fit_n; k < proxies.size(); ++k) actual.push_back(proxies[k]["target"].get<double>());
-  json out = json::object();
-  for (const std::string kind_name : {"loglinear", "xgboost"}) {
-    const mix::RegressorKind kind = mix::parse_regressor_kind(kind_name).value();
-    mix::TargetModel m;
-    Status st = m.fit(kind, Xf, Yf, lambda, c.seed);
-    json r;
-    if (!st) {
-      r["error"] = st.message();
-      out[kind_name] = r;
-      continue;
-    }
-    const std::vector<double> pred = m.predict_batch(Xh);
-    double mae = 0;
-    for (size_t i = 0; i < pred.size(); ++i) mae += std::abs(pred[i] - actual[i]) / double(pred.size());
-    const double rho = mix::spearman(pred, actual), r_p = mix::pearson(pred, actual);
-    r["spearman"] = std::isfinite(rho) ? json(rho) : json();
-    r["pearson"] = std::isfinite(r_p) ? json(r_p) : json();
-    r["mean_abs_error"] = mae;
-    r["predicted"] = pred;
-    out[kind_name] = r;
-  }
-  out["actual"] = actual;
-  (void)s;
-  return out;
-}
-
 // search.json's description of the search: the config, the space, the
 // target, every proxy and the chosen mixture.
 void describe_search(const MixSearchConfig& c, const MixSpace& s, const std::string& chosen,
@@ -202,77 +96,6 @@ void describe_search(const MixSearchConfig& c, const MixSpace& s, const std::str
                     {"best_candidate_predicted", best.best_candidate_predicted},
                     {"top_k_average_predicted", best.top_k_average_predicted},
                     {"mixture_file", "best-mixture.toml"}};
-}
-
-// "auto": the regressor with the better held-out rank correlation.
-std::string chosen_regressor(const std::string& asked, const json& regressors) {
-  if (asked != "auto") return asked;
-  auto rho = [&](const char* k) {
-    const json& r = regressors[k];
-    return r.contains("spearman") && r["spearman"].is_number() ? r["spearman"].get<double>() : -2.0;
-  };
-  return rho("xgboost") > rho("loglinear") ? "xgboost" : "loglinear";
-}
-
-// The proxies an earlier invocation finished, by name. A record without a
-// figure the target now needs (the search file changed) is left out, so that
-// proxy is scored again.
-std::map<std::string, json> recorded_proxies(const std::string& path, const MixSearchConfig& c, const MixSpace& s) {
-  std::map<std::string, json> recorded;
-  if (!fs::exists(path)) return recorded;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    json j = json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) continue;
-    bool complete = !s.needs_eval || j.contains("tasks");
-    for (const std::string& t : c.eval.names) complete = complete && j.contains("tasks") && j["tasks"].contains(t);
-    for (const TargetTerm& t : s.terms) complete = complete && std::isfinite(term_value(t, j));
-    if (complete) recorded[j["name"].get<std::string>()] = j;
-  }
-  return recorded;
-}
-
-struct FittedTarget {
-  std::string chosen;  // the regressor fitted on every proxy
-  mix::RegressorKind kind = mix::RegressorKind::kLogLinear;
-  std::vector<std::vector<double>> X, Y;  // what it was fitted on: domain weights, target columns
-  std::vector<double> lambda;             // the target's weights
-  mix::TargetModel model;
-  mix::SearchResult best;  // the search over the capped simplex
-};
-
-// Checks both regressors on the held-out proxies (into result["regressors"]),
-// fits the chosen one on all of them and searches the simplex with it.
-Result<FittedTarget> fit_target(const MixSearchConfig& c, const MixSpace& s, const std::vector<MixRun>& runs,
-                                const std::vector<json>& proxies, json& result) {
-  std::vector<std::vector<double>> X, Y;
-  std::vector<double> lambda;
-  for (const TargetTerm& t : s.terms) lambda.push_back(t.weight);
-  for (size_t k = 0; k < proxies.size(); ++k) {
-    X.push_back(runs[k].domain_w);
-    std::vector<double> y;
-    for (const TargetTerm& t : s.terms) y.push_back(term_value(t, proxies[k]));
-    Y.push_back(std::move(y));
-  }
-  result["regressors"] = check_regressors(c, s, proxies, X, Y, lambda);
-  FittedTarget f;
-  f.chosen = chosen_regressor(c.regressor, result["regressors"]);
-  result["regressor"] = f.chosen;
-  auto kind = mix::parse_regressor_kind(f.chosen);
-  if (!kind) return kind.status();
-  MT_RETURN_IF_ERROR(f.model.fit(kind.value(), X, Y, lambda, c.seed));
-  f.kind = kind.value();
-  mix::SearchOptions so;
-  so.candidates = c.candidates;
-  so.top_k = c.top_k;
-  so.concentration = c.concentration;
-  so.seed = c.seed;
-  so.choice = c.method == "optimum" ? mix::SearchChoice::kModelOptimum : mix::SearchChoice::kTopKAverage;
-  f.best = mix::search_simplex(f.model, s.center, s.domain_cap, so);
-  f.X = std::move(X);
-  f.Y = std::move(Y);
-  f.lambda = std::move(lambda);
-  return f;
 }
 
 // The closing lines: the regressors' held-out ranking, the noise, the
