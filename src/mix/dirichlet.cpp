@@ -163,6 +163,10 @@ bool within_caps(const std::vector<double>& w, const std::vector<double>& cap) {
   return true;
 }
 
+std::vector<double> within_caps_or_projected(const std::vector<double>& w, const std::vector<double>& cap) {
+  return within_caps(w, cap) ? w : project_capped_simplex(w, cap);
+}
+
 std::vector<std::vector<double>> sample_mixtures(const std::vector<double>& center, const std::vector<double>& cap,
                                                  int64_t count, double concentration, uint64_t seed,
                                                  int64_t first_index) {

@@ -41,4 +41,7 @@ std::vector<std::vector<double>> sample_mixtures(const std::vector<double>& cent
 // True when w breaks no cap (w_i <= cap_i for all i).
 bool within_caps(const std::vector<double>& w, const std::vector<double>& cap);
 
+// w itself when it breaks no cap, else its projection onto the capped simplex.
+std::vector<double> within_caps_or_projected(const std::vector<double>& w, const std::vector<double>& cap);
+
 }  // namespace mt::mix

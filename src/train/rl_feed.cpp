@@ -125,15 +125,15 @@ Result<std::unique_ptr<RlFeed>> RlFeed::open(const RunConfig& cfg, Comm& world, 
   fo.seq_len = f->T_;
   fo.separator = f->sep_;
   if (rc.kl_beta > 0) {
-    f->ref_dir_ = rc.reference.empty() ? cfg.train.init_from : rc.reference;
+    const std::string ref_dir = rc.reference.empty() ? cfg.train.init_from : rc.reference;
     const char* key = rc.reference.empty() ? "train.init_from" : "rl.reference";
-    if (f->ref_dir_.empty())
+    if (ref_dir.empty())
       return Status::errorf(
           "rl.reference: rl.kl_beta = {} needs a reference model (a checkpoint), and "
           "train.init_from is not set either",
           rc.kl_beta);
     fo.key = key;
-    auto ref = FrozenModel::open(f->ref_dir_, cfg, *f->codec_, world, fo);
+    auto ref = FrozenModel::open(ref_dir, cfg, *f->codec_, world, fo);
     if (!ref) return ref.status();
     f->ref_ = std::move(*ref);
   }

@@ -112,7 +112,6 @@ class RlFeed {
   std::vector<TensorView> checkpoint_views() const;
   nlohmann::json state() const;
   Status restore(const LoadedCheckpoint& ck);
-  const std::string& reference_dir() const { return ref_dir_; }
   // "DIR (parameters xxh64 H)" of the teacher, or "" without one: the run records who taught it.
   std::string teacher_identity() const;
   // How the teacher and the reference are held across ranks ("" without one; train/frozen_model.h).
@@ -174,7 +173,6 @@ class RlFeed {
   std::unique_ptr<Pending> pending_;
   RolloutStats stats_;
   // The frozen reference (rl.kl_beta > 0) and the teacher (distillation objectives).
-  std::string ref_dir_;
   std::unique_ptr<FrozenModel> ref_, teacher_;
   std::vector<int32_t> ref_rows_;
   std::unique_ptr<AppendLog> rollout_log_;

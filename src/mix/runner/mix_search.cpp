@@ -41,11 +41,6 @@ constexpr double kLittleRoom = 0.05;
 
 std::string proxy_name(int64_t k) { return fmt::format("p{:03d}", k); }
 
-// The natural bucket shares, projected onto the caps where they break one.
-std::vector<double> within_caps_or_projected(const std::vector<double>& w, const std::vector<double>& cap) {
-  return mix::within_caps(w, cap) ? w : mix::project_capped_simplex(w, cap);
-}
-
 // Run r's mixture trained again: with train.seed + seed_offset ("<r>-r<offset>"),
 // or at `scale` times its tokens ("<r>-x<scale>").
 MixRun variant_of(const MixRun& r, int64_t seed_offset, int64_t scale) {
@@ -175,7 +170,7 @@ Result<MixSearchPlan> plan_mix_search(const MixSearchConfig& c, const std::strin
     plan.runs.push_back(
         {proxy_name(k), samples[size_t(k)], mix::expand(s.domains, samples[size_t(k)], int64_t(s.buckets.size()))});
   if (c.verify) {
-    plan.runs.push_back({"natural", {}, within_caps_or_projected(s.natural, s.cap)});
+    plan.runs.push_back({"natural", {}, mix::within_caps_or_projected(s.natural, s.cap)});
   }
   // Replicates: the same mixtures with another seed (the seed noise).
   for (int64_t k = 0; k < c.replicates; ++k) plan.runs.push_back(replicate_of(plan.runs[size_t(k)], 1));
@@ -334,7 +329,7 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
     gain = g.value();
     choice = mix::choose_mixture(gain, noise_sd);
   }
-  const MixRun natural_run{"natural", {}, within_caps_or_projected(s.natural, s.cap)};
+  const MixRun natural_run{"natural", {}, mix::within_caps_or_projected(s.natural, s.cap)};
   if (choice.keep_natural && !c.verify) MT_RETURN_IF_ERROR(write_mixture(natural_run, mixture_comment("natural")));
   const std::string best_path = out + "/best-mixture.toml";
   const std::string kept = choice.keep_natural ? "natural" : "best";

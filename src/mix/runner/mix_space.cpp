@@ -115,7 +115,7 @@ Status set_domains(const MixSearchConfig& c, MixSpace& s) {
     return Status::errorf("{}: the domains cannot reach the hero budget without repeating data (their caps sum to "
                           "{:.4f} < 1): lower total_tokens in {} or raise max_epochs",
                           c.source, cap_sum, c.mixture);
-  if (!mix::within_caps(s.center, s.domain_cap)) s.center = mix::project_capped_simplex(s.center, s.domain_cap);
+  s.center = mix::within_caps_or_projected(s.center, s.domain_cap);
   return Status::ok();
 }
 
