@@ -9,10 +9,21 @@
 namespace mt {
 namespace {
 
-lbfgsfloatval_t evaluate(void* instance, const lbfgsfloatval_t* x, lbfgsfloatval_t* g, const int n,
+struct Instance {
+  const MinimizeObjective& f;
+  double f_floor;
+};
+
+lbfgsfloatval_t evaluate(void* instance, const lbfgsfloatval_t* x, lbfgsfloatval_t* g, const int /*n*/,
                          const lbfgsfloatval_t /*step*/) {
-  const MinimizeObjective& f = *static_cast<const MinimizeObjective*>(instance);
-  return f(x, g);
+  return static_cast<const Instance*>(instance)->f(x, g);
+}
+
+// liblbfgs ends the run with this callback's non-zero return as its code.
+int progress(void* instance, const lbfgsfloatval_t* /*x*/, const lbfgsfloatval_t* /*g*/, const lbfgsfloatval_t fx,
+             const lbfgsfloatval_t /*xnorm*/, const lbfgsfloatval_t /*gnorm*/, const lbfgsfloatval_t /*step*/,
+             int /*n*/, int /*k*/, int /*ls*/) {
+  return fx <= static_cast<const Instance*>(instance)->f_floor ? LBFGS_STOP : 0;
 }
 
 }  // namespace
@@ -32,7 +43,8 @@ MinimizeResult minimize_lbfgs(const MinimizeObjective& f, std::vector<double>& x
   MT_CHECK(xs != nullptr, "lbfgs_malloc({}) failed", n);
   for (int i = 0; i < n; ++i) xs[i] = x[i];
   MinimizeResult r;
-  r.code = lbfgs(n, xs, &r.f, evaluate, nullptr, const_cast<MinimizeObjective*>(&f), &param);
+  Instance instance{f, opt.f_floor};
+  r.code = lbfgs(n, xs, &r.f, evaluate, progress, &instance, &param);
   for (int i = 0; i < n; ++i) x[i] = xs[i];
   lbfgs_free(xs);
   // On some early failures liblbfgs leaves f unset; evaluate where x ended.

@@ -5,6 +5,7 @@
 // minimise with it.
 // Reentrant: fits run in parallel from many starting points.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -19,6 +20,10 @@ struct MinimizeOptions {
   int64_t max_iterations = 1000;
   double grad_tol = 1e-9;       // stop when |grad| < grad_tol * max(1, |x|)
   double rel_decrease = 1e-12;  // ... or when f fell by less than this fraction over the last 5 iterations
+  // ... or when f reached this value: for objectives whose infimum is an exact
+  // fit approached without end (a fraction of f never stops falling), the
+  // point where the residual is below anything that matters.
+  double f_floor = -INFINITY;
 };
 
 struct MinimizeResult {

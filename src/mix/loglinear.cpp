@@ -130,6 +130,8 @@ Status LogLinearRegressor::fit(const std::vector<std::vector<double>>& X, const 
   }
 
   const MinimizeObjective objective = [&](const double* p, double* dp) { return prob.value(p, dp); };
+  MinimizeOptions tolerance = opt_.tolerance;
+  if (K <= m + 1) tolerance.f_floor = opt_.exact_fit_per_run * double(K);
   double best = INFINITY;
   std::vector<double> best_p;
   for (double gap : opt_.start_gaps) {
@@ -146,7 +148,7 @@ Status LogLinearRegressor::fit(const std::vector<std::vector<double>>& X, const 
     p[0] = std::log(gap * y_scale);
     p[1] = lz_mean;  // z is centred: the intercept is the mean
     std::copy(rhs.begin(), rhs.end(), p.begin() + 2);
-    const MinimizeResult r = minimize_lbfgs(objective, p, opt_.tolerance);
+    const MinimizeResult r = minimize_lbfgs(objective, p, tolerance);
     if (std::isfinite(r.f) && r.f < best) {
       best = r.f;
       best_p = p;

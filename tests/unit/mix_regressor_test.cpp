@@ -3,6 +3,7 @@
 // cannot see), XGBoost learns a nonlinear function well enough to rank
 // held-out mixtures and gives the same bits twice, rank correlations match
 // hand-computed values, and TargetModel combines targets by their weights.
+// With fewer runs than weights the log-linear fit stops at an exact fit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -84,6 +85,23 @@ TEST(MixLogLinear, RejectsBadData) {
   // Equal losses are a valid (constant) fit.
   ASSERT_TRUE(f.fit({{0.5, 0.5}, {0.2, 0.8}, {0.9, 0.1}}, {3.0, 3.0, 3.0}).is_ok());
   EXPECT_NEAR(f.predict({0.3, 0.7}), 3.0, 1e-6);
+}
+
+// Four runs of forty weights: the law fits them exactly only in a limit, so
+// the fit stops at the exact-fit objective instead of running every start to
+// the iteration limit (liblbfgs's code says it stopped, not that it ran out).
+TEST(MixLogLinear, FewerRunsThanWeightsStopAtAnExactFit) {
+  const auto X = mixtures(40, 4, 3);
+  std::vector<double> y;
+  for (const auto& x : X) y.push_back(3.0 + std::exp(2 * x[0] - x[1]));
+  LogLinearRegressor f;
+  ASSERT_TRUE(f.fit(X, y).is_ok());
+  EXPECT_EQ(f.lbfgs_code(), 1) << lbfgs_code_text(f.lbfgs_code());  // LBFGS_STOP
+  EXPECT_LE(f.objective(), LogLinearOptions{}.exact_fit_per_run * 4);
+  double sd = 0, mean = (y[0] + y[1] + y[2] + y[3]) / 4;
+  for (double v : y) sd += (v - mean) * (v - mean);
+  sd = std::sqrt(sd / 4);
+  for (size_t k = 0; k < X.size(); ++k) EXPECT_NEAR(f.predict(X[k]), y[k], 2e-3 * sd) << k;
 }
 
 // A nonlinear function of 10 weights: a bump, a product and a threshold.
