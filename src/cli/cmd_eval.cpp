@@ -1,14 +1,16 @@
-// cmd_eval.cpp — `moetrain eval --ckpt DIR [--tasks FILE]... [--out FILE]`:
-// held-out loss and bits-per-byte per bucket of the run's dataset (the
-// trainer's eval pass, train/held_out.h, with the training forward: capacity
-// drops included, so it matches the run's bucket_eval_loss), and accuracy on
-// JSONL task files (train/task_file.h): multiple-choice ones scored like
-// lm-evaluation-harness (train/eval_tasks.h), generative ones (the passkey
-// task) by exact match of a greedy continuation, with accuracy per depth and
-// prompt length (train/gen_tasks.h); both on the KV-cache decoder,
-// dropless. Says whether the
-// dataset was decontaminated and against which task files (its manifest's
-// record, data/decontaminate_dataset.h). Prints a table; --out writes the JSON.
+// cmd_eval.cpp — `moetrain eval --ckpt DIR [--tasks FILE]... [--set FILE]...
+// [--out FILE]`: held-out loss and bits-per-byte per bucket of the run's
+// dataset (the trainer's eval pass, train/held_out.h, with the training
+// forward: capacity drops included, so it matches the run's
+// bucket_eval_loss); the same on named text sets that are not buckets
+// (train/text_set.h); and accuracy on JSONL task files (train/task_file.h):
+// multiple-choice ones scored like lm-evaluation-harness
+// (train/eval_tasks.h), generative ones (the passkey task) by exact match of
+// a greedy continuation, with accuracy per depth and prompt length
+// (train/gen_tasks.h); both on the KV-cache decoder, dropless. Says whether
+// the dataset was decontaminated and against which task files (its
+// manifest's record, data/decontaminate_dataset.h). Prints a table; --out
+// writes the JSON.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -31,6 +33,7 @@
 #include "train/held_out.h"
 #include "train/inference_model.h"
 #include "train/task_file.h"
+#include "train/text_set.h"
 
 namespace mt {
 namespace {
@@ -38,6 +41,7 @@ namespace {
 struct EvalArgs {
   std::string ckpt, tokenizer, dataset, mixture, out;
   std::vector<std::string> tasks;
+  std::vector<std::string> sets;  // text sets scored for held-out loss (train/text_set.h)
   int64_t batches = 0, threads = 0, batch = 16;
   int64_t episode_tokens = kDefaultEpisodeTokens;  // an agentic item's budget of new tokens
   bool no_held_out = false;
@@ -226,6 +230,62 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
   return j;
 }
 
+// Held-out loss and bits per byte of each --set file: windows of the
+// held-out pass's length, in batches of train.batch_size, with the training
+// forward (so a set's figure compares with a bucket's).
+Result<nlohmann::json> text_sets(const InferenceModel& m, const TextCodec& codec, const EvalArgs& a, bool& usage) {
+  const TrainConfig& tc = m.cfg.train;
+  const int64_t T = a.seq_len > 0 ? a.seq_len : tc.seq_len, B = tc.batch_size;
+  if (T > tc.seq_len && !a.past_seq_len) {
+    usage = true;
+    return Status::errorf("--seq-len {} is past the {} tokens the model was trained on: pass --past-seq-len", T,
+                          tc.seq_len);
+  }
+  Transformer model(m.cfg.model, B, T, MatmulPrecision::kFp32);
+  model.set_attention_kernel(tc.attention_kernel);
+  if (tc.document_mask) model.set_document_separator(codec.end_of_document());
+  nlohmann::json out = nlohmann::json::array();
+  std::set<std::string> names;
+  for (const std::string& path : a.sets) {
+    auto set = read_text_set(path, codec, T);
+    if (!set) {
+      usage = true;
+      return set.status();
+    }
+    if (!names.insert(set.value().name).second) {
+      usage = true;
+      return Status::errorf("two --set files are named \"{}\" (a set is named by its file name)", set.value().name);
+    }
+    ProgressLine progress(stderr, 1);
+    const double t0 = now_seconds();
+    const SetScore sc = score_text_set(
+        set.value(), B, T, codec,
+        [&](const int32_t* tokens) -> const std::vector<float>& {
+          model.forward(m.params.data(), tokens, m.bias());
+          return model.token_losses();
+        },
+        [&](int64_t done, int64_t total) {
+          if (!a.progress) return;
+          const double s = now_seconds() - t0;
+          progress.update(
+              done, total,
+              fmt::format("set {} | {:.0f} tok/s | ETA {}", set.value().name, double(done * T) / std::max(s, 1e-9),
+                          ProgressLine::format_eta(s / double(done) * double(total - done))));
+        });
+    progress.finish();
+    out.push_back({{"set", set.value().name},
+                   {"path", path},
+                   {"documents", set.value().documents},
+                   {"windows", sc.windows},
+                   {"seq_len", T},
+                   {"tokens", sc.tokens},
+                   {"bytes", sc.bytes},
+                   {"loss", sc.loss},
+                   {"bits_per_byte", sc.bits_per_byte()}});
+  }
+  return out;
+}
+
 // Token ids the model has no embedding for: the wrong --tokenizer.
 Status check_vocab(const std::vector<std::vector<int32_t>>& seqs, const TextCodec& codec, int64_t vocab_size) {
   for (const auto& s : seqs)
@@ -380,6 +440,17 @@ ExitCode run_eval(const EvalArgs& a) {
       }
     }
   }
+  if (!a.sets.empty()) {
+    bool usage = false;
+    auto sets = text_sets(m.value(), *codec.value(), a, usage);
+    if (!sets) return fail("eval", sets.status(), usage ? ExitCode::kUsage : ExitCode::kFailed);
+    out["sets"] = sets.value();
+    fmt::print("text sets ({} tokens per window):\n", sets.value()[0]["seq_len"].get<int64_t>());
+    fmt::print("  {:<32} {:>8} {:>8} {:>10}\n", "set", "loss", "bpb", "tokens");
+    for (const auto& s : sets.value())
+      fmt::print("  {:<32} {:>8.4f} {:>8.4f} {:>10}\n", s["set"].get<std::string>(), s["loss"].get<double>(),
+                 s["bits_per_byte"].get<double>(), s["tokens"].get<int64_t>());
+  }
   out["tasks"] = nlohmann::json::array();
   for (size_t t = 0; t < tasks.size(); ++t) {
     const TaskFile& task = tasks[t];
@@ -418,6 +489,10 @@ void register_eval(CLI::App& app, CommandAction& run) {
   sub->add_option("--tasks", a->tasks,
                   "Task file, JSONL: multiple-choice {\"context\", \"choices\", \"answer\"} or generative {\"id\", "
                   "\"family\", \"prompt\", \"answer\"} per line, told apart per file (repeatable)");
+  sub->add_option("--set", a->sets,
+                  "Text set, JSONL ({\"text\"} per line) or a plain-text file: its held-out loss and bits per byte "
+                  "(windows of the held-out length, every token predicted once), named by its file name; for a "
+                  "target that is not a training bucket (repeatable)");
   sub->add_option("--tokenizer", a->tokenizer, "SentencePiece model (default: the run dataset's tokenizer.model)");
   sub->add_option("--dataset", a->dataset, "Built dataset for the held-out loss (default: the run's data.dataset)");
   sub->add_option("--mixture", a->mixture, "Mixture TOML for the dataset (default: the run's data.mixture)");

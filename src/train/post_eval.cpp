@@ -9,6 +9,7 @@
 #include "core/config_schema.h"
 #include "core/file_io.h"
 #include "train/task_file.h"
+#include "train/text_set.h"
 
 namespace mt {
 namespace fs = std::filesystem;
@@ -20,6 +21,12 @@ void declare_keys(ConfigSchema& s, EvalTargets& e, bool with_metric) {
         "training, by `moetrain eval`; a task's name is its file name without the extension")
       .or_one_string()
       .note("[] = no tasks");
+  s.add("eval.sets", &e.sets,
+        "text sets every run is scored on after training (relative to this file): JSONL ({\"text\"} per line) or "
+        "plain-text files, not buckets of the training data, whose held-out loss and bits per byte `moetrain eval "
+        "--set` reports; a set's name is its file name up to the first dot")
+      .or_one_string()
+      .note("[] = no sets");
   if (with_metric)
     s.add_choice("eval.metric", &e.metric, {"acc", "acc_norm"},
                  "the accuracy recorded per task (results' accuracy.TASK, which `ladder fit` fits): acc, or the "
@@ -29,7 +36,18 @@ void declare_keys(ConfigSchema& s, EvalTargets& e, bool with_metric) {
 Status check_eval_targets(EvalTargets& e, const std::string& config_path, const ConfigOrigins& o) {
   e.names.clear();
   e.generative.clear();
+  e.set_names.clear();
   std::set<std::string> seen;
+  for (std::string& path : e.sets) {
+    if (!fs::path(path).is_absolute()) path = (fs::path(config_path).parent_path() / path).lexically_normal().string();
+    if (!fs::is_regular_file(path)) return o.error("eval.sets", fmt::format("{}: no such file", path));
+    const std::string name = text_set_name(path);
+    if (!seen.insert(name).second)
+      return o.error("eval.sets",
+                     fmt::format("two text sets are named \"{}\" (a set is named by its file name)", name));
+    e.set_names.push_back(name);
+  }
+  seen.clear();
   for (std::string& path : e.tasks) {
     if (!fs::path(path).is_absolute()) path = (fs::path(config_path).parent_path() / path).lexically_normal().string();
     auto file = read_task_file(path);
@@ -56,6 +74,7 @@ QueuedRun queued_eval(const EvalTargets& e, const std::string& name, const std::
   // depend on how many runs the queue runs at once.
   q.args = {"eval", "--ckpt", run_dir, "--out", run_dir + "/eval.json", "--threads", "1"};
   for (const std::string& t : e.tasks) q.args.insert(q.args.end(), {"--tasks", t});
+  for (const std::string& t : e.sets) q.args.insert(q.args.end(), {"--set", t});
   q.run_dir = run_dir;
   q.log_path = log_path;
   q.first_step = q.last_step = step;
@@ -72,6 +91,9 @@ Result<json> read_eval(const std::string& run_dir, int64_t step, const EvalTarge
     return Status::errorf("{}: not the evaluation of the final checkpoint (step {})", path, step);
   for (const std::string& t : e.names)
     if (task_result(j, t).is_null()) return Status::errorf("{}: no result for task {}", path, t);
+  const json sets = set_bits_per_byte(j);
+  for (const std::string& t : e.set_names)
+    if (!sets.contains(t)) return Status::errorf("{}: no result for text set {}", path, t);
   return j;
 }
 
@@ -92,6 +114,13 @@ json bucket_bits_per_byte(const json& eval) {
   json out = json::object();
   if (eval.contains("held_out") && eval["held_out"].contains("buckets"))
     for (const json& b : eval["held_out"]["buckets"]) out[b["bucket"].get<std::string>()] = b["bits_per_byte"];
+  return out;
+}
+
+json set_bits_per_byte(const json& eval) {
+  json out = json::object();
+  if (eval.contains("sets"))
+    for (const json& s : eval["sets"]) out[s["set"].get<std::string>()] = s["bits_per_byte"];
   return out;
 }
 

@@ -136,6 +136,9 @@ std::string toy_task() {
 TEST(LadderRun, EvalTasksAreRecordedAndFeedTheDownstreamFit) {
   TempDir tmp;
   write_file(tmp / "toy.jsonl", toy_task());
+  std::string held;  // a text set: scored, recorded, not fitted
+  for (int i = 0; i < 200; ++i) held += fmt::format("held out sentence number {} of the text set.\n", i);
+  write_file(tmp / "held.txt", held);
   // A ladder without tasks, then the same ladder asking for one: the recorded
   // runs are scored without being trained again (same losses, same state).
   // Cooldown branches make 6 results: enough for `ladder fit`'s law, and so its sigmoid.
@@ -144,7 +147,8 @@ TEST(LadderRun, EvalTasksAreRecordedAndFeedTheDownstreamFit) {
                                  300);
   ASSERT_EQ(plain.exit_code, 0) << plain;
   const auto before = rows_of(read_file(tmp / "out/results.jsonl"));
-  const std::string ladder = ladder_file(tmp.path(), "cooldowns = [0.5]\n[eval]\ntasks = [\"toy.jsonl\"]\nmetric = \"acc_norm\"\n");
+  const std::string ladder = ladder_file(
+      tmp.path(), "cooldowns = [0.5]\n[eval]\ntasks = [\"toy.jsonl\"]\nsets = [\"held.txt\"]\nmetric = \"acc_norm\"\n");
   const auto r = run_process({moetrain_binary(), "ladder", "run", ladder, "--out", tmp / "out", "--jobs", "2",
                               "--no-progress"},
                              300);
@@ -161,6 +165,7 @@ TEST(LadderRun, EvalTasksAreRecordedAndFeedTheDownstreamFit) {
     EXPECT_EQ(rows[i]["meta"]["eval"]["metric"], "acc_norm");
     EXPECT_EQ(t["docs"], 12);
     EXPECT_EQ(rows[i]["accuracy"]["toy"], t["acc_norm"]);  // eval.metric
+    EXPECT_GT(rows[i]["meta"]["eval"]["set_bits_per_byte"]["held"].get<double>(), 0.0) << rows[i].dump();
     // What `moetrain eval` prints for the same checkpoint.
     const auto ev = run_process({moetrain_binary(), "eval", "--ckpt", tmp / ("out/" + rows[i]["name"].get<std::string>()),
                                  "--tasks", tmp / "toy.jsonl", "--threads", "1"});

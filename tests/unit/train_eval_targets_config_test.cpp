@@ -1,7 +1,7 @@
 // train_eval_targets_config_test.cpp — the [eval] table of ladder and mixture-search
 // files (src/train/post_eval.h) and the names of mixture-search targets
-// (src/mix/runner/mix_config.h): task files resolve against the file and are
-// read up front, and every bad name or value is an error naming the file,
+// (src/mix/runner/mix_config.h): task files and text sets resolve against
+// the file and are read (or found) up front, and every bad name or value is an error naming the file,
 // its line and the key.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -105,7 +105,7 @@ TEST(EvalTargetsConfig, TargetNames) {
   };
   for (const Case& cs : {Case{"docs/*", K::kLoss, "docs/*"}, Case{"loss:docs/*", K::kLoss, "docs/*"},
                          Case{"bpb:*", K::kBitsPerByte, "*"}, Case{"acc:arc", K::kAcc, "arc"},
-                         Case{"acc_norm:arc", K::kAccNorm, "arc"}}) {
+                         Case{"acc_norm:arc", K::kAccNorm, "arc"}, Case{"set:wiki", K::kSet, "wiki"}}) {
     auto t = parse_target_name(cs.name);
     ASSERT_TRUE(t) << cs.name << ": " << t.status().message();
     EXPECT_EQ(t->kind, cs.kind) << cs.name;
@@ -116,28 +116,45 @@ TEST(EvalTargetsConfig, TargetNames) {
   EXPECT_THAT(parse_target_name("err:arc").status().message(), HasSubstr("unknown target kind \"err\""));
   EXPECT_THAT(parse_target_name("bpb:").status().message(), HasSubstr("names no buckets"));
   EXPECT_THAT(parse_target_name("acc:").status().message(), HasSubstr("names no task"));
+  EXPECT_THAT(parse_target_name("set:").status().message(), HasSubstr("names no text set"));
 }
 
 TEST(EvalTargetsConfig, MixTargetsAndTasks) {
   TempDir d;
   write_file(d / "arc.jsonl", kTask);
+  write_file(d / "wiki.jsonl", "{\"text\": \"held out\"}\n");
+  write_file(d / "sub/wiki.txt", "held out");
   auto c = load_mix_search_config(
       search(d, "[eval]\ntasks = [\"arc.jsonl\"]\n[target]\n\"loss:*\" = 1\n\"bpb:a/*\" = 1\n\"acc_norm:arc\" = 2\n"), {});
   ASSERT_TRUE(c) << c.status().message();
   EXPECT_THAT(c->eval.names, ::testing::ElementsAre("arc"));
   ASSERT_EQ(c->target.size(), 3u);
   EXPECT_EQ(c->target[2].first, "acc_norm:arc");
+  // A text set that is not a bucket: resolved against the file, named by its file name.
+  auto sets = load_mix_search_config(search(d, "[eval]\nsets = \"wiki.jsonl\"\n[target]\n\"set:wiki\" = 1\n"), {});
+  ASSERT_TRUE(sets) << sets.status().message();
+  EXPECT_THAT(sets->eval.sets, ::testing::ElementsAre(d / "wiki.jsonl"));
+  EXPECT_THAT(sets->eval.set_names, ::testing::ElementsAre("wiki"));
+  EXPECT_TRUE(sets->eval.enabled());
   struct Case {
     std::string rest, want;
   };
   for (const Case& cs : {
-           Case{"[target]\n\"acc:arc\" = 1\n", "search.toml:5: target.\"acc:arc\": names task \"arc\", which is not "
-                                                "among eval.tasks (none)"},
+           Case{"[target]\n\"acc:arc\" = 1\n",
+                "search.toml:5: target.\"acc:arc\": names task \"arc\", which is not "
+                "among eval.tasks (none)"},
            Case{"[eval]\ntasks = [\"arc.jsonl\"]\n[target]\n\"a/*\" = 1\n\"acc:mmlu\" = 1\n",
                 "search.toml:8: target.\"acc:mmlu\": names task \"mmlu\", which is not among eval.tasks (arc)"},
            Case{"[target]\n\"a/*\" = 1\n\"bits:a/*\" = 1\n", "search.toml:6: target.\"bits:a/*\": unknown target kind"},
            Case{"[target]\n\"bpb:\" = 1\n", "search.toml:5: target.\"bpb:\": \"bpb:\" names no buckets"},
            Case{"[eval]\nmetric = \"acc\"\n", "search.toml:5: eval.metric: unknown key"},
+           Case{"[eval]\nsets = [\"wiki.jsonl\"]\n[target]\n\"set:web\" = 1\n",
+                "search.toml:7: target.\"set:web\": names text set \"web\", which is not among eval.sets (wiki)"},
+           Case{"[target]\n\"set:wiki\" = 1\n", "names text set \"wiki\", which is not among eval.sets (none)"},
+           Case{"[eval]\nsets = [\"gone.jsonl\"]\n",
+                "search.toml:5: eval.sets: " + (d / "gone.jsonl") + ": no such file"},
+           Case{"[eval]\nsets = [\"wiki.jsonl\", \"sub/wiki.txt\"]\n",
+                "search.toml:5: eval.sets: two text sets are named \"wiki\""},
        }) {
     auto bad = load_mix_search_config(search(d, cs.rest), {});
     ASSERT_FALSE(bad) << cs.rest;

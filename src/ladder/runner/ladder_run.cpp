@@ -160,13 +160,16 @@ Status make_branch(const std::string& full_dir, const std::string& branch_dir, i
   return Status::ok();
 }
 
-// A recorded result carries every task asked for, by the metric asked for.
+// A recorded result carries every task asked for, by the metric asked for, and every text set.
 bool has_eval(const EvalTargets& e, const json& rec) {
   if (!e.enabled()) return true;
   if (!rec.contains("meta") || !rec["meta"].contains("eval") || rec["meta"]["eval"].value("metric", "") != e.metric)
     return false;
   for (const std::string& t : e.names)
     if (!rec.contains("accuracy") || !rec["accuracy"].contains(t)) return false;
+  for (const std::string& t : e.set_names)
+    if (!rec["meta"]["eval"].contains("set_bits_per_byte") || !rec["meta"]["eval"]["set_bits_per_byte"].contains(t))
+      return false;
   return true;
 }
 
@@ -301,6 +304,8 @@ Result<json> result_record(const LadderConfig& c, const LadderPlan& plan, const 
     rec["meta"]["eval"] = {{"metric", c.eval.metric}, {"tasks", tasks}};
     const json bpb = bucket_bits_per_byte(ev.value());
     if (!bpb.empty()) rec["meta"]["eval"]["bucket_bits_per_byte"] = bpb;
+    const json sets = set_bits_per_byte(ev.value());
+    if (!sets.empty()) rec["meta"]["eval"]["set_bits_per_byte"] = sets;
   }
   return rec;
 }

@@ -2,7 +2,8 @@
 // which run config every proxy trains (base + overrides), the hero mixture
 // whose budget and epoch limit bound every sampled mixture, how many proxies
 // to sample and how, what to predict (a weighted set of terms: per-bucket
-// held-out losses or bits per byte, task error rates), how to search, and
+// held-out losses or bits per byte, task error rates, bits per byte on text
+// sets that are not buckets), how to search, and
 // optionally an earlier mixture to reuse.
 // Every key: docs/config.md, "Mixture search file"; the method: docs/mix.md.
 #pragma once
@@ -51,10 +52,13 @@ struct MixSearchConfig {
 //   "bpb:GLOB"             held-out bits per byte of every bucket matching GLOB
 //   "acc:TASK"             1 - acc on task TASK (a file of eval.tasks, by name)
 //   "acc_norm:TASK"        1 - acc_norm on TASK
+//   "set:NAME"             bits per byte on text set NAME (a file of eval.sets,
+//                          by name): a target that is not a training bucket
 struct TargetName {
-  enum class Kind { kLoss, kBitsPerByte, kAcc, kAccNorm };
+  enum class Kind { kLoss, kBitsPerByte, kAcc, kAccNorm, kSet };
   Kind kind = Kind::kLoss;
-  std::string what;  // the glob, or the task
+  std::string what;  // the glob, the task or the set
+  bool of_buckets() const { return kind == Kind::kLoss || kind == Kind::kBitsPerByte; }
 };
 // The message names the key and what it may be; no location (the caller's).
 Result<TargetName> parse_target_name(const std::string& key);

@@ -1,6 +1,7 @@
 // mix_records.h — what a finished proxy recorded (DIR/proxies.jsonl): its
 // mixture, every bucket's held-out loss (and bits per byte, task results
-// when the target needs `moetrain eval`), the target's value, and the
+// and text sets' bits per byte when the target needs `moetrain eval`), the
+// target's value, and the
 // ledger check against its hero-scale plan; and the records an earlier
 // invocation left, so a restarted search trains only what is missing.
 #pragma once

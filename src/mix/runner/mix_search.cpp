@@ -168,9 +168,9 @@ Result<MixSearchPlan> plan_mix_search(const MixSearchConfig& c, const std::strin
   const auto& samples = plan.samples.mixtures;
   for (int64_t k = 0; k < c.proxies; ++k)
     plan.runs.push_back(
-        {proxy_name(k), samples[size_t(k)], mix::expand(s.domains, samples[size_t(k)], int64_t(s.buckets.size()))});
+        {proxy_name(k), samples[size_t(k)], mix::expand(s.domains, samples[size_t(k)], int64_t(s.buckets.size())), ""});
   if (c.verify) {
-    plan.runs.push_back({"natural", {}, mix::within_caps_or_projected(s.natural, s.cap)});
+    plan.runs.push_back({"natural", {}, mix::within_caps_or_projected(s.natural, s.cap), ""});
   }
   // Replicates: the same mixtures with another seed (the seed noise).
   for (int64_t k = 0; k < c.replicates; ++k) plan.runs.push_back(replicate_of(plan.runs[size_t(k)], 1));
@@ -308,7 +308,7 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
   const mix::TargetModel& model = fitted.value().model;
   const mix::SearchResult& best = fitted.value().best;
   const std::string& chosen = fitted.value().chosen;
-  MixRun best_run{"best", {}, mix::expand(s.domains, best.weights, int64_t(s.buckets.size()))};
+  MixRun best_run{"best", {}, mix::expand(s.domains, best.weights, int64_t(s.buckets.size())), ""};
   MT_RETURN_IF_ERROR(write_mixture(best_run, fmt::format("the mixture search's choice: predicted target {:.5f} "
                                                          "({}, {} regressor on {} proxies)",
                                                          best.predicted, best.method, chosen, c.proxies)));
@@ -329,7 +329,7 @@ Result<std::string> run_mix_search(const MixSearchConfig& c, MixSearchPlan& plan
     gain = g.value();
     choice = mix::choose_mixture(gain, noise_sd);
   }
-  const MixRun natural_run{"natural", {}, mix::within_caps_or_projected(s.natural, s.cap)};
+  const MixRun natural_run{"natural", {}, mix::within_caps_or_projected(s.natural, s.cap), ""};
   if (choice.keep_natural && !c.verify) MT_RETURN_IF_ERROR(write_mixture(natural_run, mixture_comment("natural")));
   const std::string best_path = out + "/best-mixture.toml";
   const std::string kept = choice.keep_natural ? "natural" : "best";

@@ -37,7 +37,7 @@ Status set_target(const MixSearchConfig& c, MixSpace& s) {
     std::map<std::pair<K, size_t>, std::string> matched_by;
     for (const auto& [name, w] : c.target) {
       const TargetName t = parse_target_name(name).value();  // checked when the file was read
-      if (t.kind == K::kAcc || t.kind == K::kAccNorm) {
+      if (!t.of_buckets()) {
         s.terms.push_back({t.kind, 0, t.what, w, name});
         continue;
       }
@@ -59,10 +59,10 @@ Status set_target(const MixSearchConfig& c, MixSpace& s) {
             c.source, name, s.held_out_sequences, s.seq_len);
     }
   }
-  // Columns in a fixed order: losses by bucket, bits per byte by bucket, then tasks as listed.
+  // Columns in a fixed order: losses by bucket, bits per byte by bucket, then tasks and sets as listed.
   std::erase_if(s.terms, [](const TargetTerm& t) { return t.weight == 0; });
   std::stable_sort(s.terms.begin(), s.terms.end(), [](const TargetTerm& a, const TargetTerm& b) {
-    const bool ta = a.kind == K::kAcc || a.kind == K::kAccNorm, tb = b.kind == K::kAcc || b.kind == K::kAccNorm;
+    const bool ta = a.kind >= K::kAcc, tb = b.kind >= K::kAcc;
     if (ta || tb) return !ta && tb;
     return std::pair(a.kind, a.bucket) < std::pair(b.kind, b.bucket);
   });

@@ -23,9 +23,9 @@ namespace mt {
 struct TargetTerm {
   TargetName::Kind kind = TargetName::Kind::kLoss;
   size_t bucket = 0;   // kLoss, kBitsPerByte
-  std::string task;    // kAcc, kAccNorm
+  std::string task;    // kAcc, kAccNorm: the task; kSet: the text set
   double weight = 0;   // normalised: the terms' weights sum to 1
-  std::string column;  // "loss:BUCKET", "bpb:BUCKET", "acc:TASK", "acc_norm:TASK"
+  std::string column;  // "loss:BUCKET", "bpb:BUCKET", "acc:TASK", "acc_norm:TASK", "set:NAME"
 };
 
 struct MixSpace {
