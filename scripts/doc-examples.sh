@@ -41,7 +41,8 @@ head -1 runs/doc-ladder/results.jsonl > $ex/ladder-first-result.jsonl
 "$bin" ladder fit runs/doc-ladder/results.jsonl --chance toy=0.33 > $ex/ladder-fit.txt
 
 # docs/mix.md: the worked example with an eval target, and the measured
-# quickstart search (32 proxies and the natural and chosen mixtures trained).
+# quickstart search (32 proxies, the natural and chosen mixtures trained, 16
+# proxies and both mixtures again at 4x the tokens).
 "$bin" mix search $ex/mix/eval-example.toml --out runs/doc-mix-eval --jobs 2 --move-aside --no-progress \
   2> "$tmp/mix-eval.err" || { cat "$tmp/mix-eval.err" >&2; exit 1; }
 grep '^# held-out rank\|^# regressor' "$tmp/mix-eval.err" > $ex/mix-eval-example.txt
@@ -56,13 +57,14 @@ json.dump({"target": s["target"], "proxies": proxies}, open(out, "w"), indent=1,
 PY
 "$bin" mix search configs/mix/quickstart.toml --out runs/mix-quickstart --jobs 2 --move-aside --no-progress \
   2> "$tmp/mix-quickstart.err" || { cat "$tmp/mix-quickstart.err" >&2; exit 1; }
-grep '^# held-out rank\|^# seed noise\|^# regressor\|^# choice\|^# trained' "$tmp/mix-quickstart.err" > $ex/mix-quickstart.txt
+grep '^# held-out rank\|^# seed noise\|^# regressor\|^# choice\|^# trained\|^# scale transfer' "$tmp/mix-quickstart.err" \
+  > $ex/mix-quickstart.txt
 python3 - runs/mix-quickstart $ex/mix-quickstart.json <<'PY'
 import json, sys
 run, out = sys.argv[1], sys.argv[2]
 s = json.load(open(run + "/search.json"))
 keep = {k: s[k] for k in ("regressors", "regressor", "best", "natural_predicted", "verify", "buckets", "noise",
-                         "gain", "choice", "sampling") if k in s}
+                         "gain", "choice", "sampling", "transfer") if k in s}
 keep["proxy_targets"] = [p["target"] for p in s["proxies"]]
 json.dump(keep, open(out, "w"), indent=1, sort_keys=True)
 PY

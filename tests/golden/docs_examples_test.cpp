@@ -103,6 +103,12 @@ TEST(DocsExamples, MixQuotesTheQuickstartSearch) {
   for (double figure : {j["best"]["predicted"].get<double>(), j["natural_predicted"].get<double>(),
                         j["verify"]["best"]["actual"].get<double>(), j["verify"]["natural"]["actual"].get<double>()})
     EXPECT_NE(doc.find(fmt::format("{:.3f}", figure)), std::string::npos) << "docs/mix.md no longer gives " << figure;
+  const nlohmann::json& t = j["transfer"];
+  ASSERT_TRUE(t.is_object()) << "the recorded search has no scale transfer";
+  for (const std::string& figure :
+       {fmt::format("Spearman {:.3f}**", t["spearman"].get<double>()), fmt::format("{:.3f}", t["best"].get<double>()),
+        fmt::format("{:.3f}", t["natural"].get<double>())})
+    EXPECT_NE(doc.find(figure), std::string::npos) << "docs/mix.md no longer gives " << figure;
 }
 
 }  // namespace
