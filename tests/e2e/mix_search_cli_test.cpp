@@ -5,7 +5,8 @@
 // construction (a at its cap), and the search must find it; every proxy's
 // mixture passes `data plan` at the hero scale (no data repeated) and every
 // ledger matches its mixture within one sequence; (2) a search SIGKILLed in
-// the middle and restarted ends with the same files as an uninterrupted one;
+// the middle and restarted with --jobs 2 ends with the same files as an
+// uninterrupted one with --jobs 1;
 // (3) 200 buckets (40 topics x 5 quality levels), searched by topic; (4) a
 // target of a task's error rate and a bucket's bits per byte: every proxy
 // records the figures `moetrain eval` gives its checkpoint, and its target is
@@ -148,8 +149,10 @@ TEST(MixSearch, FindsTheMixtureKnownBestByConstruction) {
 
 TEST(MixSearch, KilledSearchResumesToTheSameFiles) {
   TempDir tmp;
+  // Replicate seeds and a second scale in the mix: every kind of run is queued.
   const SearchFiles s = make_setup(tmp.path(), {"a", "b", "c"}, 1, 100, 60, 40000,
-                             "proxies = 6\nholdout = 2\nverify = false\ncandidates = 2000\ntop_k = 20\n");
+                                   "proxies = 6\nholdout = 2\nverify = false\ncandidates = 2000\ntop_k = 20\n"
+                                   "replicates = 1\ntransfer_scale = 2\ntransfer_proxies = 3\n");
   const auto clean = run_process({moetrain_binary(), "mix", "search", s.search, "--out", tmp / "a", "--no-progress"}, 600);
   ASSERT_EQ(clean.exit_code, 0) << clean;
   Background bg({moetrain_binary(), "mix", "search", s.search, "--out", tmp / "b", "--no-progress"}, tmp / "b.out",
@@ -157,7 +160,9 @@ TEST(MixSearch, KilledSearchResumesToTheSameFiles) {
   const double t0 = now_s();
   while (bg.running() && !fs::exists(tmp / "b/p003/checkpoints") && now_s() - t0 < 120) sleep_s(0.005);
   if (!bg.kill9()) GTEST_SKIP() << "the search finished before it could be killed";
-  const auto resumed = run_process({moetrain_binary(), "mix", "search", s.search, "--out", tmp / "b", "--no-progress"}, 600);
+  // Resumed with two runs at once: the files of one at a time.
+  const auto resumed = run_process(
+      {moetrain_binary(), "mix", "search", s.search, "--out", tmp / "b", "--jobs", "2", "--no-progress"}, 600);
   ASSERT_EQ(resumed.exit_code, 0) << resumed;
   for (const char* f : {"proxies.jsonl", "search.json", "best-mixture.toml", "report.html"})
     EXPECT_EQ(read_file(tmp / (std::string("b/") + f)), read_file(tmp / (std::string("a/") + f))) << f;
