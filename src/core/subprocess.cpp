@@ -51,6 +51,9 @@ Result<Child> Child::spawn(const ChildSpec& spec) {
   argv.push_back(nullptr);
   for (const std::string& e : env_text) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
+  const std::string& program = spec.exec_path.empty() ? spec.argv[0] : spec.exec_path;
+  // Written by the child when exec fails (only async-signal-safe calls after fork).
+  const std::string exec_failed = "exec " + program + " failed: errno ";
 
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
@@ -66,9 +69,14 @@ Result<Child> Child::spawn(const ChildSpec& spec) {
     if (spec.own_group) ::setpgid(0, 0);
     ::dup2(log, STDOUT_FILENO);
     ::dup2(log, STDERR_FILENO);
-    ::execve(argv[0], argv.data(), envp.data());
-    static const char msg[] = "exec failed\n";
-    (void)!::write(STDERR_FILENO, msg, sizeof(msg) - 1);
+    ::execve(program.c_str(), argv.data(), envp.data());
+    const int err = errno;
+    char digits[16];
+    int n = 0;
+    for (int e = err; n == 0 || e > 0; e /= 10) digits[n++] = char('0' + e % 10);
+    (void)!::write(STDERR_FILENO, exec_failed.data(), exec_failed.size());
+    while (n > 0) (void)!::write(STDERR_FILENO, &digits[--n], 1);
+    (void)!::write(STDERR_FILENO, "\n", 1);
     ::_exit(127);
   }
   ::close(log);

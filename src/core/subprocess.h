@@ -18,6 +18,12 @@ struct ChildSpec {
   std::vector<std::pair<std::string, std::string>> env;     // set (or replaced) in the child's environment
   std::string log_path;                                     // stdout and stderr appended here
   bool own_group = false;   // a process group of its own (kill() then ends everything it started)
+  // What is executed ("" = argv[0]). kSameBinary runs the very image the
+  // parent runs, even after its file was rebuilt or deleted: a search's or
+  // ladder's children never mix two builds, and a rebuild mid-run costs
+  // nothing (argv[0] still names the path, for ps and the logs).
+  std::string exec_path;
+  static constexpr const char* kSameBinary = "/proc/self/exe";  // read in the forked child: the parent's image
 };
 
 class Child {

@@ -68,6 +68,7 @@ Status run_queue(std::vector<QueuedRun>& runs, const RunQueueOptions& opt) {
       if (r.done || is_running(i) || !ready(r)) continue;
       ChildSpec spec;
       spec.argv.push_back(exe.value());
+      spec.exec_path = ChildSpec::kSameBinary;  // never a rebuilt binary halfway through a queue
       spec.argv.insert(spec.argv.end(), r.args.begin(), r.args.end());
       spec.env = {{"OMP_NUM_THREADS", std::to_string(per_child)}};
       spec.log_path = r.log_path;

@@ -1,0 +1,65 @@
+// core_subprocess_test.cpp — Child::spawn runs a program with its output in
+// a log; an exec that fails says which program and errno in that log and
+// exits 127; and ChildSpec::kSameBinary runs the parent's own image whatever
+// argv[0] names (a queue's children never run a binary rebuilt mid-run).
+#include "core/subprocess.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "support/data_fixtures.h"
+
+namespace mt {
+namespace {
+
+using testdata::read_file;
+using testdata::TempDir;
+using ::testing::HasSubstr;
+
+int wait_for(Child& c) {
+  int code = -1;
+  for (int i = 0; i < 3000 && !c.poll(&code); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return code;
+}
+
+TEST(Subprocess, RunsAProgramIntoItsLog) {
+  TempDir d;
+  ChildSpec spec;
+  spec.argv = {"/bin/sh", "-c", "echo hello $GREETING; exit 3"};
+  spec.env = {{"GREETING", "there"}};
+  spec.log_path = d / "log";
+  auto c = Child::spawn(spec);
+  ASSERT_TRUE(c) << c.status().message();
+  EXPECT_EQ(wait_for(c.value()), 3);
+  EXPECT_EQ(read_file(d / "log"), "hello there\n");
+}
+
+TEST(Subprocess, AFailedExecNamesTheProgramAndErrno) {
+  TempDir d;
+  ChildSpec spec;
+  spec.argv = {"/nonexistent/moetrain", "train"};
+  spec.log_path = d / "log";
+  auto c = Child::spawn(spec);
+  ASSERT_TRUE(c) << c.status().message();
+  EXPECT_EQ(wait_for(c.value()), 127);
+  EXPECT_EQ(read_file(d / "log"), "exec /nonexistent/moetrain failed: errno 2\n");  // ENOENT
+}
+
+TEST(Subprocess, SameBinaryRunsTheParentsImage) {
+  TempDir d;
+  ChildSpec spec;
+  // argv[0] names nothing that exists: only the parent's image can run.
+  spec.argv = {"/gone/after/a/rebuild", "--gtest_list_tests", "--gtest_filter=Subprocess.*"};
+  spec.exec_path = ChildSpec::kSameBinary;
+  spec.log_path = d / "log";
+  auto c = Child::spawn(spec);
+  ASSERT_TRUE(c) << c.status().message();
+  EXPECT_EQ(wait_for(c.value()), 0) << read_file(d / "log");
+  EXPECT_THAT(read_file(d / "log"), HasSubstr("SameBinaryRunsTheParentsImage"));
+}
+
+}  // namespace
+}  // namespace mt
