@@ -56,6 +56,12 @@ if [[ ! -d $work/passkey-long ]]; then
   pk --n 2000 --seed 5 --tokens 512,768,1024,1280,1536,1792 --documents "$work/passkey-long.tmp/plain"
   mv "$work/passkey-long.tmp" "$work/passkey-long"
 fi
+if [[ ! -d $work/passkey-xl ]]; then  # up to the full window: depth 0 at 2,048 is ~1,950 tokens back
+  rm -rf "$work/passkey-xl.tmp"
+  pk --n 1000 --seed 6 --tokens 1856,1920,1984 --repeat 3 --documents "$work/passkey-xl.tmp/cycled"
+  pk --n 1000 --seed 7 --tokens 1856,1920,1984 --documents "$work/passkey-xl.tmp/plain"
+  mv "$work/passkey-xl.tmp" "$work/passkey-xl"
+fi
 [[ -f $work/passkey-heldout.jsonl ]] || "$bin" tasks make passkey --split held-out --n 500 --seed 2 --tokens 480,2000 \
   --filler /usr/share/doc/python3.11/html/_sources/whatsnew --tokenizer "$work/tok.model" --out "$work/passkey-heldout.jsonl"
 
@@ -82,8 +88,11 @@ declare -A rope=(
   [unchanged]=""
   [linear]="--set phase[2].rope_scaling=\"linear\" --set phase[2].rope_factor=4"
   [yarn]="--set phase[2].rope_scaling=\"yarn\" --set phase[2].rope_factor=4 --set phase[2].rope_original_len=512"
+  # YaRN again with twice the steps, and passkey items up to the full window
+  [yarn-x2]="--set phase[2].rope_scaling=\"yarn\" --set phase[2].rope_factor=4 --set phase[2].rope_original_len=512
+             --set phase[2].steps=640 --set phase[2].mixture=\"configs/data/long-context-long-x2.toml\""
 )
-for v in unchanged yarn linear; do
+for v in unchanged yarn yarn-x2 linear; do
   dir=$work/ext-$v
   [[ -d $dir ]] || "$bin" ckpt branch "$work/base" "$dir"
   # shellcheck disable=SC2086

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tables and a chart of the long-context experiment (scripts/long-context-experiment.sh).
 
-Reads WORK/eval-{base,unchanged,linear,yarn}.json (moetrain eval --out) and
+Reads WORK/eval-{base,unchanged,linear,yarn,yarn-x2}.json (moetrain eval --out) and
 prints, as Markdown: passkey accuracy by depth at 512 and 2,048 tokens per
 model, each 2,048 cell as a share of the model's own 512 accuracy at that
 depth, and the held-out loss by position on the stitched repositories
@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 MODELS = [("base", "before extension (512)"), ("unchanged", "RoPE unchanged"),
-          ("linear", "position interpolation x4"), ("yarn", "YaRN x4")]
+          ("linear", "position interpolation x4"), ("yarn", "YaRN x4"),
+          ("yarn-x2", "YaRN x4, 640 steps to 1,984")]
 
 
 def load(work, name):

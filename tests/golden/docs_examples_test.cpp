@@ -77,8 +77,8 @@ TEST(DocsExamples, MixQuotesTheEvalExample) {
   const nlohmann::json j = nlohmann::json::parse(read("docs/examples/mix-eval-example.json"));
   std::string terms = "[";
   for (const nlohmann::json& t : j["target"])
-    terms += std::string(terms.size() > 1 ? ",\n" : "") + "{\"name\": " + t["name"].dump() + ", \"weight\": " +
-             fmt::format("{}", t["weight"].get<double>()) + "}";
+    terms += std::string(terms.size() > 1 ? ",\n" : "") + "{\"name\": " + t["name"].dump() +
+             ", \"weight\": " + fmt::format("{}", t["weight"].get<double>()) + "}";
   terms += "]";
   EXPECT_NE(doc.find(terms), std::string::npos) << "docs/mix.md no longer lists the terms " << terms;
   for (const nlohmann::json& p : j["proxies"])
@@ -95,9 +95,8 @@ TEST(DocsExamples, MixQuotesTheQuickstartSearch) {
   const nlohmann::json j = nlohmann::json::parse(read("docs/examples/mix-quickstart.json"));
   for (const auto& [label, key] : {std::pair{"log-linear", "loglinear"}, std::pair{"XGBoost", "xgboost"}}) {
     const nlohmann::json& r = j["regressors"][key];
-    const std::string row =
-        fmt::format("| {} | {:.2f} | {:.2f} | {:.3f} |", label, r["spearman"].get<double>(),
-                    r["pearson"].get<double>(), r["mean_abs_error"].get<double>());
+    const std::string row = fmt::format("| {} | {:.2f} | {:.2f} | {:.3f} |", label, r["spearman"].get<double>(),
+                                        r["pearson"].get<double>(), r["mean_abs_error"].get<double>());
     EXPECT_NE(doc.find(row), std::string::npos) << "docs/mix.md no longer has the row " << row;
   }
   for (double figure : {j["best"]["predicted"].get<double>(), j["natural_predicted"].get<double>(),
@@ -109,6 +108,28 @@ TEST(DocsExamples, MixQuotesTheQuickstartSearch) {
        {fmt::format("Spearman {:.3f}**", t["spearman"].get<double>()), fmt::format("{:.3f}", t["best"].get<double>()),
         fmt::format("{:.3f}", t["natural"].get<double>())})
     EXPECT_NE(doc.find(figure), std::string::npos) << "docs/mix.md no longer gives " << figure;
+}
+
+// The second measured search (scripts/mix-three-sources.sh): the log lines,
+// the held-out rank correlations, the verified difference with its
+// standard error, and the scale transfer.
+TEST(DocsExamples, MixQuotesTheThreeSourceSearch) {
+  const std::string doc = read("docs/mix.md");
+  const std::string out = read("docs/examples/mix-three-sources.txt");
+  ASSERT_FALSE(out.empty());
+  EXPECT_NE(doc.find(out), std::string::npos) << "docs/mix.md no longer quotes:\n" << out;
+  const nlohmann::json j = nlohmann::json::parse(read("docs/examples/mix-three-sources.json"));
+  const nlohmann::json& d = j["verify"]["difference"];
+  const nlohmann::json& t = j["transfer"];
+  for (const std::string& figure :
+       {fmt::format("{:.3f}", j["verify"]["best"]["actual"].get<double>()),
+        fmt::format("{:.3f}", j["verify"]["natural"]["actual"].get<double>()),
+        fmt::format("{:.3f} ± {:.3f}", -d["mean"].get<double>(), d["std_error"].get<double>()),
+        fmt::format("Spearman {:.3f}**", t["spearman"].get<double>()), fmt::format("{:.3f}", t["best"].get<double>()),
+        fmt::format("{:.3f}", t["natural"].get<double>())})
+    EXPECT_NE(doc.find(figure), std::string::npos) << "docs/mix.md no longer gives " << figure;
+  // What the section claims: the difference is more than twice its standard error.
+  EXPECT_GT(-d["mean"].get<double>(), 2 * d["std_error"].get<double>());
 }
 
 }  // namespace
