@@ -89,18 +89,14 @@ Result<TargetName> parse_target_name(const std::string& key) {
   else if (prefix == "bpb") t.kind = K::kBitsPerByte;
   else if (prefix == "acc") t.kind = K::kAcc;
   else if (prefix == "acc_norm") t.kind = K::kAccNorm;
-  else if (prefix == "set")
-    t.kind = K::kSet;
+  else if (prefix == "set") t.kind = K::kSet;
   else
     return Status::errorf(
         "unknown target kind \"{}\" (a target is \"GLOB\", \"loss:GLOB\", \"bpb:GLOB\", "
         "\"acc:TASK\", \"acc_norm:TASK\" or \"set:NAME\")",
         prefix);
-  if (what.empty())
-    return Status::errorf("\"{}:\" names no {}", prefix,
-                          t.of_buckets()      ? "buckets"
-                          : t.kind == K::kSet ? "text set"
-                                              : "task");
+  const char* named = t.of_buckets() ? "buckets" : t.kind == K::kSet ? "text set" : "task";
+  if (what.empty()) return Status::errorf("\"{}:\" names no {}", prefix, named);
   return t;
 }
 
@@ -110,8 +106,7 @@ const char* target_prefix(TargetName::Kind k) {
     case TargetName::Kind::kBitsPerByte: return "bpb";
     case TargetName::Kind::kAcc: return "acc";
     case TargetName::Kind::kAccNorm: return "acc_norm";
-    case TargetName::Kind::kSet:
-      return "set";
+    case TargetName::Kind::kSet: return "set";
   }
   return "?";
 }
