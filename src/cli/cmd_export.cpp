@@ -1,5 +1,5 @@
 // cmd_export.cpp — `moetrain export --ckpt DIR --format hf|safetensors --out DIR`
-// (train/model_export.h: a Hugging Face Qwen2MoeForCausalLM directory, or
+// (export/model_export.h: a Hugging Face Qwen2MoeForCausalLM directory, or
 // moetrain's raw parameters) and its reverse, `moetrain import --hf DIR --out RUN`.
 // docs/inference.md has a worked example.
 #include <fmt/format.h>
@@ -11,7 +11,7 @@
 #include "rundir/output_dir.h"
 #include "rundir/run_dir.h"
 #include "train/inference_model.h"
-#include "train/model_export.h"
+#include "export/model_export.h"
 
 namespace mt {
 namespace {
@@ -19,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct ExportArgs {
-  std::string ckpt, tokenizer, format = "hf", out;
+  std::string ckpt, tokenizer, format = "hf", out, dtype = "fp32";
   double max_shard_mb = 5000;
   bool move_aside = false;
 };
@@ -30,6 +30,7 @@ ExitCode run_export(const ExportArgs& a) {
   else if (a.format == "safetensors") opt.format = ExportFormat::kSafetensors;
   else return fail("export", Status::errorf("--format: expected hf or safetensors, got \"{}\"", a.format), ExitCode::kUsage);
   if (!(a.max_shard_mb > 0)) return fail("export", Status::errorf("--max-shard-mb: expected > 0, got {}", a.max_shard_mb), ExitCode::kUsage);
+  opt.dtype = a.dtype == "bf16" ? TensorDtype::kBf16 : TensorDtype::kF32;  // CLI11 checked the choice
   opt.out = a.out;
   opt.max_shard_bytes = int64_t(a.max_shard_mb * 1e6);
   auto m = load_inference_model(a.ckpt);
@@ -47,12 +48,15 @@ ExitCode run_export(const ExportArgs& a) {
                      {"max_shard_mb", fmt::format("{}", a.max_shard_mb)},
                      {"tokenizer", codec.value()->source()}},
                     {}};
+  // Stamped only when not fp32, what every export wrote before --dtype: an
+  // older fp32 export directory is the same export and stays claimable.
+  if (a.dtype != "fp32") owner.config["dtype"] = a.dtype;
   if (auto refused = claim_out("export", a.out, owner, a.move_aside)) return *refused;
   auto sum = export_model(m.value(), *codec.value(), opt);
   if (!sum) return fail("export", sum.status(), ExitCode::kFailed);
-  fmt::print("exported {} (step {}) as {} to {}: {} tensors, {:.1f} MB of fp32 data, tokenizer: {}\n",
-             m.value().ckpt_dir, m.value().step, opt.format == ExportFormat::kHf ? kHfArchitecture : "safetensors",
-             a.out, sum.value().tensors, double(sum.value().tensor_bytes) / 1e6, codec.value()->source());
+  fmt::print("exported {} (step {}) as {} to {}: {} tensors, {:.1f} MB of {} data, tokenizer: {}\n", m.value().ckpt_dir,
+             m.value().step, opt.format == ExportFormat::kHf ? kHfArchitecture : "safetensors", a.out,
+             sum.value().tensors, double(sum.value().tensor_bytes) / 1e6, a.dtype, codec.value()->source());
   for (const std::string& f : sum.value().files) fmt::print("  {}\n", f);
   return ExitCode::kOk;
 }
@@ -89,6 +93,11 @@ void register_export(CLI::App& app, CommandAction& run) {
                                          "safetensors: moetrain's own tensor names and config")
       ->capture_default_str();
   sub->add_option("--out", a->out, "Output directory (created)")->required();
+  sub->add_option("--dtype", a->dtype,
+                  "Tensors as fp32 (exact), or bf16 (rounded to nearest even: half the size, what a bf16 "
+                  "forward multiplies with); import reads both")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   sub->add_option("--max-shard-mb", a->max_shard_mb,
                   "Above this many MB of tensors, write model-0000i-of-0000N.safetensors and an index")
       ->capture_default_str();

@@ -9,7 +9,8 @@
 //     the same acc and acc_norm as `moetrain eval`, per-choice log-likelihoods
 //     within kLogprobTol;
 //   - the same for a byte-tokenizer run (tokenizer.json), untied, without a
-//     shared expert; and an export refused with exit 3 naming the feature.
+//     shared expert, and for a bf16 export against its imported (rounded)
+//     weights; and an export refused with exit 3 naming the feature.
 // Python runs in the venv scripts/interop-venv.sh builds (scripts/test.sh
 // builds it before ctest). Without it the test fails: it never skips.
 #include <gtest/gtest.h>
@@ -139,6 +140,23 @@ TEST(InteropHf, TransformersLogitsEqualMoetrain) {
        "  two leading spaces, digits 12345 and a newline\nthen more text\n\n", "a"});
   std::printf("# transformers vs moetrain logits: max |diff| / max(1, max |logit|) = %.3g (tolerance %.0e)\n", worst,
               kLogitTol);
+}
+
+// --dtype bf16: transformers reads the BF16 tensors as the very values
+// moetrain imports from them (each weight rounded to nearest even), so its
+// fp32 logits equal moetrain's forward of the imported run.
+TEST(InteropHf, Bf16ExportLoadsAsItsRoundedWeights) {
+  const Exported& e = exported();
+  ASSERT_FALSE(e.python.empty()) << "interop venv missing (see InteropHf.VenvExists)";
+  TempDir tmp;
+  const auto x = run_process({moetrain_binary(), "export", "--ckpt", e.run, "--dtype", "bf16", "--out", tmp / "hf"},
+                             120, kPassiveOmp);
+  ASSERT_EQ(x.exit_code, 0) << x;
+  EXPECT_NE(x.out.find("MB of bf16 data"), std::string::npos) << x.out;
+  const auto i = run_process({moetrain_binary(), "import", "--hf", tmp / "hf", "--out", tmp / "run"}, 120, kPassiveOmp);
+  ASSERT_EQ(i.exit_code, 0) << i;
+  const double worst = check_against_transformers(tmp / "run", tmp / "hf", tmp.path(), {"alpha beta gamma delta"});
+  std::printf("# bf16 export: max relative logit difference %.3g\n", worst);
 }
 
 // A byte-tokenizer run (tokenizer.json), untied head, no shared expert (a

@@ -2,7 +2,7 @@
 // (zero attention biases, the shared-expert gate held at sigmoid(0) = 1/2 with
 // the shared down projection doubled, S shared experts as one of width S*F),
 // and config.json both ways.
-#include "train/hf_qwen2_moe.h"
+#include "export/hf_qwen2_moe.h"
 
 #include <algorithm>
 #include <cstring>

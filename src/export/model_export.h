@@ -1,15 +1,16 @@
 // model_export.h — `moetrain export` and `moetrain import`: a checkpoint to a
-// Hugging Face model directory (Qwen2MoeForCausalLM, hf_qwen2_moe.h) or to
-// moetrain's raw parameters in safetensors, and an HF directory back to a
-// run directory with one checkpoint. Formats: docs/inference.md.
+// Hugging Face model directory (Qwen2MoeForCausalLM, export/hf_qwen2_moe.h)
+// or to moetrain's raw parameters in safetensors, fp32 or bf16, and such a
+// directory back to a run directory with one checkpoint. One file per format
+// in this folder; formats: docs/inference.md.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "core/file_system.h"
 #include "core/status.h"
-#include "train/hf_qwen2_moe.h"
+#include "export/hf_qwen2_moe.h"
+#include "export/safetensors_dir.h"
 #include "train/inference_model.h"
 
 namespace mt {
@@ -20,6 +21,7 @@ struct ExportOptions {
   ExportFormat format = ExportFormat::kHf;
   std::string out;                           // directory, created; existing files of the same names replaced
   int64_t max_shard_bytes = 5'000'000'000;   // above this total, model-0000i-of-0000N.safetensors + index
+  TensorDtype dtype = TensorDtype::kF32;     // of the tensors written (bf16: rounded to nearest even)
 };
 
 // What export wrote, for the CLI's summary.
@@ -32,25 +34,6 @@ struct ExportSummary {
 // Writes the model and its tokenizer files. `codec` is the run's tokenizer.
 // Refuses (before writing anything) a model the format cannot represent.
 Result<ExportSummary> export_model(const InferenceModel& m, const TextCodec& codec, const ExportOptions& opt);
-
-// Writes `tensors` as one model.safetensors, or shards of at most
-// max_shard_bytes of data (a bigger tensor gets a shard of its own) plus
-// model.safetensors.index.json; `metadata` goes into every shard's header
-// (with "format": "pt"). Each file is written atomically (temporary name,
-// fsync, rename): a failed write keeps the file it would have replaced.
-// Returns the files written.
-Result<std::vector<std::string>> write_safetensors_shards(const std::string& dir, const std::vector<NamedTensor>& tensors,
-                                                          const std::map<std::string, std::string>& metadata,
-                                                          int64_t max_shard_bytes,
-                                                          FileSystem& file_system = default_file_system());
-
-// Reads model.safetensors or every shard named by model.safetensors.index.json
-// in `dir`: tensors (F32, BF16 or F16, as fp32) and the first shard's metadata.
-struct SafetensorsModel {
-  std::map<std::string, NamedTensor> tensors;
-  std::map<std::string, std::string> metadata;
-};
-Result<SafetensorsModel> read_safetensors_model(const std::string& dir);
 
 // `moetrain import`: an exported (or any Qwen2MoeForCausalLM) directory to
 // run directory `out`: config.toml, tokenizer.model (if the directory has

@@ -11,19 +11,13 @@
 #include <vector>
 
 #include "core/status.h"
+#include "export/named_tensor.h"
 #include "model/config.h"
 #include "model/param_layout.h"
 
 namespace mt {
 
 inline constexpr const char* kHfArchitecture = "Qwen2MoeForCausalLM";
-
-// A tensor of an export: shape and row-major fp32 values.
-struct NamedTensor {
-  std::string name;
-  std::vector<int64_t> shape;
-  std::vector<float> data;
-};
 
 // Ok when Qwen2MoeForCausalLM computes what `c` computes; otherwise the first
 // feature it cannot represent, named by its model.* key, e.g.

@@ -1,12 +1,15 @@
-// train_model_export_test.cpp — `moetrain export`/`import` without Python: an
+// export_model_export_test.cpp — `moetrain export`/`import` without Python: an
 // export (Hugging Face Qwen2MoeForCausalLM, or raw safetensors) read back by
 // import gives the same parameters bit for bit and the same run config, for a
 // table of models (shared experts, dense first layers, sliding-window layers,
 // GQA, tied and untied heads, a dense model, no shared experts), sharded or
 // not, with and without the run config export keeps in the metadata; every
 // feature the architecture cannot represent is refused naming its key, and
-// import refuses HF values moetrain has no counterpart for, naming them.
+// import refuses HF values moetrain has no counterpart for, naming them; a
+// bf16 export holds each tensor rounded to nearest even, and import gives
+// exactly those values back.
 // The transformers/lm-eval side is tests/e2e/interop_hf_test.cpp.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -15,12 +18,13 @@
 #include <map>
 
 #include "ckpt/checkpoint.h"
+#include "core/bf16.h"
 #include "core/file_io.h"
 #include "model/weights.h"
 #include "support/e2e.h"
 #include "support/faulty_file_system.h"
 #include "support/random.h"
-#include "train/model_export.h"
+#include "export/model_export.h"
 
 namespace mt {
 namespace {
@@ -149,6 +153,44 @@ TEST(ModelExport, HfRoundTripIsBitIdentical) {
       ASSERT_TRUE(imp) << imp.status().message();
       expect_same_model(a, load(tmp / "imp"));
     }
+  }
+}
+
+// --dtype bf16: half the bytes, BF16 in every header, torch_dtype bfloat16,
+// and import returns each parameter rounded to nearest even, bit for bit.
+TEST(ModelExport, Bf16ExportsRoundToNearestEvenAndImportBack) {
+  for (ExportFormat format : {ExportFormat::kHf, ExportFormat::kSafetensors}) {
+    SCOPED_TRACE(format == ExportFormat::kHf ? "hf" : "safetensors");
+    TempDir tmp;
+    const InferenceModel a = load(make_run(tmp.path(), moe(), 13));
+    ExportOptions f32, b16;
+    f32.format = b16.format = format;
+    f32.out = tmp / "f32";
+    b16.out = tmp / "bf16";
+    b16.dtype = TensorDtype::kBf16;
+    auto s32 = export_model(a, *bytes(), f32);
+    auto s16 = export_model(a, *bytes(), b16);
+    ASSERT_TRUE(s32 && s16);
+    EXPECT_EQ(2 * s16.value().tensor_bytes, s32.value().tensor_bytes);
+    auto st = read_safetensors_model(tmp / "bf16");
+    ASSERT_TRUE(st) << st.status().message();
+    const std::string head = e2e::read_file(tmp / "bf16/model.safetensors").substr(0, 4096);
+    EXPECT_EQ(head.find("\"F32\""), std::string::npos);
+    EXPECT_NE(head.find("\"BF16\""), std::string::npos);
+    if (format == ExportFormat::kHf) {
+      EXPECT_EQ(nlohmann::json::parse(e2e::read_file(tmp / "bf16/config.json"))["torch_dtype"], "bfloat16");
+    }
+    auto imp = import_model(tmp / "bf16", tmp / "imp", -1);
+    ASSERT_TRUE(imp) << imp.status().message();
+    const InferenceModel b = load(tmp / "imp");
+    ASSERT_EQ(a.params.size(), b.params.size());
+    int64_t changed = 0;
+    for (size_t i = 0; i < a.params.size(); ++i) {
+      const float want = bf16_to_f32(f32_to_bf16(a.params[i]));
+      ASSERT_EQ(0, std::memcmp(&want, &b.params[i], 4)) << i;
+      changed += a.params[i] != b.params[i];
+    }
+    EXPECT_GT(changed, int64_t(a.params.size() / 2)) << "random fp32 values are almost never bf16 already";
   }
 }
 
@@ -298,7 +340,7 @@ TEST(SafetensorsShards, AFailedWriteKeepsEachFileWhole) {
   fs::create_directories(dir);
   auto make = [](float base) {
     std::vector<NamedTensor> t;
-    for (int i = 0; i < 3; ++i) t.push_back({"w" + std::to_string(i), {4, 8}, std::vector<float>(32, base + float(i))});
+    for (int i = 0; i < 3; ++i) t.push_back({fmt::format("w{}", i), {4, 8}, std::vector<float>(32, base + float(i))});
     return t;
   };
   auto files_of = [&] {
@@ -310,7 +352,7 @@ TEST(SafetensorsShards, AFailedWriteKeepsEachFileWhole) {
   const auto old_files = files_of();
   ASSERT_EQ(old_files.size(), 4u);
   testing::FaultyFileSystem counter;
-  ASSERT_TRUE(write_safetensors_shards(dir, make(2.0f), {}, 200, counter));
+  ASSERT_TRUE(write_safetensors_shards(dir, make(2.0f), {}, 200, TensorDtype::kF32, counter));
   const auto new_files = files_of();
   ASSERT_GE(counter.ops, 20);
   for (int64_t op = 1; op <= counter.ops; ++op) {
@@ -318,7 +360,7 @@ TEST(SafetensorsShards, AFailedWriteKeepsEachFileWhole) {
     ASSERT_TRUE(write_safetensors_shards(dir, make(1.0f), {}, 200));
     testing::FaultyFileSystem faulty;
     faulty.fail_at_op = op;
-    auto r = write_safetensors_shards(dir, make(2.0f), {}, 200, faulty);
+    auto r = write_safetensors_shards(dir, make(2.0f), {}, 200, TensorDtype::kF32, faulty);
     ASSERT_FALSE(r.is_ok());
     EXPECT_NE(r.status().message().find(dir + "/"), std::string::npos) << r.status().message();
     for (const auto& [name, bytes] : files_of()) {

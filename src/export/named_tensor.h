@@ -1,0 +1,17 @@
+// named_tensor.h — a tensor of an export or import: its name in the target
+// format, its shape and row-major fp32 values (the file's dtype is chosen
+// when it is written: export/safetensors_dir.h).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mt {
+
+struct NamedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+};
+
+}  // namespace mt
