@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The long-context experiment of docs/long-context.md ("Measured"): a small
 # dense model taught passkey retrieval at 512 tokens, measured at 512 and
-# 2,048, then extended to 2,048 three ways from one checkpoint — RoPE
-# unchanged, position interpolation, YaRN — and measured again, with the
+# 2,048, then extended to 2,048 four ways from one checkpoint — RoPE
+# unchanged, position interpolation, YaRN, and YaRN for twice the steps with
+# passkey items up to the full window — and measured again, with the
 # held-out loss by position on stitched repositories. Everything goes to
 # runs/long-context (WORK=... to change it; the configs name that path).
 # Steps already done (their outputs exist) are skipped, so a killed run
@@ -65,8 +66,14 @@ fi
 [[ -f $work/passkey-heldout.jsonl ]] || "$bin" tasks make passkey --split held-out --n 500 --seed 2 --tokens 480,2000 \
   --filler /usr/share/doc/python3.11/html/_sources/whatsnew --tokenizer "$work/tok.model" --out "$work/passkey-heldout.jsonl"
 
-# 4. The dataset, and the run's plan against it (refuses repeated data).
-[[ -f $work/ds/manifest.json ]] || "$bin" data build --config configs/data/long-context.toml --out "$work/ds"
+# 4. The dataset, and the run's plan against it (refuses repeated data). A
+#    dataset built before the passkey_xl bucket existed is built again: the
+#    other buckets come out byte for byte the same, so runs trained on it
+#    resume on the new one.
+if ! grep -q '"passkey_xl/q0"' "$work/ds/manifest.json" 2>/dev/null; then
+  rm -rf "$work/ds"
+  "$bin" data build --config configs/data/long-context.toml --out "$work/ds"
+fi
 "$bin" data plan "$work/ds" --config configs/long-context/run.toml
 
 # 5. The phases at 512 tokens, once: retrieval (passkey documents alone),
@@ -83,7 +90,7 @@ ev() { local out=${*: -1}; "$bin" eval --no-progress "$@.tmp" && mv "$out.tmp" "
   --positions --seq-len 2048 --batches 8 --mixture configs/data/long-context-long.toml \
   --plot "$work/positions-base.svg" --out "$work/eval-base.json"
 
-# 7. Three extensions from its checkpoint at the phase's end, each measured.
+# 7. Four extensions from its checkpoint at the phase's end, each measured.
 declare -A rope=(
   [unchanged]=""
   [linear]="--set phase[2].rope_scaling=\"linear\" --set phase[2].rope_factor=4"

@@ -124,7 +124,7 @@ def write_svg(path, lines):
     y0, y1 = min(losses) - 0.05, max(losses) + 0.05
     sx = lambda x: left + (math.log2(x) - x0) / (x1 - x0) * (w - left - right)
     sy = lambda y: top + (y1 - y) / (y1 - y0) * (h - top - bottom)
-    colours = ["#888888", "#1f77b4", "#2ca02c", "#d62728"]
+    colours = ["#888888", "#1f77b4", "#2ca02c", "#d62728", "#9467bd"]
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
            f'<rect width="{w}" height="{h}" fill="white"/>',
            f'<text x="{left}" y="18" font-size="14">Held-out loss by position, stitched Python repositories</text>']

@@ -1,4 +1,4 @@
-// cmd_eval.cpp — `moetrain eval --ckpt DIR [--tasks FILE]... [--set FILE]...
+// cmd_eval.cpp — `moetrain eval --ckpt DIR [--tasks FILE]... [--text-set FILE]...
 // [--out FILE]`: held-out loss and bits-per-byte per bucket of the run's
 // dataset (the trainer's eval pass, train/held_out.h, with the training
 // forward: capacity drops included, so it matches the run's
@@ -41,7 +41,7 @@ namespace {
 struct EvalArgs {
   std::string ckpt, tokenizer, dataset, mixture, out;
   std::vector<std::string> tasks;
-  std::vector<std::string> sets;  // text sets scored for held-out loss (train/text_set.h)
+  std::vector<std::string> text_sets;  // text sets scored for held-out loss (train/text_set.h)
   int64_t batches = 0, threads = 0, batch = 16;
   int64_t episode_tokens = kDefaultEpisodeTokens;  // an agentic item's budget of new tokens
   bool no_held_out = false;
@@ -230,62 +230,6 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
   return j;
 }
 
-// Held-out loss and bits per byte of each --set file: windows of the
-// held-out pass's length, in batches of train.batch_size, with the training
-// forward (so a set's figure compares with a bucket's).
-Result<nlohmann::json> text_sets(const InferenceModel& m, const TextCodec& codec, const EvalArgs& a, bool& usage) {
-  const TrainConfig& tc = m.cfg.train;
-  const int64_t T = a.seq_len > 0 ? a.seq_len : tc.seq_len, B = tc.batch_size;
-  if (T > tc.seq_len && !a.past_seq_len) {
-    usage = true;
-    return Status::errorf("--seq-len {} is past the {} tokens the model was trained on: pass --past-seq-len", T,
-                          tc.seq_len);
-  }
-  Transformer model(m.cfg.model, B, T, MatmulPrecision::kFp32);
-  model.set_attention_kernel(tc.attention_kernel);
-  if (tc.document_mask) model.set_document_separator(codec.end_of_document());
-  nlohmann::json out = nlohmann::json::array();
-  std::set<std::string> names;
-  for (const std::string& path : a.sets) {
-    auto set = read_text_set(path, codec, T);
-    if (!set) {
-      usage = true;
-      return set.status();
-    }
-    if (!names.insert(set.value().name).second) {
-      usage = true;
-      return Status::errorf("two --set files are named \"{}\" (a set is named by its file name)", set.value().name);
-    }
-    ProgressLine progress(stderr, 1);
-    const double t0 = now_seconds();
-    const SetScore sc = score_text_set(
-        set.value(), B, T, codec,
-        [&](const int32_t* tokens) -> const std::vector<float>& {
-          model.forward(m.params.data(), tokens, m.bias());
-          return model.token_losses();
-        },
-        [&](int64_t done, int64_t total) {
-          if (!a.progress) return;
-          const double s = now_seconds() - t0;
-          progress.update(
-              done, total,
-              fmt::format("set {} | {:.0f} tok/s | ETA {}", set.value().name, double(done * T) / std::max(s, 1e-9),
-                          ProgressLine::format_eta(s / double(done) * double(total - done))));
-        });
-    progress.finish();
-    out.push_back({{"set", set.value().name},
-                   {"path", path},
-                   {"documents", set.value().documents},
-                   {"windows", sc.windows},
-                   {"seq_len", T},
-                   {"tokens", sc.tokens},
-                   {"bytes", sc.bytes},
-                   {"loss", sc.loss},
-                   {"bits_per_byte", sc.bits_per_byte()}});
-  }
-  return out;
-}
-
 // Token ids the model has no embedding for: the wrong --tokenizer.
 Status check_vocab(const std::vector<std::vector<int32_t>>& seqs, const TextCodec& codec, int64_t vocab_size) {
   for (const auto& s : seqs)
@@ -294,6 +238,83 @@ Status check_vocab(const std::vector<std::vector<int32_t>>& seqs, const TextCode
         return Status::errorf("{}: token id {} outside vocab_size {} (wrong --tokenizer?)", codec.source(), t,
                               vocab_size);
   return Status::ok();
+}
+
+// The windows' length for held-out figures: --seq-len, else train.seq_len
+// (longer only with --past-seq-len).
+Result<int64_t> held_out_len(const InferenceModel& m, const EvalArgs& a, bool& usage) {
+  const int64_t T = a.seq_len > 0 ? a.seq_len : m.cfg.train.seq_len;
+  if (T > m.cfg.train.seq_len && !a.past_seq_len) {
+    usage = true;
+    return Status::errorf("--seq-len {} is past the {} tokens the model was trained on: pass --past-seq-len", T,
+                          m.cfg.train.seq_len);
+  }
+  return T;
+}
+
+// Every --text-set file read and tokenized before anything is scored: a bad
+// record, a wrong tokenizer or two sets of one name cost no held-out pass.
+Result<std::vector<TextSet>> read_text_sets(const InferenceModel& m, const TextCodec& codec, const EvalArgs& a,
+                                            bool& usage) {
+  std::vector<TextSet> sets;
+  if (a.text_sets.empty()) return sets;
+  auto T = held_out_len(m, a, usage);
+  if (!T) return T.status();
+  std::set<std::string> names;
+  usage = true;  // every error below is the request's
+  for (const std::string& path : a.text_sets) {
+    auto set = read_text_set(path, codec, T.value());
+    if (!set) return set.status();
+    MT_RETURN_IF_ERROR(check_vocab({set.value().tokens}, codec, m.cfg.model.vocab_size));
+    if (!names.insert(set.value().name).second)
+      return Status::errorf("two --text-set files are named \"{}\" (a set is named by its file name)",
+                            set.value().name);
+    sets.push_back(std::move(set.value()));
+  }
+  usage = false;
+  return sets;
+}
+
+// Held-out loss and bits per byte of each text set: windows of the held-out
+// pass's length, in batches of train.batch_size, with the training forward
+// (so a set's figure compares with a bucket's).
+nlohmann::json score_text_sets(const InferenceModel& m, const TextCodec& codec, const EvalArgs& a,
+                               const std::vector<TextSet>& sets, int64_t T) {
+  const TrainConfig& tc = m.cfg.train;
+  const int64_t B = tc.batch_size;
+  Transformer model(m.cfg.model, B, T, MatmulPrecision::kFp32);
+  model.set_attention_kernel(tc.attention_kernel);
+  if (tc.document_mask) model.set_document_separator(codec.end_of_document());
+  nlohmann::json out = nlohmann::json::array();
+  for (const TextSet& set : sets) {
+    ProgressLine progress(stderr, 1);
+    const double t0 = now_seconds();
+    const SetScore sc = score_text_set(
+        set, B, T, codec,
+        [&](const int32_t* rows) -> const std::vector<float>& {
+          model.forward(m.params.data(), rows, m.bias());
+          return model.token_losses();
+        },
+        [&](int64_t done, int64_t total) {
+          if (!a.progress) return;
+          const double s = now_seconds() - t0;
+          progress.update(
+              done, total,
+              fmt::format("text set {} | {:.0f} tok/s | ETA {}", set.name, double(done * T) / std::max(s, 1e-9),
+                          ProgressLine::format_eta(s / double(done) * double(total - done))));
+        });
+    progress.finish();
+    out.push_back({{"set", set.name},
+                   {"path", set.path},
+                   {"documents", set.documents},
+                   {"windows", sc.windows},
+                   {"seq_len", T},
+                   {"tokens", sc.tokens},
+                   {"bytes", sc.bytes},
+                   {"loss", sc.loss},
+                   {"bits_per_byte", sc.bits_per_byte()}});
+  }
+  return out;
 }
 
 // A live progress line over a task's units (choices or items).
@@ -400,6 +421,11 @@ ExitCode run_eval(const EvalArgs& a) {
   if (!m) return fail("eval", m.status(), ExitCode::kFailed);
   auto codec = open_run_codec(m.value(), a.tokenizer);
   if (!codec) return fail("eval", codec.status(), ExitCode::kFailed);
+  bool sets_usage = false;
+  auto read_sets = read_text_sets(m.value(), *codec.value(), a, sets_usage);
+  if (!read_sets) return fail("eval", read_sets.status(), sets_usage ? ExitCode::kUsage : ExitCode::kFailed);
+  const std::vector<TextSet>& text_sets = read_sets.value();
+  const int64_t set_len = a.seq_len > 0 ? a.seq_len : m.value().cfg.train.seq_len;
   std::vector<int64_t> max_len(tasks.size(), 0);  // per generative task, its decoder's length
   for (size_t t = 0; t < tasks.size(); ++t) {
     if (tasks[t].format != TaskFormat::kGenerative) continue;
@@ -440,16 +466,15 @@ ExitCode run_eval(const EvalArgs& a) {
       }
     }
   }
-  if (!a.sets.empty()) {
-    bool usage = false;
-    auto sets = text_sets(m.value(), *codec.value(), a, usage);
-    if (!sets) return fail("eval", sets.status(), usage ? ExitCode::kUsage : ExitCode::kFailed);
-    out["sets"] = sets.value();
-    fmt::print("text sets ({} tokens per window):\n", sets.value()[0]["seq_len"].get<int64_t>());
-    fmt::print("  {:<32} {:>8} {:>8} {:>10}\n", "set", "loss", "bpb", "tokens");
-    for (const auto& s : sets.value())
-      fmt::print("  {:<32} {:>8.4f} {:>8.4f} {:>10}\n", s["set"].get<std::string>(), s["loss"].get<double>(),
-                 s["bits_per_byte"].get<double>(), s["tokens"].get<int64_t>());
+  if (!text_sets.empty()) {
+    const nlohmann::json sets = score_text_sets(m.value(), *codec.value(), a, text_sets, set_len);
+    out["text_sets"] = sets;
+    fmt::print("text sets ({} tokens per window):\n", set_len);
+    fmt::print("  {:<32} {:>8} {:>8} {:>10} {:>10} {:>6}\n", "set", "loss", "bpb", "tokens", "bytes", "docs");
+    for (const auto& s : sets)
+      fmt::print("  {:<32} {:>8.4f} {:>8.4f} {:>10} {:>10} {:>6}\n", s["set"].get<std::string>(),
+                 s["loss"].get<double>(), s["bits_per_byte"].get<double>(), s["tokens"].get<int64_t>(),
+                 s["bytes"].get<int64_t>(), s["documents"].get<int64_t>());
   }
   out["tasks"] = nlohmann::json::array();
   for (size_t t = 0; t < tasks.size(); ++t) {
@@ -489,7 +514,7 @@ void register_eval(CLI::App& app, CommandAction& run) {
   sub->add_option("--tasks", a->tasks,
                   "Task file, JSONL: multiple-choice {\"context\", \"choices\", \"answer\"} or generative {\"id\", "
                   "\"family\", \"prompt\", \"answer\"} per line, told apart per file (repeatable)");
-  sub->add_option("--set", a->sets,
+  sub->add_option("--text-set", a->text_sets,
                   "Text set, JSONL ({\"text\"} per line) or a plain-text file: its held-out loss and bits per byte "
                   "(windows of the held-out length, every token predicted once), named by its file name; for a "
                   "target that is not a training bucket (repeatable)");

@@ -50,6 +50,7 @@ MinimizeResult minimize_lbfgs(const MinimizeObjective& f, std::vector<double>& x
   // On some early failures liblbfgs leaves f unset; evaluate where x ended.
   std::vector<double> dx(x.size());
   r.f = f(x.data(), dx.data());
+  r.reached_floor = r.code == LBFGS_STOP && r.f <= opt.f_floor;
   return r;
 }
 

@@ -29,6 +29,7 @@ struct MinimizeOptions {
 struct MinimizeResult {
   double f = 0;  // objective at the returned x
   int code = 0;  // liblbfgs's return code (0: converged)
+  bool reached_floor = false;  // stopped because f reached MinimizeOptions::f_floor (code is then LBFGS_STOP)
   // A line search that cannot make progress (rounding error, minimum step)
   // is how L-BFGS usually ends on a nearly flat objective; liblbfgs then
   // returns the last accepted point, which is still a valid answer.

@@ -58,7 +58,7 @@ Status check_qwen2_moe(const ModelConfig& c) {
   return Status::ok();
 }
 
-nlohmann::json qwen2_moe_config(const ModelConfig& c, int64_t max_positions, int64_t bos_eos) {
+nlohmann::json qwen2_moe_config(const ModelConfig& c, int64_t max_positions, int64_t bos_eos, const char* torch_dtype) {
   nlohmann::json j;
   j["architectures"] = {kHfArchitecture};
   j["model_type"] = "qwen2_moe";
@@ -118,7 +118,7 @@ nlohmann::json qwen2_moe_config(const ModelConfig& c, int64_t max_positions, int
   j["initializer_range"] = c.init_std;
   j["bos_token_id"] = bos_eos;
   j["eos_token_id"] = bos_eos;
-  j["torch_dtype"] = "float32";
+  j["torch_dtype"] = torch_dtype;
   j["use_cache"] = true;
   return j;
 }

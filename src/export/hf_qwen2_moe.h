@@ -22,12 +22,13 @@ inline constexpr const char* kHfArchitecture = "Qwen2MoeForCausalLM";
 // Ok when Qwen2MoeForCausalLM computes what `c` computes; otherwise the first
 // feature it cannot represent, named by its model.* key, e.g.
 // "model.d_latent = 64: latent MoE has no counterpart in Qwen2MoeForCausalLM".
-// `router_bias` says whether the checkpoint holds aux-loss-free biases.
 Status check_qwen2_moe(const ModelConfig& c);
 
 // config.json for `c`. Token ids: `bos_eos` (end of document) is both the BOS
 // lm-eval and generate() prepend and the EOS that stops generation.
-nlohmann::json qwen2_moe_config(const ModelConfig& c, int64_t max_positions, int64_t bos_eos);
+// `torch_dtype` ("float32" or "bfloat16") is what from_pretrained loads as.
+nlohmann::json qwen2_moe_config(const ModelConfig& c, int64_t max_positions, int64_t bos_eos,
+                                const char* torch_dtype = "float32");
 
 // The model's architecture from a config.json, on top of `base` (the keys
 // config.json does not speak of: init, router losses, capacity). Refuses what

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_io.h"
+#include "export/export_files.h"
 #include "data/byte_tokenizer.h"
 #include "data/tokenizer.h"
 #include "train/inference_model.h"
@@ -14,21 +15,12 @@
 namespace fs = std::filesystem;
 
 namespace mt {
-namespace {
-
-std::string path_in(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
-
-Status write_json(const std::string& path, const nlohmann::json& j) {
-  return write_file_atomic(path, j.dump(2) + "\n");
-}
 
 // Tokenizer files transformers loads. SentencePiece runs: the model itself,
 // read by LlamaTokenizer in legacy mode, which runs SentencePiece unchanged
 // on the text (identity normalisation, no dummy prefix: what moetrain does).
 // Byte-tokenizer runs: a tokenizers BPE with no merges whose vocabulary is
 // the 256 byte pieces <0x00>..<0xFF>, so byte fallback maps byte b to id b.
-}  // namespace
-
 Result<std::vector<std::string>> write_hf_tokenizer(const std::string& dir, const TextCodec& codec, int64_t max_len) {
   std::vector<std::string> files;
   const std::string eod = codec.is_sentencepiece() ? special_piece(Special::kEndOfDocument) : "<|endoftext|>";

@@ -10,6 +10,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "core/file_io.h"
+#include "export/export_files.h"
 #include "export/hf_tokenizer.h"
 #include "rundir/run_dir.h"
 
@@ -19,12 +20,6 @@ namespace mt {
 namespace {
 
 constexpr const char* kConfigMetadataKey = "moetrain.config";  // the run config TOML, in every shard's metadata
-
-std::string path_in(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
-
-Status write_json(const std::string& path, const nlohmann::json& j) {
-  return write_file_atomic(path, j.dump(2) + "\n");
-}
 
 // moetrain's own names, shapes and values; router biases included.
 std::vector<NamedTensor> raw_tensors(const InferenceModel& m) {
@@ -61,9 +56,9 @@ Result<ExportSummary> export_model(const InferenceModel& m, const TextCodec& cod
   sum.tensors = int64_t(tensors.size());
   if (opt.format == ExportFormat::kHf) {
     const int64_t bos = codec.end_of_document();
-    nlohmann::json config = qwen2_moe_config(c, m.cfg.train.seq_len, bos);
-    config["torch_dtype"] = opt.dtype == TensorDtype::kF32 ? "float32" : "bfloat16";  // what from_pretrained loads as
-    MT_RETURN_IF_ERROR(write_json(path_in(opt.out, "config.json"), config));
+    MT_RETURN_IF_ERROR(write_json(
+        path_in(opt.out, "config.json"),
+        qwen2_moe_config(c, m.cfg.train.seq_len, bos, opt.dtype == TensorDtype::kF32 ? "float32" : "bfloat16")));
     MT_RETURN_IF_ERROR(write_json(path_in(opt.out, "generation_config.json"),
                                   {{"bos_token_id", bos}, {"eos_token_id", bos}, {"do_sample", false}}));
     sum.files.push_back("config.json");

@@ -12,16 +12,11 @@
 #include "ckpt/safetensors.h"
 #include "core/bf16.h"
 #include "core/file_io.h"
+#include "export/export_files.h"
 
 namespace fs = std::filesystem;
 
 namespace mt {
-namespace {
-
-std::string path_in(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
-
-}  // namespace
-
 const char* dtype_name(TensorDtype d) { return d == TensorDtype::kF32 ? "F32" : "BF16"; }
 int64_t dtype_bytes(TensorDtype d) { return d == TensorDtype::kF32 ? 4 : 2; }
 
@@ -75,7 +70,7 @@ Result<std::vector<std::string>> write_safetensors_shards(const std::string& dir
               continue;
             }
             std::vector<bf16> rounded(t->data.size());  // round to nearest even, as the bf16 forward does
-            for (size_t k = 0; k < rounded.size(); ++k) rounded[k] = f32_to_bf16(t->data[k]);
+            convert_f32_to_bf16_span(rounded.data(), t->data.data(), int64_t(rounded.size()));
             MT_RETURN_IF_ERROR(f.append(rounded.data(), int64_t(rounded.size()) * 2));
           }
           return Status::ok();
@@ -86,7 +81,7 @@ Result<std::vector<std::string>> write_safetensors_shards(const std::string& dir
   std::error_code ec;
   if (shards.size() > 1) {
     const nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
-    MT_RETURN_IF_ERROR(write_file_atomic(path_in(dir, kSafetensorsIndexFile), index.dump(2) + "\n", file_system));
+    MT_RETURN_IF_ERROR(write_json(path_in(dir, kSafetensorsIndexFile), index, file_system));
     files.push_back(kSafetensorsIndexFile);
     fs::remove(path_in(dir, "model.safetensors"), ec);  // a stale unsharded file would shadow the index
   } else {
@@ -133,10 +128,9 @@ Result<SafetensorsModel> read_safetensors_model(const std::string& dir) {
         std::memcpy(t.data.data(), raw.data(), raw.size());
       } else if (e.dtype == "BF16") {
         for (int64_t k = 0; k < n; ++k) {
-          uint16_t b;
+          bf16 b;
           std::memcpy(&b, raw.data() + 2 * k, 2);
-          uint32_t u = uint32_t(b) << 16;
-          std::memcpy(&t.data[size_t(k)], &u, 4);
+          t.data[size_t(k)] = bf16_to_f32(b);  // exact: bf16 is fp32's top half
         }
       } else {
         return Status::errorf("{}: tensor {} has dtype {}; import reads F32 and BF16", path, e.name, e.dtype);

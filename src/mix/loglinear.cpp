@@ -131,7 +131,7 @@ Status LogLinearRegressor::fit(const std::vector<std::vector<double>>& X, const 
 
   const MinimizeObjective objective = [&](const double* p, double* dp) { return prob.value(p, dp); };
   MinimizeOptions tolerance = opt_.tolerance;
-  if (K <= m + 1) tolerance.f_floor = opt_.exact_fit_per_run * double(K);
+  if (K <= m) tolerance.f_floor = opt_.exact_fit_per_run * double(K);
   double best = INFINITY;
   std::vector<double> best_p;
   for (double gap : opt_.start_gaps) {
@@ -153,6 +153,7 @@ Status LogLinearRegressor::fit(const std::vector<std::vector<double>>& X, const 
       best = r.f;
       best_p = p;
       code_ = r.code;
+      exact_ = r.reached_floor;
     }
   }
   if (best_p.empty()) return Status::error("log-linear fit: every start ended at a non-finite objective");

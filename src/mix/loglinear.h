@@ -25,15 +25,15 @@ struct LogLinearOptions {
   // Trial floors for the starts: c0 = min(y) - gap * sd(y), one start per gap.
   std::vector<double> start_gaps = {0.05, 0.3, 1.0, 4.0};
   MinimizeOptions tolerance{3000, 1e-10, 1e-14};
-  // With no more runs than the law's identified parameters (m + 1: s, b and
-  // the m - 1 differences of t) it can fit them exactly, and does so only in
-  // a limit (the floor c running off to -inf, where the law turns
-  // linear), so the objective falls without end and every start would run to
+  // With no more runs than weights the law can fit them exactly, and does so
+  // only in a limit (the floor c running off to -inf, where the law turns
+  // linear: m identified parameters, an intercept and m - 1 slopes), so the
+  // objective falls without end and every start would run to
   // the iteration limit (measured: 3000 iterations, 35 ms for 4 runs of 40
   // weights, 90 s of a 200-bucket search's 64 bootstrap refits). A start stops
   // once the objective per run is below this: residuals ~1e-3 of sd(y), far
-  // inside seed noise (1 ms for the same fit). With more runs the optimum is
-  // a point, and the fit runs to the tolerance above.
+  // inside seed noise (1 ms for the same fit). With more runs an exact fit,
+  // if any, is a point, and the fit runs to the tolerance above.
   double exact_fit_per_run = 1e-6;
 };
 
@@ -53,6 +53,7 @@ class LogLinearRegressor : public Regressor {
   const std::vector<double>& t() const { return t_; }
   double objective() const { return objective_; }  // scaled squared residuals + ridge at the optimum
   int lbfgs_code() const { return code_; }          // liblbfgs's code for the winning start
+  bool reached_exact_fit() const { return exact_; }  // the winning start stopped at exact_fit_per_run
 
  private:
   LogLinearOptions opt_;
@@ -61,6 +62,7 @@ class LogLinearRegressor : public Regressor {
   std::vector<double> t_;  // (m)
   double objective_ = 0;
   int code_ = 0;
+  bool exact_ = false;
 };
 
 }  // namespace mt::mix

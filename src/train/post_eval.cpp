@@ -8,6 +8,7 @@
 
 #include "core/config_schema.h"
 #include "core/file_io.h"
+#include "data/ingest.h"
 #include "train/task_file.h"
 #include "train/text_set.h"
 
@@ -21,10 +22,10 @@ void declare_keys(ConfigSchema& s, EvalTargets& e, bool with_metric) {
         "training, by `moetrain eval`; a task's name is its file name without the extension")
       .or_one_string()
       .note("[] = no tasks");
-  s.add("eval.sets", &e.sets,
+  s.add("eval.text_sets", &e.text_sets,
         "text sets every run is scored on after training (relative to this file): JSONL ({\"text\"} per line) or "
         "plain-text files, not buckets of the training data, whose held-out loss and bits per byte `moetrain eval "
-        "--set` reports; a set's name is its file name up to the first dot")
+        "--text-set` reports; a set's name is its file name up to the first dot")
       .or_one_string()
       .note("[] = no sets");
   if (with_metric)
@@ -36,16 +37,24 @@ void declare_keys(ConfigSchema& s, EvalTargets& e, bool with_metric) {
 Status check_eval_targets(EvalTargets& e, const std::string& config_path, const ConfigOrigins& o) {
   e.names.clear();
   e.generative.clear();
-  e.set_names.clear();
+  e.text_set_names.clear();
   std::set<std::string> seen;
-  for (std::string& path : e.sets) {
+  for (std::string& path : e.text_sets) {
     if (!fs::path(path).is_absolute()) path = (fs::path(config_path).parent_path() / path).lexically_normal().string();
-    if (!fs::is_regular_file(path)) return o.error("eval.sets", fmt::format("{}: no such file", path));
+    if (!fs::is_regular_file(path)) return o.error("eval.text_sets", fmt::format("{}: no such file", path));
+    // Read now (the tokens need the run's tokenizer: its eval does that), so a
+    // bad record stops the search or ladder before anything trains.
+    InputSpec in;
+    in.path = path;
+    std::vector<Document> docs;
+    IngestStats stats;
+    if (Status s = ingest({in}, CodeOptions{}, docs, stats); !s) return o.error("eval.text_sets", s.message());
+    if (docs.empty()) return o.error("eval.text_sets", fmt::format("{}: no documents", path));
     const std::string name = text_set_name(path);
     if (!seen.insert(name).second)
-      return o.error("eval.sets",
+      return o.error("eval.text_sets",
                      fmt::format("two text sets are named \"{}\" (a set is named by its file name)", name));
-    e.set_names.push_back(name);
+    e.text_set_names.push_back(name);
   }
   seen.clear();
   for (std::string& path : e.tasks) {
@@ -74,7 +83,7 @@ QueuedRun queued_eval(const EvalTargets& e, const std::string& name, const std::
   // depend on how many runs the queue runs at once.
   q.args = {"eval", "--ckpt", run_dir, "--out", run_dir + "/eval.json", "--threads", "1"};
   for (const std::string& t : e.tasks) q.args.insert(q.args.end(), {"--tasks", t});
-  for (const std::string& t : e.sets) q.args.insert(q.args.end(), {"--set", t});
+  for (const std::string& t : e.text_sets) q.args.insert(q.args.end(), {"--text-set", t});
   q.run_dir = run_dir;
   q.log_path = log_path;
   q.first_step = q.last_step = step;
@@ -91,8 +100,8 @@ Result<json> read_eval(const std::string& run_dir, int64_t step, const EvalTarge
     return Status::errorf("{}: not the evaluation of the final checkpoint (step {})", path, step);
   for (const std::string& t : e.names)
     if (task_result(j, t).is_null()) return Status::errorf("{}: no result for task {}", path, t);
-  const json sets = set_bits_per_byte(j);
-  for (const std::string& t : e.set_names)
+  const json sets = text_set_bits_per_byte(j);
+  for (const std::string& t : e.text_set_names)
     if (!sets.contains(t)) return Status::errorf("{}: no result for text set {}", path, t);
   return j;
 }
@@ -117,10 +126,10 @@ json bucket_bits_per_byte(const json& eval) {
   return out;
 }
 
-json set_bits_per_byte(const json& eval) {
+json text_set_bits_per_byte(const json& eval) {
   json out = json::object();
-  if (eval.contains("sets"))
-    for (const json& s : eval["sets"]) out[s["set"].get<std::string>()] = s["bits_per_byte"];
+  if (eval.contains("text_sets"))
+    for (const json& s : eval["text_sets"]) out[s["set"].get<std::string>()] = s["bits_per_byte"];
   return out;
 }
 

@@ -24,19 +24,19 @@ struct EvalTargets {
   std::string metric = "acc";      // "acc" or "acc_norm": the accuracy a ladder records per task
   std::vector<std::string> names;  // task names (file stems, as `moetrain eval` reports them); set by check
   std::vector<std::string> generative;  // the names of generative tasks (exact match: acc, no acc_norm); set by check
-  std::vector<std::string> sets;       // text sets (train/text_set.h) scored for held-out loss (relative until checked)
-  std::vector<std::string> set_names;  // their names (file names up to the first dot); set by check
-  bool enabled() const { return !tasks.empty() || !sets.empty(); }
+  std::vector<std::string> text_sets;  // text sets (train/text_set.h) scored for held-out loss (relative until checked)
+  std::vector<std::string> text_set_names;  // their names (file names up to the first dot); set by check
+  bool enabled() const { return !tasks.empty() || !text_sets.empty(); }
 };
 
-// eval.tasks, and eval.metric when `with_metric` (the ladder's; a mixture
-// search names the metric in each target instead).
+// eval.tasks, eval.text_sets, and eval.metric when `with_metric` (the
+// ladder's; a mixture search names the metric in each target instead).
 void declare_keys(ConfigSchema& s, EvalTargets& e, bool with_metric);
 
 // Resolves the task files and text sets against `config_path`, reads each
-// task file (a bad line is an error naming FILE:LINE) and checks their names
-// are distinct (tasks among tasks, sets among sets), that every set file
-// exists, and that eval.metric = "acc_norm" names no generative task.
+// (a bad line is an error naming FILE:LINE, before anything trains), checks
+// their names are distinct (tasks among tasks, sets among sets), and that
+// eval.metric = "acc_norm" names no generative task.
 Status check_eval_targets(EvalTargets& e, const std::string& config_path, const ConfigOrigins& o);
 
 // `moetrain eval --threads 1` of RUN_DIR's newest checkpoint (its final one
@@ -55,6 +55,6 @@ Result<nlohmann::json> read_eval(const std::string& run_dir, int64_t step, const
 nlohmann::json task_result(const nlohmann::json& eval, const std::string& task);
 nlohmann::json bucket_bits_per_byte(const nlohmann::json& eval);
 // The text sets' bits per byte ({set: bpb}; empty without sets).
-nlohmann::json set_bits_per_byte(const nlohmann::json& eval);
+nlohmann::json text_set_bits_per_byte(const nlohmann::json& eval);
 
 }  // namespace mt

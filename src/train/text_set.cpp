@@ -31,25 +31,25 @@ Result<TextSet> read_text_set(const std::string& path, const TextCodec& codec, i
   const int32_t eod = codec.end_of_document();
   for (const Document& d : docs) {
     const std::vector<int32_t> ids = codec.encode(d.text);
-    s.stream.insert(s.stream.end(), ids.begin(), ids.end());
-    s.stream.push_back(eod);
+    s.tokens.insert(s.tokens.end(), ids.begin(), ids.end());
+    s.tokens.push_back(eod);
   }
-  if (int64_t(s.stream.size()) < seq_len + 1)
+  if (int64_t(s.tokens.size()) < seq_len + 1)
     return Status::errorf("{}: {} tokens in {} documents, fewer than one window of seq_len + 1 = {}", path,
-                          s.stream.size(), s.documents, seq_len + 1);
+                          s.tokens.size(), s.documents, seq_len + 1);
   return s;
 }
 
-std::vector<SetWindow> set_windows(int64_t stream_tokens, int64_t seq_len) {
+std::vector<SetWindow> set_windows(int64_t n_tokens, int64_t seq_len) {
   std::vector<SetWindow> w;
-  if (stream_tokens < seq_len + 1) return w;
+  if (n_tokens < seq_len + 1) return w;
   int64_t start = 0;
-  for (; start + seq_len + 1 <= stream_tokens; start += seq_len) w.push_back({start, 0});
-  // Predicted so far: stream[1, start]; the rest, stream[start + 1, end), by a
-  // window ending at the stream's end.
+  for (; start + seq_len + 1 <= n_tokens; start += seq_len) w.push_back({start, 0});
+  // Predicted so far: tokens[1, start]; the rest, tokens[start + 1, end), by a
+  // window ending at the end of the tokens.
   const int64_t predicted_to = start;  // the last predicted index
-  if (predicted_to < stream_tokens - 1) {
-    const int64_t last = stream_tokens - seq_len - 1;
+  if (predicted_to < n_tokens - 1) {
+    const int64_t last = n_tokens - seq_len - 1;
     w.push_back({last, predicted_to - last});
   }
   return w;
@@ -62,9 +62,9 @@ double SetScore::bits_per_byte() const {
 SetScore score_text_set(const TextSet& set, int64_t batch, int64_t seq_len, const TextCodec& codec,
                         const std::function<const std::vector<float>&(const int32_t* tokens)>& token_losses,
                         const std::function<void(int64_t, int64_t)>& progress) {
-  const std::vector<SetWindow> windows = set_windows(int64_t(set.stream.size()), seq_len);
+  const std::vector<SetWindow> windows = set_windows(int64_t(set.tokens.size()), seq_len);
   const int64_t row = seq_len + 1;
-  std::vector<int32_t> tokens(size_t(batch * row));
+  std::vector<int32_t> rows(size_t(batch * row));
   SetScore s;
   s.windows = int64_t(windows.size());
   double sum = 0;
@@ -72,15 +72,15 @@ SetScore score_text_set(const TextSet& set, int64_t batch, int64_t seq_len, cons
     const int64_t n = std::min<int64_t>(batch, int64_t(windows.size() - first));
     for (int64_t b = 0; b < batch; ++b) {  // rows past n: copies of window 0, not counted
       const SetWindow& w = windows[b < n ? first + size_t(b) : 0];
-      std::copy_n(set.stream.begin() + w.start, row, tokens.begin() + b * row);
+      std::copy_n(set.tokens.begin() + w.start, row, rows.begin() + b * row);
     }
-    const std::vector<float>& losses = token_losses(tokens.data());
+    const std::vector<float>& losses = token_losses(rows.data());
     for (int64_t b = 0; b < n; ++b) {
       const SetWindow& w = windows[first + size_t(b)];
       for (int64_t t = w.first_counted; t < seq_len; ++t) sum += double(losses[size_t(b * seq_len + t)]);
       const int64_t counted = seq_len - w.first_counted;
       s.tokens += counted;
-      s.bytes += int64_t(codec.decode(set.stream.data() + w.start + 1 + w.first_counted, counted).size());
+      s.bytes += int64_t(codec.decode(set.tokens.data() + w.start + 1 + w.first_counted, counted).size());
     }
     if (progress) progress(int64_t(first) + n, int64_t(windows.size()));
   }

@@ -3,15 +3,15 @@
 // should do well on). The set is a JSONL file of {"text": ...} records or a
 // plain-text file (one document), read with the dataset build's ingest
 // (normalised the same way), tokenized with the run's tokenizer, each
-// document followed by the end-of-document id, and the stream cut into
+// document followed by the end-of-document id, and the token sequence cut into
 // windows of seq_len + 1 tokens that overlap by one: every token after the
-// first is predicted exactly once (the last window ends at the stream's end
+// first is predicted exactly once (the last window ends at the end of the sequence
 // and counts only what the one before it did not). Windows are scored in
 // batches of the training batch size with the training forward (as the
 // held-out pass of buckets, so its figures compare), a short last batch
 // filled with copies of the first window that are not counted.
-// `moetrain eval --set FILE` reports it; a mixture search targets it with
-// "set:NAME".
+// `moetrain eval --text-set FILE` reports it; a mixture search targets it
+// with "text:NAME".
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -28,7 +28,7 @@ struct TextSet {
   std::string name;  // the file name without its extensions ("wiki.jsonl.gz" -> "wiki")
   std::string path;
   int64_t documents = 0;
-  std::vector<int32_t> stream;  // token ids, each document followed by the end-of-document id
+  std::vector<int32_t> tokens;  // token ids, each document followed by the end-of-document id
 };
 
 // Reads and tokenizes `path`; errors name the file (and line, for a bad
@@ -39,13 +39,13 @@ Result<TextSet> read_text_set(const std::string& path, const TextCodec& codec, i
 // The name a set file is known by: its file name up to the first dot.
 std::string text_set_name(const std::string& path);
 
-// Window w covers stream[start, start + seq_len + 1) and counts its
+// Window w covers tokens[start, start + seq_len + 1) and counts its
 // predictions from index first_counted on (0 but for the last window).
 struct SetWindow {
   int64_t start = 0;
   int64_t first_counted = 0;
 };
-std::vector<SetWindow> set_windows(int64_t stream_tokens, int64_t seq_len);
+std::vector<SetWindow> set_windows(int64_t n_tokens, int64_t seq_len);
 
 struct SetScore {
   double loss = 0;  // nats per predicted token

@@ -148,7 +148,8 @@ TEST(LadderRun, EvalTasksAreRecordedAndFeedTheDownstreamFit) {
   ASSERT_EQ(plain.exit_code, 0) << plain;
   const auto before = rows_of(read_file(tmp / "out/results.jsonl"));
   const std::string ladder = ladder_file(
-      tmp.path(), "cooldowns = [0.5]\n[eval]\ntasks = [\"toy.jsonl\"]\nsets = [\"held.txt\"]\nmetric = \"acc_norm\"\n");
+      tmp.path(),
+      "cooldowns = [0.5]\n[eval]\ntasks = [\"toy.jsonl\"]\ntext_sets = [\"held.txt\"]\nmetric = \"acc_norm\"\n");
   const auto r = run_process({moetrain_binary(), "ladder", "run", ladder, "--out", tmp / "out", "--jobs", "2",
                               "--no-progress"},
                              300);
@@ -165,7 +166,7 @@ TEST(LadderRun, EvalTasksAreRecordedAndFeedTheDownstreamFit) {
     EXPECT_EQ(rows[i]["meta"]["eval"]["metric"], "acc_norm");
     EXPECT_EQ(t["docs"], 12);
     EXPECT_EQ(rows[i]["accuracy"]["toy"], t["acc_norm"]);  // eval.metric
-    EXPECT_GT(rows[i]["meta"]["eval"]["set_bits_per_byte"]["held"].get<double>(), 0.0) << rows[i].dump();
+    EXPECT_GT(rows[i]["meta"]["eval"]["text_set_bits_per_byte"]["held"].get<double>(), 0.0) << rows[i].dump();
     // What `moetrain eval` prints for the same checkpoint.
     const auto ev = run_process({moetrain_binary(), "eval", "--ckpt", tmp / ("out/" + rows[i]["name"].get<std::string>()),
                                  "--tasks", tmp / "toy.jsonl", "--threads", "1"});

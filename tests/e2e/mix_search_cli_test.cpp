@@ -301,7 +301,7 @@ TEST(MixSearch, EvalTargetsAreWhatMoetrainEvalGives) {
 // A target that is no training bucket (RegMix's target domain): a held-out
 // file of topic a's vocabulary, none of its documents in the dataset. The
 // search moves weight to a, as it does when the target is a's own bucket;
-// every proxy records what `moetrain eval --set` gives its checkpoint.
+// every proxy records what `moetrain eval --text-set` gives its checkpoint.
 TEST(MixSearch, ATextSetThatIsNoBucketIsATarget) {
   TempDir tmp;
   std::string probe_dir = tmp / "probe";
@@ -312,13 +312,13 @@ TEST(MixSearch, ATextSetThatIsNoBucketIsATarget) {
   const SearchFiles s =
       make_setup(tmp.path(), {"a", "b", "c"}, 1, 160, 70, int64_t(2 * available_tokens(probe, "a/q0")),
                  "proxies = 6\nholdout = 1\nregressor = \"loglinear\"\nmethod = \"optimum\"\n"
-                 "verify = false\nbootstrap = 0\n[eval]\nsets = [\"a-held.jsonl\"]\n"
-                 "[target]\n\"set:a-held\" = 1\n");
+                 "verify = false\nbootstrap = 0\n[eval]\ntext_sets = [\"a-held.jsonl\"]\n"
+                 "[target]\n\"text:a-held\" = 1\n");
   const auto r = run_process(
       {moetrain_binary(), "mix", "search", s.search, "--out", tmp / "out", "--jobs", "2", "--no-progress"}, 600);
   ASSERT_EQ(r.exit_code, 0) << r;
   const json j = search_json(tmp / "out");
-  EXPECT_EQ(j["target"], json::parse(R"([{"name": "set:a-held", "weight": 1.0}])"));
+  EXPECT_EQ(j["target"], json::parse(R"([{"name": "text:a-held", "weight": 1.0}])"));
   const auto names = j["buckets"]["names"].get<std::vector<std::string>>();
   const size_t a = size_t(std::find(names.begin(), names.end(), "a/q0") - names.begin());
   ASSERT_LT(a, names.size());
@@ -327,19 +327,19 @@ TEST(MixSearch, ATextSetThatIsNoBucketIsATarget) {
   int n = 0;
   for (std::string line; std::getline(in, line); ++n) {
     const json p = json::parse(line);
-    const double bpb = p["sets"]["a-held"].get<double>();
+    const double bpb = p["text_sets"]["a-held"].get<double>();
     EXPECT_GT(bpb, 0.0);
     EXPECT_EQ(p["target"].get<double>(), bpb) << line;
     if (n > 0) continue;  // one checkpoint scored again by hand is enough
     const auto ev =
-        run_process({moetrain_binary(), "eval", "--ckpt", tmp / ("out/" + p["name"].get<std::string>()), "--set",
+        run_process({moetrain_binary(), "eval", "--ckpt", tmp / ("out/" + p["name"].get<std::string>()), "--text-set",
                      tmp / "a-held.jsonl", "--no-held-out", "--out", tmp / "eval.json", "--threads", "1"});
     ASSERT_EQ(ev.exit_code, 0) << ev;
     const json e = json::parse(read_file(tmp / "eval.json"));
-    ASSERT_EQ(e["sets"].size(), 1u);
-    EXPECT_EQ(e["sets"][0]["set"], "a-held");
-    EXPECT_EQ(e["sets"][0]["bits_per_byte"], p["sets"]["a-held"]);
-    EXPECT_EQ(e["sets"][0]["documents"].get<int64_t>(), 30);  // labelled_jsonl: 30 of topic 0, quality 0
+    ASSERT_EQ(e["text_sets"].size(), 1u);
+    EXPECT_EQ(e["text_sets"][0]["set"], "a-held");
+    EXPECT_EQ(e["text_sets"][0]["bits_per_byte"], p["text_sets"]["a-held"]);
+    EXPECT_EQ(e["text_sets"][0]["documents"].get<int64_t>(), 30);  // labelled_jsonl: 30 of topic 0, quality 0
   }
   EXPECT_EQ(n, 6);
 }

@@ -10,14 +10,16 @@
 #include <chrono>
 #include <thread>
 
-#include "support/data_fixtures.h"
+#include "core/file_io.h"
+#include "support/temp_dir.h"
 
 namespace mt {
 namespace {
 
-using testdata::read_file;
-using testdata::TempDir;
 using ::testing::HasSubstr;
+using testing::TempDir;
+
+std::string log_of(const TempDir& d) { return read_file(d / "log").value(); }
 
 int wait_for(Child& c) {
   int code = -1;
@@ -34,7 +36,7 @@ TEST(Subprocess, RunsAProgramIntoItsLog) {
   auto c = Child::spawn(spec);
   ASSERT_TRUE(c) << c.status().message();
   EXPECT_EQ(wait_for(c.value()), 3);
-  EXPECT_EQ(read_file(d / "log"), "hello there\n");
+  EXPECT_EQ(log_of(d), "hello there\n");
 }
 
 TEST(Subprocess, AFailedExecNamesTheProgramAndErrno) {
@@ -45,7 +47,7 @@ TEST(Subprocess, AFailedExecNamesTheProgramAndErrno) {
   auto c = Child::spawn(spec);
   ASSERT_TRUE(c) << c.status().message();
   EXPECT_EQ(wait_for(c.value()), 127);
-  EXPECT_EQ(read_file(d / "log"), "exec /nonexistent/moetrain failed: errno 2\n");  // ENOENT
+  EXPECT_EQ(log_of(d), "exec /nonexistent/moetrain failed: errno 2\n");  // ENOENT
 }
 
 TEST(Subprocess, SameBinaryRunsTheParentsImage) {
@@ -57,8 +59,8 @@ TEST(Subprocess, SameBinaryRunsTheParentsImage) {
   spec.log_path = d / "log";
   auto c = Child::spawn(spec);
   ASSERT_TRUE(c) << c.status().message();
-  EXPECT_EQ(wait_for(c.value()), 0) << read_file(d / "log");
-  EXPECT_THAT(read_file(d / "log"), HasSubstr("SameBinaryRunsTheParentsImage"));
+  EXPECT_EQ(wait_for(c.value()), 0) << log_of(d);
+  EXPECT_THAT(log_of(d), HasSubstr("SameBinaryRunsTheParentsImage"));
 }
 
 }  // namespace

@@ -7,9 +7,8 @@
 // feature the architecture cannot represent is refused naming its key, and
 // import refuses HF values moetrain has no counterpart for, naming them; a
 // bf16 export holds each tensor rounded to nearest even, and import gives
-// exactly those values back.
+// exactly those values back. A failed write: export_safetensors_dir_test.
 // The transformers/lm-eval side is tests/e2e/interop_hf_test.cpp.
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -22,7 +21,6 @@
 #include "core/file_io.h"
 #include "model/weights.h"
 #include "support/e2e.h"
-#include "support/faulty_file_system.h"
 #include "support/random.h"
 #include "export/model_export.h"
 
@@ -328,45 +326,6 @@ TEST(ModelExport, ImportRefusesWhatMoetrainCannotRepresent) {
     auto imp = import_model(dir, tmp / ("imp_" + e.name), -1);
     ASSERT_FALSE(imp);
     EXPECT_NE(imp.status().message().find(e.expect), std::string::npos) << imp.status().message();
-  }
-}
-
-// Every file operation of a sharded export written over an earlier one,
-// failed in turn: an error naming a file of the export, every file of the
-// earlier export still whole (its bytes, or the new file's), no temporary.
-TEST(SafetensorsShards, AFailedWriteKeepsEachFileWhole) {
-  TempDir tmp;
-  const std::string dir = tmp / "hf";
-  fs::create_directories(dir);
-  auto make = [](float base) {
-    std::vector<NamedTensor> t;
-    for (int i = 0; i < 3; ++i) t.push_back({fmt::format("w{}", i), {4, 8}, std::vector<float>(32, base + float(i))});
-    return t;
-  };
-  auto files_of = [&] {
-    std::map<std::string, std::string> out;
-    for (const std::string& f : e2e::list_dir(dir)) out[f] = read_file(dir + "/" + f).value();
-    return out;
-  };
-  ASSERT_TRUE(write_safetensors_shards(dir, make(1.0f), {}, 200));  // three shards and an index
-  const auto old_files = files_of();
-  ASSERT_EQ(old_files.size(), 4u);
-  testing::FaultyFileSystem counter;
-  ASSERT_TRUE(write_safetensors_shards(dir, make(2.0f), {}, 200, TensorDtype::kF32, counter));
-  const auto new_files = files_of();
-  ASSERT_GE(counter.ops, 20);
-  for (int64_t op = 1; op <= counter.ops; ++op) {
-    SCOPED_TRACE("failing op " + std::to_string(op));
-    ASSERT_TRUE(write_safetensors_shards(dir, make(1.0f), {}, 200));
-    testing::FaultyFileSystem faulty;
-    faulty.fail_at_op = op;
-    auto r = write_safetensors_shards(dir, make(2.0f), {}, 200, TensorDtype::kF32, faulty);
-    ASSERT_FALSE(r.is_ok());
-    EXPECT_NE(r.status().message().find(dir + "/"), std::string::npos) << r.status().message();
-    for (const auto& [name, bytes] : files_of()) {
-      ASSERT_TRUE(old_files.count(name)) << "left behind: " << name;
-      EXPECT_TRUE(bytes == old_files.at(name) || bytes == new_files.at(name)) << name << " is torn";
-    }
   }
 }
 

@@ -105,7 +105,7 @@ TEST(EvalTargetsConfig, TargetNames) {
   };
   for (const Case& cs : {Case{"docs/*", K::kLoss, "docs/*"}, Case{"loss:docs/*", K::kLoss, "docs/*"},
                          Case{"bpb:*", K::kBitsPerByte, "*"}, Case{"acc:arc", K::kAcc, "arc"},
-                         Case{"acc_norm:arc", K::kAccNorm, "arc"}, Case{"set:wiki", K::kSet, "wiki"}}) {
+                         Case{"acc_norm:arc", K::kAccNorm, "arc"}, Case{"text:wiki", K::kTextSet, "wiki"}}) {
     auto t = parse_target_name(cs.name);
     ASSERT_TRUE(t) << cs.name << ": " << t.status().message();
     EXPECT_EQ(t->kind, cs.kind) << cs.name;
@@ -116,7 +116,7 @@ TEST(EvalTargetsConfig, TargetNames) {
   EXPECT_THAT(parse_target_name("err:arc").status().message(), HasSubstr("unknown target kind \"err\""));
   EXPECT_THAT(parse_target_name("bpb:").status().message(), HasSubstr("names no buckets"));
   EXPECT_THAT(parse_target_name("acc:").status().message(), HasSubstr("names no task"));
-  EXPECT_THAT(parse_target_name("set:").status().message(), HasSubstr("names no text set"));
+  EXPECT_THAT(parse_target_name("text:").status().message(), HasSubstr("names no text set"));
 }
 
 TEST(EvalTargetsConfig, MixTargetsAndTasks) {
@@ -124,6 +124,7 @@ TEST(EvalTargetsConfig, MixTargetsAndTasks) {
   write_file(d / "arc.jsonl", kTask);
   write_file(d / "wiki.jsonl", "{\"text\": \"held out\"}\n");
   write_file(d / "sub/wiki.txt", "held out");
+  write_file(d / "bad.jsonl", "{\"text\": \"fine\"}\n{\"text\": 3}\n");
   auto c = load_mix_search_config(
       search(d, "[eval]\ntasks = [\"arc.jsonl\"]\n[target]\n\"loss:*\" = 1\n\"bpb:a/*\" = 1\n\"acc_norm:arc\" = 2\n"), {});
   ASSERT_TRUE(c) << c.status().message();
@@ -131,10 +132,11 @@ TEST(EvalTargetsConfig, MixTargetsAndTasks) {
   ASSERT_EQ(c->target.size(), 3u);
   EXPECT_EQ(c->target[2].first, "acc_norm:arc");
   // A text set that is not a bucket: resolved against the file, named by its file name.
-  auto sets = load_mix_search_config(search(d, "[eval]\nsets = \"wiki.jsonl\"\n[target]\n\"set:wiki\" = 1\n"), {});
+  auto sets =
+      load_mix_search_config(search(d, "[eval]\ntext_sets = \"wiki.jsonl\"\n[target]\n\"text:wiki\" = 1\n"), {});
   ASSERT_TRUE(sets) << sets.status().message();
-  EXPECT_THAT(sets->eval.sets, ::testing::ElementsAre(d / "wiki.jsonl"));
-  EXPECT_THAT(sets->eval.set_names, ::testing::ElementsAre("wiki"));
+  EXPECT_THAT(sets->eval.text_sets, ::testing::ElementsAre(d / "wiki.jsonl"));
+  EXPECT_THAT(sets->eval.text_set_names, ::testing::ElementsAre("wiki"));
   EXPECT_TRUE(sets->eval.enabled());
   struct Case {
     std::string rest, want;
@@ -148,13 +150,14 @@ TEST(EvalTargetsConfig, MixTargetsAndTasks) {
            Case{"[target]\n\"a/*\" = 1\n\"bits:a/*\" = 1\n", "search.toml:6: target.\"bits:a/*\": unknown target kind"},
            Case{"[target]\n\"bpb:\" = 1\n", "search.toml:5: target.\"bpb:\": \"bpb:\" names no buckets"},
            Case{"[eval]\nmetric = \"acc\"\n", "search.toml:5: eval.metric: unknown key"},
-           Case{"[eval]\nsets = [\"wiki.jsonl\"]\n[target]\n\"set:web\" = 1\n",
-                "search.toml:7: target.\"set:web\": names text set \"web\", which is not among eval.sets (wiki)"},
-           Case{"[target]\n\"set:wiki\" = 1\n", "names text set \"wiki\", which is not among eval.sets (none)"},
-           Case{"[eval]\nsets = [\"gone.jsonl\"]\n",
-                "search.toml:5: eval.sets: " + (d / "gone.jsonl") + ": no such file"},
-           Case{"[eval]\nsets = [\"wiki.jsonl\", \"sub/wiki.txt\"]\n",
-                "search.toml:5: eval.sets: two text sets are named \"wiki\""},
+           Case{"[eval]\ntext_sets = [\"wiki.jsonl\"]\n[target]\n\"text:web\" = 1\n",
+                "search.toml:7: target.\"text:web\": names text set \"web\", which is not among eval.text_sets (wiki)"},
+           Case{"[target]\n\"text:wiki\" = 1\n", "names text set \"wiki\", which is not among eval.text_sets (none)"},
+           Case{"[eval]\ntext_sets = [\"bad.jsonl\"]\n", "search.toml:5: eval.text_sets: " + (d / "bad.jsonl:2")},
+           Case{"[eval]\ntext_sets = [\"gone.jsonl\"]\n",
+                "search.toml:5: eval.text_sets: " + (d / "gone.jsonl") + ": no such file"},
+           Case{"[eval]\ntext_sets = [\"wiki.jsonl\", \"sub/wiki.txt\"]\n",
+                "search.toml:5: eval.text_sets: two text sets are named \"wiki\""},
        }) {
     auto bad = load_mix_search_config(search(d, cs.rest), {});
     ASSERT_FALSE(bad) << cs.rest;

@@ -43,7 +43,7 @@ TEST(TextSet, ScoresExactlyTheCountedTokens) {
   auto codec = TextCodec::open("");  // bytes: a token decodes to one byte (the separator to none)
   ASSERT_TRUE(codec) << codec.status().message();
   TextSet set;
-  for (int32_t i = 0; i < 53; ++i) set.stream.push_back(int32_t('a') + i % 26);
+  for (int32_t i = 0; i < 53; ++i) set.tokens.push_back(int32_t('a') + i % 26);
   for (int64_t batch : {1, 3, 4}) {
     const int64_t T = 8;
     std::vector<float> losses;
@@ -58,7 +58,7 @@ TEST(TextSet, ScoresExactlyTheCountedTokens) {
             for (int64_t t = 0; t < T; ++t) losses[size_t(b * T + t)] = float(rows[b * (T + 1) + 1 + t]);
           return losses;
         });
-    const double want = std::accumulate(set.stream.begin() + 1, set.stream.end(), 0.0) / 52.0;
+    const double want = std::accumulate(set.tokens.begin() + 1, set.tokens.end(), 0.0) / 52.0;
     EXPECT_NEAR(sc.loss, want, 1e-9) << "batch " << batch;
     EXPECT_EQ(sc.tokens, 52);
     EXPECT_EQ(sc.bytes, 52);
@@ -82,7 +82,7 @@ TEST(TextSet, ReadsDocumentsEachFollowedByTheSeparator) {
   want.push_back(eod);
   for (int32_t t : codec.value()->encode("de")) want.push_back(t);
   want.push_back(eod);
-  EXPECT_EQ(s->stream, want);
+  EXPECT_EQ(s->tokens, want);
   // A plain-text file is one document.
   write_file(d / "one.txt", "plain text");
   auto t = read_text_set(d / "one.txt", *codec.value(), 4);

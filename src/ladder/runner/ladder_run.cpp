@@ -167,8 +167,9 @@ bool has_eval(const EvalTargets& e, const json& rec) {
     return false;
   for (const std::string& t : e.names)
     if (!rec.contains("accuracy") || !rec["accuracy"].contains(t)) return false;
-  for (const std::string& t : e.set_names)
-    if (!rec["meta"]["eval"].contains("set_bits_per_byte") || !rec["meta"]["eval"]["set_bits_per_byte"].contains(t))
+  for (const std::string& t : e.text_set_names)
+    if (!rec["meta"]["eval"].contains("text_set_bits_per_byte") ||
+        !rec["meta"]["eval"]["text_set_bits_per_byte"].contains(t))
       return false;
   return true;
 }
@@ -304,8 +305,8 @@ Result<json> result_record(const LadderConfig& c, const LadderPlan& plan, const 
     rec["meta"]["eval"] = {{"metric", c.eval.metric}, {"tasks", tasks}};
     const json bpb = bucket_bits_per_byte(ev.value());
     if (!bpb.empty()) rec["meta"]["eval"]["bucket_bits_per_byte"] = bpb;
-    const json sets = set_bits_per_byte(ev.value());
-    if (!sets.empty()) rec["meta"]["eval"]["set_bits_per_byte"] = sets;
+    const json sets = text_set_bits_per_byte(ev.value());
+    if (!sets.empty()) rec["meta"]["eval"]["text_set_bits_per_byte"] = sets;
   }
   return rec;
 }

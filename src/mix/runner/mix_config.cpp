@@ -65,11 +65,12 @@ void declare_keys(ConfigSchema& s, MixSearchConfig& c) {
         "noise")
       .range(0, 100000)
       .note("0 = no interval: the regressor's choice is taken as it is");
-  s.add_map("target", &c.target,
-            "\"NAME\" = weight of a term of the target (minimised): \"GLOB\" or \"loss:GLOB\" the held-out loss of "
-            "the buckets matching the glob over <topic>/<quality>, \"bpb:GLOB\" their bits per byte, "
-            "\"acc:TASK\" / \"acc_norm:TASK\" 1 - that accuracy on a task of eval.tasks, \"set:NAME\" the bits per "
-            "byte on a text set of eval.sets (not a training bucket); empty = every bucket's held-out loss, equally")
+  s.add_map(
+       "target", &c.target,
+       "\"NAME\" = weight of a term of the target (minimised): \"GLOB\" or \"loss:GLOB\" the held-out loss of "
+       "the buckets matching the glob over <topic>/<quality>, \"bpb:GLOB\" their bits per byte, "
+       "\"acc:TASK\" / \"acc_norm:TASK\" 1 - that accuracy on a task of eval.tasks, \"text:NAME\" the bits per "
+       "byte on a text set of eval.text_sets (not a training bucket); empty = every bucket's held-out loss, equally")
       .min(0);
   declare_keys(s, c.eval, /*with_metric=*/false);
   s.add("reuse.previous", &c.reuse_previous,
@@ -89,13 +90,14 @@ Result<TargetName> parse_target_name(const std::string& key) {
   else if (prefix == "bpb") t.kind = K::kBitsPerByte;
   else if (prefix == "acc") t.kind = K::kAcc;
   else if (prefix == "acc_norm") t.kind = K::kAccNorm;
-  else if (prefix == "set") t.kind = K::kSet;
+  else if (prefix == "text")
+    t.kind = K::kTextSet;
   else
     return Status::errorf(
         "unknown target kind \"{}\" (a target is \"GLOB\", \"loss:GLOB\", \"bpb:GLOB\", "
-        "\"acc:TASK\", \"acc_norm:TASK\" or \"set:NAME\")",
+        "\"acc:TASK\", \"acc_norm:TASK\" or \"text:NAME\")",
         prefix);
-  const char* named = t.of_buckets() ? "buckets" : t.kind == K::kSet ? "text set" : "task";
+  const char* named = t.of_buckets() ? "buckets" : t.kind == K::kTextSet ? "text set" : "task";
   if (what.empty()) return Status::errorf("\"{}:\" names no {}", prefix, named);
   return t;
 }
@@ -106,7 +108,8 @@ const char* target_prefix(TargetName::Kind k) {
     case TargetName::Kind::kBitsPerByte: return "bpb";
     case TargetName::Kind::kAcc: return "acc";
     case TargetName::Kind::kAccNorm: return "acc_norm";
-    case TargetName::Kind::kSet: return "set";
+    case TargetName::Kind::kTextSet:
+      return "text";
   }
   return "?";
 }
@@ -150,11 +153,12 @@ Result<MixSearchConfig> load_mix_search_config(const std::string& path, const st
     const std::string key = o.was_set("target." + name) ? "target." + name : "target." + toml_quote(name);
     auto t = parse_target_name(name);
     if (!t) return o.error(key, t.status().message());
-    if (t->kind == TargetName::Kind::kSet &&
-        std::find(c.eval.set_names.begin(), c.eval.set_names.end(), t->what) == c.eval.set_names.end())
+    if (t->kind == TargetName::Kind::kTextSet &&
+        std::find(c.eval.text_set_names.begin(), c.eval.text_set_names.end(), t->what) == c.eval.text_set_names.end())
       return o.error(
-          key, fmt::format("names text set \"{}\", which is not among eval.sets ({})", t->what,
-                           c.eval.set_names.empty() ? "none" : fmt::format("{}", fmt::join(c.eval.set_names, ", "))));
+          key, fmt::format(
+                   "names text set \"{}\", which is not among eval.text_sets ({})", t->what,
+                   c.eval.text_set_names.empty() ? "none" : fmt::format("{}", fmt::join(c.eval.text_set_names, ", "))));
     if ((t->kind == TargetName::Kind::kAcc || t->kind == TargetName::Kind::kAccNorm) &&
         std::find(c.eval.names.begin(), c.eval.names.end(), t->what) == c.eval.names.end())
       return o.error(key, fmt::format("names task \"{}\", which is not among eval.tasks ({})", t->what,

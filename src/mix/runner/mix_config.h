@@ -52,10 +52,10 @@ struct MixSearchConfig {
 //   "bpb:GLOB"             held-out bits per byte of every bucket matching GLOB
 //   "acc:TASK"             1 - acc on task TASK (a file of eval.tasks, by name)
 //   "acc_norm:TASK"        1 - acc_norm on TASK
-//   "set:NAME"             bits per byte on text set NAME (a file of eval.sets,
-//                          by name): a target that is not a training bucket
+//   "text:NAME"            bits per byte on text set NAME (a file of
+//                          eval.text_sets, by name): not a training bucket
 struct TargetName {
-  enum class Kind { kLoss, kBitsPerByte, kAcc, kAccNorm, kSet };
+  enum class Kind { kLoss, kBitsPerByte, kAcc, kAccNorm, kTextSet };
   Kind kind = Kind::kLoss;
   std::string what;  // the glob, the task or the set
   bool of_buckets() const { return kind == Kind::kLoss || kind == Kind::kBitsPerByte; }

@@ -41,8 +41,8 @@ double term_value(const TargetTerm& t, const json& rec) {
       return error("acc");
     case TargetName::Kind::kAccNorm:
       return error("acc_norm");
-    case TargetName::Kind::kSet:
-      return rec.contains("sets") && rec["sets"].contains(t.task) ? num(rec["sets"][t.task]) : NAN;
+    case TargetName::Kind::kTextSet:
+      return rec.contains("text_sets") && rec["text_sets"].contains(t.task) ? num(rec["text_sets"][t.task]) : NAN;
   }
   return NAN;
 }
@@ -74,7 +74,7 @@ Result<json> read_run(const MixSpace& s, const EvalTargets& eval, const MixRun& 
     for (const std::string& b : s.buckets) rec["bucket_bits_per_byte"].push_back(bpb.value(b, json()));
     rec["tasks"] = json::object();
     for (const std::string& t : eval.names) rec["tasks"][t] = task_result(ev.value(), t);
-    if (!eval.set_names.empty()) rec["sets"] = set_bits_per_byte(ev.value());
+    if (!eval.text_set_names.empty()) rec["text_sets"] = text_set_bits_per_byte(ev.value());
   }
   double target = 0;
   for (const TargetTerm& t : s.terms) {
@@ -114,7 +114,8 @@ std::map<std::string, json> recorded_proxies(const std::string& path, const MixS
     if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) continue;
     bool complete = !s.needs_eval || j.contains("tasks");
     for (const std::string& t : c.eval.names) complete = complete && j.contains("tasks") && j["tasks"].contains(t);
-    for (const std::string& t : c.eval.set_names) complete = complete && j.contains("sets") && j["sets"].contains(t);
+    for (const std::string& t : c.eval.text_set_names)
+      complete = complete && j.contains("text_sets") && j["text_sets"].contains(t);
     for (const TargetTerm& t : s.terms) complete = complete && std::isfinite(term_value(t, j));
     if (complete) recorded[j["name"].get<std::string>()] = j;
   }

@@ -62,7 +62,7 @@ Status set_target(const MixSearchConfig& c, MixSpace& s) {
   // Columns in a fixed order: losses by bucket, bits per byte by bucket, then tasks and sets as listed.
   std::erase_if(s.terms, [](const TargetTerm& t) { return t.weight == 0; });
   std::stable_sort(s.terms.begin(), s.terms.end(), [](const TargetTerm& a, const TargetTerm& b) {
-    const bool ta = a.kind >= K::kAcc, tb = b.kind >= K::kAcc;
+    const bool ta = !TargetName{a.kind, ""}.of_buckets(), tb = !TargetName{b.kind, ""}.of_buckets();
     if (ta || tb) return !ta && tb;
     return std::pair(a.kind, a.bucket) < std::pair(b.kind, b.bucket);
   });

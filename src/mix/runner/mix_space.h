@@ -23,9 +23,9 @@ namespace mt {
 struct TargetTerm {
   TargetName::Kind kind = TargetName::Kind::kLoss;
   size_t bucket = 0;   // kLoss, kBitsPerByte
-  std::string task;    // kAcc, kAccNorm: the task; kSet: the text set
+  std::string task;    // kAcc, kAccNorm: the task; kTextSet: the text set
   double weight = 0;   // normalised: the terms' weights sum to 1
-  std::string column;  // "loss:BUCKET", "bpb:BUCKET", "acc:TASK", "acc_norm:TASK", "set:NAME"
+  std::string column;  // "loss:BUCKET", "bpb:BUCKET", "acc:TASK", "acc_norm:TASK", "text:NAME"
 };
 
 struct MixSpace {
@@ -41,7 +41,7 @@ struct MixSpace {
   std::vector<double> cap;             // per bucket, on the weight
   std::vector<double> target;          // per bucket: normalised weight of its held-out loss (0: not in the target)
   std::vector<TargetTerm> terms;       // the whole target, in [target] order, bucket order within a glob
-  bool needs_eval = false;             // a term needs `moetrain eval` of each proxy (bits per byte or a task)
+  bool needs_eval = false;  // a term needs `moetrain eval` of each proxy (bits per byte, a task or a text set)
   std::vector<mix::Domain> domains;
   std::vector<double> domain_cap, center;  // per domain
   std::vector<double> previous;        // with [reuse]: the earlier mixture's weight per bucket
