@@ -59,15 +59,7 @@ PY
   2> "$tmp/mix-quickstart.err" || { cat "$tmp/mix-quickstart.err" >&2; exit 1; }
 grep '^# held-out rank\|^# seed noise\|^# regressor\|^# choice\|^# trained\|^# scale transfer' "$tmp/mix-quickstart.err" \
   > $ex/mix-quickstart.txt
-python3 - runs/mix-quickstart $ex/mix-quickstart.json <<'PY'
-import json, sys
-run, out = sys.argv[1], sys.argv[2]
-s = json.load(open(run + "/search.json"))
-keep = {k: s[k] for k in ("regressors", "regressor", "best", "natural_predicted", "verify", "buckets", "noise",
-                         "gain", "choice", "sampling", "transfer") if k in s}
-keep["proxy_targets"] = [p["target"] for p in s["proxies"]]
-json.dump(keep, open(out, "w"), indent=1, sort_keys=True)
-PY
+python3 scripts/mix_search_record.py runs/mix-quickstart $ex/mix-quickstart.json
 
 # docs/training.md: the quickstart run annealed on upweighted quality, and on
 # natural shares (two 300-step runs, about ten minutes on two cores).

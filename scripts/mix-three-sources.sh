@@ -39,12 +39,4 @@ ex=docs/examples
 "$bin" mix search configs/mix/three-sources.toml --out runs/mix-three-sources --no-progress 2>&1 >/dev/null |
   grep '^# proxies\|^# held-out rank\|^# seed noise\|^# regressor\|^# choice\|^# trained\|^# scale transfer' \
   > $ex/mix-three-sources.txt
-python3 - runs/mix-three-sources $ex/mix-three-sources.json <<'PY'
-import json, sys
-run, out = sys.argv[1], sys.argv[2]
-s = json.load(open(run + "/search.json"))
-keep = {k: s[k] for k in ("regressors", "regressor", "best", "natural_predicted", "verify", "buckets", "noise",
-                         "gain", "choice", "sampling", "transfer") if k in s}
-keep["proxy_targets"] = [p["target"] for p in s["proxies"]]
-json.dump(keep, open(out, "w"), indent=1, sort_keys=True)
-PY
+python3 scripts/mix_search_record.py runs/mix-three-sources $ex/mix-three-sources.json
