@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The long-context experiment of docs/long-context.md ("Measured"): a small
 # dense model taught passkey retrieval at 512 tokens, measured at 512 and
-# 2,048, then extended to 2,048 four ways from one checkpoint — RoPE
-# unchanged, position interpolation, YaRN, and YaRN for twice the steps with
-# passkey items up to the full window — and measured again, with the
+# 2,048, then extended to 2,048 five ways from one checkpoint — RoPE
+# unchanged, position interpolation, YaRN, and YaRN for twice and three
+# times the steps with passkey items up to the full window — and measured
+# again, with the
 # held-out loss by position on stitched repositories. Everything goes to
 # runs/long-context (WORK=... to change it; the configs name that path).
 # Steps already done (their outputs exist) are skipped, so a killed run
@@ -90,7 +91,7 @@ ev() { local out=${*: -1}; "$bin" eval --no-progress "$@.tmp" && mv "$out.tmp" "
   --positions --seq-len 2048 --batches 8 --mixture configs/data/long-context-long.toml \
   --plot "$work/positions-base.svg" --out "$work/eval-base.json"
 
-# 7. Four extensions from its checkpoint at the phase's end, each measured.
+# 7. Five extensions from its checkpoint at the phase's end, each measured.
 declare -A rope=(
   [unchanged]=""
   [linear]="--set phase[2].rope_scaling=\"linear\" --set phase[2].rope_factor=4"
@@ -98,8 +99,11 @@ declare -A rope=(
   # YaRN again with twice the steps, and passkey items up to the full window
   [yarn-x2]="--set phase[2].rope_scaling=\"yarn\" --set phase[2].rope_factor=4 --set phase[2].rope_original_len=512
              --set phase[2].steps=640 --set phase[2].mixture=\"configs/data/long-context-long-x2.toml\""
+  # ... and three times the steps
+  [yarn-x3]="--set phase[2].rope_scaling=\"yarn\" --set phase[2].rope_factor=4 --set phase[2].rope_original_len=512
+             --set phase[2].steps=960 --set phase[2].mixture=\"configs/data/long-context-long-x3.toml\""
 )
-for v in unchanged yarn yarn-x2 linear; do
+for v in unchanged yarn yarn-x2 yarn-x3 linear; do
   dir=$work/ext-$v
   [[ -d $dir ]] || "$bin" ckpt branch "$work/base" "$dir"
   # shellcheck disable=SC2086

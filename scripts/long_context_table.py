@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tables and a chart of the long-context experiment (scripts/long-context-experiment.sh).
 
-Reads WORK/eval-{base,unchanged,linear,yarn,yarn-x2}.json (moetrain eval --out) and
+Reads WORK/eval-{base,unchanged,linear,yarn,yarn-x2,yarn-x3}.json (moetrain eval --out) and
 prints, as Markdown: passkey accuracy by depth at 512 and 2,048 tokens per
 model, each 2,048 cell as a share of the model's own 512 accuracy at that
 depth, and the held-out loss by position on the stitched repositories
@@ -15,7 +15,7 @@ from pathlib import Path
 
 MODELS = [("base", "before extension (512)"), ("unchanged", "RoPE unchanged"),
           ("linear", "position interpolation x4"), ("yarn", "YaRN x4"),
-          ("yarn-x2", "YaRN x4, 640 steps to 1,984")]
+          ("yarn-x2", "YaRN x4, 640 steps to 1,984"), ("yarn-x3", "YaRN x4, 960 steps to 1,984")]
 
 
 def load(work, name):
@@ -124,7 +124,7 @@ def write_svg(path, lines):
     y0, y1 = min(losses) - 0.05, max(losses) + 0.05
     sx = lambda x: left + (math.log2(x) - x0) / (x1 - x0) * (w - left - right)
     sy = lambda y: top + (y1 - y) / (y1 - y0) * (h - top - bottom)
-    colours = ["#888888", "#1f77b4", "#2ca02c", "#d62728", "#9467bd"]
+    colours = ["#888888", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
            f'<rect width="{w}" height="{h}" fill="white"/>',
            f'<text x="{left}" y="18" font-size="14">Held-out loss by position, stitched Python repositories</text>']
