@@ -129,7 +129,8 @@ TEST(MixSearch, FindsTheMixtureKnownBestByConstruction) {
   EXPECT_NE(r.err.find("# proxies: 10 distinct proxies"), std::string::npos) << r.err;
   EXPECT_TRUE(j["regressors"]["loglinear"].contains("spearman"));
   // The report, as `moetrain report` writes it again, in a real headless browser:
-  // 3 held-out proxies x 2 regressors and the 2 trained mixtures are points.
+  // 3 held-out proxies x 2 regressors and the 2 trained mixtures are points,
+  // and so are the 4 proxies and 2 mixtures trained at both scales.
   const std::string html = read_file(tmp / "out/report.html");
   const auto again = run_process({moetrain_binary(), "report", tmp / "out", "--out", tmp / "again.html"});
   ASSERT_EQ(again.exit_code, 0) << again;
@@ -142,8 +143,12 @@ TEST(MixSearch, FindsTheMixtureKnownBestByConstruction) {
   ASSERT_EQ(dom.exit_code, 0) << dom;
   size_t circles = 0;
   for (size_t at = dom.out.find("<circle"); at != std::string::npos; at = dom.out.find("<circle", at + 1)) ++circles;
-  EXPECT_EQ(circles, 3 * 2 + 2u) << "the browser's DOM lacks points";
+  EXPECT_EQ(circles, 3 * 2 + 2u + 4 + 2) << "the browser's DOM lacks points";
   EXPECT_NE(dom.out.find("Predicted against actual target"), std::string::npos);
+  EXPECT_NE(dom.out.find("Target at the proxy scale and at x2 the tokens"), std::string::npos);
+  for (const char* row : {"seed noise", "predicted gain over natural", "trained difference, chosen - natural",
+                          "scale transfer (x2 the tokens)"})
+    EXPECT_NE(dom.out.find(row), std::string::npos) << row;
   EXPECT_EQ(dom.err.find("Uncaught"), std::string::npos) << dom.err;
 }
 
@@ -233,7 +238,7 @@ TEST(MixSearch, AChangedSearchIsRefusedAndMoreProxiesContinue) {
 TEST(MixSearch, TwoHundredBucketsSearchedByTopic) {
   TempDir tmp;
   std::vector<std::string> topics;
-  for (int t = 0; t < 40; ++t) topics.push_back("t" + std::to_string(t));
+  for (int t = 0; t < 40; ++t) topics.push_back(fmt::format("t{}", t));
   const SearchFiles s = make_setup(tmp.path(), topics, 5, 4, 40, 20000,
                              "proxies = 6\nholdout = 2\ndomains = \"topic\"\nverify = false\ncandidates = 5000\n"
                              "set = [\"train.steps=4\"]\n");

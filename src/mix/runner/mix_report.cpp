@@ -49,10 +49,35 @@ std::string mix_search_html(const nlohmann::json& j) {
   kv.push_back({"chosen mixture, predicted", fmt::format("{:.5f} ({})", j["best"]["predicted"].get<double>(),
                                                           j["best"]["method"].get<std::string>())});
   kv.push_back({"natural shares, predicted", fmt::format("{:.5f}", j["natural_predicted"].get<double>())});
+  if (j.contains("noise") && j["noise"]["sd"].is_number())
+    kv.push_back(
+        {"seed noise (one run's standard deviation)",
+         fmt::format("{:.4f} ({} proxies trained twice)", j["noise"]["sd"].get<double>(), j["noise"]["pairs"].size())});
+  if (j.contains("gain"))
+    kv.push_back({"predicted gain over natural",
+                  fmt::format("{:.4f}, 90% interval [{:.4f}, {:.4f}] over {} bootstrap refits",
+                              j["gain"]["predicted"].get<double>(), j["gain"]["lo"].get<double>(),
+                              j["gain"]["hi"].get<double>(), j["gain"]["resamples"].get<int64_t>())});
+  if (j.contains("choice"))
+    kv.push_back({"best-mixture.toml", j["choice"]["kept"] == "best"
+                                           ? std::string("the regressor's mixture")
+                                           : std::string("the natural shares (gain within noise)")});
   if (j.contains("verify")) {
     kv.push_back({"chosen mixture, trained", num(j["verify"]["best"]["actual"], "{:.5f}")});
     kv.push_back({"natural shares, trained", num(j["verify"]["natural"]["actual"], "{:.5f}")});
+    if (const json& d = j["verify"].value("difference", json()); d.is_object() && d["mean"].is_number())
+      kv.push_back({"trained difference, chosen - natural",
+                    d["std_error"].is_number()
+                        ? fmt::format("{:+.5f} ± {:.5f} ({} seeds each)", d["mean"].get<double>(),
+                                      d["std_error"].get<double>(), d["seeds"].get<int64_t>())
+                        : fmt::format("{:+.5f} (one seed each)", d["mean"].get<double>())});
   }
+  const json transfer = j.value("transfer", json());
+  if (transfer.is_object())
+    kv.push_back({fmt::format("scale transfer (x{} the tokens)", transfer["scale"].get<int64_t>()),
+                  fmt::format("Spearman {} over {} proxies; there the chosen mixture {}, natural {}",
+                              num(transfer["spearman"], "{:.3f}"), transfer["proxies"].get<int64_t>(),
+                              num(transfer["best"], "{:.5f}"), num(transfer["natural"], "{:.5f}"))});
   page.key_values(kv);
 
   // Predicted against actual: held-out proxies per regressor, and the verification runs.
@@ -119,6 +144,28 @@ std::string mix_search_html(const nlohmann::json& j) {
               "choice is the ranking.");
   page.figure(render_svg(bars), "The chosen mixture (largest 40 domains), with the natural share of each.");
   page.end_row();
+  if (transfer.is_object()) {
+    // The same mixtures at both scales: a ranking that holds lies along a rising line.
+    LineChart scales;
+    scales.title = fmt::format("Target at the proxy scale and at x{} the tokens", transfer["scale"].get<int64_t>());
+    scales.x = {"target, proxy scale", Scale::kLinear, std::nullopt, std::nullopt, nullptr};
+    scales.y = {fmt::format("target, x{}", transfer["scale"].get<int64_t>()), Scale::kLinear, std::nullopt,
+                std::nullopt, nullptr};
+    for (const json& pair : transfer["targets"])
+      scales.markers.push_back({pair[0].get<double>(), pair[1].get<double>(), "", palette(1)});
+    if (j.contains("verify"))
+      for (const char* k : {"natural", "best"})
+        if (j["verify"][k]["actual"].is_number() && transfer[k].is_number())
+          scales.markers.push_back({j["verify"][k]["actual"].get<double>(), transfer[k].get<double>(),
+                                    std::string(k == std::string("best") ? "chosen" : "natural"), "#000"});
+    page.begin_row();
+    page.figure(render_svg(scales),
+                fmt::format("Each proxy trained at both scales (the same hero-scale schedule read x{} further); "
+                            "black: the natural and the chosen mixture (proxy scale: their mean over the verify "
+                            "seeds). Spearman {} between the scales.",
+                            transfer["scale"].get<int64_t>(), num(transfer["spearman"], "{:.3f}")));
+    page.end_row();
+  }
   page.heading(2, "Domains");
   page.table({"domain", "natural", "chosen", "cap", "change"}, rows);
   page.heading(2, "Proxies");
