@@ -118,6 +118,21 @@ std::set<std::string> cleaned_against(const nlohmann::json& rec) {
   return hashes;
 }
 
+// The windows' length for held-out figures, buckets and text sets alike:
+// --seq-len, else train.seq_len. Longer windows measure extrapolation (the
+// loss by position past the trained length): only when asked.
+Result<int64_t> held_out_len(const InferenceModel& m, const EvalArgs& a, bool& usage) {
+  const int64_t T = a.seq_len > 0 ? a.seq_len : m.cfg.train.seq_len;
+  if (T > m.cfg.train.seq_len && !a.past_seq_len) {
+    usage = true;
+    return Status::errorf(
+        "--seq-len {} is past the {} tokens the model was trained on (train.seq_len; a phased run's phase at the "
+        "checkpoint): pass --past-seq-len to measure extrapolation",
+        T, m.cfg.train.seq_len);
+  }
+  return T;
+}
+
 // Held-out loss per bucket, and bits per byte: loss (nats/token) x tokens /
 // (UTF-8 bytes of those tokens x ln 2), the tokenizer-independent figure.
 // `usage` is set when the request itself is at fault (--batches past the split).
@@ -139,16 +154,9 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
     mixture = x.value();
   }
   const TrainConfig& tc = cfg.train;
-  // Windows longer than the model trained on measure extrapolation (the
-  // loss by position past the trained length): only when asked.
-  const int64_t T = a.seq_len > 0 ? a.seq_len : tc.seq_len;
-  if (T > tc.seq_len && !a.past_seq_len) {
-    usage = true;
-    return Status::errorf(
-        "--seq-len {} is past the {} tokens the model was trained on (train.seq_len; a phased run's phase at the "
-        "checkpoint): pass --past-seq-len to measure extrapolation",
-        T, tc.seq_len);
-  }
+  auto len = held_out_len(m, a, usage);
+  if (!len) return len.status();
+  const int64_t T = len.value();
   auto src = open_mixture_source(dataset, mixture, T, /*max_sequences=*/0, cfg.model.vocab_size);
   if (!src) return src.status();
   const int64_t B = tc.batch_size;
@@ -240,38 +248,21 @@ Status check_vocab(const std::vector<std::vector<int32_t>>& seqs, const TextCode
   return Status::ok();
 }
 
-// The windows' length for held-out figures: --seq-len, else train.seq_len
-// (longer only with --past-seq-len).
-Result<int64_t> held_out_len(const InferenceModel& m, const EvalArgs& a, bool& usage) {
-  const int64_t T = a.seq_len > 0 ? a.seq_len : m.cfg.train.seq_len;
-  if (T > m.cfg.train.seq_len && !a.past_seq_len) {
-    usage = true;
-    return Status::errorf("--seq-len {} is past the {} tokens the model was trained on: pass --past-seq-len", T,
-                          m.cfg.train.seq_len);
-  }
-  return T;
-}
-
-// Every --text-set file read and tokenized before anything is scored: a bad
-// record, a wrong tokenizer or two sets of one name cost no held-out pass.
-Result<std::vector<TextSet>> read_text_sets(const InferenceModel& m, const TextCodec& codec, const EvalArgs& a,
-                                            bool& usage) {
+// Every --text-set file read and tokenized, for windows of T tokens, before
+// anything is scored: a bad record, a wrong tokenizer or two sets of one
+// name cost no held-out pass. Every error is the request's (exit 2).
+Result<std::vector<TextSet>> read_text_sets(const TextCodec& codec, const EvalArgs& a, int64_t T, int64_t vocab_size) {
   std::vector<TextSet> sets;
-  if (a.text_sets.empty()) return sets;
-  auto T = held_out_len(m, a, usage);
-  if (!T) return T.status();
   std::set<std::string> names;
-  usage = true;  // every error below is the request's
   for (const std::string& path : a.text_sets) {
-    auto set = read_text_set(path, codec, T.value());
+    auto set = read_text_set(path, codec, T);
     if (!set) return set.status();
-    MT_RETURN_IF_ERROR(check_vocab({set.value().tokens}, codec, m.cfg.model.vocab_size));
+    MT_RETURN_IF_ERROR(check_vocab({set.value().tokens}, codec, vocab_size));
     if (!names.insert(set.value().name).second)
       return Status::errorf("two --text-set files are named \"{}\" (a set is named by its file name)",
                             set.value().name);
     sets.push_back(std::move(set.value()));
   }
-  usage = false;
   return sets;
 }
 
@@ -421,11 +412,17 @@ ExitCode run_eval(const EvalArgs& a) {
   if (!m) return fail("eval", m.status(), ExitCode::kFailed);
   auto codec = open_run_codec(m.value(), a.tokenizer);
   if (!codec) return fail("eval", codec.status(), ExitCode::kFailed);
-  bool sets_usage = false;
-  auto read_sets = read_text_sets(m.value(), *codec.value(), a, sets_usage);
-  if (!read_sets) return fail("eval", read_sets.status(), sets_usage ? ExitCode::kUsage : ExitCode::kFailed);
-  const std::vector<TextSet>& text_sets = read_sets.value();
-  const int64_t set_len = a.seq_len > 0 ? a.seq_len : m.value().cfg.train.seq_len;
+  std::vector<TextSet> text_sets;
+  int64_t set_len = 0;  // the windows' length of the text sets
+  if (!a.text_sets.empty()) {
+    bool usage = false;
+    auto len = held_out_len(m.value(), a, usage);
+    if (!len) return fail("eval", len.status(), ExitCode::kUsage);
+    set_len = len.value();
+    auto sets = read_text_sets(*codec.value(), a, set_len, m.value().cfg.model.vocab_size);
+    if (!sets) return fail("eval", sets.status(), ExitCode::kUsage);
+    text_sets = std::move(sets.value());
+  }
   std::vector<int64_t> max_len(tasks.size(), 0);  // per generative task, its decoder's length
   for (size_t t = 0; t < tasks.size(); ++t) {
     if (tasks[t].format != TaskFormat::kGenerative) continue;

@@ -58,7 +58,8 @@ struct TargetName {
   enum class Kind { kLoss, kBitsPerByte, kAcc, kAccNorm, kTextSet };
   Kind kind = Kind::kLoss;
   std::string what;  // the glob, the task or the set
-  bool of_buckets() const { return kind == Kind::kLoss || kind == Kind::kBitsPerByte; }
+  bool of_buckets() const { return of_buckets(kind); }
+  static bool of_buckets(Kind k) { return k == Kind::kLoss || k == Kind::kBitsPerByte; }
 };
 // The message names the key and what it may be; no location (the caller's).
 Result<TargetName> parse_target_name(const std::string& key);

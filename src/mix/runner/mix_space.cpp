@@ -62,7 +62,7 @@ Status set_target(const MixSearchConfig& c, MixSpace& s) {
   // Columns in a fixed order: losses by bucket, bits per byte by bucket, then tasks and sets as listed.
   std::erase_if(s.terms, [](const TargetTerm& t) { return t.weight == 0; });
   std::stable_sort(s.terms.begin(), s.terms.end(), [](const TargetTerm& a, const TargetTerm& b) {
-    const bool ta = !TargetName{a.kind, ""}.of_buckets(), tb = !TargetName{b.kind, ""}.of_buckets();
+    const bool ta = !TargetName::of_buckets(a.kind), tb = !TargetName::of_buckets(b.kind);
     if (ta || tb) return !ta && tb;
     return std::pair(a.kind, a.bucket) < std::pair(b.kind, b.bucket);
   });
