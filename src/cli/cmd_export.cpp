@@ -1,6 +1,6 @@
 // cmd_export.cpp — `moetrain export --ckpt DIR --format hf|safetensors --out DIR`
-// (export/model_export.h: a Hugging Face Qwen2MoeForCausalLM directory, or
-// moetrain's raw parameters) and its reverse, `moetrain import --hf DIR --out RUN`.
+// (export/model_export.h: a Hugging Face Qwen2MoeForCausalLM or custom-code
+// MoetrainForCausalLM directory, or moetrain's raw parameters) and its reverse, `moetrain import --hf DIR --out RUN`.
 // docs/inference.md has a worked example.
 #include <fmt/format.h>
 
@@ -19,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct ExportArgs {
-  std::string ckpt, tokenizer, format = "hf", out, dtype = "fp32";
+  std::string ckpt, tokenizer, format = "hf", out, dtype = "fp32", hf_class = "auto";
   double max_shard_mb = 5000;
   bool move_aside = false;
 };
@@ -35,8 +35,12 @@ ExitCode run_export(const ExportArgs& a) {
   opt.max_shard_bytes = int64_t(a.max_shard_mb * 1e6);
   auto m = load_inference_model(a.ckpt);
   if (!m) return fail("export", m.status(), ExitCode::kFailed);
+  opt.hf_class = a.hf_class == "qwen2_moe"  ? HfClass::kQwen2Moe
+                 : a.hf_class == "moetrain" ? HfClass::kMoetrain
+                                            : HfClass::kAuto;  // CLI11 checked the choice
   if (opt.format == ExportFormat::kHf)
-    if (Status s = check_qwen2_moe(m.value().cfg.model); !s) return fail("export", s, ExitCode::kRefused);
+    if (auto cls = resolve_hf_class(m.value().cfg.model, opt.hf_class); !cls)
+      return fail("export", cls.status(), ExitCode::kRefused);
   auto codec = open_run_codec(m.value(), a.tokenizer);
   if (!codec) return fail("export", codec.status(), ExitCode::kFailed);
   // An export directory holds one checkpoint's export in one format: another
@@ -51,12 +55,13 @@ ExitCode run_export(const ExportArgs& a) {
   // Stamped only when not fp32, what every export wrote before --dtype: an
   // older fp32 export directory is the same export and stays claimable.
   if (a.dtype != "fp32") owner.config["dtype"] = a.dtype;
+  if (a.hf_class != "auto") owner.config["hf_class"] = a.hf_class;
   if (auto refused = claim_out("export", a.out, owner, a.move_aside)) return *refused;
   auto sum = export_model(m.value(), *codec.value(), opt);
   if (!sum) return fail("export", sum.status(), ExitCode::kFailed);
   fmt::print("exported {} (step {}) as {} to {}: {} tensors, {:.1f} MB of {} data, tokenizer: {}\n", m.value().ckpt_dir,
-             m.value().step, opt.format == ExportFormat::kHf ? kHfArchitecture : "safetensors", a.out,
-             sum.value().tensors, double(sum.value().tensor_bytes) / 1e6, a.dtype, codec.value()->source());
+             m.value().step, sum.value().architecture, a.out, sum.value().tensors,
+             double(sum.value().tensor_bytes) / 1e6, a.dtype, codec.value()->source());
   for (const std::string& f : sum.value().files) fmt::print("  {}\n", f);
   return ExitCode::kOk;
 }
@@ -86,7 +91,9 @@ ExitCode run_import(const ImportArgs& a) {
 
 void register_export(CLI::App& app, CommandAction& run) {
   auto a = std::make_shared<ExportArgs>();
-  auto* sub = app.add_subcommand("export", "Write a checkpoint as a Hugging Face model (Qwen2MoeForCausalLM) or raw safetensors");
+  auto* sub = app.add_subcommand("export",
+                                 "Write a checkpoint as a Hugging Face model (Qwen2MoeForCausalLM or the project's "
+                                 "MoetrainForCausalLM code) or raw safetensors");
   sub->add_option("--ckpt", a->ckpt, "Checkpoint directory (step_XXXXXXXX), or a run directory (its newest checkpoint)")
       ->required();
   sub->add_option("--format", a->format, "hf: config.json, model.safetensors, tokenizer files for transformers; "
@@ -97,6 +104,12 @@ void register_export(CLI::App& app, CommandAction& run) {
                   "Tensors as fp32 (exact), or bf16 (rounded to nearest even: half the size, what a bf16 "
                   "forward multiplies with); import reads both")
       ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  sub->add_option("--hf-class", a->hf_class,
+                  "hf format: auto = Qwen2MoeForCausalLM when it computes what the model computes, else "
+                  "MoetrainForCausalLM (the project's modeling code, trust_remote_code); qwen2_moe refuses "
+                  "naming the key it cannot hold; moetrain always writes the custom code")
+      ->check(CLI::IsMember({"auto", "qwen2_moe", "moetrain"}))
       ->capture_default_str();
   sub->add_option("--max-shard-mb", a->max_shard_mb,
                   "Above this many MB of tensors, write model-0000i-of-0000N.safetensors and an index")
@@ -109,7 +122,9 @@ void register_export(CLI::App& app, CommandAction& run) {
 
 void register_import(CLI::App& app, CommandAction& run) {
   auto a = std::make_shared<ImportArgs>();
-  auto* sub = app.add_subcommand("import", "Read a Hugging Face Qwen2MoeForCausalLM directory (or a raw export) into a run directory");
+  auto* sub = app.add_subcommand(
+      "import",
+      "Read a Hugging Face export (Qwen2MoeForCausalLM or MoetrainForCausalLM) or a raw export into a run directory");
   sub->add_option("--hf", a->hf, "Directory with config.json and model.safetensors (or shards and their index)")
       ->required();
   sub->add_option("--out", a->out, "Run directory to write: config.toml, tokenizer.model, checkpoints/step_N")

@@ -157,7 +157,9 @@ ExitCode run_generate(const GenerateArgs& a) {
                               {"stopped", stopped}});
   }
   if (a.json) {
-    fmt::print("{}\n", out.dump(2));
+    // A completion can end inside a UTF-8 sequence (a byte tokenizer's
+    // tokens are bytes): such bytes print as U+FFFD; "tokens" stays exact.
+    fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
     for (const auto& s : out["samples"])
       fmt::print("=== {}\n{}{}\n", s["prompt"].get<std::string>(), s["prompt"].get<std::string>(),

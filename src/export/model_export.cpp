@@ -33,32 +33,61 @@ std::vector<NamedTensor> raw_tensors(const InferenceModel& m) {
 
 }  // namespace
 
+Result<HfClass> resolve_hf_class(const ModelConfig& c, HfClass asked) {
+  // What the custom code cannot compute, no transformers class can.
+  MT_RETURN_IF_ERROR(check_moetrain_hf(c));
+  if (asked == HfClass::kMoetrain) return HfClass::kMoetrain;
+  Status qwen = check_qwen2_moe(c);
+  if (qwen) return HfClass::kQwen2Moe;
+  if (asked == HfClass::kQwen2Moe) return qwen;
+  return HfClass::kMoetrain;
+}
+
 Result<ExportSummary> export_model(const InferenceModel& m, const TextCodec& codec, const ExportOptions& opt) {
   const ModelConfig& c = m.cfg.model;
   std::vector<NamedTensor> tensors;
+  HfClass cls = HfClass::kAuto;
+  ExportSummary sum;
   if (opt.format == ExportFormat::kHf) {
-    MT_RETURN_IF_ERROR(check_qwen2_moe(c));
-    tensors = to_qwen2_moe(c, m.layout, m.params.data());
+    auto resolved = resolve_hf_class(c, opt.hf_class);
+    if (!resolved) return resolved.status();
+    cls = resolved.value();
+    if (cls == HfClass::kQwen2Moe) {
+      tensors = to_qwen2_moe(c, m.layout, m.params.data());
+      sum.architecture = kHfArchitecture;
+    } else {
+      tensors = to_moetrain_hf(c, m.layout, m.params.data(), m.router_bias);
+      sum.architecture = kHfCustomArchitecture;
+    }
   } else {
     tensors = raw_tensors(m);
+    sum.architecture = "safetensors";
   }
   std::error_code ec;
   fs::create_directories(opt.out, ec);
   if (ec) return Status::errorf("{}: cannot create: {}", opt.out, ec.message());
-  ExportSummary sum;
   const std::string toml = to_toml(m.cfg);
   auto shards = write_safetensors_shards(opt.out, tensors,
                                          {{kConfigMetadataKey, toml}, {"moetrain.step", std::to_string(m.step)}},
                                          opt.max_shard_bytes, opt.dtype);
   if (!shards) return shards.status();
-  sum.files = shards.value();
+  sum.files.insert(sum.files.begin(), shards.value().begin(), shards.value().end());
   for (const NamedTensor& t : tensors) sum.tensor_bytes += int64_t(t.data.size()) * dtype_bytes(opt.dtype);
   sum.tensors = int64_t(tensors.size());
   if (opt.format == ExportFormat::kHf) {
     const int64_t bos = codec.end_of_document();
-    MT_RETURN_IF_ERROR(write_json(
-        path_in(opt.out, "config.json"),
-        qwen2_moe_config(c, m.cfg.train.seq_len, bos, opt.dtype == TensorDtype::kF32 ? "float32" : "bfloat16")));
+    const char* dtype = opt.dtype == TensorDtype::kF32 ? "float32" : "bfloat16";
+    if (cls == HfClass::kQwen2Moe) {
+      MT_RETURN_IF_ERROR(
+          write_json(path_in(opt.out, "config.json"), qwen2_moe_config(c, m.cfg.train.seq_len, bos, dtype)));
+    } else {
+      MT_RETURN_IF_ERROR(
+          write_json(path_in(opt.out, "config.json"), moetrain_hf_config(c, m.cfg.train.seq_len, bos, dtype)));
+      for (const HfCodeFile& f : hf_code_files()) {
+        MT_RETURN_IF_ERROR(write_file_atomic(path_in(opt.out, f.name), f.text));
+        sum.files.push_back(f.name);
+      }
+    }
     MT_RETURN_IF_ERROR(write_json(path_in(opt.out, "generation_config.json"),
                                   {{"bos_token_id", bos}, {"eos_token_id", bos}, {"do_sample", false}}));
     sum.files.push_back("config.json");
@@ -96,12 +125,15 @@ Result<ImportSummary> import_model(const std::string& hf_dir, const std::string&
   }
   const std::string cfg_path = path_in(hf_dir, "config.json");
   const bool hf = fs::exists(cfg_path);
+  bool custom = false;  // MoetrainForCausalLM: moetrain's names, the router bias as tensors
   if (hf) {
     auto text = read_file(cfg_path, "model config");
     if (!text) return text.status();
     auto j = nlohmann::json::parse(text.value(), nullptr, false);
     if (j.is_discarded()) return Status::errorf("{}: not JSON", cfg_path);
-    auto mc = model_config_from_qwen2_moe(j, cfg_path, cfg.model);
+    custom = j.is_object() &&
+             j.value("architectures", nlohmann::json::array()) == nlohmann::json::array({kHfCustomArchitecture});
+    auto mc = custom ? model_config_from_moetrain_hf(j, cfg_path) : model_config_from_qwen2_moe(j, cfg_path, cfg.model);
     if (!mc) return mc.status();
     cfg.model = mc.value();
     if (j.contains("max_position_embeddings") && j["max_position_embeddings"].is_number_integer() &&
@@ -121,7 +153,8 @@ Result<ImportSummary> import_model(const std::string& hf_dir, const std::string&
   std::vector<float> params(size_t(layout.total()));
   std::vector<float> bias;
   if (hf) {
-    Status s = from_qwen2_moe(cfg.model, layout, sm.tensors, params.data());
+    Status s = custom ? from_moetrain_hf(cfg.model, layout, sm.tensors, params.data(), bias)
+                      : from_qwen2_moe(cfg.model, layout, sm.tensors, params.data());
     if (!s) return Status::errorf("{}: {}", hf_dir, s.message());
   } else {
     for (const ParamEntry& e : layout.entries()) {

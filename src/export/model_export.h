@@ -1,7 +1,8 @@
 // model_export.h — `moetrain export` and `moetrain import`: a checkpoint to a
-// Hugging Face model directory (Qwen2MoeForCausalLM, export/hf_qwen2_moe.h)
-// or to moetrain's raw parameters in safetensors, fp32 or bf16, and such a
-// directory back to a run directory with one checkpoint. One file per format
+// Hugging Face model directory (Qwen2MoeForCausalLM, export/hf_qwen2_moe.h,
+// or the project's custom code, export/hf_moetrain.h) or to moetrain's raw
+// parameters in safetensors, fp32 or bf16, and such a directory back to a
+// run directory with one checkpoint. One file per format
 // in this folder; formats: docs/inference.md.
 #pragma once
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "export/hf_moetrain.h"
 #include "export/hf_qwen2_moe.h"
 #include "export/safetensors_dir.h"
 #include "train/inference_model.h"
@@ -16,16 +18,26 @@
 namespace mt {
 
 enum class ExportFormat { kHf, kSafetensors };
+// Which Hugging Face class an hf export targets: auto = Qwen2MoeForCausalLM
+// when it computes what the model computes, else the custom code
+// (MoetrainForCausalLM, export/hf_moetrain.h).
+enum class HfClass { kAuto, kQwen2Moe, kMoetrain };
 
 struct ExportOptions {
   ExportFormat format = ExportFormat::kHf;
+  HfClass hf_class = HfClass::kAuto;
   std::string out;                           // directory, created; existing files of the same names replaced
   int64_t max_shard_bytes = 5'000'000'000;   // above this total, model-0000i-of-0000N.safetensors + index
   TensorDtype dtype = TensorDtype::kF32;     // of the tensors written (bf16: rounded to nearest even)
 };
 
+// The class an hf export of `c` gets, or the refusal naming the model.* key
+// (only when `asked` is kQwen2Moe and that class cannot hold the model).
+Result<HfClass> resolve_hf_class(const ModelConfig& c, HfClass asked);
+
 // What export wrote, for the CLI's summary.
 struct ExportSummary {
+  std::string architecture;                  // the HF class, or "safetensors"
   std::vector<std::string> files;            // relative to out
   int64_t tensor_bytes = 0;
   int64_t tensors = 0;
@@ -35,7 +47,7 @@ struct ExportSummary {
 // Refuses (before writing anything) a model the format cannot represent.
 Result<ExportSummary> export_model(const InferenceModel& m, const TextCodec& codec, const ExportOptions& opt);
 
-// `moetrain import`: an exported (or any Qwen2MoeForCausalLM) directory to
+// `moetrain import`: an exported (custom code, or any Qwen2MoeForCausalLM) directory to
 // run directory `out`: config.toml, tokenizer.model (if the directory has
 // one) and checkpoints/step_<step>. The run config is the one export saved in
 // the safetensors metadata when present (so a round trip keeps train/data

@@ -238,19 +238,35 @@ TEST(InteropHf, RopeScalingExportsAsTransformersRotates) {
   }
 }
 
-// Exit code 3 and the model.* key, before anything is written; the raw
-// format takes the same model.
+// --hf-class qwen2_moe on a model that class cannot hold: exit code 3 and
+// the model.* key, before anything is written; auto takes the same model as
+// custom code, and so does the raw format. A benchmark-only router is refused
+// by the custom code too.
 TEST(InteropHf, ExportRefusesNamingTheFeature) {
   TempDir tmp;
   const auto p = train({"--config", std::string(MT_SOURCE_DIR) + "/configs/tiny-test.toml", "--run-dir", tmp / "run",
                         "--set", "train.steps=1", "--set", "model.qk_norm=true", "--no-progress"});
   ASSERT_EQ(p.exit_code, 0) << p;
-  const auto r = run_process({moetrain_binary(), "export", "--ckpt", tmp / "run", "--out", tmp / "hf"}, 60, kPassiveOmp);
+  const auto r =
+      run_process({moetrain_binary(), "export", "--ckpt", tmp / "run", "--out", tmp / "hf", "--hf-class", "qwen2_moe"},
+                  60, kPassiveOmp);
   EXPECT_EQ(r.exit_code, 3) << r;
   EXPECT_NE(r.err.find("model.qk_norm = true: RMSNorm on queries and keys has no counterpart in Qwen2MoeForCausalLM"),
             std::string::npos)
       << r;
   EXPECT_TRUE(list_dir(tmp / "hf").empty());
+  const auto custom =
+      run_process({moetrain_binary(), "export", "--ckpt", tmp / "run", "--out", tmp / "hf"}, 60, kPassiveOmp);
+  EXPECT_EQ(custom.exit_code, 0) << custom;
+  EXPECT_NE(custom.out.find("as MoetrainForCausalLM"), std::string::npos) << custom.out;
+  const auto bench =
+      train({"--config", std::string(MT_SOURCE_DIR) + "/configs/tiny-test.toml", "--run-dir", tmp / "bench", "--set",
+             "train.steps=1", "--set", "model.router_force_balance=true", "--no-progress"});
+  ASSERT_EQ(bench.exit_code, 0) << bench;
+  const auto forced =
+      run_process({moetrain_binary(), "export", "--ckpt", tmp / "bench", "--out", tmp / "hf2"}, 60, kPassiveOmp);
+  EXPECT_EQ(forced.exit_code, 3) << forced;
+  EXPECT_NE(forced.err.find("model.router_force_balance = true"), std::string::npos) << forced;
   const auto raw = run_process(
       {moetrain_binary(), "export", "--ckpt", tmp / "run", "--out", tmp / "raw", "--format", "safetensors"}, 60,
       kPassiveOmp);

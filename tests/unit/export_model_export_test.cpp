@@ -7,7 +7,10 @@
 // feature the architecture cannot represent is refused naming its key, and
 // import refuses HF values moetrain has no counterpart for, naming them; a
 // bf16 export holds each tensor rounded to nearest even, and import gives
-// exactly those values back. A failed write: export_safetensors_dir_test.
+// exactly those values back; the custom-code format (MoetrainForCausalLM) of
+// the seed's recipe, MLA, MTP and gated-delta models round-trips the same way
+// and refuses edited directories naming what. A failed write:
+// export_safetensors_dir_test.
 // The transformers/lm-eval side is tests/e2e/interop_hf_test.cpp.
 #include <gtest/gtest.h>
 
@@ -18,6 +21,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "core/bf16.h"
+#include "core/config_schema.h"
 #include "core/file_io.h"
 #include "model/weights.h"
 #include "support/e2e.h"
@@ -97,8 +101,8 @@ std::string make_run(const std::string& dir, const ModelConfig& c, uint64_t seed
   for (const ParamEntry& e : L.entries()) views.push_back({e.name, e.shape, p.data() + e.offset});
   std::vector<float> bias;
   if (c.aux_free_bias) {
-    int64_t moe_layers = 0;
-    for (int64_t l = 0; l < c.n_layers; ++l) moe_layers += c.is_moe(l) ? 1 : 0;
+    int64_t moe_layers = 0;  // MoE blocks of the layers and of the MTP modules
+    for (int64_t u = 0; u < c.n_units(); ++u) moe_layers += c.is_moe(u) ? 1 : 0;
     bias.resize(size_t(moe_layers * c.n_experts));
     for (float& b : bias) b = uniform(-0.1, 0.1);
     views.push_back({"router_bias", {int64_t(bias.size())}, bias.data()});
@@ -278,12 +282,159 @@ TEST(ModelExport, HfRefusesWhatQwen2MoeCannotRepresent) {
     const InferenceModel m = load(make_run(tmp.path(), c, 1));
     ExportOptions opt;
     opt.out = tmp / "hf";
+    opt.hf_class = HfClass::kQwen2Moe;
     auto sum = export_model(m, *bytes(), opt);
     ASSERT_FALSE(sum);
     EXPECT_EQ(sum.status().message(), s.message());
     EXPECT_FALSE(fs::exists(tmp / "hf/model.safetensors"));  // refused before writing
+    // auto: the project's modeling code holds it.
+    opt.hf_class = HfClass::kAuto;
+    auto custom = export_model(m, *bytes(), opt);
+    ASSERT_TRUE(custom) << custom.status().message();
+    EXPECT_EQ(custom.value().architecture, kHfCustomArchitecture);
   }
   EXPECT_TRUE(check_qwen2_moe(moe()));
+}
+
+// The custom-code export (MoetrainForCausalLM) of every architecture feature
+// Qwen2MoeForCausalLM lacks: import gives the same run config, parameters and
+// router biases bit for bit; from config.json alone (no saved run config) the
+// same [model] table and parameters.
+std::vector<Case> custom_cases() {
+  ModelConfig seed = moe();  // the seed's recipe
+  seed.n_heads = 8;
+  seed.n_kv_heads = 1;
+  seed.n_kv_heads_local = 4;
+  seed.d_latent = 16;
+  seed.moe_out_norm = true;
+  seed.qk_norm = true;
+  seed.router_score = RouterScore::kSigmoid;
+  seed.aux_free_bias = true;
+  ModelConfig mla = moe();
+  mla.attention = AttentionKind::kMla;
+  mla.n_kv_heads = 1;
+  mla.q_lora_rank = 12;
+  mla.kv_lora_rank = 10;
+  mla.qk_nope_head_dim = 6;
+  mla.qk_rope_head_dim = 4;
+  mla.v_head_dim = 5;
+  ModelConfig mtp = moe();
+  mtp.mtp_depth = 2;
+  mtp.aux_free_bias = true;  // biases for the modules' MoE blocks too
+  ModelConfig delta = moe();
+  delta.n_layers = 4;
+  delta.layer_pattern = "DLDG";
+  delta.delta_heads = 2;
+  delta.delta_key_dim = 6;
+  delta.delta_value_dim = 10;
+  return {{"seed_recipe", seed}, {"mla", mla}, {"mtp", mtp}, {"delta_hybrid", delta}};
+}
+
+std::string model_toml(ModelConfig c) {
+  ConfigSchema s("model config");
+  declare_keys(s, c);
+  return s.to_toml();
+}
+
+TEST(ModelExport, CustomCodeRoundTripIsBitIdentical) {
+  for (const Case& k : custom_cases()) {
+    SCOPED_TRACE(k.name);
+    TempDir tmp;
+    const InferenceModel a = load(make_run(tmp.path(), k.c, 17));
+    ExportOptions opt;
+    opt.out = tmp / "hf";
+    auto sum = export_model(a, *bytes(), opt);
+    ASSERT_TRUE(sum) << sum.status().message();
+    EXPECT_EQ(sum.value().architecture, kHfCustomArchitecture);
+    for (const char* f : {"config.json", "configuration_moetrain.py", "modeling_moetrain.py", "tokenizer.json"})
+      EXPECT_TRUE(fs::exists(tmp / ("hf/" + std::string(f)))) << f;
+    const auto cfg = nlohmann::json::parse(e2e::read_file(tmp / "hf/config.json"));
+    EXPECT_EQ(cfg["auto_map"]["AutoModelForCausalLM"], "modeling_moetrain.MoetrainForCausalLM");
+    EXPECT_EQ(cfg["moetrain_code_version"], kHfCodeVersion);
+    auto imp = import_model(tmp / "hf", tmp / "imp", -1);
+    ASSERT_TRUE(imp) << imp.status().message();
+    expect_same_model(a, load(tmp / "imp"));
+
+    // Without the saved run config: config.json's moetrain_model alone.
+    auto st = read_safetensors_model(tmp / "hf");
+    ASSERT_TRUE(st);
+    std::vector<NamedTensor> tensors;
+    for (auto& [name, t] : st.value().tensors) tensors.push_back(t);
+    ASSERT_TRUE(write_safetensors_shards(tmp / "hf", tensors, {}, 5'000'000'000));
+    auto bare = import_model(tmp / "hf", tmp / "bare", -1);
+    ASSERT_TRUE(bare) << bare.status().message();
+    const InferenceModel b = load(tmp / "bare");
+    EXPECT_EQ(model_toml(b.cfg.model), model_toml(a.cfg.model));
+    ASSERT_EQ(a.params.size(), b.params.size());
+    EXPECT_EQ(0, std::memcmp(a.params.data(), b.params.data(), a.params.size() * 4));
+    EXPECT_EQ(a.router_bias, b.router_bias);
+  }
+}
+
+// The Python code and the C++ writer agree on the format version, and the
+// binary carries both files.
+TEST(ModelExport, CustomCodeFilesCarryTheFormatVersion) {
+  std::map<std::string, std::string> files;
+  for (const HfCodeFile& f : hf_code_files()) files[f.name] = f.text;
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_NE(files["configuration_moetrain.py"].find("MOETRAIN_CODE_VERSION = " + std::to_string(kHfCodeVersion) + "\n"),
+            std::string::npos);
+  EXPECT_NE(files["modeling_moetrain.py"].find("class MoetrainForCausalLM("), std::string::npos);
+  EXPECT_EQ(moetrain_hf_name("head"), "lm_head.weight");
+  EXPECT_EQ(moetrain_hf_name("layers.3.delta.A_log"), "model.layers.3.delta.A_log");
+  EXPECT_EQ(moetrain_hf_name("mtp.0.proj"), "model.mtp.0.proj.weight");
+}
+
+// Benchmark-only routing has no model to export; a custom-code directory
+// edited into something moetrain cannot read is refused naming what.
+TEST(ModelExport, CustomCodeRefusalsNameTheKey) {
+  ModelConfig forced = moe();
+  forced.router_force_balance = true;
+  const Status s = check_moetrain_hf(forced);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message().rfind("model.router_force_balance = true", 0), 0u) << s.message();
+  auto r = resolve_hf_class(forced, HfClass::kAuto);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), s.message());
+
+  TempDir tmp;
+  ModelConfig c = custom_cases()[0].c;
+  const InferenceModel a = load(make_run(tmp.path(), c, 2));
+  ExportOptions opt;
+  opt.out = tmp / "hf";
+  ASSERT_TRUE(export_model(a, *bytes(), opt));
+  auto st = read_safetensors_model(tmp / "hf");
+  ASSERT_TRUE(st);
+  const std::string config = read_file(tmp / "hf/config.json").value();
+  struct Edit {
+    std::string name, expect;
+    std::string drop_tensor, add_tensor;  // remove one, or add a stray one
+    std::string pointer, value;           // or replace a config.json value (JSON pointer)
+  };
+  const std::vector<Edit> edits = {
+      {"missing", "tensor model.layers.1.moe.router_bias is missing", "model.layers.1.moe.router_bias", "", "", ""},
+      {"stray", "tensor model.layers.0.extra.weight has no place", "", "model.layers.0.extra.weight", "", ""},
+      {"version", "\"moetrain_code_version\" = 99", "", "", "/moetrain_code_version", "99"},
+      {"key", "router_score", "", "", "/moetrain_model/router_score", "\"tanh\""},
+      {"unknown", "model.n_expertz", "", "", "/moetrain_model/n_expertz", "4"},
+  };
+  for (const Edit& e : edits) {
+    SCOPED_TRACE(e.name);
+    const std::string dir = tmp / ("hf_" + e.name);
+    fs::create_directories(dir);
+    std::vector<NamedTensor> tensors;
+    for (auto [name, t] : st.value().tensors)
+      if (name != e.drop_tensor) tensors.push_back(t);
+    if (!e.add_tensor.empty()) tensors.push_back({e.add_tensor, {2}, {1.0f, 2.0f}});
+    ASSERT_TRUE(write_safetensors_shards(dir, tensors, st.value().metadata, 5'000'000'000));
+    nlohmann::json j = nlohmann::json::parse(config);
+    if (!e.pointer.empty()) j[nlohmann::json::json_pointer(e.pointer)] = nlohmann::json::parse(e.value);
+    std::ofstream(dir + "/config.json") << j.dump(2);
+    auto imp = import_model(dir, tmp / ("imp_" + e.name), -1);
+    ASSERT_FALSE(imp);
+    EXPECT_NE(imp.status().message().find(e.expect), std::string::npos) << imp.status().message();
+    EXPECT_NE(imp.status().message().find(dir), std::string::npos) << imp.status().message();
+  }
 }
 
 // An HF directory edited so that one value has no moetrain counterpart.
