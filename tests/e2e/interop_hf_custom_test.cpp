@@ -237,6 +237,77 @@ TEST_P(CustomCode, TransformersAndLmEvalComputeWhatMoetrainComputes) {
       mine["acc"].get<double>(), mine["acc_norm"].get<double>(), worst_lp);
 }
 
+// --dtype bf16, loaded by transformers as bfloat16 and computed in it: its
+// logits against moetrain's bf16 forward (bf16 products, fp32 accumulation)
+// of the same run, for the seed's recipe. Both round every product's operands
+// to bf16, but torch also keeps activations in bf16 between operations, so
+// the two differ by bf16 rounding: kBf16LogitTol of the largest logit.
+constexpr double kBf16LogitTol = 3e-2;
+
+TEST(InteropHf, CustomCodeBf16ExportComputesAsMoetrainsBf16Forward) {
+  std::string venv_error;
+  const std::string py = interop_python(venv_error);
+  ASSERT_FALSE(py.empty()) << venv_error << "interop venv missing (see InteropHf.VenvExists)";
+  const Preset& p = presets()[1];
+  ASSERT_STREQ(p.name, "seed_recipe");
+  TempDir tmp;
+  std::vector<std::string> args = {"--config",     std::string(MT_SOURCE_DIR) + "/configs/tiny-test.toml",
+                                   "--run-dir",    tmp / "run",
+                                   "--set",        "train.steps=24",
+                                   "--set",        "train.threads=2",
+                                   "--no-progress"};
+  for (const std::string& s : p.sets) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  const auto t = train(args, 300);
+  ASSERT_EQ(t.exit_code, 0) << t;
+  const auto x = run_process(
+      {moetrain_binary(), "export", "--ckpt", tmp / "run", "--out", tmp / "hf", "--dtype", "bf16"}, 120, kPassiveOmp);
+  ASSERT_EQ(x.exit_code, 0) << x;
+  auto m = load_inference_model(tmp / "run");
+  ASSERT_TRUE(m) << m.status().message();
+  auto codec = open_run_codec(m.value(), "");
+  ASSERT_TRUE(codec) << codec.status().message();
+  ModelConfig c = m.value().cfg.model;
+  c.capacity_factor = 0.0;
+  std::vector<int32_t> seq = {codec.value()->end_of_document()};
+  for (int32_t id : codec.value()->encode("alpha beta gamma delta epsilon zeta eta theta iota kappa"))
+    seq.push_back(id);
+  write_file(tmp / "ids.json", json({{"sequences", {seq}}}).dump());
+  const auto r = run_process({py, std::string(MT_SOURCE_DIR) + "/tools/interop/hf_check.py", "logits", "--model",
+                              tmp / "hf", "--ids", tmp / "ids.json", "--out", tmp / "hf.json", "--dtype", "bfloat16"},
+                             300, {"OMP_NUM_THREADS=2", "HF_HOME=" + tmp / "hf_home"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const json out = json::parse(read_file(tmp / "hf.json"));
+  for (const char* k : {"missing_keys", "unexpected_keys", "mismatched_keys"})
+    EXPECT_TRUE(out[k].empty()) << k << out[k];
+  const int64_t T = int64_t(seq.size()), V = c.vocab_size;
+  Transformer model(c, 1, T, MatmulPrecision::kBf16);
+  std::vector<float> logits(size_t(T * V));
+  model.forward_logits(m.value().params.data(), seq.data(), m.value().bias(), logits.data());
+  const json& hf = out["logits"][0];
+  ASSERT_EQ(int64_t(hf.size()), T);
+  double max_abs = 1.0, diff = 0.0;
+  int64_t argmax_same = 0;
+  for (int64_t i = 0; i < T; ++i) {
+    int64_t a = 0, b = 0;
+    for (int64_t v = 0; v < V; ++v) {
+      const double ours = logits[size_t(i * V + v)], theirs = hf[size_t(i)][size_t(v)].get<double>();
+      max_abs = std::max(max_abs, std::fabs(ours));
+      diff = std::max(diff, std::fabs(ours - theirs));
+      if (ours > logits[size_t(i * V + a)]) a = v;
+      if (theirs > hf[size_t(i)][size_t(b)].get<double>()) b = v;
+    }
+    argmax_same += a == b;
+  }
+  EXPECT_LE(diff, kBf16LogitTol * max_abs);
+  std::printf(
+      "# bf16 export in bf16 transformers vs moetrain's bf16 forward: max |diff| %.4g = %.3g of max |logit| "
+      "%.3g (tolerance %.0e); argmax equal at %lld of %lld positions\n",
+      diff, diff / max_abs, max_abs, kBf16LogitTol, (long long)argmax_same, (long long)T);
+}
+
 INSTANTIATE_TEST_SUITE_P(InteropHf, CustomCode, ::testing::ValuesIn(presets()),
                          [](const ::testing::TestParamInfo<Preset>& i) { return std::string(i.param.name); });
 
