@@ -28,7 +28,20 @@ ExitCode run_export(const ExportArgs& a) {
   ExportOptions opt;
   if (a.format == "hf") opt.format = ExportFormat::kHf;
   else if (a.format == "safetensors") opt.format = ExportFormat::kSafetensors;
-  else return fail("export", Status::errorf("--format: expected hf or safetensors, got \"{}\"", a.format), ExitCode::kUsage);
+  else if (a.format == "gguf")
+    opt.format = ExportFormat::kGguf;
+  else
+    return fail("export", Status::errorf("--format: expected hf, safetensors or gguf, got \"{}\"", a.format),
+                ExitCode::kUsage);
+  if ((a.dtype == "f16" || a.dtype == "q8_0") && opt.format != ExportFormat::kGguf)
+    return fail(
+        "export",
+        Status::errorf("--dtype {}: only the gguf format stores it (hf and safetensors: fp32 or bf16)", a.dtype),
+        ExitCode::kUsage);
+  opt.gguf_type = a.dtype == "bf16"   ? GgmlType::kBf16
+                  : a.dtype == "f16"  ? GgmlType::kF16
+                  : a.dtype == "q8_0" ? GgmlType::kQ8_0
+                                      : GgmlType::kF32;
   if (!(a.max_shard_mb > 0)) return fail("export", Status::errorf("--max-shard-mb: expected > 0, got {}", a.max_shard_mb), ExitCode::kUsage);
   opt.dtype = a.dtype == "bf16" ? TensorDtype::kBf16 : TensorDtype::kF32;  // CLI11 checked the choice
   opt.out = a.out;
@@ -41,6 +54,8 @@ ExitCode run_export(const ExportArgs& a) {
   if (opt.format == ExportFormat::kHf)
     if (auto cls = resolve_hf_class(m.value().cfg.model, opt.hf_class); !cls)
       return fail("export", cls.status(), ExitCode::kRefused);
+  if (opt.format == ExportFormat::kGguf)
+    if (auto arch = gguf_arch_for(m.value().cfg.model); !arch) return fail("export", arch.status(), ExitCode::kRefused);
   auto codec = open_run_codec(m.value(), a.tokenizer);
   if (!codec) return fail("export", codec.status(), ExitCode::kFailed);
   // An export directory holds one checkpoint's export in one format: another
@@ -96,14 +111,17 @@ void register_export(CLI::App& app, CommandAction& run) {
                                  "MoetrainForCausalLM code) or raw safetensors");
   sub->add_option("--ckpt", a->ckpt, "Checkpoint directory (step_XXXXXXXX), or a run directory (its newest checkpoint)")
       ->required();
-  sub->add_option("--format", a->format, "hf: config.json, model.safetensors, tokenizer files for transformers; "
-                                         "safetensors: moetrain's own tensor names and config")
+  sub->add_option("--format", a->format,
+                  "hf: config.json, model.safetensors, tokenizer files for transformers; "
+                  "safetensors: moetrain's own tensor names and config; gguf: model.gguf "
+                  "for llama.cpp (glm4moe for GQA, deepseek2 for MLA models)")
       ->capture_default_str();
   sub->add_option("--out", a->out, "Output directory (created)")->required();
   sub->add_option("--dtype", a->dtype,
                   "Tensors as fp32 (exact), or bf16 (rounded to nearest even: half the size, what a bf16 "
-                  "forward multiplies with); import reads both")
-      ->check(CLI::IsMember({"fp32", "bf16"}))
+                  "forward multiplies with; import reads both); gguf also f16 and q8_0 (matrices with rows a "
+                  "multiple of 32 long in 8-bit blocks)")
+      ->check(CLI::IsMember({"fp32", "bf16", "f16", "q8_0"}))
       ->capture_default_str();
   sub->add_option("--hf-class", a->hf_class,
                   "hf format: auto = Qwen2MoeForCausalLM when it computes what the model computes, else "

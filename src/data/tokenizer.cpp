@@ -152,6 +152,24 @@ void Tokenizer::encode_plain(std::string_view text, std::vector<int32_t>& out) c
   sp_encode_append(*sp_, text, out);
 }
 
+std::vector<TokenPiece> Tokenizer::pieces() const {
+  std::vector<TokenPiece> out(size_t(sp_->GetPieceSize()));
+  for (int id = 0; id < sp_->GetPieceSize(); ++id) {
+    TokenPiece& p = out[size_t(id)];
+    p.text = sp_->IdToPiece(id);
+    p.score = sp_->GetScore(id);
+    p.kind = sp_->IsUnknown(id)   ? TokenPiece::Kind::kUnknown
+             : sp_->IsControl(id) ? TokenPiece::Kind::kControl
+             : sp_->IsByte(id)    ? TokenPiece::Kind::kByte
+             : sp_->IsUnused(id)  ? TokenPiece::Kind::kUnused
+                                  : TokenPiece::Kind::kNormal;
+    // The API has no IsUserDefined; in a BPE model learned pieces score
+    // -rank < 0 and user-defined ones ("\n", "<tool>", ...) exactly 0.
+    if (p.kind == TokenPiece::Kind::kNormal && p.score == 0.0f) p.kind = TokenPiece::Kind::kUserDefined;
+  }
+  return out;
+}
+
 std::string Tokenizer::decode(const int32_t* ids, int64_t n) const {
   std::vector<int> v;
   for (int64_t i = 0; i < n; ++i)

@@ -34,6 +34,14 @@ struct TokenizerTrainOptions {
   int64_t threads = 2;
 };
 
+// One vocabulary entry as SentencePiece holds it (GGUF export lists them).
+struct TokenPiece {
+  enum class Kind { kNormal, kUnknown, kControl, kUserDefined, kUnused, kByte };
+  std::string text;
+  float score = 0.0f;
+  Kind kind = Kind::kNormal;
+};
+
 class Tokenizer {
  public:
   ~Tokenizer();
@@ -55,6 +63,8 @@ class Tokenizer {
   // cache is used.
   const std::string& word_cache_off_reason() const { return word_cache_off_; }
   std::string decode(const int32_t* ids, int64_t n) const;
+  // Every piece by id: text, score and kind.
+  std::vector<TokenPiece> pieces() const;
   int32_t special(Special s) const { return special_[int(s)]; }
   int64_t vocab_size() const { return vocab_size_; }
   uint64_t hash() const { return hash_; }

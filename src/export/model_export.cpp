@@ -43,7 +43,28 @@ Result<HfClass> resolve_hf_class(const ModelConfig& c, HfClass asked) {
   return HfClass::kMoetrain;
 }
 
+namespace {
+
+// model.gguf: the model, its hyperparameters and its tokenizer in one file.
+Result<ExportSummary> export_gguf(const InferenceModel& m, const TextCodec& codec, const ExportOptions& opt) {
+  auto f = to_gguf(m, codec, opt.gguf_type);
+  if (!f) return f.status();
+  std::error_code ec;
+  fs::create_directories(opt.out, ec);
+  if (ec) return Status::errorf("{}: cannot create: {}", opt.out, ec.message());
+  MT_RETURN_IF_ERROR(write_gguf(path_in(opt.out, "model.gguf"), f.value()));
+  ExportSummary sum;
+  sum.architecture = fmt::format("GGUF {}", gguf_arch_name(gguf_arch_for(m.cfg.model).value()));
+  sum.files = {"model.gguf"};
+  for (const GgufTensor& t : f.value().tensors) sum.tensor_bytes += ggml_bytes(t.type, int64_t(t.data.size()));
+  sum.tensors = int64_t(f.value().tensors.size());
+  return sum;
+}
+
+}  // namespace
+
 Result<ExportSummary> export_model(const InferenceModel& m, const TextCodec& codec, const ExportOptions& opt) {
+  if (opt.format == ExportFormat::kGguf) return export_gguf(m, codec, opt);
   const ModelConfig& c = m.cfg.model;
   std::vector<NamedTensor> tensors;
   HfClass cls = HfClass::kAuto;

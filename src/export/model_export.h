@@ -1,8 +1,9 @@
 // model_export.h — `moetrain export` and `moetrain import`: a checkpoint to a
 // Hugging Face model directory (Qwen2MoeForCausalLM, export/hf_qwen2_moe.h,
 // or the project's custom code, export/hf_moetrain.h) or to moetrain's raw
-// parameters in safetensors, fp32 or bf16, and such a directory back to a
-// run directory with one checkpoint. One file per format
+// parameters in safetensors, fp32 or bf16, or to a GGUF file for llama.cpp
+// (export/gguf_model.h); and an hf or safetensors directory back to a run
+// directory with one checkpoint. One file per format
 // in this folder; formats: docs/inference.md.
 #pragma once
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "export/gguf_model.h"
 #include "export/hf_moetrain.h"
 #include "export/hf_qwen2_moe.h"
 #include "export/safetensors_dir.h"
@@ -17,7 +19,7 @@
 
 namespace mt {
 
-enum class ExportFormat { kHf, kSafetensors };
+enum class ExportFormat { kHf, kSafetensors, kGguf };
 // Which Hugging Face class an hf export targets: auto = Qwen2MoeForCausalLM
 // when it computes what the model computes, else the custom code
 // (MoetrainForCausalLM, export/hf_moetrain.h).
@@ -29,6 +31,7 @@ struct ExportOptions {
   std::string out;                           // directory, created; existing files of the same names replaced
   int64_t max_shard_bytes = 5'000'000'000;   // above this total, model-0000i-of-0000N.safetensors + index
   TensorDtype dtype = TensorDtype::kF32;     // of the tensors written (bf16: rounded to nearest even)
+  GgmlType gguf_type = GgmlType::kF32;       // gguf: F32, F16, BF16 or Q8_0 (export/gguf_model.h)
 };
 
 // The class an hf export of `c` gets, or the refusal naming the model.* key

@@ -251,8 +251,11 @@ class Background {
 using ::mt::testing::TempDir;  // support/temp_dir.h
 
 // The Python of the interop venv (scripts/interop-venv.sh builds it;
-// scripts/test.sh does), or "" with the reason in `error`.
+// scripts/test.sh does), or $MT_INTEROP_PYTHON when set, or "" with the
+// reason in `error`.
 inline std::string interop_python(std::string& error) {
+  // A developer's override (a venv being built elsewhere); CI never sets it.
+  if (const char* py = std::getenv("MT_INTEROP_PYTHON"); py && *py) return py;
   const auto r = run_process({"/bin/bash", std::string(MT_SOURCE_DIR) + "/scripts/interop-venv.sh", "--installed"}, 60);
   if (r.exit_code != 0) {
     error = r.err + "the interop venv is missing: run scripts/interop-venv.sh (scripts/test.sh does)";
