@@ -161,12 +161,21 @@ TEST(ModelExport, HfRoundTripIsBitIdentical) {
 // --dtype bf16: half the bytes, BF16 in every header, torch_dtype bfloat16,
 // and import returns each parameter rounded to nearest even, bit for bit.
 TEST(ModelExport, Bf16ExportsRoundToNearestEvenAndImportBack) {
-  for (ExportFormat format : {ExportFormat::kHf, ExportFormat::kSafetensors}) {
-    SCOPED_TRACE(format == ExportFormat::kHf ? "hf" : "safetensors");
+  struct Kind {
+    const char* name;
+    ExportFormat format;
+    HfClass cls;
+  };
+  for (const Kind& k : {Kind{"hf qwen2_moe", ExportFormat::kHf, HfClass::kQwen2Moe},
+                        Kind{"hf custom code", ExportFormat::kHf, HfClass::kMoetrain},
+                        Kind{"safetensors", ExportFormat::kSafetensors, HfClass::kAuto}}) {
+    SCOPED_TRACE(k.name);
+    const ExportFormat format = k.format;
     TempDir tmp;
     const InferenceModel a = load(make_run(tmp.path(), moe(), 13));
     ExportOptions f32, b16;
     f32.format = b16.format = format;
+    f32.hf_class = b16.hf_class = k.cls;
     f32.out = tmp / "f32";
     b16.out = tmp / "bf16";
     b16.dtype = TensorDtype::kBf16;
@@ -343,6 +352,15 @@ TEST(ModelExport, CustomCodeRoundTripIsBitIdentical) {
     const InferenceModel a = load(make_run(tmp.path(), k.c, 17));
     ExportOptions opt;
     opt.out = tmp / "hf";
+    // Sharded too: the index names every tensor's shard, import reads them all.
+    ExportOptions sharded = opt;
+    sharded.out = tmp / "sharded";
+    sharded.max_shard_bytes = 20'000;
+    ASSERT_TRUE(export_model(a, *bytes(), sharded));
+    ASSERT_TRUE(fs::exists(tmp / "sharded/model.safetensors.index.json"));
+    auto imp_sharded = import_model(tmp / "sharded", tmp / "imp_sharded", -1);
+    ASSERT_TRUE(imp_sharded) << imp_sharded.status().message();
+    expect_same_model(a, load(tmp / "imp_sharded"));
     auto sum = export_model(a, *bytes(), opt);
     ASSERT_TRUE(sum) << sum.status().message();
     EXPECT_EQ(sum.value().architecture, kHfCustomArchitecture);
