@@ -16,6 +16,7 @@ packages=(
   librandom123-dev                 # counter-based RNG (Philox4x32-10)
   liblbfgs-dev                     # L-BFGS for the scaling-law fits (src/ladder)
   libxgboost-dev                   # gradient-boosted trees for the mixture search (src/mix)
+  libeigen3-dev                    # Gaussian-process surrogates of the hyperparameter sweep (src/sweep)
   libsentencepiece-dev libzstd-dev zlib1g-dev  # data pipeline: BPE tokenizer, .zst/.gz corpora
   libfasttext-dev                  # data labels: quality and topic classifiers, document vectors
   libopenmpi-dev openmpi-bin
