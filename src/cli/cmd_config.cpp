@@ -15,6 +15,7 @@
 #include "data/mixture.h"
 #include "ladder/runner/ladder_run.h"
 #include "mix/runner/mix_config.h"
+#include "sweep/runner/sweep_config.h"
 #include "plan/cluster.h"
 #include "plan/layout.h"
 #include "plan/scaling_law.h"
@@ -42,6 +43,7 @@ const std::vector<FileType>& file_types() {
   static plan::ScalingLaw law;
   static LadderConfig ladder;
   static MixSearchConfig mix;
+  static SweepConfig sweep;
   static const std::vector<FileType> kTypes = {
       {"run", "Run config", "`moetrain train --config`, `bench`, `plan --model`",
        [](ConfigSchema& s) { declare_keys(s, run); }},
@@ -54,6 +56,7 @@ const std::vector<FileType>& file_types() {
       {"law", "Scaling-law file", "`moetrain plan --scaling-law`", [](ConfigSchema& s) { plan::declare_keys(s, law); }},
       {"ladder", "Ladder file", "`moetrain ladder run`", [](ConfigSchema& s) { declare_keys(s, ladder); }},
       {"mix", "Mixture search file", "`moetrain mix search`", [](ConfigSchema& s) { declare_keys(s, mix); }},
+      {"sweep", "Sweep file", "`moetrain sweep`", [](ConfigSchema& s) { declare_keys(s, sweep); }},
   };
   return kTypes;
 }
@@ -88,7 +91,8 @@ Result<std::string> resolved(const char* kind, Load load) {
 }
 
 ExitCode show(const std::string& kind, const std::string& path, const std::vector<std::string>& sets) {
-  Result<std::string> text = Status::errorf("unknown file type '{}' (run, data, mixture, cluster, layout, law, ladder, mix)", kind);
+  Result<std::string> text =
+      Status::errorf("unknown file type '{}' (run, data, mixture, cluster, layout, law, ladder, mix)", kind);
   if (kind == "run") {
     auto c = load_run_config(path, sets);
     text = c ? Result<std::string>(to_toml(c.value())) : Result<std::string>(c.status());

@@ -33,6 +33,9 @@ ExitCode run_export(const ExportArgs& a) {
   else
     return fail("export", Status::errorf("--format: expected hf, safetensors or gguf, got \"{}\"", a.format),
                 ExitCode::kUsage);
+  if (a.hf_class != "auto" && opt.format != ExportFormat::kHf)
+    return fail("export", Status::errorf("--hf-class {}: only the hf format has a class", a.hf_class),
+                ExitCode::kUsage);
   if ((a.dtype == "f16" || a.dtype == "q8_0") && opt.format != ExportFormat::kGguf)
     return fail(
         "export",

@@ -187,6 +187,15 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
          "the search file or a `--set` is invalid, the search cannot be planned (dataset, hero budget, "
          "domains, target), or `--out` holds another configuration's search or other files (nothing is written; "
          "`--move-aside`)"}}},
+      {"sweep",
+       "src/cli/cmd_sweep.cpp",
+       {{ExitCode::kFailed,
+         "a run stopped in a way that is not data (a signal, an unexpected exit code), or results.jsonl / "
+         "front.json cannot be written; runs that diverge (exit 1) or are refused (exit 2) are recorded and the "
+         "search goes on"},
+        {ExitCode::kUsage,
+         "the sweep file or a `--set` is invalid, the base config or the run at the params' centres is refused, "
+         "or `--out` holds another sweep or other files (nothing is written; `--move-aside`)"}}},
       {"supervise",
        "src/cli/cmd_supervise.cpp",
        {{ExitCode::kFailed,

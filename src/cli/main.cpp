@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   mt::register_config(app, run);
   mt::register_ladder(app, run);
   mt::register_mix(app, run);
+  mt::register_sweep(app, run);
   mt::register_supervise(app, run);
   mt::register_generate(app, run);
   mt::register_eval(app, run);

@@ -6,6 +6,7 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
@@ -164,8 +165,10 @@ std::vector<TokenPiece> Tokenizer::pieces() const {
              : sp_->IsUnused(id)  ? TokenPiece::Kind::kUnused
                                   : TokenPiece::Kind::kNormal;
     // The API has no IsUserDefined; in a BPE model learned pieces score
-    // -rank < 0 and user-defined ones ("\n", "<tool>", ...) exactly 0.
-    if (p.kind == TokenPiece::Kind::kNormal && p.score == 0.0f) p.kind = TokenPiece::Kind::kUserDefined;
+    // -rank (the first merge -0.0, sign bit set) and user-defined ones
+    // ("\n", "<tool>", ...) +0.0.
+    if (p.kind == TokenPiece::Kind::kNormal && p.score == 0.0f && !std::signbit(p.score))
+      p.kind = TokenPiece::Kind::kUserDefined;
   }
   return out;
 }

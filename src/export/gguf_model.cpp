@@ -191,6 +191,20 @@ Result<GgufArch> gguf_arch_for(const ModelConfig& c) {
     return Status::error(
         refuse("model.mtp_depth", std::to_string(c.mtp_depth),
                "place for moetrain's multi-token-prediction modules (export with the hf format to keep them)", a));
+  // deepseek2 scales its attention logits by (1 + 0.1 ln f)^2 under any RoPE scaling factor f.
+  if (a == GgufArch::kDeepseek2 && c.rope_scaling != RopeScalingKind::kNone)
+    return Status::error(refuse("model.rope_scaling",
+                                c.rope_scaling == RopeScalingKind::kLinear ? "\"linear\"" : "\"yarn\"",
+                                "RoPE scaling without its attention factor (it scales the logits by (1 + 0.1 ln "
+                                "factor)^2)",
+                                a));
+  // llama.cpp takes a 26- or 27-layer (or 48-layer, 128256-token) deepseek2 for DeepSeek-V2-Lite: no query latent.
+  if (a == GgufArch::kDeepseek2 && c.q_lora_rank > 0 &&
+      (c.n_layers == 26 || c.n_layers == 27 || (c.n_layers == 48 && c.vocab_size == 128256)))
+    return Status::error(refuse("model.n_layers", std::to_string(c.n_layers),
+                                "query latent at this depth (it reads such a model as DeepSeek-V2-Lite, "
+                                "model.q_lora_rank = 0)",
+                                a));
   if (c.rope_scaling == RopeScalingKind::kYarn)
     return Status::error(refuse(
         "model.rope_scaling", "\"yarn\"",

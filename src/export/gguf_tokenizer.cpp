@@ -81,7 +81,7 @@ void add_gguf_tokenizer(GgufFile& f, const TextCodec& codec, int64_t vocab_size)
   while (int64_t(tokens.size()) < vocab_size) {
     tokens.push_back(fmt::format("<|unused_{}|>", tokens.size()));
     types.push_back(kUnused);
-    scores.push_back(0.0f);
+    if (codec.is_sentencepiece()) scores.push_back(0.0f);
   }
   const uint32_t eod = uint32_t(codec.end_of_document());
   if (codec.is_sentencepiece()) {

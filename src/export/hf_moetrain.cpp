@@ -117,8 +117,9 @@ std::vector<NamedTensor> to_moetrain_hf(const ModelConfig& c, const ParamLayout&
                                         const std::vector<float>& router_bias) {
   std::vector<NamedTensor> out;
   for (const ParamEntry& e : layout.entries())
-    out.push_back(
-        {moetrain_hf_name(e.name), e.shape, std::vector<float>(params + e.offset, params + e.offset + e.numel)});
+    out.push_back({moetrain_hf_name(e.name), e.shape,
+                   std::vector<float>(params + e.offset, params + e.offset + e.numel),
+                   ends_with(e.name, ".A_log") || ends_with(e.name, ".dt_bias")});
   if (c.n_experts > 0 && c.aux_free_bias) {
     const std::vector<std::string> units = moe_unit_prefixes(c);
     MT_CHECK(router_bias.empty() || router_bias.size() == units.size() * size_t(c.n_experts),
@@ -127,7 +128,7 @@ std::vector<NamedTensor> to_moetrain_hf(const ModelConfig& c, const ParamLayout&
     for (size_t u = 0; u < units.size(); ++u) {
       std::vector<float> b(size_t(c.n_experts), 0.0f);
       if (!router_bias.empty()) std::copy_n(router_bias.begin() + int64_t(u) * c.n_experts, c.n_experts, b.begin());
-      out.push_back({units[u] + ".router_bias", {c.n_experts}, std::move(b)});
+      out.push_back({units[u] + ".router_bias", {c.n_experts}, std::move(b), /*keep_f32=*/true});
     }
   }
   return out;

@@ -20,7 +20,7 @@ namespace mt {
 
 inline constexpr const char* kHfCustomArchitecture = "MoetrainForCausalLM";
 // config.json's "moetrain_code_version"; MOETRAIN_CODE_VERSION in the Python
-// files must say the same (tests/unit/hf_moetrain_test.cpp checks).
+// files must say the same (ModelExport.CustomCodeFilesCarryTheFormatVersion checks).
 inline constexpr int kHfCodeVersion = 1;
 
 struct HfCodeFile {
@@ -46,7 +46,8 @@ std::string moetrain_hf_name(const std::string& name);
 
 // The tensors: every parameter, and each MoE block's aux-loss-free selection
 // bias ("model.layers.<l>.moe.router_bias", "model.mtp.<k>.moe.router_bias";
-// zeros if `router_bias` is empty) when c.aux_free_bias.
+// zeros if `router_bias` is empty) when c.aux_free_bias. The biases, A_log
+// and dt_bias stay F32 in a bf16 export (NamedTensor::keep_f32).
 std::vector<NamedTensor> to_moetrain_hf(const ModelConfig& c, const ParamLayout& layout, const float* params,
                                         const std::vector<float>& router_bias);
 

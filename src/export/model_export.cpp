@@ -93,7 +93,8 @@ Result<ExportSummary> export_model(const InferenceModel& m, const TextCodec& cod
                                          opt.max_shard_bytes, opt.dtype);
   if (!shards) return shards.status();
   sum.files.insert(sum.files.begin(), shards.value().begin(), shards.value().end());
-  for (const NamedTensor& t : tensors) sum.tensor_bytes += int64_t(t.data.size()) * dtype_bytes(opt.dtype);
+  for (const NamedTensor& t : tensors)
+    sum.tensor_bytes += int64_t(t.data.size()) * dtype_bytes(t.keep_f32 ? TensorDtype::kF32 : opt.dtype);
   sum.tensors = int64_t(tensors.size());
   if (opt.format == ExportFormat::kHf) {
     const int64_t bos = codec.end_of_document();
@@ -152,8 +153,7 @@ Result<ImportSummary> import_model(const std::string& hf_dir, const std::string&
     if (!text) return text.status();
     auto j = nlohmann::json::parse(text.value(), nullptr, false);
     if (j.is_discarded()) return Status::errorf("{}: not JSON", cfg_path);
-    custom = j.is_object() &&
-             j.value("architectures", nlohmann::json::array()) == nlohmann::json::array({kHfCustomArchitecture});
+    custom = j.is_object() && j.value("model_type", "") == "moetrain";  // any class of the custom code
     auto mc = custom ? model_config_from_moetrain_hf(j, cfg_path) : model_config_from_qwen2_moe(j, cfg_path, cfg.model);
     if (!mc) return mc.status();
     cfg.model = mc.value();

@@ -40,7 +40,7 @@ Result<HfClass> resolve_hf_class(const ModelConfig& c, HfClass asked);
 
 // What export wrote, for the CLI's summary.
 struct ExportSummary {
-  std::string architecture;                  // the HF class, or "safetensors"
+  std::string architecture;                  // the HF class, "safetensors", or "GGUF <llama.cpp architecture>"
   std::vector<std::string> files;            // relative to out
   int64_t tensor_bytes = 0;
   int64_t tensors = 0;

@@ -12,6 +12,9 @@ struct NamedTensor {
   std::string name;
   std::vector<int64_t> shape;
   std::vector<float> data;
+  // Written F32 whatever the export's dtype: values a bf16 rounding would
+  // change decisions with (a router's selection bias, a decay's exponent).
+  bool keep_f32 = false;
 };
 
 }  // namespace mt

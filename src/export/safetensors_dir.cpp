@@ -25,14 +25,14 @@ Result<std::vector<std::string>> write_safetensors_shards(const std::string& dir
                                                           const std::map<std::string, std::string>& metadata,
                                                           int64_t max_shard_bytes, TensorDtype dtype,
                                                           FileSystem& file_system) {
-  const int64_t esize = dtype_bytes(dtype);
+  auto dtype_of = [&](const NamedTensor& t) { return t.keep_f32 ? TensorDtype::kF32 : dtype; };
   // Greedy packing in the given order.
   std::vector<std::vector<const NamedTensor*>> shards(1);
   int64_t in_shard = 0, total = 0;
   std::set<std::string> names;
   for (const NamedTensor& t : tensors) {
     if (!names.insert(t.name).second) return Status::errorf("{}: tensor {} given twice", dir, t.name);
-    const int64_t bytes = int64_t(t.data.size()) * esize;
+    const int64_t bytes = int64_t(t.data.size()) * dtype_bytes(dtype_of(t));
     if (in_shard > 0 && in_shard + bytes > max_shard_bytes) {
       shards.emplace_back();
       in_shard = 0;
@@ -55,7 +55,8 @@ Result<std::vector<std::string>> write_safetensors_shards(const std::string& dir
     std::vector<SafetensorsEntry> entries;
     int64_t at = 0;
     for (const NamedTensor* t : order) {
-      entries.push_back({t->name, dtype_name(dtype), t->shape, at, at + int64_t(t->data.size()) * esize});
+      entries.push_back(
+          {t->name, dtype_name(dtype_of(*t)), t->shape, at, at + int64_t(t->data.size()) * dtype_bytes(dtype_of(*t))});
       at = entries.back().end;
       weight_map[t->name] = name;
     }
@@ -65,7 +66,7 @@ Result<std::vector<std::string>> write_safetensors_shards(const std::string& dir
         [&](WritableFile& f) {
           MT_RETURN_IF_ERROR(f.append(header.data(), int64_t(header.size())));
           for (const NamedTensor* t : order) {
-            if (dtype == TensorDtype::kF32) {
+            if (dtype_of(*t) == TensorDtype::kF32) {
               MT_RETURN_IF_ERROR(f.append(t->data.data(), int64_t(t->data.size()) * 4));
               continue;
             }

@@ -9,7 +9,7 @@
 namespace mt {
 
 std::vector<SweepParam> ScalingBenchmark::space() const {
-  SweepParam lr{"optim.lr", ParamScale::kLog, 1e-4, 0.3, lr0, 0.15, {}};
+  SweepParam lr{"train.lr", ParamScale::kLog, 1e-4, 0.3, lr0, 0.15, {}};
   SweepParam n{"params", ParamScale::kLog, N_lo, N_hi, std::sqrt(N_lo * N_hi), 0.15, {}};
   SweepParam d{"tokens", ParamScale::kLog, D_lo, D_hi, std::sqrt(D_lo * D_hi), 0.15, {}};
   return {lr, n, d};

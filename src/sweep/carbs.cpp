@@ -14,6 +14,9 @@ namespace {
 constexpr uint64_t kStreamTarget = 1ull << 40;
 constexpr uint64_t kStreamDraw = 2ull << 40;
 
+// A run the surrogates learn the value of: not failed, with a finite value and a positive cost.
+bool succeeded(const SweepObservation& o) { return !o.failed && std::isfinite(o.value) && o.cost > 0; }
+
 std::vector<double> units(const std::vector<SweepParam>& space, const std::vector<double>& natural) {
   std::vector<double> u(space.size());
   for (size_t i = 0; i < space.size(); ++i) u[i] = to_unit(space[i], natural[i]);
@@ -62,7 +65,7 @@ std::vector<size_t> Carbs::front() const {
   std::vector<CostValue> pts;
   std::vector<size_t> idx;
   for (size_t i = 0; i < obs_.size(); ++i)
-    if (!obs_[i].failed) {
+    if (succeeded(obs_[i])) {
       pts.push_back({obs_[i].cost, obs_[i].value});
       idx.push_back(i);
     }
@@ -77,7 +80,7 @@ std::vector<double> Carbs::suggest(uint64_t index) const {
   std::vector<std::vector<double>> X;
   std::vector<double> y;
   for (const SweepObservation& o : obs_)
-    if (!o.failed) {
+    if (succeeded(o)) {
       X.push_back(units(space_, o.settings));
       y.push_back(o.value);
     }
@@ -88,10 +91,12 @@ std::vector<double> Carbs::suggest(uint64_t index) const {
   std::vector<std::vector<double>> Xall;
   if (!opt_.cost_of) {
     std::vector<double> log_cost;
-    for (const SweepObservation& o : obs_) {
-      Xall.push_back(units(space_, o.settings));
-      log_cost.push_back(std::log(o.cost));
-    }
+    for (const SweepObservation& o : obs_)
+      if (o.cost > 0) {
+        Xall.push_back(units(space_, o.settings));
+        log_cost.push_back(std::log(o.cost));
+      }
+    if (Xall.empty()) return naturals(space_, draw_around(center, index, 0));  // no cost seen yet
     cost_gp = GaussianProcess::fit(Xall, log_cost, opt_.gp);
   }
   auto log_cost_of = [&](const std::vector<double>& u) {
@@ -107,7 +112,7 @@ std::vector<double> Carbs::suggest(uint64_t index) const {
       for (size_t i = 0; i < u.size(); ++i) r2 += (u[i] - v[i]) * (u[i] - v[i]) * std::exp(-2.0 * theta[i]);
       const double w = std::exp(-0.5 * r2);
       all += w;
-      ok += o.failed ? 0.0 : w;
+      ok += succeeded(o) ? w : 0.0;
     }
     return ok / all;
   };
@@ -118,10 +123,12 @@ std::vector<double> Carbs::suggest(uint64_t index) const {
   const FrontCurve curve(front_pts);
 
   double lo = INFINITY, hi = -INFINITY;
-  for (const SweepObservation& o : obs_) {
-    lo = std::min(lo, std::log(o.cost));
-    hi = std::max(hi, std::log(o.cost));
-  }
+  for (const SweepObservation& o : obs_)
+    if (o.cost > 0) {  // a run refused before it ran has no cost
+      lo = std::min(lo, std::log(o.cost));
+      hi = std::max(hi, std::log(o.cost));
+    }
+  if (!(hi >= lo)) lo = hi = 0;
   const double range = std::max(hi - lo, 1e-9);
   const double target = lo + philox_uniform(opt_.seed, kStreamTarget, index) * range * (1.0 + opt_.cost_extension);
 
@@ -148,12 +155,14 @@ std::vector<double> Carbs::suggest(uint64_t index) const {
     if (std::fabs(c.log_cost - target) <= opt_.cost_window * range && (!best || c.score > best->score)) best = &c;
   if (!best) {  // none near the target cost: the nearest ones
     for (const Candidate& c : cands) {
+      if (!std::isfinite(c.log_cost)) continue;  // settings whose cost is unknown (a refused config)
       const double d = std::fabs(c.log_cost - target);
       if (!best || d < std::fabs(best->log_cost - target) - 1e-12 ||
           (std::fabs(d - std::fabs(best->log_cost - target)) <= 1e-12 && c.score > best->score))
         best = &c;
     }
   }
+  if (!best) return naturals(space_, draw_around(center, index, 0));  // no candidate has a known cost
   return naturals(space_, best->u);
 }
 

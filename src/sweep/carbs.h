@@ -37,7 +37,8 @@ struct SweepObservation {
   std::vector<double> settings;  // natural units, one per SweepParam
   double value = 0;              // lower is better; ignored when failed
   double cost = 0;               // > 0
-  bool failed = false;           // diverged, refused, crashed: data for the success model
+  bool failed = false;           // diverged, refused, crashed: data for the success model (so is a
+                                 // value that is not finite)
 };
 
 struct CarbsOptions {

@@ -104,6 +104,7 @@ double gp_log_posterior(const std::vector<std::vector<double>>& X, const std::ve
 GaussianProcess GaussianProcess::fit(const std::vector<std::vector<double>>& X, const std::vector<double>& y,
                                      const GpOptions& opt) {
   MT_CHECK(!X.empty() && X.size() == y.size(), "a GP needs as many targets as inputs, at least one");
+  for (double v : y) MT_CHECK(std::isfinite(v), "a GP target is not finite ({})", v);
   const size_t n = X.size(), d = X[0].size();
   GaussianProcess gp;
   gp.X_ = X;
@@ -133,13 +134,14 @@ GaussianProcess GaussianProcess::fit(const std::vector<std::vector<double>>& X, 
     };
     minimize_lbfgs(neg, theta, mo);
     const double f = gp_log_posterior(X, ys, theta, opt, nullptr);
-    if (f > best_f) {
+    if (best.empty() || f > best_f) {
       best_f = f;
       best = theta;
     }
   }
   gp.theta_ = best;
   gp.lml_ = best_f;
+  gp.min_noise_ = opt.min_noise;
   // The factor and weights at the chosen hyperparameters.
   const Kernel k = kernel_of(best, d, opt.min_noise);
   Eigen::MatrixXd K(n, n);
@@ -174,7 +176,7 @@ GpPrediction GaussianProcess::predict(const std::vector<double>& x) const {
 
 double GaussianProcess::noise_var() const {
   const size_t d = theta_.size() - 2;
-  return (std::exp(theta_[d + 1])) * y_scale_ * y_scale_;
+  return (std::exp(theta_[d + 1]) + min_noise_) * y_scale_ * y_scale_;
 }
 
 }  // namespace mt

@@ -39,7 +39,7 @@ class GaussianProcess {
   std::vector<std::vector<double>> X_;
   std::vector<double> theta_, alpha_;
   std::vector<double> chol_;  // lower Cholesky factor of K + n2 I, row-major n x n
-  double y_mean_ = 0, y_scale_ = 1, lml_ = 0;
+  double y_mean_ = 0, y_scale_ = 1, lml_ = 0, min_noise_ = 0;
 };
 
 // The objective the fit maximises (log marginal likelihood of the

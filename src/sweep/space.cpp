@@ -46,7 +46,7 @@ std::string param_value_toml(const SweepParam& p, double natural) {
     case ParamScale::kLinearInt:
       return fmt::format("{}", int64_t(std::llround(natural)));
     default:
-      return fmt::format("{:.6g}", natural);
+      return fmt::format("{}", natural);  // shortest round-trip: the run trains with this very value
   }
 }
 

@@ -14,7 +14,7 @@ namespace mt {
 enum class ParamScale { kLog, kLinear, kLogInt, kLinearInt, kChoice };
 
 struct SweepParam {
-  std::string key;  // run key, e.g. "optim.lr"
+  std::string key;  // run key, e.g. "train.lr"
   ParamScale scale = ParamScale::kLog;
   double lo = 0, hi = 1;             // bounds (natural units); a choice: 0 and k - 1
   double center = 0;                 // where the search starts (natural units; a choice: its index)

@@ -87,6 +87,18 @@ Status run_queue(std::vector<QueuedRun>& runs, const RunQueueOptions& opt) {
       }
       QueuedRun& r = runs[running[k].index];
       running.erase(running.begin() + std::ptrdiff_t(k));
+      if ((code == 1 || code == 2) && r.on_failed) {
+        Status s = r.on_failed(code);
+        if (!s) {
+          line.finish();
+          running.clear();
+          return Status::errorf("{}: {}", r.name, s.message());
+        }
+        r.done = true;
+        done_work += work(r);
+        ++finished;
+        continue;
+      }
       if (code != 0) {
         line.finish();
         running.clear();  // kills the others

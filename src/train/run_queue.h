@@ -29,6 +29,10 @@ struct QueuedRun {
   // Called in the parent when the child exits 0, before any dependent run
   // starts (e.g. copy the checkpoint a branch resumes from, record a result).
   std::function<Status()> on_done;
+  // When set, a child that exits 1 (a step failed: e.g. the loss diverged)
+  // or 2 (its config was refused) is data, not an error: this records it and
+  // the queue goes on (a hyperparameter sweep). Other exits still stop the queue.
+  std::function<Status(int exit_code)> on_failed;
 };
 
 struct RunQueueOptions {

@@ -33,7 +33,7 @@ def main():
     # An f32 KV cache (llama.cpp's default is f16, which rounds every key and
     # value), so an f32 file computes in f32 throughout.
     llm = Llama(model_path=args.model, n_ctx=longest + 8, n_batch=longest + 8, logits_all=True, verbose=False,
-                n_threads=max(1, os.cpu_count() or 1), seed=0, type_k=0, type_v=0)
+                n_threads=int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1)), seed=0, type_k=0, type_v=0)
     out = {"n_vocab": llm.n_vocab(), "logits": [], "text_ids": [], "generated": []}
     for seq in req.get("sequences", []):
         llm.reset()

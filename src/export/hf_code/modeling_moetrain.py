@@ -8,7 +8,7 @@
 #
 # Written by the moetrain project (docs/inference.md) and copied unchanged
 # into every such export; its outputs are tested against moetrain's own
-# forward and KV-cache decoder (tests/e2e/interop_hf_test.cpp). Tensor names
+# forward and KV-cache decoder (tests/e2e/interop_hf_custom_test.cpp). Tensor names
 # are moetrain's parameter names under "model." with ".weight" appended
 # (A_log and dt_bias as they are), the head as "lm_head.weight".
 #
@@ -45,6 +45,10 @@ class Arch:
         self.m = m
 
     def __getattr__(self, k):
+        # Only for the [model] keys: copy and pickle probe dunders on a
+        # half-built object, which must not recurse into self.m.
+        if k == "m" or k.startswith("__"):
+            raise AttributeError(k)
         try:
             return self.m[k]
         except KeyError:
@@ -463,6 +467,9 @@ class MoetrainPreTrainedModel(PreTrainedModel):
     config_class = MoetrainConfig
     base_model_prefix = "model"
     _no_split_modules = ["MoetrainBlock", "MoetrainMtpModule"]
+    # Stay fp32 when the model loads as bf16: the selection bias decides
+    # near-tied expert choices, the delta decays sit in an exponent.
+    _keep_in_fp32_modules = ["router_bias", "A_log", "dt_bias"]
     supports_gradient_checkpointing = False
 
     def _init_weights(self, module):

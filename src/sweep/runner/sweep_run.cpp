@@ -1,0 +1,304 @@
+// sweep_run.cpp — see sweep_run.h.
+#include "sweep/runner/sweep_run.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/config_schema.h"
+#include "core/file_io.h"
+#include "model/flops.h"
+#include "rundir/metrics_log.h"
+#include "sweep/carbs.h"
+#include "train/run_queue.h"
+
+namespace fs = std::filesystem;
+
+namespace mt {
+namespace {
+
+using nlohmann::json;
+
+std::string run_name(int64_t i) { return fmt::format("s{:03d}", i); }
+
+// A run's config, or why the trainer would refuse it.
+Result<RunConfig> config_of(const SweepConfig& c, const SweepPlan& plan, const std::vector<double>& settings) {
+  return load_run_config(c.base, sweep_sets(c, settings, plan.tokens_per_step));
+}
+
+// Training FLOPs of a config: model FLOPs per token x tokens (model/flops.h).
+double cost_of(const RunConfig& cfg) {
+  const TrainConfig& t = cfg.train;
+  return flops_per_token(cfg.model, t.seq_len) * double(t.steps) * double(t.batch_size) * double(t.seq_len);
+}
+
+json settings_json(const SweepConfig& c, const std::vector<double>& settings) {
+  json s = json::object();
+  for (size_t i = 0; i < c.params.size(); ++i) {
+    const SweepParam& p = c.params[i];
+    if (p.scale == ParamScale::kChoice)
+      s[p.key] = p.choices[size_t(std::llround(settings[i]))];
+    else
+      s[p.key] = settings[i];
+  }
+  return s;
+}
+
+json resolved_json(const SweepConfig& c, const RunConfig& cfg, const SweepPlan& plan) {
+  json r = json::object();
+  for (const SweepParam& p : c.params) {
+    if (p.key == "tokens") r["tokens"] = double(cfg.train.steps * plan.tokens_per_step);
+    if (p.key == "width") r["width"] = double(cfg.model.d_model);
+  }
+  return r;
+}
+
+SweepObservation observation_of(const SweepConfig& c, const json& rec) {
+  SweepObservation o;
+  for (const SweepParam& p : c.params) {
+    const json& v = rec["settings"][p.key];
+    if (p.scale == ParamScale::kChoice) {
+      const auto it = std::find(p.choices.begin(), p.choices.end(), v.get<std::string>());
+      o.settings.push_back(double(it - p.choices.begin()));
+    } else {
+      o.settings.push_back(v.get<double>());
+    }
+  }
+  o.failed = rec["failed"].get<bool>();
+  o.value = o.failed ? NAN : rec["value"].get<double>();
+  o.cost = rec["cost"].get<double>();
+  return o;
+}
+
+// results.jsonl: every line checked against this sweep's run order.
+Result<std::map<int64_t, json>> recorded_results(const std::string& path) {
+  std::map<int64_t, json> out;
+  if (!fs::exists(path)) return out;
+  auto text = read_file(path, "sweep results");
+  if (!text) return text.status();
+  int64_t line = 0;
+  size_t begin = 0;
+  const std::string& t = text.value();
+  while (begin < t.size()) {
+    size_t end = t.find('\n', begin);
+    if (end == std::string::npos) end = t.size();
+    ++line;
+    const std::string l = t.substr(begin, end - begin);
+    begin = end + 1;
+    if (l.empty()) continue;
+    json j = json::parse(l, nullptr, false);
+    if (!j.is_object() || !j.contains("index") || !j.contains("settings") || !j.contains("failed"))
+      return Status::errorf("{}:{}: not a sweep result", path, line);
+    const int64_t index = j["index"].get<int64_t>();  // before the move: the right side is evaluated first
+    out[index] = std::move(j);
+  }
+  return out;
+}
+
+std::string log_tail_line(const std::string& log) {
+  auto text = read_file(log, "log");
+  if (!text) return "";
+  std::string t = text.value();
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  const size_t nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+}  // namespace
+
+PowerLawFit fit_power_law(const std::vector<double>& cost, const std::vector<double>& value) {
+  PowerLawFit f;
+  std::vector<double> xs, ys;
+  for (size_t i = 0; i < cost.size(); ++i)
+    if (cost[i] > 0 && value[i] > 0) {
+      xs.push_back(std::log(cost[i]));
+      ys.push_back(std::log(value[i]));
+    }
+  f.n = int64_t(xs.size());
+  if (f.n < 3) return f;
+  const double n = double(f.n);
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < xs.size(); ++i) mx += xs[i] / n, my += ys[i] / n;
+  double sxx = 0, sxy = 0, syy = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    sxx += (xs[i] - mx) * (xs[i] - mx);
+    sxy += (xs[i] - mx) * (ys[i] - my);
+    syy += (ys[i] - my) * (ys[i] - my);
+  }
+  if (sxx <= 0) return f;
+  f.b = sxy / sxx;
+  f.a = std::exp(my - f.b * mx);
+  f.r2 = syy > 0 ? sxy * sxy / (sxx * syy) : NAN;
+  return f;
+}
+
+Result<SweepPlan> plan_sweep(const SweepConfig& c, const std::string& out_dir) {
+  SweepPlan plan;
+  plan.out_dir = out_dir;
+  auto base = load_run_config(c.base, c.set);
+  if (!base) return base.status();
+  plan.base = base.value();
+  plan.tokens_per_step = plan.base.train.batch_size * plan.base.train.seq_len;
+  std::vector<double> center;
+  for (const SweepParam& p : c.params) center.push_back(p.center);
+  auto at_center = config_of(c, plan, center);
+  if (!at_center)
+    return Status::errorf("{}: the run at the params' centres is refused: {}", c.source, at_center.status().message());
+  return plan;
+}
+
+OutputOwner sweep_owner(const SweepConfig& c, const SweepPlan& plan) {
+  OutputOwner o;
+  o.command = "sweep";
+  ConfigSchema s("sweep file");
+  SweepConfig copy = c;
+  declare_keys(s, copy);
+  o.config = flatten_toml(s.to_toml());  // [[param]] tables included
+  for (const auto& [k, v] : flatten_toml(to_toml(plan.base))) o.config["base." + k] = v;
+  return o;
+}
+
+Result<std::string> run_sweep(const SweepConfig& c, const SweepPlan& plan, const SweepOptions& opt) {
+  const std::string& out = plan.out_dir;
+  std::error_code ec;
+  fs::create_directories(out + "/logs", ec);
+  if (ec) return Status::errorf("{}: cannot create: {}", out, ec.message());
+  const std::string results_path = out + "/results.jsonl";
+  auto rec = recorded_results(results_path);
+  if (!rec) return rec.status();
+  std::map<int64_t, json>& recorded = rec.value();
+  auto write_results = [&]() {
+    std::string text;
+    for (const auto& [i, j] : recorded) text += j.dump() + "\n";
+    return write_file_atomic(results_path, text);
+  };
+
+  CarbsOptions co;
+  co.seed = c.seed;
+  co.initial = int(c.initial);
+  co.cost_of = [&](const std::vector<double>& settings) {
+    auto cfg = config_of(c, plan, settings);
+    return cfg ? cost_of(cfg.value()) : NAN;
+  };
+  fmt::print(stderr, "# sweep: {} runs in rounds of {}, {} hyperparameters, {} at once; logs in {}/logs\n", c.runs,
+             c.batch, c.params.size(), opt.jobs, out);
+
+  for (int64_t first = 0; first < c.runs; first += c.batch) {
+    const int64_t last = std::min(c.runs, first + c.batch);
+    Carbs search(c.params, co);
+    for (int64_t j = 0; j < first; ++j) search.observe(observation_of(c, recorded.at(j)));
+    std::vector<QueuedRun> q;
+    for (int64_t i = first; i < last; ++i) {
+      const std::vector<double> settings = search.suggest(uint64_t(i));
+      const std::string name = run_name(i);
+      json base_rec = {
+          {"name", name}, {"index", i}, {"round", first / c.batch}, {"settings", settings_json(c, settings)}};
+      if (recorded.count(i)) {
+        if (recorded[i]["settings"] != base_rec["settings"])
+          return Status::errorf(
+              "{}: {} records settings {} where this sweep suggests {}: the directory holds "
+              "another sweep's runs",
+              results_path, name, recorded[i]["settings"].dump(), base_rec["settings"].dump());
+        continue;
+      }
+      auto cfg = config_of(c, plan, settings);
+      if (!cfg) {  // refused before it runs: data for the success model
+        base_rec["failed"] = true;
+        base_rec["reason"] = "refused: " + cfg.status().message();
+        base_rec["cost"] = 0.0;
+        recorded[i] = base_rec;
+        MT_RETURN_IF_ERROR(write_results());
+        continue;
+      }
+      const int64_t steps = cfg.value().train.steps;
+      base_rec["cost"] = cost_of(cfg.value());
+      base_rec["steps"] = steps;
+      // What the run trains with where the rules round a setting (whole steps, whole heads).
+      base_rec["resolved"] = resolved_json(c, cfg.value(), plan);
+      QueuedRun qr;
+      qr.name = name;
+      qr.args = {"train", "--config", c.base};
+      std::vector<std::string> sets = sweep_sets(c, settings, plan.tokens_per_step);
+      sets.push_back(fmt::format("train.eval_every={}", steps));
+      for (const std::string& x : sets) qr.args.insert(qr.args.end(), {"--set", x});
+      qr.run_dir = out + "/" + name;
+      qr.log_path = out + "/logs/" + name + ".log";
+      qr.args.insert(qr.args.end(), {"--run-dir", qr.run_dir, "--resume", "--no-progress"});
+      qr.last_step = steps;
+      qr.work = base_rec["cost"].get<double>();
+      const std::string dir = qr.run_dir, log = qr.log_path;
+      qr.on_done = [&, i, base_rec, dir, steps]() -> Status {
+        json r = base_rec;
+        const json m = last_metrics_line(dir);
+        if (!m.is_object() || m.value("step", int64_t(-1)) != steps || !m.contains("eval_loss") ||
+            !m["eval_loss"].is_number()) {
+          r["failed"] = true;
+          r["reason"] = "no held-out loss at the final step (the base config needs held-out data)";
+        } else if (!std::isfinite(m["eval_loss"].get<double>())) {
+          r["failed"] = true;
+          r["reason"] = "diverged: held-out loss is not finite";
+        } else {
+          r["failed"] = false;
+          r["value"] = m["eval_loss"];
+        }
+        recorded[i] = r;
+        return write_results();
+      };
+      qr.on_failed = [&, i, base_rec, log](int code) -> Status {
+        json r = base_rec;
+        r["failed"] = true;
+        r["reason"] = fmt::format("exit {}: {}", code, log_tail_line(log));
+        recorded[i] = r;
+        return write_results();
+      };
+      q.push_back(std::move(qr));
+    }
+    RunQueueOptions qo;
+    qo.jobs = opt.jobs;
+    qo.progress = opt.progress;
+    qo.label = fmt::format("round {} runs", first / c.batch);
+    MT_RETURN_IF_ERROR(run_queue(q, qo));
+  }
+
+  // The front, and how each numeric hyperparameter moves along it.
+  Carbs all(c.params, co);
+  for (int64_t j = 0; j < c.runs; ++j) all.observe(observation_of(c, recorded.at(j)));
+  json front = json::object();
+  front["runs"] = json::array();
+  std::vector<double> costs;
+  std::vector<std::vector<double>> values(c.params.size());
+  for (size_t i : all.front()) {
+    const SweepObservation& o = all.observations()[i];
+    const json& r = recorded.at(int64_t(i));
+    front["runs"].push_back({{"name", run_name(int64_t(i))},
+                             {"cost", o.cost},
+                             {"value", o.value},
+                             {"settings", settings_json(c, o.settings)},
+                             {"resolved", r.value("resolved", json::object())}});
+    costs.push_back(o.cost);
+    for (size_t p = 0; p < c.params.size(); ++p) {
+      const json res = r.value("resolved", json::object());
+      values[p].push_back(res.contains(c.params[p].key) ? res[c.params[p].key].get<double>() : o.settings[p]);
+    }
+  }
+  front["scaling"] = json::object();
+  for (size_t p = 0; p < c.params.size(); ++p) {
+    if (c.params[p].scale == ParamScale::kChoice) continue;
+    const PowerLawFit f = fit_power_law(costs, values[p]);
+    front["scaling"][c.params[p].key] = {{"a", f.a},
+                                         {"exponent", std::isfinite(f.b) ? json(f.b) : json(nullptr)},
+                                         {"r2", std::isfinite(f.r2) ? json(f.r2) : json(nullptr)},
+                                         {"runs", f.n}};
+  }
+  int64_t failed = 0;
+  for (const auto& [i, r] : recorded) failed += r["failed"].get<bool>() ? 1 : 0;
+  front["failed_runs"] = failed;
+  const std::string front_path = out + "/front.json";
+  MT_RETURN_IF_ERROR(write_file_atomic(front_path, front.dump(2) + "\n"));
+  return front_path;
+}
+
+}  // namespace mt

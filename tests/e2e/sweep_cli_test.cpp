@@ -1,0 +1,138 @@
+// sweep_cli_test.cpp — `moetrain sweep` on the tiny model: every run
+// recorded in results.jsonl with its settings, cost (training FLOPs) and
+// final held-out loss, the front in front.json; runs whose settings the
+// trainer refuses are recorded with the reason and the search goes on; the
+// results do not depend on --jobs, and a sweep SIGKILLed mid-run and started
+// again ends with the same results; bad sweep files are refused naming the
+// key; another sweep into the same --out is refused.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "support/e2e.h"
+
+namespace mt::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// lr and tokens, plus the head count as a choice whose second value does not
+// divide d_model = 64 (a config the trainer refuses).
+std::string sweep_file(const std::string& dir, const std::string& extra = "") {
+  const std::string path = dir + "/sweep.toml";
+  write_file(path, "[sweep]\nbase = \"" + std::string(MT_SOURCE_DIR) +
+                       "/configs/tiny-test.toml\"\n"
+                       "set = [\"train.threads=1\", \"data.eval_frac=0.1\"]\n"
+                       "seed = 3\nruns = 8\nbatch = 2\ninitial = 4\n" +
+                       extra +
+                       "\n[[param]]\nkey = \"train.lr\"\nscale = \"log\"\nmin = 1e-4\nmax = 0.1\ncenter = 3e-3\n"
+                       "\n[[param]]\nkey = \"tokens\"\nscale = \"log_int\"\nmin = 1024\nmax = 8192\ncenter = 2048\n"
+                       "\n[[param]]\nkey = \"model.n_heads\"\nscale = \"choice\"\nchoices = [\"4\", \"6\"]\n"
+                       "center = 0\nradius = 1.0\n");
+  return path;
+}
+
+std::vector<json> rows_of(const std::string& text) {
+  std::vector<json> rows;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) rows.push_back(json::parse(line));
+  return rows;
+}
+
+TEST(SweepCli, RecordsEveryRunRefusalsIncludedAndJobsChangeNothing) {
+  TempDir tmp;
+  const std::string sweep = sweep_file(tmp.path());
+  const auto one = run_process({moetrain_binary(), "sweep", sweep, "--out", tmp / "one", "--no-progress"}, 300);
+  ASSERT_EQ(one.exit_code, 0) << one;
+  const auto two =
+      run_process({moetrain_binary(), "sweep", sweep, "--out", tmp / "two", "--jobs", "2", "--no-progress"}, 300);
+  ASSERT_EQ(two.exit_code, 0) << two;
+  const std::string results = read_file(tmp / "one/results.jsonl");
+  EXPECT_EQ(read_file(tmp / "two/results.jsonl"), results);
+  const auto rows = rows_of(results);
+  ASSERT_EQ(rows.size(), 8u);
+  int refused = 0, trained = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const json& r = rows[i];
+    EXPECT_EQ(r["index"], int64_t(i));
+    EXPECT_EQ(r["round"], int64_t(i / 2));
+    if (r["failed"].get<bool>()) {
+      EXPECT_EQ(r["settings"]["model.n_heads"], "6") << r.dump();
+      EXPECT_NE(r["reason"].get<std::string>().find("refused"), std::string::npos) << r.dump();
+      ++refused;
+    } else {
+      EXPECT_GT(r["cost"].get<double>(), 0.0);
+      EXPECT_TRUE(r["value"].is_number());
+      EXPECT_EQ(r["resolved"]["tokens"].get<double>(), double(r["steps"].get<int64_t>() * 4 * 64));
+      EXPECT_TRUE(fs::exists(tmp / ("one/" + r["name"].get<std::string>() + "/metrics.jsonl")));
+      ++trained;
+    }
+  }
+  std::printf("# sweep: %d runs trained, %d refused\n", trained, refused);
+  EXPECT_GT(trained, 4);
+  const json front = json::parse(read_file(tmp / "one/front.json"));
+  ASSERT_FALSE(front["runs"].empty());
+  double last_cost = 0, last_value = INFINITY;
+  for (const json& r : front["runs"]) {  // cheapest first, each better than the cheaper ones
+    EXPECT_GE(r["cost"].get<double>(), last_cost);
+    EXPECT_LT(r["value"].get<double>(), last_value);
+    last_cost = r["cost"].get<double>();
+    last_value = r["value"].get<double>();
+  }
+  EXPECT_EQ(front["failed_runs"].get<int64_t>(), refused);
+  EXPECT_TRUE(front["scaling"].contains("train.lr"));
+  // Again into the same directory: nothing to do, the same files.
+  const auto again = run_process({moetrain_binary(), "sweep", sweep, "--out", tmp / "one", "--no-progress"}, 120);
+  ASSERT_EQ(again.exit_code, 0) << again;
+  EXPECT_EQ(read_file(tmp / "one/results.jsonl"), results);
+  // Another sweep into it is refused.
+  const auto other = run_process(
+      {moetrain_binary(), "sweep", sweep, "--out", tmp / "one", "--set", "sweep.seed=4", "--no-progress"}, 60);
+  EXPECT_EQ(other.exit_code, 2) << other;
+}
+
+TEST(SweepCli, KilledSweepResumesToTheSameResults) {
+  TempDir tmp;
+  const std::string sweep = sweep_file(tmp.path());
+  const auto clean = run_process({moetrain_binary(), "sweep", sweep, "--out", tmp / "a", "--no-progress"}, 300);
+  ASSERT_EQ(clean.exit_code, 0) << clean;
+  Background bg({moetrain_binary(), "sweep", sweep, "--out", tmp / "b", "--jobs", "2", "--no-progress"}, tmp / "b.out",
+                tmp / "b.err");
+  const double t0 = now_s();
+  // Kill it once the third round's runs have started (results of two rounds recorded).
+  while (bg.running() && !fs::exists(tmp / "b/s004") && now_s() - t0 < 120) sleep_s(0.005);
+  const bool killed = bg.kill9();
+  if (!killed) GTEST_SKIP() << "the sweep finished before it could be killed";
+  const auto resumed = run_process({moetrain_binary(), "sweep", sweep, "--out", tmp / "b", "--no-progress"}, 300);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed;
+  EXPECT_EQ(read_file(tmp / "b/results.jsonl"), read_file(tmp / "a/results.jsonl"));
+}
+
+TEST(SweepCli, BadSweepFilesAreRefusedNamingTheKey) {
+  TempDir tmp;
+  struct Case {
+    std::string extra_param, expect;
+  };
+  const std::vector<Case> cases = {
+      {"\n[[param]]\nkey = \"optim.nope\"\nscale = \"log\"\nmin = 1\nmax = 2\ncenter = 1.5\n", "optim.nope"},
+      {"\n[[param]]\nkey = \"train.warmup_steps\"\nscale = \"int\"\nmin = 0\nmax = 10\ncenter = 20\n",
+       "param[3].center"},
+      {"\n[[param]]\nkey = \"train.lr\"\nscale = \"log\"\nmin = 1e-3\nmax = 1e-2\ncenter = 5e-3\n", "swept twice"},
+      {"\n[[param]]\nkey = \"width\"\nscale = \"log\"\nmin = 32\nmax = 128\ncenter = 64\n", "param[3].scale"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.expect);
+    const std::string path = sweep_file(tmp.path());
+    write_file(path, read_file(path) + c.extra_param);
+    const auto r = run_process({moetrain_binary(), "sweep", path, "--out", tmp / "out", "--no-progress"}, 60);
+    EXPECT_EQ(r.exit_code, 2) << r;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r;
+    EXPECT_FALSE(fs::exists(tmp / "out/results.jsonl"));
+  }
+}
+
+}  // namespace
+}  // namespace mt::e2e
