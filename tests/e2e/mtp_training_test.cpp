@@ -67,7 +67,8 @@ TEST(MtpTraining, DeterministicScheduledAndResumedBitExact) {
     EXPECT_EQ(mc[i]["mtp_weight"], ma[i]["mtp_weight"]) << "step " << i + 1;
   }
 
-  // Generation ignores the modules; the raw export keeps them, the Hugging Face one refuses them.
+  // Generation ignores the modules; the raw export keeps them, and so does the Hugging Face one as the
+  // project's custom code (Qwen2MoeForCausalLM, asked for by name, refuses them).
   const auto gen = run_process({moetrain_binary(), "generate", "--ckpt", tmp / "a", "--prompt", "hi",
                                 "--max-new-tokens", "4", "--temperature", "0"});
   EXPECT_EQ(gen.exit_code, 0) << gen;
@@ -75,9 +76,13 @@ TEST(MtpTraining, DeterministicScheduledAndResumedBitExact) {
                                 tmp / "raw"});
   EXPECT_EQ(raw.exit_code, 0) << raw;
   EXPECT_NE(read_file(tmp / "raw/model.safetensors").find("mtp.1.proj"), std::string::npos);
-  const auto hf = run_process({moetrain_binary(), "export", "--ckpt", tmp / "a", "--out", tmp / "hf"});
+  const auto hf =
+      run_process({moetrain_binary(), "export", "--ckpt", tmp / "a", "--out", tmp / "hf", "--hf-class", "qwen2_moe"});
   EXPECT_NE(hf.exit_code, 0) << hf;
   EXPECT_NE(hf.err.find("model.mtp_depth = 2"), std::string::npos) << hf;
+  const auto custom = run_process({moetrain_binary(), "export", "--ckpt", tmp / "a", "--out", tmp / "custom"});
+  EXPECT_EQ(custom.exit_code, 0) << custom;
+  EXPECT_NE(read_file(tmp / "custom/model.safetensors").find("model.mtp.1.proj.weight"), std::string::npos);
 
   // The modules change training: without them the run ends elsewhere.
   const auto d = train({"--preset", "tiny-test", "--run-dir", tmp / "d", "--set", "train.threads=1", "--set",
