@@ -87,26 +87,17 @@ Status run_queue(std::vector<QueuedRun>& runs, const RunQueueOptions& opt) {
       }
       QueuedRun& r = runs[running[k].index];
       running.erase(running.begin() + std::ptrdiff_t(k));
-      if ((code == 1 || code == 2) && r.on_failed) {
-        Status s = r.on_failed(code);
-        if (!s) {
-          line.finish();
-          running.clear();
-          return Status::errorf("{}: {}", r.name, s.message());
-        }
-        r.done = true;
-        done_work += work(r);
-        ++finished;
-        continue;
-      }
-      if (code != 0) {
+      const bool failure_is_data = (code == 1 || code == 2) && r.on_failed;
+      if (code != 0 && !failure_is_data) {
         line.finish();
         running.clear();  // kills the others
         return Status::errorf("{} failed (exit {}); the end of its log {}:\n{}", r.name, code, r.log_path,
                               file_tail(r.log_path));
       }
-      if (r.on_done) {
-        Status s = r.on_done();
+      const std::function<Status()> record =
+          failure_is_data ? std::function<Status()>([&r, code] { return r.on_failed(code); }) : r.on_done;
+      if (record) {
+        Status s = record();
         if (!s) {
           line.finish();
           running.clear();

@@ -108,16 +108,7 @@ TEST_P(Gguf, LlamaCppComputesWhatMoetrainComputes) {
   const std::string py = interop_python(venv_error);
   ASSERT_FALSE(py.empty()) << venv_error << "interop venv missing (see InteropHf.VenvExists)";
   TempDir tmp;
-  std::vector<std::string> args = {"--config",     std::string(MT_SOURCE_DIR) + "/configs/tiny-test.toml",
-                                   "--run-dir",    tmp / "run",
-                                   "--set",        "train.steps=24",
-                                   "--set",        "train.threads=2",
-                                   "--no-progress"};
-  for (const std::string& s : p.sets) {
-    args.push_back("--set");
-    args.push_back(s);
-  }
-  const auto t = train(args, 300);
+  const auto t = train_tiny(tmp / "run", p.sets);
   ASSERT_EQ(t.exit_code, 0) << t;
   for (const char* dtype : {"fp32", "q8_0"}) {
     const auto x = run_process({moetrain_binary(), "export", "--ckpt", tmp / "run", "--format", "gguf", "--dtype",

@@ -99,16 +99,7 @@ TEST_P(CustomCode, TransformersAndLmEvalComputeWhatMoetrainComputes) {
   const std::string py = interop_python(venv_error);
   ASSERT_FALSE(py.empty()) << venv_error << "interop venv missing (see InteropHf.VenvExists)";
   TempDir tmp;
-  std::vector<std::string> args = {"--config",     std::string(MT_SOURCE_DIR) + "/configs/tiny-test.toml",
-                                   "--run-dir",    tmp / "run",
-                                   "--set",        "train.steps=24",
-                                   "--set",        "train.threads=2",
-                                   "--no-progress"};
-  for (const std::string& s : p.sets) {
-    args.push_back("--set");
-    args.push_back(s);
-  }
-  const auto t = train(args, 300);
+  const auto t = train_tiny(tmp / "run", p.sets);
   ASSERT_EQ(t.exit_code, 0) << t;
   const auto x =
       run_process({moetrain_binary(), "export", "--ckpt", tmp / "run", "--out", tmp / "hf", "--hf-class", p.hf_class},
@@ -251,16 +242,7 @@ TEST(InteropHf, CustomCodeBf16ExportComputesAsMoetrainsBf16Forward) {
   const Preset& p = presets()[1];
   ASSERT_STREQ(p.name, "seed_recipe");
   TempDir tmp;
-  std::vector<std::string> args = {"--config",     std::string(MT_SOURCE_DIR) + "/configs/tiny-test.toml",
-                                   "--run-dir",    tmp / "run",
-                                   "--set",        "train.steps=24",
-                                   "--set",        "train.threads=2",
-                                   "--no-progress"};
-  for (const std::string& s : p.sets) {
-    args.push_back("--set");
-    args.push_back(s);
-  }
-  const auto t = train(args, 300);
+  const auto t = train_tiny(tmp / "run", p.sets);
   ASSERT_EQ(t.exit_code, 0) << t;
   const auto x = run_process(
       {moetrain_binary(), "export", "--ckpt", tmp / "run", "--out", tmp / "hf", "--dtype", "bf16"}, 120, kPassiveOmp);

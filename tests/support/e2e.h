@@ -93,8 +93,10 @@ inline Argv make_env(const std::vector<std::string>& extra) {
   return Argv(env);
 }
 inline void decode_status(int status, ProcessResult& r) {
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);
+  if (WIFEXITED(status))
+    r.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status))
+    r.term_signal = WTERMSIG(status);
 }
 }  // namespace detail
 
@@ -266,12 +268,28 @@ inline std::string interop_python(std::string& error) {
   return path + "/bin/python";
 }
 
+// configs/tiny-test.toml trained `steps` steps on 2 threads into `run_dir`,
+// with `sets` as --set overrides: the small model the interop tests export.
+inline ProcessResult train_tiny(const std::string& run_dir, const std::vector<std::string>& sets, int steps = 24);
+
 // `moetrain train --no-progress ARGS...`
 inline ProcessResult train(const std::vector<std::string>& args, double timeout_s = 120,
                            const std::vector<std::string>& extra_env = {}) {
   std::vector<std::string> argv = {moetrain_binary(), "train", "--no-progress"};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_process(argv, timeout_s, extra_env);
+}
+
+inline ProcessResult train_tiny(const std::string& run_dir, const std::vector<std::string>& sets, int steps) {
+  std::vector<std::string> args = {"--config",  std::string(MT_SOURCE_DIR) + "/configs/tiny-test.toml",
+                                   "--run-dir", run_dir,
+                                   "--set",     "train.steps=" + std::to_string(steps),
+                                   "--set",     "train.threads=2"};
+  for (const std::string& x : sets) {
+    args.push_back("--set");
+    args.push_back(x);
+  }
+  return train(args, 300);
 }
 
 // `moetrain ARGS...` (any command), with passive OpenMP waits.
