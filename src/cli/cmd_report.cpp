@@ -13,6 +13,7 @@
 #include "ladder/analysis.h"
 #include "ladder/fit_html.h"
 #include "mix/runner/mix_report.h"
+#include "sweep/runner/sweep_report.h"
 #include "report/run_report.h"
 
 namespace mt {
@@ -52,12 +53,16 @@ void register_report(CLI::App& app, CommandAction& run) {
   auto dir = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   auto hold_out = std::make_shared<std::vector<std::string>>();
-  CLI::App* sub = app.add_subcommand(
-      "report", "Write the HTML report of a run directory, a ladder (ladder run --out) or a mixture search (mix search --out).");
-  sub->add_option("dir", *dir, "Run directory (metrics.jsonl), ladder directory (results.jsonl) or search directory (search.json)")
+  CLI::App* sub = app.add_subcommand("report",
+                                     "Write the HTML report of a run directory, a ladder (ladder run --out), a mixture "
+                                     "search (mix search --out) or a sweep (sweep --out).");
+  sub->add_option("dir", *dir,
+                  "Run directory (metrics.jsonl), ladder directory (results.jsonl), search directory (search.json) or "
+                  "sweep directory (front.json)")
       ->required();
   sub->add_option("--out", *out, "Output file (default DIR/report.html)");
-  sub->add_option("--hold-out", *hold_out, "Ladders: leave rung NAME out of the fit and show it predicted (repeatable)");
+  sub->add_option("--hold-out", *hold_out,
+                  "Ladders: leave rung NAME out of the fit and show it predicted (repeatable)");
   sub->callback([dir, out, hold_out, &run] {
     run = [dir, out, hold_out]() -> ExitCode {
       namespace fs = std::filesystem;
@@ -66,6 +71,8 @@ void register_report(CLI::App& app, CommandAction& run) {
       bool bad_input = false;
       if (fs::exists(*dir + "/search.json"))
         s = write_mix_report(*dir, path);
+      else if (fs::exists(*dir + "/front.json"))  // a sweep: it has a results.jsonl too
+        s = write_sweep_report(*dir, path);
       else if (fs::exists(*dir + "/results.jsonl"))
         s = write_ladder_report(*dir, path, *hold_out, bad_input);
       else

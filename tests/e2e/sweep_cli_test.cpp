@@ -26,7 +26,7 @@ std::string sweep_file(const std::string& dir, const std::string& extra = "") {
   write_file(path, "[sweep]\nbase = \"" + std::string(MT_SOURCE_DIR) +
                        "/configs/tiny-test.toml\"\n"
                        "set = [\"train.threads=1\", \"data.eval_frac=0.1\"]\n"
-                       "seed = 3\nruns = 8\nbatch = 2\ninitial = 4\n" +
+                       "seed = 3\nruns = 8\nbatch = 2\ninitial = 4\nat_costs = [2e9]\n" +
                        extra +
                        "\n[[param]]\nkey = \"train.lr\"\nscale = \"log\"\nmin = 1e-4\nmax = 0.1\ncenter = 3e-3\n"
                        "\n[[param]]\nkey = \"tokens\"\nscale = \"log_int\"\nmin = 1024\nmax = 8192\ncenter = 2048\n"
@@ -84,6 +84,33 @@ TEST(SweepCli, RecordsEveryRunRefusalsIncludedAndJobsChangeNothing) {
   }
   EXPECT_EQ(front["failed_runs"].get<int64_t>(), refused);
   EXPECT_TRUE(front["scaling"].contains("train.lr"));
+  // A run config for the chosen cost, which train reads as any other.
+  ASSERT_EQ(front["at_costs"].size(), 1u);
+  const std::string settings = tmp / ("one/" + front["at_costs"][0]["file"].get<std::string>());
+  const auto show = run_process({moetrain_binary(), "config", "show", "run", settings});
+  EXPECT_EQ(show.exit_code, 0) << show;
+  EXPECT_EQ(front["loo"].size(), size_t(trained));
+  // The report, as `moetrain report` writes it again, in a real headless browser.
+  const std::string html = read_file(tmp / "one/report.html");
+  const auto rep = run_process({moetrain_binary(), "report", tmp / "one", "--out", tmp / "again.html"});
+  ASSERT_EQ(rep.exit_code, 0) << rep;
+  EXPECT_EQ(read_file(tmp / "again.html"), html);
+  ASSERT_TRUE(fs::exists("/usr/bin/chromium")) << "chromium missing: scripts/install-deps.sh installs it";
+  const auto dom = run_process(
+      {"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + (tmp / "profile"),
+       "--enable-logging=stderr", "--v=0", "--dump-dom", "file://" + tmp / "one/report.html"},
+      120);
+  ASSERT_EQ(dom.exit_code, 0) << dom;
+  size_t circles = 0;
+  for (size_t at = dom.out.find("<circle"); at != std::string::npos; at = dom.out.find("<circle", at + 1)) ++circles;
+  // Every trained run, the front, every run's leave-one-out prediction, the front in each numeric param's chart.
+  const size_t numeric = front["scaling"].size();
+  EXPECT_EQ(circles, size_t(trained) + front["runs"].size() * (1 + numeric) + size_t(trained))
+      << "the browser's DOM lacks points";
+  for (const char* title : {"Held-out loss against cost", "Predicted against observed loss", "train.lr on the front",
+                            "Settings for chosen costs", "Every run"})
+    EXPECT_NE(dom.out.find(title), std::string::npos) << title;
+  EXPECT_EQ(dom.err.find("Uncaught"), std::string::npos) << dom.err;
   // Again into the same directory: nothing to do, the same files.
   const auto again = run_process({moetrain_binary(), "sweep", sweep, "--out", tmp / "one", "--no-progress"}, 120);
   ASSERT_EQ(again.exit_code, 0) << again;

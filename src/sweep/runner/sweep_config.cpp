@@ -28,6 +28,11 @@ void declare_keys(ConfigSchema& s, SweepConfig& c) {
       .min(0)
       .note("0 = the base's");
   s.add("sweep.ffn_ratio", &c.ffn_ratio, "a width param: d_ff = ratio x d_model").min(0).note("0 = the base's");
+  s.add("sweep.at_costs", &c.at_costs,
+        "costs in training FLOPs (a ladder rung's, the hero run's) to write a run config for: each numeric setting "
+        "from its power law along the front, a choice from the front run nearest in cost")
+      .above(0)
+      .note("[] = none");
   s.add_table_array<SweepParamSpec>(
        "param", &c.specs,
        [](ConfigSchema& r, SweepParamSpec& p) {

@@ -37,6 +37,7 @@ struct SweepConfig {
   int64_t head_dim = 32;              // width: n_heads = d_model / head_dim
   double expert_ratio = 0.0;          // width: d_expert = ratio x d_model; 0 = the base's
   double ffn_ratio = 0.0;             // width: d_ff = ratio x d_model; 0 = the base's
+  std::vector<double> at_costs;       // costs (FLOPs) to write a run config for, from the front's power laws
   std::vector<SweepParamSpec> specs;  // [[param]] as read
   std::vector<SweepParam> params;     // the same, checked (load_sweep_config)
   std::string source;                 // the sweep file

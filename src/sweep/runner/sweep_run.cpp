@@ -13,6 +13,8 @@
 #include "model/flops.h"
 #include "rundir/metrics_log.h"
 #include "sweep/carbs.h"
+#include "sweep/gp.h"
+#include "sweep/runner/sweep_report.h"
 #include "train/run_queue.h"
 
 namespace fs = std::filesystem;
@@ -94,6 +96,34 @@ Result<std::map<int64_t, json>> recorded_results(const std::string& path) {
       return Status::errorf("{}:{}: not a sweep result", path, line);
     const int64_t index = j["index"].get<int64_t>();  // before the move: the right side is evaluated first
     out[index] = std::move(j);
+  }
+  return out;
+}
+
+// The value GP refitted without each succeeded run, predicting it: how well
+// the surrogate knows the loss where it has not seen it.
+json leave_one_out(const SweepConfig& c, const std::vector<SweepObservation>& obs) {
+  std::vector<std::vector<double>> X;
+  std::vector<double> y;
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < obs.size(); ++i)
+    if (!obs[i].failed && std::isfinite(obs[i].value)) {
+      std::vector<double> u;
+      for (size_t p = 0; p < c.params.size(); ++p) u.push_back(to_unit(c.params[p], obs[i].settings[p]));
+      X.push_back(u);
+      y.push_back(obs[i].value);
+      idx.push_back(i);
+    }
+  json out = json::array();
+  if (X.size() < 3) return out;
+  for (size_t k = 0; k < X.size(); ++k) {
+    std::vector<std::vector<double>> Xk;
+    std::vector<double> yk;
+    for (size_t j = 0; j < X.size(); ++j)
+      if (j != k) Xk.push_back(X[j]), yk.push_back(y[j]);
+    const GpPrediction p = GaussianProcess::fit(Xk, yk).predict(X[k]);
+    out.push_back(
+        {{"name", run_name(int64_t(idx[k]))}, {"observed", y[k]}, {"predicted", p.mean}, {"sd", std::sqrt(p.var)}});
   }
   return out;
 }
@@ -296,8 +326,39 @@ Result<std::string> run_sweep(const SweepConfig& c, const SweepPlan& plan, const
   int64_t failed = 0;
   for (const auto& [i, r] : recorded) failed += r["failed"].get<bool>() ? 1 : 0;
   front["failed_runs"] = failed;
+  front["loo"] = leave_one_out(c, all.observations());
+
+  // A run config for each chosen cost: numeric settings from their power
+  // laws (clamped to the bounds), the rest from the front run nearest in cost.
+  front["at_costs"] = json::array();
+  const std::vector<size_t> front_idx = all.front();
+  for (double C : c.at_costs) {
+    if (front_idx.empty()) break;
+    size_t nearest = front_idx[0];
+    for (size_t i : front_idx)
+      if (std::fabs(std::log(all.observations()[i].cost / C)) <
+          std::fabs(std::log(all.observations()[nearest].cost / C)))
+        nearest = i;
+    std::vector<double> settings = all.observations()[nearest].settings;
+    for (size_t p = 0; p < c.params.size(); ++p) {
+      const json s = front["scaling"].value(c.params[p].key, json());
+      if (s.is_object() && s["exponent"].is_number())
+        settings[p] =
+            std::clamp(s["a"].get<double>() * std::pow(C, s["exponent"].get<double>()), c.params[p].lo, c.params[p].hi);
+    }
+    auto cfg = config_of(c, plan, settings);
+    if (!cfg)
+      return Status::errorf("sweep.at_costs {:.3g}: the predicted settings are refused: {}", C, cfg.status().message());
+    const std::string file = fmt::format("settings-at-{:.3g}.toml", C);
+    const std::string head =
+        fmt::format("# moetrain sweep {}: the settings predicted for {:.3g} training FLOPs\n", c.source, C);
+    MT_RETURN_IF_ERROR(write_file_atomic(out + "/" + file, head + to_toml(cfg.value())));
+    front["at_costs"].push_back(
+        {{"cost", C}, {"file", file}, {"settings", settings_json(c, settings)}, {"config_cost", cost_of(cfg.value())}});
+  }
   const std::string front_path = out + "/front.json";
   MT_RETURN_IF_ERROR(write_file_atomic(front_path, front.dump(2) + "\n"));
+  MT_RETURN_IF_ERROR(write_sweep_report(out, out + "/report.html"));
   return front_path;
 }
 

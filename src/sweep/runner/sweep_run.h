@@ -10,9 +10,11 @@
 // reason and counts against its region of the space; the search goes on.
 //
 // DIR holds NAME/ (each run's directory, s000, s001, ...), logs/NAME.log,
-// results.jsonl (one line per finished run, in run order) and front.json
-// (the cost/value front and, per numeric hyperparameter, the power law of
-// its value on the front against cost). Formats: docs/sweep.md.
+// results.jsonl (one line per finished run, in run order), front.json (the
+// cost/value front, per numeric hyperparameter the power law of its value
+// on the front against cost, the value GP's leave-one-out predictions),
+// settings-at-COST.toml (a run config for each sweep.at_costs) and
+// report.html (sweep_report.h). Formats: docs/sweep.md.
 #pragma once
 #include <cstdint>
 #include <string>
