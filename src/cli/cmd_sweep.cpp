@@ -45,9 +45,13 @@ ExitCode run_sweep_command(const SweepArgs& a) {
       fmt::print("  {}  cost {:.3e}  loss {:.4f}  {}\n", r["name"].get<std::string>(), r["cost"].get<double>(),
                  r["value"].get<double>(), r["settings"].dump());
     for (const auto& [k, s] : f["scaling"].items())
-      if (!s["exponent"].is_null())
-        fmt::print("  {} ~ cost^{:.3f} (R^2 {:.2f}, {} runs)\n", k, s["exponent"].get<double>(),
-                   s["r2"].is_null() ? NAN : s["r2"].get<double>(), s["runs"].get<int64_t>());
+      if (!s["exponent"].is_null()) {
+        const auto& iv = s["interval"];
+        fmt::print("  {} ~ cost^{:.3f}, 90% interval [{:.3f}, {:.3f}] (R^2 {:.2f}, {} runs)\n", k,
+                   s["exponent"].get<double>(), iv[0].is_number() ? iv[0].get<double>() : NAN,
+                   iv[1].is_number() ? iv[1].get<double>() : NAN, s["r2"].is_null() ? NAN : s["r2"].get<double>(),
+                   s["runs"].get<int64_t>());
+      }
   }
   fmt::print("{}\n", front.value());
   return ExitCode::kOk;

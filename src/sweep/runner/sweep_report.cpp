@@ -101,7 +101,12 @@ Status write_sweep_report(const std::string& dir, const std::string& path) {
         fit.points.push_back({x, a * std::pow(x, b)});
       }
       c.series.push_back(fit);
-      law = fmt::format("{:.3g} x cost^{:.3f} (R^2 {})", a, b,
+      const json& iv = s.value("interval", json::array());
+      const std::string interval =
+          iv.size() == 2 && iv[0].is_number()
+              ? fmt::format(", 90% interval [{:.3f}, {:.3f}]", iv[0].get<double>(), iv[1].get<double>())
+              : "";
+      law = fmt::format("{:.3g} x cost^{:.3f}{} (R^2 {})", a, b, interval,
                         s["r2"].is_number() ? fmt::format("{:.2f}", s["r2"].get<double>()) : "n/a");
     }
     page.figure(render_svg(c), key + ": " + law);

@@ -139,14 +139,11 @@ std::string log_tail_line(const std::string& log) {
 
 }  // namespace
 
-PowerLawFit fit_power_law(const std::vector<double>& cost, const std::vector<double>& value) {
+namespace {
+
+// Least squares of log value on log cost.
+PowerLawFit fit_logs(const std::vector<double>& xs, const std::vector<double>& ys) {
   PowerLawFit f;
-  std::vector<double> xs, ys;
-  for (size_t i = 0; i < cost.size(); ++i)
-    if (cost[i] > 0 && value[i] > 0) {
-      xs.push_back(std::log(cost[i]));
-      ys.push_back(std::log(value[i]));
-    }
   f.n = int64_t(xs.size());
   if (f.n < 3) return f;
   const double n = double(f.n);
@@ -158,10 +155,41 @@ PowerLawFit fit_power_law(const std::vector<double>& cost, const std::vector<dou
     sxy += (xs[i] - mx) * (ys[i] - my);
     syy += (ys[i] - my) * (ys[i] - my);
   }
-  if (sxx <= 0) return f;
+  if (sxx <= 1e-12) return f;
   f.b = sxy / sxx;
   f.a = std::exp(my - f.b * mx);
   f.r2 = syy > 0 ? sxy * sxy / (sxx * syy) : NAN;
+  return f;
+}
+
+}  // namespace
+
+PowerLawFit fit_power_law(const std::vector<double>& cost, const std::vector<double>& value, int resamples,
+                          uint64_t seed) {
+  std::vector<double> xs, ys;
+  for (size_t i = 0; i < cost.size(); ++i)
+    if (cost[i] > 0 && value[i] > 0) {
+      xs.push_back(std::log(cost[i]));
+      ys.push_back(std::log(value[i]));
+    }
+  PowerLawFit f = fit_logs(xs, ys);
+  if (!std::isfinite(f.b) || resamples <= 0) return f;
+  std::vector<double> bs;
+  for (int r = 0; r < resamples; ++r) {
+    std::vector<double> x, y;
+    for (size_t k = 0; k < xs.size(); ++k) {
+      const size_t pick = size_t(philox_uniform(seed, 11ull << 40, uint64_t(r) * xs.size() + k) * double(xs.size()));
+      x.push_back(xs[std::min(pick, xs.size() - 1)]);
+      y.push_back(ys[std::min(pick, xs.size() - 1)]);
+    }
+    const PowerLawFit g = fit_logs(x, y);
+    if (std::isfinite(g.b)) bs.push_back(g.b);
+  }
+  if (bs.size() >= 10) {
+    std::sort(bs.begin(), bs.end());
+    f.b_lo = bs[size_t(0.05 * double(bs.size() - 1))];
+    f.b_hi = bs[size_t(0.95 * double(bs.size() - 1))];
+  }
   return f;
 }
 
@@ -317,11 +345,10 @@ Result<std::string> run_sweep(const SweepConfig& c, const SweepPlan& plan, const
   front["scaling"] = json::object();
   for (size_t p = 0; p < c.params.size(); ++p) {
     if (c.params[p].scale == ParamScale::kChoice) continue;
-    const PowerLawFit f = fit_power_law(costs, values[p]);
-    front["scaling"][c.params[p].key] = {{"a", f.a},
-                                         {"exponent", std::isfinite(f.b) ? json(f.b) : json(nullptr)},
-                                         {"r2", std::isfinite(f.r2) ? json(f.r2) : json(nullptr)},
-                                         {"runs", f.n}};
+    const PowerLawFit f = fit_power_law(costs, values[p], 400, c.seed);
+    auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+    front["scaling"][c.params[p].key] = {
+        {"a", f.a}, {"exponent", num(f.b)}, {"interval", {num(f.b_lo), num(f.b_hi)}}, {"r2", num(f.r2)}, {"runs", f.n}};
   }
   int64_t failed = 0;
   for (const auto& [i, r] : recorded) failed += r["failed"].get<bool>() ? 1 : 0;

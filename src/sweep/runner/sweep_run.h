@@ -51,8 +51,12 @@ Result<std::string> run_sweep(const SweepConfig& c, const SweepPlan& plan, const
 // front's runs, for one hyperparameter; n < 3 leaves b NaN.
 struct PowerLawFit {
   double a = 0, b = NAN, r2 = NAN;
+  double b_lo = NAN, b_hi = NAN;  // 90% interval of b over bootstrap resamples of the runs
   int64_t n = 0;
 };
-PowerLawFit fit_power_law(const std::vector<double>& cost, const std::vector<double>& value);
+// `resamples` > 0: the interval from that many resamples with replacement
+// (counter-based draws from `seed`; resamples with one distinct cost are skipped).
+PowerLawFit fit_power_law(const std::vector<double>& cost, const std::vector<double>& value, int resamples = 0,
+                          uint64_t seed = 0);
 
 }  // namespace mt
