@@ -103,15 +103,16 @@ Result<SweepConfig> load_sweep_config(const std::string& path, const std::vector
   return c;
 }
 
-std::vector<std::string> sweep_sets(const SweepConfig& c, const std::vector<double>& settings,
-                                    int64_t tokens_per_step) {
+std::vector<std::string> sweep_sets(const SweepConfig& c, const std::vector<double>& settings, int64_t tokens_per_step,
+                                    int64_t kv_heads) {
   std::vector<std::string> sets = c.set;
   for (size_t i = 0; i < c.params.size(); ++i) {
     const SweepParam& p = c.params[i];
     const double x = settings[i];
     if (p.key == "width") {
-      // A whole number of heads.
-      const int64_t d = std::max<int64_t>(c.head_dim, c.head_dim * std::llround(x / double(c.head_dim)));
+      // A whole number of heads, a multiple of the kv heads.
+      const int64_t step = c.head_dim * std::max<int64_t>(1, kv_heads);
+      const int64_t d = step * std::max<int64_t>(1, std::llround(x / double(step)));
       sets.push_back(fmt::format("model.d_model={}", d));
       sets.push_back(fmt::format("model.n_heads={}", d / c.head_dim));
       if (c.expert_ratio > 0)

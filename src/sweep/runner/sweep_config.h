@@ -49,6 +49,10 @@ void declare_keys(ConfigSchema& s, SweepConfig& c);
 Result<SweepConfig> load_sweep_config(const std::string& path, const std::vector<std::string>& overrides);
 
 // The --set overrides that give `settings` (natural units, one per param).
-std::vector<std::string> sweep_sets(const SweepConfig& c, const std::vector<double>& settings, int64_t tokens_per_step);
+// A width becomes a whole number of heads, a multiple of `kv_heads` (the
+// base's n_kv_heads, which must divide n_heads); tokens whole steps of
+// `tokens_per_step`.
+std::vector<std::string> sweep_sets(const SweepConfig& c, const std::vector<double>& settings, int64_t tokens_per_step,
+                                    int64_t kv_heads);
 
 }  // namespace mt

@@ -28,7 +28,7 @@ std::string run_name(int64_t i) { return fmt::format("s{:03d}", i); }
 
 // A run's config, or why the trainer would refuse it.
 Result<RunConfig> config_of(const SweepConfig& c, const SweepPlan& plan, const std::vector<double>& settings) {
-  return load_run_config(c.base, sweep_sets(c, settings, plan.tokens_per_step));
+  return load_run_config(c.base, sweep_sets(c, settings, plan.tokens_per_step, plan.base.model.n_kv_heads));
 }
 
 // Training FLOPs of a config: model FLOPs per token x tokens (model/flops.h).
@@ -279,7 +279,7 @@ Result<std::string> run_sweep(const SweepConfig& c, const SweepPlan& plan, const
       QueuedRun qr;
       qr.name = name;
       qr.args = {"train", "--config", c.base};
-      std::vector<std::string> sets = sweep_sets(c, settings, plan.tokens_per_step);
+      std::vector<std::string> sets = sweep_sets(c, settings, plan.tokens_per_step, plan.base.model.n_kv_heads);
       sets.push_back(fmt::format("train.eval_every={}", steps));
       for (const std::string& x : sets) qr.args.insert(qr.args.end(), {"--set", x});
       qr.run_dir = out + "/" + name;
