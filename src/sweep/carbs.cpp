@@ -84,7 +84,22 @@ std::vector<double> Carbs::suggest(uint64_t index) const {
       X.push_back(units(space_, o.settings));
       y.push_back(o.value);
     }
-  if (int(obs_.size()) < opt_.initial || X.size() < 2) return naturals(space_, draw_around(center, index, 0));
+  if (int(obs_.size()) < opt_.initial || X.size() < 2) {
+    // The first runs spread over cost when it is known: of the draws around
+    // the centre, the one at quantile (index + 1/2) / initial of their costs,
+    // so the front starts out covering cheap and dear settings alike.
+    if (!opt_.cost_of || opt_.initial < 2) return naturals(space_, draw_around(center, index, 0));
+    std::vector<std::pair<double, std::vector<double>>> draws;
+    for (uint64_t k = 0; k < 64; ++k) {
+      std::vector<double> u = draw_around(center, index, k);
+      const double cost = opt_.cost_of(naturals(space_, u));
+      if (std::isfinite(cost) && cost > 0) draws.push_back({cost, std::move(u)});
+    }
+    if (draws.empty()) return naturals(space_, draw_around(center, index, 0));
+    std::stable_sort(draws.begin(), draws.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    const double q = (double(index % uint64_t(opt_.initial)) + 0.5) / double(opt_.initial);
+    return naturals(space_, draws[std::min(draws.size() - 1, size_t(q * double(draws.size())))].second);
+  }
 
   const GaussianProcess value_gp = GaussianProcess::fit(X, y, opt_.gp);
   GaussianProcess cost_gp;

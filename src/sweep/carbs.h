@@ -5,7 +5,9 @@
 //
 // Each suggestion:
 //  1. Until `initial` runs are observed: a draw of the search distribution
-//     around the space's centre.
+//     around the space's centre (with a known cost, the draw at quantile
+//     (index + 1/2) / initial of 64 draws' costs: the first runs span the
+//     costs).
 //  2. Otherwise GP surrogates (sweep/gp.h) of the value over the runs that
 //     succeeded and, unless cost is a known function of the settings, of log
 //     cost over all runs; a model of success (the failed and succeeded runs
