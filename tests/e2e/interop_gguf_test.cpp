@@ -32,9 +32,10 @@ constexpr double kF32LogitTol = 1e-5;
 // Q8_0 rounds every weight of a matrix to one of 255 steps of its 32-value
 // block's absolute maximum, and ggml rounds the activations multiplied with
 // them to 8 bits too; where that moves a token to another expert its logits
-// move further. Bounds on the largest and the mean difference, of
-// max(1, max |logit|).
-constexpr double kQ8LogitTol = 0.1;
+// move further, by an amount that depends on the trained weights (which
+// differ in their last bits between CPUs). Bounds on the largest and the
+// mean difference, of max(1, max |logit|); measured at most 0.069 and 0.0018.
+constexpr double kQ8LogitTol = 0.15;
 constexpr double kQ8MeanLogitTol = 0.01;
 constexpr int64_t kNewTokens = 32;
 
