@@ -15,11 +15,6 @@
 namespace mt {
 namespace {
 
-bool ends_with(const std::string& s, const char* suffix) {
-  const size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
 // The MoE units (layers, then MTP modules) in router_bias order, by their export prefix.
 std::vector<std::string> moe_unit_prefixes(const ModelConfig& c) {
   std::vector<std::string> out;
@@ -109,7 +104,7 @@ nlohmann::json moetrain_hf_config(const ModelConfig& c, int64_t max_positions, i
 
 std::string moetrain_hf_name(const std::string& name) {
   if (name == "head") return "lm_head.weight";
-  if (ends_with(name, ".A_log") || ends_with(name, ".dt_bias")) return "model." + name;
+  if (name.ends_with(".A_log") || name.ends_with(".dt_bias")) return "model." + name;
   return "model." + name + ".weight";
 }
 
@@ -119,7 +114,7 @@ std::vector<NamedTensor> to_moetrain_hf(const ModelConfig& c, const ParamLayout&
   for (const ParamEntry& e : layout.entries())
     out.push_back({moetrain_hf_name(e.name), e.shape,
                    std::vector<float>(params + e.offset, params + e.offset + e.numel),
-                   ends_with(e.name, ".A_log") || ends_with(e.name, ".dt_bias")});
+                   e.name.ends_with(".A_log") || e.name.ends_with(".dt_bias")});
   if (c.n_experts > 0 && c.aux_free_bias) {
     const std::vector<std::string> units = moe_unit_prefixes(c);
     MT_CHECK(router_bias.empty() || router_bias.size() == units.size() * size_t(c.n_experts),

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "sweep/pareto.h"
+#include "sweep/power_law.h"
 
 namespace mt {
 
@@ -114,16 +115,13 @@ double front_gap(const ScalingBenchmark& b, const std::vector<SweepObservation>&
 double fitted_lr_exponent(const std::vector<SweepObservation>& obs, double C_lo, double C_hi) {
   std::vector<CostValue> pts;
   for (const SweepObservation& o : obs) pts.push_back({o.cost, o.failed ? INFINITY : o.value});
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  int n = 0;
-  for (size_t i : pareto_front(pts)) {
-    if (obs[i].cost < C_lo || obs[i].cost > C_hi) continue;
-    const double x = std::log(obs[i].cost), y = std::log(obs[i].settings[0]);
-    sx += x, sy += y, sxx += x * x, sxy += x * y;
-    ++n;
-  }
-  if (n < 3) return NAN;
-  return (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  std::vector<double> cost, lr;
+  for (size_t i : pareto_front(pts))
+    if (obs[i].cost >= C_lo && obs[i].cost <= C_hi) {
+      cost.push_back(obs[i].cost);
+      lr.push_back(obs[i].settings[0]);
+    }
+  return fit_power_law(cost, lr).b;
 }
 
 }  // namespace mt

@@ -119,10 +119,13 @@ std::vector<double> Carbs::suggest(uint64_t index) const {
   };
   // Chance of success: kernel-weighted share of succeeded runs nearby, with one prior success and one prior failure.
   const std::vector<double>& theta = value_gp.theta();
+  std::vector<std::vector<double>> obs_units;  // once, not once per candidate
+  for (const SweepObservation& o : obs_) obs_units.push_back(units(space_, o.settings));
   auto p_success = [&](const std::vector<double>& u) {
     double ok = 1.0, all = 2.0;
-    for (const SweepObservation& o : obs_) {
-      const std::vector<double> v = units(space_, o.settings);
+    for (size_t j = 0; j < obs_.size(); ++j) {
+      const SweepObservation& o = obs_[j];
+      const std::vector<double>& v = obs_units[j];
       double r2 = 0;
       for (size_t i = 0; i < u.size(); ++i) r2 += (u[i] - v[i]) * (u[i] - v[i]) * std::exp(-2.0 * theta[i]);
       const double w = std::exp(-0.5 * r2);

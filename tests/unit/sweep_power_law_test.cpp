@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "sweep/carbs.h"
-#include "sweep/runner/sweep_run.h"
+#include "sweep/power_law.h"
 
 namespace mt {
 namespace {

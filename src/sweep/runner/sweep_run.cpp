@@ -10,6 +10,7 @@
 
 #include "core/config_schema.h"
 #include "core/file_io.h"
+#include "core/subprocess.h"
 #include "model/flops.h"
 #include "rundir/metrics_log.h"
 #include "sweep/carbs.h"
@@ -28,7 +29,8 @@ std::string run_name(int64_t i) { return fmt::format("s{:03d}", i); }
 
 // A run's config, or why the trainer would refuse it.
 Result<RunConfig> config_of(const SweepConfig& c, const SweepPlan& plan, const std::vector<double>& settings) {
-  return load_run_config(c.base, sweep_sets(c, settings, plan.tokens_per_step, plan.base.model.n_kv_heads));
+  return parse_run_config(plan.base_text, c.base,
+                          sweep_sets(c, settings, plan.tokens_per_step, plan.base.model.n_kv_heads));
 }
 
 // Training FLOPs of a config: model FLOPs per token x tokens (model/flops.h).
@@ -128,10 +130,9 @@ json leave_one_out(const SweepConfig& c, const std::vector<SweepObservation>& ob
   return out;
 }
 
+// The last line of a child's log (core/subprocess.h's file_tail reads only its end).
 std::string log_tail_line(const std::string& log) {
-  auto text = read_file(log, "log");
-  if (!text) return "";
-  std::string t = text.value();
+  std::string t = file_tail(log, 1000);
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
   const size_t nl = t.rfind('\n');
   return nl == std::string::npos ? t : t.substr(nl + 1);
@@ -139,64 +140,13 @@ std::string log_tail_line(const std::string& log) {
 
 }  // namespace
 
-namespace {
-
-// Least squares of log value on log cost.
-PowerLawFit fit_logs(const std::vector<double>& xs, const std::vector<double>& ys) {
-  PowerLawFit f;
-  f.n = int64_t(xs.size());
-  if (f.n < 3) return f;
-  const double n = double(f.n);
-  double mx = 0, my = 0;
-  for (size_t i = 0; i < xs.size(); ++i) mx += xs[i] / n, my += ys[i] / n;
-  double sxx = 0, sxy = 0, syy = 0;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    sxx += (xs[i] - mx) * (xs[i] - mx);
-    sxy += (xs[i] - mx) * (ys[i] - my);
-    syy += (ys[i] - my) * (ys[i] - my);
-  }
-  if (sxx <= 1e-12) return f;
-  f.b = sxy / sxx;
-  f.a = std::exp(my - f.b * mx);
-  f.r2 = syy > 0 ? sxy * sxy / (sxx * syy) : NAN;
-  return f;
-}
-
-}  // namespace
-
-PowerLawFit fit_power_law(const std::vector<double>& cost, const std::vector<double>& value, int resamples,
-                          uint64_t seed) {
-  std::vector<double> xs, ys;
-  for (size_t i = 0; i < cost.size(); ++i)
-    if (cost[i] > 0 && value[i] > 0) {
-      xs.push_back(std::log(cost[i]));
-      ys.push_back(std::log(value[i]));
-    }
-  PowerLawFit f = fit_logs(xs, ys);
-  if (!std::isfinite(f.b) || resamples <= 0) return f;
-  std::vector<double> bs;
-  for (int r = 0; r < resamples; ++r) {
-    std::vector<double> x, y;
-    for (size_t k = 0; k < xs.size(); ++k) {
-      const size_t pick = size_t(philox_uniform(seed, 11ull << 40, uint64_t(r) * xs.size() + k) * double(xs.size()));
-      x.push_back(xs[std::min(pick, xs.size() - 1)]);
-      y.push_back(ys[std::min(pick, xs.size() - 1)]);
-    }
-    const PowerLawFit g = fit_logs(x, y);
-    if (std::isfinite(g.b)) bs.push_back(g.b);
-  }
-  if (bs.size() >= 10) {
-    std::sort(bs.begin(), bs.end());
-    f.b_lo = bs[size_t(0.05 * double(bs.size() - 1))];
-    f.b_hi = bs[size_t(0.95 * double(bs.size() - 1))];
-  }
-  return f;
-}
-
 Result<SweepPlan> plan_sweep(const SweepConfig& c, const std::string& out_dir) {
   SweepPlan plan;
   plan.out_dir = out_dir;
-  auto base = load_run_config(c.base, c.set);
+  auto text = read_file(c.base, "run config");
+  if (!text) return text.status();
+  plan.base_text = text.value();
+  auto base = parse_run_config(plan.base_text, c.base, c.set);
   if (!base) return base.status();
   plan.base = base.value();
   plan.tokens_per_step = plan.base.train.batch_size * plan.base.train.seq_len;

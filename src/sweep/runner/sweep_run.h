@@ -21,6 +21,7 @@
 
 #include "core/status.h"
 #include "rundir/output_dir.h"
+#include "sweep/power_law.h"
 #include "sweep/runner/sweep_config.h"
 #include "train/run_config.h"
 
@@ -29,6 +30,7 @@ namespace mt {
 struct SweepPlan {
   std::string out_dir;
   RunConfig base;               // the base config with sweep.set
+  std::string base_text;        // the base file, read once (every candidate's config is parsed from it)
   int64_t tokens_per_step = 0;  // batch_size x seq_len of the base
 };
 
@@ -46,17 +48,5 @@ struct SweepOptions {
 
 // Runs every round not yet recorded; returns the path of front.json.
 Result<std::string> run_sweep(const SweepConfig& c, const SweepPlan& plan, const SweepOptions& opt);
-
-// The power law value = a * cost^b fitted (least squares in logs) over the
-// front's runs, for one hyperparameter; n < 3 leaves b NaN.
-struct PowerLawFit {
-  double a = 0, b = NAN, r2 = NAN;
-  double b_lo = NAN, b_hi = NAN;  // 90% interval of b over bootstrap resamples of the runs
-  int64_t n = 0;
-};
-// `resamples` > 0: the interval from that many resamples with replacement
-// (counter-based draws from `seed`; resamples with one distinct cost are skipped).
-PowerLawFit fit_power_law(const std::vector<double>& cost, const std::vector<double>& value, int resamples = 0,
-                          uint64_t seed = 0);
 
 }  // namespace mt
