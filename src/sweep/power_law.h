@@ -20,4 +20,12 @@ struct PowerLawFit {
 PowerLawFit fit_power_law(const std::vector<double>& cost, const std::vector<double>& value, int resamples = 0,
                           uint64_t seed = 0);
 
+// The law's value at a cost, with its 90% interval over the same bootstrap
+// resamples: the loss a sweep's front predicts for a cost it has not run.
+struct PowerLawPrediction {
+  double cost = 0, value = NAN, lo = NAN, hi = NAN;
+};
+std::vector<PowerLawPrediction> predict_power_law(const std::vector<double>& cost, const std::vector<double>& value,
+                                                  const std::vector<double>& at, int resamples, uint64_t seed);
+
 }  // namespace mt

@@ -30,9 +30,13 @@ void declare_keys(ConfigSchema& s, SweepConfig& c) {
   s.add("sweep.ffn_ratio", &c.ffn_ratio, "a width param: d_ff = ratio x d_model").min(0).note("0 = the base's");
   s.add("sweep.at_costs", &c.at_costs,
         "costs in training FLOPs (a ladder rung's, the hero run's) to write a run config for: each numeric setting "
-        "from its power law along the front, a choice from the front run nearest in cost")
+        "from its power law along the front (clamped to its bounds within the front's costs, extrapolated beyond), "
+        "a choice from the front run nearest in cost, then the tokens that give the cost")
       .above(0)
       .note("[] = none");
+  s.add("sweep.check_at_costs", &c.check_at_costs,
+        "after the sweep, train each at_costs config and record its held-out loss next to the front's prediction "
+        "(front.json, the report)");
   s.add_table_array<SweepParamSpec>(
        "param", &c.specs,
        [](ConfigSchema& r, SweepParamSpec& p) {

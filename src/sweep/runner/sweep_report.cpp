@@ -48,6 +48,22 @@ Status write_sweep_report(const std::string& dir, const std::string& path) {
     if (!r["failed"].get<bool>())
       lc.markers.push_back({r["cost"].get<double>(), r["value"].get<double>(), "", palette(0)});
   lc.series.push_back(fs);
+  // The loss the front's law predicts at each chosen cost (its 90% interval
+  // as a vertical bar) and, where the config was trained, what it got.
+  for (const json& a : front.value("at_costs", json::array())) {
+    const json& iv = a.value("predicted_interval", json::array());
+    if (iv.size() == 2 && iv[0].is_number() && iv[1].is_number())
+      lc.series.push_back(
+          {"",
+           {{a["cost"].get<double>(), iv[0].get<double>()}, {a["cost"].get<double>(), iv[1].get<double>()}},
+           palette(4),
+           false,
+           false});
+    if (a.value("predicted_value", json()).is_number())
+      lc.markers.push_back({a["cost"].get<double>(), a["predicted_value"].get<double>(), "predicted", palette(4)});
+    if (a.value("observed", json()).is_number())
+      lc.markers.push_back({a["config_cost"].get<double>(), a["observed"].get<double>(), "trained", palette(5)});
+  }
   page.begin_row();
   page.figure(render_svg(lc),
               "Every run that finished (dots) and the front (line): no run is both cheaper and better "
@@ -118,10 +134,18 @@ Status write_sweep_report(const std::string& dir, const std::string& path) {
   if (front.contains("at_costs") && !front["at_costs"].empty()) {
     page.heading(2, "Settings for chosen costs");
     std::vector<std::vector<std::string>> at;
-    for (const json& a : front["at_costs"])
-      at.push_back(
-          {fmt::format("{:.3g}", a["cost"].get<double>()), a["file"].get<std::string>(), a["settings"].dump()});
-    page.table({"cost (FLOPs)", "run config", "settings"}, at, {Align::kRight, Align::kLeft, Align::kLeft});
+    auto loss = [](const json& v) { return v.is_number() ? fmt::format("{:.4f}", v.get<double>()) : std::string("-"); };
+    for (const json& a : front["at_costs"]) {
+      const json& iv = a.value("predicted_interval", json::array());
+      std::string predicted = loss(a.value("predicted_value", json()));
+      if (iv.size() == 2 && iv[0].is_number()) predicted += " [" + loss(iv[0]) + ", " + loss(iv[1]) + "]";
+      at.push_back({fmt::format("{:.3g}", a["cost"].get<double>()), a["file"].get<std::string>(),
+                    a.value("extrapolated", false) ? "yes" : "no", predicted,
+                    a.contains("reason") ? a["reason"].get<std::string>() : loss(a.value("observed", json())),
+                    a["settings"].dump()});
+    }
+    page.table({"cost (FLOPs)", "run config", "beyond the front", "predicted loss [90%]", "trained", "settings"}, at,
+               {Align::kRight, Align::kLeft, Align::kLeft, Align::kRight, Align::kRight, Align::kLeft});
   }
 
   page.heading(2, "Every run");

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -15,6 +16,7 @@
 #include "rundir/metrics_log.h"
 #include "sweep/carbs.h"
 #include "sweep/gp.h"
+#include "sweep/power_law.h"
 #include "sweep/runner/sweep_report.h"
 #include "train/run_queue.h"
 
@@ -136,6 +138,54 @@ std::string log_tail_line(const std::string& log) {
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
   const size_t nl = t.rfind('\n');
   return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+// Trains each at_costs config (cNN/, resumed if killed, skipped once
+// finished) and records its held-out loss as `observed` in its entry.
+Status check_at_costs(const std::string& out, const SweepOptions& opt, json& at_costs) {
+  std::vector<QueuedRun> q;
+  std::vector<std::string> dirs;
+  for (size_t k = 0; k < at_costs.size(); ++k) {
+    json& a = at_costs[k];
+    const std::string config = out + "/" + a["file"].get<std::string>();
+    auto cfg = load_run_config(config, {});
+    if (!cfg) return cfg.status();
+    const int64_t steps = cfg.value().train.steps;
+    QueuedRun qr;
+    qr.name = fmt::format("c{:02d}", k);
+    qr.run_dir = out + "/" + qr.name;
+    qr.log_path = out + "/logs/" + qr.name + ".log";
+    qr.args = {"train",     "--config", config,     "--set",        fmt::format("train.eval_every={}", steps),
+               "--run-dir", qr.run_dir, "--resume", "--no-progress"};
+    qr.last_step = steps;
+    qr.work = a["config_cost"].get<double>();
+    const json m = last_metrics_line(qr.run_dir);
+    qr.done = m.is_object() && m.value("step", int64_t(-1)) == steps && m.contains("eval_loss");
+    a["run"] = qr.name;
+    const std::string dir = qr.run_dir;
+    qr.on_done = [&a, dir, steps]() -> Status {
+      const json m = last_metrics_line(dir);
+      if (!m.is_object() || m.value("step", int64_t(-1)) != steps || !m.contains("eval_loss"))
+        return Status::errorf("{}: no held-out loss at step {}", dir, steps);
+      return Status::ok();
+    };
+    const std::string log = qr.log_path;
+    qr.on_failed = [&a, log](int code) -> Status {
+      a["reason"] = fmt::format("exit {}: {}", code, log_tail_line(log));
+      return Status::ok();
+    };
+    q.push_back(std::move(qr));
+  }
+  RunQueueOptions qo;
+  qo.jobs = opt.jobs;
+  qo.progress = opt.progress;
+  qo.label = "at_costs checks";
+  MT_RETURN_IF_ERROR(run_queue(q, qo));
+  for (size_t k = 0; k < at_costs.size(); ++k) {
+    if (at_costs[k].contains("reason")) continue;
+    at_costs[k]["observed"] = last_metrics_line(q[k].run_dir)["eval_loss"];
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -305,34 +355,73 @@ Result<std::string> run_sweep(const SweepConfig& c, const SweepPlan& plan, const
   front["failed_runs"] = failed;
   front["loo"] = leave_one_out(c, all.observations());
 
-  // A run config for each chosen cost: numeric settings from their power
-  // laws (clamped to the bounds), the rest from the front run nearest in cost.
+  // A run config for each chosen cost. Numeric settings follow their power
+  // laws. The model's size and the tokens are carried past their bounds when
+  // the cost lies outside the front's (the hero run is larger than every
+  // run: that is what the laws are for); every other setting stays within
+  // its bounds, where the runs measured the loss (a law fitted on a handful
+  // of front runs can put a learning rate anywhere), and the file says which
+  // ones hit them. Choices come from the front run nearest in cost. The
+  // tokens are then set so that the config costs what was asked; the loss
+  // there is the front's own power law in cost, with its bootstrap interval.
   front["at_costs"] = json::array();
   const std::vector<size_t> front_idx = all.front();
-  for (double C : c.at_costs) {
+  std::vector<double> front_values;
+  for (size_t i : front_idx) front_values.push_back(all.observations()[i].value);
+  const std::vector<PowerLawPrediction> losses = predict_power_law(costs, front_values, c.at_costs, 400, c.seed);
+  const auto tokens_param =
+      std::find_if(c.params.begin(), c.params.end(), [](const SweepParam& p) { return p.key == "tokens"; });
+  for (size_t k = 0; k < c.at_costs.size(); ++k) {
+    const double C = c.at_costs[k];
     if (front_idx.empty()) break;
     size_t nearest = front_idx[0];
     for (size_t i : front_idx)
       if (std::fabs(std::log(all.observations()[i].cost / C)) <
           std::fabs(std::log(all.observations()[nearest].cost / C)))
         nearest = i;
+    const double lo_cost = *std::min_element(costs.begin(), costs.end());
+    const double hi_cost = *std::max_element(costs.begin(), costs.end());
+    const bool extrapolated = C < lo_cost * (1 - 1e-9) || C > hi_cost * (1 + 1e-9);
     std::vector<double> settings = all.observations()[nearest].settings;
+    json clamped = json::array();
     for (size_t p = 0; p < c.params.size(); ++p) {
-      const json s = front["scaling"].value(c.params[p].key, json());
-      if (s.is_object() && s["exponent"].is_number())
-        settings[p] =
-            std::clamp(s["a"].get<double>() * std::pow(C, s["exponent"].get<double>()), c.params[p].lo, c.params[p].hi);
+      const SweepParam& q = c.params[p];
+      const json s = front["scaling"].value(q.key, json());
+      if (!s.is_object() || !s["exponent"].is_number()) continue;
+      const double v = s["a"].get<double>() * std::pow(C, s["exponent"].get<double>());
+      const bool scale = q.key == "width" || q.key == "tokens" || q.key == "model.n_layers";
+      settings[p] = extrapolated && scale ? v : std::clamp(v, q.lo, q.hi);
+      if (settings[p] != v) clamped.push_back(q.key);
     }
     auto cfg = config_of(c, plan, settings);
+    if (cfg && tokens_param != c.params.end()) {
+      // Cost is linear in the tokens once the model is fixed: scale the whole steps the config trains.
+      const size_t t = size_t(tokens_param - c.params.begin());
+      settings[t] = double(cfg.value().train.steps * plan.tokens_per_step) * C / cost_of(cfg.value());
+      cfg = config_of(c, plan, settings);
+    }
     if (!cfg)
       return Status::errorf("sweep.at_costs {:.3g}: the predicted settings are refused: {}", C, cfg.status().message());
     const std::string file = fmt::format("settings-at-{:.3g}.toml", C);
-    const std::string head =
-        fmt::format("# moetrain sweep {}: the settings predicted for {:.3g} training FLOPs\n", c.source, C);
+    const PowerLawPrediction& loss = losses[k];
+    const std::string head = fmt::format(
+        "# moetrain sweep {}: the settings predicted for {:.3g} training FLOPs{}\n"
+        "# the front's loss law predicts {:.4f} there (90% interval {:.4f} to {:.4f}){}\n",
+        c.source, C, extrapolated ? " (beyond the front's costs: extrapolated)" : "", loss.value, loss.lo, loss.hi,
+        clamped.empty() ? "" : "\n# held at their bounds, where their laws leave them: " + clamped.dump());
     MT_RETURN_IF_ERROR(write_file_atomic(out + "/" + file, head + to_toml(cfg.value())));
-    front["at_costs"].push_back(
-        {{"cost", C}, {"file", file}, {"settings", settings_json(c, settings)}, {"config_cost", cost_of(cfg.value())}});
+    auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+    front["at_costs"].push_back({{"cost", C},
+                                 {"file", file},
+                                 {"settings", settings_json(c, settings)},
+                                 {"resolved", resolved_json(c, cfg.value(), plan)},
+                                 {"config_cost", cost_of(cfg.value())},
+                                 {"extrapolated", extrapolated},
+                                 {"clamped", clamped},
+                                 {"predicted_value", num(loss.value)},
+                                 {"predicted_interval", {num(loss.lo), num(loss.hi)}}});
   }
+  if (c.check_at_costs) MT_RETURN_IF_ERROR(check_at_costs(out, opt, front["at_costs"]));
   const std::string front_path = out + "/front.json";
   MT_RETURN_IF_ERROR(write_file_atomic(front_path, front.dump(2) + "\n"));
   MT_RETURN_IF_ERROR(write_sweep_report(out, out + "/report.html"));
