@@ -211,7 +211,8 @@ std::string exit_code_section(const std::vector<std::string>& leaves) {
       "Every command exits 0 on success, and `-h`/`--help` prints the help and exits 0 without running anything.\n"
       "The codes a command chooses itself mean, broadly: 1 a runtime failure (a file, a dataset, a checkpoint, a\n"
       "step), 2 a configuration or usage error found by the command, 3 `data plan` found data that would repeat\n"
-      "(and, under mpirun, `train` and `bench` abort with 3 when a collective times out). Each command's own\n"
+      "(and, under mpirun, `train` and `bench` abort with 3 when a collective times out), 75 a run stopped at a\n"
+      "checkpoint by Slurm's advance notice (SIGUSR1) that asks to be requeued. Each command's own\n"
       "list is below; the command line itself is checked first, by CLI11, whose errors have codes above 100:\n\n"
       "| code | CLI11 error | example |\n|---|---|---|\n";
   for (const ParseErrorCode& p : kParseErrors)

@@ -84,11 +84,13 @@ ExitCode run_training(const std::string& cmd, const RunConfig& config, const Tra
   opt.heartbeat_dir = a.heartbeat;
   auto trainer = Trainer::create(config, opt);
   if (!trainer) return fail(trainer.status().message());
-  install_stop_signal_handlers();  // Ctrl-C / SIGTERM: finish the step, checkpoint, exit
+  install_stop_signal_handlers();  // Ctrl-C / SIGTERM / SIGUSR1: finish the step, checkpoint, exit
   Status s = trainer.value()->run();
   if (!s) return fail(s.message());
   if (const int sig = trainer.value()->stopped_by_signal())
-    return sig == SIGTERM ? ExitCode::kStoppedBySigterm : ExitCode::kStoppedBySigint;
+    return sig == SIGUSR1   ? ExitCode::kRequeue
+           : sig == SIGTERM ? ExitCode::kStoppedBySigterm
+                            : ExitCode::kStoppedBySigint;
   const std::string hash = trainer.value()->state_hash();  // collective under MPI
   if (root)
     fmt::print(stderr, "# done: step {}, state hash {}, metrics in {}/metrics.jsonl\n", trainer.value()->step(), hash,

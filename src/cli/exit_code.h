@@ -15,6 +15,10 @@ enum class ExitCode : int {
   kUsage = 2,    // a config or usage error: a bad flag, key, file or preset; a refused run directory
   kRefused = 3,  // the command refused on its own terms (data plan: would repeat data; export: a feature
                  // the format cannot hold); under mpirun also a collective's timeout (MPI_Abort(3))
+  // Stopped by SIGUSR1 (Slurm's advance notice, `--signal=USR1@LEAD`) after
+  // checkpointing: "requeue me". 75 is sysexits.h's EX_TEMPFAIL (try again
+  // later); scripts/slurm/common.sh requeues the job on it.
+  kRequeue = 75,
   // Stopped by a signal after checkpointing (train): 128 + the signal, as a shell reports it.
   kStoppedBySigint = 130,
   kStoppedBySigterm = 143,

@@ -17,9 +17,11 @@ void install_stop_signal_handlers() {
   struct sigaction sa = {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESETHAND | SA_RESTART;  // the second signal takes the default action: exit now
-  sigaction(SIGINT, &sa, nullptr);
+  sa.sa_flags = SA_RESTART;
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGUSR1, &sa, nullptr);
+  sa.sa_flags = SA_RESETHAND | SA_RESTART;  // a second Ctrl-C takes the default action: exit now
+  sigaction(SIGINT, &sa, nullptr);
 }
 
 int stop_signal_received() { return g_stop_signal; }

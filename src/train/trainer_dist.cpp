@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -88,12 +89,16 @@ Status Trainer::setup_dist(const TrainerOptions& opt) {
   const int64_t N = w.size(), cp = cfg_.dist.cp;
   MT_RETURN_IF_ERROR(check_context_parallel(N));
   const int64_t replicas = N / cp;  // rank groups that split the batch (cp ranks share each sequence)
-  if (tc.batch_size % replicas != 0)
+  if (tc.batch_size % replicas != 0) {
+    // Under Slurm the rank count is the job's task count: name it too.
+    const char* tasks = std::getenv("SLURM_NTASKS");
     return Status::errorf(
-        "{}: train.batch_size = {} must be a multiple of the {} {}: each micro-batch of batch_size sequences is "
+        "{}: train.batch_size = {} must be a multiple of the {} {}{}: each micro-batch of batch_size sequences is "
         "split evenly over them",
         cfg_.source, tc.batch_size, replicas,
-        cp > 1 ? fmt::format("rank groups ({} ranks / dist.cp = {}, sharing each sequence)", N, cp) : "ranks");
+        cp > 1 ? fmt::format("rank groups ({} ranks / dist.cp = {}, sharing each sequence)", N, cp) : "ranks",
+        tasks ? fmt::format(" (the Slurm job's SLURM_NTASKS = {})", tasks) : "");
+  }
   const int64_t Bl = tc.batch_size / replicas;
   for (const PhaseSpan& ph : data_->schedule().phases())  // every phase's sequence length
     if (cfg_.model.n_experts > 0 && (Bl * ph.seq_len / cp) % cfg_.model.group_size(ph.seq_len) != 0)
@@ -284,15 +289,20 @@ void Trainer::reduce_step_stats(StepResult& r) {
   r.aux_loss = d[2] / double(w.size());
   r.z_loss = d[3] / double(w.size());
   // How many ranks a stop signal reached, per signal: every rank then knows
-  // the same (SIGTERM, a scheduler's, wins over SIGINT).
+  // the same (SIGUSR1, "requeue me", wins over SIGTERM, a scheduler's, which
+  // wins over SIGINT). SIGUSR1 counts in the high bits of SIGTERM's slot, so
+  // the reduction keeps its size (the closed-form volume in comm_volume.h).
   const int sig = stop_signal_received();
-  std::vector<int64_t> n = {r.dropped, r.assignments, sig == SIGINT, sig == SIGTERM, r.keys_global, r.keys_local};
+  constexpr int64_t kUsr1 = int64_t(1) << 32;
+  std::vector<int64_t> n = {r.dropped,     r.assignments,
+                            sig == SIGINT, sig == SIGTERM ? 1 : sig == SIGUSR1 ? kUsr1 : 0,
+                            r.keys_global, r.keys_local};
   for (const auto& layer : r.expert_load) n.insert(n.end(), layer.begin(), layer.end());
   n.insert(n.end(), r.bucket_dropped.begin(), r.bucket_dropped.end());
   w.allreduce_sum(n.data(), int64_t(n.size()), "allreduce (step statistics)");
   r.dropped = n[0];
   r.assignments = n[1];
-  r.stop_signal = n[3] > 0 ? SIGTERM : n[2] > 0 ? SIGINT : 0;
+  r.stop_signal = n[3] >= kUsr1 ? SIGUSR1 : n[3] > 0 ? SIGTERM : n[2] > 0 ? SIGINT : 0;
   r.keys_global = n[4];
   r.keys_local = n[5];
   size_t k = 6;
