@@ -34,4 +34,12 @@ inline std::string flops(double v) { return fmt::format("{:.3g}", v); }
 
 inline std::string pct(double v) { return fmt::format("{:.1f}%", 100 * v); }
 
+// An MFU figure with its FLOP convention: the causal half of the attention square (model/flops.h), and the
+// full-square figure beside it when the two differ by more than `gap` (relative); `ratio` = full / causal.
+inline std::string mfu(double causal, double ratio, double gap = 0.05) {
+  if (ratio - 1.0 > gap)
+    return fmt::format("{:.1f}% causal half ({:.1f}% full square)", 100 * causal, 100 * causal * ratio);
+  return fmt::format("{:.1f}% causal half", 100 * causal);
+}
+
 }  // namespace mt::plan::fmtx

@@ -36,6 +36,20 @@ double allocator_overhead(const LayoutConfig& l) {
   return 0.0;
 }
 
+bool gradients_sharded(const LayoutSettings& l) {
+  return l.zero_stage >= 3 || (l.zero_stage == 2 && l.zero2_grads == Zero2Grads::kSharded);
+}
+
+std::string gradient_sync_text(const LayoutSettings& l) {
+  if (l.zero_stage >= 3) return "gradients sharded, reduce-scattered every micro-batch (ZeRO-3)";
+  if (l.zero_stage == 2)
+    return l.zero2_grads == Zero2Grads::kSharded
+               ? "gradients sharded, reduce-scattered every micro-batch (ZeRO-2)"
+               : "full gradient buffer, reduce-scattered once per step (ZeRO-2, zero2_gradients = \"full\")";
+  return l.zero_stage == 1 ? "full gradient buffer, reduce-scattered once per step (ZeRO-1)"
+                           : "full gradient buffer, all-reduced once per step (no ZeRO)";
+}
+
 namespace {
 
 // kFile: the layout's own keys; kPhase: the same keys inside a [[phase]], where none is required (a key the
@@ -64,6 +78,9 @@ void declare_setting_keys(ConfigSchema& s, LayoutSettings& l, KeyRole role) {
   s.add("parallel.reshard_after_forward", &l.reshard_after_forward,
         "ZeRO-3: free gathered weights after forward and gather again for backward (false: keep the stage's "
         "weights gathered from forward to backward)");
+  s.add_enum("parallel.zero2_gradients", &l.zero2_grads, {"sharded", "full"},
+             "ZeRO-2: sharded gradients reduce-scattered every micro-batch, or a full buffer reduced once per step")
+      .note("ZeRO-2 only");
   s.add("parallel.gpus", &l.gpus, "GPUs in the job").range(0, big).note("0 = all usable GPUs of the cluster");
   s.add("batch.micro_batch", &l.micro_batch, "sequences per micro-batch per pipeline").range(1, big);
   ConfigKey& global_batch = s.add("batch.global_batch", &l.global_batch, "sequences per optimizer step").range(1, big);
@@ -85,6 +102,9 @@ void declare_setting_keys(ConfigSchema& s, LayoutSettings& l, KeyRole role) {
         "memory.offload = \"params\": layers fetched ahead of the one computing (each holds a buffer)")
       .range(0, 64);
   s.add("memory.flash_attention", &l.flash_attention, "false: attention probabilities are materialised");
+  s.add_enum("memory.attention_kernel", &l.attention_kernel, {"fa2", "fa3"},
+             "flash-attention kernel: FlashAttention-2, or FlashAttention-3 (Hopper only); its rate depends on the "
+             "key span of each call (docs/planner.md)");
   s.add("memory.recompute_modules", &l.recompute_modules,
         "modules recomputed in backward besides memory.recompute: norm, core_attn, swiglu, experts, "
         "shared_experts, qkv, expert_output");
@@ -276,6 +296,10 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
   if (l.gemm == GemmPrecision::kFp8 && !(c.device.peak_fp8_tflops > 0))
     return bad("precision.gemm", fmt::format("fp8 needs FP8 tensor cores: the {} has gpu.peak_fp8_tflops = 0",
                                              c.device.type));
+  if (l.attention_kernel == AttentionKernel::kFa3 && c.device.type != "H100" && c.device.type != "H200" &&
+      c.device.type != "H800")
+    return bad("memory.attention_kernel",
+               fmt::format("fa3 runs on Hopper (H100, H200, H800) only, not on the {}", c.device.type));
   if (m.n_heads % p.tp != 0)
     return bad("parallel.tp", fmt::format("{} must divide model.n_heads = {}", p.tp, m.n_heads));
   for (int64_t hkv : {m.n_kv_heads, m.n_kv_heads_local > 0 ? m.n_kv_heads_local : m.n_kv_heads})

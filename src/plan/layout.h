@@ -12,6 +12,7 @@
 
 #include "core/status.h"
 #include "model/config.h"
+#include "plan/attention_rate.h"
 #include "plan/cluster.h"
 
 namespace mt {
@@ -35,6 +36,13 @@ enum class OffloadTier { kHost, kNvme };
 enum class Precision { kBf16, kFp32 };
 enum class GemmPrecision { kBf16, kFp8 };
 enum class OptimizerKind { kAdamW, kMuon };
+// ZeRO-2's gradients, memory and communication together (Rajbhandari et al. 2020). kSharded: each rank
+// holds its gradient shard only, so every micro-batch's gradients are reduce-scattered into it as backward
+// produces them (DeepSpeed ZeRO-2 under gradient accumulation). kFull: a full-size gradient buffer
+// accumulates over the micro-batches and is reduce-scattered once per step (Megatron's distributed
+// optimizer): gradient memory as ZeRO-1. A sharded-gradient stage reduced once per step is not offered:
+// no framework runs it, and it undercounts either the memory or the traffic.
+enum class Zero2Grads { kSharded, kFull };
 
 // Every key of a layout file but the phases (LayoutConfig adds them below).
 struct LayoutSettings {
@@ -54,6 +62,8 @@ struct LayoutSettings {
   int64_t dp = 0;                         // data parallel; 0 = every GPU not used by tp x pp
   int64_t zero_stage = 1;                 // 0 none, 1 optimizer, 2 + gradients, 3 + parameters (FSDP)
   bool reshard_after_forward = true;      // ZeRO-3: free gathered weights after forward (false: keep them to backward)
+  Zero2Grads zero2_grads =
+      Zero2Grads::kSharded;               // ZeRO-2: sharded gradients reduced per micro-batch, or full ones per step
   int64_t gpus = 0;                       // GPUs in the job; 0 = all usable GPUs of the cluster
   // [batch]
   int64_t micro_batch = 1;                // sequences per micro-batch per pipeline
@@ -72,6 +82,7 @@ struct LayoutSettings {
   OffloadTier offload_tier = OffloadTier::kHost;  // where offloaded state lives (kParams)
   int64_t prefetch_layers = 1;            // kParams: layers fetched ahead of the one computing
   bool flash_attention = true;            // false: attention probabilities are materialised
+  AttentionKernel attention_kernel = AttentionKernel::kFa2;  // flash kernel: its rate by key span (attention_rate.h)
   Allocator allocator = Allocator::kExpandable;
   double fragmentation = -1;              // allocator overhead, fraction of dynamic memory; -1 = the allocator's figure
   // [precision]
@@ -123,6 +134,12 @@ LayoutConfig phase_layout(const LayoutPhase& ph);
 std::string to_string(PipeSchedule s);
 std::string to_string(Recompute r);
 std::string to_string(Allocator a);
+
+// Whether a rank holds only its shard of the gradients (ZeRO-3, or ZeRO-2 with sharded gradients); such
+// gradients are reduce-scattered every micro-batch.
+bool gradients_sharded(const LayoutSettings& l);
+// One line for reports: how gradients are held and reduced under the layout's ZeRO stage.
+std::string gradient_sync_text(const LayoutSettings& l);
 
 // Memory the allocator reserves beyond live activations and buffers, as a
 // fraction of them: memory.fragmentation when set, else the allocator's stated

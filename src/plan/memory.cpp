@@ -65,14 +65,11 @@ ActivationOptions activation_options(const ModelConfig& c, const Parallel& p) {
   return o;
 }
 
-namespace {
-// Selective recomputation is the attention core; module choices add to it.
 RecomputeMask layout_recompute_mask(const LayoutConfig& l) {
   RecomputeMask m = recompute_mask(l.recompute_modules);
   if (l.recompute == Recompute::kSelective) m |= RecomputeMask(ActModule::kCoreAttn);
   return m;
 }
-}  // namespace
 
 double layer_activation_bytes_per_token(const ModelConfig& c, int64_t l, const Parallel& p) {
   return activation_bytes_per_token(layer_activation_terms(c, l, activation_options(c, p)),
@@ -310,7 +307,9 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
   // FSDP without reshard-after-forward (Zhao et al. 2023, "PyTorch FSDP", SHARD_GRAD_OP): the whole stage's
   // weights stay gathered from forward to backward, on top of the shards.
   if (L.zero_stage >= 3 && !L.reshard_after_forward) m.parameters += wbytes * held(/*never sharded*/ 4);
-  m.gradients = gbytes * held(2);
+  // Sharded gradients (ZeRO-3, ZeRO-2 by default) are reduce-scattered every micro-batch (perf.cpp), so
+  // only the shard persists; ZeRO-2 with a full buffer keeps every gradient until the step's one reduction.
+  m.gradients = gbytes * held(gradients_sharded(L) ? 2 : /*never sharded*/ 4);
   m.master_weights = L.params == Precision::kBf16 ? 4.0 * updated(1) : 0.0;
   const double mb = L.moments == Precision::kBf16 ? 2.0 : 4.0;
   m.optimizer_state = 2.0 * mb * updated(1);
@@ -385,7 +384,7 @@ MemoryBreakdown gpu_stage_memory(const ModelConfig& c, const ModelStats& s, cons
   m.comm_buffers = kNcclPerGroup * double(groups);
   // Gathered layer + prefetch, full-size gradient buckets (streaming: its own layer buffers, counted above).
   if (L.zero_stage >= 3 && L.offload != Offload::kParams) m.comm_buffers += 2.0 * wbytes * sp.largest_layer;
-  if (L.zero_stage >= 2 && L.offload != Offload::kParams) m.comm_buffers += 2.0 * gbytes * sp.largest_layer;
+  if (gradients_sharded(L) && L.offload != Offload::kParams) m.comm_buffers += 2.0 * gbytes * sp.largest_layer;
   if (p.tp > 1) m.comm_buffers += 2.0 * 2.0 * double(c.d_model) * tokens;   // sequence-parallel all-gather
   if (p.pp > 1) m.comm_buffers += 2.0 * 2.0 * double(c.d_model) * tokens / double(p.tp);  // p2p send + recv
   if (p.cp > 1) m.comm_buffers += 2.0 * cp_kv_bytes(c, p);  // ring attention: the K/V block sent and the one received

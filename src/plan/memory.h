@@ -68,6 +68,9 @@ int64_t muon_scratch_floats(const ModelConfig& c);
 // Activation bytes one GPU stores per token of a micro-batch for layer `l`
 // under the layout's selective and module recomputation (full recomputation
 // is applied per stage by memory_per_gpu).
+// The modules a layout recomputes besides full recomputation: memory.recompute_modules, plus the attention
+// core under "selective". Memory drops their activations; step time pays their forward again (perf.cpp).
+RecomputeMask layout_recompute_mask(const LayoutConfig& l);
 double layer_activation_bytes_per_token(const ModelConfig& c, int64_t l, const Parallel& p);
 
 // Micro-batches whose activations pipeline stage `stage` holds at its peak

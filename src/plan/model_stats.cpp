@@ -83,6 +83,18 @@ ModelStats model_stats(const ModelConfig& c, int64_t seq_len, int64_t doc_tokens
     decode_keys += keys_at(seq_len - 1, w);
   }
   const double per_key = 2.0 * double(H * (c.qk_head_dim() + c.v_dim()));
+  // Full square: each query meets its whole span instead of the causal (and document) mean, forward and
+  // backward (3 x the forward's per-key FLOPs), in the main layers and in each MTP module's block.
+  double extra_keys = 0;
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    if (c.is_delta(l)) continue;
+    const int64_t w = c.is_local(l) ? c.window : 0;
+    const double span = w > 0 ? double(std::min(w, seq_len)) : double(seq_len);
+    const double gap = span - mean_keys(seq_len, w, doc_tokens);
+    extra_keys += gap;
+    if (l == c.n_layers - 1) extra_keys += double(c.mtp_depth) * gap;
+  }
+  s.train_flops_full_square = s.train_flops_per_token + 3.0 * per_key * extra_keys;
   s.prefill_flops_per_token = 2.0 * double(s.active_matmul) + per_key * mean_keys_sum + delta_prefill;
   // Decode with MLA in its absorbed form (DeepSeek-V2 2.1.2: W_UK folded into the query, W_UV into the
   // output): the same matrices once per token, and per cached key 2 H (Dc + Dr) for the scores over the

@@ -37,6 +37,11 @@ struct ModelStats {
   int64_t active_params = 0;    // active_matmul + norms (the LM head counts; the embedding lookup does not)
   int64_t moe_layers = 0;
   double train_flops_per_token = 0;     // model/flops.h flops_per_token (forward + backward)
+  // The same count with attention over the full square (PaLM's and Megatron-LM's convention: every query
+  // meets every key of its span: the sequence on global layers, the window on sliding-window layers,
+  // documents ignored). MFU is reported in the causal-half count above; this one is printed beside it
+  // when the two differ by more than kMfuConventionGap.
+  double train_flops_full_square = 0;
   // Inference, bf16 cache, context S = seq_len.
   double kv_bytes_per_token = 0;        // every layer's K and V for one token (MLA: its latent and RoPE key)
   double kv_bytes_per_sequence = 0;     // S tokens; sliding-window layers keep only `window` entries
@@ -45,6 +50,13 @@ struct ModelStats {
   double decode_flops_per_token = 0;    // forward only, one new token at context S (MLA: absorbed form)
   int64_t seq_len = 0;
 };
+
+// Relative gap between the two MFU conventions above which a plan prints both.
+inline constexpr double kMfuConventionGap = 0.05;
+// The ratio of the full-square count to the causal-half one (>= 1).
+inline double full_square_ratio(const ModelStats& s) {
+  return s.train_flops_per_token > 0 ? s.train_flops_full_square / s.train_flops_per_token : 1.0;
+}
 
 // doc_tokens: batch.document_tokens (training FLOPs of packed, masked documents); 0 = one per sequence.
 ModelStats model_stats(const ModelConfig& c, int64_t seq_len, int64_t doc_tokens = 0);

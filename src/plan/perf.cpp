@@ -86,6 +86,11 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
   const double hkv = double(std::max(c.kv_heads(l), p.tp));
   const double act_bytes = 2.0 * M * D;  // one (M, D) bf16 activation
   const bool full = p.cfg.recompute == Recompute::kFull;
+  // Module-level recomputation (memory.recompute_modules, "selective"): each module dropped from memory
+  // runs its forward again in backward. Full recomputation repeats the whole layer instead (below).
+  const RecomputeMask redo = full ? kRecomputeNothing : layout_recompute_mask(p.cfg);
+  auto redoes = [redo](ActModule m) { return (redo & RecomputeMask(m)) != 0; };
+  double redo_s = 0, redo_flops = 0;  // module recomputation of this layer, one micro-batch
 
   // ---- attention sub-block
   double fwd_gemm, fwd_mem, attn_flops, proj_flops, gather_bytes = act_bytes;
@@ -100,6 +105,8 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
     fwd_gemm = gemm_time(M, P / t, D, lin) + gemm_time(M, D, Hd * Dv / t, lin);
     fwd_mem = mem_s(4 * D * Mt, mc) /* norm */ + mem_s(4 * Hd * (2 * Dk + 2 * Dv) * Mt, mc) /* l2 norms, gates */ +
               mem_s(6 * D * Mt, mc) /* residual */;
+    if (redoes(ActModule::kNorm)) redo_s += mem_s(4 * D * Mt, mc);
+    if (redoes(ActModule::kQkv)) redo_s += gemm_time(M, P / t, D, lin), redo_flops += 2.0 * M * D * P / t;
     attn_flops = M * (Hd / t) * gated_delta_flops_per_token(c.delta_dk(), c.delta_dv(), C);
     proj_flops = 2.0 * M * D * (P + Hd * Dv) / t;
   } else if (!c.mla()) {
@@ -107,6 +114,12 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
     fwd_mem = mem_s(4 * D * Mt, mc) /* norm */ + mem_s(4 * (H + hkv) * Dh * Mt, mc) /* rope */ +
               mem_s(6 * D * Mt, mc) /* residual */;
     if (c.qk_norm) fwd_mem += mem_s(4 * (H + hkv) * Dh * Mt, mc);
+    if (redoes(ActModule::kNorm)) redo_s += mem_s(4 * D * Mt, mc);
+    if (redoes(ActModule::kQkv)) {  // the QKV GEMM from the kept norm output, RoPE and qk-norm again
+      redo_s += gemm_time(M, (H + 2 * hkv) * Dh / t, D, lin) + mem_s(4 * (H + hkv) * Dh * Mt, mc) +
+                (c.qk_norm ? mem_s(4 * (H + hkv) * Dh * Mt, mc) : 0.0);
+      redo_flops += 2.0 * M * D * (H + 2 * hkv) * Dh / t;
+    }
     attn_flops = 4.0 * M * (H / t) * Dh * keys;
     proj_flops = 2.0 * M * D * ((H + 2 * hkv) * Dh + H * Dh) / t;
   } else {
@@ -124,6 +137,12 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
     attn_flops = 2.0 * M * (H / t) * (Dqk + Dv) * keys;
     proj_flops = 2.0 * Mt * D * (Dq + Dc + Dr) + 2.0 * M * (H * Dqk * q_in + H * (Dn + Dv) * Dc + D * H * Dv) / t;
     gather_bytes = 2.0 * M * ((Dq > 0 ? Dq : D) + Dc + Dr);
+    if (redoes(ActModule::kNorm)) redo_s += mem_s(4 * D * Mt, mc) + mem_s(4 * (Dq + Dc) * Mt, mc);
+    if (redoes(ActModule::kQkv)) {  // DeepSeek-V3 3.2.3: the up-projections from the kept latents, and RoPE
+      redo_s += gemm_time(M, H * Dqk / t, q_in, lin) + gemm_time(M, H * (Dn + Dv) / t, Dc, lin) +
+                mem_s(4 * (H + 1) * Dr * Mt, mc) + mem_s(4 * H * Dr * Mt, mc);
+      redo_flops += 2.0 * M * (H * Dqk * q_in + H * (Dn + Dv) * Dc) / t;
+    }
     if (p.cp > 1) {
       // Context parallelism exchanges the latent: each rank decompresses the other ranks' tokens too,
       // once forward and again backward (with W_UKV's two gradient products).
@@ -135,8 +154,18 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
   }
   double attn_fwd, attn_bwd;
   if (p.cfg.flash_attention || delta) {
-    attn_fwd = attn_flops / mc.attn + mc.lat;
-    attn_bwd = 2.5 * attn_flops / mc.attn + mc.lat;
+    // Flash attention runs at its kernel's rate for the key span of one call (attention_rate.h); the
+    // gated-delta recurrence at the device's flat attention rate.
+    // Under ring context parallelism a causal global layer's cp steps are one masked diagonal block and
+    // cp - 1 unmasked ones (sliding-window layers exchange halos and stay masked).
+    const bool ring = p.cp > 1 && !c.is_local(l) && p.cfg.document_tokens <= 0;
+    const double span = attention_span(double(p.seq_len), double(p.cp), double(c.is_local(l) ? c.window : 0),
+                                       double(p.cfg.document_tokens));
+    const double rate = delta ? mc.attn
+                              : mc.attn * (ring ? ring_attention_rate_factor(p.cfg.attention_kernel, span, double(p.cp))
+                                                : attention_rate_factor(p.cfg.attention_kernel, span));
+    attn_fwd = attn_flops / rate + mc.lat;
+    attn_bwd = 2.5 * attn_flops / rate + mc.lat;
   } else {  // two batched GEMMs plus a softmax over the materialised probabilities
     const double probs = M * (H / t) * keys;
     attn_fwd = attn_flops / mc.gemm + mem_s(8 * probs, mc) + 2 * mc.lat;
@@ -175,10 +204,7 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
     r.cp_comm += 3 * step;
     r.cp_bytes += 3 * bytes;
   }
-  if (p.cfg.recompute == Recompute::kSelective) {
-    r.recompute += attn_fwd;
-    r.hw_flops += attn_flops;
-  }
+  if (redoes(ActModule::kCoreAttn)) redo_s += attn_fwd, redo_flops += attn_flops;
 
   // ---- FFN sub-block
   if (!c.is_moe(l)) {
@@ -186,6 +212,8 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
     const double gm = gemm_time(M, 2 * F / t, D, lin) + gemm_time(M, D, F / t, lin);
     const double mm = mem_s(4 * D * Mt, mc) + mem_s(6 * F * Mt, mc) + mem_s(6 * D * Mt, mc);
     const double tp = p.tp > 1 ? all_gather_s(act_bytes, g.tp, lk) + reduce_scatter_s(act_bytes, g.tp, lk) : 0.0;
+    if (redoes(ActModule::kNorm)) redo_s += mem_s(4 * D * Mt, mc);
+    if (redoes(ActModule::kSwiglu)) redo_s += mem_s(6 * F * Mt, mc);
     r.fwd += gm + mm;
     r.bwd += 2 * gm + 2 * mm;
     r.gemm += 3 * gm;
@@ -222,6 +250,23 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
                 mem_s(2 * Din * rows + 2 * D * Mt, mc) /* combine */ + mem_s(6 * D * Mt, mc) /* residual */;
     if (c.d_latent > 0) mm += mem_s(4 * double(c.d_latent) * Mt, mc);
     if (c.moe_out_norm) mm += mem_s(4 * D * Mt, mc);
+    if (redoes(ActModule::kNorm))
+      redo_s += mem_s(4 * D * Mt, mc) + (c.d_latent > 0 ? mem_s(4 * double(c.d_latent) * Mt, mc) : 0.0);
+    if (redoes(ActModule::kExperts)) {  // routed experts' hidden units: gate/up GEMMs and SwiGLU
+      redo_s += grouped_gemm_time(E / ep, rows_e, 2 * F, Din, lin) + mem_s(6 * F * rows, mc);
+      redo_flops += 2.0 * rows * 2 * F * Din;
+    } else if (redoes(ActModule::kSwiglu)) {
+      redo_s += mem_s(6 * F * rows, mc);
+    }
+    if (c.n_shared_experts > 0) {
+      const double S = double(c.n_shared_experts);
+      if (redoes(ActModule::kSharedExperts)) {
+        redo_s += gemm_time(Mt, 2 * F * S, D, lin) + mem_s(6 * F * S * Mt, mc);
+        redo_flops += 2.0 * Mt * 2 * F * S * D;
+      } else if (redoes(ActModule::kSwiglu)) {
+        redo_s += mem_s(6 * F * S * Mt, mc);
+      }
+    }
     // Dispatch + combine; with group-limited routing each token crosses the scale-out network once per
     // destination domain (DeepSeek-V3 3.2.2).
     double a2a = 0;
@@ -238,6 +283,8 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
     layer_a2a_fwd += a2a;
     layer_fwd_flops += flops;
   }
+  r.recompute += redo_s;
+  r.hw_flops += redo_flops;
   if (full) {
     r.recompute += layer_fwd;
     r.tp_comm += layer_tp_fwd;
@@ -253,7 +300,19 @@ struct StageCost {
   double fwd = 0, bwd = 0, recompute = 0, tp_comm = 0, tp_exposed = 0, a2a = 0, a2a_exposed = 0;
   double cp_comm = 0, cp_exposed = 0, cp_bytes = 0;
   double hw_flops = 0;
+  double wgrad = 0;  // the weight-gradient GEMMs of the backward (zero-bubble schedules defer them)
   double per_mb() const { return fwd + bwd + recompute + tp_exposed + a2a_exposed + cp_exposed; }
+  // The mean of two stages: a DualPipe rank runs half its micro-batches through each of its two stages.
+  static StageCost mean(const StageCost& a, const StageCost& b) {
+    auto avg = [](double x, double y) { return (x + y) / 2; };
+    StageCost r;
+    r.fwd = avg(a.fwd, b.fwd), r.bwd = avg(a.bwd, b.bwd), r.recompute = avg(a.recompute, b.recompute);
+    r.tp_comm = avg(a.tp_comm, b.tp_comm), r.tp_exposed = avg(a.tp_exposed, b.tp_exposed);
+    r.a2a = avg(a.a2a, b.a2a), r.a2a_exposed = avg(a.a2a_exposed, b.a2a_exposed);
+    r.cp_comm = avg(a.cp_comm, b.cp_comm), r.cp_exposed = avg(a.cp_exposed, b.cp_exposed);
+    r.cp_bytes = avg(a.cp_bytes, b.cp_bytes), r.hw_flops = avg(a.hw_flops, b.hw_flops), r.wgrad = avg(a.wgrad, b.wgrad);
+    return r;
+  }
 };
 
 StageCost stage_cost(const ModelConfig& c, const Parallel& p, int64_t stage, const Machine& mc, const Links& lk,
@@ -304,6 +363,7 @@ StageCost stage_cost(const ModelConfig& c, const Parallel& p, int64_t stage, con
     sc.hw_flops += heads * 3 * 2.0 * M * V * D / t;
     if (p.tp > 1) sc.tp_comm += heads * 2 * all_gather_s(2.0 * M * D, g.tp, lk);
   }
+  sc.wgrad = gemm / 3;  // every GEMM runs forward, input gradient and weight gradient at the same cost
   sc.tp_exposed = p.cfg.tp_overlap ? exposed_s(sc.tp_comm, gemm, ov) : sc.tp_comm;
   sc.a2a_exposed = exposed_s(sc.a2a, moe_compute, ep_ov);
   sc.cp_exposed = exposed_s(sc.cp_comm, cp_window, ov);
@@ -394,15 +454,26 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
   const double ov = cl.eff.overlap, ep_ov = p.cfg.ep_overlap * cl.eff.overlap;
   const double m = double(p.microbatches);
 
-  // Pipeline stages: the busiest sets the steady-state pace, the mean sizes the bubble.
-  StageCost worst;
-  double mean_mb = 0, hw_flops = 0;
+  // Pipeline stages: the busiest rank sets the steady-state pace, the mean stage sizes the bubble. A rank
+  // holds one stage, except under DualPipe (DeepSeek-V3 report, 2024): rank i runs stage i of one direction
+  // and stage p-1-i of the other, half of the micro-batches through each, so its pace is the pair's mean.
+  std::vector<StageCost> stages;
+  double mean_mb = 0, mean_bwd = 0, mean_w = 0, hw_flops = 0;
   for (int64_t i = 0; i < p.pp; ++i) {
-    const StageCost sc = stage_cost(c, p, i, mc, lk, g, ov, ep_ov);
+    stages.push_back(stage_cost(c, p, i, mc, lk, g, ov, ep_ov));
+    const StageCost& sc = stages.back();
     mean_mb += sc.per_mb() / double(p.pp);
+    mean_bwd += (sc.bwd + sc.recompute) / double(p.pp);
+    mean_w += sc.wgrad / double(p.pp);
     hw_flops += sc.hw_flops * m * double(p.tp);  // the stage's tp GPUs of one pipeline; x dp below
-    if (i == 0 || sc.per_mb() > worst.per_mb()) worst = sc;
   }
+  const bool dual = p.cfg.schedule == PipeSchedule::kDualPipe && p.pp > 1;
+  StageCost worst;
+  for (int64_t i = 0; i < p.pp; ++i) {
+    const StageCost rank = dual ? StageCost::mean(stages[i], stages[p.pp - 1 - i]) : stages[i];
+    if (i == 0 || rank.per_mb() > worst.per_mb()) worst = rank;
+  }
+  st.mean_stage_s = mean_mb, st.mean_stage_bwd_s = mean_bwd, st.mean_stage_wgrad_s = mean_w;
   st.stage_fwd_s = worst.fwd;
   st.stage_bwd_s = worst.bwd;
   st.compute_s = m * (worst.fwd + worst.bwd);
@@ -424,16 +495,28 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
     st.cp_bytes = m * double(context_micro_batch_bytes(c, p.micro_batch, p.seq_len,
                                                        ContextShape{p.cp, 0, kv, p.cfg.recompute == Recompute::kFull}));
   }
-  double bubble_units = 0;
+  // Bubbles in the terms of the DeepSeek-V3 report's Table 2, from the mean stage's times per micro-batch:
+  // F forward, B the whole backward (input and weight gradients, recomputation), W its weight-gradient
+  // GEMMs, F + B the whole micro-batch with its exposed communication (mean_mb).
   const double pp = double(p.pp);
   switch (p.cfg.schedule) {
     case PipeSchedule::kGpipe:
-    case PipeSchedule::k1F1B: bubble_units = pp - 1; break;
-    case PipeSchedule::kInterleaved: bubble_units = (pp - 1) / double(p.v); break;
-    case PipeSchedule::kZeroBubble: bubble_units = (pp - 1) / 3.0; break;  // ZB-H1 (Qi et al. 2023)
-    case PipeSchedule::kDualPipe: bubble_units = std::max(0.0, pp / 2 - 1); break;
+    case PipeSchedule::k1F1B:
+      st.bubble_s = (pp - 1) * mean_mb;
+      break;
+    case PipeSchedule::kInterleaved:
+      st.bubble_s = (pp - 1) / double(p.v) * mean_mb;
+      break;
+    // ZB-H1 (Qi et al. 2023): weight gradients fill the cool-down, (p - 1)(F + B - 2W).
+    case PipeSchedule::kZeroBubble:
+      st.bubble_s = (pp - 1) * std::max(0.0, mean_mb - 2 * mean_w);
+      break;
+    // DualPipe: (p/2 - 1)(F&B + B - 3W), F&B a forward and a backward chunk run together (their sum; the
+    // communication they hide from each other is comm.ep_overlap's).
+    case PipeSchedule::kDualPipe:
+      st.bubble_s = std::max(0.0, pp / 2 - 1) * std::max(0.0, mean_mb + mean_bwd - 3 * mean_w);
+      break;
   }
-  st.bubble_s = bubble_units * mean_mb;
   if (p.pp > 1) {
     const double bytes = 2.0 * double(p.local_tokens() * c.d_model) / double(p.tp);
     const double t1 = p2p_s(bytes, g.pp_same_domain, lk);
@@ -462,11 +545,18 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
     const double ar = all_reduce_s(gbytes * sp.dense, g.dp, lk) + all_reduce_s(gbytes * sp.experts, g.edp, lk);
     st.dp_comm_s = ar;
     st.dp_exposed_s = hide(ar, bwd_win);
-  } else if (p.cfg.zero_stage <= 2) {
+  } else if (p.cfg.zero_stage <= 2 && !gradients_sharded(p.cfg)) {
     const double rs = reduce_scatter_s(gbytes * sp.dense, g.dp, lk) + reduce_scatter_s(gbytes * sp.experts, g.edp, lk);
     const double ag = all_gather_s(wbytes * sp.dense, g.dp, lk) + all_gather_s(wbytes * sp.experts, g.edp, lk);
     st.dp_comm_s = rs + ag;
     st.dp_exposed_s = hide(rs, bwd_win) + hide(ag, fwd_win);
+  } else if (p.cfg.zero_stage == 2) {
+    // ZeRO-2 with sharded gradients: a rank keeps only its shard, so each micro-batch's gradients are
+    // reduce-scattered into it behind that micro-batch's backward; the updated weights are gathered once.
+    const double rs = reduce_scatter_s(gbytes * sp.dense, g.dp, lk) + reduce_scatter_s(gbytes * sp.experts, g.edp, lk);
+    const double ag = all_gather_s(wbytes * sp.dense, g.dp, lk) + all_gather_s(wbytes * sp.experts, g.edp, lk);
+    st.dp_comm_s = m * rs + ag;
+    st.dp_exposed_s = m * hide(rs, bwd_win) + hide(ag, fwd_win);
   } else {  // FSDP: gather for forward and again for backward (unless kept), reduce-scatter every micro-batch
     const double ag = all_gather_s(wbytes * sp.dense, g.dp, lk) + all_gather_s(wbytes * sp.experts, g.edp, lk);
     const double rs = reduce_scatter_s(gbytes * sp.dense, g.dp, lk) + reduce_scatter_s(gbytes * sp.experts, g.edp, lk);
@@ -494,7 +584,7 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
     // backward and sends its gradients back; with prefetch the transfers hide behind the micro-batch's
     // compute (exposed_s), without it they are serial. The ZeRO-3 gather among GPUs is the dp term above.
     const double held = p.cfg.zero_stage >= 3 ? shard : sp.dense + sp.experts;
-    const double gheld = p.cfg.zero_stage >= 2 ? shard : sp.dense + sp.experts;
+    const double gheld = gradients_sharded(p.cfg) ? shard : sp.dense + sp.experts;
     const bool nvme = p.cfg.offload_tier == OffloadTier::kNvme;
     const double bw = std::min(cl.host_link_gbps, nvme ? cl.nvme_gbps / double(cl.device.gpus_per_node)
                                                         : cl.host_link_gbps) * 1e9;
@@ -517,6 +607,7 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
   st.tokens_per_s = tokens / st.step_s;
   const double peak_all = mc.peak * double(p.gpus);
   st.mfu = st.model_flops_per_step / (st.step_s * peak_all);
+  st.mfu_full_square = st.mfu * full_square_ratio(s);
   // Hardware FLOPs: every stage's executed FLOPs, for all micro-batches, over dp x tp copies.
   st.hfu = hw_flops * double(p.grad_replicas()) / (st.step_s * peak_all);
   return st;
@@ -531,14 +622,17 @@ std::vector<TermSource> step_time_sources(const ClusterConfig& cl, const LayoutC
   const std::string gemm_src = fitted ? "fitted to the Megatron-LM H100 table (leave-one-out error in docs/planner.md)"
                                       : "preset or cluster file, not fitted";
   std::vector<TermSource> v;
-  v.push_back({"compute",
-               fmt::format("roofline per kernel: GEMMs at {:.0f} TFLOP/s x gemm {:.3f} ({}) x K/(K+{:.0f}) "
-                           "(gemm_k0, assumption: tile pipeline fill), or bytes at {:.2f} TB/s x hbm {:.2f} "
-                           "(assumption); fused attention at attention {:.2f} of peak (FlashAttention-2 on Hopper, "
-                           "FlashAttention-3 paper); element-wise kernels at {:.2f}x the minimal traffic ({}); "
-                           "{:.0f} us per kernel (assumption)",
-                           peak, e.gemm, gemm_src, e.gemm_k0, cl.device.hbm_tbps, e.hbm, e.attention, e.elementwise,
-                           fitted ? "fitted" : "preset or cluster file", e.kernel_latency_us)});
+  v.push_back(
+      {"compute",
+       fmt::format("roofline per kernel: GEMMs at {:.0f} TFLOP/s x gemm {:.3f} ({}) x K/(K+{:.0f}) "
+                   "(gemm_k0, assumption: tile pipeline fill), or bytes at {:.2f} TB/s x hbm {:.2f} "
+                   "(assumption); fused attention ({}) at attention {:.3f} of peak (FlashAttention-2's causal "
+                   "plateau, FlashAttention-3 paper) x the kernel's rate at the call's key span (seq / cp, "
+                   "window, document; docs/reference-tables/attention.md); element-wise kernels at {:.2f}x the minimal "
+                   "traffic ({}); "
+                   "{:.0f} us per kernel (assumption)",
+                   peak, e.gemm, gemm_src, e.gemm_k0, cl.device.hbm_tbps, e.hbm, to_string(l.attention_kernel),
+                   e.attention, e.elementwise, fitted ? "fitted" : "preset or cluster file", e.kernel_latency_us)});
   v.push_back({"recompute", fmt::format("the recomputed forward kernels of memory.recompute = {}, same roofline",
                                         to_string(l.recompute))});
   const std::string links =
@@ -557,9 +651,11 @@ std::vector<TermSource> step_time_sources(const ClusterConfig& cl, const LayoutC
   v.push_back({"dp_comm", "ring reduce-scatter / all-gather of gradients and weights by ZeRO stage (hierarchical "
                           "across NVLink domains), " + links +
                               (l.dp_overlap ? hide + " behind the last backward / first forward" : "; not overlapped")});
-  v.push_back({"pp_bubble", "schedule formula: (p-1) GPipe/1F1B, (p-1)/v interleaved (Narayanan et al. 2021), "
-                            "(p-1)/3 ZB-H1 (Qi et al. 2023), p/2-1 DualPipe (DeepSeek-V3 report) x the mean stage "
-                            "time"});
+  v.push_back({"pp_bubble",
+               "schedule formula over the mean stage's forward F, backward B and weight-gradient W "
+               "per micro-batch: (p-1)(F+B) GPipe/1F1B, (p-1)(F+B)/v interleaved (Narayanan et al. 2021), "
+               "(p-1)(F+B-2W) ZB-H1 (Qi et al. 2023), (p/2-1)(F&B+B-3W) DualPipe (DeepSeek-V3 report, "
+               "Table 2), whose ranks are paced by the mean of the two stages each holds"});
   v.push_back({"pp_p2p", "activation send/receive between stages over " + links});
   v.push_back({"optimizer", fmt::format("fused update streaming gradient, moments, master and weights at {:.2f} TB/s x "
                                         "hbm {:.2f}; offload: PCIe at the cluster's host_link_gbps and the CPU update "

@@ -84,9 +84,13 @@ struct StepTime {
   // Rates.
   double model_flops_per_step = 0;  // model/flops.h count x tokens per step
   double tokens_per_s = 0;
-  double mfu = 0;                   // model FLOPs / (step time x GPUs x peak)
+  double mfu = 0;                   // model FLOPs / (step time x GPUs x peak); causal-half attention count
+  double mfu_full_square = 0;       // the same with attention over the full square (ModelStats)
   double hfu = 0;                   // hardware FLOPs (with recomputation) / (...)
-  double stage_fwd_s = 0, stage_bwd_s = 0;  // one micro-batch on the busiest stage
+  double stage_fwd_s = 0, stage_bwd_s = 0;  // one micro-batch on the busiest rank (DualPipe: its two stages' mean)
+  // The mean stage, one micro-batch: everything (F + B with exposed communication), the backward B (with
+  // recomputation) and its weight-gradient GEMMs W; the bubble formulas use them.
+  double mean_stage_s = 0, mean_stage_bwd_s = 0, mean_stage_wgrad_s = 0;
 };
 
 StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p, const ClusterConfig& cl);

@@ -157,6 +157,9 @@ std::string duration(double s) {
 }
 
 // The per-phase table of the terminal output.
+// An MFU figure with its convention (format.h): the full-square figure too when it is over 5% higher.
+std::string mfu_of(const StepTime& t) { return fmtx::mfu(t.mfu, t.mfu > 0 ? t.mfu_full_square / t.mfu : 1.0); }
+
 void phase_table(const Plan& p, std::string& o) {
   auto line = [&o](const std::string& head, const std::string& body) { o += fmt::format("{:<12}{}\n", head, body); };
   const PhaseTotals& t = p.totals;
@@ -178,6 +181,13 @@ void phase_table(const Plan& p, std::string& o) {
   line("", fmt::format("MFU weighted by tokens (by GPU-time {:.1f}%); memory of the fullest phase ({}); the sections "
                        "above and below describe \"{}\" (the most tokens)",
                        100 * t.mfu_by_time, p.phases[t.fullest].name, p.phases[t.main].name));
+  std::string full;  // the phases whose full-square MFU is over 5% above the causal-half one
+  for (const PhasePlan& ph : p.phases)
+    if (full_square_ratio(ph.stats) - 1 > kMfuConventionGap)
+      full +=
+          fmt::format("{}{} {:.1f}%", full.empty() ? "" : ", ", ph.name, 100 * ph.mfu * full_square_ratio(ph.stats));
+  line("", "MFU counts causal-half attention FLOPs" +
+               (full.empty() ? std::string(" (full square within 5% in every phase)") : "; full square: " + full));
 }
 
 }  // namespace
@@ -251,6 +261,12 @@ void put_summary(const Plan& p, nlohmann::json& j) {
   j["memory_per_gpu_bytes"] = std::llround(p.totals.memory_bytes);  // the fullest phase
   j["step_time_s"] = p.time.step_s;                                  // the main phase
   j["mfu"] = p.totals.mfu_by_tokens;
+  {  // the same FLOPs over the full attention square, token-weighted over the phases
+    double full = 0;
+    for (const PhasePlan& ph : p.phases) full += ph.tokens * ph.mfu * full_square_ratio(ph.stats);
+    j["mfu_full_square"] = p.totals.tokens > 0 ? full / p.totals.tokens : 0.0;
+    j["mfu_convention"] = "causal half: attention FLOPs over the keys each query attends to (model/flops.h)";
+  }
   j["days"] = p.days;
   j["gpu_hours"] = p.gpu_hours;
   j["expected_interruptions"] = p.rel.expected_interruptions;
@@ -325,6 +341,7 @@ void put_layout(const Plan& p, nlohmann::json& j) {
                  {"virtual_stages", par.v},
                  {"dp", par.dp},
                  {"zero_stage", par.cfg.zero_stage},
+                 {"gradient_sync", gradient_sync_text(par.cfg)},
                  {"recompute", to_string(par.cfg.recompute)},
                  {"micro_batch", par.micro_batch},
                  {"global_batch", par.global_batch},
@@ -534,6 +551,7 @@ void put_phases(const Plan& p, nlohmann::json& j) {
               {"steps", ph.steps},
               {"step_time_s", ph.time.step_s},
               {"mfu", ph.mfu},
+              {"mfu_full_square", ph.mfu * full_square_ratio(ph.stats)},
               {"memory_per_gpu_bytes", std::llround(ph.mem.total())},
               {"fits", ph.mem.fits()},
               {"days", ph.days},
@@ -620,6 +638,7 @@ void text_model_and_layout(const Plan& p, std::string& o) {
                                         : ""));
   line("", fmt::format("micro-batch {} x {} tokens, {} sequences/step ({} tokens), {} micro-batches", par.micro_batch,
                        par.seq_len, par.global_batch, fmtx::count(double(par.tokens_per_step())), par.microbatches));
+  line("", gradient_sync_text(par.cfg));
   o += "\n";
 }
 
@@ -679,7 +698,8 @@ void text_step_and_run(const Plan& p, std::string& o) {
                          par.cfg.offload == Offload::kParams && par.cfg.offload_tier == OffloadTier::kNvme
                              ? "NVMe" : "host memory",
                          p.mem.offloaded > p.mem.offload_capacity ? ": DOES NOT FIT" : ""));
-  line("", fmt::format("MFU {:.1f}% (HFU {:.1f}%), {} tokens/s", 100 * t.mfu, 100 * t.hfu, fmtx::count(t.tokens_per_s)));
+  line("", fmt::format("MFU {} (HFU {:.1f}%), {} tokens/s", fmtx::mfu(t.mfu, full_square_ratio(p.stats)), 100 * t.hfu,
+                       fmtx::count(t.tokens_per_s)));
   line("", fmt::format("sources: GEMM efficiency {:.3f}{}, attention {:.2f}, HBM {:.2f}, links {:.2f}, overlap {:.2f} "
                        "(--json step_time_sources, docs/planner.md)",
                        c.eff.gemm, c.eff.gemm == EfficiencyModel{}.gemm ? " fitted" : "", c.eff.attention, c.eff.hbm,
@@ -766,30 +786,30 @@ void text_largest(const Plan& p, std::string& o) {
     const LargestModel& lm = p.largest;
     o += "\n";
     if (lm.found)
-      line("Largest", fmt::format("per NVLink domain ({} GPUs), varying {}: {} params ({} layers{}), {}, MFU {:.1f}%",
+      line("Largest", fmt::format("per NVLink domain ({} GPUs), varying {}: {} params ({} layers{}), {}, MFU {}",
                                   lm.gpus, to_string(lm.axis), fmtx::count(double(lm.total_params)), lm.model.n_layers,
                                   lm.model.n_experts > 0 ? fmt::format(", {} experts", lm.model.n_experts) : "",
-                                  lm.best.label, 100 * lm.best.time.mfu));
+                                  lm.best.label, mfu_of(lm.best.time)));
     else
       line("Largest", fmt::format("per NVLink domain ({} GPUs): even the smallest member does not fit", lm.gpus));
     if (!lm.binding.empty())
       line("", fmt::format("next size {} binds on {}", fmtx::count(double(lm.next_params)), lm.binding));
     const LargestFit& f = lm.fsdp;
     if (f.found)
-      line("", fmt::format("plain FSDP (ZeRO-3, no TP/PP/EP): {} params ({} layers{}), {}, MFU {:.1f}%",
+      line("", fmt::format("plain FSDP (ZeRO-3, no TP/PP/EP): {} params ({} layers{}), {}, MFU {}",
                            fmtx::count(double(f.total_params)), f.model.n_layers,
                            f.model.n_experts > 0 ? fmt::format(", {} experts", f.model.n_experts) : "", f.best.label,
-                           100 * f.best.time.mfu));
+                           mfu_of(f.best.time)));
     else
       line("", "plain FSDP (ZeRO-3, no TP/PP/EP): even the smallest member does not fit");
     const LargestFit& w = lm.streaming;
     if (w.found)
-      line("", fmt::format("weight streaming from host memory: {} params ({} layers{}), {}, MFU {:.1f}%, {} per GPU "
-                           "in host memory{}",
-                           fmtx::count(double(w.total_params)), w.model.n_layers,
-                           w.model.n_experts > 0 ? fmt::format(", {} experts", w.model.n_experts) : "", w.best.label,
-                           100 * w.best.time.mfu, gib(w.best.mem.offloaded),
-                           w.hit_cap ? " (the search's upper end)" : ""));
+      line("",
+           fmt::format("weight streaming from host memory: {} params ({} layers{}), {}, MFU {}, {} per GPU "
+                       "in host memory{}",
+                       fmtx::count(double(w.total_params)), w.model.n_layers,
+                       w.model.n_experts > 0 ? fmt::format(", {} experts", w.model.n_experts) : "", w.best.label,
+                       mfu_of(w.best.time), gib(w.best.mem.offloaded), w.hit_cap ? " (the search's upper end)" : ""));
     else
       line("", "weight streaming from host memory: even the smallest member does not fit");
     const SearchAssumptions& a = lm.assumptions;
@@ -813,7 +833,10 @@ void text_layouts(const Plan& p, std::string& o) {
   auto line = [&o](const std::string& head, const std::string& body) { put_line(o, head, body); };
   if (!p.layouts.empty()) {
     o += "\n";
-    line("Layouts", fmt::format("{} fit on {} GPUs; best by MFU:", p.layouts.size(), par.gpus));
+    line("Layouts", fmt::format("{} fit on {} GPUs; best by MFU (causal half{}):", p.layouts.size(), par.gpus,
+                                full_square_ratio(p.stats) - 1 > kMfuConventionGap
+                                    ? fmt::format("; x{:.3f} for the full square", full_square_ratio(p.stats))
+                                    : ""));
     for (size_t i = 0; i < std::min<size_t>(p.layouts.size(), 6); ++i)
       line("", fmt::format("{:<34} MFU {:5.1f}%  step {:8.3f} s  {:>10}", p.layouts[i].label,
                            100 * p.layouts[i].time.mfu, p.layouts[i].time.step_s, gib(p.layouts[i].mem.total())));

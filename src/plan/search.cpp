@@ -137,6 +137,7 @@ std::string layout_label(const LayoutConfig& l) {
   if (l.pp > 1 && l.schedule == PipeSchedule::kInterleaved) s += fmt::format("x{}", l.virtual_stages);
   if (l.ep > 1) s += fmt::format(" ep{}", l.ep);
   s += fmt::format(" zero{}", l.zero_stage);
+  if (l.zero_stage == 2 && l.zero2_grads == Zero2Grads::kFull) s += "(full grads)";
   if (l.recompute != Recompute::kNone) s += " " + to_string(l.recompute);
   if (l.offload == Offload::kOptimizer) s += " offload";
   if (l.offload == Offload::kParams)

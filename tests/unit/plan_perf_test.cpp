@@ -90,10 +90,17 @@ TEST(PlanPerf, ComputeOnlyStepFromFlops) {
   const ModelStats s = model_stats(m, 1024);
   const StepTime t = step_time(m, s, *p, c);
   const double tokens = 4 * 1024, peak = 989e12;
-  double keys = 0;
-  for (int64_t i = 0; i < m.n_layers; ++i) keys += mean_keys(1024, m.is_local(i) ? m.window : 0);
-  const double attn_fwd = 4.0 * tokens * 512 * keys;
-  const double want = 6.0 * double(s.active_matmul) * tokens / (peak * 0.607) + 3.5 * attn_fwd / (peak * 0.35);
+  // Flash attention at FlashAttention-2's rate for the call's key span (attention_rate.h): the 128-token
+  // window is held at the table's 512 (191 of 335 TFLOP/s), the 1K global layers at 260.
+  const double attn_eff = c.eff.attention;
+  auto span_rate = [&](int64_t i, int64_t doc) {
+    const double span = m.is_local(i) ? 128 : (doc > 0 ? double(doc) : 1024.0);
+    return peak * attn_eff * (span <= 512 ? 191.0 : 260.0) / 335.0;
+  };
+  double attn_time = 0;
+  for (int64_t i = 0; i < m.n_layers; ++i)
+    attn_time += 3.5 * 4.0 * tokens * 512 * mean_keys(1024, m.is_local(i) ? m.window : 0) / span_rate(i, 0);
+  const double want = 6.0 * double(s.active_matmul) * tokens / (peak * 0.607) + attn_time;
   EXPECT_NEAR(t.compute_s, want, 1e-3 * want);
   EXPECT_EQ(t.bubble_s, 0.0);
   EXPECT_EQ(t.dp_comm_s + t.tp_comm_s + t.ep_comm_s, 0.0);
@@ -106,10 +113,10 @@ TEST(PlanPerf, ComputeOnlyStepFromFlops) {
   ld.document_tokens = 64;
   const ModelStats sd = model_stats(m, 1024, 64);
   const StepTime td = step_time(m, sd, *resolve(ld, m, 1024, c), c);
-  double doc_keys = 0;
-  for (int64_t i = 0; i < m.n_layers; ++i) doc_keys += mean_keys(1024, m.is_local(i) ? m.window : 0, 64);
-  const double want_doc =
-      6.0 * double(s.active_matmul) * tokens / (peak * 0.607) + 3.5 * 4.0 * tokens * 512 * doc_keys / (peak * 0.35);
+  double doc_time = 0;
+  for (int64_t i = 0; i < m.n_layers; ++i)
+    doc_time += 3.5 * 4.0 * tokens * 512 * mean_keys(1024, m.is_local(i) ? m.window : 0, 64) / span_rate(i, 64);
+  const double want_doc = 6.0 * double(s.active_matmul) * tokens / (peak * 0.607) + doc_time;
   EXPECT_NEAR(td.compute_s, want_doc, 1e-3 * want_doc);
   EXPECT_LT(td.compute_s, t.compute_s);
   EXPECT_NEAR(td.mfu, sd.train_flops_per_token * tokens / (td.step_s * peak), 1e-12);
@@ -120,7 +127,7 @@ TEST(PlanPerf, ComputeOnlyStepFromFlops) {
   const StepTime f8 = step_time(m, s, *resolve(l8, m, 1024, c), c);
   const double head = 6.0 * 4096.0 * 512 * tokens;  // the LM head GEMM (V x D), counted in active_matmul
   const double linear = 6.0 * double(s.active_matmul) * tokens - head;
-  const double want8 = linear / (2 * peak * 0.607) + head / (peak * 0.607) + 3.5 * attn_fwd / (peak * 0.35);
+  const double want8 = linear / (2 * peak * 0.607) + head / (peak * 0.607) + attn_time;
   EXPECT_NEAR(f8.compute_s, want8, 1e-3 * want8);
   EXPECT_NEAR(f8.mfu, s.train_flops_per_token * tokens / (f8.step_s * peak), 1e-12);
   // The A100 has no FP8 tensor cores: the layout is refused, naming the key.
@@ -143,20 +150,28 @@ TEST(PlanPerf, PipelineBubbleBySchedule) {
   m.tied_embeddings = false;
   const ClusterConfig c = h100(1);
   const ModelStats s = model_stats(m, 1024);
-  auto bubble = [&](PipeSchedule sched, int64_t v) {
+  auto timed = [&](PipeSchedule sched, int64_t v) {
     LayoutConfig l;
     l.source = "l";
     l.gpus = 4, l.pp = 4, l.global_batch = 8, l.schedule = sched, l.virtual_stages = v;
     auto p = resolve(l, m, 1024, c);
     EXPECT_TRUE(p.is_ok()) << p.status().message();
-    return step_time(m, s, *p, c).bubble_s;
+    return step_time(m, s, *p, c);
   };
-  const double b1 = bubble(PipeSchedule::k1F1B, 1);
+  auto bubble = [&](PipeSchedule sched, int64_t v) { return timed(sched, v).bubble_s; };
+  const StepTime t1 = timed(PipeSchedule::k1F1B, 1);
+  const double b1 = t1.bubble_s;
   EXPECT_GT(b1, 0);
+  EXPECT_NEAR(b1, 3 * t1.mean_stage_s, 1e-12);  // (p - 1)(F + B)
   EXPECT_DOUBLE_EQ(bubble(PipeSchedule::kGpipe, 1), b1);
   EXPECT_NEAR(bubble(PipeSchedule::kInterleaved, 2), b1 / 2, 1e-12);  // (p - 1) / v
-  EXPECT_NEAR(bubble(PipeSchedule::kZeroBubble, 1), b1 / 3, 1e-12);
-  EXPECT_NEAR(bubble(PipeSchedule::kDualPipe, 1), b1 / 3, 1e-12);     // (p/2 - 1) = 1 of p - 1 = 3
+  // ZB-H1 (p - 1)(F + B - 2W) and DualPipe (p/2 - 1)(F&B + B - 3W) (DeepSeek-V3 Table 2); this small model's
+  // time is mostly attention and element-wise kernels, so W is small and ZB-H1 saves less than a third.
+  const double F_B = t1.mean_stage_s, B = t1.mean_stage_bwd_s, W = t1.mean_stage_wgrad_s;
+  EXPECT_NEAR(bubble(PipeSchedule::kZeroBubble, 1), 3 * (F_B - 2 * W), 1e-12);
+  EXPECT_NEAR(bubble(PipeSchedule::kDualPipe, 1), (F_B + B - 3 * W), 1e-12);
+  EXPECT_LT(bubble(PipeSchedule::kZeroBubble, 1), b1);
+  EXPECT_LT(bubble(PipeSchedule::kDualPipe, 1), b1 / 2);
 }
 
 TEST(PlanCalibration, MegatronFlopFormula) {
@@ -185,6 +200,7 @@ TEST(PlanCalibration, DefaultsReproduceTheMegatronTable) {
 TEST(PlanCalibration, FitIsStableAndPredictsHeldOutRows) {
   const std::vector<MegatronRow>& rows = megatron_h100_rows();
   const EfficiencyModel all = fit_efficiency(rows, EfficiencyModel{});
+  std::printf("fit on all rows: gemm %.4f elementwise %.3f\n", all.gemm, all.elementwise);
   EXPECT_NEAR(all.gemm, EfficiencyModel{}.gemm, 0.01);  // the defaults are this fit, rounded
   EXPECT_NEAR(all.elementwise, EfficiencyModel{}.elementwise, 0.1);
   std::vector<MegatronRow> odd, even;
