@@ -30,6 +30,7 @@ if [[ "${1:-}" == "--tests" ]]; then
     libprotobuf-dev protobuf-compiler  # tests: decode the TensorBoard writer's Event messages
     chromium                         # tests render the HTML reports in a real headless browser
     python3 python3-venv             # the interop tests' venv (scripts/interop-venv.sh: transformers, lm-eval)
+    slurmctld slurmd slurm-client munge  # tests/slurm start a real one-node Slurm (tests/support/slurm_cluster.h)
   )
 elif [[ -n "${1:-}" ]]; then
   echo "install-deps: unknown argument '$1' (expected nothing, or --tests)" >&2
