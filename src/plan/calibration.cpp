@@ -166,6 +166,68 @@ EfficiencyModel fit_efficiency(const std::vector<MegatronRow>& rows, const Effic
   return best_for(ew);
 }
 
+const std::vector<GenerationRow>& llama3_8b_generation_rows() {
+  // Megatron-Bridge docs/performance-summary.md, 25.11 container, LLAMA3_8B, FP8-CS, 8 GPUs, GBS 128,
+  // sequence 8192, TP = PP = CP = 1: (system, MBS, FSDP, tokens/s/GPU).
+  static const std::vector<GenerationRow> kRows = {
+      {"DGX-H100", "H100", 1, 3, 14451},
+      {"DGX-B200", "B200", 2, 1, 30624},
+      {"DGX-GB200", "GB200", 2, 1, 31508},
+      {"DGX-GB300", "GB300", 2, 1, 37556},
+  };
+  return kRows;
+}
+
+CalibrationCase generation_case(const GenerationRow& r, const EfficiencyModel& eff) {
+  CalibrationCase k;
+  k.seq_len = 8192;
+  ModelConfig& m = k.model;  // Llama 3 8B (Dubey et al. 2024, Table 3)
+  m.vocab_size = 128256;
+  m.d_model = 4096;
+  m.n_layers = 32;
+  m.n_heads = 32;
+  m.n_kv_heads = 8;
+  m.layer_pattern = "G";
+  m.tied_embeddings = false;
+  m.d_ff = 14336;
+  m.n_experts = 0;
+  ClusterConfig& c = k.cluster;
+  c.source = "<generation calibration>";
+  c.device = *find_device(r.device);
+  c.gpus_per_rack = c.device.gpus_per_domain;
+  c.racks = 1;
+  c.eff = eff;
+  LayoutConfig& l = k.layout;
+  l.source = "<generation calibration>";
+  l.gpus = 8;
+  l.zero_stage = r.zero_stage;
+  l.micro_batch = r.micro_batch;
+  l.global_batch = 128;
+  l.seq_len = k.seq_len;
+  l.gemm = GemmPrecision::kFp8;
+  l.grads = Precision::kFp32;
+  return k;
+}
+
+double generation_tokens_per_s(const GenerationRow& r, const EfficiencyModel& eff) {
+  const CalibrationCase k = generation_case(r, eff);
+  auto par = resolve(k.layout, k.model, k.seq_len, k.cluster);
+  MT_CHECK(par.is_ok(), "generation row {}: {}", r.system, par.status().message());
+  const StepTime st = step_time(k.model, model_stats(k.model, k.seq_len), *par, k.cluster);
+  return st.tokens_per_s / double(par->gpus);
+}
+
+double generation_gemm_fit(const GenerationRow& r, const EfficiencyModel& base) {
+  return golden_min(
+      [&](double g) {
+        EfficiencyModel e = base;
+        e.gemm = g;
+        const double err = std::log(generation_tokens_per_s(r, e) / r.tokens_per_s_per_gpu);
+        return err * err;
+      },
+      0.2, 1.0, 40);
+}
+
 std::vector<CalibrationResult> leave_one_out(const std::vector<MegatronRow>& rows, const EfficiencyModel& base) {
   std::vector<CalibrationResult> out;
   for (size_t i = 0; i < rows.size(); ++i) {

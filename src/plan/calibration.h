@@ -59,4 +59,27 @@ EfficiencyModel fit_efficiency(const std::vector<MegatronRow>& rows, const Effic
 // only calibration data it is given.
 std::vector<CalibrationResult> leave_one_out(const std::vector<MegatronRow>& rows, const EfficiencyModel& base);
 
+// ---- Efficiency by GPU generation ------------------------------------------
+// One workload timed by one framework on each generation: Llama 3 8B
+// pre-training, FP8 (current scaling), 8 GPUs, sequence 8,192, global batch
+// 128, from NVIDIA's Megatron-Bridge performance summary (NeMo 25.11
+// container; docs/reference-tables/generations.md). Tokens per second per GPU
+// carries no FLOP convention. The planner is calibrated on Hopper (the
+// Megatron table above); a generation's sustained GEMM fraction is Hopper's
+// times the ratio of the fractions that reproduce the two rows, so what the
+// rows share (the FP8 recipe, the framework, the model) cancels.
+struct GenerationRow {
+  std::string system;  // "DGX-H100"
+  std::string device;  // the device preset: "H100", "B200", "GB200"
+  int64_t micro_batch = 1;
+  int64_t zero_stage = 1;  // FSDP = 3; DDP with the distributed optimizer = 1
+  double tokens_per_s_per_gpu = 0;
+};
+const std::vector<GenerationRow>& llama3_8b_generation_rows();
+CalibrationCase generation_case(const GenerationRow& r, const EfficiencyModel& eff);
+// Predicted tokens/s per GPU of a row under `eff`.
+double generation_tokens_per_s(const GenerationRow& r, const EfficiencyModel& eff);
+// The GEMM efficiency that reproduces a row (golden-section search in [0.2, 1]), other fields of `base` kept.
+double generation_gemm_fit(const GenerationRow& r, const EfficiencyModel& base);
+
 }  // namespace mt::plan

@@ -22,7 +22,14 @@ const std::vector<DeviceSpec>& device_presets() {
   EfficiencyModel ampere;
   ampere.gemm = 0.70;
   ampere.attention = 0.50;
-  const EfficiencyModel hopper;  // calibrated (plan/calibration.h); Blackwell keeps it until measured
+  const EfficiencyModel hopper;  // calibrated (plan/calibration.h)
+  // Blackwell: Hopper's GEMM fraction times the ratio of the fractions that reproduce the same Megatron-Bridge
+  // workload (Llama 3 8B, FP8, 8 GPUs) on each generation: B200 0.6951 / 0.8732, GB200 0.6227 / 0.8732,
+  // GB300 0.9077 / 0.8732 (docs/reference-tables/generations.md; PlanCalibration.EfficiencyByGeneration).
+  EfficiencyModel b200 = hopper, gb200 = hopper, gb300 = hopper;
+  b200.gemm = 0.483;
+  gb200.gemm = 0.433;
+  gb300.gemm = 0.631;
   EfficiencyModel cpu;  // CPU trainer: oneDNN GEMMs (docs/performance.md), no fused attention
   cpu.gemm = 0.70;
   cpu.gemm_k0 = 0;
@@ -35,9 +42,9 @@ const std::vector<DeviceSpec>& device_presets() {
       {"H100", DeviceKind::kGpu, 989.0, 80.0, 3.35, 900.0, 8, 8, hopper, 1979.0},
       {"H200", DeviceKind::kGpu, 989.0, 141.0, 4.8, 900.0, 8, 8, hopper, 1979.0},
       {"H800", DeviceKind::kGpu, 989.0, 80.0, 3.35, 400.0, 8, 8, hopper, 1979.0},
-      {"B200", DeviceKind::kGpu, 2250.0, 180.0, 8.0, 1800.0, 8, 8, hopper, 4500.0},
-      {"GB200", DeviceKind::kGpu, 2500.0, 186.0, 8.0, 1800.0, 4, 72, hopper, 5000.0},
-      {"GB300", DeviceKind::kGpu, 2500.0, 288.0, 8.0, 1800.0, 4, 72, hopper, 5000.0},
+      {"B200", DeviceKind::kGpu, 2250.0, 180.0, 8.0, 1800.0, 8, 8, b200, 4500.0},
+      {"GB200", DeviceKind::kGpu, 2500.0, 186.0, 8.0, 1800.0, 4, 72, gb200, 5000.0},
+      {"GB300", DeviceKind::kGpu, 2500.0, 288.0, 8.0, 1800.0, 4, 72, gb300, 5000.0},
       {"cpu", DeviceKind::kCpu, 0.433, 16.0, 0.02, 0.0, 1, 1, cpu, 0.0},
   };
   return kPresets;
