@@ -1,8 +1,9 @@
 // plan_costs_test.cpp — the planner's third pass, each cost against a hand
 // calculation from its formula: ZeRO-2 gradients whose memory and traffic
 // agree, module recomputation paid in step time, DualPipe pacing and the
-// zero-bubble bubbles from the stages each rank holds, and the two MFU
-// conventions (causal half, full square).
+// zero-bubble bubbles from the stages each rank holds, flash attention's rate
+// by key span, the two MFU conventions (causal half, full square) and the
+// h800 preset's availability.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include "plan/memory.h"
 #include "plan/model_stats.h"
 #include "plan/perf.h"
+#include "plan/reliability.h"
 #include "support/plan_fixtures.h"
 
 namespace mt::plan {
@@ -219,6 +221,34 @@ TEST(PlanCosts, MfuConventions) {
   EXPECT_NEAR(t.mfu_full_square, t.mfu * s.train_flops_full_square / s.train_flops_per_token, 1e-15);
   EXPECT_EQ(fmtx::mfu(0.434, 1.02), "43.4% causal half");
   EXPECT_EQ(fmtx::mfu(0.434, 1.10), "43.4% causal half (47.7% full square)");
+}
+
+// The shipped h800 preset reproduces Llama 3's interruption rate (419 in 54 days on 16,384 GPUs) and, with
+// its 8 spare nodes, keeps DeepSeek-V3's PP16 x EP64 layout (1,024-GPU replicas) available: hand-computed
+// nodes in repair (Poisson mean) and the chance a spare is free.
+TEST(PlanCosts, H800PresetAvailability) {
+  auto c = load_cluster(std::string(MT_SOURCE_DIR) + "/configs/clusters/h800.toml");
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  EXPECT_EQ(c->job_racks() * c->gpus_per_rack, 2048);
+  EXPECT_EQ(c->spare_racks, 8);
+  // Llama 3: 16,384 GPUs for 54 days at the preset's per-GPU MTBF give the published count within 2%.
+  EXPECT_NEAR(16384.0 * 54 * 24 / c->gpu_mtbf_hours / 419.0, 1.0, 0.02);
+  FailureInputs in;
+  in.job_gpus = 2048, in.units_used = 256, in.spare_units = c->spare_racks;
+  in.gpus_per_unit = in.gpus_needed_per_unit = in.gpus_per_node = 8;
+  in.shrink_gpus = 16 * 64;
+  in.gpu_mtbf_h = c->gpu_mtbf_hours, in.node_share = c->node_share(), in.repair_h = c->gpu_repair_hours;
+  const FailureRates r = failure_rates(in);
+  const double rho = 2048.0 / 50000 * 321.0 / 419 * 72;  // nodes in repair on average
+  EXPECT_NEAR(r.units_out_mean, rho, 1e-9);
+  double free = 0, term = std::exp(-rho);
+  for (int k = 0; k <= 7; ++k) free += term, term *= rho / (k + 1);  // P(Poisson(rho) <= 7)
+  EXPECT_NEAR(r.p_spare, free, 1e-9);
+  EXPECT_GT(r.p_spare, 0.997);  // 99.8%
+  EXPECT_GT(r.availability, 0.999);
+  // Without the pool, each lost node drops half the job for 72 h: the old preset's 47%.
+  in.spare_units = 0;
+  EXPECT_LT(failure_rates(in).availability, 0.55);
 }
 
 }  // namespace
