@@ -47,12 +47,14 @@ void summary(HtmlPage& h, const Plan& p) {
                               c.racks, c.gpus_per_rack, c.device.type, c.spare_racks, p.par.gpus)},
       {"layout", fmt::format("{} ({}), dp {}, {} sequences x {} tokens per step", layout_label(p.par.cfg),
                              p.par.cfg.source, p.par.dp, p.par.global_batch, p.par.seq_len)},
-      {"memory per GPU", fmt::format("{} of {} ({})", gib(p.mem.total()), gib(p.mem.capacity),
-                                     p.mem.fits() ? "fits" : "does not fit")},
-      {"step time, MFU", fmt::format("{:.3f} s, MFU {} (HFU {}), {} tokens/s", p.time.step_s, pct(p.time.mfu),
-                                     pct(p.time.hfu), fmtx::count(p.time.tokens_per_s))},
-      {"token budget", fmt::format("{} tokens: {} steps, {:.1f} days, {} GPU-hours{}", fmtx::count(p.in.tokens), p.steps, p.days,
-                                   fmtx::count(p.gpu_hours), c.gpu_hour_usd > 0 ? ", $" + fmtx::count(p.cost_usd) : "")},
+      {"memory per GPU",
+       fmt::format("{} of {} ({})", gib(p.mem.total()), gib(p.mem.capacity), p.mem.fits() ? "fits" : "does not fit")},
+      {"step time, MFU", fmt::format("{:.3f} s, MFU {} (HFU {}), {} tokens/s", p.time.step_s,
+                                     fmtx::mfu(p.time.mfu, full_square_ratio(p.stats)), pct(p.time.hfu),
+                                     fmtx::count(p.time.tokens_per_s))},
+      {"token budget",
+       fmt::format("{} tokens: {} steps, {:.1f} days, {} GPU-hours{}", fmtx::count(p.in.tokens), p.steps, p.days,
+                   fmtx::count(p.gpu_hours), c.gpu_hour_usd > 0 ? ", $" + fmtx::count(p.cost_usd) : "")},
       {"failures", fmt::format("{:.0f} interruptions expected, checkpoint every {}, goodput {}",
                                p.rel.expected_interruptions, minutes(p.rel.checkpoint_interval_s), pct(p.rel.goodput))},
       {"end to end", fmt::format("{:.1f} days", p.rel.wall_days)},
@@ -79,7 +81,7 @@ void phases_section(HtmlPage& h, const Plan& p) {
   rows.push_back({"total", fmtx::count(t.tokens), "", "", "", "", "", fmt::format("{}", t.steps), "",
                   pct(t.mfu_by_tokens), gib(t.memory_bytes), fmt::format("{:.2f}", t.days), fmtx::count(t.gpu_hours)});
   h.table({"phase", "tokens", "seq", "batch (seqs)", "tokens/step", "layout", "tp x pp x dp", "steps", "step",
-           "MFU", "memory/GPU", "days", "GPU-hours"},
+           "MFU (causal half)", "memory/GPU", "days", "GPU-hours"},
           rows, {}, int(rows.size()) - 1);
   h.note(fmt::format("Total MFU weighted by tokens; weighted by GPU-time (model FLOPs over peak FLOPs of the whole "
                      "run) it is {}. Memory: the fullest phase ({}). The sections below describe \"{}\", the phase "
@@ -163,17 +165,17 @@ void time_section(HtmlPage& h, const Plan& p) {
   auto row = [&](const std::string& what, double s, const std::string& note) {
     return std::vector<std::string>{what, fmt::format("{:.3f} s", s), fmt::format("{:.1f}%", 100 * s / t.step_s), note};
   };
-  h.table({"part", "per step", "share", "note"},
-          {row("compute (forward + backward)", t.compute_s, "kernels of the busiest pipeline stage"),
-           row("recomputation", t.recompute_s, to_string(p.par.cfg.recompute)),
-           row("pipeline bubble", t.bubble_s, p.par.pp > 1 ? to_string(p.par.cfg.schedule) : "no pipeline"),
-           row("TP communication, exposed", t.tp_exposed_s, fmt::format("of {:.3f} s", t.tp_comm_s)),
-           row("EP all-to-all, exposed", t.ep_exposed_s, fmt::format("of {:.3f} s", t.ep_comm_s)),
-           row("DP communication, exposed", t.dp_exposed_s, fmt::format("of {:.3f} s", t.dp_comm_s)),
-           row("PP send/receive, exposed", t.pp_p2p_exposed_s, ""),
-           row("optimizer step", t.optimizer_s, ""),
-           row("step", t.step_s, fmt::format("MFU {}, HFU {}", pct(t.mfu), pct(t.hfu)))},
-          {Align::kLeft, Align::kRight, Align::kRight, Align::kLeft}, 8);
+  h.table(
+      {"part", "per step", "share", "note"},
+      {row("compute (forward + backward)", t.compute_s, "kernels of the busiest pipeline stage"),
+       row("recomputation", t.recompute_s, to_string(p.par.cfg.recompute)),
+       row("pipeline bubble", t.bubble_s, p.par.pp > 1 ? to_string(p.par.cfg.schedule) : "no pipeline"),
+       row("TP communication, exposed", t.tp_exposed_s, fmt::format("of {:.3f} s", t.tp_comm_s)),
+       row("EP all-to-all, exposed", t.ep_exposed_s, fmt::format("of {:.3f} s", t.ep_comm_s)),
+       row("DP communication, exposed", t.dp_exposed_s, fmt::format("of {:.3f} s", t.dp_comm_s)),
+       row("PP send/receive, exposed", t.pp_p2p_exposed_s, ""), row("optimizer step", t.optimizer_s, ""),
+       row("step", t.step_s, fmt::format("MFU {}, HFU {}", fmtx::mfu(t.mfu, full_square_ratio(p.stats)), pct(t.hfu)))},
+      {Align::kLeft, Align::kRight, Align::kRight, Align::kLeft}, 8);
   h.heading(3, "Where each figure comes from");
   std::vector<std::pair<std::string, std::string>> src;
   for (const TermSource& ts : step_time_sources(p.in.cluster, p.par.cfg)) src.push_back({ts.term, ts.source});
@@ -181,7 +183,7 @@ void time_section(HtmlPage& h, const Plan& p) {
   if (p.layouts.empty()) return;
   HBars hb;
   hb.title = fmt::format("MFU by layout on {} GPUs (layouts that fit)", p.par.gpus);
-  hb.x_label = "MFU";
+  hb.x_label = "MFU (causal-half attention FLOPs)";
   const std::string mine = layout_label(p.par.cfg);
   bool seen = false;
   for (const LayoutOption& o : p.layouts) {
