@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -17,6 +18,7 @@
 #include <thread>
 
 #include "core/file_io.h"
+#include "core/stop_signal.h"
 #include "core/subprocess.h"
 #include "rundir/events_log.h"
 #include "rundir/heartbeat.h"
@@ -91,6 +93,7 @@ int64_t failed_rank_in_log(const std::string& log) {
                                         std::regex(R"(process rank (\d+))"),
                                         std::regex(R"(Process name: \[\[\d+,\d+\],(\d+)\])"),
                                         std::regex(R"(MPI_ABORT was invoked on rank (\d+))"),
+                                        std::regex(R"(srun: error: \S+: tasks? (\d+)[-:,])"),
                                         std::regex(R"(rank (\d+): injected fault)"),
                                         std::regex(R"(moetrain train: rank (\d+):)")};
   for (const std::regex& re : patterns) {
@@ -134,20 +137,40 @@ void admit_hosts(State& st, const std::string& run_dir, double now) {
   }
 }
 
-// mpirun's command line for `ranks` ranks on the active hosts, in file
-// order; `host_list` gets the --host value ("n0:2,n1:2").
+// The launcher's command line for `ranks` ranks on the active hosts, in
+// file order; `host_list` gets mpirun's --host value ("n0:2,n1:2"). srun
+// gets the same hosts as --nodelist with block distribution, so ranks fill
+// the hosts in order as with mpirun (a job step of the allocation; a rank
+// that dies ends the step: --kill-on-bad-exit).
 std::vector<std::string> launch_argv(const SupervisorOptions& opt, const State& st, const std::string& exe,
                                      int64_t ranks, const std::string& hb_dir, std::string& host_list) {
-  std::vector<std::string> argv = {opt.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(ranks)};
   host_list.clear();
-  int64_t left = ranks;
+  std::string node_list;
+  int64_t left = ranks, nodes = 0;
   for (const Host& h : st.hosts) {
     if (h.state != HostState::kActive || left <= 0) continue;
     const int64_t n = std::min(left, h.slots);
     host_list += (host_list.empty() ? "" : ",") + h.name + ":" + std::to_string(n);
+    node_list += (node_list.empty() ? "" : ",") + h.name;
     left -= n;
+    ++nodes;
   }
-  if (!opt.local) argv.insert(argv.end(), {"--host", host_list});
+  std::vector<std::string> argv;
+  if (opt.launcher == Launcher::kSrun) {
+    argv = {opt.srun,
+            "--mpi=pmix",
+            "--kill-on-bad-exit=1",
+            "--distribution=block",
+            "--ntasks",
+            std::to_string(ranks),
+            "--nodes",
+            std::to_string(nodes),
+            "--nodelist",
+            node_list};
+  } else {
+    argv = {opt.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(ranks)};
+    if (!opt.local) argv.insert(argv.end(), {"--host", host_list});
+  }
   argv.push_back(exe);
   for (size_t i = 0; i < opt.train_args.size(); ++i) {
     // Injected faults are for the first launch: a relaunch must not replay them.
@@ -271,15 +294,19 @@ Result<State> starting_state(const SupervisorOptions& opt, bool& finished) {
     return s;
   }
   State st;
-  auto text = read_file(opt.hosts_file, "hosts file");
-  if (!text) return text.status();
-  auto hosts = parse_hosts(*text, opt.hosts_file, opt.spares);
+  auto hosts = [&]() -> Result<std::vector<Host>> {
+    if (opt.hosts_file.empty()) return allocation_hosts(opt.spares);
+    auto text = read_file(opt.hosts_file, "hosts file");
+    if (!text) return text.status();
+    return parse_hosts(*text, opt.hosts_file, opt.spares);
+  }();
   if (!hosts) return hosts.status();
   st.hosts = std::move(hosts.value());
   st.target_ranks = active_ranks(st.hosts);
+  const std::string source = opt.hosts_file.empty() ? "the Slurm allocation (SLURM_JOB_NODELIST)" : opt.hosts_file;
   if (st.target_ranks < opt.min_ranks)
-    return Status::errorf("{}: {} ranks on the non-spare hosts, fewer than --min-ranks {}", opt.hosts_file,
-                          st.target_ranks, opt.min_ranks);
+    return Status::errorf("{}: {} ranks on the non-spare hosts, fewer than --min-ranks {}", source, st.target_ranks,
+                          opt.min_ranks);
   return st;
 }
 
@@ -296,6 +323,7 @@ struct WatchOutcome {
   bool exited = false;    // the job exited by itself (code holds its status)
   bool scale_up = false;  // hosts came back with room to grow: restart larger
   int code = 0;
+  int stop_signal = 0;               // a stop signal the supervisor received and passed on to the launcher
   std::string failure_kind, detail;  // "hang" or "straggler", and what was seen
   int64_t culprit = -1;              // the rank to blame, if one is
   int64_t last_step = 0;             // the last step every heartbeat got past
@@ -319,6 +347,14 @@ WatchOutcome watch_launch(const SupervisorOptions& opt, State& st, Child& child,
       w.exited = true;
       return w;
     }
+    // Passed on once, to the launcher alone: mpirun and srun pass it on to
+    // every rank, which stops at a checkpoint; then the job exits.
+    if (const int sig = stop_signal_received(); sig != 0 && w.stop_signal == 0) {
+      w.stop_signal = sig;
+      ::kill(child.pid(), sig);
+      say(fmt::format("{}: passed on to the job, which stops at a checkpoint", strsignal(sig)));
+    }
+    if (w.stop_signal != 0) continue;  // no hang or straggler verdicts while it stops
     const double t = wall_seconds();
     const std::vector<Heartbeat> beats = read_heartbeats(hb_dir);
     for (const Heartbeat& h : beats) w.last_step = std::max(w.last_step, h.step - 1);
@@ -390,14 +426,15 @@ WatchOutcome watch_launch(const SupervisorOptions& opt, State& st, Child& child,
   }
 }
 
-Status supervise(const SupervisorOptions& opt) {
+Result<int> supervise(const SupervisorOptions& opt) {
+  install_stop_signal_handlers();
   auto exe = self_executable();
   if (!exe) return exe.status();
   bool finished = false;
   const bool restarted = fs::exists(state_path(opt.run_dir));
   auto start = starting_state(opt, finished);
   if (!start) return start.status();
-  if (finished) return Status::ok();
+  if (finished) return 0;
   State st = std::move(start.value());
   std::error_code ec;
   fs::create_directories(opt.run_dir + "/supervisor/heartbeat", ec);
@@ -415,8 +452,18 @@ Status supervise(const SupervisorOptions& opt) {
   double failed_at = -1;        // when the last failure was detected (for restart time)
   int64_t no_progress = 0;      // launches in a row that failed without a new step
   double waiting_since = -1;
+  // Stopped by a signal, the run intact at its newest checkpoint.
+  auto stopped = [&](int sig) -> Result<int> {
+    append_event(opt.run_dir, {{"event", "stopped"}, {"signal", strsignal(sig)}, {"step", resume_step(opt.run_dir)}});
+    say(fmt::format("stopped by {} at step {}; started again, it resumes there", strsignal(sig),
+                    resume_step(opt.run_dir)));
+    account();
+    MT_RETURN_IF_ERROR(save_state(opt.run_dir, st));
+    return sig;
+  };
   while (true) {
     const double now = wall_seconds();
+    if (const int sig = stop_signal_received()) return stopped(sig);
     admit_hosts(st, opt.run_dir, now);
     // Elastic: the largest rank count that divides the global batch.
     const int64_t batch = batch_size(opt.run_dir);
@@ -479,8 +526,14 @@ Status supervise(const SupervisorOptions& opt) {
     const std::string text = file_tail(log, 1 << 16);
     if (exited && code == 0 && text.find("# done: step") != std::string::npos) {
       account();
-      return finish(opt, st, text);
+      MT_RETURN_IF_ERROR(finish(opt, st, text));
+      return 0;
     }
+    // The job stopped at a checkpoint: on the signal passed on, or on Slurm's
+    // notice reaching the ranks directly (exit 75 from srun's job step).
+    if (exited && text.find("# stopped at step") != std::string::npos &&
+        (code == 75 || (w.stop_signal != 0 && (code == 128 + SIGTERM || code == 128 + SIGINT))))
+      return stopped(code == 75 ? SIGUSR1 : w.stop_signal);
     if (exited && code == 2 && last_step == from_step)
       return Status::errorf("the job was refused at start (exit 2: configuration or usage), not a host failure; see "
                             "{}:\n{}",

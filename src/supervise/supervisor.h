@@ -16,6 +16,12 @@
 // again continues supervising the same run. At the end it prints the
 // measured goodput beside what the planner's checkpoint/restart model
 // predicts for the measured failure rate.
+//
+// Inside a Slurm allocation the hosts may come from the allocation instead
+// of a file (supervise/slurm_allocation.h), and the ranks may be started by
+// srun (a job step per launch, PMIx) instead of mpirun. A stop signal
+// (core/stop_signal.h) is passed on to the launcher, which passes it on to
+// every rank: the job stops at a checkpoint and the supervisor with it.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -23,16 +29,19 @@
 
 #include "core/status.h"
 #include "supervise/hosts.h"
+#include "supervise/slurm_allocation.h"
 
 namespace mt {
 
 struct SupervisorOptions {
-  std::string hosts_file;
+  std::string hosts_file;             // "": the Slurm allocation's hosts
   int64_t spares = 0;                 // the last N hosts start as spares
   int64_t min_ranks = 1;              // fewer usable ranks: wait, then stop
   std::string run_dir;
   std::vector<std::string> train_args;  // after `--` (no --run-dir, --resume, --heartbeat: the supervisor sets them)
+  Launcher launcher = Launcher::kMpirun;
   std::string mpirun = "mpirun";
+  std::string srun = "srun";
   bool local = false;                 // every host is this machine (one box, tests): no --host to mpirun
   double heartbeat_timeout_s = 120;   // a rank silent this long in a step is hung
   double startup_timeout_s = 300;     // from launch to every rank's first heartbeat
@@ -46,6 +55,10 @@ struct SupervisorOptions {
   HostPolicy policy;
 };
 
-Status supervise(const SupervisorOptions& opt);
+// 0 once the run has finished; or the stop signal (SIGINT, SIGTERM, SIGUSR1:
+// Slurm's advance notice) the supervisor received and passed on to the job,
+// which stopped at a committed checkpoint: started again, the supervisor
+// resumes from it (scripts/slurm/supervise.sbatch requeues the job).
+Result<int> supervise(const SupervisorOptions& opt);
 
 }  // namespace mt
