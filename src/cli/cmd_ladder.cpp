@@ -5,13 +5,16 @@
 // (file, field or option), 1 when the fit file cannot be written.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "cli/claim_out.h"
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "core/file_io.h"
+#include "core/file_lock.h"
 #include "ladder/fit_html.h"
 #include "ladder/runner/ladder_run.h"
 #include "ladder/analysis.h"
@@ -143,7 +146,7 @@ void register_ladder(CLI::App& app, CommandAction& run) {
 
   struct RunArgs {
     std::string ladder, out = "runs/ladder";
-    std::vector<std::string> sets;
+    std::vector<std::string> sets, rungs;
     bool no_progress = false, move_aside = false;
     int64_t jobs = 1;
   };
@@ -158,6 +161,10 @@ void register_ladder(CLI::App& app, CommandAction& run) {
                  "on it)")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  lr->add_option("--rung", ra->rungs,
+                 "Train only this rung (its name, or its index from 0: a Slurm job array's SLURM_ARRAY_TASK_ID; "
+                 "repeatable); invocations for different rungs may run at once into one OUT "
+                 "(scripts/slurm/ladder.sbatch)");
   lr->add_flag("--no-progress", ra->no_progress, "No live progress line");
   lr->add_flag("--move-aside", ra->move_aside,
                "OUT holds another configuration's ladder (or other files): rename it to OUT.prev-N and start afresh");
@@ -171,8 +178,24 @@ void register_ladder(CLI::App& app, CommandAction& run) {
       // Planned and checked before OUT is touched: a refused ladder leaves nothing.
       auto plan = plan_ladder(cfg.value(), ra->out);
       if (!plan) return fail("ladder run", plan.status(), ExitCode::kUsage);
-      if (auto refused = claim_out("ladder run", ra->out, ladder_owner(plan.value()), ra->move_aside)) return *refused;
+      auto rungs = select_rungs(cfg.value(), ra->rungs);
+      if (!rungs) return fail("ladder run", rungs.status(), ExitCode::kUsage);
       LadderRunOptions opt;
+      // One rung of several that may run at once: they take turns to claim
+      // OUT and to write its results (a lock file beside OUT: inside, it
+      // would be a file the claim does not know).
+      std::optional<FileLock> lock;
+      if (!ra->rungs.empty()) {
+        opt.rungs = *rungs;
+        opt.lock = std::filesystem::path(ra->out).lexically_normal().string();
+        if (!opt.lock.empty() && opt.lock.back() == '/') opt.lock.pop_back();
+        opt.lock += ".lock";
+        auto l = FileLock::acquire(opt.lock);
+        if (!l) return fail("ladder run", l.status());
+        lock.emplace(std::move(l.value()));
+      }
+      if (auto refused = claim_out("ladder run", ra->out, ladder_owner(plan.value()), ra->move_aside)) return *refused;
+      lock.reset();
       opt.progress = !ra->no_progress;
       opt.jobs = ra->jobs;
       auto results = run_ladder(cfg.value(), plan.value(), opt);

@@ -12,10 +12,12 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "core/config_schema.h"
 #include "core/file_io.h"
+#include "core/file_lock.h"
 #include "core/subprocess.h"
 #include "model/flops.h"
 #include "model/weights.h"
@@ -336,6 +338,24 @@ void print_plan(const LadderConfig& c, const LadderPlan& plan, const std::map<st
 
 }  // namespace
 
+Result<std::vector<size_t>> select_rungs(const LadderConfig& c, const std::vector<std::string>& names) {
+  std::vector<size_t> out;
+  for (const std::string& n : names) {
+    size_t i = 0;
+    while (i < c.rungs.size() && c.rungs[i].name != n) ++i;
+    if (i == c.rungs.size() && !n.empty() && n.find_first_not_of("0123456789") == std::string::npos && n.size() < 9)
+      i = size_t(std::stoul(n));
+    if (i >= c.rungs.size()) {
+      std::string known;
+      for (const LadderRung& r : c.rungs) known += (known.empty() ? "" : ", ") + r.name;
+      return Status::errorf("--rung {}: {} has no rung of that name ({}) nor of that index (0 to {})", n, c.source,
+                            known, c.rungs.size() - 1);
+    }
+    if (std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
+  }
+  return out;
+}
+
 Result<std::string> run_ladder(const LadderConfig& c, const LadderPlan& plan, const LadderRunOptions& opt) {
   const std::string& out_dir = plan.out_dir;
   const std::vector<RungPlan>& rungs = plan.rungs;
@@ -359,6 +379,23 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderPlan& plan, co
     // else: recorded before these tasks were asked for: scored again (its training resumes at its end)
   }
   auto write_results = [&]() -> Status {
+    // Other tasks of an array may have recorded their rungs since: keep them.
+    std::optional<FileLock> lock;
+    if (!opt.lock.empty()) {
+      auto l = FileLock::acquire(opt.lock);
+      if (!l) return l.status();
+      lock.emplace(std::move(l.value()));
+      auto now = read_results(results_path);
+      if (!now) return now.status();
+      foreign.clear();
+      for (json& j : now.value()) {
+        const std::string name = j["name"].get<std::string>();
+        if (!planned.count(name))
+          foreign.push_back(std::move(j));
+        else if (!recorded.count(name) && has_eval(c.eval, j))
+          recorded[name] = std::move(j);
+      }
+    }
     std::string text;
     for (const Unit& u : units)
       if (recorded.count(u.name)) text += recorded[u.name].dump() + "\n";
@@ -396,6 +433,7 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderPlan& plan, co
     queue.push_back(std::move(ev));
   };
   for (size_t ri = 0; ri < rungs.size(); ++ri) {
+    if (!opt.rungs.empty() && std::find(opt.rungs.begin(), opt.rungs.end(), ri) == opt.rungs.end()) continue;
     const RungPlan& p = rungs[ri];
     const Unit& full = units[p.units.back()];
     const double per_step = full.flops / double(full.steps);

@@ -100,7 +100,17 @@ OutputOwner ladder_owner(const LadderPlan& plan);
 struct LadderRunOptions {
   int64_t jobs = 1;       // runs trained at once (child processes); the machine's threads are split between them
   bool progress = true;
+  // Only these rungs (indices into LadderConfig::rungs; empty = all): one
+  // task of a Slurm job array per rung. Tasks may run at once: each merges
+  // its results into OUT/results.jsonl under `lock` (core/file_lock.h), so
+  // the file ends as one invocation over every rung writes it.
+  std::vector<size_t> rungs;
+  std::string lock;  // the lock file ("" = no other invocation writes OUT at the same time)
 };
+
+// `--rung` values (a rung's name, or its index from 0: a job array's
+// SLURM_ARRAY_TASK_ID) as indices; an unknown one is an error naming it.
+Result<std::vector<size_t>> select_rungs(const LadderConfig& c, const std::vector<std::string>& names);
 
 // Trains every rung and branch not yet in OUT/results.jsonl; returns the
 // results path. The caller has claimed OUT (claim_output_dir with ladder_owner).
