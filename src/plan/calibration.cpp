@@ -178,18 +178,43 @@ const std::vector<GenerationRow>& llama3_8b_generation_rows() {
   return kRows;
 }
 
+const std::vector<GenerationRow>& mpt_a100_h100_rows() {
+  // llm-foundry scripts/train/benchmarking/README.md: "H100 80GB BF16" and "A100 80GB with 1600 Gbps
+  // node-node interconnect (RoCE)" tables, rows at SeqLen 2048, 8 GPUs, FULL_SHARD, activation
+  // checkpointing False: (model, MBS, global batch, tokens/s/GPU). MPT: MHA, GELU MLP of 4 d (planned as a
+  // SwiGLU of equal FLOPs, d_ff = 8 d / 3), vocabulary 50,432.
+  auto mpt = [](const char* system, const char* device, const char* name, int64_t d, int64_t layers, int64_t heads,
+                int64_t mbs, int64_t gbs, double tps) {
+    GenerationRow r;
+    r.system = system, r.device = device, r.model = name;
+    r.micro_batch = mbs, r.zero_stage = 3, r.tokens_per_s_per_gpu = tps;
+    r.d_model = d, r.n_layers = layers, r.n_heads = heads, r.n_kv_heads = heads, r.d_ff = (8 * d + 2) / 3;
+    r.vocab = 50432, r.seq_len = 2048, r.global_batch = gbs, r.fp8 = false;
+    return r;
+  };
+  static const std::vector<GenerationRow> kRows = {
+      mpt("H100 80GB", "H100", "MPT-1B", 2048, 24, 16, 14, 112, 45455),
+      mpt("A100 80GB", "A100", "MPT-1B", 2048, 24, 16, 14, 448, 20513),
+      mpt("H100 80GB", "H100", "MPT-7B", 4096, 32, 32, 6, 48, 10643),
+      mpt("A100 80GB", "A100", "MPT-7B", 4096, 32, 32, 6, 96, 4641),
+      mpt("H100 80GB", "H100", "MPT-13B", 5120, 40, 40, 2, 16, 4792),
+      mpt("A100 80GB", "A100", "MPT-13B", 5120, 40, 40, 2, 48, 2262),
+  };
+  return kRows;
+}
+
 CalibrationCase generation_case(const GenerationRow& r, const EfficiencyModel& eff) {
   CalibrationCase k;
-  k.seq_len = 8192;
-  ModelConfig& m = k.model;  // Llama 3 8B (Dubey et al. 2024, Table 3)
-  m.vocab_size = 128256;
-  m.d_model = 4096;
-  m.n_layers = 32;
-  m.n_heads = 32;
-  m.n_kv_heads = 8;
+  k.seq_len = r.seq_len;
+  ModelConfig& m = k.model;  // Llama 3 8B (Dubey et al. 2024, Table 3), or an MPT
+  m.vocab_size = r.vocab;
+  m.d_model = r.d_model;
+  m.n_layers = r.n_layers;
+  m.n_heads = r.n_heads;
+  m.n_kv_heads = r.n_kv_heads;
   m.layer_pattern = "G";
   m.tied_embeddings = false;
-  m.d_ff = 14336;
+  m.d_ff = r.d_ff;
   m.n_experts = 0;
   ClusterConfig& c = k.cluster;
   c.source = "<generation calibration>";
@@ -202,9 +227,9 @@ CalibrationCase generation_case(const GenerationRow& r, const EfficiencyModel& e
   l.gpus = 8;
   l.zero_stage = r.zero_stage;
   l.micro_batch = r.micro_batch;
-  l.global_batch = 128;
+  l.global_batch = r.global_batch;
   l.seq_len = k.seq_len;
-  l.gemm = GemmPrecision::kFp8;
+  l.gemm = r.fp8 ? GemmPrecision::kFp8 : GemmPrecision::kBf16;
   l.grads = Precision::kFp32;
   return k;
 }

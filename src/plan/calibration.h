@@ -74,8 +74,17 @@ struct GenerationRow {
   int64_t micro_batch = 1;
   int64_t zero_stage = 1;  // FSDP = 3; DDP with the distributed optimizer = 1
   double tokens_per_s_per_gpu = 0;
+  // The workload (defaults: Megatron-Bridge's Llama 3 8B FP8 rows).
+  std::string model = "Llama 3 8B";
+  int64_t d_model = 4096, n_layers = 32, n_heads = 32, n_kv_heads = 8, d_ff = 14336, vocab = 128256;
+  int64_t seq_len = 8192, global_batch = 128;
+  bool fp8 = true;
 };
 const std::vector<GenerationRow>& llama3_8b_generation_rows();
+// Ampere against Hopper in one framework: MosaicML llm-foundry's MPT benchmark tables (BF16, FSDP full
+// shard, sequence 2,048, 8 GPUs, no activation checkpointing), pairs of the same model on H100 80GB and
+// A100 80GB, H100 first in each pair.
+const std::vector<GenerationRow>& mpt_a100_h100_rows();
 CalibrationCase generation_case(const GenerationRow& r, const EfficiencyModel& eff);
 // Predicted tokens/s per GPU of a row under `eff`.
 double generation_tokens_per_s(const GenerationRow& r, const EfficiencyModel& eff);

@@ -17,10 +17,12 @@ const std::vector<DeviceSpec>& device_presets() {
   // shared/reference/hardware.md (A100 from NVIDIA's A100 datasheet). The CPU
   // entry is the 2-core development VM of docs/performance.md (fp32 FMA peak);
   // a CPU cluster file should give its own measured `moetrain bench` peak.
-  // Ampere sustains a larger share of its (lower) peak: GEMM and attention
-  // efficiencies are scaled from public microbenchmarks (docs/planner.md), not calibrated.
+  // Ampere sustains a larger share of its (lower) peak. GEMM: Hopper's fraction times the mean ratio of the
+  // fractions that reproduce the same MPT models on A100 and H100 in llm-foundry's tables (1.2824, 1.2874,
+  // 1.4057; docs/reference-tables/generations.md, PlanCalibration.AmpereByTheMptPairs). Attention 0.50:
+  // FlashAttention-2 reaches 50-73% of A100 peak (Dao 2023), not calibrated.
   EfficiencyModel ampere;
-  ampere.gemm = 0.70;
+  ampere.gemm = 0.804;
   ampere.attention = 0.50;
   const EfficiencyModel hopper;  // calibrated (plan/calibration.h)
   // Blackwell: Hopper's GEMM fraction times the ratio of the fractions that reproduce the same Megatron-Bridge

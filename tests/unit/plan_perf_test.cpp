@@ -259,5 +259,31 @@ TEST(PlanCalibration, EfficiencyByGeneration) {
   }
 }
 
+// Ampere: the same MPT model on H100 and A100 in llm-foundry's tables; the A100 preset's GEMM fraction is
+// Hopper's times the mean ratio of the fractions that reproduce each pair's rows.
+TEST(PlanCalibration, AmpereByTheMptPairs) {
+  const std::vector<GenerationRow>& rows = mpt_a100_h100_rows();
+  ASSERT_EQ(rows.size() % 2, 0u);
+  const EfficiencyModel hopper = find_device("H100")->eff, ampere = find_device("A100")->eff;
+  double ratio_sum = 0;
+  for (size_t i = 0; i < rows.size(); i += 2) {
+    const GenerationRow &h = rows[i], &a = rows[i + 1];
+    ASSERT_EQ(h.device, "H100");
+    ASSERT_EQ(a.device, "A100");
+    const double fh = generation_gemm_fit(h, hopper), fa = generation_gemm_fit(a, ampere);
+    const double ph = generation_tokens_per_s(h, hopper), pa = generation_tokens_per_s(a, ampere);
+    std::printf(
+        "mpt %-7s H100 %.0f tokens/s/GPU, Hopper constants %+.1f%%, fit %.4f; A100 %.0f, preset %+.1f%%, "
+        "fit %.4f; ratio %.4f\n",
+        h.model.c_str(), h.tokens_per_s_per_gpu, 100 * (ph / h.tokens_per_s_per_gpu - 1), fh, a.tokens_per_s_per_gpu,
+        100 * (pa / a.tokens_per_s_per_gpu - 1), fa, fa / fh);
+    ratio_sum += fa / fh;
+  }
+  const double ratio = ratio_sum / double(rows.size() / 2);
+  std::printf("mpt A100 gemm = %.3f x %.4f = %.4f (preset %.3f)\n", hopper.gemm, ratio, hopper.gemm * ratio,
+              ampere.gemm);
+  EXPECT_NEAR(ampere.gemm, hopper.gemm * ratio, 0.005);
+}
+
 }  // namespace
 }  // namespace mt::plan
