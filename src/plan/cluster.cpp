@@ -40,14 +40,19 @@ const std::vector<DeviceSpec>& device_presets() {
   cpu.kernel_latency_us = 20;
   static const std::vector<DeviceSpec> kPresets = {
       // FP8: dense FP8 is twice dense BF16 on Hopper and Blackwell (NVIDIA datasheets); Ampere has none.
-      {"A100", DeviceKind::kGpu, 312.0, 80.0, 2.039, 600.0, 8, 8, ampere, 0.0},
-      {"H100", DeviceKind::kGpu, 989.0, 80.0, 3.35, 900.0, 8, 8, hopper, 1979.0},
-      {"H200", DeviceKind::kGpu, 989.0, 141.0, 4.8, 900.0, 8, 8, hopper, 1979.0},
-      {"H800", DeviceKind::kGpu, 989.0, 80.0, 3.35, 400.0, 8, 8, hopper, 1979.0},
-      {"B200", DeviceKind::kGpu, 2250.0, 180.0, 8.0, 1800.0, 8, 8, b200, 4500.0},
-      {"GB200", DeviceKind::kGpu, 2500.0, 186.0, 8.0, 1800.0, 4, 72, gb200, 5000.0},
-      {"GB300", DeviceKind::kGpu, 2500.0, 288.0, 8.0, 1800.0, 4, 72, gb300, 5000.0},
-      {"cpu", DeviceKind::kCpu, 0.433, 16.0, 0.02, 0.0, 1, 1, cpu, 0.0},
+      // SMs: A100 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020); H100 SXM5 132 (NVIDIA H100
+      // Tensor Core GPU Architecture whitepaper, 2022), the H200 and the H800 the same GH100 configuration
+      // (DeepSeek-V3 report, sec. 3.2.2: "20 out of 132 SMs" of the H800); B200 and GB200's Blackwell GPU 148
+      // (74 of each die's 80, as CUDA reports it; Chips and Cheese, "Nvidia's B200", 2025); Blackwell Ultra 160
+      // (NVIDIA Technical Blog, "Inside NVIDIA Blackwell Ultra", 2025).
+      {"A100", DeviceKind::kGpu, 312.0, 80.0, 2.039, 600.0, 8, 8, ampere, 0.0, 108},
+      {"H100", DeviceKind::kGpu, 989.0, 80.0, 3.35, 900.0, 8, 8, hopper, 1979.0, 132},
+      {"H200", DeviceKind::kGpu, 989.0, 141.0, 4.8, 900.0, 8, 8, hopper, 1979.0, 132},
+      {"H800", DeviceKind::kGpu, 989.0, 80.0, 3.35, 400.0, 8, 8, hopper, 1979.0, 132},
+      {"B200", DeviceKind::kGpu, 2250.0, 180.0, 8.0, 1800.0, 8, 8, b200, 4500.0, 148},
+      {"GB200", DeviceKind::kGpu, 2500.0, 186.0, 8.0, 1800.0, 4, 72, gb200, 5000.0, 148},
+      {"GB300", DeviceKind::kGpu, 2500.0, 288.0, 8.0, 1800.0, 4, 72, gb300, 5000.0, 160},
+      {"cpu", DeviceKind::kCpu, 0.433, 16.0, 0.02, 0.0, 1, 1, cpu, 0.0, 0},
   };
   return kPresets;
 }
@@ -77,6 +82,11 @@ void declare_keys(ConfigSchema& s, ClusterConfig& c) {
   s.add("gpu.hbm_gib", &c.device.hbm_gib, "memory per device").above(0).unit("GiB");
   s.add("gpu.hbm_tbps", &c.device.hbm_tbps, "memory bandwidth per device").above(0).unit("TB/s");
   s.add("gpu.nvlink_gbps", &c.device.nvlink_gbps, "NVLink per GPU, both directions together").min(0).unit("GB/s");
+  s.add("gpu.sms", &c.device.sms,
+        "streaming multiprocessors per device (layouts with parallel.comm_sms take "
+        "some from the compute kernels)")
+      .range(0, 1 << 16)
+      .note("0 = not given");
   s.add("gpu.gpus_per_node", &c.device.gpus_per_node, "GPUs per host").range(1, 1 << 20);
   s.add("gpu.gpus_per_domain", &c.device.gpus_per_domain, "GPUs in one NVLink domain").range(1, 1 << 20);
   s.add("topology.gpus_per_rack", &c.gpus_per_rack, "unit allocated, spared and covered by the SLA")

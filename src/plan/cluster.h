@@ -49,6 +49,9 @@ struct DeviceSpec {
   int64_t gpus_per_domain = 8;  // GPUs in one NVLink domain
   EfficiencyModel eff;          // defaults for this device type
   double peak_fp8_tflops = 0;   // dense FP8 TFLOP/s per device; 0 = no FP8 tensor cores
+  // Streaming multiprocessors per device (NVIDIA's architecture whitepapers and blogs, cluster.cpp); the
+  // layout's parallel.comm_sms takes some of them from the compute kernels. 0 = not given (CPU).
+  int64_t sms = 0;
 };
 
 // Built-in device types; `find_device` returns null for an unknown name.

@@ -50,6 +50,19 @@ std::string gradient_sync_text(const LayoutSettings& l) {
                            : "full gradient buffer, all-reduced once per step (no ZeRO)";
 }
 
+double compute_sm_share(const LayoutSettings& l, const DeviceSpec& d) {
+  if (l.comm_sms <= 0 || d.sms <= 0) return 1.0;
+  return double(d.sms - l.comm_sms) / double(d.sms);
+}
+
+std::string comm_sms_text(const LayoutSettings& l, const DeviceSpec& d) {
+  if (l.comm_sms <= 0) return "";
+  return fmt::format(
+      "{} of the {}'s {} SMs reserved for communication kernels (parallel.comm_sms): compute runs at "
+      "{}/{} of the device's rates",
+      l.comm_sms, d.type, d.sms, d.sms - l.comm_sms, d.sms);
+}
+
 namespace {
 
 // kFile: the layout's own keys; kPhase: the same keys inside a [[phase]], where none is required (a key the
@@ -82,6 +95,11 @@ void declare_setting_keys(ConfigSchema& s, LayoutSettings& l, KeyRole role) {
              "ZeRO-2: sharded gradients reduce-scattered every micro-batch, or a full buffer reduced once per step")
       .note("ZeRO-2 only");
   s.add("parallel.gpus", &l.gpus, "GPUs in the job").range(0, big).note("0 = all usable GPUs of the cluster");
+  s.add("parallel.comm_sms", &l.comm_sms,
+        "streaming multiprocessors held by communication kernels overlapping computation (DualPipe with "
+        "DeepEP-style dispatch/combine): compute kernels run at (gpu.sms - comm_sms) / gpu.sms of the device's rates")
+      .range(0, 1 << 16)
+      .note("0 = none reserved; must be below gpu.sms");
   s.add("batch.micro_batch", &l.micro_batch, "sequences per micro-batch per pipeline").range(1, big);
   ConfigKey& global_batch = s.add("batch.global_batch", &l.global_batch, "sequences per optimizer step").range(1, big);
   if (role == KeyRole::kFile) global_batch.required();
@@ -293,6 +311,13 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
     if (l.offload == Offload::kParams)
       return bad("memory.offload", "\"params\" (weight streaming) is modelled for GPU clusters only");
   }
+  if (l.comm_sms < 0) return bad("parallel.comm_sms", fmt::format("must be >= 0, got {}", l.comm_sms));
+  if (l.comm_sms > 0 && c.device.sms <= 0)
+    return bad("parallel.comm_sms",
+               fmt::format("{} SMs reserved, but the {} has no SM count (gpu.sms = 0)", l.comm_sms, c.device.type));
+  if (l.comm_sms > 0 && l.comm_sms >= c.device.sms)
+    return bad("parallel.comm_sms", fmt::format("{} must be below the {}'s {} SMs (gpu.sms): compute needs some",
+                                                l.comm_sms, c.device.type, c.device.sms));
   if (l.gemm == GemmPrecision::kFp8 && !(c.device.peak_fp8_tflops > 0))
     return bad("precision.gemm", fmt::format("fp8 needs FP8 tensor cores: the {} has gpu.peak_fp8_tflops = 0",
                                              c.device.type));

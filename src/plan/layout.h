@@ -65,6 +65,10 @@ struct LayoutSettings {
   Zero2Grads zero2_grads =
       Zero2Grads::kSharded;               // ZeRO-2: sharded gradients reduced per micro-batch, or full ones per step
   int64_t gpus = 0;                       // GPUs in the job; 0 = all usable GPUs of the cluster
+  // Streaming multiprocessors held by communication kernels that run beside the computation (DeepSeek-V3's
+  // DualPipe with its dispatch/combine kernels: 20 of the H800's 132, report sec. 3.2.2): the compute kernels
+  // run on the rest, at (gpu.sms - comm_sms) / gpu.sms of the device's rates; communication is unchanged.
+  int64_t comm_sms = 0;
   // [batch]
   int64_t micro_batch = 1;                // sequences per micro-batch per pipeline
   int64_t global_batch = 0;               // sequences per optimizer step (required)
@@ -140,6 +144,10 @@ std::string to_string(Allocator a);
 bool gradients_sharded(const LayoutSettings& l);
 // One line for reports: how gradients are held and reduced under the layout's ZeRO stage.
 std::string gradient_sync_text(const LayoutSettings& l);
+// The share of a device's SMs left to compute kernels: (sms - comm_sms) / sms; 1 when none are reserved.
+double compute_sm_share(const LayoutSettings& l, const DeviceSpec& d);
+// One line for reports when parallel.comm_sms reserves SMs ("" when it does not).
+std::string comm_sms_text(const LayoutSettings& l, const DeviceSpec& d);
 
 // Memory the allocator reserves beyond live activations and buffers, as a
 // fraction of them: memory.fragmentation when set, else the allocator's stated

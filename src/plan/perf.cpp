@@ -37,11 +37,18 @@ struct Machine {
   double fp8_gemm;  // sustained FP8 GEMM FLOP/s (0 = none)
 };
 
-Machine machine_of(const ClusterConfig& c) {
+// `sm_share`: the SMs left to compute kernels (parallel.comm_sms): GEMMs, attention and memory-bound kernels
+// all run at that share of their rates; the peak (MFU's denominator) and the per-kernel latency stay.
+Machine machine_of(const ClusterConfig& c, double sm_share = 1.0) {
   const double peak = c.device.peak_tflops * 1e12;
-  return {peak, peak * c.eff.gemm, peak * c.eff.attention, c.device.hbm_tbps * 1e12 * c.eff.hbm,
-          c.eff.kernel_latency_us * 1e-6, c.eff.gemm_k0, c.eff.elementwise,
-          c.device.peak_fp8_tflops * 1e12 * c.eff.gemm};
+  return {peak,
+          peak * c.eff.gemm * sm_share,
+          peak * c.eff.attention * sm_share,
+          c.device.hbm_tbps * 1e12 * c.eff.hbm * sm_share,
+          c.eff.kernel_latency_us * 1e-6,
+          c.eff.gemm_k0,
+          c.eff.elementwise,
+          c.device.peak_fp8_tflops * 1e12 * c.eff.gemm * sm_share};
 }
 
 double mem_s(double bytes, const Machine& mc) { return bytes * mc.ew / mc.hbm + mc.lat; }
@@ -448,7 +455,7 @@ double gemm_s(double M, double N, double K, const ClusterConfig& c) { return gem
 
 StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p, const ClusterConfig& cl) {
   StepTime st;
-  const Machine mc = machine_of(cl);
+  const Machine mc = machine_of(cl, compute_sm_share(p.cfg, cl.device));
   const Links lk = links_of(cl);
   const GroupSpans g = group_spans(p, cl.device.gpus_per_domain);
   const double ov = cl.eff.overlap, ep_ov = p.cfg.ep_overlap * cl.eff.overlap;
@@ -637,7 +644,11 @@ std::vector<TermSource> step_time_sources(const ClusterConfig& cl, const LayoutC
                    "traffic ({}); "
                    "{:.0f} us per kernel (assumption)",
                    peak, e.gemm, gemm_src, e.gemm_k0, cl.device.hbm_tbps, e.hbm, to_string(l.attention_kernel),
-                   e.attention, e.elementwise, fitted ? "fitted" : "preset or cluster file", e.kernel_latency_us)});
+                   e.attention, e.elementwise, fitted ? "fitted" : "preset or cluster file", e.kernel_latency_us) +
+           (l.comm_sms > 0 ? fmt::format("; every rate but the latency x {}/{}: {} of the {} SMs run communication "
+                                         "kernels (parallel.comm_sms, layout input)",
+                                         cl.device.sms - l.comm_sms, cl.device.sms, l.comm_sms, cl.device.sms)
+                           : "")});
   v.push_back({"recompute", fmt::format("the recomputed forward kernels of memory.recompute = {}, same roofline",
                                         to_string(l.recompute))});
   const std::string links =

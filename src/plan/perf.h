@@ -8,8 +8,10 @@
 // collectives hide behind the layer's GEMMs, gradient reduce-scatter behind
 // the last micro-batch's backward, parameter all-gather behind the first
 // forward, all-to-all by the layout's `ep_overlap`; hidden communication still
-// costs (1 - overlap efficiency) of its time. Pipeline bubbles follow the
-// schedule. MFU uses the same FLOP count as `moetrain bench` (model/flops.h).
+// costs (1 - overlap efficiency) of its time. SMs a layout reserves for
+// communication kernels (parallel.comm_sms) slow every compute kernel by the
+// share they take. Pipeline bubbles follow the schedule. MFU uses the same
+// FLOP count as `moetrain bench` (model/flops.h).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -319,11 +319,17 @@ void put_model(const Plan& p, nlohmann::json& j) {
 void put_cluster(const Plan& p, nlohmann::json& j) {
   using nlohmann::json;
   const ClusterConfig& c = p.in.cluster;
-  j["cluster"] = {{"source", c.source},          {"name", c.name},
-                  {"gpu", c.device.type},        {"peak_tflops", c.device.peak_tflops},
-                  {"hbm_gib", c.device.hbm_gib}, {"gpus_per_domain", c.device.gpus_per_domain},
-                  {"racks", c.racks},            {"spare_racks", c.spare_racks},
-                  {"gpus_per_rack", c.gpus_per_rack}, {"usable_gpus", c.usable_gpus()}};
+  j["cluster"] = {{"source", c.source},
+                  {"name", c.name},
+                  {"gpu", c.device.type},
+                  {"peak_tflops", c.device.peak_tflops},
+                  {"hbm_gib", c.device.hbm_gib},
+                  {"sms", c.device.sms},
+                  {"gpus_per_domain", c.device.gpus_per_domain},
+                  {"racks", c.racks},
+                  {"spare_racks", c.spare_racks},
+                  {"gpus_per_rack", c.gpus_per_rack},
+                  {"usable_gpus", c.usable_gpus()}};
 }
 
 // "layout": the parallel layout (and the expert layout of a MoE model).
@@ -342,6 +348,8 @@ void put_layout(const Plan& p, nlohmann::json& j) {
                  {"dp", par.dp},
                  {"zero_stage", par.cfg.zero_stage},
                  {"gradient_sync", gradient_sync_text(par.cfg)},
+                 {"comm_sms", par.cfg.comm_sms},
+                 {"compute_sm_share", compute_sm_share(par.cfg, c.device)},
                  {"recompute", to_string(par.cfg.recompute)},
                  {"micro_batch", par.micro_batch},
                  {"global_batch", par.global_batch},
@@ -639,6 +647,7 @@ void text_model_and_layout(const Plan& p, std::string& o) {
   line("", fmt::format("micro-batch {} x {} tokens, {} sequences/step ({} tokens), {} micro-batches", par.micro_batch,
                        par.seq_len, par.global_batch, fmtx::count(double(par.tokens_per_step())), par.microbatches));
   line("", gradient_sync_text(par.cfg));
+  if (par.cfg.comm_sms > 0) line("", comm_sms_text(par.cfg, c.device));
   o += "\n";
 }
 

@@ -2,8 +2,8 @@
 // calculation from its formula: ZeRO-2 gradients whose memory and traffic
 // agree, module recomputation paid in step time, DualPipe pacing and the
 // zero-bubble bubbles from the stages each rank holds, flash attention's rate
-// by key span, the two MFU conventions (causal half, full square) and the
-// h800 preset's availability.
+// by key span, the two MFU conventions (causal half, full square), the SMs
+// held by communication kernels and the h800 preset's availability.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -221,6 +221,72 @@ TEST(PlanCosts, MfuConventions) {
   EXPECT_NEAR(t.mfu_full_square, t.mfu * s.train_flops_full_square / s.train_flops_per_token, 1e-15);
   EXPECT_EQ(fmtx::mfu(0.434, 1.02), "43.4% causal half");
   EXPECT_EQ(fmtx::mfu(0.434, 1.10), "43.4% causal half (47.7% full square)");
+}
+
+// SMs held by communication kernels (parallel.comm_sms; DeepSeek-V3 holds 20 of the H800's 132): every compute
+// kernel runs on the other 112, so with no per-kernel latency compute and recomputation take 132/112 as long;
+// communication, the peak behind MFU and memory are unchanged. A count at or above the device's SMs, or below
+// zero, is refused naming the key.
+TEST(PlanCosts, CommunicationSmsSlowCompute) {
+  {  // By hand: a dense model on one GPU, GEMMs and attention only, as in the DualPipe case above.
+    const ModelConfig m = dense(4);
+    const ModelStats s = model_stats(m, 1024);
+    const ClusterConfig c = gemm_only();
+    LayoutConfig l = layout(1, 2);
+    l.comm_sms = 20;
+    const double share = 112.0 / 132.0, peak = 989e12, M = 1024, D = 512, H = 8, Hkv = 2, Dh = 64, F = 1024, V = 4096;
+    const double g = 2 * M * (D * (H + 2 * Hkv) * Dh + D * H * Dh + 3 * D * F) / (peak * 0.607 * share);
+    const double a = 4 * M * H * Dh * (M + 1) / 2 / (peak * c.eff.attention * 260 / 335 * share);
+    const double head = 3 * 2 * M * V * D / (peak * 0.607 * share);
+    const StepTime t = step_time(m, s, resolved(l, m, c, 1024), c);
+    EXPECT_NEAR(t.compute_s, 2 * (4 * (3 * g + 3.5 * a) + head), 1e-6 * t.compute_s);
+  }
+  ModelConfig m = dense(4);
+  m.n_experts = 8, m.top_k = 2, m.d_expert = 256;
+  ClusterConfig c = testing::h100_cluster(1);
+  c.eff.kernel_latency_us = 0;
+  ASSERT_EQ(c.device.sms, 132);
+  const ModelStats s = model_stats(m, 1024);
+  LayoutConfig l = layout(8, 32);
+  l.ep = 8, l.tp = 2, l.ep_overlap = 1.0, l.recompute_modules = {"norm", "qkv"};
+  const Parallel p0 = resolved(l, m, c, 1024);
+  const StepTime base = step_time(m, s, p0, c);
+  l.comm_sms = 20;
+  const Parallel p = resolved(l, m, c, 1024);
+  const StepTime held = step_time(m, s, p, c);
+  EXPECT_NEAR(held.compute_s, base.compute_s * 132 / 112, 1e-12 * held.compute_s);
+  EXPECT_NEAR(held.recompute_s, base.recompute_s * 132 / 112, 1e-12 * held.recompute_s);
+  EXPECT_GT(base.recompute_s, 0.0);
+  EXPECT_GT(base.ep_comm_s, 0.0);
+  EXPECT_GT(base.tp_comm_s, 0.0);
+  EXPECT_DOUBLE_EQ(held.ep_comm_s, base.ep_comm_s);
+  EXPECT_DOUBLE_EQ(held.tp_comm_s, base.tp_comm_s);
+  EXPECT_DOUBLE_EQ(held.dp_comm_s, base.dp_comm_s);
+  EXPECT_GT(held.step_s, base.step_s);
+  EXPECT_NEAR(held.mfu, held.model_flops_per_step / (held.step_s * 989e12 * 8), 1e-12);
+  EXPECT_DOUBLE_EQ(memory_per_gpu(m, s, p, c).total(), memory_per_gpu(m, s, p0, c).total());
+  EXPECT_DOUBLE_EQ(compute_sm_share(l, c.device), 112.0 / 132.0);
+  EXPECT_THAT(comm_sms_text(l, c.device), ::testing::HasSubstr("20 of the H100's 132 SMs"));
+  EXPECT_EQ(comm_sms_text(p0.cfg, c.device), "");
+
+  for (int64_t bad : {int64_t(132), int64_t(200), int64_t(-1)}) {
+    l.comm_sms = bad;
+    auto r = resolve(l, m, 1024, c);
+    ASSERT_FALSE(r.is_ok()) << bad;
+    EXPECT_THAT(r.status().message(), ::testing::HasSubstr("parallel.comm_sms")) << bad;
+  }
+  l.comm_sms = 131;  // one SM left to compute
+  EXPECT_TRUE(resolve(l, m, 1024, c).is_ok());
+  // From files: the key, and the presets' SM counts behind gpu.sms.
+  auto parsed = parse_layout("[parallel]\ncomm_sms = -3\n[batch]\nglobal_batch = 8\n", "x.toml");
+  ASSERT_FALSE(parsed.is_ok());
+  EXPECT_THAT(parsed.status().message(), ::testing::HasSubstr("parallel.comm_sms"));
+  auto a100 = parse_cluster("[gpu]\ntype = \"A100\"\n[topology]\nracks = 1\n", "a.toml");
+  ASSERT_TRUE(a100.is_ok()) << a100.status().message();
+  EXPECT_EQ(a100->device.sms, 108);
+  EXPECT_EQ(find_device("H800")->sms, 132);
+  EXPECT_EQ(find_device("B200")->sms, 148);
+  EXPECT_EQ(find_device("GB200")->sms, 148);
 }
 
 // The shipped h800 preset reproduces Llama 3's interruption rate (419 in 54 days on 16,384 GPUs) and, with
