@@ -30,7 +30,8 @@ void declare_keys(ConfigSchema& s, SweepConfig& c) {
   s.add("sweep.ffn_ratio", &c.ffn_ratio, "a width param: d_ff = ratio x d_model").min(0).note("0 = the base's");
   s.add("sweep.at_costs", &c.at_costs,
         "costs in training FLOPs (a ladder rung's, the hero run's) to write a run config for: each numeric setting "
-        "from its power law along the front (clamped to its bounds within the front's costs, extrapolated beyond), "
+        "from its power law along the front (within its bounds; the model's size and tokens carried past theirs beyond "
+        "the front's costs), "
         "a choice from the front run nearest in cost, then the tokens that give the cost")
       .above(0)
       .note("[] = none");

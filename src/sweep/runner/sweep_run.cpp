@@ -391,7 +391,7 @@ Result<std::string> run_sweep(const SweepConfig& c, const SweepPlan& plan, const
       const double v = s["a"].get<double>() * std::pow(C, s["exponent"].get<double>());
       const bool scale = q.key == "width" || q.key == "tokens" || q.key == "model.n_layers";
       settings[p] = extrapolated && scale ? v : std::clamp(v, q.lo, q.hi);
-      if (settings[p] != v) clamped.push_back(q.key);
+      if (settings[p] != v && !(q.key == "tokens")) clamped.push_back(q.key);  // tokens: solved below
     }
     auto cfg = config_of(c, plan, settings);
     if (cfg && tokens_param != c.params.end()) {
