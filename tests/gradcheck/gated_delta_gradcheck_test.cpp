@@ -1,7 +1,8 @@
 // gated_delta_gradcheck_test.cpp — central-difference checks of every gated-delta op: the chunked
-// recurrence (q, k, v, g, beta; chunks that do and do not divide T), L2 norm, the decay and
-// write gates, the SiLU output gate and the head gather. Loss L = sum_i w_i y_i with fixed
-// random w, so dL/dy = w feeds each backward (as in kernels_gradcheck_test.cpp).
+// recurrence (q, k, v, g, beta; chunks that do and do not divide T; the chunked backward and the
+// sequential reference), L2 norm, the decay and write gates, the SiLU output gate and the head
+// gather. Loss L = sum_i w_i y_i with fixed random w, so dL/dy = w feeds each backward (as in
+// kernels_gradcheck_test.cpp).
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -46,7 +47,10 @@ std::vector<int32_t> starts_every(const GatedDeltaDims& d, int64_t every) {
 
 class GatedDeltaGrad : public ::testing::TestWithParam<GatedDeltaDims> {};
 
-void check_gated_delta_gradient(const GatedDeltaDims& d) {
+// Both backwards: the chunked one the layer runs and the sequential reference.
+enum class Backward { kChunked, kSequential };
+
+void check_gated_delta_gradient(const GatedDeltaDims& d, Backward which = Backward::kChunked) {
   const int64_t rows = d.B * d.H * d.T, nk = rows * d.Dk, nv = rows * d.Dv;
   auto q = randn(nk, 0.4f, 1), k = randn(nk, 0.4f, 2), v = randn(nv, 1.0f, 3);
   auto g = randn(rows, 0.2f, 4), beta = randn(rows, 1.0f, 5);
@@ -60,8 +64,9 @@ void check_gated_delta_gradient(const GatedDeltaDims& d) {
   };
   loss();
   std::vector<float> dq(nk), dk(nk), dv(nv), dg(rows), db(rows);
-  gated_delta_backward(dq.data(), dk.data(), dv.data(), dg.data(), db.data(), w.data(), q.data(), k.data(),
-                       v.data(), g.data(), beta.data(), st.data(), d);
+  auto backward = which == Backward::kChunked ? gated_delta_backward : gated_delta_backward_sequential;
+  backward(dq.data(), dk.data(), dv.data(), dg.data(), db.data(), w.data(), q.data(), k.data(), v.data(), g.data(),
+           beta.data(), st.data(), d);
   const GradCheckOptions o1 = opts(1e-3f, 64);
   expect_gradient_matches("q", q.data(), nk, dq.data(), loss, o1);
   expect_gradient_matches("k", k.data(), nk, dk.data(), loss, o1);
@@ -71,6 +76,7 @@ void check_gated_delta_gradient(const GatedDeltaDims& d) {
 }
 
 TEST_P(GatedDeltaGrad, AllInputs) { check_gated_delta_gradient(GetParam()); }
+TEST_P(GatedDeltaGrad, AllInputsSequential) { check_gated_delta_gradient(GetParam(), Backward::kSequential); }
 
 // Document masking: the state restarts at each document start (the gate there has no effect).
 TEST_P(GatedDeltaGrad, AllInputsWithDocumentStarts) {
@@ -78,6 +84,7 @@ TEST_P(GatedDeltaGrad, AllInputsWithDocumentStarts) {
   const std::vector<int32_t> starts = starts_every(d, 3);
   d.doc_start = starts.data();
   check_gated_delta_gradient(d);
+  check_gated_delta_gradient(d, Backward::kSequential);
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, GatedDeltaGrad,

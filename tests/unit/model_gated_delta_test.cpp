@@ -1,6 +1,6 @@
 // model_gated_delta_test.cpp — the chunked gated delta rule (kernels/cpu/gated_delta.h) against its
-// plain recurrence for chunk sizes that do and do not divide T, and bitwise thread-count
-// invariance of forward and backward.
+// plain recurrence for chunk sizes that do and do not divide T, the chunked backward against the
+// step-by-step one, and bitwise thread-count invariance of forward and backward.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -82,6 +82,79 @@ INSTANTIATE_TEST_SUITE_P(Table, GatedDeltaChunked,
                            return "B" + std::to_string(d.B) + "H" + std::to_string(d.H) + "T" + std::to_string(d.T) +
                                   "Dk" + std::to_string(d.Dk) + "Dv" + std::to_string(d.Dv) + "C" + std::to_string(d.C);
                          });
+
+// The chunked backward against the step-by-step reverse pass: the same gradients to fp32
+// round-off. `gate` scales the decays (g in (-0.6 gate, 0)): at 20, e^gamma underflows inside
+// a chunk. `every` > 0 starts a document every `every` steps from step 3 (mid-chunk and on chunk starts).
+struct BackwardCase {
+  GatedDeltaDims d;
+  float gate;
+  int64_t every;
+};
+
+class GatedDeltaBackward : public ::testing::TestWithParam<BackwardCase> {};
+
+TEST_P(GatedDeltaBackward, ChunkedMatchesSequential) {
+  GatedDeltaDims d = GetParam().d;
+  Inputs in = make_inputs(d, 7);
+  for (float& x : in.g) x *= GetParam().gate;
+  std::vector<int32_t> starts(size_t(d.B * d.T), 0);
+  if (GetParam().every > 0) {
+    for (int64_t b = 0; b < d.B; ++b)
+      for (int64_t t = 3; t < d.T; ++t)
+        starts[b * d.T + t] = int32_t(3 + (t - 3) / GetParam().every * GetParam().every);
+    d.doc_start = starts.data();
+  }
+  const int64_t rows = d.B * d.H * d.T;
+  const auto dout = randn(rows * d.Dv, 1.0f, 11);
+  std::vector<float> o(rows * d.Dv), st(d.B * d.H * gated_delta_chunks(d) * d.Dv * d.Dk);
+  gated_delta_forward(o.data(), st.data(), in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(), d);
+  struct Grads {
+    std::vector<float> dq, dk, dv, dg, db;
+  };
+  auto run = [&](auto backward) {
+    Grads r{std::vector<float>(rows * d.Dk, NAN), std::vector<float>(rows * d.Dk, NAN),
+            std::vector<float>(rows * d.Dv, NAN), std::vector<float>(rows, NAN), std::vector<float>(rows, NAN)};
+    backward(r.dq.data(), r.dk.data(), r.dv.data(), r.dg.data(), r.db.data(), dout.data(), in.q.data(), in.k.data(),
+             in.v.data(), in.g.data(), in.beta.data(), st.data(), d);
+    return r;
+  };
+  const Grads c = run(gated_delta_backward), s = run(gated_delta_backward_sequential);
+  auto check = [](const char* name, const std::vector<float>& x, const std::vector<float>& ref) {
+    double err = 0.0, scale = 0.0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(x[i])) << name << "[" << i << "] not written";
+      err = std::max(err, double(std::abs(x[i] - ref[i])));
+      scale = std::max(scale, double(std::abs(ref[i])));
+    }
+    EXPECT_GT(scale, 1e-3) << name;
+    EXPECT_LT(err, 1e-5 * scale) << name << ": max |chunked - sequential| against max |sequential| " << scale;
+  };
+  check("dq", c.dq, s.dq);
+  check("dk", c.dk, s.dk);
+  check("dv", c.dv, s.dv);
+  check("dg", c.dg, s.dg);
+  check("dbeta", c.db, s.db);
+  if (d.doc_start)  // a document start's gate has no effect
+    for (int64_t bh = 0; bh < d.B * d.H; ++bh)
+      for (int64_t t = 1; t < d.T; ++t)
+        if (d.resets(bh / d.H, t)) {
+          EXPECT_EQ(c.dg[bh * d.T + t], 0.0f);
+        }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, GatedDeltaBackward,
+    ::testing::Values(BackwardCase{{1, 1, 16, 8, 8, 4}, 1.0f, 0}, BackwardCase{{2, 3, 37, 16, 8, 8}, 1.0f, 0},
+                      BackwardCase{{1, 2, 130, 32, 32, 64}, 1.0f, 0}, BackwardCase{{2, 1, 20, 8, 12, 1}, 1.0f, 0},
+                      BackwardCase{{1, 2, 9, 8, 8, 64}, 1.0f, 0}, BackwardCase{{2, 2, 45, 12, 20, 8}, 1.0f, 5},
+                      BackwardCase{{1, 2, 100, 16, 24, 32}, 1.0f, 16}, BackwardCase{{2, 1, 30, 8, 6, 1}, 1.0f, 4},
+                      BackwardCase{{1, 2, 150, 32, 16, 64}, 20.0f, 0}, BackwardCase{{1, 1, 70, 16, 16, 16}, 20.0f, 7}),
+    [](const ::testing::TestParamInfo<BackwardCase>& i) {
+      const GatedDeltaDims& d = i.param.d;
+      return "T" + std::to_string(d.T) + "Dk" + std::to_string(d.Dk) + "Dv" + std::to_string(d.Dv) + "C" +
+             std::to_string(d.C) + "Gate" + std::to_string(int(i.param.gate)) + "Docs" + std::to_string(i.param.every);
+    });
 
 // Output and gradients are bitwise identical with 1 and 2 threads.
 TEST(GatedDeltaThreads, ForwardBackwardInvariant) {

@@ -191,9 +191,9 @@ void gated_delta_recurrent(float* o, float* state, const float* q, const float* 
 //   du = G k,  dk = G^T u + S_{t-1}^T dp,  dp = -a b du,  dv = b du,  db = du.(v - a p),
 //   da = <G, S_{t-1}> - b du.p,  dg = a da,  dS_{t-1} = a G + dp k^T.
 // At a document start a = 0: dg = 0 and nothing flows back into the previous document.
-void gated_delta_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, const float* dout,
-                          const float* q, const float* k, const float* v, const float* g, const float* beta,
-                          const float* states, const GatedDeltaDims& d) {
+void gated_delta_backward_sequential(float* dq, float* dk, float* dv, float* dg, float* dbeta, const float* dout,
+                                     const float* q, const float* k, const float* v, const float* g, const float* beta,
+                                     const float* states, const GatedDeltaDims& d) {
   const int64_t NC = gated_delta_chunks(d), SS = d.Dv * d.Dk, Dk = d.Dk, Dv = d.Dv;
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t bh = 0; bh < d.B * d.H; ++bh) {

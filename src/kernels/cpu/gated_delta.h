@@ -27,12 +27,19 @@ int64_t gated_delta_chunks(const GatedDeltaDims& d);
 void gated_delta_forward(float* o, float* states, const float* q, const float* k, const float* v,
                          const float* g, const float* beta, const GatedDeltaDims& d);
 
-// All gradients written. Exact reverse-time pass: each chunk's states are recomputed from the
-// saved chunk-entry state, then walked backwards one step at a time, so the cost is linear in T
-// (O(T Dk Dv)) and the extra memory is one chunk of states per thread.
+// All gradients written. Chunked (gated_delta_backward.cpp): each chunk's UT quantities are
+// recomputed from the saved chunk-entry state and the forward's matrix products differentiated in
+// reverse, dS carried from the last chunk to the first; same order of cost as the forward.
 void gated_delta_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, const float* dout,
                           const float* q, const float* k, const float* v, const float* g, const float* beta,
                           const float* states, const GatedDeltaDims& d);
+
+// The same gradients by an exact reverse-time pass, one step at a time (each chunk's states
+// recomputed from the saved entry state, O(T Dk Dv), one chunk of states per thread): the
+// reference the chunked backward is tested and benchmarked against; the layer does not call it.
+void gated_delta_backward_sequential(float* dq, float* dk, float* dv, float* dg, float* dbeta, const float* dout,
+                                     const float* q, const float* k, const float* v, const float* g, const float* beta,
+                                     const float* states, const GatedDeltaDims& d);
 
 // The plain recurrence, one step at a time: the reference the chunked form is tested against,
 // and the decoder's per-token update. state (B, H, Dv, Dk) holds S on entry (zeros for a fresh
