@@ -83,11 +83,13 @@ def grid(a, st, lr, seed):
 def sweep(a, st, seed, runs=None, extra=()):
     name = f"sweep-seed{seed}" if runs is None else f"sweep-law-{runs}"
     d = os.path.join(a.out, name)
+    if os.path.exists(os.path.join(d, "front.json")) and runs is not None:
+        return d  # finished (written by a binary before sweep.focus_costs existed: its stamp lacks the key)
     sets = toml(st["sweep"])["sweep"]["set"] + ([f"train.seed={seed}"] if seed != 1 else [])
     argv = [a.moetrain, "sweep", st["sweep"], "--out", d, "--jobs", str(a.jobs), "--no-progress",
             "--set", f"sweep.seed={seed}", "--set", "sweep.set=" + json.dumps(sets)]
-    if runs is not None:
-        argv += ["--set", f"sweep.runs={runs}"]
+    if runs is not None:  # the laws need the whole front, not the comparison's costs
+        argv += ["--set", f"sweep.runs={runs}", "--set", "sweep.focus_costs=[]"]
     elif seed != 1:  # a replicate measures the search's noise; its at_costs checks would measure nothing new
         argv += ["--set", "sweep.check_at_costs=false"]
     for s in extra:

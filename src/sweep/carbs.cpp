@@ -97,6 +97,13 @@ std::vector<double> Carbs::suggest(uint64_t index) const {
     }
     if (draws.empty()) return naturals(space_, draw_around(center, index, 0));
     std::stable_sort(draws.begin(), draws.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (!opt_.focus_costs.empty()) {  // the costliest draw at or below the focus cost, else the cheapest
+      const double focus = opt_.focus_costs[index % opt_.focus_costs.size()];
+      size_t pick = 0;
+      for (size_t k = 0; k < draws.size(); ++k)
+        if (draws[k].first <= focus) pick = k;
+      return naturals(space_, draws[pick].second);
+    }
     const double q = (double(index % uint64_t(opt_.initial)) + 0.5) / double(opt_.initial);
     return naturals(space_, draws[std::min(draws.size() - 1, size_t(q * double(draws.size())))].second);
   }
@@ -148,7 +155,9 @@ std::vector<double> Carbs::suggest(uint64_t index) const {
     }
   if (!(hi >= lo)) lo = hi = 0;
   const double range = std::max(hi - lo, 1e-9);
-  const double target = lo + philox_uniform(opt_.seed, kStreamTarget, index) * range * (1.0 + opt_.cost_extension);
+  const double target = opt_.focus_costs.empty()
+                            ? lo + philox_uniform(opt_.seed, kStreamTarget, index) * range * (1.0 + opt_.cost_extension)
+                            : std::log(opt_.focus_costs[index % opt_.focus_costs.size()]);
 
   struct Candidate {
     std::vector<double> u;
@@ -168,18 +177,27 @@ std::vector<double> Carbs::suggest(uint64_t index) const {
       c.score = expected_improvement(curve.at(std::exp(c.log_cost)), p.mean, std::sqrt(p.var)) * p_success(c.u);
       cands.push_back(std::move(c));
     }
+  // Near the target: within the window of it; at or below a focus cost (a
+  // run compared at that cost must not cost more).
+  auto near_target = [&](double log_cost) {
+    const double miss = opt_.cost_window * range;
+    return opt_.focus_costs.empty() ? std::fabs(log_cost - target) <= miss
+                                    : log_cost <= target + 1e-12 && target - log_cost <= miss;
+  };
   const Candidate* best = nullptr;
   for (const Candidate& c : cands)
-    if (std::fabs(c.log_cost - target) <= opt_.cost_window * range && (!best || c.score > best->score)) best = &c;
-  if (!best) {  // none near the target cost: the nearest ones
+    if (near_target(c.log_cost) && (!best || c.score > best->score)) best = &c;
+  // None near the target cost: the nearest ones (with a focus cost, those at
+  // or below it first).
+  for (int below = opt_.focus_costs.empty() ? 0 : 1; !best && below >= 0; --below)
     for (const Candidate& c : cands) {
       if (!std::isfinite(c.log_cost)) continue;  // settings whose cost is unknown (a refused config)
+      if (below && c.log_cost > target + 1e-12) continue;
       const double d = std::fabs(c.log_cost - target);
       if (!best || d < std::fabs(best->log_cost - target) - 1e-12 ||
           (std::fabs(d - std::fabs(best->log_cost - target)) <= 1e-12 && c.score > best->score))
         best = &c;
     }
-  }
   if (!best) return naturals(space_, draw_around(center, index, 0));  // no candidate has a known cost
   return naturals(space_, best->u);
 }

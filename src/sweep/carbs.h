@@ -14,7 +14,12 @@
 //     near a point, weighted by the value GP's kernel, with a uniform prior).
 //  3. A target cost, drawn uniformly in log cost over the range observed so
 //     far (extended upward by `cost_extension` of it), so the search walks
-//     the whole front and learns how each setting scales with cost.
+//     the whole front and learns how each setting scales with cost. With
+//     `focus_costs` (the costs a study compares at, e.g. a ladder's rungs)
+//     the targets take them in turn instead, and so do the first runs (the
+//     draw whose cost is nearest below each): few runs then cover every
+//     cost that matters rather than the range at random. This is an
+//     extension of the paper's method (docs/sweep.md).
 //  4. Candidates drawn around every member of the Pareto front (and the
 //     centre): each unit coordinate moved by N(0, radius^2).
 //  5. Of the candidates whose predicted cost lies near the target (within
@@ -49,6 +54,7 @@ struct CarbsOptions {
   int candidates_per_member = 48;  // draws around each front member (and the centre)
   double cost_window = 0.15;       // fraction of the log-cost range a candidate may miss the target by
   double cost_extension = 0.25;    // the target range reaches this fraction of it beyond the costliest run
+  std::vector<double> focus_costs;  // empty: targets over the whole observed range
   GpOptions gp;
   // Cost of settings when it is known without running (e.g. 6 N D from the
   // width rule and the token budget); empty: a GP of log cost.

@@ -97,6 +97,41 @@ TEST(SweepCarbs, SuggestionsAreAFunctionOfSeedObservationsAndIndex) {
   EXPECT_NE(other.suggest(7), first);
 }
 
+// With focus costs (the costs a study compares at), the first runs and the
+// targets take them in turn and every suggestion costs at most its focus
+// cost: over 10 seeds, 12 runs then find better settings at those costs
+// than 12 runs that spread over the whole front.
+TEST(SweepCarbs, FocusCostsSpendTheRunsWhereTheStudyCompares) {
+  const ScalingBenchmark b;
+  const std::vector<double> focus = {3e16, 3e17, 3e18};
+  double best[2][3] = {{0, 0, 0}, {0, 0, 0}};
+  const int seeds = 10, runs = 12;
+  for (uint64_t seed = 1; seed <= uint64_t(seeds); ++seed)
+    for (int focused = 0; focused < 2; ++focused) {
+      CarbsOptions opt;
+      opt.seed = seed;
+      opt.initial = 6;
+      opt.cost_of = [&b](const std::vector<double>& x) { return b.cost(x); };
+      if (focused) opt.focus_costs = focus;
+      Carbs search(b.space(), opt);
+      std::vector<double> at(3, INFINITY);
+      for (int i = 0; i < runs; ++i) {
+        const std::vector<double> x = search.suggest(uint64_t(i));
+        const double cost = b.cost(x), value = b.observe(x, seed, uint64_t(i));
+        if (focused) EXPECT_LE(cost, focus[size_t(i) % 3] * (1 + 1e-9)) << "run " << i << ", seed " << seed;
+        search.observe({x, value, cost, false});
+        for (int k = 0; k < 3; ++k)
+          if (cost <= focus[size_t(k)]) at[size_t(k)] = std::min(at[size_t(k)], b.loss(x));
+      }
+      for (int k = 0; k < 3; ++k) best[focused][k] += at[size_t(k)] / seeds;
+    }
+  std::printf(
+      "# best noise-free loss at 3e16 / 3e17 / 3e18 FLOPs, 12 runs, mean of 10 seeds: whole front %.4f %.4f "
+      "%.4f, focused %.4f %.4f %.4f\n",
+      best[0][0], best[0][1], best[0][2], best[1][0], best[1][1], best[1][2]);
+  for (int k = 0; k < 3; ++k) EXPECT_LT(best[1][k], best[0][k]) << "focus cost " << focus[size_t(k)];
+}
+
 TEST(SweepPareto, FrontAndCurve) {
   const std::vector<CostValue> pts = {{4, 1.0}, {1, 3.0}, {2, 2.5}, {2, 2.0}, {8, 1.2}, {16, 0.5}, {3, 2.2}};
   EXPECT_EQ(pareto_front(pts), (std::vector<size_t>{1, 3, 0, 5}));

@@ -35,6 +35,11 @@ void declare_keys(ConfigSchema& s, SweepConfig& c) {
         "a choice from the front run nearest in cost, then the tokens that give the cost")
       .above(0)
       .note("[] = none");
+  s.add("sweep.focus_costs", &c.focus_costs,
+        "costs in training FLOPs the search targets in turn, at or below each (e.g. the rungs a study compares "
+        "at); an extension of CARBS, whose targets span the whole front")
+      .above(0)
+      .note("[] = the whole front");
   s.add("sweep.check_at_costs", &c.check_at_costs,
         "after the sweep, train each at_costs config and record its held-out loss next to the front's prediction "
         "(front.json, the report)");

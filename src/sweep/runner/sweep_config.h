@@ -39,6 +39,7 @@ struct SweepConfig {
   double ffn_ratio = 0.0;             // width: d_ff = ratio x d_model; 0 = the base's
   std::vector<double> at_costs;       // costs (FLOPs) to write a run config for, from the front's power laws
   bool check_at_costs = false;        // train those configs afterwards: the prediction checked
+  std::vector<double> focus_costs;    // costs the search targets in turn (carbs.h); [] = the whole front
   std::vector<SweepParamSpec> specs;  // [[param]] as read
   std::vector<SweepParam> params;     // the same, checked (load_sweep_config)
   std::string source;                 // the sweep file

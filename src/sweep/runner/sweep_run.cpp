@@ -237,6 +237,7 @@ Result<std::string> run_sweep(const SweepConfig& c, const SweepPlan& plan, const
   CarbsOptions co;
   co.seed = c.seed;
   co.initial = int(c.initial);
+  co.focus_costs = c.focus_costs;
   co.cost_of = [&](const std::vector<double>& settings) {
     auto cfg = config_of(c, plan, settings);
     return cfg ? cost_of(cfg.value()) : NAN;
