@@ -37,10 +37,14 @@ mt_run() {
       return 2
       ;;
   esac
-  "$@" &
-  local pid=$! rc
-  trap 'kill -USR1 $pid 2>/dev/null' USR1
+  # The traps come first: a notice arriving before the child starts would
+  # otherwise end this shell (USR1's default) instead of being passed on.
+  local pid="" rc pending=0
+  trap 'if [[ -n $pid ]]; then kill -USR1 $pid 2>/dev/null; else pending=1; fi' USR1
   trap ':' TERM  # the ranks got it too: wait for their checkpoint
+  "$@" &
+  pid=$!
+  if [[ $pending -eq 1 ]]; then kill -USR1 "$pid" 2>/dev/null; fi
   while kill -0 "$pid" 2>/dev/null; do wait "$pid"; done
   wait "$pid"
   rc=$?

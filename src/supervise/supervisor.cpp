@@ -89,13 +89,12 @@ int64_t batch_size(const std::string& run_dir) {
 int64_t failed_rank_in_log(const std::string& log) {
   // A health check's verdict names the rank that computed wrong; the rank
   // that happened to abort first (mpirun's report) may be another.
-  static const std::regex patterns[] = {std::regex(R"(health check failed, culprit rank (\d+))"),
-                                        std::regex(R"(process rank (\d+))"),
-                                        std::regex(R"(Process name: \[\[\d+,\d+\],(\d+)\])"),
-                                        std::regex(R"(MPI_ABORT was invoked on rank (\d+))"),
-                                        std::regex(R"(srun: error: \S+: tasks? (\d+)[-:,])"),
-                                        std::regex(R"(rank (\d+): injected fault)"),
-                                        std::regex(R"(moetrain train: rank (\d+):)")};
+  static const std::regex patterns[] = {
+      std::regex(R"(health check failed, culprit rank (\d+))"), std::regex(R"(process rank (\d+))"),
+      std::regex(R"(Process name: \[\[\d+,\d+\],(\d+)\])"), std::regex(R"(MPI_ABORT was invoked on rank (\d+))"),
+      std::regex(R"(rank (\d+): injected fault)"), std::regex(R"(moetrain train: rank (\d+):)"),
+      // srun's own report last, and only for one task ("tasks 0-1" names none)
+      std::regex(R"(srun: error: \S+: task (\d+):)")};
   for (const std::regex& re : patterns) {
     std::smatch m;
     if (std::regex_search(log, m, re)) return std::strtoll(m[1].str().c_str(), nullptr, 10);
@@ -291,6 +290,21 @@ Result<State> starting_state(const SupervisorOptions& opt, bool& finished) {
     }
     append_event(opt.run_dir, {{"event", "supervisor restarted"}, {"launches_so_far", s.value().launches}});
     say(fmt::format("continuing to supervise {} ({} launches so far)", opt.run_dir, s.value().launches));
+    if (opt.hosts_file.empty()) {  // a requeued job may hold other nodes: the allocation now, not the saved one
+      auto now = allocation_hosts(opt.spares);
+      if (!now) return now.status();
+      auto names = [](const std::vector<Host>& hs) {
+        std::vector<std::string> n;
+        for (const Host& h : hs) n.push_back(h.name);
+        return n;
+      };
+      if (names(now.value()) != names(s.value().hosts)) {
+        s.value().hosts = std::move(now.value());
+        s.value().target_ranks = active_ranks(s.value().hosts);
+        append_event(opt.run_dir, {{"event", "allocation changed"}, {"hosts", names(s.value().hosts)}});
+        say("the allocation holds other hosts than the saved state: supervising those (SLURM_JOB_NODELIST)");
+      }
+    }
     return s;
   }
   State st;

@@ -46,7 +46,13 @@ class Daemon {
     return *this;
   }
   ~Daemon() { stop(); }
-  bool alive() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
+  // An exited daemon is reaped here and forgotten: stop() must never signal a reused pid.
+  bool alive() {
+    if (pid_ <= 0) return false;
+    if (waitpid(pid_, nullptr, WNOHANG) == 0) return true;
+    pid_ = -1;
+    return false;
+  }
   // SIGTERM, then SIGKILL after 5 s; reaped.
   void stop() {
     if (pid_ <= 0) return;

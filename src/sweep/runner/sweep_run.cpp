@@ -132,6 +132,20 @@ json leave_one_out(const SweepConfig& c, const std::vector<SweepObservation>& ob
   return out;
 }
 
+// The held-out loss a run ended with at its final step, or why it has none.
+struct FinalLoss {
+  double value = NAN;
+  std::string reason;  // empty: value holds the loss
+};
+FinalLoss final_loss(const std::string& dir, int64_t steps) {
+  const json m = last_metrics_line(dir);
+  if (!m.is_object() || m.value("step", int64_t(-1)) != steps || !m.contains("eval_loss"))
+    return {NAN, "no held-out loss at the final step (the base config needs held-out data)"};
+  const json& v = m["eval_loss"];  // a NaN is written as null
+  if (!v.is_number() || !std::isfinite(v.get<double>())) return {NAN, "diverged: held-out loss is not finite"};
+  return {v.get<double>(), ""};
+}
+
 // The last line of a child's log (core/subprocess.h's file_tail reads only its end).
 std::string log_tail_line(const std::string& log) {
   std::string t = file_tail(log, 1000);
@@ -159,14 +173,17 @@ Status check_at_costs(const std::string& out, const SweepOptions& opt, json& at_
                "--run-dir", qr.run_dir, "--resume", "--no-progress"};
     qr.last_step = steps;
     qr.work = a["config_cost"].get<double>();
-    const json m = last_metrics_line(qr.run_dir);
-    qr.done = m.is_object() && m.value("step", int64_t(-1)) == steps && m.contains("eval_loss");
+    const FinalLoss done = final_loss(qr.run_dir, steps);
+    qr.done = done.reason.empty();
+    if (qr.done) a["observed"] = done.value;
     a["run"] = qr.name;
     const std::string dir = qr.run_dir;
-    qr.on_done = [&a, dir, steps]() -> Status {
-      const json m = last_metrics_line(dir);
-      if (!m.is_object() || m.value("step", int64_t(-1)) != steps || !m.contains("eval_loss"))
-        return Status::errorf("{}: no held-out loss at step {}", dir, steps);
+    qr.on_done = [&a, dir, steps]() -> Status {  // a check without a loss is recorded, never the sweep's end
+      const FinalLoss f = final_loss(dir, steps);
+      if (f.reason.empty())
+        a["observed"] = f.value;
+      else
+        a["reason"] = f.reason;
       return Status::ok();
     };
     const std::string log = qr.log_path;
@@ -180,12 +197,7 @@ Status check_at_costs(const std::string& out, const SweepOptions& opt, json& at_
   qo.jobs = opt.jobs;
   qo.progress = opt.progress;
   qo.label = "at_costs checks";
-  MT_RETURN_IF_ERROR(run_queue(q, qo));
-  for (size_t k = 0; k < at_costs.size(); ++k) {
-    if (at_costs[k].contains("reason")) continue;
-    at_costs[k]["observed"] = last_metrics_line(q[k].run_dir)["eval_loss"];
-  }
-  return Status::ok();
+  return run_queue(q, qo);
 }
 
 }  // namespace
@@ -291,18 +303,12 @@ Result<std::string> run_sweep(const SweepConfig& c, const SweepPlan& plan, const
       const std::string dir = qr.run_dir, log = qr.log_path;
       qr.on_done = [&, i, base_rec, dir, steps]() -> Status {
         json r = base_rec;
-        const json m = last_metrics_line(dir);
-        if (!m.is_object() || m.value("step", int64_t(-1)) != steps || !m.contains("eval_loss") ||
-            !m["eval_loss"].is_number()) {
-          r["failed"] = true;
-          r["reason"] = "no held-out loss at the final step (the base config needs held-out data)";
-        } else if (!std::isfinite(m["eval_loss"].get<double>())) {
-          r["failed"] = true;
-          r["reason"] = "diverged: held-out loss is not finite";
-        } else {
-          r["failed"] = false;
-          r["value"] = m["eval_loss"];
-        }
+        const FinalLoss f = final_loss(dir, steps);
+        r["failed"] = !f.reason.empty();
+        if (f.reason.empty())
+          r["value"] = f.value;
+        else
+          r["reason"] = f.reason;
         recorded[i] = r;
         return write_results();
       };
@@ -407,8 +413,13 @@ Result<std::string> run_sweep(const SweepConfig& c, const SweepPlan& plan, const
     const PowerLawPrediction& loss = losses[k];
     const std::string head = fmt::format(
         "# moetrain sweep {}: the settings predicted for {:.3g} training FLOPs{}\n"
-        "# the front's loss law predicts {:.4f} there (90% interval {:.4f} to {:.4f}){}\n",
-        c.source, C, extrapolated ? " (beyond the front's costs: extrapolated)" : "", loss.value, loss.lo, loss.hi,
+        "# {}{}\n",
+        c.source, C, extrapolated ? " (beyond the front's costs: extrapolated)" : "",
+        !std::isfinite(loss.value) ? std::string("no loss predicted: fewer than 3 front runs")
+        : std::isfinite(loss.lo)
+            ? fmt::format("the front's loss law predicts {:.4f} there (90% interval {:.4f} to {:.4f})", loss.value,
+                          loss.lo, loss.hi)
+            : fmt::format("the front's loss law predicts {:.4f} there", loss.value),
         clamped.empty() ? "" : "\n# held at their bounds, where their laws leave them: " + clamped.dump());
     MT_RETURN_IF_ERROR(write_file_atomic(out + "/" + file, head + to_toml(cfg.value())));
     auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
