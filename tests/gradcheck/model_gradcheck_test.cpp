@@ -407,9 +407,13 @@ TEST(ModelGradCheckPolicy, PolicyObjectiveMatchesCentralDifferences) {
     };
     auto kd_routes = [&] { return model.routing_hash() == kroutes; };
     // A wider step: the divergence's gradient on a rarely routed expert is small, and at 1e-3 the fp32
-    // loss's rounding is a few percent of it; the step's truncation error stays far below that.
+    // loss's rounding is a few percent of it. 2e-3 is the best step there, and still its error vector
+    // is 2.4% of the gradient on AMD Zen 4 (5.5% at 1e-3, 2.7% at 3e-3; attention's truncation error
+    // breaks per-coordinate bounds at 4e-3): the vector bound is 3% here, the per-coordinate ones as
+    // everywhere.
     testing::GradCheckOptions kd_opt = opt;
     kd_opt.eps = 2e-3f;
+    kd_opt.rel_vec_tol = 3e-2;
     for (const auto& e : L.entries())
       testing::expect_gradient_matches(e.name.c_str(), params.data() + e.offset, e.numel, g.data() + e.offset, kd_loss,
                                        kd_opt, kd_routes);
