@@ -5,8 +5,10 @@
 // `slurmd -C` finds: CPUs, sockets, cores; RealMemory half of it) and a
 // configuration that needs no cgroups (proctrack/linuxproc, task/none,
 // jobacct_gather/none). The daemons run in the foreground as children of
-// the test and die with it (PR_SET_PDEATHSIG) even if it crashes; the
-// destructor cancels every job, stops them and removes the directory.
+// the test and die with it (PR_SET_PDEATHSIG) even if it crashes (a job
+// step's slurmstepd is not their child and survives a test killed outright);
+// the destructor cancels every job, stops the daemons and removes the
+// directory unless the test failed (kept, its path printed, for the logs).
 // Clients (sbatch, squeue, scontrol, srun) find the cluster through
 // SLURM_CONF, which env() gives and run() sets. Header-only; POSIX.
 #pragma once
