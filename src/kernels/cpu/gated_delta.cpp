@@ -86,18 +86,8 @@ void chunk_forward(float* o, float* S, const float* q, const float* k, const flo
       A[i * n + j] = j < i ? beta[i] * m * A[i * n + j] : 0.0f;
       P[i * n + j] *= m;
     }
-  // UT transform: Tm = (I + A)^{-1} by forward substitution, row i = e_i - sum_{j<i} A_ij Tm_j.
   float* Tm = sc.Tm.data();
-  std::fill(Tm, Tm + n * n, 0.0f);
-  for (int64_t i = 0; i < n; ++i) {
-    float* ti = Tm + i * n;
-    ti[i] = 1.0f;
-    for (int64_t j = 0; j < i; ++j) {
-      const float aij = A[i * n + j];
-      const float* tj = Tm + j * n;
-      for (int64_t c = 0; c <= j; ++c) ti[c] -= aij * tj[c];
-    }
-  }
+  gated_delta_ut_inverse(Tm, A, n);
   // W = -Tm diag(b e^gamma) K (negated so U = U~ + W S^T is one accumulation), U~ = Tm diag(b) V.
   float* Kb = sc.Kb.data();
   float* Vb = sc.Vb.data();
@@ -136,6 +126,19 @@ void chunk_forward(float* o, float* S, const float* q, const float* k, const flo
 }
 
 }  // namespace
+
+void gated_delta_ut_inverse(float* Tm, const float* A, int64_t n) {
+  std::fill(Tm, Tm + n * n, 0.0f);
+  for (int64_t i = 0; i < n; ++i) {  // row i = e_i - sum_{j<i} A_ij Tm_j
+    float* ti = Tm + i * n;
+    ti[i] = 1.0f;
+    for (int64_t j = 0; j < i; ++j) {
+      const float aij = A[i * n + j];
+      const float* tj = Tm + j * n;
+      for (int64_t c = 0; c <= j; ++c) ti[c] -= aij * tj[c];
+    }
+  }
+}
 
 int64_t gated_delta_chunks(const GatedDeltaDims& d) { return (d.T + d.C - 1) / d.C; }
 

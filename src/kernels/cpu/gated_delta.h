@@ -20,6 +20,10 @@ struct GatedDeltaDims {
   bool resets(int64_t b, int64_t t) const { return doc_start && t > 0 && doc_start[b * T + t] == t; }
 };
 
+// The UT transform of one chunk, shared by forward and backward: Tm = (I + A)^{-1}
+// for A (n x n) strictly lower triangular, by forward substitution; row-major.
+void gated_delta_ut_inverse(float* Tm, const float* A, int64_t n);
+
 // Chunks per sequence: ceil(T / C).
 int64_t gated_delta_chunks(const GatedDeltaDims& d);
 

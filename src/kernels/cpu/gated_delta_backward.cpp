@@ -92,16 +92,7 @@ void piece_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, co
       P[i * n + j] *= Mx[i * n + j];
     }
   float* Tm = sc.Tm.data();
-  std::fill(Tm, Tm + n * n, 0.0f);
-  for (int64_t i = 0; i < n; ++i) {  // forward substitution, as in the forward
-    float* ti = Tm + i * n;
-    ti[i] = 1.0f;
-    for (int64_t j = 0; j < i; ++j) {
-      const float aij = A[i * n + j];
-      const float* tj = Tm + j * n;
-      for (int64_t c = 0; c <= j; ++c) ti[c] -= aij * tj[c];
-    }
-  }
+  gated_delta_ut_inverse(Tm, A, n);  // as in the forward
   float *TmT = sc.TmT.data(), *Kbn = sc.Kbn.data(), *Vb = sc.Vb.data(), *Kd = sc.Kd.data();
   tr(TmT, Tm, n, n);
   for (int64_t i = 0; i < n; ++i) {
