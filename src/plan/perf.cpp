@@ -628,11 +628,13 @@ std::vector<TermSource> step_time_sources(const ClusterConfig& cl, const LayoutC
   const bool fitted = cl.device.kind == DeviceKind::kGpu && e.gemm == hopper.gemm && e.elementwise == hopper.elementwise;
   const DeviceSpec* preset = find_device(cl.device.type);
   const bool generation = !fitted && preset && preset->eff.gemm != hopper.gemm && e.gemm == preset->eff.gemm;
-  const std::string gemm_src = fitted ? "fitted to the Megatron-LM H100 table (leave-one-out error in docs/planner.md)"
-                               : generation
-                                   ? "the H100 fit x this generation's ratio on the Megatron-Bridge Llama 3 8B table "
-                                     "(docs/reference-tables/generations.md)"
-                                   : "preset or cluster file, not fitted";
+  const std::string gemm_src =
+      fitted ? "fitted to the Megatron-LM H100 table (leave-one-out error in docs/planner.md)"
+      : generation && preset->type == "A100" ? "the H100 fit x the A100/H100 ratio of llm-foundry's MPT tables "
+                                               "(docs/reference-tables/generations.md)"
+      : generation ? "the H100 fit x this generation's ratio on the Megatron-Bridge Llama 3 8B table "
+                     "(docs/reference-tables/generations.md)"
+                   : "preset or cluster file, not fitted";
   std::vector<TermSource> v;
   v.push_back(
       {"compute",
