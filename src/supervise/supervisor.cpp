@@ -355,6 +355,7 @@ WatchOutcome watch_launch(const SupervisorOptions& opt, State& st, Child& child,
   std::map<int64_t, int64_t> slow_steps;  // rank -> consecutive steps it was the straggler
   std::map<int64_t, int64_t> slow_seen;   // rank -> the last step counted
   std::set<int64_t> named;                // stragglers reported in this launch
+  double stop_passed_at = 0;              // when a stop signal was passed on to the job
   while (true) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (child.poll(&w.code)) {
@@ -365,10 +366,19 @@ WatchOutcome watch_launch(const SupervisorOptions& opt, State& st, Child& child,
     // every rank, which stops at a checkpoint; then the job exits.
     if (const int sig = stop_signal_received(); sig != 0 && w.stop_signal == 0) {
       w.stop_signal = sig;
+      stop_passed_at = wall_seconds();
       ::kill(child.pid(), sig);
       say(fmt::format("{}: passed on to the job, which stops at a checkpoint", strsignal(sig)));
     }
-    if (w.stop_signal != 0) continue;  // no hang or straggler verdicts while it stops
+    if (w.stop_signal != 0) {  // no hang or straggler verdicts while it stops, but no waiting for ever
+      if (wall_seconds() - stop_passed_at > opt.heartbeat_timeout_s) {
+        say(fmt::format("the job did not stop within --heartbeat-timeout {} s of the signal: ending it",
+                        opt.heartbeat_timeout_s));
+        w.failure_kind = "stop";
+        return w;
+      }
+      continue;
+    }
     const double t = wall_seconds();
     const std::vector<Heartbeat> beats = read_heartbeats(hb_dir);
     for (const Heartbeat& h : beats) w.last_step = std::max(w.last_step, h.step - 1);
@@ -548,6 +558,10 @@ Result<int> supervise(const SupervisorOptions& opt) {
     if (exited && text.find("# stopped at step") != std::string::npos &&
         (code == 75 || (w.stop_signal != 0 && (code == 128 + SIGTERM || code == 128 + SIGINT))))
       return stopped(code == 75 ? SIGUSR1 : w.stop_signal);
+    // Stopped on a signal passed on, without a checkpoint line (a launcher
+    // that ends its ranks early, or the wait above ran out): a stop, not a
+    // host failure; the next start resumes from the last checkpoint.
+    if (w.stop_signal != 0) return stopped(w.stop_signal);
     if (exited && code == 2 && last_step == from_step)
       return Status::errorf("the job was refused at start (exit 2: configuration or usage), not a host failure; see "
                             "{}:\n{}",
