@@ -29,18 +29,26 @@ double megatron_flops_per_token(int64_t hidden, int64_t layers, int64_t vocab, i
   return 72.0 * L * h * h * (1.0 + double(seq_len) / (6.0 * h) + double(vocab) / (12.0 * h * L));
 }
 
-CalibrationCase megatron_case(const MegatronRow& r, const EfficiencyModel& eff) {
-  CalibrationCase k;
-  ModelConfig& m = k.model;
-  m.vocab_size = 131072;
-  m.d_model = r.hidden;
-  m.n_layers = r.layers;
-  m.n_heads = r.heads;
-  m.n_kv_heads = r.heads;
+// A dense decoder of global layers with an untied head: every calibration
+// table's model (Megatron's GPT rows, Llama 3 8B, the MPTs).
+ModelConfig dense_model(int64_t vocab, int64_t d_model, int64_t layers, int64_t heads, int64_t kv_heads, int64_t d_ff) {
+  ModelConfig m;
+  m.vocab_size = vocab;
+  m.d_model = d_model;
+  m.n_layers = layers;
+  m.n_heads = heads;
+  m.n_kv_heads = kv_heads;
   m.layer_pattern = "G";
   m.tied_embeddings = false;
-  m.d_ff = (8 * r.hidden + 2) / 3;  // SwiGLU with the FLOPs of a 4h GELU MLP
+  m.d_ff = d_ff;
   m.n_experts = 0;
+  return m;
+}
+
+CalibrationCase megatron_case(const MegatronRow& r, const EfficiencyModel& eff) {
+  CalibrationCase k;
+  // SwiGLU with the FLOPs of a 4h GELU MLP.
+  k.model = dense_model(131072, r.hidden, r.layers, r.heads, r.heads, (8 * r.hidden + 2) / 3);
 
   ClusterConfig& c = k.cluster;
   c.source = "<megatron calibration>";
@@ -206,16 +214,8 @@ const std::vector<GenerationRow>& mpt_a100_h100_rows() {
 CalibrationCase generation_case(const GenerationRow& r, const EfficiencyModel& eff) {
   CalibrationCase k;
   k.seq_len = r.seq_len;
-  ModelConfig& m = k.model;  // Llama 3 8B (Dubey et al. 2024, Table 3), or an MPT
-  m.vocab_size = r.vocab;
-  m.d_model = r.d_model;
-  m.n_layers = r.n_layers;
-  m.n_heads = r.n_heads;
-  m.n_kv_heads = r.n_kv_heads;
-  m.layer_pattern = "G";
-  m.tied_embeddings = false;
-  m.d_ff = r.d_ff;
-  m.n_experts = 0;
+  // Llama 3 8B (Dubey et al. 2024, Table 3), or an MPT.
+  k.model = dense_model(r.vocab, r.d_model, r.n_layers, r.n_heads, r.n_kv_heads, r.d_ff);
   ClusterConfig& c = k.cluster;
   c.source = "<generation calibration>";
   c.device = *find_device(r.device);

@@ -378,6 +378,8 @@ Result<std::string> run_sweep(const SweepConfig& c, const SweepPlan& plan, const
   const std::vector<PowerLawPrediction> losses = predict_power_law(costs, front_values, c.at_costs, 400, c.seed);
   const auto tokens_param =
       std::find_if(c.params.begin(), c.params.end(), [](const SweepParam& p) { return p.key == "tokens"; });
+  const double lo_cost = costs.empty() ? 0.0 : *std::min_element(costs.begin(), costs.end());
+  const double hi_cost = costs.empty() ? 0.0 : *std::max_element(costs.begin(), costs.end());
   for (size_t k = 0; k < c.at_costs.size(); ++k) {
     const double C = c.at_costs[k];
     if (front_idx.empty()) break;
@@ -386,8 +388,6 @@ Result<std::string> run_sweep(const SweepConfig& c, const SweepPlan& plan, const
       if (std::fabs(std::log(all.observations()[i].cost / C)) <
           std::fabs(std::log(all.observations()[nearest].cost / C)))
         nearest = i;
-    const double lo_cost = *std::min_element(costs.begin(), costs.end());
-    const double hi_cost = *std::max_element(costs.begin(), costs.end());
     const bool extrapolated = C < lo_cost * (1 - 1e-9) || C > hi_cost * (1 + 1e-9);
     std::vector<double> settings = all.observations()[nearest].settings;
     json clamped = json::array();
