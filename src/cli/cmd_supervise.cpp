@@ -95,10 +95,7 @@ void register_supervise(CLI::App& app, CommandAction& run) {
         return ExitCode::kFailed;
       }
       // Stopped at a checkpoint: the codes `train` gives for the same signals.
-      return *s == SIGUSR1   ? ExitCode::kRequeue
-             : *s == SIGTERM ? ExitCode::kStoppedBySigterm
-             : *s == SIGINT  ? ExitCode::kStoppedBySigint
-                             : ExitCode::kOk;
+      return stopped_exit_code(*s);
     };
   });
 }

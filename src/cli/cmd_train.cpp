@@ -87,10 +87,7 @@ ExitCode run_training(const std::string& cmd, const RunConfig& config, const Tra
   install_stop_signal_handlers();  // Ctrl-C / SIGTERM / SIGUSR1: finish the step, checkpoint, exit
   Status s = trainer.value()->run();
   if (!s) return fail(s.message());
-  if (const int sig = trainer.value()->stopped_by_signal())
-    return sig == SIGUSR1   ? ExitCode::kRequeue
-           : sig == SIGTERM ? ExitCode::kStoppedBySigterm
-                            : ExitCode::kStoppedBySigint;
+  if (const int sig = trainer.value()->stopped_by_signal()) return stopped_exit_code(sig);
   const std::string hash = trainer.value()->state_hash();  // collective under MPI
   if (root)
     fmt::print(stderr, "# done: step {}, state hash {}, metrics in {}/metrics.jsonl\n", trainer.value()->step(), hash,

@@ -24,6 +24,10 @@ enum class ExitCode : int {
   kStoppedBySigterm = 143,
 };
 
+// The code of a run stopped at a checkpoint by `sig` (SIGUSR1, SIGTERM or
+// SIGINT; 0: not stopped, kOk): what train and supervise both return.
+ExitCode stopped_exit_code(int sig);
+
 // Prints "moetrain CMD: message" on stderr and returns `code`.
 ExitCode fail(const std::string& cmd, const Status& s, ExitCode code = ExitCode::kFailed);
 
