@@ -1,4 +1,5 @@
-// cmd_bench.cpp — `moetrain bench --preset NAME --precision fp32|bf16 [--steps N] [--stream host|disk] [--json]`:
+// cmd_bench.cpp — `moetrain bench --preset NAME --precision fp32|bf16 [--routing balanced|learned] [--steps N]
+// [--stream host|disk] [--json]`:
 // resolves the preset, measures it with run_step_bench (measure/step_bench.h:
 // what is measured and how) and prints the table or the JSON object. Under
 // mpirun every rank benchmarks its part of the distributed step (dist.* keys
@@ -18,7 +19,7 @@ namespace mt {
 
 void register_bench(CLI::App& app, CommandAction& run) {
   struct BenchArgs {
-    std::string preset = "bench/moe-512", precision = "fp32", stream = "off";
+    std::string preset = "bench/moe-512", precision = "fp32", stream = "off", routing = "balanced";
     int64_t steps = 4, threads = 0;
     bool json = false;
     std::vector<std::string> sets;
@@ -37,6 +38,12 @@ void register_bench(CLI::App& app, CommandAction& run) {
       ->capture_default_str();
   sub->add_option("--threads", args->threads, "Worker threads (0 = all)")
       ->check(in_range(0, 256))
+      ->capture_default_str();
+  sub->add_option("--routing", args->routing,
+                  "balanced: every token routed on counter-based uniform logits (model.router_force_balance), so "
+                  "the experts carry full loads and the figures mean the same on every CPU; learned: the preset's "
+                  "own router, which on the synthetic byte stream drops most assignments by capacity")
+      ->check(CLI::IsMember({"balanced", "learned"}))
       ->capture_default_str();
   sub->add_option("--set", args->sets, "Override a preset key: section.key=value (repeatable)");
   sub->add_option("--stream", args->stream,
@@ -58,7 +65,10 @@ void register_bench(CLI::App& app, CommandAction& run) {
                    known);
         return ExitCode::kUsage;
       }
-      std::vector<std::string> sets = args->sets;
+      // --routing goes first so that an explicit --set model.router_force_balance still wins.
+      std::vector<std::string> sets{std::string("model.router_force_balance=") +
+                                    (args->routing == "balanced" ? "true" : "false")};
+      sets.insert(sets.end(), args->sets.begin(), args->sets.end());
       sets.push_back("train.precision=" + args->precision);
       sets.push_back("train.steps=1000000");
       sets.push_back("data.path=\"\"");
@@ -91,8 +101,9 @@ void register_bench(CLI::App& app, CommandAction& run) {
         fmt::print("{}\n", j.dump());
         return ExitCode::kOk;
       }
-      fmt::print("preset {}  precision {}  optimizer {}  attention {}  threads {}{}\n", name, args->precision,
-                 j["optimizer"].get<std::string>(), j["attention_kernel"].get<std::string>(), num_threads(),
+      fmt::print("preset {}  precision {}  routing {}  optimizer {}  attention {}  threads {}{}\n", name,
+                 args->precision, j["routing"].get<std::string>(), j["optimizer"].get<std::string>(),
+                 j["attention_kernel"].get<std::string>(), num_threads(),
                  ranks > 1 ? fmt::format(" per rank x {} ranks", ranks) : "");
       fmt::print("  peak (measured)      {:8.1f} GFLOP/s  ({})\n", peak_gflops, j["peak_kind"].get<std::string>());
       fmt::print("  gemm best 2048^3     {:8.1f} GFLOP/s\n", gemm_best);

@@ -147,6 +147,8 @@ Result<nlohmann::json> run_step_bench(const RunConfig& cfg, const StepBenchOptio
   const OptimizerConfig& oc = cfg.train.optimizer;  // [optim]; its time is time_fraction.optimizer
   j["optimizer"] = std::string(oc.name == OptimizerName::kMuon ? "muon" : "adamw") + (oc.hyperball ? "+hyperball" : "");
   j["precision"] = bf16 ? "bf16" : "fp32";
+  // balanced: counter-based uniform routing (model.router_force_balance); learned: the model's router.
+  j["routing"] = cfg.model.router_force_balance ? "balanced" : "learned";
   j["attention_kernel"] = attention_kernel_name(tc.attention_kernel, tc.precision);
   j["threads"] = num_threads();
   j["ranks"] = ranks;

@@ -158,6 +158,9 @@ TEST(Training, BenchSmokeJson) {
   ASSERT_TRUE(j.is_object()) << "stdout is not one JSON object:\n" << r.out;
   EXPECT_EQ(j.value("preset", ""), "bench/tiny");  // named as `train --preset` names it
   EXPECT_EQ(j.value("precision", ""), "fp32");
+  // Throughput figures use even routing by default, so capacity drops (almost) nothing.
+  EXPECT_EQ(j.value("routing", ""), "balanced");
+  EXPECT_LT(j.value("dropped_frac", 1.0), 0.05) << j.dump();
   const std::string kernel = j.value("attention_kernel", "");
   EXPECT_TRUE(kernel == "blocked-fp32" || kernel == "matmul-fp32") << kernel;
   for (const char* key : {"tokens_per_s", "model_gflops_per_s", "peak_gflops_per_s", "mfu", "gemm_best_gflops_per_s",
@@ -187,6 +190,24 @@ TEST(Training, BenchSmokeJson) {
   EXPECT_NEAR(j["model_gflops_per_s"].get<double>(), kept_gflop / j["step_time_s"].get<double>(), 1e-9 * kept_gflop);
   std::cout << "[e2e] bench tiny fp32: " << j["tokens_per_s"] << " tok/s, mfu " << mfu << ", dropped " << dropped
             << "\n";
+}
+
+// --routing learned keeps the preset's router; an explicit --set of the switch wins over --routing.
+TEST(Training, BenchRoutingLearnedAndExplicitSet) {
+  for (const auto& [args, expected] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--routing", "learned"}, "learned"},
+           {{"--set", "model.router_force_balance=false"}, "learned"},
+           {{"--routing", "learned", "--set", "model.router_force_balance=true"}, "balanced"}}) {
+    std::vector<std::string> cmd{moetrain_binary(), "bench", "--preset", "tiny", "--steps", "1", "--json"};
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    const auto r = run_process(cmd, 120, kPassiveOmp);
+    ASSERT_EQ(r.exit_code, 0) << r;
+    const json j = json::parse(r.out, nullptr, false);
+    EXPECT_EQ(j.value("routing", ""), expected) << args.front() << " " << args.back();
+  }
+  const auto bad = run_process({moetrain_binary(), "bench", "--preset", "tiny", "--routing", "even"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--routing"), std::string::npos) << bad;
 }
 
 }  // namespace
