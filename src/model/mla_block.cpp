@@ -15,10 +15,12 @@ namespace mt {
 namespace {
 struct Dims {
   int64_t B, T, N, D, H, Dq, Dc, Dn, Dr, Dqk, Dv;
+  int64_t P;  // proj's row: H Dqk query columns, then Dc + Dr latent and RoPE-key columns
 };
 Dims dims_of(const ModelConfig& c, int64_t B, int64_t T) {
-  return Dims{B, T, B * T, c.d_model, c.n_heads, c.q_lora_rank, c.kv_lora_rank, c.qk_nope_head_dim,
-              c.qk_rope_head_dim, c.qk_head_dim(), c.v_head_dim};
+  const int64_t H = c.n_heads, Dqk = c.qk_head_dim(), Dc = c.kv_lora_rank, Dr = c.qk_rope_head_dim;
+  return Dims{B,  T,   B * T,        c.d_model,        H, c.q_lora_rank, Dc, c.qk_nope_head_dim,
+              Dr, Dqk, c.v_head_dim, H * Dqk + Dc + Dr};
 }
 // o and dout token-major, as Wo's GEMM reads them.
 AttentionDims attn_dims(const BlockContext& ctx, const Dims& d, int64_t layer) {
@@ -57,8 +59,7 @@ void MlaActs::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& 
     s(cq_n, d.N * d.Dq);
     s(rstd_cq, d.N);
   }
-  s(qf, d.N * d.H * d.Dqk);
-  s(ckr, d.N * (d.Dc + d.Dr));
+  s(proj, d.N * d.P);
   s(ckv, d.N * d.Dc);
   s(ckv_n, d.N * d.Dc);
   s(rstd_ckv, d.N);
@@ -73,9 +74,9 @@ void MlaActs::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& 
 
 int64_t MlaActs::bytes() const {
   return vector_bytes(a) + vector_bytes(rstd_a) + vector_bytes(cq) + vector_bytes(cq_n) + vector_bytes(rstd_cq) +
-         vector_bytes(qf) + vector_bytes(ckr) + vector_bytes(ckv) + vector_bytes(ckv_n) + vector_bytes(rstd_ckv) +
-         vector_bytes(kr) + vector_bytes(kvf) + vector_bytes(q) + vector_bytes(k) + vector_bytes(v) +
-         vector_bytes(lse) + vector_bytes(o_flat);
+         vector_bytes(proj) + vector_bytes(ckv) + vector_bytes(ckv_n) + vector_bytes(rstd_ckv) + vector_bytes(kr) +
+         vector_bytes(kvf) + vector_bytes(q) + vector_bytes(k) + vector_bytes(v) + vector_bytes(lse) +
+         vector_bytes(o_flat);
 }
 
 void MlaScratch::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& s) {
@@ -84,12 +85,11 @@ void MlaScratch::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSize
   s(dq, d.N * d.H * d.Dqk);
   s(dk, d.N * d.H * d.Dqk);
   s(dv, d.N * d.H * d.Dv);
-  s(dqf, d.N * d.H * d.Dqk);
+  s(dproj, d.N * d.P);
   s(dkvf, d.N * d.H * (d.Dn + d.Dv));
   s(dkr, d.N * d.Dr);
   s(dckv_n, d.N * d.Dc);
   s(dckv, d.N * d.Dc);
-  s(dckr, d.N * (d.Dc + d.Dr));
   if (d.Dq > 0) {
     s(dcq_n, d.N * d.Dq);
     s(dcq, d.N * d.Dq);
@@ -98,9 +98,9 @@ void MlaScratch::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSize
 }
 
 int64_t MlaScratch::bytes() const {
-  return vector_bytes(do_flat) + vector_bytes(dq) + vector_bytes(dk) + vector_bytes(dv) +
-         vector_bytes(dqf) + vector_bytes(dkvf) + vector_bytes(dkr) + vector_bytes(dckv_n) + vector_bytes(dckv) +
-         vector_bytes(dckr) + vector_bytes(dcq_n) + vector_bytes(dcq) + vector_bytes(da);
+  return vector_bytes(do_flat) + vector_bytes(dq) + vector_bytes(dk) + vector_bytes(dv) + vector_bytes(dproj) +
+         vector_bytes(dkvf) + vector_bytes(dkr) + vector_bytes(dckv_n) + vector_bytes(dckv) + vector_bytes(dcq_n) +
+         vector_bytes(dcq) + vector_bytes(da);
 }
 
 void mla_block_forward(float* x_mid, MlaActs& a, const float* x_in, const AttnOffsets& w, int64_t layer,
@@ -110,19 +110,24 @@ void mla_block_forward(float* x_mid, MlaActs& a, const float* x_in, const AttnOf
   const MlaOffsets& m = w.mla;
   const float eps = float(c.norm_eps);
   rmsnorm_forward(a.a.out(), a.a.form, a.rstd_a.data(), x_in, ctx.p(w.norm), d.N, d.D, eps);
-  // Queries: through the normed latent (DeepSeek-V2 eq. 37-39), or straight from a.
+  // Queries (DeepSeek-V2 eq. 37-39) and the kv latent with its RoPE key (eqs. 9-11, 43-44) into one row per
+  // token. Without a query latent all three read a: one product with W_Q, W_DKV and W_KR, which the layout
+  // keeps adjacent (model/weights.cpp), instead of two narrower ones.
+  const int64_t HQ = d.H * d.Dqk;
   if (d.Dq > 0) {
     linear_forward(a.cq.data(), a.a.in(), ctx.p(m.wdq), d.N, d.Dq, d.D, ctx.prec);
     rmsnorm_forward(a.cq_n.out(), a.cq_n.form, a.rstd_cq.data(), a.cq.data(), ctx.p(m.q_norm), d.N, d.Dq, eps);
-    linear_forward(a.qf.data(), a.cq_n.in(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.Dq, ctx.prec);
+    gemm(a.proj.data(), a.cq_n.in(), ctx.p(m.wq), GemmShape{d.N, HQ, d.Dq, Trans::kNo, Trans::kYes, 0, 0, d.P}, 0.0f,
+         ctx.prec);
+    gemm(a.proj.data() + HQ, a.a.in(), ctx.p(m.wdkv),
+         GemmShape{d.N, d.Dc + d.Dr, d.D, Trans::kNo, Trans::kYes, 0, 0, d.P}, 0.0f, ctx.prec);
   } else {
-    linear_forward(a.qf.data(), a.a.in(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.D, ctx.prec);
+    MT_CHECK(m.wdkv == m.wq + HQ * d.D, "MLA: W_DKV does not follow W_Q in the parameter layout");
+    linear_forward(a.proj.data(), a.a.in(), ctx.p(m.wq), d.N, d.P, d.D, ctx.prec);
   }
-  merge_heads_backward(a.q.data(), a.qf.data(), d.B, d.T, d.H, d.Dqk);  // token-major -> (B, H, T, Dqk)
+  merge_heads_backward(a.q.data(), a.proj.data(), d.B, d.T, d.H, d.Dqk, d.P);  // token-major -> (B, H, T, Dqk)
   rope_forward_part(a.q.data() + d.Dn, ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dr, d.Dqk);
-  // Keys and values: one latent and one RoPE key per token (eqs. 9-11, 43-44).
-  linear_forward(a.ckr.data(), a.a.in(), ctx.p(m.wdkv), d.N, d.Dc + d.Dr, d.D, ctx.prec);
-  split_columns(a.ckv.data(), a.kr.data(), a.ckr.data(), d.N, d.Dc, d.Dr);
+  split_columns(a.ckv.data(), a.kr.data(), a.proj.data() + HQ, d.N, d.Dc, d.Dr, d.P);
   rope_forward(a.kr.data(), a.kr.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T, d.Dr);
   rmsnorm_forward(a.ckv_n.out(), a.ckv_n.form, a.rstd_ckv.data(), a.ckv.data(), ctx.p(m.kv_norm), d.N, d.Dc, eps);
   QkvOperands qkv{a.q.data(), a.k.data(), a.v.data()};
@@ -136,8 +141,7 @@ void mla_block_forward(float* x_mid, MlaActs& a, const float* x_in, const AttnOf
   run_attention_forward(a.o_flat.out(), a.o_flat.form, a.lse.data(), qkv, attn_dims(ctx, d, layer), ctx.prec,
                         ctx.attention);
   std::copy(x_in, x_in + d.N * d.D, x_mid);
-  gemm(x_mid, a.o_flat.in(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dv, Trans::kNo, Trans::kYes}, 1.0f,
-       ctx.prec);
+  gemm(x_mid, a.o_flat.in(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dv, Trans::kNo, Trans::kYes}, 1.0f, ctx.prec);
 }
 
 void mla_block_backward(float* dres, MlaScratch& s, const MlaActs& a, const float* x_in, const AttnOffsets& w,
@@ -173,24 +177,23 @@ void mla_block_backward(float* dres, MlaScratch& s, const MlaActs& a, const floa
     linear_backward(s.dckv_n.data(), ctx.g(m.wukv), s.dkvf.data(), a.ckv_n.in(), ctx.p(m.wukv), d.N,
                     d.H * (d.Dn + d.Dv), d.Dc, 0.0f, ctx.prec);
   }
-  rmsnorm_backward(s.dckv.data(), ctx.g(m.kv_norm), s.dckv_n.data(), a.ckv.data(), ctx.p(m.kv_norm),
-                   a.rstd_ckv.data(), d.N, d.Dc, 0.0f);
-  concat_columns(s.dckr.data(), s.dckv.data(), s.dkr.data(), d.N, d.Dc, d.Dr);
-  linear_backward(s.da.data(), ctx.g(m.wdkv), s.dckr.data(), a.a.in(), ctx.p(m.wdkv), d.N, d.Dc + d.Dr, d.D, 0.0f,
-                  ctx.prec);
-  // Queries; their gradient is added to the keys' in s.da.
+  rmsnorm_backward(s.dckv.data(), ctx.g(m.kv_norm), s.dckv_n.data(), a.ckv.data(), ctx.p(m.kv_norm), a.rstd_ckv.data(),
+                   d.N, d.Dc, 0.0f);
+  // The gradient of proj, laid out as proj: queries, then latent and RoPE key.
+  const int64_t HQ = d.H * d.Dqk;
+  concat_columns(s.dproj.data() + HQ, s.dckv.data(), s.dkr.data(), d.N, d.Dc, d.Dr, d.P);
   rope_backward_part(s.dq.data() + d.Dn, ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dr, d.Dqk);
-  merge_heads(s.dqf.data(), s.dq.data(), d.B, d.T, d.H, d.Dqk);
+  merge_heads(s.dproj.data(), s.dq.data(), d.B, d.T, d.H, d.Dqk, d.P);
   if (d.Dq > 0) {
-    linear_backward(s.dcq_n.data(), ctx.g(m.wq), s.dqf.data(), a.cq_n.in(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.Dq,
-                    0.0f, ctx.prec);
-    rmsnorm_backward(s.dcq.data(), ctx.g(m.q_norm), s.dcq_n.data(), a.cq.data(), ctx.p(m.q_norm),
-                     a.rstd_cq.data(), d.N, d.Dq, 0.0f);
-    linear_backward(s.da.data(), ctx.g(m.wdq), s.dcq.data(), a.a.in(), ctx.p(m.wdq), d.N, d.Dq, d.D, 1.0f,
-                    ctx.prec);
-  } else {
-    linear_backward(s.da.data(), ctx.g(m.wq), s.dqf.data(), a.a.in(), ctx.p(m.wq), d.N, d.H * d.Dqk, d.D, 1.0f,
-                    ctx.prec);
+    linear_backward(s.da.data(), ctx.g(m.wdkv), s.dproj.data() + HQ, a.a.in(), ctx.p(m.wdkv), d.N, d.Dc + d.Dr, d.D,
+                    0.0f, ctx.prec, d.P);
+    linear_backward(s.dcq_n.data(), ctx.g(m.wq), s.dproj.data(), a.cq_n.in(), ctx.p(m.wq), d.N, HQ, d.Dq, 0.0f,
+                    ctx.prec, d.P);
+    rmsnorm_backward(s.dcq.data(), ctx.g(m.q_norm), s.dcq_n.data(), a.cq.data(), ctx.p(m.q_norm), a.rstd_cq.data(), d.N,
+                     d.Dq, 0.0f);
+    linear_backward(s.da.data(), ctx.g(m.wdq), s.dcq.data(), a.a.in(), ctx.p(m.wdq), d.N, d.Dq, d.D, 1.0f, ctx.prec);
+  } else {  // W_Q, W_DKV and W_KR (and their gradients) adjacent: one product each way
+    linear_backward(s.da.data(), ctx.g(m.wq), s.dproj.data(), a.a.in(), ctx.p(m.wq), d.N, d.P, d.D, 0.0f, ctx.prec);
   }
   rmsnorm_backward(dres, ctx.g(w.norm), s.da.data(), x_in, ctx.p(w.norm), a.rstd_a.data(), d.N, d.D, 1.0f);
 }

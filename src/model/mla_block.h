@@ -24,8 +24,8 @@ struct MlaActs {
   std::vector<float> rstd_a;             // (N)
   std::vector<float> cq, rstd_cq;        // (N, Dq), (N): query latent (Dq > 0)
   GemmActivation cq_n;                   // (N, Dq): its norm, read only by W_UQ's GEMMs
-  std::vector<float> qf;                 // (N, H Dqk) query projection
-  std::vector<float> ckr;                // (N, Dc + Dr) W_DKV / W_KR output
+  std::vector<float> proj;               // (N, H Dqk + Dc + Dr): [query projection | W_DKV / W_KR output]; with
+                                         // Dq = 0 one product of a with W_Q, W_DKV and W_KR (adjacent rows)
   std::vector<float> ckv, rstd_ckv;      // (N, Dc), (N): kv latent
   GemmActivation ckv_n;                  // (N, Dc): its norm, read only by W_UKV's GEMMs
   std::vector<float> kr;                 // (N, Dr) shared RoPE key, rotated
@@ -43,8 +43,8 @@ struct MlaActs {
 struct MlaScratch {
   std::vector<float> do_flat;  // (N, H Dv)
   std::vector<float> dq, dk, dv;           // (B, H, T, Dqk) x2, (B, H, T, Dv)
-  std::vector<float> dqf, dkvf, dkr;       // (N, H Dqk), (N, H (Dn + Dv)), (N, Dr)
-  std::vector<float> dckv_n, dckv, dckr;   // (N, Dc) x2, (N, Dc + Dr): kv latent after / before its norm
+  std::vector<float> dproj, dkvf, dkr;     // (N, H Dqk + Dc + Dr) as proj, (N, H (Dn + Dv)), (N, Dr)
+  std::vector<float> dckv_n, dckv;         // (N, Dc) x2: kv latent after / before its norm
   std::vector<float> dcq_n, dcq;           // (N, Dq) x2: query latent after / before its norm (Dq > 0)
   std::vector<float> da;                   // (N, D)
   void allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& s);

@@ -137,6 +137,16 @@ TEST(SplitColumns, ConcatIsItsInverse) {
   EXPECT_EQ(b[4 * Db + 1], x[4 * (Da + Db) + Da + 1]);
   concat_columns(back.data(), a.data(), b.data(), N, Da, Db);
   EXPECT_EQ(back, x);
+  // Inside rows of ld values (MLA's projection output): the columns after Da + Db are neither read nor written.
+  const int64_t ld = Da + Db + 4;
+  auto wide = randn(N * ld, 1.0f, 62);
+  std::vector<float> a2(N * Da), b2(N * Db), wide_back(wide.size(), 7.0f);
+  split_columns(a2.data(), b2.data(), wide.data(), N, Da, Db, ld);
+  EXPECT_EQ(a2[3 * Da + 1], wide[3 * ld + 1]);
+  EXPECT_EQ(b2[2 * Db + 1], wide[2 * ld + Da + 1]);
+  concat_columns(wide_back.data(), a2.data(), b2.data(), N, Da, Db, ld);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t j = 0; j < ld; ++j) EXPECT_EQ(wide_back[n * ld + j], j < Da + Db ? wide[n * ld + j] : 7.0f);
 }
 
 }  // namespace

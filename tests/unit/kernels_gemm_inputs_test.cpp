@@ -5,6 +5,7 @@
 // in that form (model/buffer_sizer.h: GemmActivation).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -83,6 +84,22 @@ TEST(GemmInputs, PreparedInputIsTheProductOfItsFp32Values) {
   linear_backward(dx2.data(), dW2.data(), dy.data(), prepared, W.data(), M, N, K, 0.0f, p);
   EXPECT_EQ(0, std::memcmp(dx1.data(), dx2.data(), dx1.size() * sizeof(float)));
   EXPECT_EQ(0, std::memcmp(dW1.data(), dW2.data(), dW1.size() * sizeof(float)));
+}
+
+// linear_backward with dy inside wider rows (ldy, MLA's fused projection) equals it on a dense copy of dy.
+TEST(GemmInputs, LinearBackwardReadsDyWithItsRowLength) {
+  const int64_t M = 96, N = 40, K = 72, ld = 64, col0 = 16;
+  const std::vector<float> x = randn(M * K, 1.0f, 8), W = randn(N * K, 1.0f, 9), wide = randn(M * ld, 1.0f, 10);
+  std::vector<float> dy(M * N);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) dy[i * N + j] = wide[i * ld + col0 + j];
+  for (MatmulPrecision p : {MatmulPrecision::kFp32, MatmulPrecision::kBf16}) {
+    std::vector<float> dx1(M * K), dx2(M * K), dW1(N * K, 0.5f), dW2(N * K, 0.5f);
+    linear_backward(dx1.data(), dW1.data(), dy.data(), x.data(), W.data(), M, N, K, 0.0f, p);
+    linear_backward(dx2.data(), dW2.data(), wide.data() + col0, x.data(), W.data(), M, N, K, 0.0f, p, ld);
+    for (size_t i = 0; i < dx1.size(); ++i) ASSERT_NEAR(dx1[i], dx2[i], 1e-4f * (1.0f + std::fabs(dx1[i]))) << i;
+    for (size_t i = 0; i < dW1.size(); ++i) ASSERT_NEAR(dW1[i], dW2[i], 1e-4f * (1.0f + std::fabs(dW1[i]))) << i;
+  }
 }
 
 TEST(GemmInputsDeathTest, AnInputHeldForAnotherPrecisionIsRefused) {

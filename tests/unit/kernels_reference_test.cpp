@@ -861,6 +861,14 @@ TEST(HeadsReference, SplitMergeLayoutAndRoundTrip) {
           ASSERT_EQ(merged[(b * T + t) * H * Dh + h * Dh + e], q[((b * H + h) * T + t) * Dh + e]);
   merge_heads_backward(heads.data(), merged.data(), B, T, H, Dh);
   EXPECT_EQ(heads, q);
+  // The token-major side inside wider rows (ld): the same values, the other columns untouched.
+  const int64_t ld = H * Dh + 5;
+  std::vector<float> wide(B * T * ld, 3.0f), heads2(B * H * T * Dh);
+  merge_heads(wide.data(), q.data(), B, T, H, Dh, ld);
+  for (int64_t n = 0; n < B * T; ++n)
+    for (int64_t j = 0; j < ld; ++j) ASSERT_EQ(wide[n * ld + j], j < H * Dh ? merged[n * H * Dh + j] : 3.0f);
+  merge_heads_backward(heads2.data(), wide.data(), B, T, H, Dh, ld);
+  EXPECT_EQ(heads2, q);
 }
 
 // The fused split + RoPE (and its backward) are the separate kernels, bit for bit.

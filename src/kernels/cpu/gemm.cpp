@@ -294,17 +294,18 @@ void linear_backward_weight(float* dW, const float* dy, GemmInput x, int64_t M, 
 }
 
 void linear_backward(float* dx, float* dW, const float* dy, GemmInput x, const float* W, int64_t M, int64_t N,
-                     int64_t K, float beta, MatmulPrecision p) {
+                     int64_t K, float beta, MatmulPrecision p, int64_t ldy) {
+  if (ldy == 0) ldy = N;
   if (p == MatmulPrecision::kFp32 || M == 0 || N == 0 || K == 0) {
-    if (dx) linear_backward_input(dx, dy, W, M, N, K, beta, p);
-    linear_backward_weight(dW, dy, x, M, N, K, p);
+    if (dx) gemm(dx, dy, W, GemmShape{M, K, N, Trans::kNo, Trans::kNo, ldy}, beta, p);
+    gemm(dW, dy, x, GemmShape{N, K, M, Trans::kYes, Trans::kNo, ldy}, 1.0f, p);
     return;
   }
   MT_CHECK(beta == 0.0f || beta == 1.0f, "beta must be 0 or 1, got {}", beta);
   ScopedPhase phase(Phase::kGemm);
   // bf16 never takes the skinny path, so both products go to oneDNN with
   // the one prepared copy of dy (M x N, as stored in both).
-  const Operand g = prepare(dy, M, N, N, p, scratch.dy);
+  const Operand g = prepare(dy, M, N, ldy, p, scratch.dy);
   if (dx)
     run_matmul(dx, g, prepare(W, N, K, K, p, scratch.b), with_leading_dims({M, K, N, Trans::kNo, Trans::kNo}),
                beta, p);

@@ -10,8 +10,10 @@ void split_qkv(float* q, float* k, float* v, const float* qkv, int64_t B, int64_
                int64_t Hkv, int64_t Dh);
 void split_qkv_backward(float* dqkv, const float* dq, const float* dk, const float* dv, int64_t B,
                         int64_t T, int64_t H, int64_t Hkv, int64_t Dh);
-void merge_heads(float* out, const float* o, int64_t B, int64_t T, int64_t H, int64_t Dh);
-void merge_heads_backward(float* dout_heads, const float* dout, int64_t B, int64_t T, int64_t H,
-                          int64_t Dh);
+// ld: the token-major side's row length (0 = H * Dh): its first H * Dh
+// columns, so a product's output with more columns is read or written in place.
+void merge_heads(float* out, const float* o, int64_t B, int64_t T, int64_t H, int64_t Dh, int64_t ld = 0);
+void merge_heads_backward(float* dout_heads, const float* dout, int64_t B, int64_t T, int64_t H, int64_t Dh,
+                          int64_t ld = 0);
 
 }  // namespace mt

@@ -40,19 +40,21 @@ void mla_kv_heads_backward(float* dkv, float* dk_rope, const float* dk, const fl
     }
 }
 
-void split_columns(float* a, float* b, const float* x, int64_t N, int64_t Da, int64_t Db) {
+void split_columns(float* a, float* b, const float* x, int64_t N, int64_t Da, int64_t Db, int64_t ld) {
+  if (ld == 0) ld = Da + Db;
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < N; ++n) {
-    std::memcpy(a + n * Da, x + n * (Da + Db), sizeof(float) * Da);
-    std::memcpy(b + n * Db, x + n * (Da + Db) + Da, sizeof(float) * Db);
+    std::memcpy(a + n * Da, x + n * ld, sizeof(float) * Da);
+    std::memcpy(b + n * Db, x + n * ld + Da, sizeof(float) * Db);
   }
 }
 
-void concat_columns(float* x, const float* a, const float* b, int64_t N, int64_t Da, int64_t Db) {
+void concat_columns(float* x, const float* a, const float* b, int64_t N, int64_t Da, int64_t Db, int64_t ld) {
+  if (ld == 0) ld = Da + Db;
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < N; ++n) {
-    std::memcpy(x + n * (Da + Db), a + n * Da, sizeof(float) * Da);
-    std::memcpy(x + n * (Da + Db) + Da, b + n * Db, sizeof(float) * Db);
+    std::memcpy(x + n * ld, a + n * Da, sizeof(float) * Da);
+    std::memcpy(x + n * ld + Da, b + n * Db, sizeof(float) * Db);
   }
 }
 

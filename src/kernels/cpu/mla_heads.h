@@ -23,7 +23,8 @@ void mla_kv_heads_backward(float* dkv, float* dk_rope, const float* dk, const fl
 
 // x (N, Da + Db) -> a (N, Da), b (N, Db); concat_columns is its inverse
 // (and its backward).
-void split_columns(float* a, float* b, const float* x, int64_t N, int64_t Da, int64_t Db);
-void concat_columns(float* x, const float* a, const float* b, int64_t N, int64_t Da, int64_t Db);
+// ld: x's row length (0 = Da + Db), for columns inside a wider product output.
+void split_columns(float* a, float* b, const float* x, int64_t N, int64_t Da, int64_t Db, int64_t ld = 0);
+void concat_columns(float* x, const float* a, const float* b, int64_t N, int64_t Da, int64_t Db, int64_t ld = 0);
 
 }  // namespace mt
