@@ -180,6 +180,7 @@ Result<nlohmann::json> run_step_bench(const RunConfig& cfg, const StepBenchOptio
   j["time_fraction"] = br;
   // One rank's peak against the planner's figure (one process: under MPI the plan would need the layout).
   j["peak_rss_bytes"] = peak_rss_bytes();
+  j["packed_weights_bytes"] = gemm_packed_bytes();  // inside the peak: the copies train.pack_weights keeps
   if (ranks == 1 && !streaming) {
     const double planned = planner_bytes(cfg);
     j["planner_bytes"] = planned;

@@ -51,6 +51,11 @@ void declare_train_keys(ConfigSchema& s, TrainConfig& t) {
   s.add("train.keep_checkpoints", &t.keep_checkpoints, "keep the newest N committed checkpoints").range(1, 1 << 20);
   s.add("train.async_checkpoint", &t.async_checkpoint,
         "snapshot to memory and write in the background; committed atomically one step later");
+  s.add("train.pack_weights", &t.pack_weights,
+        "reorder the weights once per step into the GEMM library's blocked layout, for every product to read")
+      .note(
+          "the same bits; costs a copy of the weight matrices per product layout (forward, input gradient); "
+          "off for streamed weights");
   s.add("train.log_every", &t.log_every, "metrics line every N steps").range(1, int64_t(1) << 40).unit("steps");
   s.add("train.eval_every", &t.eval_every, "held-out eval pass every N steps (and at the end)")
       .range(0, int64_t(1) << 40).unit("steps").note("0 = off");

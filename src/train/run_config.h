@@ -47,6 +47,10 @@ struct TrainConfig {
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::kAuto;
   SpikeConfig spike;              // [spike]: loss / gradient-norm spike handling
   bool async_checkpoint = true;   // snapshot to memory, write in the background, commit a step later
+  // Weights reordered once per step into the GEMM library's blocked layout
+  // and read from there by every product (kernels/cpu/gemm.h): the same
+  // bits, faster products, one more copy of the weights per layout read.
+  bool pack_weights = true;
   HealthConfig health;            // [health]: periodic GEMM health check over the ranks
   uint64_t seed = 1234;           // parameter init (and the synthetic / stream data order)
   // A checkpoint or run directory whose weights (and router biases) start

@@ -39,6 +39,7 @@ Trainer::Trainer(const RunConfig& cfg, const TrainerOptions& opt) : cfg_(cfg), o
 
 Trainer::~Trainer() {
   if (!params_bf16_.empty()) gemm_register_bf16_shadow(nullptr, nullptr, 0);
+  gemm_unregister_packed_weights(packed_base_);
   // The disk store is scratch (checkpoints hold the run): the optimizer's
   // files go here, the store's own and its directory when store_ goes.
   if (optim_) optim_->remove_state_files();
@@ -149,6 +150,11 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const RunConfig& given, const T
   if (prec == MatmulPrecision::kBf16 && !t->store_->streamed()) {
     t->params_bf16_.resize(t->store_->params().size());
     gemm_register_bf16_shadow(t->store_->params().data(), t->params_bf16_.data(), int64_t(t->store_->params().size()));
+  }
+  // Packed copies of weights the model reads in place; streamed layers arrive in other buffers.
+  if (tc.pack_weights && !t->store_->streamed()) {
+    t->packed_base_ = t->store_->params().data();
+    gemm_register_packed_weights(t->packed_base_, int64_t(t->store_->params().size()));
   }
 
   if (!opt.run_dir.empty()) {
@@ -445,6 +451,7 @@ void Trainer::rl_evaluate(StepResult& r) {
 }
 
 void Trainer::refresh_bf16_params() {
+  gemm_weights_changed();  // new values (init, restore): every packed copy is stale
   if (params_bf16_.empty()) return;
   const int64_t n = int64_t(store_->params().size()), cols = 1 << 16, rows = n / cols;
   convert_f32_to_bf16(params_bf16_.data(), store_->params().data(), rows, cols, cols);

@@ -177,6 +177,7 @@ class Trainer {
   int64_t store_bytes() const;           // parameters, gradients, optimizer state of this rank
   Status check_stream_budget();          // stream.compute_memory_bytes against compute_memory_bytes()
   std::vector<bf16> params_bf16_;  // bf16 precision: GEMM copy of params_, refreshed after every update
+  const float* packed_base_ = nullptr;  // the parameters registered for packed GEMM weights (train.pack_weights)
   void refresh_bf16_params();
   std::vector<int32_t> batch_;
   int64_t step_ = 0;

@@ -46,6 +46,7 @@ RunConfig normalised(RunConfig c, size_t begun) {
   c.train.checkpoint_every = 0;
   c.train.keep_checkpoints = 0;
   c.train.async_checkpoint = true;
+  c.train.pack_weights = true;  // the same bits either way
   c.train.log_every = 0;
   c.train.eval_every = 0;  // evaluation never changes training
   c.train.eval_batches = 0;
@@ -156,7 +157,7 @@ Status Trainer::restore(const std::string& dir, bool keep_spike_counters) {
   if (was != now)
     return Status::errorf(
         "{}: checkpoint was written with a different config (only train.steps, checkpoint_every, "
-        "keep_checkpoints, log_every, eval_every, eval_batches, tensorboard, threads, async_checkpoint, "
+        "keep_checkpoints, log_every, eval_every, eval_batches, tensorboard, threads, async_checkpoint, pack_weights, "
         "activation_checkpointing, optim.state_precision, health.*, stream.* other than expert_density, the "
         "[dist] layout, and the [[phase]] tables of phases not yet begun may change on resume); differences "
         "(checkpoint -> now):\n{}",

@@ -28,6 +28,7 @@
 #include "dist/fsdp.h"
 #include "dist/gather_layout.h"
 #include "dist/mesh.h"
+#include "kernels/cpu/gemm.h"
 #include "dist/mpi_comm.h"
 #include "dist/shard_plan.h"
 #include "model/context_chunks.h"
@@ -257,6 +258,9 @@ Status Trainer::check_stream_budget() {
 }
 
 void Trainer::begin_step() {
+  // Whatever changed the weights since the last step (a rollback, a restore),
+  // its products read them afresh; within the step every product shares one packing.
+  gemm_weights_changed();
   set_comm_context(fmt::format("step {}", step_ + 1));
   beat("step");
   if (opt_.faults) opt_.faults->at_step_begin(dist_->world.rank(), step_ + 1);
@@ -335,6 +339,7 @@ void Trainer::apply_update(double lr, double norm) {
   // next step, by the update's own pass.
   optim_->update(store_->params().data(), store_->grads().data(), lr, step_ + 1, norm,
                  params_bf16_.empty() ? nullptr : params_bf16_.data(), store_->grads().data());
+  gemm_weights_changed();  // an evaluation before the next step reads the new values
 }
 
 void Trainer::zero_grads() {

@@ -6,7 +6,9 @@
 #include "kernels/cpu/gemm_fault.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
@@ -23,8 +25,9 @@
 namespace mt {
 namespace {
 
-// (M, N, K, ta, tb, lda, ldb, ldc, beta, precision, the OpenMP thread budget it was planned for)
-using Key = std::tuple<int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int64_t, int, int, int>;
+// (M, N, K, ta, tb, lda, ldb, ldc, beta, precision, the OpenMP thread budget it was planned for, whether B is
+// read packed)
+using Key = std::tuple<int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int64_t, int, int, int, int>;
 
 // Whether this CPU has a native bf16 matmul in oneDNN (AVX512-BF16/AMX, or
 // AVX-512 emulation). Debian's oneDNN 2.6 has none on AVX2-only machines
@@ -43,10 +46,12 @@ bool probe_native_bf16(const dnnl::engine& eng) {
   }
 }
 
-// A planned product and the scratchpad it needs when the caller provides it.
+// A planned product, the scratchpad it needs when the caller provides it,
+// and the layout it reads B in (the blocked one it chose, when planned for packed weights).
 struct CachedMatmul {
   dnnl::matmul prim;
   dnnl::memory::desc scratchpad;
+  dnnl::memory::desc weights;
 };
 
 // Every primitive takes a caller-provided scratchpad (the calling thread's):
@@ -73,6 +78,31 @@ struct Shadow {
   int64_t n = 0;
 };
 Shadow g_shadow;
+
+// Weights packed once per version (gemm_register_packed_weights). oneDNN's
+// matmul, given B in its plain layout, reorders it into the blocked layout
+// its kernel reads inside every call: every row tile of an expert and every
+// 512-token chunk of the vocabulary head paid for it again. A weight's
+// packed copy is made on the first product that reads it after
+// gemm_weights_changed() and reused by every later one (bench/
+// gemm_packing_bench.cpp: 1.01-1.17x per product on Zen 4). The kernel is
+// the same either way, so the bits are too (GemmPacked.SameBitsAsPlain).
+struct PackedCopy {
+  dnnl::memory::desc layout;
+  dnnl::memory mem;
+  uint64_t version = 0;  // 0: never filled
+  std::mutex mu;         // row tiles of one expert on several threads: one fills it
+};
+struct PackedWeights {
+  const float* base = nullptr;
+  int64_t n = 0;
+  std::atomic<uint64_t> version{1};
+  // (offset, precision, tb, ldb, K, N) -> a copy per layout asked for
+  std::map<std::tuple<int64_t, int, int, int64_t, int64_t, int64_t>, std::vector<std::unique_ptr<PackedCopy>>> copies;
+  std::mutex mu;
+  int64_t bytes = 0;
+};
+PackedWeights g_packed;
 
 // gemm_inject_relative_error: 0 = off. Read once per call, after the product.
 float g_inject_rel = 0.0f;
@@ -201,9 +231,10 @@ MatmulDescs matmul_descs(const GemmShape& s, MatmulPrecision p) {
 // The primitive for (s, beta, p) from `cache`, created on first use (by the
 // calling thread, for its OpenMP thread budget). Holds the engine's lock.
 const CachedMatmul& cached_matmul(std::map<Key, CachedMatmul>& cache, const MatmulDescs& md, const GemmShape& s,
-                                  float beta, MatmulPrecision p) {
+                                  float beta, MatmulPrecision p, bool packed = false) {
   Engine& e = engine();
-  const Key key{s.M, s.N, s.K, int(s.ta), int(s.tb), s.lda, s.ldb, s.ldc, int(beta), int(p), omp_get_max_threads()};
+  const Key key{
+      s.M, s.N, s.K, int(s.ta), int(s.tb), s.lda, s.ldb, s.ldc, int(beta), int(p), omp_get_max_threads(), int(packed)};
   std::lock_guard<std::mutex> lock(e.mu);
   auto it = cache.find(key);
   if (it == cache.end()) {
@@ -214,25 +245,94 @@ const CachedMatmul& cached_matmul(std::map<Key, CachedMatmul>& cache, const Matm
       attr.set_post_ops(po);
     }
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md.a, md.b, md.c), attr, e.eng);
-    it = cache.emplace(key, CachedMatmul{dnnl::matmul(pd), pd.scratchpad_desc()}).first;
+    const dnnl::memory::desc b =
+        packed ? dnnl::memory::desc(md.b.dims(), md.b.data_type(), dnnl::memory::format_tag::any) : md.b;
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md.a, b, md.c), attr, e.eng);
+    it = cache.emplace(key, CachedMatmul{dnnl::matmul(pd), pd.scratchpad_desc(), pd.weights_desc()}).first;
   }
   return it->second;
 }
 
-// On the calling thread's stream, with its scratchpad.
-void execute(const CachedMatmul& mm, const MatmulDescs& md, float* C, const void* a, const void* b) {
+dnnl::stream& thread_stream() {
   thread_local dnnl::stream strm{engine().eng};
+  return strm;
+}
+
+// The offset of operand b (op(B) of shape s, as the matmul reads it) in the
+// registered weights, or -1: b must lie wholly inside them, in the form
+// precision p reads (the fp32 values, or the bf16 shadow of the same range).
+// Emulated bf16 reads rounded copies, never the weights themselves.
+int64_t weight_offset(const void* b, const GemmShape& s, MatmulPrecision p) {
+  const PackedWeights& pw = g_packed;
+  if (!pw.base) return -1;
+  const bool bf = operand_type(p) == dnnl::memory::data_type::bf16;
+  const char* region = bf ? reinterpret_cast<const char*>(g_shadow.data) : reinterpret_cast<const char*>(pw.base);
+  if (!region || (bf && g_shadow.base != pw.base)) return -1;
+  const char* at = static_cast<const char*>(b);
+  const int64_t elt = bf ? 2 : 4;
+  const int64_t span = s.tb == Trans::kNo ? (s.K - 1) * s.ldb + s.N : (s.N - 1) * s.ldb + s.K;
+  if (at < region || (at - region) % elt != 0 || (at - region) / elt + span > pw.n) return -1;
+  return (at - region) / elt;
+}
+
+// The packed copy of the weight at `off` (op(B) of shape s, stored as b_md at
+// b) in `layout`, current for this version of the weights: filled from b on
+// the calling thread's stream when stale.
+const dnnl::memory& packed_weight(int64_t off, const void* b, const dnnl::memory::desc& b_md, const GemmShape& s,
+                                  MatmulPrecision p, const dnnl::memory::desc& layout) {
+  PackedWeights& pw = g_packed;
+  PackedCopy* copy = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(pw.mu);
+    auto& list = pw.copies[{off, int(p), int(s.tb), s.ldb, s.K, s.N}];
+    for (auto& c : list)
+      if (c->layout == layout) copy = c.get();
+    if (!copy) {
+      list.push_back(std::make_unique<PackedCopy>());
+      copy = list.back().get();
+      copy->layout = layout;
+      copy->mem = dnnl::memory(layout, engine().eng);
+      pw.bytes += int64_t(layout.get_size());
+    }
+  }
+  std::lock_guard<std::mutex> lock(copy->mu);
+  const uint64_t now = pw.version.load();
+  if (copy->version != now) {
+    dnnl::memory src(b_md, engine().eng, const_cast<void*>(b));
+    dnnl::reorder(src, copy->mem).execute(thread_stream(), src, copy->mem);
+    thread_stream().wait();
+    copy->version = now;
+  }
+  return copy->mem;
+}
+
+// On the calling thread's stream, with its scratchpad; B from its packed
+// copy when it is a registered weight and the primitive was planned for one.
+void execute(const CachedMatmul& mm, const MatmulDescs& md, float* C, const void* a, const void* b,
+             const dnnl::memory* b_packed = nullptr) {
+  dnnl::stream& strm = thread_stream();
   thread_local std::vector<char> scratchpad;
   if (scratchpad.size() < mm.scratchpad.get_size()) scratchpad.resize(mm.scratchpad.get_size());
   const dnnl::engine& eng = engine().eng;
   dnnl::memory a_mem(md.a, eng, const_cast<void*>(a));
-  dnnl::memory b_mem(md.b, eng, const_cast<void*>(b));
+  dnnl::memory b_mem = b_packed ? *b_packed : dnnl::memory(md.b, eng, const_cast<void*>(b));
   dnnl::memory c_mem(md.c, eng, C);
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
   args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(mm.scratchpad, eng, scratchpad.data()));
   mm.prim.execute(strm, args);
   strm.wait();
+}
+
+// Through the primitive cached for this shape: planned for packed weights
+// when b is a registered weight (its packed copy read), for b as stored otherwise.
+void run_planned(std::map<Key, CachedMatmul>& cache, const MatmulDescs& md, float* C, const void* a, const void* b,
+                 const GemmShape& s, float beta, MatmulPrecision p) {
+  if (const int64_t off = weight_offset(b, s, p); off >= 0) {
+    const CachedMatmul& mm = cached_matmul(cache, md, s, beta, p, /*packed=*/true);
+    execute(mm, md, C, a, b, &packed_weight(off, b, md.b, s, p, mm.weights));
+    return;
+  }
+  execute(cached_matmul(cache, md, s, beta, p), md, C, a, b);
 }
 
 // C = op(a) op(b) (+ C) through the cached oneDNN primitive; a and b are
@@ -241,7 +341,7 @@ void run_matmul(float* C, Operand a, Operand b, GemmShape s, float beta, MatmulP
   s.lda = a.ld;
   s.ldb = b.ld;
   const MatmulDescs md = matmul_descs(s, p);
-  execute(cached_matmul(engine().cache, md, s, beta, p), md, C, a.data, b.data);
+  run_planned(engine().cache, md, C, a.data, b.data, s, beta, p);
   if (g_inject_rel != 0.0f) [[unlikely]] perturb_output(C, s);
 }
 
@@ -325,7 +425,7 @@ void gemm_on_thread(float* C, const void* A, const void* B, const GemmShape& s0,
   // omp_get_max_threads(), which this changes for the calling task only.
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  execute(cached_matmul(engine().serial_cache, md, s, beta, p), md, C, A, B);
+  run_planned(engine().serial_cache, md, C, A, B, s, beta, p);
   omp_set_num_threads(threads);
 }
 
@@ -344,6 +444,26 @@ const void* operand_of(const float* x, int64_t n, OperandForm f, OperandBuffer& 
 
 void gemm_register_bf16_shadow(const float* base, const bf16* shadow, int64_t n) {
   g_shadow = shadow ? Shadow{base, shadow, n} : Shadow{};
+}
+
+void gemm_register_packed_weights(const float* base, int64_t n) {
+  std::lock_guard<std::mutex> lock(g_packed.mu);
+  g_packed.copies.clear();
+  g_packed.bytes = 0;
+  g_packed.base = base;
+  g_packed.n = base ? n : 0;
+  g_packed.version.fetch_add(1);
+}
+
+void gemm_unregister_packed_weights(const float* owner) {
+  if (owner && owner == g_packed.base) gemm_register_packed_weights(nullptr, 0);
+}
+
+void gemm_weights_changed() { g_packed.version.fetch_add(1); }
+
+int64_t gemm_packed_bytes() {
+  std::lock_guard<std::mutex> lock(g_packed.mu);
+  return g_packed.bytes;
 }
 
 void gemm_inject_relative_error(double rel) { g_inject_rel = float(rel); }

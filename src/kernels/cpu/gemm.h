@@ -65,6 +65,24 @@ void linear_backward(float* dx, float* dW, const float* dy, GemmInput x, const f
 struct bf16;
 void gemm_register_bf16_shadow(const float* base, const bf16* shadow, int64_t n);
 
+// Weights packed once per version: a product whose B operand lies wholly
+// inside the registered weights [base, base + n) (fp32 products), or inside
+// their registered bf16 shadow (native bf16 products), reads a copy of that
+// operand reordered once into the blocked layout its primitive reads, made
+// by the first product that needs it after gemm_weights_changed() and reused
+// by every later one; other operands are read as they are. The results are
+// the same bits (the same kernel runs; tests/unit/kernels_gemm_packed_test.cpp).
+// The caller bumps the version whenever the weights (or the shadow) change
+// and before anything reads them again: the trainer at each step's start and
+// after each update. Registering replaces the previous region and frees its
+// copies; unregistering (base == nullptr) does so only for the region at
+// `owner` (so a second trainer's exit leaves the first's in place).
+void gemm_register_packed_weights(const float* base, int64_t n);
+void gemm_unregister_packed_weights(const float* owner);
+void gemm_weights_changed();
+// Bytes held by packed copies now (bench reports the peak's share of them).
+int64_t gemm_packed_bytes();
+
 // For kernels that multiply inside their own parallel tasks (the tiled
 // attention): one product on operands already in the form the matmul reads
 // for precision p. For kBf16 that is bf16 where this CPU has a native bf16
