@@ -2,6 +2,9 @@
 // health checks of this machine, or of every rank of `mpirun -np N moetrain
 // doctor` (docs/health.md; the checks and their verdicts: dist/doctor.h).
 // Rank 0 prints the table (or JSON). Exit 0 when all pass, 1 naming the culprits.
+// `moetrain doctor --write-cluster FILE [--threads N] [--measure-tokens N]`
+// instead measures this CPU's kernels and writes the cluster file `moetrain
+// plan --cluster` reads (measure/cpu_measure.h; docs/planner.md, "A measured CPU").
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -10,10 +13,14 @@
 
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
+#include "core/check.h"
+#include "core/file_io.h"
+#include "core/threads.h"
 #include "dist/doctor.h"
 #include "dist/health_check.h"
 #include "dist/mpi_comm.h"
 #include "kernels/cpu/gemm_fault.h"
+#include "measure/cpu_measure.h"
 #include "train/fault_injection.h"
 
 namespace mt {
@@ -25,7 +32,45 @@ struct DoctorArgs {
   int64_t memory_mib = 256;
   double timeout_s = 60;
   std::string inject_fault;
+  std::string write_cluster;  // measure this CPU and write a cluster file here (no health checks)
+  int64_t measure_tokens = 4096;
+  int64_t threads = 0;
+  std::string command;  // the command line, for the file's header
 };
+
+// --write-cluster: one process on the trainer's threads (train.threads = 0: all, as bench).
+ExitCode write_cluster(const DoctorArgs& a) {
+  std::unique_ptr<Comm> world = make_world_comm(a.timeout_s);
+  if (world->size() > 1) {
+    fmt::print(stderr, "moetrain doctor: --write-cluster measures one process; run it without mpirun\n");
+    return ExitCode::kUsage;
+  }
+  set_num_threads(int(a.threads));
+  fmt::print(stderr, "moetrain doctor: measuring this CPU on {} thread(s) (about a minute)\n", num_threads());
+  auto prof = measure_cpu_profile(CpuMeasureOptions{a.measure_tokens, 3, a.command});
+  if (!prof) {
+    fmt::print(stderr, "moetrain doctor: {}\n", prof.status().message());
+    return ExitCode::kFailed;
+  }
+  const std::string text = plan::cpu_cluster_toml(*prof);
+  // What plan will read must parse: a writer that produced a file its reader refuses would be a bug.
+  auto parsed = plan::parse_cluster(text, a.write_cluster);
+  MT_CHECK(parsed.is_ok(), "the written cluster file does not parse: {}", parsed.status().message());
+  if (Status st = write_file_atomic(a.write_cluster, text); !st) {
+    fmt::print(stderr, "moetrain doctor: --write-cluster: {}\n", st.message());
+    return ExitCode::kFailed;
+  }
+  const plan::CpuPrecisionProfile &f = prof->fp32, &b = prof->bf16;
+  fmt::print(
+      "{}, {} thread(s): peak fp32 {:.1f} / bf16 {:.1f} GFLOP/s ({}), 2048^3 {:.1f} / {:.1f}, "
+      "model products x {:.3f} (k0 {:.0f}) / x {:.3f} (k0 {:.0f}), attention {:.1f} / {:.1f}, "
+      "gated delta {:.1f}, memory {:.1f} GB/s\n",
+      prof->cpu, prof->threads, f.rates.peak_gflops, b.rates.peak_gflops, prof->bf16_unit, f.rates.gemm_gflops,
+      b.rates.gemm_gflops, f.rates.gemm_efficiency, f.rates.gemm_k0, b.rates.gemm_efficiency, b.rates.gemm_k0,
+      f.rates.attention_gflops, b.rates.attention_gflops, f.rates.delta_gflops, prof->memory_gbps);
+  fmt::print(stderr, "moetrain doctor: wrote {}\n", a.write_cluster);
+  return ExitCode::kOk;
+}
 
 // "wronggemm:RANK" -> RANK; the doctor runs no steps, so no STEP.
 Result<int> parse_doctor_fault(const std::string& spec) {
@@ -44,6 +89,7 @@ void print_table(const std::vector<DoctorRow>& rows, const std::vector<std::stri
 }
 
 ExitCode run_doctor(const DoctorArgs& a) {
+  if (!a.write_cluster.empty()) return write_cluster(a);
   int inject_rank = -1;
   if (!a.inject_fault.empty()) {
     auto f = parse_doctor_fault(a.inject_fault);
@@ -110,7 +156,23 @@ void register_doctor(CLI::App& app, CommandAction& run) {
       ->check(positive());
   sub->add_option("--inject-fault", args->inject_fault,
                   "Testing only: wronggemm:RANK makes that rank's GEMM off by 1e-3 relative");
-  sub->callback([args, &run] { run = [args]() { return run_doctor(*args); }; });
+  sub->add_option("--write-cluster", args->write_cluster,
+                  "Measure this CPU's kernels (peaks, model-shaped GEMMs, attention, gated delta, memory) and write "
+                  "a cluster file for `moetrain plan --cluster` here, instead of the health checks");
+  sub->add_option("--measure-tokens", args->measure_tokens,
+                  "--write-cluster: rows of the measured products (the bench presets' batch: 8 x 512)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t(512), int64_t(1) << 16));
+  sub->add_option("--threads", args->threads, "--write-cluster: threads to measure on (0 = all, as train and bench)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t(0), int64_t(256)));
+  sub->callback([args, &run, sub] {
+    std::string cmd = "moetrain doctor --write-cluster " + args->write_cluster;
+    if (sub->count("--threads")) cmd += " --threads " + std::to_string(args->threads);
+    if (sub->count("--measure-tokens")) cmd += " --measure-tokens " + std::to_string(args->measure_tokens);
+    args->command = cmd;
+    run = [args]() { return run_doctor(*args); };
+  });
 }
 
 }  // namespace mt

@@ -133,6 +133,36 @@ void declare_keys(ConfigSchema& s, ClusterConfig& c) {
   s.add("efficiency.link", &c.eff.link, "collectives: fraction of nominal link bandwidth").above(0).max(1);
   s.add("efficiency.overlap", &c.eff.overlap, "fraction of a compute window that can hide communication").range(0, 1);
   s.add("efficiency.kernel_latency_us", &c.eff.kernel_latency_us, "fixed cost per kernel").min(0).unit("us");
+  // [cpu]: what `moetrain doctor --write-cluster` measured (gpu.type = "cpu" only; docs/planner.md).
+  s.add("cpu.threads", &c.cpu.threads, "threads the [cpu] figures were measured on")
+      .range(0, 1 << 16)
+      .note("0 = not given");
+  for (auto [name, r] : {std::pair<const char*, CpuRates*>{"fp32", &c.cpu.fp32}, {"bf16", &c.cpu.bf16}}) {
+    const std::string n = name;
+    s.add("cpu.peak_" + n + "_gflops", &r->peak_gflops,
+          n == "fp32" ? "measured fp32 FMA peak (MFU's denominator for fp32 steps)"
+                      : "measured peak of the unit bf16 products run on (AMX, AVX512-BF16 or FMA)")
+        .min(0)
+        .unit("GFLOP/s")
+        .note("0 = not measured");
+    s.add("cpu.gemm_" + n + "_gflops", &r->gemm_gflops, "best 2048^3 " + n + " product")
+        .min(0)
+        .unit("GFLOP/s")
+        .note("0 = not measured: the cpu preset's peak x efficiency model");
+    s.add("cpu.gemm_" + n + "_efficiency", &r->gemm_efficiency,
+          "model-shaped " + n + " products: rate = gemm x efficiency x K / (K + k0), fitted")
+        .min(0)
+        .max(4);
+    s.add("cpu.gemm_" + n + "_k0", &r->gemm_k0, "reduction steps of the K / (K + k0) term, fitted").range(0, 1e5);
+    s.add("cpu.attention_" + n + "_gflops", &r->attention_gflops,
+          "attention kernel, forward + backward: 3.5 x 4 H Dh keys FLOPs per token over its time")
+        .min(0)
+        .unit("GFLOP/s");
+    s.add("cpu.delta_" + n + "_gflops", &r->delta_gflops, "chunked gated-delta kernel, forward + backward, same count")
+        .min(0)
+        .unit("GFLOP/s")
+        .note("0 = not measured: the attention rate");
+  }
 }
 
 Result<ClusterConfig> parse_cluster(const std::string& text, const std::string& source,
@@ -177,6 +207,28 @@ Result<ClusterConfig> parse_cluster(const std::string& text, const std::string& 
   double weight = 0;
   for (double w : c.failure_cause_weights) weight += w;
   if (!(weight > 0)) return o.error("failure_causes", "the weights must not all be 0");
+  if (d.kind != DeviceKind::kCpu)
+    for (const char* key :
+         {"cpu.threads", "cpu.peak_fp32_gflops", "cpu.gemm_fp32_gflops", "cpu.gemm_fp32_efficiency", "cpu.gemm_fp32_k0",
+          "cpu.attention_fp32_gflops", "cpu.delta_fp32_gflops", "cpu.peak_bf16_gflops", "cpu.gemm_bf16_gflops",
+          "cpu.gemm_bf16_efficiency", "cpu.gemm_bf16_k0", "cpu.attention_bf16_gflops", "cpu.delta_bf16_gflops"})
+      if (o.was_set(key))
+        return o.error(key, fmt::format("measured CPU figures need gpu.type = \"cpu\", not \"{}\"", d.type));
+  // A precision whose products were measured needs the rest of its figures: the planner would otherwise mix
+  // measured GEMMs with the preset's guesses.
+  for (auto [name, r] : {std::pair<const char*, const CpuRates*>{"fp32", &c.cpu.fp32}, {"bf16", &c.cpu.bf16}}) {
+    if (!r->measured()) continue;
+    for (auto [key, v] : {std::pair<std::string, double>{"peak", r->peak_gflops},
+                          {"gemm", r->gemm_efficiency},
+                          {"attention", r->attention_gflops}}) {
+      const std::string k =
+          key == "gemm" ? fmt::format("cpu.gemm_{}_efficiency", name) : fmt::format("cpu.{}_{}_gflops", key, name);
+      if (!(v > 0))
+        return o.error(k, fmt::format("must be > 0 when cpu.gemm_{}_gflops is given (measured {} figures come "
+                                      "together; moetrain doctor --write-cluster writes them all)",
+                                      name, name));
+    }
+  }
   if (d.kind == DeviceKind::kGpu && d.nvlink_gbps <= 0 && d.gpus_per_domain > 1)
     return o.error("gpu.nvlink_gbps", "must be > 0 when gpu.gpus_per_domain > 1");
   return c;

@@ -58,6 +58,28 @@ struct DeviceSpec {
 const std::vector<DeviceSpec>& device_presets();
 const DeviceSpec* find_device(const std::string& type);
 
+// What `moetrain doctor --write-cluster` measured on a CPU for one matmul precision of the trainer
+// (train.precision; the layout's precision.params): the cluster file's [cpu] section. 0 = not measured.
+struct CpuRates {
+  double peak_gflops = 0;  // fp32: the FMA peak; bf16: the unit bf16 products run on (machine_peak.h)
+  double gemm_gflops = 0;  // the best 2048^3 product (moetrain bench's reference)
+  // The model-shaped products (forward and both gradients of linear layers and of the grouped experts):
+  // time = FLOPs / (gemm_gflops x gemm_efficiency x K / (K + gemm_k0)), both fitted to those products.
+  double gemm_efficiency = 0;
+  double gemm_k0 = 0;  // reduction steps
+  // The attention kernel train.attention_kernel = auto runs at this precision: the planner's attention
+  // FLOPs of forward + backward (3.5 x 4 H Dh keys per token) over the kernel's forward + backward time.
+  double attention_gflops = 0;
+  double delta_gflops = 0;  // the chunked gated-delta kernel, the same convention (0 = not measured)
+  bool measured() const { return gemm_gflops > 0; }
+};
+
+struct CpuFigures {
+  int64_t threads = 0;  // threads the figures were measured on (the trainer's train.threads)
+  CpuRates fp32, bf16;
+  bool measured() const { return fp32.measured() || bf16.measured(); }
+};
+
 struct ClusterConfig {
   std::string source;           // file it came from
   std::string name;             // [cluster] name
@@ -98,6 +120,7 @@ struct ClusterConfig {
   // Cost.
   double gpu_hour_usd = 0;        // 0 = cost not shown
   EfficiencyModel eff;
+  CpuFigures cpu;  // [cpu]: measured CPU rates (gpu.type = "cpu" only)
 
   int64_t total_gpus() const { return racks * gpus_per_rack; }
   // GPUs per rack the job may count on: the SLA minimum when one is set.

@@ -310,6 +310,14 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
       return bad("model.max_groups_per_token", "the CPU trainer does not implement group-limited routing yet");
     if (l.offload == Offload::kParams)
       return bad("memory.offload", "\"params\" (weight streaming) is modelled for GPU clusters only");
+    // A cluster file with measured figures (moetrain doctor --write-cluster) must have them for the step's
+    // precision: mixing measured and preset rates would say neither.
+    const bool bf16 = l.params == Precision::kBf16;
+    if (c.cpu.measured() && !(bf16 ? c.cpu.bf16 : c.cpu.fp32).measured())
+      return bad("precision.params",
+                 fmt::format("\"{}\": the cluster file {} has no measured {} figures "
+                             "(cpu.gemm_{}_gflops)",
+                             bf16 ? "bf16" : "fp32", c.source, bf16 ? "bf16" : "fp32", bf16 ? "bf16" : "fp32"));
   }
   if (l.comm_sms < 0) return bad("parallel.comm_sms", fmt::format("must be >= 0, got {}", l.comm_sms));
   if (l.comm_sms > 0 && c.device.sms <= 0)

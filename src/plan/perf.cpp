@@ -35,20 +35,43 @@ struct Machine {
   double k0;        // GEMM tile fill/drain, in reduction steps
   double ew;        // element-wise traffic multiplier
   double fp8_gemm;  // sustained FP8 GEMM FLOP/s (0 = none)
+  double delta;     // gated-delta recurrence FLOP/s
+  bool cpu;         // the CPU trainer: expert GEMMs over the kept rows only (no capacity padding)
+  bool measured;    // rates of the cluster file's [cpu] section (attention and delta at their own kernels' rates)
 };
 
 // `sm_share`: the SMs left to compute kernels (parallel.comm_sms): GEMMs, attention and memory-bound kernels
 // all run at that share of their rates; the peak (MFU's denominator) and the per-kernel latency stay.
-Machine machine_of(const ClusterConfig& c, double sm_share = 1.0) {
+// A CPU cluster with measured [cpu] figures for the step's precision (the layout's precision.params, the
+// trainer's train.precision) uses them instead of the peak x efficiency model.
+Machine machine_of(const ClusterConfig& c, double sm_share = 1.0, Precision prec = Precision::kBf16) {
   const double peak = c.device.peak_tflops * 1e12;
-  return {peak,
-          peak * c.eff.gemm * sm_share,
-          peak * c.eff.attention * sm_share,
-          c.device.hbm_tbps * 1e12 * c.eff.hbm * sm_share,
-          c.eff.kernel_latency_us * 1e-6,
-          c.eff.gemm_k0,
-          c.eff.elementwise,
-          c.device.peak_fp8_tflops * 1e12 * c.eff.gemm * sm_share};
+  const bool cpu = c.device.kind == DeviceKind::kCpu;
+  Machine m{peak,
+            peak * c.eff.gemm * sm_share,
+            peak * c.eff.attention * sm_share,
+            c.device.hbm_tbps * 1e12 * c.eff.hbm * sm_share,
+            c.eff.kernel_latency_us * 1e-6,
+            c.eff.gemm_k0,
+            c.eff.elementwise,
+            c.device.peak_fp8_tflops * 1e12 * c.eff.gemm * sm_share,
+            peak * c.eff.attention * sm_share,
+            cpu,
+            false};
+  const CpuRates& r = prec == Precision::kBf16 ? c.cpu.bf16 : c.cpu.fp32;
+  if (cpu && r.measured()) {
+    m.peak = r.peak_gflops * 1e9;
+    m.gemm = r.gemm_gflops * 1e9 * r.gemm_efficiency;
+    m.k0 = r.gemm_k0;
+    m.attn = r.attention_gflops * 1e9;
+    m.delta = r.delta_gflops > 0 ? r.delta_gflops * 1e9 : m.attn;
+    m.fp8_gemm = 0;
+    // The CPU trainer's element-wise kernels read and write fp32 activations in both precisions: twice the
+    // bytes of the bf16 counts below.
+    m.ew = 2.0 * c.eff.elementwise;
+    m.measured = true;
+  }
+  return m;
 }
 
 double mem_s(double bytes, const Machine& mc) { return bytes * mc.ew / mc.hbm + mc.lat; }
@@ -160,7 +183,13 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
     }
   }
   double attn_fwd, attn_bwd;
-  if (p.cfg.flash_attention || delta) {
+  if (mc.measured) {
+    // The CPU kernels at their measured rates (forward + backward = 3.5 x the forward FLOPs over the rate,
+    // cluster.h CpuRates), split 1 : 2.5 as below.
+    const double rate = delta ? mc.delta : mc.attn;
+    attn_fwd = attn_flops / rate + mc.lat;
+    attn_bwd = 2.5 * attn_flops / rate + mc.lat;
+  } else if (p.cfg.flash_attention || delta) {
     // Flash attention runs at its kernel's rate for the key span of one call (attention_rate.h); the
     // gated-delta recurrence at the device's flat attention rate.
     // Under ring context parallelism a causal global layer's cp steps are one masked diagonal block and
@@ -233,7 +262,9 @@ LayerCost layer_cost(const ModelConfig& c, int64_t l, const Parallel& p, const M
     const double E = double(c.n_experts), F = double(c.d_expert);
     const double Din = double(c.expert_in_dim()), ep = double(p.ep);
     double rows_per_tok = double(c.top_k) * p.cfg.expert_imbalance;
-    if (c.capacity_factor > 0) {
+    // The CPU trainer's grouped experts run on the rows routed and kept (moe_block.cpp), not on padded
+    // capacity slots; `moetrain bench` routes evenly, so nearly none are dropped.
+    if (c.capacity_factor > 0 && !mc.cpu) {
       const int64_t grp = c.group_size(p.seq_len);
       rows_per_tok = double(c.capacity(grp) * c.n_experts) / double(grp);
     }
@@ -455,7 +486,7 @@ double gemm_s(double M, double N, double K, const ClusterConfig& c) { return gem
 
 StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p, const ClusterConfig& cl) {
   StepTime st;
-  const Machine mc = machine_of(cl, compute_sm_share(p.cfg, cl.device));
+  const Machine mc = machine_of(cl, compute_sm_share(p.cfg, cl.device), p.cfg.params);
   const Links lk = links_of(cl);
   const GroupSpans g = group_spans(p, cl.device.gpus_per_domain);
   const double ov = cl.eff.overlap, ep_ov = p.cfg.ep_overlap * cl.eff.overlap;
@@ -602,8 +633,10 @@ StepTime step_time(const ModelConfig& c, const ModelStats& s, const Parallel& p,
     st.optimizer_s = host_update_s + mc.lat;
     if (nvme) st.optimizer_s += 2.0 * state_bytes * shard * double(cl.device.gpus_per_node) / (cl.nvme_gbps * 1e9);
   } else {
-    // Fused multi-tensor kernels: plain streaming, no element-wise traffic multiplier.
-    st.optimizer_s = (per_param + gbytes /* gradient norm */) * shard / mc.hbm + 2 * mc.lat;
+    // Fused multi-tensor kernels: plain streaming, no element-wise traffic multiplier. The CPU trainer also
+    // zeroes the gradients it has read (one more write).
+    const double zero = mc.cpu ? gbytes : 0.0;
+    st.optimizer_s = (per_param + gbytes /* gradient norm */ + zero) * shard / mc.hbm + 2 * mc.lat;
     if (p.cfg.optimizer == OptimizerKind::kMuon) st.optimizer_s += 30.0 * double(c.d_model) * shard / mc.gemm;
   }
 
@@ -636,21 +669,36 @@ std::vector<TermSource> step_time_sources(const ClusterConfig& cl, const LayoutC
                      "(docs/reference-tables/generations.md)"
                    : "preset or cluster file, not fitted";
   std::vector<TermSource> v;
-  v.push_back(
-      {"compute",
-       fmt::format("roofline per kernel: GEMMs at {:.0f} TFLOP/s x gemm {:.3f} ({}) x K/(K+{:.0f}) "
-                   "(gemm_k0, assumption: tile pipeline fill), or bytes at {:.2f} TB/s x hbm {:.2f} "
-                   "(assumption); fused attention ({}) at attention {:.3f} of peak (FlashAttention-2's causal "
-                   "plateau, FlashAttention-3 paper) x the kernel's rate at the call's key span (seq / cp, "
-                   "window, document; docs/reference-tables/attention.md); element-wise kernels at {:.2f}x the minimal "
-                   "traffic ({}); "
-                   "{:.0f} us per kernel (assumption)",
-                   peak, e.gemm, gemm_src, e.gemm_k0, cl.device.hbm_tbps, e.hbm, to_string(l.attention_kernel),
-                   e.attention, e.elementwise, fitted ? "fitted" : "preset or cluster file", e.kernel_latency_us) +
-           (l.comm_sms > 0 ? fmt::format("; every rate but the latency x {}/{}: {} of the {} SMs run communication "
-                                         "kernels (parallel.comm_sms, layout input)",
-                                         cl.device.sms - l.comm_sms, cl.device.sms, l.comm_sms, cl.device.sms)
-                           : "")});
+  const bool bf16 = l.params == Precision::kBf16;
+  const CpuRates& r = bf16 ? cl.cpu.bf16 : cl.cpu.fp32;
+  if (cl.device.kind == DeviceKind::kCpu && r.measured()) {
+    v.push_back({"compute", fmt::format("measured on this CPU ({}, [cpu], moetrain doctor --write-cluster), {}: "
+                                        "GEMMs at {:.1f} GFLOP/s (2048^3) x {:.3f} x K/(K+{:.0f}), fitted to "
+                                        "model-shaped products; attention at {:.1f} and gated delta at {:.1f} "
+                                        "GFLOP/s (3.5x the forward FLOPs per forward + backward); element-wise "
+                                        "kernels at {:.1f} GB/s (the AdamW kernel's stream) on fp32 activations; "
+                                        "{:.1f} us per kernel (a 16^3 product)",
+                                        cl.source, bf16 ? "bf16" : "fp32", r.gemm_gflops, r.gemm_efficiency, r.gemm_k0,
+                                        r.attention_gflops, r.delta_gflops > 0 ? r.delta_gflops : r.attention_gflops,
+                                        1e3 * cl.device.hbm_tbps * e.hbm, e.kernel_latency_us)});
+  } else {
+    v.push_back(
+        {"compute",
+         fmt::format(
+             "roofline per kernel: GEMMs at {:.0f} TFLOP/s x gemm {:.3f} ({}) x K/(K+{:.0f}) "
+             "(gemm_k0, assumption: tile pipeline fill), or bytes at {:.2f} TB/s x hbm {:.2f} "
+             "(assumption); fused attention ({}) at attention {:.3f} of peak (FlashAttention-2's causal "
+             "plateau, FlashAttention-3 paper) x the kernel's rate at the call's key span (seq / cp, "
+             "window, document; docs/reference-tables/attention.md); element-wise kernels at {:.2f}x the minimal "
+             "traffic ({}); "
+             "{:.0f} us per kernel (assumption)",
+             peak, e.gemm, gemm_src, e.gemm_k0, cl.device.hbm_tbps, e.hbm, to_string(l.attention_kernel), e.attention,
+             e.elementwise, fitted ? "fitted" : "preset or cluster file", e.kernel_latency_us) +
+             (l.comm_sms > 0 ? fmt::format("; every rate but the latency x {}/{}: {} of the {} SMs run communication "
+                                           "kernels (parallel.comm_sms, layout input)",
+                                           cl.device.sms - l.comm_sms, cl.device.sms, l.comm_sms, cl.device.sms)
+                             : "")});
+  }
   v.push_back({"recompute", fmt::format("the recomputed forward kernels of memory.recompute = {}, same roofline",
                                         to_string(l.recompute))});
   const std::string links =

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "support/e2e.h"
 
 namespace mt::e2e {
@@ -115,6 +117,34 @@ TEST(PlanCli, CpuTrainerConfig) {
   EXPECT_EQ(j["layout"]["gpus"].get<int64_t>(), 1);
   EXPECT_GT(j["memory"]["activations"].get<double>(), 0.0);
   EXPECT_EQ(j["step_time"]["dp_comm"].get<double>(), 0.0);
+}
+
+// `moetrain doctor --write-cluster` writes a file plan accepts, naming this CPU; bench/tiny planned on it in
+// both precisions has a finite, positive step time (no timing is asserted: it depends on the CPU).
+TEST(PlanCli, MeasuredCpuClusterFile) {
+  TempDir tmp;
+  const std::string file = tmp / "this-cpu.toml";
+  const ProcessResult w =
+      run_process({moetrain_binary(), "doctor", "--write-cluster", file, "--measure-tokens", "512"}, 300);
+  ASSERT_EQ(w.exit_code, 0) << w;
+  const std::string text = read_file(file);
+  EXPECT_THAT(text, HasSubstr("moetrain doctor --write-cluster " + file));
+  EXPECT_THAT(text, HasSubstr("[cpu]"));
+  EXPECT_THAT(text, HasSubstr("gemm_bf16_efficiency"));
+  for (const std::string layout : {"cpu.toml", "cpu-bf16.toml"}) {
+    const ProcessResult r = plan({"--model", kSrc + "/configs/bench/tiny.toml", "--cluster", file, "--layout",
+                                  kSrc + "/configs/layouts/" + layout, "--tokens", "1e9", "--no-sweep", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r;
+    const json j = json::parse(r.out);
+    const double step = j["step_time_s"].get<double>();
+    EXPECT_TRUE(std::isfinite(step) && step > 0) << layout << ": " << step;
+    EXPECT_GT(j["mfu"].get<double>(), 0.0) << layout;
+  }
+  // Under a GPU type the measured keys are refused, naming the key.
+  const ProcessResult bad = plan({"--model", kSrc + "/configs/bench/tiny.toml", "--cluster", "h100", "--layout", "cpu",
+                                  "--tokens", "1e9", "--set", "cluster.cpu.gemm_fp32_gflops=100"});
+  EXPECT_EQ(bad.exit_code, 2) << bad;
+  EXPECT_THAT(bad.err, HasSubstr("cpu.gemm_fp32_gflops"));
 }
 
 struct Bad {
