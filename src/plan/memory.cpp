@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/muon.h"
 #include "model/transformer.h"
 #include "plan/activations.h"
@@ -181,6 +182,16 @@ MemoryBreakdown cpu_memory(const ModelConfig& c, const ModelStats& s, const Para
   const double n = double(s.total) / double(p.gpus);
   // bf16 (train.precision = "bf16"): fp32 master weights plus the GEMMs' bf16 shadow of them.
   m.parameters = 4 * n + (p.cfg.params == Precision::kBf16 ? 2 * n : 0.0);
+  // One process reads its weights in place and keeps them packed for the GEMMs (train.pack_weights, on by
+  // default; kernels/cpu/gemm.h): a copy per layout read, the forward's W^T and the input gradient's W, in
+  // the form the products read (none where bf16 multiplies rounded fp32 copies). Every parameter but an
+  // untied embedding (a lookup) and the norms (a few per layer, left in) is a product's weight.
+  const MatmulPrecision prec = p.cfg.params == Precision::kBf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32;
+  if (p.gpus == 1) {
+    const OperandForm f = operand_form(prec);
+    const double elt = f == OperandForm::kFp32 ? 4.0 : f == OperandForm::kBf16 ? 2.0 : 0.0;
+    m.parameters += 2.0 * elt * double(s.total - (s.head > 0 ? s.embed : 0));
+  }
   m.gradients = 4 * n;
   const double muon = p.cfg.optimizer == OptimizerKind::kMuon ? double(muon_params(c, s)) : 0.0;
   const double mb = p.cfg.moments == Precision::kBf16 ? 2.0 : 4.0;  // optim.state_precision
@@ -190,7 +201,6 @@ MemoryBreakdown cpu_memory(const ModelConfig& c, const ModelStats& s, const Para
   // The CPU trainer keeps every layer's activations, or (train.activation_checkpointing)
   // only layer inputs, recomputing each layer's forward: "full"; it has nothing selective.
   // bf16: the GEMM-only activations in the form this CPU's bf16 matmul reads.
-  const MatmulPrecision prec = p.cfg.params == Precision::kBf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32;
   // Context parallelism (dist.cp): each rank's rows of the sequences, and the whole sequence's K, V for the exchange.
   const double keep =
       double(Transformer::activation_bytes(c, p.micro_batch, p.seq_len, prec, LayerActivations::kKeep, p.cp));
