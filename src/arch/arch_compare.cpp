@@ -129,12 +129,13 @@ Result<json> run_arch_compare(const ArchSpec& spec, const ArchComparePlan& plan,
   for (size_t i = 0; i < n; ++i) {
     const ArchCandidate& c = spec.candidates[i];
     const std::string& run = plan.ladders[i].largest_run_dir;
+    const std::string name = fs::path(run).lexically_relative(dir).string();
     auto r = cached_if(
         fmt::format("{}/{}.decode.json", dir, c.name),
-        [&](const json& old) { return old.value("run_dir", std::string()) == run; },
+        [&](const json& old) { return old.value("run", std::string()) == name; },
         [&] {
           say(c, fmt::format("generate {} tokens from {}", spec.decode_tokens, run));
-          return measure_decode(ctx, spec, c, run);
+          return measure_decode(ctx, spec, c, run, name);
         });
     if (!r) return r.status();
     rec[i].decode = std::move(r.value());

@@ -59,7 +59,7 @@ Result<json> measure_bench(const MeasureContext& ctx, const ArchSpec& spec, cons
 }
 
 Result<json> measure_decode(const MeasureContext& ctx, const ArchSpec& spec, const ArchCandidate& c,
-                            const std::string& run_dir) {
+                            const std::string& run_dir, const std::string& run_name) {
   const std::vector<std::string> argv = {ctx.moetrain,       "generate",
                                          "--ckpt",           run_dir,
                                          "--prompt",         "template <typename T>\n",
@@ -78,7 +78,7 @@ Result<json> measure_decode(const MeasureContext& ctx, const ArchSpec& spec, con
   for (const char* k :
        {"step", "prefill_tokens", "decode_tokens", "prefill_tokens_per_s", "decode_tokens_per_s", "kv_cache_bytes"})
     rec[k] = j[k];
-  rec["run_dir"] = run_dir;
+  rec["run"] = run_name;
   return rec;
 }
 

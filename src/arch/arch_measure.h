@@ -28,8 +28,9 @@ Result<nlohmann::json> measure_bench(const MeasureContext& ctx, const ArchSpec& 
                                      int64_t ranks);
 
 // Greedy decoding of spec.decode_tokens tokens after a fixed prompt from the
-// newest checkpoint of `run_dir`: prefill and decode tokens/s, KV cache bytes.
+// newest checkpoint of `run_dir`: prefill and decode tokens/s, KV cache bytes,
+// and `run_name` (the run as the record names it: relative to the output directory).
 Result<nlohmann::json> measure_decode(const MeasureContext& ctx, const ArchSpec& spec, const ArchCandidate& c,
-                                      const std::string& run_dir);
+                                      const std::string& run_dir, const std::string& run_name);
 
 }  // namespace mt
