@@ -94,6 +94,11 @@ json compare_json(const ArchSpec& spec, const std::vector<CandidateRecords>& rec
       lad["law"] = r.fit["law"];
       lad["estimates"] = r.fit["estimates"];
     }
+    // The measured loss at the largest budget: equal compute at the ladder's own scale, no extrapolation.
+    json largest;
+    for (const json& run : lad["runs"])
+      if (largest.is_null() || num(run, "flops") > num(largest, "flops")) largest = run;
+    lad["largest"] = largest;
     j["ladder"] = lad;
     // Projections: equal compute (the plan's tokens) and equal wall-clock (the reference's time at this
     // candidate's planned tokens/s), both on the candidate's hero model.
@@ -170,6 +175,27 @@ json compare_json(const ArchSpec& spec, const std::vector<CandidateRecords>& rec
           fmt::format("Its interval overlaps {}: at this ladder's scale the projection cannot "
                       "separate them; more or larger rungs (or seeds) are needed for a decision.",
                       names));
+    }
+  }
+  // What the ladder measured without extrapolating: the loss at its largest budget.
+  {
+    size_t bi = records.size();
+    for (size_t i = 0; i < records.size(); ++i) {
+      const json& l = cands[i]["ladder"]["largest"];
+      if (!l.is_null() && (bi == records.size() || num(l, "loss") < num(cands[bi]["ladder"]["largest"], "loss")))
+        bi = i;
+    }
+    if (bi < records.size()) {
+      std::string others;
+      for (size_t i = 0; i < records.size(); ++i)
+        if (i != bi && !cands[i]["ladder"]["largest"].is_null())
+          others += fmt::format("{}{} {:.3f}", others.empty() ? "" : ", ", spec.candidates[i].label,
+                                num(cands[i]["ladder"]["largest"], "loss"));
+      const json& l = cands[bi]["ladder"]["largest"];
+      verdict.push_back(
+          fmt::format("Measured at the ladder's largest budget ({:.3g} FLOPs, equal compute, no "
+                      "extrapolation): {} has the lowest held-out loss, {:.3f} ({}).",
+                      num(l, "flops"), spec.candidates[bi].label, num(l, "loss"), others));
     }
   }
   // An irreducible loss the ladder cannot see: the projection is then the reducible terms extrapolated.

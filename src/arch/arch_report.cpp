@@ -96,7 +96,9 @@ std::string compare_html(const json& cmp) {
   page.note(
       "bench: `moetrain bench` on this machine (MFU against the measured peak; vs GEMM: against the best 2048^3 "
       "GEMM). hero: the planner at the target cluster and layout. a2a share: comm_wait of `mpirun -np 2 moetrain "
-      "bench --set dist.ep=2`; EP share: the planner's all-to-all time over the step (exposed: not hidden). loss: "
+      "bench --set dist.ep=2`; EP share: the planner's all-to-all time over the step (exposed: not hidden). largest "
+      "rung loss: the held-out "
+      "loss measured at the ladder's largest budget (equal compute). loss @: "
       "the ladder's L(N, D) at the hero model's N and the tokens of equal compute or equal wall-clock, with the "
       "bootstrap interval. KV and state at the hero model and the inference context; decode tok/s: `moetrain "
       "generate` on the largest rung.");
