@@ -28,9 +28,9 @@ std::string mib(double b) { return std::isfinite(b) ? fmt::format("{:.1f} MiB", 
 // The columns both outputs show, one row per candidate in rank order.
 std::vector<std::string> header() {
   return {
-      "rank",           "candidate",      "bench tok/s",     "bench MFU",      "MFU vs GEMM",       "hero MFU (plan)",
-      "hero step s",    "a2a share np=2", "EP share (plan)", "loss @ compute", "loss @ wall-clock", "KV B/token",
-      "KV+state / seq", "decode tok/s"};
+      "rank",        "candidate",      "bench tok/s",     "bench MFU",         "MFU vs GEMM",    "hero MFU (plan)",
+      "hero step s", "a2a share np=2", "EP share (plan)", "largest rung loss", "loss @ compute", "loss @ wall-clock",
+      "KV B/token",  "KV+state / seq", "decode tok/s"};
 }
 
 std::vector<std::vector<std::string>> rows(const json& cmp) {
@@ -44,8 +44,8 @@ std::vector<std::vector<std::string>> rows(const json& cmp) {
           {std::to_string(c["rank"].get<int64_t>()), c["label"].get<std::string>(), fixed(num(b, "tokens_per_s"), 0),
            pct(num(b, "mfu")), pct(num(b, "mfu_vs_gemm_best")), pct(num(p, "mfu")), fixed(num(p, "step_time_s"), 2),
            a2a, fmt::format("{} ({} exposed)", pct(num(p, "ep_comm_share")), pct(num(p, "ep_exposed_share"))),
-           loss_cell(c["projection"]["equal_compute"]["loss"]), loss_cell(c["projection"]["equal_wallclock"]["loss"]),
-           fixed(num(inf, "kv_cache_bytes_per_token"), 0),
+           fixed(num(c["ladder"]["largest"], "loss"), 3), loss_cell(c["projection"]["equal_compute"]["loss"]),
+           loss_cell(c["projection"]["equal_wallclock"]["loss"]), fixed(num(inf, "kv_cache_bytes_per_token"), 0),
            mib(num(inf, "kv_cache_bytes_per_sequence") + num(inf, "state_bytes_per_sequence")),
            fixed(num(inf["decode"], "decode_tokens_per_s"), 1)});
     }
