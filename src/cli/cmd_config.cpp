@@ -17,6 +17,7 @@
 #include "mix/runner/mix_config.h"
 #include "sweep/runner/sweep_config.h"
 #include "plan/cluster.h"
+#include "arch/arch_spec.h"
 #include "plan/layout.h"
 #include "plan/scaling_law.h"
 #include "train/run_config.h"
@@ -44,6 +45,7 @@ const std::vector<FileType>& file_types() {
   static LadderConfig ladder;
   static MixSearchConfig mix;
   static SweepConfig sweep;
+  static ArchSpec arch;
   static const std::vector<FileType> kTypes = {
       {"run", "Run config", "`moetrain train --config`, `bench`, `plan --model`",
        [](ConfigSchema& s) { declare_keys(s, run); }},
@@ -57,6 +59,8 @@ const std::vector<FileType>& file_types() {
       {"ladder", "Ladder file", "`moetrain ladder run`", [](ConfigSchema& s) { declare_keys(s, ladder); }},
       {"mix", "Mixture search file", "`moetrain mix search`", [](ConfigSchema& s) { declare_keys(s, mix); }},
       {"sweep", "Sweep file", "`moetrain sweep`", [](ConfigSchema& s) { declare_keys(s, sweep); }},
+      {"arch", "Architecture comparison file", "`moetrain arch compare`",
+       [](ConfigSchema& s) { declare_keys(s, arch); }},
   };
   return kTypes;
 }

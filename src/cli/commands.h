@@ -22,6 +22,7 @@ void register_config(CLI::App& app, CommandAction& run);  // config reference | 
 void register_ladder(CLI::App& app, CommandAction& run);     // ladder run | fit: scaling ladders
 void register_mix(CLI::App& app, CommandAction& run);        // mix search: the data mixture from proxy runs
 void register_sweep(CLI::App& app, CommandAction& run);      // sweep: cost-aware hyperparameter search (CARBS)
+void register_arch(CLI::App& app, CommandAction& run);       // arch compare | report: four-factor architecture choice
 void register_supervise(CLI::App& app, CommandAction& run);  // supervise: keep a training job running
 void register_doctor(CLI::App& app, CommandAction& run);     // health checks of the machine / every rank
 void register_generate(CLI::App& app, CommandAction& run);   // generate: sample from a checkpoint (KV cache)

@@ -202,6 +202,18 @@ const std::vector<CommandExitCodes>& command_exit_codes() {
         {ExitCode::kUsage,
          "the sweep file or a `--set` is invalid, the base config or the run at the params' centres is refused, "
          "or `--out` holds another sweep or other files (nothing is written; `--move-aside`)"}}},
+      {"arch compare",
+       "src/cli/cmd_arch.cpp",
+       {{ExitCode::kFailed,
+         "a step failed: the benchmark of a candidate (its log is quoted), a ladder run, `generate`, or writing a "
+         "record; a missing or refusing mpirun is recorded as the reason, not a failure"},
+        {ExitCode::kUsage,
+         "the comparison file or a `--set` is invalid (named by key), a candidate's ladder, benchmark or hero plan is "
+         "refused, or `--out` holds another comparison or other files (nothing is written; `--move-aside`)"}}},
+      {"arch report",
+       "src/cli/cmd_arch.cpp",
+       {{ExitCode::kFailed, "report.html cannot be written"},
+        {ExitCode::kUsage, "DIR/compare.json is missing or not a comparison"}}},
       {"supervise",
        "src/cli/cmd_supervise.cpp",
        {{ExitCode::kFailed,

@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   mt::register_ladder(app, run);
   mt::register_mix(app, run);
   mt::register_sweep(app, run);
+  mt::register_arch(app, run);
   mt::register_supervise(app, run);
   mt::register_generate(app, run);
   mt::register_eval(app, run);

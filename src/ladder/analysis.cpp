@@ -185,6 +185,7 @@ Result<Analysis> analyze(const std::vector<Run>& runs, const LadderOptions& opt)
   a.estimates = estimate_law(law, s, opt.bootstrap.level);
   a.isoflop = fit_isoflop(a.used, opt.param_count, opt.isoflop);
   a.projection = project_targets(a, s);
+  a.bootstrap_laws = s.laws;
   for (const Run& r : held) {
     const double n = opt.param_count == ParamCount::kActive ? r.active_params : r.total_params;
     const double g = opt.sparsity == Sparsity::kNone      ? 1.0

@@ -80,6 +80,9 @@ struct Analysis {
   IsoflopFit isoflop;
   std::vector<DownstreamFit> downstream;
   Projection projection;
+  // The law refitted on each bootstrap resample (NaN fields where a refit had no answer): for
+  // projections along a curve (`moetrain arch compare`'s loss against compute, with its band).
+  std::vector<Law> bootstrap_laws;
   std::vector<std::string> notes;  // what was skipped, and why
 };
 

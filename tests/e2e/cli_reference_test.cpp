@@ -184,6 +184,8 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
       {"ladder run", {"ladder", "run", missing}, 2},
       {"mix search", {"mix", "search", missing}, 2},
       {"sweep", {"sweep", missing}, 2},
+      {"arch compare", {"arch", "compare", missing}, 2},
+      {"arch report", {"arch", "report", missing}, 2},
       {"supervise", {"supervise", "--hosts", missing, "--run-dir", missing, "--", "--resume"}, 2},
       {"generate", {"generate", "--ckpt", missing, "--prompt", "a"}, 1},
       {"generate", {"generate", "--ckpt", missing}, 2},
@@ -221,7 +223,7 @@ TEST(CliReference, DocumentedExitCodesAreReturned) {
   // Every leaf command has its row; data plan's 3 is run in DataPipeline.PlanPassesOrFailsNamingBuckets,
   // export's 3 in InteropHf.ExportRefusesNamingTheFeature, data decontaminate's 1 in
   // DecontaminateCli.BadInputNamesTheFileOrFlagAndLeavesNothing.
-  EXPECT_EQ(documented.size(), 40u);  // 27 + the ten task families + sft, rl, distill
+  EXPECT_EQ(documented.size(), 42u);  // 27 + the ten task families + sft, rl, distill + arch compare, arch report
   EXPECT_TRUE(documented.at("data plan").count(3));
 }
 

@@ -123,6 +123,7 @@ TEST(NumericFlagsSweep, EveryNumericFlagEndsCleanlyOnAbsurdValues) {
       {"ladder run", "--jobs", {"ladder", "run", tmp / "missing.toml", "--out", tmp / "lr"}},
       {"mix search", "--jobs", {"mix", "search", tmp / "missing.toml", "--out", tmp / "ms"}},
       {"sweep", "--jobs", {"sweep", tmp / "missing.toml", "--out", tmp / "sw"}},
+      {"arch compare", "--jobs", {"arch", "compare", tmp / "missing.toml", "--out", tmp / "ac"}},
       {"supervise", "--spares", {"supervise", "--hosts", tmp / "missing-hosts", "--run-dir", tmp / "sv"}},
       {"supervise", "--min-ranks", {"supervise", "--hosts", tmp / "missing-hosts", "--run-dir", tmp / "sv"}},
       {"supervise", "--heartbeat-timeout", {"supervise", "--hosts", tmp / "missing-hosts", "--run-dir", tmp / "sv"}},

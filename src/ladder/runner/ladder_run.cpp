@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -356,29 +357,42 @@ Result<std::vector<size_t>> select_rungs(const LadderConfig& c, const std::vecto
   return out;
 }
 
-Result<std::string> run_ladder(const LadderConfig& c, const LadderPlan& plan, const LadderRunOptions& opt) {
-  const std::string& out_dir = plan.out_dir;
-  const std::vector<RungPlan>& rungs = plan.rungs;
-  const std::vector<Unit>& units = plan.units;
-  std::error_code ec;
-  fs::create_directories(out_dir + "/logs", ec);
-  if (ec) return Status::errorf("{}: cannot create: {}", out_dir, ec.message());
-  const std::string results_path = out_dir + "/results.jsonl";
+namespace {
 
-  // What an earlier invocation recorded.
-  auto previous = read_results(results_path);
-  if (!previous) return previous.status();
+// One ladder's side of a queue: what its results file holds and how a
+// finished run is recorded there.
+struct LadderState {
+  const LadderConfig& c;
+  const LadderPlan& plan;
+  const LadderRunOptions& opt;
+  std::string results_path;
   std::map<std::string, json> recorded;
   std::vector<json> foreign;  // records of runs this ladder does not plan: kept, after ours
   std::set<std::string> planned;
-  for (const Unit& u : units) planned.insert(u.name);
-  for (json& j : previous.value()) {
-    const std::string name = j["name"].get<std::string>();
-    if (!planned.count(name)) foreign.push_back(std::move(j));
-    else if (has_eval(c.eval, j)) recorded[name] = std::move(j);
-    // else: recorded before these tasks were asked for: scored again (its training resumes at its end)
+
+  LadderState(const LadderConfig& c_, const LadderPlan& p_, const LadderRunOptions& o_)
+      : c(c_), plan(p_), opt(o_), results_path(p_.out_dir + "/results.jsonl") {}
+
+  // What an earlier invocation recorded.
+  Status read_previous() {
+    std::error_code ec;
+    fs::create_directories(plan.out_dir + "/logs", ec);
+    if (ec) return Status::errorf("{}: cannot create: {}", plan.out_dir, ec.message());
+    auto previous = read_results(results_path);
+    if (!previous) return previous.status();
+    for (const Unit& u : plan.units) planned.insert(u.name);
+    for (json& j : previous.value()) {
+      const std::string name = j["name"].get<std::string>();
+      if (!planned.count(name))
+        foreign.push_back(std::move(j));
+      else if (has_eval(c.eval, j))
+        recorded[name] = std::move(j);
+      // else: recorded before these tasks were asked for: scored again (its training resumes at its end)
+    }
+    return Status::ok();
   }
-  auto write_results = [&]() -> Status {
+
+  Status write_results() {
     // Other tasks of an array may have recorded their rungs since: keep them.
     std::optional<FileLock> lock;
     if (!opt.lock.empty()) {
@@ -397,29 +411,37 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderPlan& plan, co
       }
     }
     std::string text;
-    for (const Unit& u : units)
+    for (const Unit& u : plan.units)
       if (recorded.count(u.name)) text += recorded[u.name].dump() + "\n";
     for (const json& j : foreign) text += j.dump() + "\n";
     return write_file_atomic(results_path, text);
-  };
+  }
 
-  auto record = [&](const Unit& u) -> Status {
+  Status record(const Unit& u) {
     auto rec = result_record(c, plan, u);
     if (!rec) return rec.status();
     recorded[u.name] = std::move(rec.value());
     return write_results();
-  };
+  }
+};
 
-  // The queue: per rung, the full run in segments that stop at each branch
-  // step (a branch is copied when its segment ends), each branch, and the
-  // full run's last segment.
-  std::vector<QueuedRun> queue;
+// Appends the ladder's runs to `queue` (indices in `after` are the queue's):
+// per rung, the full run in segments that stop at each branch step (a branch
+// is copied when its segment ends), each branch, and the full run's last segment.
+void enqueue_ladder(LadderState& st, std::vector<QueuedRun>& queue) {
+  const LadderConfig& c = st.c;
+  const LadderRunOptions& opt = st.opt;
+  const std::string& out_dir = st.plan.out_dir;
+  const std::vector<RungPlan>& rungs = st.plan.rungs;
+  const std::vector<Unit>& units = st.plan.units;
+  const std::map<std::string, json>& recorded = st.recorded;
   // A run whose end is a result: recorded when it finishes, or once
   // `moetrain eval` has scored its final checkpoint.
   auto push_recorded = [&](QueuedRun run, size_t ui) {
     const Unit& u = units[ui];
     const bool done = run.done;
-    auto rec = [&, ui] { return record(units[ui]); };
+    LadderState* s = &st;
+    auto rec = [s, ui] { return s->record(s->plan.units[ui]); };
     if (!c.eval.enabled()) {
       run.on_done = rec;
       queue.push_back(std::move(run));
@@ -494,16 +516,36 @@ Result<std::string> run_ladder(const LadderConfig& c, const LadderPlan& plan, co
     last.done = recorded.count(full.name) > 0;
     push_recorded(std::move(last), p.units.back());
   }
+}
 
-  print_plan(c, plan, recorded, results_path, opt.jobs);
+}  // namespace
 
+Result<std::vector<std::string>> run_ladders(const std::vector<LadderJob>& ladders, const LadderRunOptions& opt) {
+  std::vector<std::unique_ptr<LadderState>> states;  // stable addresses: the queue's callbacks point at them
+  std::vector<QueuedRun> queue;
+  for (const LadderJob& l : ladders) {
+    states.push_back(std::make_unique<LadderState>(*l.config, *l.plan, opt));
+    MT_RETURN_IF_ERROR(states.back()->read_previous());
+    enqueue_ladder(*states.back(), queue);
+    print_plan(*l.config, *l.plan, states.back()->recorded, states.back()->results_path, opt.jobs);
+  }
   RunQueueOptions qo;
   qo.jobs = opt.jobs;
   qo.progress = opt.progress;
-  qo.label = "ladder";
+  qo.label = opt.label;
   MT_RETURN_IF_ERROR(run_queue(queue, qo));
-  MT_RETURN_IF_ERROR(write_results());
-  return results_path;
+  std::vector<std::string> paths;
+  for (auto& s : states) {
+    MT_RETURN_IF_ERROR(s->write_results());
+    paths.push_back(s->results_path);
+  }
+  return paths;
+}
+
+Result<std::string> run_ladder(const LadderConfig& c, const LadderPlan& plan, const LadderRunOptions& opt) {
+  auto paths = run_ladders({LadderJob{&c, &plan}}, opt);
+  if (!paths) return paths.status();
+  return paths->front();
 }
 
 }  // namespace mt

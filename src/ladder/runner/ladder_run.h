@@ -106,6 +106,7 @@ struct LadderRunOptions {
   // the file ends as one invocation over every rung writes it.
   std::vector<size_t> rungs;
   std::string lock;  // the lock file ("" = no other invocation writes OUT at the same time)
+  std::string label = "ladder";  // the progress line's name
 };
 
 // `--rung` values (a rung's name, or its index from 0: a job array's
@@ -115,5 +116,15 @@ Result<std::vector<size_t>> select_rungs(const LadderConfig& c, const std::vecto
 // Trains every rung and branch not yet in OUT/results.jsonl; returns the
 // results path. The caller has claimed OUT (claim_output_dir with ladder_owner).
 Result<std::string> run_ladder(const LadderConfig& c, const LadderPlan& plan, const LadderRunOptions& opt);
+
+// Several ladders trained as one queue, `jobs` runs at once across all of
+// them (`moetrain arch compare`: a ladder per candidate architecture keeps
+// every core busy to the end). Each ladder's results file ends as run_ladder
+// writes it alone; returns their paths in order.
+struct LadderJob {
+  const LadderConfig* config = nullptr;
+  const LadderPlan* plan = nullptr;
+};
+Result<std::vector<std::string>> run_ladders(const std::vector<LadderJob>& ladders, const LadderRunOptions& opt);
 
 }  // namespace mt
