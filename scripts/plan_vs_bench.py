@@ -73,7 +73,11 @@ def main():
         load = ref / cluster["cpu"][f"gemm_{prec}_gflops"]
         rows.append({"preset": preset, "precision": prec, "plan_s": p["step_time_s"], "bench_s": measured,
                      "load": load, "plan_bytes": p["memory"]["total"], "rss_bytes": rss,
-                     "bench_runs": [b["step_time_s"] for b in bs]})
+                     "bench_runs": [b["step_time_s"] for b in bs],
+                     "tokens_per_s": statistics.median(b["tokens_per_s"] for b in bs),
+                     "vs_gemm_best": statistics.median(b["mfu_vs_gemm_best"] for b in bs),
+                     "vs_gemm_interleaved": statistics.median(b["mfu_vs_gemm_interleaved"] for b in bs),
+                     "mfu": statistics.median(b["mfu"] for b in bs), "peak_kind": bs[0]["peak_kind"]})
     print(f"\nCPU: {cpu_name}\n")
     print("| preset | precision | plan s | bench s | plan / bench | within 10% | load | plan / (bench x load) "
           "| plan MiB | peak RSS MiB | plan / RSS | within 10% |")
@@ -86,6 +90,13 @@ def main():
               f"{'yes' if abs(t - 1) <= 0.1 else 'no'} | {r['load']:.2f} | {tl:.3f} | "
               f"{r['plan_bytes'] / 2**20:,.0f} | {r['rss_bytes'] / 2**20:,.0f} | {m:.3f} | "
               f"{'yes' if abs(m - 1) <= 0.1 else 'no'} |")
+    # The throughput targets are these ratios: the step's model FLOP rate over the same run's best
+    # GEMM of its precision (measured before the steps, and after each step), and over the measured peak.
+    print("\n| preset | precision | tokens/s | vs best GEMM | vs GEMM after each step | MFU (vs peak) | peak |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['preset']} | {r['precision']} | {r['tokens_per_s']:,.0f} | {r['vs_gemm_best']:.3f} | "
+              f"{r['vs_gemm_interleaved']:.3f} | {100 * r['mfu']:.1f}% | {r['peak_kind']} |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"cpu": cpu_name, "rows": rows}, f, indent=1)
