@@ -317,6 +317,7 @@ def main():
                 row[f"torch_{mode}"] = tps
                 row[f"torch_{mode}_step_s"] = times
                 row[f"torch_{mode}_wall_s"] = time.perf_counter() - t0
+            row["loadavg_1min"] = os.getloadavg()[0]  # the neighbours: a busy host slows both systems
             print("# round", json.dumps(row), flush=True)
             rounds.append(row)
 
