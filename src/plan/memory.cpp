@@ -101,15 +101,15 @@ double MemoryBreakdown::total() const {
 
 std::vector<MemoryItem> MemoryBreakdown::items() const {
   std::vector<MemoryItem> v = {{"parameters", "parameters", parameters},
-          {"gradients", "gradients", gradients},
-          {"optimizer_state", "optimizer state", optimizer_state},
-          {"optimizer_workspace", "optimizer workspace (Muon)", optimizer_workspace},
-          {"master_weights", "master weights", master_weights},
-          {"activations", "activations", activations},
-          {"comm_buffers", "communication buffers", comm_buffers},
-          {"moe_capacity_buffers", "MoE capacity buffers", moe_capacity_buffers},
-          {"runtime", "runtime, packed weights", runtime},
-          {"fragmentation", "allocator overhead", fragmentation}};
+                               {"gradients", "gradients", gradients},
+                               {"optimizer_state", "optimizer state", optimizer_state},
+                               {"optimizer_workspace", "optimizer workspace (Muon)", optimizer_workspace},
+                               {"master_weights", "master weights", master_weights},
+                               {"activations", "activations", activations},
+                               {"comm_buffers", "communication buffers", comm_buffers},
+                               {"moe_capacity_buffers", "MoE capacity buffers", moe_capacity_buffers},
+                               {"runtime", "runtime, GEMM workspace", runtime},
+                               {"fragmentation", "allocator overhead", fragmentation}};
   // Only Muon has a workspace: other layouts keep the items they always had.
   if (optimizer_workspace == 0) v.erase(v.begin() + 3);
   return v;
@@ -182,11 +182,11 @@ MemoryBreakdown cpu_memory(const ModelConfig& c, const ModelStats& s, const Para
   const double n = double(s.total) / double(p.gpus);
   // bf16 (train.precision = "bf16"): fp32 master weights plus the GEMMs' bf16 shadow of them.
   m.parameters = 4 * n + (p.cfg.params == Precision::kBf16 ? 2 * n : 0.0);
-  // The GEMM library's workspace: one process reads its weights in place and keeps them packed for the
-  // products (train.pack_weights, on by default; kernels/cpu/gemm.h): a copy per layout read, the forward's
-  // W^T and the input gradient's W, in the form the products read (none where bf16 multiplies rounded fp32
-  // copies). Every parameter but an untied embedding (a lookup) and the norms (a few per layer, left in) is
-  // a product's weight.
+  // The GEMM library's workspace ("runtime, GEMM workspace": on a GPU the CUDA context): one process reads its weights
+  // in place and keeps them packed for the products (train.pack_weights, on by default; kernels/cpu/gemm.h): a copy per
+  // layout read, the forward's W^T and the input gradient's W, in the form the products read (none where bf16
+  // multiplies rounded fp32 copies). Every parameter but an untied embedding (a lookup) and the norms (a few per layer,
+  // left in) is a product's weight.
   const MatmulPrecision prec = p.cfg.params == Precision::kBf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32;
   if (p.gpus == 1) {
     const OperandForm f = operand_form(prec);
