@@ -8,12 +8,13 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 #include <string>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
-#include "core/check.h"
 #include "core/file_io.h"
 #include "core/threads.h"
 #include "dist/doctor.h"
@@ -45,6 +46,12 @@ ExitCode write_cluster(const DoctorArgs& a) {
     fmt::print(stderr, "moetrain doctor: --write-cluster measures one process; run it without mpirun\n");
     return ExitCode::kUsage;
   }
+  // A file that cannot be written is refused before a minute of measuring, not after.
+  const std::filesystem::path dir = std::filesystem::path(a.write_cluster).parent_path();
+  if (std::error_code ec; !dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+    fmt::print(stderr, "moetrain doctor: --write-cluster {}: no directory {}\n", a.write_cluster, dir.string());
+    return ExitCode::kUsage;
+  }
   set_num_threads(int(a.threads));
   fmt::print(stderr, "moetrain doctor: measuring this CPU on {} thread(s) (about a minute)\n", num_threads());
   auto prof = measure_cpu_profile(CpuMeasureOptions{a.measure_tokens, 3, a.command});
@@ -54,8 +61,11 @@ ExitCode write_cluster(const DoctorArgs& a) {
   }
   const std::string text = plan::cpu_cluster_toml(*prof);
   // What plan will read must parse: a writer that produced a file its reader refuses would be a bug.
-  auto parsed = plan::parse_cluster(text, a.write_cluster);
-  MT_CHECK(parsed.is_ok(), "the written cluster file does not parse: {}", parsed.status().message());
+  if (auto parsed = plan::parse_cluster(text, a.write_cluster); !parsed) {
+    fmt::print(stderr, "moetrain doctor: --write-cluster: the file written would not parse (a bug): {}\n",
+               parsed.status().message());
+    return ExitCode::kFailed;
+  }
   if (Status st = write_file_atomic(a.write_cluster, text); !st) {
     fmt::print(stderr, "moetrain doctor: --write-cluster: {}\n", st.message());
     return ExitCode::kFailed;

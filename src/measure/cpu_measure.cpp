@@ -16,6 +16,7 @@
 #include <functional>
 #include <set>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "core/bf16.h"
@@ -27,6 +28,7 @@
 #include "kernels/cpu/gated_delta.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/grouped_swiglu.h"
+#include "measure/reference_gemm.h"
 #include "model/attention_kernel.h"
 
 namespace mt {
@@ -107,56 +109,78 @@ std::string today() {
   return buf;
 }
 
+// Weights held as the trainer holds them: one fp32 region, its bf16 shadow for bf16 products, and the GEMM
+// library's packed copies of it (train.pack_weights, on by default), repacked once per step: the products of one
+// timed forward and backward read them as the trainer's step does.
+class TrainerWeights {
+ public:
+  TrainerWeights(std::vector<float> values, MatmulPrecision p) : w_(std::move(values)), p_(p) {
+    if (p_ == MatmulPrecision::kBf16) {
+      shadow_.resize(w_.size());
+      for (size_t i = 0; i < w_.size(); ++i) shadow_[i] = f32_to_bf16(w_[i]);
+      gemm_register_bf16_shadow(w_.data(), shadow_.data(), int64_t(w_.size()));
+    }
+    gemm_register_packed_weights(w_.data(), int64_t(w_.size()));
+  }
+  ~TrainerWeights() {
+    gemm_unregister_packed_weights(w_.data());
+    if (p_ == MatmulPrecision::kBf16) gemm_register_bf16_shadow(w_.data(), nullptr, 0);
+  }
+  TrainerWeights(const TrainerWeights&) = delete;
+  TrainerWeights& operator=(const TrainerWeights&) = delete;
+  // A new step: the trainer bumps the version at each step's start, so each step packs once.
+  void new_step() { gemm_weights_changed(); }
+  float* data() { return w_.data(); }
+
+ private:
+  std::vector<float> w_;
+  std::vector<bf16> shadow_;
+  MatmulPrecision p_;
+};
+
 // One linear layer y (M, N) = x (M, K) W^T: forward and both gradients, as the trainer runs them.
 plan::GemmSample linear_sample(const std::string& what, int64_t M, int64_t N, int64_t K, MatmulPrecision p,
                                int64_t repeats) {
-  std::vector<float> x = normal(M * K, 1), W = normal(N * K, 2), y(size_t(M * N)), dy = normal(M * N, 3),
-                     dx(size_t(M * K)), dW(size_t(N * K));
-  std::vector<bf16> shadow;
+  TrainerWeights W(normal(N * K, 2), p);
+  std::vector<float> x = normal(M * K, 1), y(size_t(M * N)), dy = normal(M * N, 3), dx(size_t(M * K)),
+                     dW(size_t(N * K));
   OperandBuffer xb;
   GemmInput xin(x.data());
-  if (p == MatmulPrecision::kBf16) {
-    shadow.resize(size_t(N * K));
-    for (int64_t i = 0; i < N * K; ++i) shadow[size_t(i)] = f32_to_bf16(W[size_t(i)]);
-    gemm_register_bf16_shadow(W.data(), shadow.data(), N * K);
-    xin = GemmInput(operand_of(x.data(), M * K, operand_form(p), xb), operand_form(p));
-  }
+  if (p == MatmulPrecision::kBf16) xin = GemmInput(operand_of(x.data(), M * K, operand_form(p), xb), operand_form(p));
   plan::GemmSample s;
   s.name = fmt::format("{} {}x{}x{}", what, M, N, K);
   s.calls = {{1, double(M), double(N), double(K)}};
   s.seconds = time_median(repeats, [&] {
+    W.new_step();
     linear_forward(y.data(), xin, W.data(), M, N, K, p);
     linear_backward(dx.data(), dW.data(), dy.data(), xin, W.data(), M, N, K, 0.0f, p);
   });
-  if (p == MatmulPrecision::kBf16) gemm_register_bf16_shadow(W.data(), nullptr, 0);
   return s;
 }
 
 // The routed experts of one MoE layer: E experts of F, rows = tokens x top-k spread evenly (bench's routing).
+// Their weights lie in one region, as the trainer's parameters do (each expert's W13 then W2).
 plan::GemmSample experts_sample(int64_t tokens, int64_t E, int64_t topk, int64_t F, int64_t Din, MatmulPrecision p,
                                 int64_t repeats) {
-  const int64_t rows = tokens * topk, per = rows / E;
+  const int64_t rows = tokens * topk, per = rows / E, w13n = 2 * F * Din, w2n = Din * F;
   std::vector<int64_t> begin(size_t(E + 1));
   for (int64_t e = 0; e <= E; ++e) begin[size_t(e)] = e * per;
-  std::vector<std::vector<float>> w13, w2, dw13, dw2;
+  std::vector<float> values;
+  values.reserve(size_t(E * (w13n + w2n)));
+  for (int64_t e = 0; e < E; ++e)
+    for (const std::vector<float>& w : {normal(w13n, 10 + e), normal(w2n, 100 + e)})
+      values.insert(values.end(), w.begin(), w.end());
+  TrainerWeights weights(std::move(values), p);
+  std::vector<std::vector<float>> dw13, dw2;
   std::vector<const float*> w13p, w2p;
   std::vector<float*> dw13p, dw2p;
-  std::vector<std::vector<bf16>> shadows;
   for (int64_t e = 0; e < E; ++e) {
-    w13.push_back(normal(2 * F * Din, 10 + e));
-    w2.push_back(normal(Din * F, 100 + e));
-    dw13.emplace_back(size_t(2 * F * Din));
-    dw2.emplace_back(size_t(Din * F));
+    dw13.emplace_back(size_t(w13n));
+    dw2.emplace_back(size_t(w2n));
   }
   for (int64_t e = 0; e < E; ++e) {
-    w13p.push_back(w13[size_t(e)].data()), w2p.push_back(w2[size_t(e)].data());
+    w13p.push_back(weights.data() + e * (w13n + w2n)), w2p.push_back(weights.data() + e * (w13n + w2n) + w13n);
     dw13p.push_back(dw13[size_t(e)].data()), dw2p.push_back(dw2[size_t(e)].data());
-    if (p == MatmulPrecision::kBf16)
-      for (std::vector<float>* w : {&w13[size_t(e)], &w2[size_t(e)]}) {
-        shadows.emplace_back(w->size());
-        for (size_t i = 0; i < w->size(); ++i) shadows.back()[i] = f32_to_bf16((*w)[i]);
-        gemm_register_bf16_shadow(w->data(), shadows.back().data(), int64_t(w->size()));
-      }
   }
   const int64_t n = per * E;
   std::vector<float> x = normal(n * Din, 4), y(size_t(n * Din)), h13(size_t(n * 2 * F)), z(size_t(n * F)),
@@ -166,15 +190,11 @@ plan::GemmSample experts_sample(int64_t tokens, int64_t E, int64_t topk, int64_t
   s.name = fmt::format("experts {} x ({}x{}x{}, {}x{}x{})", E, per, 2 * F, Din, per, Din, F);
   s.calls = {{double(E), double(per), double(2 * F), double(Din)}, {double(E), double(per), double(Din), double(F)}};
   s.seconds = time_median(repeats, [&] {
+    weights.new_step();
     grouped_swiglu_forward(y.data(), h13.data(), z.data(), x.data(), g, p);
     grouped_swiglu_backward(dx.data(), dw13p.data(), dw2p.data(), dh13.data(), dy.data(), x.data(), h13.data(),
                             z.data(), g, p);
   });
-  if (p == MatmulPrecision::kBf16)
-    for (int64_t e = 0; e < E; ++e) {
-      gemm_register_bf16_shadow(w13[size_t(e)].data(), nullptr, 0);
-      gemm_register_bf16_shadow(w2[size_t(e)].data(), nullptr, 0);
-    }
   return s;
 }
 
@@ -268,17 +288,7 @@ Result<plan::CpuProfile> measure_cpu_profile(const CpuMeasureOptions& opt) {
   const double delta = measure_delta_gflops(M, R);
   for (MatmulPrecision p : {MatmulPrecision::kFp32, MatmulPrecision::kBf16}) {
     plan::CpuPrecisionProfile& pp = p == MatmulPrecision::kFp32 ? prof.fp32 : prof.bf16;
-    {
-      const int64_t n = 2048;
-      std::vector<float> A(size_t(n * n), 0.5f), B(size_t(n * n), 0.25f), C(size_t(n * n));
-      double best = 0;
-      for (int rep = 0; rep < 6; ++rep) {
-        const double t0 = now_seconds();
-        gemm(C.data(), A.data(), B.data(), GemmShape{n, n, n}, 0.0f, p);
-        if (rep > 0) best = std::max(best, 2.0 * double(n * n * n) / (now_seconds() - t0) / 1e9);
-      }
-      pp.rates.gemm_gflops = best;
-    }
+    pp.rates.gemm_gflops = ReferenceGemm().best_gflops(p);
     // The bench presets' linear layers (moe-512 and its variants) and their routed experts.
     pp.samples = {linear_sample("qkv", M, 768, 512, p, R),         linear_sample("attn out", M, 512, 512, p, R),
                   linear_sample("shared up", M, 704, 512, p, R),   linear_sample("shared down", M, 512, 352, p, R),

@@ -3,7 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "core/config_schema.h"
 
 namespace mt::plan {
 namespace {
@@ -47,15 +51,26 @@ double predicted_gemm_s(const GemmSample& s, double gemm_gflops, const GemmFit& 
   return unit_seconds(s, f.k0) / (gemm_gflops * 1e9 * f.efficiency);
 }
 
+namespace {
+
+// Text for a comment line: a line break in a path would end the comment and leave the rest as TOML.
+std::string one_line(std::string s) {
+  std::replace_if(
+      s.begin(), s.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+  return s;
+}
+
+}  // namespace
+
 std::string cpu_cluster_toml(const CpuProfile& p) {
   std::string t;
-  t += fmt::format("# A cluster file measured by `{}`\n", p.command);
-  t += fmt::format("# on {}, {}, {} thread(s).\n", p.cpu, p.date, p.threads);
-  t += fmt::format("# CPU flags: {}\n", p.flags);
+  t += fmt::format("# A cluster file measured by `{}`\n", one_line(p.command));
+  t += fmt::format("# on {}, {}, {} thread(s).\n", one_line(p.cpu), p.date, p.threads);
+  t += fmt::format("# CPU flags: {}\n", one_line(p.flags));
   t += "# `moetrain plan --cluster THIS --layout cpu` predicts `moetrain bench` steps from these kernel-level\n"
        "# figures (docs/planner.md, \"A measured CPU\"); no training step was timed to make them.\n\n";
   t += "[cluster]\n";
-  t += fmt::format("name = \"{}, {} threads (measured {})\"\n\n", p.cpu, p.threads, p.date);
+  t += fmt::format("name = {}\n\n", toml_quote(fmt::format("{}, {} threads (measured {})", p.cpu, p.threads, p.date)));
   t += "[gpu]\n";
   t += "type = \"cpu\"\n";
   const double bf16_peak = p.bf16.rates.peak_gflops > 0 ? p.bf16.rates.peak_gflops : p.fp32.rates.peak_gflops;

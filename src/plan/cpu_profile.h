@@ -56,7 +56,7 @@ struct CpuProfile {
 // The cluster file: a header comment naming the CPU, the date and the command, [cluster], [gpu] (type
 // "cpu", the bf16 peak, available RAM, the measured bandwidth), [efficiency] (hbm 1: the bandwidth is
 // achieved; the measured kernel latency) and [cpu] with both precisions' rates; the GEMM samples and the
-// fit's error as comments. parse_cluster reads it back to the same figures (tests/unit/cpu_profile_test.cpp).
+// fit's error as comments. parse_cluster reads it back to the same figures (tests/unit/plan_cpu_profile_test.cpp).
 std::string cpu_cluster_toml(const CpuProfile& p);
 
 }  // namespace mt::plan

@@ -88,8 +88,9 @@ TEST(NumericFlagsSweep, EveryNumericFlagEndsCleanlyOnAbsurdValues) {
       {"doctor", "--bandwidth-bytes", {"doctor", "--timeout", "5"}},
       {"doctor", "--memory-mib", {"doctor", "--timeout", "5"}},
       {"doctor", "--timeout", {"doctor"}},
-      {"doctor", "--measure-tokens", {"doctor", "--write-cluster", tmp / "c.toml"}},
-      {"doctor", "--threads", {"doctor", "--write-cluster", tmp / "c.toml", "--measure-tokens", "512"}},
+      // A cluster file in no directory: a value that passes the flag's checks is refused before measuring.
+      {"doctor", "--measure-tokens", {"doctor", "--write-cluster", tmp / "missing/c.toml"}},
+      {"doctor", "--threads", {"doctor", "--write-cluster", tmp / "missing/c.toml", "--measure-tokens", "512"}},
       {"data build", "--timeout", {"data", "build", "--config", tmp / "missing.toml", "--out", tmp / "db"}},
       {"data inspect", "--limit", {"data", "inspect", ds, "--docs"}},
       {"data plan", "--seq-len", {"data", "plan", ds, "--mixture", tmp / "mix.toml"}},

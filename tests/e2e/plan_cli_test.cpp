@@ -13,6 +13,7 @@ namespace mt::e2e {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kSrc = MT_SOURCE_DIR;
 
@@ -145,6 +146,11 @@ TEST(PlanCli, MeasuredCpuClusterFile) {
                                   "--tokens", "1e9", "--set", "cluster.cpu.gemm_fp32_gflops=100"});
   EXPECT_EQ(bad.exit_code, 2) << bad;
   EXPECT_THAT(bad.err, HasSubstr("cpu.gemm_fp32_gflops"));
+  // A file in no directory is refused before the measurement, naming the flag.
+  const ProcessResult nodir = run_process({moetrain_binary(), "doctor", "--write-cluster", tmp / "missing/c.toml"}, 30);
+  EXPECT_EQ(nodir.exit_code, 2) << nodir;
+  EXPECT_THAT(nodir.err, HasSubstr("--write-cluster"));
+  EXPECT_THAT(nodir.err, Not(HasSubstr("measuring")));
 }
 
 struct Bad {

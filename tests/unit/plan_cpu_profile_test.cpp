@@ -46,6 +46,17 @@ void expect_rates(const CpuRates& got, const CpuRates& want) {
   EXPECT_DOUBLE_EQ(got.delta_gflops, want.delta_gflops);
 }
 
+// A CPU name with quotes and a backslash, a command with a line break (a path may hold one): the file still
+// parses, and the name reads back as written.
+TEST(PlanCpuProfile, OddCharactersStayInsideTheirStringsAndComments) {
+  CpuProfile p = profile();
+  p.cpu = "Vendor \"X\" \\ 9";
+  p.command = "moetrain doctor --write-cluster a\nb = 1.toml";
+  auto c = parse_cluster(cpu_cluster_toml(p), "x.toml");
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  EXPECT_THAT(c->name, HasSubstr(p.cpu));
+}
+
 TEST(PlanCpuProfile, WrittenFileReadsBack) {
   const CpuProfile p = profile();
   const std::string text = cpu_cluster_toml(p);
