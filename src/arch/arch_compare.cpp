@@ -29,6 +29,7 @@ Result<ArchComparePlan> plan_arch_compare(const ArchSpec& spec, const std::strin
     p.ladders.push_back(std::move(l.value()));
     auto hero = plan_candidate(spec, c);  // pure and quick: a refused hero plan is a spec error
     if (!hero) return hero.status();
+    p.hero.push_back(std::move(hero.value()));
   }
   return p;
 }
@@ -78,7 +79,7 @@ Result<json> run_arch_compare(const ArchSpec& spec, const ArchComparePlan& plan,
   // (b) and inference footprint: the planner (pure).
   for (size_t i = 0; i < n; ++i) {
     const ArchCandidate& c = spec.candidates[i];
-    auto r = cached_step(fmt::format("{}/{}.plan.json", dir, c.name), [&] { return plan_candidate(spec, c); });
+    auto r = cached_step(fmt::format("{}/{}.plan.json", dir, c.name), [&]() -> Result<json> { return plan.hero[i]; });
     if (!r) return r.status();
     rec[i].plan = std::move(r.value());
   }

@@ -29,6 +29,7 @@ namespace mt {
 struct ArchComparePlan {
   std::string out_dir;
   std::vector<CandidateLadder> ladders;  // per candidate, in spec order
+  std::vector<nlohmann::json> hero;      // per candidate: its planned hero run (factor b), computed once
 };
 
 // Plans every candidate's ladder and checks its hero plan before DIR is touched.

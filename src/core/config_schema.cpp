@@ -28,6 +28,12 @@ std::string ConfigOrigins::at(std::string_view key) const {
 
 bool ConfigOrigins::was_set(std::string_view key) const { return where_.find(key) != where_.end(); }
 
+std::optional<std::string> ConfigOrigins::first_set_under(std::string_view prefix) const {
+  const auto it = where_.lower_bound(prefix);
+  if (it == where_.end() || it->first.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  return it->first;
+}
+
 Status ConfigOrigins::error(std::string_view key, std::string_view why) const {
   // A cross-field error is placed at `key`; when another key it names came
   // from a --set, say so, or the message points at a file line that is not

@@ -39,6 +39,8 @@ class ConfigOrigins {
   const std::string& source() const { return source_; }
   std::string at(std::string_view key) const;
   bool was_set(std::string_view key) const;
+  // The first key set (in key order) under `prefix` ("cpu."), if any: for a section a setting refuses whole.
+  std::optional<std::string> first_set_under(std::string_view prefix) const;
   void set(const std::string& key, std::string where) { where_[key] = std::move(where); }
   // "AT: key: why" — the shape of every cross-field error.
   Status error(std::string_view key, std::string_view why) const;

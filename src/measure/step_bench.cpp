@@ -11,6 +11,7 @@
 #include "core/threads.h"
 #include "core/timer.h"
 #include "kernels/cpu/gemm.h"
+#include "measure/reference_gemm.h"
 #include "model/attention_kernel.h"
 #include "model/flops.h"
 #include "plan/memory.h"
@@ -57,27 +58,6 @@ double planner_bytes(const RunConfig& rc) {
   return plan::memory_per_gpu(rc.model, plan::model_stats(rc.model, rc.train.seq_len), p.value(), cpu).total();
 }
 
-// The reference product: one 2048^3 GEMM at precision p, timed.
-struct ReferenceGemm {
-  static constexpr int64_t n = 2048;
-  std::vector<float> a = std::vector<float>(n * n, 0.5f), b = std::vector<float>(n * n, 0.25f),
-                     c = std::vector<float>(n * n);
-  double gflops_once(MatmulPrecision p) {
-    const double t0 = now_seconds();
-    gemm(c.data(), a.data(), b.data(), GemmShape{n, n, n}, 0.0f, p);
-    return 2.0 * double(n * n * n) / (now_seconds() - t0) / 1e9;
-  }
-};
-
-double gemm_best_gflops(ReferenceGemm& ref, MatmulPrecision p) {
-  std::vector<double> rates;
-  for (int rep = 0; rep < 6; ++rep) {
-    const double r = ref.gflops_once(p);
-    if (rep > 0) rates.push_back(r);
-  }
-  return *std::max_element(rates.begin(), rates.end());
-}
-
 }  // namespace
 
 Result<nlohmann::json> run_step_bench(const RunConfig& cfg, const StepBenchOptions& bench, Comm& world) {
@@ -92,7 +72,7 @@ Result<nlohmann::json> run_step_bench(const RunConfig& cfg, const StepBenchOptio
   const double peak_gflops = bf16 ? bf16_matmul_peak(peak).gflops : peak.fp32_gflops;
   const MatmulPrecision ref_prec = bf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kFp32;
   ReferenceGemm ref;
-  const double gemm_best = ranks * gemm_best_gflops(ref, ref_prec);
+  const double gemm_best = ranks * ref.best_gflops(ref_prec);
   TrainerOptions opt;
   opt.peak_gflops = peak_gflops;
   opt.progress = false;

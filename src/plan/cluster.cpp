@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <optional>
+#include <string>
 
 #include "core/config_schema.h"
 #include "core/file_io.h"
@@ -208,12 +210,8 @@ Result<ClusterConfig> parse_cluster(const std::string& text, const std::string& 
   for (double w : c.failure_cause_weights) weight += w;
   if (!(weight > 0)) return o.error("failure_causes", "the weights must not all be 0");
   if (d.kind != DeviceKind::kCpu)
-    for (const char* key :
-         {"cpu.threads", "cpu.peak_fp32_gflops", "cpu.gemm_fp32_gflops", "cpu.gemm_fp32_efficiency", "cpu.gemm_fp32_k0",
-          "cpu.attention_fp32_gflops", "cpu.delta_fp32_gflops", "cpu.peak_bf16_gflops", "cpu.gemm_bf16_gflops",
-          "cpu.gemm_bf16_efficiency", "cpu.gemm_bf16_k0", "cpu.attention_bf16_gflops", "cpu.delta_bf16_gflops"})
-      if (o.was_set(key))
-        return o.error(key, fmt::format("measured CPU figures need gpu.type = \"cpu\", not \"{}\"", d.type));
+    if (const std::optional<std::string> key = o.first_set_under("cpu."))
+      return o.error(*key, fmt::format("measured CPU figures need gpu.type = \"cpu\", not \"{}\"", d.type));
   // A precision whose products were measured needs the rest of its figures: the planner would otherwise mix
   // measured GEMMs with the preset's guesses.
   for (auto [name, r] : {std::pair<const char*, const CpuRates*>{"fp32", &c.cpu.fp32}, {"bf16", &c.cpu.bf16}}) {

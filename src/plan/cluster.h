@@ -78,6 +78,7 @@ struct CpuFigures {
   int64_t threads = 0;  // threads the figures were measured on (the trainer's train.threads)
   CpuRates fp32, bf16;
   bool measured() const { return fp32.measured() || bf16.measured(); }
+  const CpuRates& rates(bool bf16_step) const { return bf16_step ? bf16 : fp32; }
 };
 
 struct ClusterConfig {

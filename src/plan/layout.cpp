@@ -313,7 +313,7 @@ Result<Parallel> resolve(const LayoutConfig& l, const ModelConfig& m, int64_t mo
     // A cluster file with measured figures (moetrain doctor --write-cluster) must have them for the step's
     // precision: mixing measured and preset rates would say neither.
     const bool bf16 = l.params == Precision::kBf16;
-    if (c.cpu.measured() && !(bf16 ? c.cpu.bf16 : c.cpu.fp32).measured())
+    if (c.cpu.measured() && !c.cpu.rates(bf16).measured())
       return bad("precision.params",
                  fmt::format("\"{}\": the cluster file {} has no measured {} figures "
                              "(cpu.gemm_{}_gflops)",

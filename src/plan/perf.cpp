@@ -58,7 +58,7 @@ Machine machine_of(const ClusterConfig& c, double sm_share = 1.0, Precision prec
             peak * c.eff.attention * sm_share,
             cpu,
             false};
-  const CpuRates& r = prec == Precision::kBf16 ? c.cpu.bf16 : c.cpu.fp32;
+  const CpuRates& r = c.cpu.rates(prec == Precision::kBf16);
   if (cpu && r.measured()) {
     m.peak = r.peak_gflops * 1e9;
     m.gemm = r.gemm_gflops * 1e9 * r.gemm_efficiency;
@@ -670,7 +670,7 @@ std::vector<TermSource> step_time_sources(const ClusterConfig& cl, const LayoutC
                    : "preset or cluster file, not fitted";
   std::vector<TermSource> v;
   const bool bf16 = l.params == Precision::kBf16;
-  const CpuRates& r = bf16 ? cl.cpu.bf16 : cl.cpu.fp32;
+  const CpuRates& r = cl.cpu.rates(bf16);
   if (cl.device.kind == DeviceKind::kCpu && r.measured()) {
     v.push_back({"compute", fmt::format("measured on this CPU ({}, [cpu], moetrain doctor --write-cluster), {}: "
                                         "GEMMs at {:.1f} GFLOP/s (2048^3) x {:.3f} x K/(K+{:.0f}), fitted to "

@@ -194,6 +194,10 @@ TEST(ConfigSchema, CanonicalTomlRoundTripsEveryKind) {
   EXPECT_EQ(o.at("elem[1].size"), "t.toml:17");
   EXPECT_EQ(o.at("a.f"), "t.toml:4");
   EXPECT_FALSE(o.was_set("nothing"));
+  EXPECT_EQ(o.first_set_under("a."), std::optional<std::string>("a.b"));  // key order: b, f, u
+  EXPECT_EQ(o.first_set_under("elem["), std::optional<std::string>("elem[0].name"));
+  EXPECT_EQ(o.first_set_under("c."), std::nullopt);
+  EXPECT_EQ(o.first_set_under("to"), std::optional<std::string>("top"));
   const std::string canon = s.to_toml();
   Everything e2;
   ConfigSchema s2("test file");
