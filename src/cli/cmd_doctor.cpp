@@ -73,11 +73,12 @@ ExitCode write_cluster(const DoctorArgs& a) {
   const plan::CpuPrecisionProfile &f = prof->fp32, &b = prof->bf16;
   fmt::print(
       "{}, {} thread(s): peak fp32 {:.1f} / bf16 {:.1f} GFLOP/s ({}), 2048^3 {:.1f} / {:.1f}, "
-      "model products x {:.3f} (k0 {:.0f}) / x {:.3f} (k0 {:.0f}), attention {:.1f} / {:.1f}, "
-      "gated delta {:.1f}, memory {:.1f} GB/s\n",
+      "model products x {:.3f} (k0 {:.0f}) / x {:.3f} (k0 {:.0f}), experts' time x {:.3f} / x {:.3f}, "
+      "attention {:.1f} / {:.1f}, gated delta {:.1f}, memory {:.1f} GB/s\n",
       prof->cpu, prof->threads, f.rates.peak_gflops, b.rates.peak_gflops, prof->bf16_unit, f.rates.gemm_gflops,
       b.rates.gemm_gflops, f.rates.gemm_efficiency, f.rates.gemm_k0, b.rates.gemm_efficiency, b.rates.gemm_k0,
-      f.rates.attention_gflops, b.rates.attention_gflops, f.rates.delta_gflops, prof->memory_gbps);
+      f.rates.experts_factor, b.rates.experts_factor, f.rates.attention_gflops, b.rates.attention_gflops,
+      f.rates.delta_gflops, prof->memory_gbps);
   fmt::print(stderr, "moetrain doctor: wrote {}\n", a.write_cluster);
   return ExitCode::kOk;
 }

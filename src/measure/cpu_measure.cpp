@@ -295,9 +295,14 @@ Result<plan::CpuProfile> measure_cpu_profile(const CpuMeasureOptions& opt) {
                   linear_sample("mla kv down", M, 288, 512, p, R), linear_sample("mla kv up", M, 1024, 256, p, R),
                   linear_sample("delta in", M, 2064, 512, p, R),   linear_sample("mtp proj", M, 512, 1024, p, R),
                   linear_sample("lm head", M, 8192, 512, p, R),    experts_sample(M, 16, 2, 352, 512, p, R)};
-    const plan::GemmFit f = plan::fit_gemm_rate(pp.samples, pp.rates.gemm_gflops);
+    // The rate is fitted to the linear layers (whole products on all threads); the grouped experts (one-thread
+    // row tiles of small products, many per layer) get their own factor over it.
+    const std::vector<plan::GemmSample> linear(pp.samples.begin(), pp.samples.end() - 1);
+    const plan::GemmFit f = plan::fit_gemm_rate(linear, pp.rates.gemm_gflops);
     pp.rates.gemm_efficiency = f.efficiency;
     pp.rates.gemm_k0 = f.k0;
+    pp.rates.experts_factor =
+        pp.samples.back().seconds / plan::predicted_gemm_s(pp.samples.back(), pp.rates.gemm_gflops, f);
     measure_attention(pp, M, p, R);
     pp.rates.delta_gflops = delta;
   }

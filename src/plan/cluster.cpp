@@ -164,6 +164,10 @@ void declare_keys(ConfigSchema& s, ClusterConfig& c) {
         .min(0)
         .unit("GFLOP/s")
         .note("0 = not measured: the attention rate");
+    s.add("cpu.experts_" + n + "_factor", &r->experts_factor,
+          "routed experts' grouped kernel: measured time over the fitted GEMM rate's prediction")
+        .range(0, 100)
+        .note("0 = not measured: 1");
   }
 }
 

@@ -71,6 +71,9 @@ struct CpuRates {
   // FLOPs of forward + backward (3.5 x 4 H Dh keys per token) over the kernel's forward + backward time.
   double attention_gflops = 0;
   double delta_gflops = 0;  // the chunked gated-delta kernel, the same convention (0 = not measured)
+  // The routed experts' grouped kernel (one-thread row tiles of small products): its measured time over what
+  // the products' fitted rate predicts for the same products (0 = not measured: 1).
+  double experts_factor = 0;
   bool measured() const { return gemm_gflops > 0; }
 };
 

@@ -97,8 +97,14 @@ std::string cpu_cluster_toml(const CpuProfile& p) {
     t += fmt::format("attention_{}_gflops = {}  # forward {:.2f} ms + backward {:.2f} ms\n", name,
                      num(r.attention_gflops), 1e3 * pp->attention_fwd_s, 1e3 * pp->attention_bwd_s);
     if (r.delta_gflops > 0) t += fmt::format("delta_{}_gflops = {}\n", name, num(r.delta_gflops));
+    if (r.experts_factor > 0)
+      t += fmt::format("experts_{}_factor = {}  # the grouped experts over the fitted rate\n", name,
+                       num(r.experts_factor));
     const GemmFit f{r.gemm_efficiency, r.gemm_k0, 0};
-    t += fmt::format("# {} products, forward + both gradients: measured ms / fitted ms\n", name);
+    t += fmt::format(
+        "# {} products, forward + both gradients: measured ms / fitted ms (the rate fitted to the\n"
+        "# linear layers; the experts' row at the fitted rate, before their factor)\n",
+        name);
     for (const GemmSample& s : pp->samples)
       t += fmt::format("#   {:<44} {:9.2f} / {:9.2f}\n", s.name, 1e3 * s.seconds,
                        1e3 * predicted_gemm_s(s, r.gemm_gflops, f));

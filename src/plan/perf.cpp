@@ -38,6 +38,7 @@ struct Machine {
   double delta;     // gated-delta recurrence FLOP/s
   bool cpu;         // the CPU trainer: expert GEMMs over the kept rows only (no capacity padding)
   bool measured;    // rates of the cluster file's [cpu] section (attention and delta at their own kernels' rates)
+  double grouped = 1.0;  // grouped (expert) GEMMs: time x this over the GEMM rate's (a CPU's measured factor)
 };
 
 // `sm_share`: the SMs left to compute kernels (parallel.comm_sms): GEMMs, attention and memory-bound kernels
@@ -65,6 +66,7 @@ Machine machine_of(const ClusterConfig& c, double sm_share = 1.0, Precision prec
     m.k0 = r.gemm_k0;
     m.attn = r.attention_gflops * 1e9;
     m.delta = r.delta_gflops > 0 ? r.delta_gflops * 1e9 : m.attn;
+    m.grouped = r.experts_factor > 0 ? r.experts_factor : 1.0;
     m.fp8_gemm = 0;
     // The CPU trainer's element-wise kernels read and write fp32 activations in both precisions: twice the
     // bytes of the bf16 counts below.
@@ -88,7 +90,7 @@ double grouped_gemm_time(double groups, double M, double N, double K, const Mach
   if (groups <= 0 || M <= 0) return 0.0;
   const double flops = 2.0 * M * N * K;
   const double bytes = 2.0 * (M * K + K * N + M * N);
-  return groups * std::max(flops / mc.gemm * (K + mc.k0) / K, bytes / mc.hbm) + mc.lat;
+  return groups * std::max(flops / mc.gemm * (K + mc.k0) / K * mc.grouped, bytes / mc.hbm) + mc.lat;
 }
 
 // One layer, one micro-batch, one GPU.
@@ -674,12 +676,14 @@ std::vector<TermSource> step_time_sources(const ClusterConfig& cl, const LayoutC
   if (cl.device.kind == DeviceKind::kCpu && r.measured()) {
     v.push_back({"compute", fmt::format("measured on this CPU ({}, [cpu], moetrain doctor --write-cluster), {}: "
                                         "GEMMs at {:.1f} GFLOP/s (2048^3) x {:.3f} x K/(K+{:.0f}), fitted to "
-                                        "model-shaped products; attention at {:.1f} and gated delta at {:.1f} "
+                                        "model-shaped products, the routed experts' grouped products x {:.3f} "
+                                        "(measured); attention at {:.1f} and gated delta at {:.1f} "
                                         "GFLOP/s (3.5x the forward FLOPs per forward + backward); element-wise "
                                         "kernels at {:.1f} GB/s (the AdamW kernel's stream) on fp32 activations; "
                                         "{:.1f} us per kernel (a 16^3 product)",
                                         cl.source, bf16 ? "bf16" : "fp32", r.gemm_gflops, r.gemm_efficiency, r.gemm_k0,
-                                        r.attention_gflops, r.delta_gflops > 0 ? r.delta_gflops : r.attention_gflops,
+                                        r.experts_factor > 0 ? r.experts_factor : 1.0, r.attention_gflops,
+                                        r.delta_gflops > 0 ? r.delta_gflops : r.attention_gflops,
                                         1e3 * cl.device.hbm_tbps * e.hbm, e.kernel_latency_us)});
   } else {
     v.push_back(

@@ -28,8 +28,8 @@ CpuProfile profile() {
   p.date = "2026-12-04";
   p.command = "moetrain doctor --write-cluster x.toml";
   p.threads = 2;
-  p.fp32.rates = {236.4, 117.3, 0.8731, 77, 37.81, 30.89};
-  p.bf16.rates = {472.8, 190.2, 0.8119, 93, 62.01, 30.89};
+  p.fp32.rates = {236.4, 117.3, 0.8731, 77, 37.81, 30.89, 1.27};
+  p.bf16.rates = {472.8, 190.2, 0.8119, 93, 62.01, 30.89, 1.31};
   p.fp32.samples = {{"qkv 4096x768x512", {{1, 4096, 768, 512}}, 0.18}};
   p.memory_gbps = 24.26;
   p.ram_gib = 18.33;
@@ -44,6 +44,7 @@ void expect_rates(const CpuRates& got, const CpuRates& want) {
   EXPECT_DOUBLE_EQ(got.gemm_k0, want.gemm_k0);
   EXPECT_DOUBLE_EQ(got.attention_gflops, want.attention_gflops);
   EXPECT_DOUBLE_EQ(got.delta_gflops, want.delta_gflops);
+  EXPECT_DOUBLE_EQ(got.experts_factor, want.experts_factor);
 }
 
 // A CPU name with quotes and a backslash, a command with a line break (a path may hold one): the file still
@@ -123,7 +124,8 @@ TEST(PlanCpuProfile, FitRecoversAKnownRateModel) {
 }
 
 // A tiny MoE on one CPU: every GEMM at gemm x efficiency x K / (K + k0), attention at its measured rate
-// (3.5 x the forward FLOPs), the experts on the rows routed (top-k per token, not the capacity's slots).
+// (3.5 x the forward FLOPs), the experts on the rows routed (top-k per token, not the capacity's slots) at
+// their measured factor over the GEMM rate.
 TEST(PlanCpuProfile, StepTimeByHand) {
   ModelConfig m;
   m.vocab_size = 256, m.d_model = 64, m.n_layers = 2, m.n_heads = 4, m.n_kv_heads = 1;
@@ -131,8 +133,8 @@ TEST(PlanCpuProfile, StepTimeByHand) {
   m.tied_embeddings = true;
   const int64_t seq = 32;
   CpuProfile prof = profile();
-  prof.fp32.rates = {200, 100, 0.5, 16, 10, 0};
-  prof.bf16.rates = {400, 300, 0.5, 16, 20, 0};
+  prof.fp32.rates = {200, 100, 0.5, 16, 10, 0, 1.5};  // the experts' grouped products 1.5x the fitted time
+  prof.bf16.rates = {400, 300, 0.5, 16, 20, 0, 2.0};
   prof.kernel_latency_us = 0;
   prof.memory_gbps = 1e15;  // element-wise kernels and the optimizer: free
   auto c = parse_cluster(cpu_cluster_toml(prof), "hand.toml");
@@ -149,8 +151,8 @@ TEST(PlanCpuProfile, StepTimeByHand) {
     auto gt = [&](double M, double N, double K) { return 2 * M * N * K * (K + k0) / K / rate; };
     const double M = 2 * 32, D = 64, H = 4, Hkv = 1, Dh = 16, E = 4, F = 32, V = 256;
     const double rows_e = M * 2 / E;  // top-2 of 4 experts, evenly
-    const double layer =
-        gt(M, (H + 2 * Hkv) * Dh, D) + gt(M, D, H * Dh) + gt(M, E, D) + E * gt(rows_e, 2 * F, D) + E * gt(rows_e, D, F);
+    const double layer = gt(M, (H + 2 * Hkv) * Dh, D) + gt(M, D, H * Dh) + gt(M, E, D) +
+                         r.experts_factor * E * (gt(rows_e, 2 * F, D) + gt(rows_e, D, F));
     const double attn = 3.5 * 4 * M * H * Dh * (32 + 1) / 2.0 / (r.attention_gflops * 1e9);
     const double head = gt(M, V, D);
     const StepTime t = step_time(m, model_stats(m, seq), *p, *c);
