@@ -86,6 +86,15 @@ inline const std::map<std::string, std::map<std::string, std::string>>& golden_h
         {"tiny-stream-disk", "0edfee8ae0c98c7f"},
         {"quickstart-arch-40", "23cddad46ed832c8"},
         {"tiny-np2-ep2", "97a1e164eff2c3b7"}}},
+      // Zen 5 VM, 2026-12-04, recorded at bfe228b (weights packed): Zen 4's bits, the same oneDNN kernels
+      // (brg:avx512_core, brg:avx512_core_bf16) on the same ISA.
+      {"AuthenticAMD 26 2 avx512bf16",
+       {{"tiny-fp32", "0edfee8ae0c98c7f"},
+        {"tiny-bf16", "ef6b85800b64873c"},
+        {"tiny-accum-auxfree", "342da9b1766a306c"},
+        {"tiny-stream-disk", "0edfee8ae0c98c7f"},
+        {"quickstart-arch-40", "23cddad46ed832c8"},
+        {"tiny-np2-ep2", "97a1e164eff2c3b7"}}},
   };
   return h;
 }
