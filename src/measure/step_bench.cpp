@@ -55,7 +55,11 @@ double planner_bytes(const RunConfig& rc) {
                                                                                       : plan::Recompute::kNone;
   auto p = plan::resolve(l, rc.model, rc.train.seq_len, cpu);
   if (!p) return 0.0;
-  return plan::memory_per_gpu(rc.model, plan::model_stats(rc.model, rc.train.seq_len), p.value(), cpu).total();
+  plan::MemoryBreakdown m =
+      plan::memory_per_gpu(rc.model, plan::model_stats(rc.model, rc.train.seq_len), p.value(), cpu);
+  // The plan counts the default's packed weights (a model file has no [train]); this run knows its own.
+  if (!rc.train.pack_weights || rc.stream.enabled) m.runtime = 0;
+  return m.total();
 }
 
 }  // namespace

@@ -192,6 +192,27 @@ TEST(Training, BenchSmokeJson) {
             << "\n";
 }
 
+// train.pack_weights = false: no packed copies, and the planner figure bench compares the peak with leaves them
+// out (the plan's "runtime, GEMM workspace" line: two layouts of the product weights, 2 x 4 bytes each in fp32).
+TEST(Training, BenchPlannerBytesFollowPackWeights) {
+  auto bench = [](const std::string& pack) {
+    const auto r = run_process({moetrain_binary(), "bench", "--preset", "tiny", "--steps", "1", "--json", "--set",
+                                "train.pack_weights=" + pack},
+                               120, kPassiveOmp);
+    EXPECT_EQ(r.exit_code, 0) << r;
+    return json::parse(r.out, nullptr, false);
+  };
+  const json on = bench("true"), off = bench("false");
+  ASSERT_TRUE(on.is_object() && off.is_object());
+  EXPECT_EQ(off["packed_weights_bytes"].get<double>(), 0.0);
+  const double planned_copies = on["planner_bytes"].get<double>() - off["planner_bytes"].get<double>();
+  EXPECT_GT(planned_copies, 0.0);
+  // Where this CPU packs (AVX-512 and AMX: every product), the plan's copies are what bench found packed, within
+  // the untied embedding's and norms' share; elsewhere nothing may be packed at all.
+  const double packed = on["packed_weights_bytes"].get<double>();
+  if (packed > 0) EXPECT_NEAR(planned_copies / packed, 1.0, 0.05) << on.dump();
+}
+
 // --routing learned keeps the preset's router; an explicit --set of the switch wins over --routing.
 TEST(Training, BenchRoutingLearnedAndExplicitSet) {
   for (const auto& [args, expected] : std::vector<std::pair<std::vector<std::string>, std::string>>{
