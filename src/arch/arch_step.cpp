@@ -35,12 +35,10 @@ Result<ChildOutput> run_child(const std::vector<std::string>& argv,
   fs::remove(out_path, ec);
   fs::remove(log_path, ec);
   ChildSpec spec;
-  // The shell only redirects stdout, then becomes the command (exec keeps the parent-death signal).
-  spec.argv = {"/bin/sh", "-c", "exec \"$@\" >\"$MT_CHILD_STDOUT\"", "sh"};
-  spec.argv.insert(spec.argv.end(), argv.begin(), argv.end());
+  spec.argv = argv;
   spec.env = env;
-  spec.env.emplace_back("MT_CHILD_STDOUT", out_path);
   spec.log_path = log_path;
+  spec.stdout_path = out_path;
   spec.own_group = true;
   auto child = Child::spawn(spec);
   if (!child) return Status::errorf("{}: cannot start: {}", argv.front(), child.status().message());

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -31,10 +32,40 @@ Child& Child::operator=(Child&& o) noexcept {
 
 Child::~Child() { kill(); }
 
+namespace {
+
+// A program named without a slash is looked up on PATH here, before fork: the forked child of a threaded
+// parent may only make async-signal-safe calls, so it execs a full path.
+std::string on_path(const std::string& program) {
+  if (program.find('/') != std::string::npos) return program;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (size_t at = 0; at <= dirs.size();) {
+    size_t end = dirs.find(':', at);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = end > at ? dirs.substr(at, end - at) : ".";
+    const std::string full = dir + "/" + program;
+    if (::access(full.c_str(), X_OK) == 0) return full;
+    at = end + 1;
+  }
+  return program;  // execve fails and the child says so
+}
+
+}  // namespace
+
 Result<Child> Child::spawn(const ChildSpec& spec) {
   if (spec.argv.empty()) return Status::error("spawn: empty command");
   const int log = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log < 0) return Status::errorf("{}: cannot open log: {}", spec.log_path, std::strerror(errno));
+  int out = log;
+  if (!spec.stdout_path.empty()) {
+    out = ::open(spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0) {
+      const int err = errno;
+      ::close(log);
+      return Status::errorf("{}: cannot open: {}", spec.stdout_path, std::strerror(err));
+    }
+  }
 
   std::vector<std::string> env_text;
   {
@@ -51,7 +82,7 @@ Result<Child> Child::spawn(const ChildSpec& spec) {
   argv.push_back(nullptr);
   for (const std::string& e : env_text) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  const std::string& program = spec.exec_path.empty() ? spec.argv[0] : spec.exec_path;
+  const std::string program = spec.exec_path.empty() ? on_path(spec.argv[0]) : spec.exec_path;
   // Written by the child when exec fails (only async-signal-safe calls after fork).
   const std::string exec_failed = "exec " + program + " failed: errno ";
 
@@ -60,6 +91,7 @@ Result<Child> Child::spawn(const ChildSpec& spec) {
   if (pid < 0) {
     const int err = errno;
     ::close(log);
+    if (out != log) ::close(out);
     return Status::errorf("{}: fork failed: {}", spec.argv[0], std::strerror(err));
   }
   if (pid == 0) {
@@ -67,7 +99,7 @@ Result<Child> Child::spawn(const ChildSpec& spec) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
     if (spec.own_group) ::setpgid(0, 0);
-    ::dup2(log, STDOUT_FILENO);
+    ::dup2(out, STDOUT_FILENO);
     ::dup2(log, STDERR_FILENO);
     ::execve(program.c_str(), argv.data(), envp.data());
     const int err = errno;
@@ -80,6 +112,7 @@ Result<Child> Child::spawn(const ChildSpec& spec) {
     ::_exit(127);
   }
   ::close(log);
+  if (out != log) ::close(out);
   if (spec.own_group) ::setpgid(pid, pid);  // also here: no race with the first kill()
   Child c;
   c.pid_ = pid;

@@ -17,6 +17,7 @@ struct ChildSpec {
   std::vector<std::string> argv;                            // argv[0] is the program path
   std::vector<std::pair<std::string, std::string>> env;     // set (or replaced) in the child's environment
   std::string log_path;                                     // stdout and stderr appended here
+  std::string stdout_path;  // "" = stdout to the log too; else stdout alone written here (truncated), e.g. a --json
   bool own_group = false;   // a process group of its own (kill() then ends everything it started)
   // What is executed ("" = argv[0]). kSameBinary runs the very image the
   // parent runs, even after its file was rebuilt or deleted: a search's or

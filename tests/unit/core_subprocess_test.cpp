@@ -1,7 +1,8 @@
 // core_subprocess_test.cpp — Child::spawn runs a program with its output in
 // a log; an exec that fails says which program and errno in that log and
 // exits 127; and ChildSpec::kSameBinary runs the parent's own image whatever
-// argv[0] names (a queue's children never run a binary rebuilt mid-run).
+// argv[0] names (a queue's children never run a binary rebuilt mid-run); a
+// bare program name is found on PATH, and stdout may go to a file of its own.
 #include "core/subprocess.h"
 
 #include <gmock/gmock.h>
@@ -37,6 +38,20 @@ TEST(Subprocess, RunsAProgramIntoItsLog) {
   ASSERT_TRUE(c) << c.status().message();
   EXPECT_EQ(wait_for(c.value()), 3);
   EXPECT_EQ(log_of(d), "hello there\n");
+}
+
+// A program named without a slash is found on PATH; stdout_path takes stdout alone, the log keeps stderr.
+TEST(Subprocess, ProgramOnPathAndStdoutApart) {
+  TempDir d;
+  ChildSpec spec;
+  spec.argv = {"sh", "-c", "echo result; echo progress >&2"};
+  spec.log_path = d / "log";
+  spec.stdout_path = d / "out";
+  auto c = Child::spawn(spec);
+  ASSERT_TRUE(c) << c.status().message();
+  EXPECT_EQ(wait_for(c.value()), 0);
+  EXPECT_EQ(read_file(d / "out").value(), "result\n");
+  EXPECT_EQ(log_of(d), "progress\n");
 }
 
 TEST(Subprocess, AFailedExecNamesTheProgramAndErrno) {

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
-#include <string>
 #include <memory>
 #include <mutex>
 #include <tuple>
@@ -53,7 +52,11 @@ struct CachedMatmul {
   dnnl::matmul prim;
   dnnl::memory::desc scratchpad;
   dnnl::memory::desc weights;
-  std::string impl;  // the kernel oneDNN chose (impl_info_str)
+  // Planned for packed weights: whether reading a packed copy pays. Only where that changes the layout (a
+  // kernel that reads the weights as stored, as oneDNN 2.6's AVX2 fp32 path may, would gain a copy for
+  // nothing) and keeps the kernel the plain plan runs (another kernel could give other bits than the plain
+  // path that FSDP, streaming and train.pack_weights = false take). Decided once, when planned.
+  bool packing_pays = false;
 };
 
 // Every primitive takes a caller-provided scratchpad (the calling thread's):
@@ -250,8 +253,12 @@ const CachedMatmul& cached_matmul(std::map<Key, CachedMatmul>& cache, const Matm
     const dnnl::memory::desc b =
         packed ? dnnl::memory::desc(md.b.dims(), md.b.data_type(), dnnl::memory::format_tag::any) : md.b;
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md.a, b, md.c), attr, e.eng);
-    it = cache.emplace(key, CachedMatmul{dnnl::matmul(pd), pd.scratchpad_desc(), pd.weights_desc(), pd.impl_info_str()})
-             .first;
+    bool pays = false;
+    if (packed) {
+      const dnnl::matmul::primitive_desc plain(dnnl::matmul::desc(md.a, md.b, md.c), attr, e.eng);
+      pays = pd.weights_desc() != md.b && pd.impl_info_str() == plain.impl_info_str();
+    }
+    it = cache.emplace(key, CachedMatmul{dnnl::matmul(pd), pd.scratchpad_desc(), pd.weights_desc(), pays}).first;
   }
   return it->second;
 }
@@ -330,18 +337,14 @@ void execute(const CachedMatmul& mm, const MatmulDescs& md, float* C, const void
 // when b is a registered weight (its packed copy read), for b as stored otherwise.
 void run_planned(std::map<Key, CachedMatmul>& cache, const MatmulDescs& md, float* C, const void* a, const void* b,
                  const GemmShape& s, float beta, MatmulPrecision p) {
-  const CachedMatmul& plain = cached_matmul(cache, md, s, beta, p);
   if (const int64_t off = weight_offset(b, s, p); off >= 0) {
-    // Packed only where that changes the layout (a kernel that reads the weights as stored, as oneDNN 2.6's
-    // AVX2 fp32 path may, would gain a copy for nothing) and keeps the kernel (another kernel could give
-    // other bits than the plain path that FSDP, streaming and train.pack_weights = false take).
     const CachedMatmul& packed = cached_matmul(cache, md, s, beta, p, /*packed=*/true);
-    if (packed.weights != md.b && packed.impl == plain.impl) {
+    if (packed.packing_pays) {
       execute(packed, md, C, a, b, &packed_weight(off, b, md.b, s, p, packed.weights));
       return;
     }
   }
-  execute(plain, md, C, a, b);
+  execute(cached_matmul(cache, md, s, beta, p), md, C, a, b);
 }
 
 // C = op(a) op(b) (+ C) through the cached oneDNN primitive; a and b are
