@@ -8,7 +8,7 @@
 # held-out loss by position on stitched repositories. Everything goes to
 # runs/long-context (WORK=... to change it; the configs name that path).
 # Steps already done (their outputs exist) are skipped, so a killed run
-# continues where it stopped. Needs a built moetrain (scripts/build.sh).
+# continues where it stopped (VARIANTS, below, picks extensions). Needs a built moetrain (scripts/build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${BUILD_DIR:-build}/src/moetrain
@@ -86,9 +86,10 @@ run=configs/long-context/run.toml
 #    2,048, the held-out loss by position on the stitched repositories in
 #    windows of 2,048 (the base model past its length: --past-seq-len). Each
 #    written under .tmp and renamed: a killed eval is redone.
+batches=${EVAL_BATCHES:-23}  # x 8 windows of 2,048: 184 of the held-out code bucket's 191
 ev() { local out=${*: -1}; "$bin" eval --no-progress "$@.tmp" && mv "$out.tmp" "$out"; }
 [[ -f $work/eval-base.json ]] || ev --ckpt "$work/base" --tasks "$work/passkey-heldout.jsonl" --past-seq-len \
-  --positions --seq-len 2048 --batches 8 --mixture configs/data/long-context-long.toml \
+  --positions --seq-len 2048 --batches $batches --mixture configs/data/long-context-long.toml \
   --plot "$work/positions-base.svg" --out "$work/eval-base.json"
 
 # 7. Five extensions from its checkpoint at the phase's end, each measured.
@@ -103,13 +104,14 @@ declare -A rope=(
   [yarn-x3]="--set phase[2].rope_scaling=\"yarn\" --set phase[2].rope_factor=4 --set phase[2].rope_original_len=512
              --set phase[2].steps=960 --set phase[2].mixture=\"configs/data/long-context-long-x3.toml\""
 )
-for v in unchanged yarn yarn-x2 yarn-x3 linear; do
+# VARIANTS="yarn-x3" trains and measures only those; VARIANTS="" stops after the base.
+for v in ${VARIANTS-unchanged yarn yarn-x2 yarn-x3 linear}; do
   dir=$work/ext-$v
   [[ -d $dir ]] || "$bin" ckpt branch "$work/base" "$dir"
   # shellcheck disable=SC2086
   "$bin" train --config $run --run-dir "$dir" --resume --no-progress ${rope[$v]}
   [[ -f $work/eval-$v.json ]] || ev --ckpt "$dir" --tasks "$work/passkey-heldout.jsonl" --positions \
-    --batches 8 --mixture configs/data/long-context-long.toml --plot "$work/positions-$v.svg" \
+    --batches $batches --mixture configs/data/long-context-long.toml --plot "$work/positions-$v.svg" \
     --out "$work/eval-$v.json"
   python3 scripts/long_context_table.py "$work" | tee "$work/summary.md"
 done

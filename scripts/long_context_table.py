@@ -5,7 +5,7 @@ Reads WORK/eval-{base,unchanged,linear,yarn,yarn-x2,yarn-x3}.json (moetrain eval
 prints, as Markdown: passkey accuracy by depth at 512 and 2,048 tokens per
 model, each 2,048 cell as a share of the model's own 512 accuracy at that
 depth, and the held-out loss by position on the stitched repositories
-(bucket code/q0). Writes WORK/long-context-extension.svg: the code bucket's
+(bucket code/q0), and the same tokens' loss with halving context. Writes WORK/long-context-extension.svg: the code bucket's
 loss by position, one line per model. Standard library only.
 """
 import json
@@ -43,6 +43,35 @@ def code_positions(ev):
             bins = b
             break
     return [b for b in bins if b["from"] == 1 or b["to"] > b["from"]]
+
+
+def code_context(ev):
+    """The code bucket's same-tokens comparison (eval's bucket_context_loss), or None."""
+    for name, t in ev.get("held_out", {}).get("bucket_context_loss", {}).items():
+        if name.startswith("code/"):
+            return t
+    return None
+
+
+def context_table(evs):
+    tables = {n: code_context(ev) for n, ev in evs.items() if ev and code_context(ev)}
+    if not tables:
+        return
+    first = next(iter(tables.values()))
+    print(f"\nHeld-out loss of the same tokens with halving context, stitched repositories (code/q0): each "
+          f"window's last {first['scored_per_window']} tokens, {first['windows']} windows; in brackets the gain "
+          "over half the context, and its standard error (paired by window):\n")
+    print("| context | " + " | ".join(label for n, label in MODELS if n in tables) + " |")
+    print("|---|" + "---|" * len(tables))
+    for i, row in enumerate(first["lengths"]):
+        cells = []
+        for n, _ in MODELS:
+            if n not in tables:
+                continue
+            r = tables[n]["lengths"][i]
+            gain = f" ({r['gain']:+.3f} ± {r['gain_se']:.3f})" if "gain" in r else ""
+            cells.append(f"{r['loss']:.3f}{gain}")
+        print(f"| {row['context']} | " + " | ".join(cells) + " |")
 
 
 def digits_right(work, ev):
@@ -113,6 +142,7 @@ def main(work):
             if n in lines:
                 row.append(f"{lines[n][i]['loss']:.3f}" if i < len(lines[n]) else "-")
         print(f"| {b['from']}-{b['to']} | " + " | ".join(row) + " |")
+    context_table(evs)
     write_svg(Path(work) / "long-context-extension.svg", lines)
 
 

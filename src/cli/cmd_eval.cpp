@@ -30,6 +30,7 @@
 #include "model/transformer.h"
 #include "train/eval_tasks.h"
 #include "train/gen_tasks.h"
+#include "train/context_loss.h"
 #include "train/held_out.h"
 #include "train/inference_model.h"
 #include "train/task_file.h"
@@ -46,42 +47,11 @@ struct EvalArgs {
   int64_t episode_tokens = kDefaultEpisodeTokens;  // an agentic item's budget of new tokens
   bool no_held_out = false;
   bool positions = false;  // held-out loss by position in the sequence
+  int64_t context_min = 0;  // --positions: the shortest context of the same-tokens comparison; 0 = seq_len / 16
   std::string plot;        // --positions: that loss as an SVG chart
   bool progress = true;
   bool past_seq_len = false;  // generative items past train.seq_len: decode them (with a warning) instead of refusing
   int64_t seq_len = 0;        // held-out windows of this many tokens; 0 = train.seq_len
-};
-
-// Held-out loss by position in the sequence (the context a prediction has),
-// in bins that double: 1, 2-3, 4-7, ... up to T.
-struct PositionLoss {
-  std::vector<double> sum;
-  std::vector<int64_t> n;
-  void add(const PositionLoss& o) {
-    if (sum.empty()) sum.assign(o.sum.size(), 0.0), n.assign(o.n.size(), 0);
-    for (size_t t = 0; t < o.sum.size(); ++t) sum[t] += o.sum[t], n[t] += o.n[t];
-  }
-  // doc_start (B, T) with document masking: a token's position counts from its document's start.
-  void add(const std::vector<float>& losses, int64_t B, int64_t T, const int32_t* doc_start) {
-    if (sum.empty()) sum.assign(size_t(T), 0.0), n.assign(size_t(T), 0);
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t t = 0; t < T; ++t) {
-        const size_t p = size_t(doc_start ? t - doc_start[b * T + t] : t);
-        sum[p] += double(losses[size_t(b * T + t)]);
-        ++n[p];
-      }
-  }
-  nlohmann::json bins() const {
-    nlohmann::json out = nlohmann::json::array();
-    for (size_t lo = 1; lo <= sum.size(); lo *= 2) {
-      const size_t hi = std::min(sum.size(), 2 * lo - 1);
-      double s = 0;
-      int64_t k = 0;
-      for (size_t p = lo; p <= hi; ++p) s += sum[p - 1], k += n[p - 1];
-      out.push_back({{"from", lo}, {"to", hi}, {"tokens", k}, {"loss", k > 0 ? s / double(k) : NAN}});
-    }
-    return out;
-  }
 };
 
 // The dataset evaluated on: --dataset, else the run's data.dataset; "" for
@@ -177,16 +147,25 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
   const double t0 = now_seconds();
   Transformer model(cfg.model, B, T, MatmulPrecision::kFp32);
   model.set_attention_kernel(tc.attention_kernel);
-  if (tc.document_mask) model.set_document_separator(src.value()->document_separator());
+  const int32_t separator = tc.document_mask ? src.value()->document_separator() : -1;
+  model.set_document_separator(separator);
   std::vector<int32_t> tokens(size_t(B * (T + 1)));
   std::map<int64_t, std::pair<int64_t, int64_t>> counted;  // bucket -> (tokens, bytes) predicted
   std::map<int64_t, PositionLoss> by_position;             // bucket -> its loss by position (--positions)
+  // --positions: the same tokens with less context (train/context_loss.h).
+  const int64_t context_min = a.context_min > 0 ? a.context_min : std::max<int64_t>(8, T / 16);
+  std::unique_ptr<ContextLengthScorer> by_context;
+  std::map<int64_t, ContextLengthLoss> by_context_loss;  // bucket -> its windows' losses at each context length
+  if (a.positions && ContextLengthScorer::applies(T, context_min))
+    by_context = std::make_unique<ContextLengthScorer>(cfg.model, B, T, context_min, tc.attention_kernel, separator);
   int64_t current = -1;                                    // the bucket of the batch being scored
   const HeldOutLosses h = held_out_losses(
       *src.value(), shape, tokens.data(), [](bool ok) { return ok; },
       [&] {
         const double loss = model.forward(m.params.data(), tokens.data(), m.bias()).loss;
         if (a.positions) by_position[current].add(model.token_losses(), B, T, model.document_starts());
+        if (by_context)
+          by_context->score(model.token_losses(), m.params.data(), m.bias(), tokens.data(), by_context_loss[current]);
         return loss;
       },
       [&](int64_t bucket, const int32_t* t) {
@@ -234,6 +213,16 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
     }
     j["position_loss"] = all.bins();
     j["bucket_position_loss"] = per;
+    if (by_context) {
+      ContextLengthLoss every;
+      nlohmann::json per_bucket = nlohmann::json::object();
+      for (const auto& [k, c] : by_context_loss) {
+        every.add(c);
+        per_bucket[k >= 0 ? names[size_t(k)] : std::string("(all)")] = c.table();
+      }
+      j["context_loss"] = every.table();
+      j["bucket_context_loss"] = per_bucket;
+    }
   }
   return j;
 }
@@ -461,6 +450,19 @@ ExitCode run_eval(const EvalArgs& a) {
           fmt::print("  {:>7}-{:<7} {:>8.4f}\n", p["from"].get<int64_t>(), p["to"].get<int64_t>(),
                      p["loss"].get<double>());
       }
+      if (h.value().contains("context_loss")) {
+        const nlohmann::json& c = h.value()["context_loss"];
+        fmt::print("held-out loss of the same tokens by context (each window's last {}; {} windows):\n",
+                   c["scored_per_window"].get<int64_t>(), c["windows"].get<int64_t>());
+        fmt::print("  {:>8} {:>8} {:>8} {:>24}\n", "context", "loss", "se", "gain over half (se)");
+        for (const auto& r : c["lengths"]) {
+          const std::string gain =
+              r.contains("gain") ? fmt::format("{:+.4f} ({:.4f})", r["gain"].get<double>(), r["gain_se"].get<double>())
+                                 : std::string("");
+          fmt::print("  {:>8} {:>8.4f} {:>8.4f} {:>24}\n", r["context"].get<int64_t>(), r["loss"].get<double>(),
+                     r["se"].get<double>(), gain);
+        }
+      }
     }
   }
   if (!text_sets.empty()) {
@@ -540,6 +542,12 @@ void register_eval(CLI::App& app, CommandAction& run) {
   sub->add_flag("--positions", a->positions,
                 "Also the held-out loss by position in the sequence, in bins that double (1, 2-3, 4-7, ...): does "
                 "the model use its context");
+  sub->add_option("--context-min", a->context_min,
+                  "With --positions: the shortest context at which each window's last --context-min/2 tokens are "
+                  "scored again (lengths halve from the window's down to it); 0 = the window's length / 16")
+      ->capture_default_str()
+      ->check(in_range(0, 1 << 20))
+      ->needs(sub->get_option("--positions"));
   auto* plot = sub->add_option("--plot", a->plot,
                                 "With --positions: write the loss by position, over all buckets and per bucket, as an "
                                 "SVG chart to this file");

@@ -47,6 +47,19 @@ std::string position_loss_svg(const nlohmann::json& held_out, int64_t trained_se
     c.series.push_back(std::move(s));
   }
   c.series.push_back(std::move(all));
+  // The same tokens with halving context (train/context_loss.h): only the context differs between its points.
+  if (held_out.contains("context_loss")) {
+    const nlohmann::json& ctx = held_out["context_loss"];
+    report::Series same;
+    same.name = "same tokens, less context (each window's last " +
+                std::to_string(ctx.value("scored_per_window", int64_t{0})) + ")";
+    same.markers = true;
+    same.color = "#c0392b";
+    for (const auto& r : ctx["lengths"])
+      if (r["loss"].is_number()) same.points.emplace_back(r["context"].get<double>(), r["loss"].get<double>());
+    std::reverse(same.points.begin(), same.points.end());  // shortest context first, left to right
+    if (!same.points.empty()) c.series.push_back(std::move(same));
+  }
   if (trained_seq_len > 0) c.vlines.push_back({double(trained_seq_len), "trained length"});
   return report::render_svg(c);
 }

@@ -320,6 +320,16 @@ TEST_F(PhasedTraining, ALongerContextPhaseRunsItsLengthAndResumes) {
                              d + "/positions.json", "--plot", d + "/positions.svg"});
   ASSERT_EQ(pos.exit_code, 0) << pos;
   EXPECT_THAT(pos.out, HasSubstr("held-out loss by position"));
+  // ... and the same tokens with halving context (train/context_loss.h): windows
+  // of 128, lengths 128 down to 128 / 16 = 8, each window's last 4 tokens.
+  EXPECT_THAT(pos.out, HasSubstr("held-out loss of the same tokens by context"));
+  const json ctx = json::parse(e2e::read_file(d + "/positions.json"))["held_out"]["context_loss"];
+  ASSERT_EQ(ctx["lengths"].size(), 5u) << ctx.dump();
+  EXPECT_EQ(ctx["lengths"][0]["context"], 128);
+  EXPECT_EQ(ctx["lengths"][4]["context"], 8);
+  EXPECT_EQ(ctx["scored_per_window"], 4);
+  EXPECT_GT(ctx["windows"].get<int64_t>(), 0);
+  EXPECT_TRUE(ctx["lengths"][0].contains("gain_se"));
   // --plot: one line over every bucket and one per bucket, the trained length marked.
   const std::string svg = e2e::read_file(d + "/positions.svg");
   EXPECT_THAT(svg, HasSubstr("<svg"));
