@@ -45,7 +45,7 @@ fi
 #    items: other keys, non-repeating filler from whatsnew/.
 filler=/usr/share/doc/python3.11/html/_sources/library
 depths=0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1
-pk() { "$bin" tasks make passkey --split train --depths $depths --filler "$filler" --tokenizer "$work/tok.model" "$@"; }
+pk() { "$bin" tasks make passkey --split train --depths "${PK_DEPTHS:-$depths}" --filler "$filler" --tokenizer "$work/tok.model" "$@"; }
 if [[ ! -d $work/passkey-short ]]; then
   rm -rf "$work/passkey-short.tmp"
   pk --n 36000 --seed 1 --tokens 48,64,96,128,192,256,384 --repeat 3 --documents "$work/passkey-short.tmp/cycled"
@@ -64,14 +64,21 @@ if [[ ! -d $work/passkey-xl ]]; then  # up to the full window: depth 0 at 2,048 
   pk --n 1000 --seed 7 --tokens 1856,1920,1984 --documents "$work/passkey-xl.tmp/plain"
   mv "$work/passkey-xl.tmp" "$work/passkey-xl"
 fi
+if [[ ! -d $work/passkey-far ]]; then  # the full window with the needle in its first 30%: 1,300-1,950 tokens back
+  rm -rf "$work/passkey-far.tmp"
+  far=0,0.05,0.1,0.15,0.2,0.25,0.3
+  PK_DEPTHS=$far pk --n 1500 --seed 8 --tokens 1856,1920,1984 --repeat 3 --documents "$work/passkey-far.tmp/cycled"
+  PK_DEPTHS=$far pk --n 1500 --seed 9 --tokens 1856,1920,1984 --documents "$work/passkey-far.tmp/plain"
+  mv "$work/passkey-far.tmp" "$work/passkey-far"
+fi
 [[ -f $work/passkey-heldout.jsonl ]] || "$bin" tasks make passkey --split held-out --n 500 --seed 2 --tokens 480,2000 \
   --filler /usr/share/doc/python3.11/html/_sources/whatsnew --tokenizer "$work/tok.model" --out "$work/passkey-heldout.jsonl"
 
 # 4. The dataset, and the run's plan against it (refuses repeated data). A
-#    dataset built before the passkey_xl bucket existed is built again: the
+#    dataset built before the passkey_far bucket existed is built again: the
 #    other buckets come out byte for byte the same, so runs trained on it
 #    resume on the new one.
-if ! grep -q '"passkey_xl/q0"' "$work/ds/manifest.json" 2>/dev/null; then
+if ! grep -q '"passkey_far/q0"' "$work/ds/manifest.json" 2>/dev/null; then
   rm -rf "$work/ds"
   "$bin" data build --config configs/data/long-context.toml --out "$work/ds"
 fi
@@ -80,7 +87,13 @@ fi
 # 5. The phases at 512 tokens, once: retrieval (passkey documents alone),
 #    then language (code, prose and passkey), stopped at the end of "short".
 run=configs/long-context/run.toml
-"$bin" train --config $run --run-dir "$work/base" --resume --stop-at short --no-progress
+#    MODEL="--set model.d_model=256 ..." trains another model on the same data,
+#    its runs and measurements in $work/$RUNS (RUNS names it; required with MODEL).
+runs=$work${RUNS:+/$RUNS}
+[[ -z ${MODEL:-} || -n ${RUNS:-} ]] || { echo "MODEL needs RUNS (a subdirectory of $work for its runs)" >&2; exit 2; }
+mkdir -p "$runs"
+# shellcheck disable=SC2086
+"$bin" train --config $run --run-dir "$runs/base" --resume --stop-at short --no-progress ${MODEL:-}
 
 # 6. Measurements, each model as soon as it exists: passkey at 512 and
 #    2,048, the held-out loss by position on the stitched repositories in
@@ -88,9 +101,9 @@ run=configs/long-context/run.toml
 #    written under .tmp and renamed: a killed eval is redone.
 batches=${EVAL_BATCHES:-23}  # x 8 windows of 2,048: 184 of the held-out code bucket's 191
 ev() { local out=${*: -1}; "$bin" eval --no-progress "$@.tmp" && mv "$out.tmp" "$out"; }
-[[ -f $work/eval-base.json ]] || ev --ckpt "$work/base" --tasks "$work/passkey-heldout.jsonl" --past-seq-len \
+[[ -f $runs/eval-base.json ]] || ev --ckpt "$runs/base" --tasks "$work/passkey-heldout.jsonl" --past-seq-len \
   --positions --seq-len 2048 --batches $batches --mixture configs/data/long-context-long.toml \
-  --plot "$work/positions-base.svg" --out "$work/eval-base.json"
+  --plot "$runs/positions-base.svg" --out "$runs/eval-base.json"
 
 # 7. Five extensions from its checkpoint at the phase's end, each measured.
 declare -A rope=(
@@ -103,15 +116,18 @@ declare -A rope=(
   # ... and three times the steps
   [yarn-x3]="--set phase[2].rope_scaling=\"yarn\" --set phase[2].rope_factor=4 --set phase[2].rope_original_len=512
              --set phase[2].steps=960 --set phase[2].mixture=\"configs/data/long-context-long-x3.toml\""
+  # ... the same steps with a fifth of the tokens far-needle items (passkey_far)
+  [yarn-far]="--set phase[2].rope_scaling=\"yarn\" --set phase[2].rope_factor=4 --set phase[2].rope_original_len=512
+              --set phase[2].steps=960 --set phase[2].mixture=\"configs/data/long-context-long-far.toml\""
 )
 # VARIANTS="yarn-x3" trains and measures only those; VARIANTS="" stops after the base.
-for v in ${VARIANTS-unchanged yarn yarn-x2 yarn-x3 linear}; do
-  dir=$work/ext-$v
-  [[ -d $dir ]] || "$bin" ckpt branch "$work/base" "$dir"
+for v in ${VARIANTS-unchanged yarn yarn-x2 yarn-x3 yarn-far linear}; do
+  dir=$runs/ext-$v
+  [[ -d $dir ]] || "$bin" ckpt branch "$runs/base" "$dir"
   # shellcheck disable=SC2086
-  "$bin" train --config $run --run-dir "$dir" --resume --no-progress ${rope[$v]}
-  [[ -f $work/eval-$v.json ]] || ev --ckpt "$dir" --tasks "$work/passkey-heldout.jsonl" --positions \
-    --batches $batches --mixture configs/data/long-context-long.toml --plot "$work/positions-$v.svg" \
-    --out "$work/eval-$v.json"
-  python3 scripts/long_context_table.py "$work" | tee "$work/summary.md"
+  "$bin" train --config $run --run-dir "$dir" --resume --no-progress ${MODEL:-} ${rope[$v]}
+  [[ -f $runs/eval-$v.json ]] || ev --ckpt "$dir" --tasks "$work/passkey-heldout.jsonl" --positions \
+    --batches $batches --mixture configs/data/long-context-long.toml --plot "$runs/positions-$v.svg" \
+    --out "$runs/eval-$v.json"
+  python3 scripts/long_context_table.py "$work" "$runs" | tee "$runs/summary.md"
 done

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Tables and a chart of the long-context experiment (scripts/long-context-experiment.sh).
 
-Reads WORK/eval-{base,unchanged,linear,yarn,yarn-x2,yarn-x3}.json (moetrain eval --out) and
-prints, as Markdown: passkey accuracy by depth at 512 and 2,048 tokens per
+Reads RUNS/eval-{base,unchanged,linear,yarn,yarn-x2,yarn-x3,yarn-far}.json (moetrain eval --out; RUNS is WORK
+unless given: another model's runs, MODEL and RUNS in the script) and prints, as Markdown: passkey accuracy by depth at 512 and 2,048 tokens per
 model, each 2,048 cell as a share of the model's own 512 accuracy at that
 depth, and the held-out loss by position on the stitched repositories
-(bucket code/q0), and the same tokens' loss with halving context. Writes WORK/long-context-extension.svg: the code bucket's
+(bucket code/q0), and the same tokens' loss with halving context. Writes RUNS/long-context-extension.svg: the code bucket's
 loss by position, one line per model. Standard library only.
 """
 import json
@@ -15,7 +15,8 @@ from pathlib import Path
 
 MODELS = [("base", "before extension (512)"), ("unchanged", "RoPE unchanged"),
           ("linear", "position interpolation x4"), ("yarn", "YaRN x4"),
-          ("yarn-x2", "YaRN x4, 640 steps to 1,984"), ("yarn-x3", "YaRN x4, 960 steps to 1,984")]
+          ("yarn-x2", "YaRN x4, 640 steps to 1,984"), ("yarn-x3", "YaRN x4, 960 steps to 1,984"),
+          ("yarn-far", "YaRN x4, 960 steps, far needles")]
 
 
 def load(work, name):
@@ -103,8 +104,8 @@ def digits_table(work, evs, short, long):
             print(f"| {label} | {d.get(short, math.nan):.2f} | {d.get(long, math.nan):.2f} |")
 
 
-def main(work):
-    evs = {n: load(work, n) for n, _ in MODELS}
+def main(work, runs):
+    evs = {n: load(runs, n) for n, _ in MODELS}
     depths = sorted({d for ev in evs.values() if ev for (_, d) in passkey_cells(ev)})
     short, long = sorted({t for ev in evs.values() if ev for (t, _) in passkey_cells(ev)})
     print("Passkey accuracy (exact match of the 5-digit key), by depth of the needle:\n")
@@ -143,7 +144,7 @@ def main(work):
                 row.append(f"{lines[n][i]['loss']:.3f}" if i < len(lines[n]) else "-")
         print(f"| {b['from']}-{b['to']} | " + " | ".join(row) + " |")
     context_table(evs)
-    write_svg(Path(work) / "long-context-extension.svg", lines)
+    write_svg(Path(runs) / "long-context-extension.svg", lines)
 
 
 def write_svg(path, lines):
@@ -154,7 +155,7 @@ def write_svg(path, lines):
     y0, y1 = min(losses) - 0.05, max(losses) + 0.05
     sx = lambda x: left + (math.log2(x) - x0) / (x1 - x0) * (w - left - right)
     sy = lambda y: top + (y1 - y) / (y1 - y0) * (h - top - bottom)
-    colours = ["#888888", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
+    colours = ["#888888", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2"]
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
            f'<rect width="{w}" height="{h}" fill="white"/>',
            f'<text x="{left}" y="18" font-size="14">Held-out loss by position, stitched Python repositories</text>']
@@ -187,4 +188,5 @@ def write_svg(path, lines):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "runs/long-context")
+    work = sys.argv[1] if len(sys.argv) > 1 else "runs/long-context"
+    main(work, sys.argv[2] if len(sys.argv) > 2 else work)

@@ -156,6 +156,11 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
   const int64_t context_min = a.context_min > 0 ? a.context_min : std::max<int64_t>(8, T / 16);
   std::unique_ptr<ContextLengthScorer> by_context;
   std::map<int64_t, ContextLengthLoss> by_context_loss;  // bucket -> its windows' losses at each context length
+  if (a.context_min > 0 && !ContextLengthScorer::applies(T, context_min)) {
+    usage = true;
+    return Status::errorf("--context-min {}: windows of {} tokens hold no two lengths from {} (it must be 2 to {})",
+                          a.context_min, T, a.context_min, T / 2);
+  }
   if (a.positions && ContextLengthScorer::applies(T, context_min))
     by_context = std::make_unique<ContextLengthScorer>(cfg.model, B, T, context_min, tc.attention_kernel, separator);
   int64_t current = -1;                                    // the bucket of the batch being scored
@@ -544,7 +549,7 @@ void register_eval(CLI::App& app, CommandAction& run) {
                 "the model use its context");
   sub->add_option("--context-min", a->context_min,
                   "With --positions: the shortest context at which each window's last --context-min/2 tokens are "
-                  "scored again (lengths halve from the window's down to it); 0 = the window's length / 16")
+                  "scored again (lengths halve from the window's down to it); 0 = the window's length / 16, at least 8")
       ->capture_default_str()
       ->check(in_range(0, 1 << 20))
       ->needs(sub->get_option("--positions"));
