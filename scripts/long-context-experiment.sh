@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The long-context experiment of docs/long-context.md ("Measured"): a small
-# dense model taught passkey retrieval at 512 tokens, measured at 512 and
-# 2,048, then extended to 2,048 five ways from one checkpoint — RoPE
-# unchanged, position interpolation, YaRN, and YaRN for twice and three
-# times the steps with passkey items up to the full window — and measured
-# again, with the
-# held-out loss by position on stitched repositories. Everything goes to
-# runs/long-context (WORK=... to change it; the configs name that path).
+# The long-context experiment of docs/long-context.md ("The extension
+# experiment"): a small dense model taught passkey retrieval at 512 tokens,
+# measured at 512 and 2,048, then extended to 2,048 from one checkpoint —
+# RoPE unchanged, position interpolation, YaRN, YaRN for twice and three
+# times the steps with passkey items up to the full window, and YaRN with
+# far needles or number-dense haystacks — and measured again, with the
+# held-out loss on stitched repositories by position and by context.
+# Everything goes to runs/long-context (the configs name that path).
 # Steps already done (their outputs exist) are skipped, so a killed run
-# continues where it stopped (VARIANTS, below, picks extensions). Needs a built moetrain (scripts/build.sh).
+# continues where it stopped. VARIANTS (below) picks the extensions; MODEL
+# and RUNS train another model on the same data. Needs a built moetrain
+# (scripts/build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${BUILD_DIR:-build}/src/moetrain
@@ -71,14 +73,20 @@ if [[ ! -d $work/passkey-far ]]; then  # the full window with the needle in its 
   PK_DEPTHS=$far pk --n 1500 --seed 9 --tokens 1856,1920,1984 --documents "$work/passkey-far.tmp/plain"
   mv "$work/passkey-far.tmp" "$work/passkey-far"
 fi
+if [[ ! -d $work/passkey-dense ]]; then  # haystacks dense in numbers: Debian's changelogs beside the library reference
+  rm -rf "$work/passkey-dense.tmp"
+  pk --n 3000 --seed 10 --tokens 512,768,1024,1280,1536,1792,1984 --documents "$work/passkey-dense.tmp/plain" \
+    --filler /usr/share/doc/*/changelog.Debian.gz
+  mv "$work/passkey-dense.tmp" "$work/passkey-dense"
+fi
 [[ -f $work/passkey-heldout.jsonl ]] || "$bin" tasks make passkey --split held-out --n 500 --seed 2 --tokens 480,2000 \
   --filler /usr/share/doc/python3.11/html/_sources/whatsnew --tokenizer "$work/tok.model" --out "$work/passkey-heldout.jsonl"
 
 # 4. The dataset, and the run's plan against it (refuses repeated data). A
-#    dataset built before the passkey_far bucket existed is built again: the
+#    dataset built before the passkey_dense bucket existed is built again: the
 #    other buckets come out byte for byte the same, so runs trained on it
 #    resume on the new one.
-if ! grep -q '"passkey_far/q0"' "$work/ds/manifest.json" 2>/dev/null; then
+if ! grep -q '"passkey_dense/q0"' "$work/ds/manifest.json" 2>/dev/null; then
   rm -rf "$work/ds"
   "$bin" data build --config configs/data/long-context.toml --out "$work/ds"
 fi
@@ -119,9 +127,12 @@ declare -A rope=(
   # ... the same steps with a fifth of the tokens far-needle items (passkey_far)
   [yarn-far]="--set phase[2].rope_scaling=\"yarn\" --set phase[2].rope_factor=4 --set phase[2].rope_original_len=512
               --set phase[2].steps=960 --set phase[2].mixture=\"configs/data/long-context-long-far.toml\""
+  # ... the same steps with a sixth of the tokens passkey items in number-dense haystacks (passkey_dense)
+  [yarn-dense]="--set phase[2].rope_scaling=\"yarn\" --set phase[2].rope_factor=4 --set phase[2].rope_original_len=512
+                --set phase[2].steps=960 --set phase[2].mixture=\"configs/data/long-context-long-dense.toml\""
 )
 # VARIANTS="yarn-x3" trains and measures only those; VARIANTS="" stops after the base.
-for v in ${VARIANTS-unchanged yarn yarn-x2 yarn-x3 yarn-far linear}; do
+for v in ${VARIANTS-unchanged yarn yarn-x2 yarn-x3 yarn-far yarn-dense linear}; do
   dir=$runs/ext-$v
   [[ -d $dir ]] || "$bin" ckpt branch "$runs/base" "$dir"
   # shellcheck disable=SC2086

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""Tables and a chart of the long-context experiment (scripts/long-context-experiment.sh).
+"""Tables and charts of the long-context experiment (scripts/long-context-experiment.sh).
 
-Reads RUNS/eval-{base,unchanged,linear,yarn,yarn-x2,yarn-x3,yarn-far}.json (moetrain eval --out; RUNS is WORK
-unless given: another model's runs, MODEL and RUNS in the script) and prints, as Markdown: passkey accuracy by depth at 512 and 2,048 tokens per
-model, each 2,048 cell as a share of the model's own 512 accuracy at that
-depth, and the held-out loss by position on the stitched repositories
-(bucket code/q0), and the same tokens' loss with halving context. Writes RUNS/long-context-extension.svg: the code bucket's
-loss by position, one line per model. Standard library only.
+Usage: long_context_table.py [WORK [RUNS]]. Reads
+RUNS/eval-{base,unchanged,linear,yarn,yarn-x2,yarn-x3,yarn-far,yarn-dense}.json
+(moetrain eval --out; RUNS is WORK unless given: another model's runs,
+MODEL and RUNS in the script) and WORK/passkey-heldout.jsonl, and prints,
+as Markdown: passkey accuracy by depth at 480 and 2,000 tokens per model,
+the key's digits in place, each 2,000 cell as a share of the model's own
+480 accuracy at that depth, the held-out loss by position on the stitched
+repositories (bucket code/q0), and the same tokens' loss with halving
+context. Writes RUNS/long-context-extension.svg (the code bucket's loss by
+position, one line per model) and RUNS/long-context-context.svg (the same
+tokens' loss against their context). Standard library only.
 """
 import json
 import math
@@ -16,7 +21,8 @@ from pathlib import Path
 MODELS = [("base", "before extension (512)"), ("unchanged", "RoPE unchanged"),
           ("linear", "position interpolation x4"), ("yarn", "YaRN x4"),
           ("yarn-x2", "YaRN x4, 640 steps to 1,984"), ("yarn-x3", "YaRN x4, 960 steps to 1,984"),
-          ("yarn-far", "YaRN x4, 960 steps, far needles")]
+          ("yarn-far", "YaRN x4, 960 steps, far needles"),
+          ("yarn-dense", "YaRN x4, 960 steps, number-dense haystacks")]
 
 
 def load(work, name):
@@ -145,6 +151,53 @@ def main(work, runs):
         print(f"| {b['from']}-{b['to']} | " + " | ".join(row) + " |")
     context_table(evs)
     write_svg(Path(runs) / "long-context-extension.svg", lines)
+    # The extended models only: the base model's loss past its length would flatten their lines.
+    contexts = {n: code_context(ev) for n, ev in evs.items() if n != "base" and ev and code_context(ev)}
+    if contexts:
+        write_context_svg(Path(runs) / "long-context-context.svg", contexts)
+
+
+def write_context_svg(path, tables):
+    """The same tokens' loss against the context they are given, one line per model."""
+    w, h, left, right, top, bottom = 640, 400, 60, 230, 30, 50
+    ctx = sorted({r["context"] for t in tables.values() for r in t["lengths"]})
+    losses = [r["loss"] for t in tables.values() for r in t["lengths"]]
+    x0, x1 = math.log2(ctx[0]), math.log2(ctx[-1])
+    y0, y1 = min(losses) - 0.03, max(losses) + 0.03
+    sx = lambda x: left + (math.log2(x) - x0) / (x1 - x0) * (w - left - right)
+    sy = lambda y: top + (y1 - y) / (y1 - y0) * (h - top - bottom)
+    colours = ["#888888", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+    first = next(iter(tables.values()))
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{w}" height="{h}" fill="white"/>',
+           f'<text x="{left}" y="18" font-size="14">The same tokens with more context: each window\'s last '
+           f'{first["scored_per_window"]}, {first["windows"]} windows of code</text>']
+    for c in ctx:
+        out.append(f'<line x1="{sx(c):.1f}" y1="{top}" x2="{sx(c):.1f}" y2="{h - bottom}" stroke="#ddd"/>')
+        out.append(f'<text x="{sx(c):.1f}" y="{h - bottom + 16}" text-anchor="middle">{c}</text>')
+    for k in range(6):
+        y = y0 + (y1 - y0) * k / 5
+        out.append(f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:.2f}</text>')
+    out.append(f'<text x="{(left + w - right) / 2}" y="{h - 12}" text-anchor="middle">tokens of context '
+               '(log scale)</text>')
+    out.append(f'<text x="14" y="{(top + h - bottom) / 2}" transform="rotate(-90 14 {(top + h - bottom) / 2})" '
+               'text-anchor="middle">loss, nats per token</text>')
+    shown = 0
+    for i, (n, label) in enumerate(MODELS):
+        if n not in tables:
+            continue
+        pts = sorted((r["context"], r["loss"]) for r in tables[n]["lengths"])
+        xy = " ".join(f"{sx(c):.1f},{sy(l):.1f}" for c, l in pts)
+        out.append(f'<polyline fill="none" stroke-width="2" stroke="{colours[i]}" points="{xy}"/>')
+        for c, l in pts:
+            out.append(f'<circle cx="{sx(c):.1f}" cy="{sy(l):.1f}" r="3" fill="{colours[i]}"/>')
+        ly = top + 20 + 18 * shown
+        shown += 1
+        out.append(f'<line x1="{w - right + 10}" y1="{ly}" x2="{w - right + 30}" y2="{ly}" stroke="{colours[i]}" '
+                   'stroke-width="2"/>')
+        out.append(f'<text x="{w - right + 34}" y="{ly + 4}">{label}</text>')
+    out.append("</svg>")
+    path.write_text("\n".join(out) + "\n")
 
 
 def write_svg(path, lines):
@@ -155,7 +208,7 @@ def write_svg(path, lines):
     y0, y1 = min(losses) - 0.05, max(losses) + 0.05
     sx = lambda x: left + (math.log2(x) - x0) / (x1 - x0) * (w - left - right)
     sy = lambda y: top + (y1 - y) / (y1 - y0) * (h - top - bottom)
-    colours = ["#888888", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2"]
+    colours = ["#888888", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
            f'<rect width="{w}" height="{h}" fill="white"/>',
            f'<text x="{left}" y="18" font-size="14">Held-out loss by position, stitched Python repositories</text>']
