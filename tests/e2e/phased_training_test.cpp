@@ -330,8 +330,8 @@ TEST_F(PhasedTraining, ALongerContextPhaseRunsItsLengthAndResumes) {
   EXPECT_EQ(ctx["scored_per_window"], 4);
   EXPECT_GT(ctx["windows"].get<int64_t>(), 0);
   EXPECT_TRUE(ctx["lengths"][0].contains("gain_se"));
-  const auto too_long = moetrain({"eval", "--ckpt", d + "/long-a", "--batches", "1", "--no-progress", "--positions",
-                                  "--context-min", "100"});
+  const auto too_long = moetrain(
+      {"eval", "--ckpt", d + "/long-a", "--batches", "1", "--no-progress", "--positions", "--context-min", "100"});
   EXPECT_EQ(too_long.exit_code, 2) << too_long;
   EXPECT_THAT(too_long.err, HasSubstr("--context-min 100: windows of 128 tokens hold no two lengths"));
   // --plot: one line over every bucket and one per bucket, the trained length marked.
