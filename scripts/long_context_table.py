@@ -22,7 +22,7 @@ MODELS = [("base", "before extension (512)"), ("unchanged", "RoPE unchanged"),
           ("linear", "position interpolation x4"), ("yarn", "YaRN x4"),
           ("yarn-x2", "YaRN x4, 640 steps to 1,984"), ("yarn-x3", "YaRN x4, 960 steps to 1,984"),
           ("yarn-far", "YaRN x4, 960 steps, far needles"),
-          ("yarn-dense", "YaRN x4, 960 steps, number-dense haystacks")]
+          ("yarn-dense", "YaRN x4, 960 steps, dense numbers")]
 
 
 def load(work, name):
@@ -159,7 +159,7 @@ def main(work, runs):
 
 def write_context_svg(path, tables):
     """The same tokens' loss against the context they are given, one line per model."""
-    w, h, left, right, top, bottom = 640, 400, 60, 230, 30, 50
+    w, h, left, right, top, bottom = 760, 400, 60, 300, 30, 50
     ctx = sorted({r["context"] for t in tables.values() for r in t["lengths"]})
     losses = [r["loss"] for t in tables.values() for r in t["lengths"]]
     x0, x1 = math.log2(ctx[0]), math.log2(ctx[-1])
@@ -201,7 +201,7 @@ def write_context_svg(path, tables):
 
 
 def write_svg(path, lines):
-    w, h, left, right, top, bottom = 640, 400, 60, 190, 30, 50
+    w, h, left, right, top, bottom = 760, 400, 60, 300, 30, 50
     pts = [(b["from"] + b["to"]) / 2 for bins in lines.values() for b in bins]
     losses = [b["loss"] for bins in lines.values() for b in bins if b["from"] >= 8]
     x0, x1 = math.log2(4), math.log2(max(pts))
@@ -226,13 +226,15 @@ def write_svg(path, lines):
                'token (bins that double; log scale)</text>')
     out.append(f'<text x="14" y="{(top + h - bottom) / 2}" transform="rotate(-90 14 {(top + h - bottom) / 2})" '
                'text-anchor="middle">loss, nats per token</text>')
+    shown = 0
     for i, (n, label) in enumerate(MODELS):
         if n not in lines:
             continue
         xy = [(sx((b["from"] + b["to"]) / 2), sy(b["loss"])) for b in lines[n] if b["from"] >= 4]
         out.append('<polyline fill="none" stroke-width="2" stroke="%s" points="%s"/>' %
                    (colours[i], " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)))
-        ly = top + 20 + 18 * i
+        ly = top + 20 + 18 * shown
+        shown += 1
         out.append(f'<line x1="{w - right + 10}" y1="{ly}" x2="{w - right + 30}" y2="{ly}" stroke="{colours[i]}" '
                    'stroke-width="2"/>')
         out.append(f'<text x="{w - right + 34}" y="{ly + 4}">{label}</text>')
