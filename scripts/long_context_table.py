@@ -157,89 +157,92 @@ def main(work, runs):
         write_context_svg(Path(runs) / "long-context-context.svg", contexts)
 
 
+COLOURS = ["#888888", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+
+
+class Chart:
+    """Loss against a log2 x axis, one line per model of MODELS, the legend on the right."""
+    w, h, left, right, top, bottom = 760, 400, 60, 300, 30, 50
+
+    def __init__(self, title, x_range, y_range):
+        (self.x0, self.x1), (self.y0, self.y1) = (math.log2(x_range[0]), math.log2(x_range[1])), y_range
+        self.shown = 0
+        self.out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.w}" height="{self.h}" '
+                    'font-family="sans-serif" font-size="12">',
+                    f'<rect width="{self.w}" height="{self.h}" fill="white"/>',
+                    f'<text x="{self.left}" y="18" font-size="14">{title}</text>']
+
+    def sx(self, x):
+        return self.left + (math.log2(x) - self.x0) / (self.x1 - self.x0) * (self.w - self.left - self.right)
+
+    def sy(self, y):
+        return self.top + (self.y1 - y) / (self.y1 - self.y0) * (self.h - self.top - self.bottom)
+
+    def x_tick(self, x):
+        self.out.append(f'<line x1="{self.sx(x):.1f}" y1="{self.top}" x2="{self.sx(x):.1f}" '
+                        f'y2="{self.h - self.bottom}" stroke="#ddd"/>')
+        self.out.append(f'<text x="{self.sx(x):.1f}" y="{self.h - self.bottom + 16}" text-anchor="middle">{x}</text>')
+
+    def axes(self, x_label):
+        for k in range(6):
+            y = self.y0 + (self.y1 - self.y0) * k / 5
+            self.out.append(f'<text x="{self.left - 6}" y="{self.sy(y) + 4:.1f}" text-anchor="end">{y:.2f}</text>')
+        mid = (self.top + self.h - self.bottom) / 2
+        self.out.append(f'<text x="{(self.left + self.w - self.right) / 2}" y="{self.h - 12}" '
+                        f'text-anchor="middle">{x_label}</text>')
+        self.out.append(f'<text x="14" y="{mid}" transform="rotate(-90 14 {mid})" '
+                        'text-anchor="middle">loss, nats per token</text>')
+
+    def line(self, model_index, label, points, markers=False):
+        colour = COLOURS[model_index]
+        xy = " ".join(f"{self.sx(x):.1f},{self.sy(y):.1f}" for x, y in points)
+        self.out.append(f'<polyline fill="none" stroke-width="2" stroke="{colour}" points="{xy}"/>')
+        if markers:
+            for x, y in points:
+                self.out.append(f'<circle cx="{self.sx(x):.1f}" cy="{self.sy(y):.1f}" r="3" fill="{colour}"/>')
+        ly = self.top + 20 + 18 * self.shown
+        self.shown += 1
+        self.out.append(f'<line x1="{self.w - self.right + 10}" y1="{ly}" x2="{self.w - self.right + 30}" y2="{ly}" '
+                        f'stroke="{colour}" stroke-width="2"/>')
+        self.out.append(f'<text x="{self.w - self.right + 34}" y="{ly + 4}">{label}</text>')
+
+    def write(self, path):
+        path.write_text("\n".join(self.out + ["</svg>"]) + "\n")
+
+
 def write_context_svg(path, tables):
     """The same tokens' loss against the context they are given, one line per model."""
-    w, h, left, right, top, bottom = 760, 400, 60, 300, 30, 50
     ctx = sorted({r["context"] for t in tables.values() for r in t["lengths"]})
     losses = [r["loss"] for t in tables.values() for r in t["lengths"]]
-    x0, x1 = math.log2(ctx[0]), math.log2(ctx[-1])
-    y0, y1 = min(losses) - 0.03, max(losses) + 0.03
-    sx = lambda x: left + (math.log2(x) - x0) / (x1 - x0) * (w - left - right)
-    sy = lambda y: top + (y1 - y) / (y1 - y0) * (h - top - bottom)
-    colours = ["#888888", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
     first = next(iter(tables.values()))
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
-           f'<rect width="{w}" height="{h}" fill="white"/>',
-           f'<text x="{left}" y="18" font-size="14">The same tokens with more context: each window\'s last '
-           f'{first["scored_per_window"]}, {first["windows"]} windows of code</text>']
-    for c in ctx:
-        out.append(f'<line x1="{sx(c):.1f}" y1="{top}" x2="{sx(c):.1f}" y2="{h - bottom}" stroke="#ddd"/>')
-        out.append(f'<text x="{sx(c):.1f}" y="{h - bottom + 16}" text-anchor="middle">{c}</text>')
-    for k in range(6):
-        y = y0 + (y1 - y0) * k / 5
-        out.append(f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:.2f}</text>')
-    out.append(f'<text x="{(left + w - right) / 2}" y="{h - 12}" text-anchor="middle">tokens of context '
-               '(log scale)</text>')
-    out.append(f'<text x="14" y="{(top + h - bottom) / 2}" transform="rotate(-90 14 {(top + h - bottom) / 2})" '
-               'text-anchor="middle">loss, nats per token</text>')
-    shown = 0
+    c = Chart(f"The same tokens with more context: each window's last {first['scored_per_window']}, "
+              f"{first['windows']} windows of code", (ctx[0], ctx[-1]), (min(losses) - 0.03, max(losses) + 0.03))
+    for x in ctx:
+        c.x_tick(x)
+    c.axes("tokens of context (log scale)")
     for i, (n, label) in enumerate(MODELS):
-        if n not in tables:
-            continue
-        pts = sorted((r["context"], r["loss"]) for r in tables[n]["lengths"])
-        xy = " ".join(f"{sx(c):.1f},{sy(l):.1f}" for c, l in pts)
-        out.append(f'<polyline fill="none" stroke-width="2" stroke="{colours[i]}" points="{xy}"/>')
-        for c, l in pts:
-            out.append(f'<circle cx="{sx(c):.1f}" cy="{sy(l):.1f}" r="3" fill="{colours[i]}"/>')
-        ly = top + 20 + 18 * shown
-        shown += 1
-        out.append(f'<line x1="{w - right + 10}" y1="{ly}" x2="{w - right + 30}" y2="{ly}" stroke="{colours[i]}" '
-                   'stroke-width="2"/>')
-        out.append(f'<text x="{w - right + 34}" y="{ly + 4}">{label}</text>')
-    out.append("</svg>")
-    path.write_text("\n".join(out) + "\n")
+        if n in tables:
+            c.line(i, label, sorted((r["context"], r["loss"]) for r in tables[n]["lengths"]), markers=True)
+    c.write(path)
 
 
 def write_svg(path, lines):
-    w, h, left, right, top, bottom = 760, 400, 60, 300, 30, 50
+    """The code bucket's loss by position, one line per model."""
     pts = [(b["from"] + b["to"]) / 2 for bins in lines.values() for b in bins]
     losses = [b["loss"] for bins in lines.values() for b in bins if b["from"] >= 8]
-    x0, x1 = math.log2(4), math.log2(max(pts))
-    y0, y1 = min(losses) - 0.05, max(losses) + 0.05
-    sx = lambda x: left + (math.log2(x) - x0) / (x1 - x0) * (w - left - right)
-    sy = lambda y: top + (y1 - y) / (y1 - y0) * (h - top - bottom)
-    colours = ["#888888", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
-           f'<rect width="{w}" height="{h}" fill="white"/>',
-           f'<text x="{left}" y="18" font-size="14">Held-out loss by position, stitched Python repositories</text>']
+    c = Chart("Held-out loss by position, stitched Python repositories", (4, max(pts)),
+              (min(losses) - 0.05, max(losses) + 0.05))
     for p in [8, 32, 128, 512, 2048]:
         if p <= max(pts):
-            out.append(f'<line x1="{sx(p):.1f}" y1="{top}" x2="{sx(p):.1f}" y2="{h - bottom}" stroke="#ddd"/>')
-            out.append(f'<text x="{sx(p):.1f}" y="{h - bottom + 16}" text-anchor="middle">{p}</text>')
-    out.append(f'<line x1="{sx(512):.1f}" y1="{top}" x2="{sx(512):.1f}" y2="{h - bottom}" stroke="#999" '
-               'stroke-dasharray="4,3"/>')
-    out.append(f'<text x="{sx(512) + 4:.1f}" y="{top + 12}" fill="#666">512: the short phase</text>')
-    for k in range(6):
-        y = y0 + (y1 - y0) * k / 5
-        out.append(f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:.2f}</text>')
-    out.append(f'<text x="{(left + w - right) / 2}" y="{h - 12}" text-anchor="middle">tokens of context before the '
-               'token (bins that double; log scale)</text>')
-    out.append(f'<text x="14" y="{(top + h - bottom) / 2}" transform="rotate(-90 14 {(top + h - bottom) / 2})" '
-               'text-anchor="middle">loss, nats per token</text>')
-    shown = 0
+            c.x_tick(p)
+    c.out.append(f'<line x1="{c.sx(512):.1f}" y1="{c.top}" x2="{c.sx(512):.1f}" y2="{c.h - c.bottom}" stroke="#999" '
+                 'stroke-dasharray="4,3"/>')
+    c.out.append(f'<text x="{c.sx(512) + 4:.1f}" y="{c.top + 12}" fill="#666">512: the short phase</text>')
+    c.axes("tokens of context before the token (bins that double; log scale)")
     for i, (n, label) in enumerate(MODELS):
-        if n not in lines:
-            continue
-        xy = [(sx((b["from"] + b["to"]) / 2), sy(b["loss"])) for b in lines[n] if b["from"] >= 4]
-        out.append('<polyline fill="none" stroke-width="2" stroke="%s" points="%s"/>' %
-                   (colours[i], " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)))
-        ly = top + 20 + 18 * shown
-        shown += 1
-        out.append(f'<line x1="{w - right + 10}" y1="{ly}" x2="{w - right + 30}" y2="{ly}" stroke="{colours[i]}" '
-                   'stroke-width="2"/>')
-        out.append(f'<text x="{w - right + 34}" y="{ly + 4}">{label}</text>')
-    out.append("</svg>")
-    path.write_text("\n".join(out) + "\n")
+        if n in lines:
+            c.line(i, label, [((b["from"] + b["to"]) / 2, b["loss"]) for b in lines[n] if b["from"] >= 4])
+    c.write(path)
 
 
 if __name__ == "__main__":
