@@ -103,6 +103,20 @@ Result<int64_t> held_out_len(const InferenceModel& m, const EvalArgs& a, bool& u
   return T;
 }
 
+// Per-bucket accumulators (bucket index -> figures; -1: a source without
+// buckets) merged into one, and each bucket's report keyed by its name.
+template <class Acc, class Report>
+std::pair<Acc, nlohmann::json> merged_by_bucket(const std::map<int64_t, Acc>& per_bucket,
+                                                const std::vector<std::string>& names, Report report) {
+  Acc all;
+  nlohmann::json by_name = nlohmann::json::object();
+  for (const auto& [k, acc] : per_bucket) {
+    all.add(acc);
+    by_name[k >= 0 ? names[size_t(k)] : std::string("(all)")] = report(acc);
+  }
+  return {std::move(all), std::move(by_name)};
+}
+
 // Held-out loss per bucket, and bits per byte: loss (nats/token) x tokens /
 // (UTF-8 bytes of those tokens x ln 2), the tokenizer-independent figure.
 // `usage` is set when the request itself is at fault (--batches past the split).
@@ -210,21 +224,12 @@ Result<nlohmann::json> held_out(const InferenceModel& m, const TextCodec& codec,
   }
   j["buckets"] = buckets;
   if (a.positions) {  // every evaluated bucket's sequences together, and each bucket's
-    PositionLoss all;
-    nlohmann::json per = nlohmann::json::object();
-    for (const auto& [k, p] : by_position) {
-      all.add(p);
-      per[k >= 0 ? names[size_t(k)] : std::string("(all)")] = p.bins();
-    }
+    const auto [all, per] = merged_by_bucket(by_position, names, [](const PositionLoss& p) { return p.bins(); });
     j["position_loss"] = all.bins();
     j["bucket_position_loss"] = per;
     if (by_context) {
-      ContextLengthLoss every;
-      nlohmann::json per_bucket = nlohmann::json::object();
-      for (const auto& [k, c] : by_context_loss) {
-        every.add(c);
-        per_bucket[k >= 0 ? names[size_t(k)] : std::string("(all)")] = c.table();
-      }
+      const auto [every, per_bucket] =
+          merged_by_bucket(by_context_loss, names, [](const ContextLengthLoss& c) { return c.table(); });
       j["context_loss"] = every.table();
       j["bucket_context_loss"] = per_bucket;
     }

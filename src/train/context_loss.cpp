@@ -35,12 +35,14 @@ nlohmann::json PositionLoss::bins() const {
   return out;
 }
 
+void ContextLengthLoss::start(int64_t scored_per_window, const std::vector<int64_t>& context_lengths) {
+  scored = scored_per_window;
+  lengths = context_lengths;
+  loss.assign(lengths.size(), {});
+}
+
 void ContextLengthLoss::add(const ContextLengthLoss& o) {
-  if (lengths.empty()) {
-    scored = o.scored;
-    lengths = o.lengths;
-    loss.assign(lengths.size(), {});
-  }
+  if (lengths.empty()) start(o.scored, o.lengths);
   MT_CHECK(lengths == o.lengths && scored == o.scored, "context lengths differ between accumulators");
   for (size_t i = 0; i < loss.size(); ++i) loss[i].insert(loss[i].end(), o.loss[i].begin(), o.loss[i].end());
 }
@@ -96,11 +98,7 @@ ContextLengthScorer::ContextLengthScorer(const ModelConfig& cfg, int64_t batch, 
 
 void ContextLengthScorer::score(const std::vector<float>& full_losses, const float* params, const float* router_bias,
                                 const int32_t* windows, ContextLengthLoss& into) {
-  if (into.lengths.empty()) {
-    into.scored = scored_;
-    into.lengths = lengths_;
-    into.loss.assign(lengths_.size(), {});
-  }
+  if (into.lengths.empty()) into.start(scored_, lengths_);
   // Window b's scored tokens are its targets T - scored + 1 .. T: the last
   // `scored` of the full forward's losses, and of each shorter row, which
   // holds the window's last L + 1 ids.

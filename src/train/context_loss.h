@@ -41,6 +41,7 @@ struct ContextLengthLoss {
   int64_t scored = 0;                     // tokens scored per window
   std::vector<int64_t> lengths;           // context lengths, longest first
   std::vector<std::vector<double>> loss;  // [length][window]: mean loss of the window's scored tokens
+  void start(int64_t scored_per_window, const std::vector<int64_t>& context_lengths);  // no windows yet
   void add(const ContextLengthLoss& o);   // another set's windows (same lengths)
   // {scored_per_window, windows, lengths: [{context, loss, se, gain, gain_se}]},
   // longest context first; gain = the loss at the next shorter length minus
