@@ -3,7 +3,8 @@
 // tokens from the last L ids, exactly as a forward of those ids alone would;
 // a document that starts inside the shortest context makes every length see
 // the same context, so every gain is zero; the table's gains and standard
-// errors are the paired per-window figures.
+// errors are the paired per-window figures. On the shared tiny MoE
+// (support/fixtures.h), dropless, so every length routes its tokens alike.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,24 +12,12 @@
 
 #include "model/transformer.h"
 #include "model/weights.h"
+#include "support/fixtures.h"
 #include "support/random.h"
 #include "train/context_loss.h"
 
 namespace mt {
 namespace {
-
-ModelConfig tiny() {
-  ModelConfig c;
-  c.vocab_size = 41;
-  c.d_model = 32;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.layer_pattern = "G";
-  c.d_ff = 48;
-  c.init_std = 0.2;
-  return c;
-}
 
 std::vector<float> params_of(const ModelConfig& c) {
   ParamLayout L;
@@ -52,7 +41,7 @@ double tail_mean(const std::vector<float>& losses, int64_t L, int64_t b, int64_t
 }
 
 TEST(ContextLengthLoss, EachLengthScoresTheLastTokensFromTheLastIdsAlone) {
-  const ModelConfig c = tiny();
+  const ModelConfig c = testing::tiny_moe_config();  // dropless: every length routes alike
   const std::vector<float> p = params_of(c);
   const int64_t B = 3, T = 64, min_len = 16, scored = 8;
   const std::vector<int32_t> w = windows_of(B, T, c.vocab_size, 1);
@@ -81,7 +70,7 @@ TEST(ContextLengthLoss, EachLengthScoresTheLastTokensFromTheLastIdsAlone) {
 }
 
 TEST(ContextLengthLoss, ADocumentStartInsideTheShortestContextMakesEveryGainZero) {
-  const ModelConfig c = tiny();
+  const ModelConfig c = testing::tiny_moe_config();  // dropless: every length routes alike
   const std::vector<float> p = params_of(c);
   const int64_t B = 2, T = 64, min_len = 16;
   const int32_t sep = int32_t(c.vocab_size - 1);
