@@ -4,15 +4,20 @@
 // (grouped_swiglu.h); second: 0 fp32, 1 bf16; third, the layer:
 // 0 moe-512's (16 experts, F 352, D 512; 4096 tokens × top-2 in segments of
 // 448 to 640 rows), 1 the same compute split fine-grained (64 experts,
-// F 88, top-8: the same segments, four times as many). GFLOP/s counts 6·F·D per row
-// forward and twice that backward.
+// F 88, top-8: the same segments, four times as many); fourth, the weights:
+// 0 plain buffers (a bf16 product converts them on every call), 1 held as
+// the trainer holds them (kernels/cpu/trainer_weights.h: bf16 shadow, packed
+// copies made once per iteration, as once per step). GFLOP/s counts 6·F·D
+// per row forward and twice that backward.
 // Run: mt_kernel_bench --benchmark_filter=Experts --benchmark_repetitions=5
 #include <benchmark/benchmark.h>
 
+#include <memory>
 #include <vector>
 
 #include "core/rng.h"
 #include "kernels/cpu/grouped_swiglu.h"
+#include "kernels/cpu/trainer_weights.h"
 #include "model/swiglu_ffn.h"
 
 namespace {
@@ -22,24 +27,29 @@ constexpr int64_t kD = 512;
 struct Layer {
   int64_t experts, F;
   std::vector<int64_t> begin{0};
-  std::vector<float> x, y, h13, z, dy, dx, dh13, dz, w13, w2, dw13, dw2;
+  std::vector<float> x, y, h13, z, dy, dx, dh13, dz, w, dw13, dw2;  // w: every expert's W13, then every W2
+  std::unique_ptr<mt::TrainerWeights> held;
   std::vector<const float*> w13p, w2p;
   std::vector<float*> dw13p, dw2p;
-  explicit Layer(bool fine) : experts(fine ? 64 : 16), F(fine ? 88 : 352) {
+  Layer(bool fine, bool trainer_held, mt::MatmulPrecision p) : experts(fine ? 64 : 16), F(fine ? 88 : 352) {
     // Uneven loads as routing gives them, in 16-row steps.
     for (int64_t i = 0; i < experts; ++i) begin.push_back(begin.back() + 448 + 16 * ((5 * i) % 13));
     const int64_t R = begin.back();
     x.resize(R * kD); y.resize(R * kD); dy.resize(R * kD); dx.resize(R * kD);
     h13.resize(R * 2 * F); dh13.resize(R * 2 * F); z.resize(R * F); dz.resize(R * F);
-    w13.resize(experts * 2 * F * kD); dw13.resize(w13.size());
-    w2.resize(experts * kD * F); dw2.resize(w2.size());
+    const int64_t w13n = experts * 2 * F * kD, w2n = experts * kD * F;
+    w.resize(w13n + w2n);
+    dw13.resize(w13n);
+    dw2.resize(w2n);
     mt::fill_normal(x.data(), int64_t(x.size()), 1.0f, 2, 1);
     mt::fill_normal(dy.data(), int64_t(dy.size()), 1.0f, 2, 2);
-    mt::fill_normal(w13.data(), int64_t(w13.size()), 0.04f, 2, 3);
-    mt::fill_normal(w2.data(), int64_t(w2.size()), 0.05f, 2, 4);
+    mt::fill_normal(w.data(), w13n, 0.04f, 2, 3);
+    mt::fill_normal(w.data() + w13n, w2n, 0.05f, 2, 4);
+    if (trainer_held) held = std::make_unique<mt::TrainerWeights>(std::move(w), p);
+    float* wp = held ? held->data() : w.data();
     for (int64_t i = 0; i < experts; ++i) {
-      w13p.push_back(w13.data() + i * 2 * F * kD);
-      w2p.push_back(w2.data() + i * kD * F);
+      w13p.push_back(wp + i * 2 * F * kD);
+      w2p.push_back(wp + w13n + i * kD * F);
       dw13p.push_back(dw13.data() + i * 2 * F * kD);
       dw2p.push_back(dw2.data() + i * kD * F);
     }
@@ -47,6 +57,7 @@ struct Layer {
   mt::ExpertGroup group() const { return {experts, begin.data(), F, kD, w13p.data(), w2p.data()}; }
 
   void forward(bool grouped, mt::MatmulPrecision p) {
+    if (held) held->new_step();
     if (grouped) return mt::grouped_swiglu_forward(y.data(), h13.data(), z.data(), x.data(), group(), p);
     for (int64_t i = 0; i < experts; ++i) {
       const int64_t b = begin[i];
@@ -55,6 +66,7 @@ struct Layer {
     }
   }
   void backward(bool grouped, mt::MatmulPrecision p) {
+    if (held) held->new_step();
     if (grouped)
       return mt::grouped_swiglu_backward(dx.data(), dw13p.data(), dw2p.data(), dh13.data(), dy.data(), x.data(),
                                          h13.data(), z.data(), group(), p);
@@ -72,7 +84,7 @@ mt::MatmulPrecision precision(const benchmark::State& s) {
 }
 
 void BM_ExpertsForward(benchmark::State& state) {
-  Layer l(state.range(2) == 1);
+  Layer l(state.range(2) == 1, state.range(3) == 1, precision(state));
   l.forward(state.range(0) == 1, precision(state));  // primitives created outside the timing
   for (auto _ : state) {
     l.forward(state.range(0) == 1, precision(state));
@@ -83,7 +95,7 @@ void BM_ExpertsForward(benchmark::State& state) {
 }
 
 void BM_ExpertsBackward(benchmark::State& state) {
-  Layer l(state.range(2) == 1);
+  Layer l(state.range(2) == 1, state.range(3) == 1, precision(state));
   l.forward(state.range(0) == 1, precision(state));
   l.backward(state.range(0) == 1, precision(state));
   for (auto _ : state) {
@@ -96,5 +108,11 @@ void BM_ExpertsBackward(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_ExpertsForward)->ArgsProduct({{0, 1}, {0, 1}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_ExpertsBackward)->ArgsProduct({{0, 1}, {0, 1}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ExpertsForward)
+    ->ArgsProduct({{0, 1}, {0, 1}, {0, 1}, {0, 1}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ExpertsBackward)
+    ->ArgsProduct({{0, 1}, {0, 1}, {0, 1}, {0, 1}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);

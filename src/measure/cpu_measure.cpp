@@ -19,7 +19,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/bf16.h"
 #include "core/machine_peak.h"
 #include "core/rng.h"
 #include "core/threads.h"
@@ -28,6 +27,7 @@
 #include "kernels/cpu/gated_delta.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/grouped_swiglu.h"
+#include "kernels/cpu/trainer_weights.h"
 #include "measure/reference_gemm.h"
 #include "model/attention_kernel.h"
 
@@ -108,35 +108,6 @@ std::string today() {
   std::strftime(buf, sizeof buf, "%Y-%m-%d", std::localtime(&t));
   return buf;
 }
-
-// Weights held as the trainer holds them: one fp32 region, its bf16 shadow for bf16 products, and the GEMM
-// library's packed copies of it (train.pack_weights, on by default), repacked once per step: the products of one
-// timed forward and backward read them as the trainer's step does.
-class TrainerWeights {
- public:
-  TrainerWeights(std::vector<float> values, MatmulPrecision p) : w_(std::move(values)), p_(p) {
-    if (p_ == MatmulPrecision::kBf16) {
-      shadow_.resize(w_.size());
-      for (size_t i = 0; i < w_.size(); ++i) shadow_[i] = f32_to_bf16(w_[i]);
-      gemm_register_bf16_shadow(w_.data(), shadow_.data(), int64_t(w_.size()));
-    }
-    gemm_register_packed_weights(w_.data(), int64_t(w_.size()));
-  }
-  ~TrainerWeights() {
-    gemm_unregister_packed_weights(w_.data());
-    if (p_ == MatmulPrecision::kBf16) gemm_register_bf16_shadow(w_.data(), nullptr, 0);
-  }
-  TrainerWeights(const TrainerWeights&) = delete;
-  TrainerWeights& operator=(const TrainerWeights&) = delete;
-  // A new step: the trainer bumps the version at each step's start, so each step packs once.
-  void new_step() { gemm_weights_changed(); }
-  float* data() { return w_.data(); }
-
- private:
-  std::vector<float> w_;
-  std::vector<bf16> shadow_;
-  MatmulPrecision p_;
-};
 
 // One linear layer y (M, N) = x (M, K) W^T: forward and both gradients, as the trainer runs them.
 plan::GemmSample linear_sample(const std::string& what, int64_t M, int64_t N, int64_t K, MatmulPrecision p,
