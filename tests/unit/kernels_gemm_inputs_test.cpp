@@ -48,18 +48,27 @@ TEST(Operand, WriteRoundsToNearestEvenAtAnyOffset) {
 TEST(Operand, RmsnormAndSwigluWriteEveryFormAsTheirFp32OutputRounded) {
   const int64_t N = 5, C = 1100;
   const std::vector<float> x = randn(N * C, 1.0f, 2), w = randn(C, 1.0f, 3), h = randn(N * 2 * C, 2.0f, 4);
-  std::vector<float> y(N * C), rstd(N), z(N * C);
+  const std::vector<float> dz = randn(N * C, 1.0f, 5);
+  std::vector<float> y(N * C), rstd(N), z(N * C), dh(N * 2 * C);
   rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), N, C, 1e-6f);
   swiglu_forward(z.data(), h.data(), N, C);
+  swiglu_backward(dh.data(), dz.data(), h.data(), N, C);
   for (OperandForm f : kForms) {
-    std::vector<float> yf(size_t(operand_floats(N * C, f))), zf(yf.size()), rstd_f(N);
+    std::vector<float> yf(size_t(operand_floats(N * C, f))), zf(yf.size()), zt(yf.size()), rstd_f(N),
+        dht(size_t(operand_floats(N * 2 * C, f)));
     rmsnorm_forward(yf.data(), f, rstd_f.data(), x.data(), w.data(), N, C, 1e-6f);
     swiglu_forward(zf.data(), f, h.data(), N, C);
+    // The grouped experts' forms, on the calling thread.
+    swiglu_forward_on_thread(zt.data(), f, h.data(), N, C);
+    swiglu_backward_on_thread(dht.data(), f, dz.data(), h.data(), N, C);
     EXPECT_EQ(0, std::memcmp(rstd.data(), rstd_f.data(), N * sizeof(float)));
     for (int64_t i = 0; i < N * C; ++i) {
       ASSERT_EQ(element_value(yf, i, f), expected_value(y[i], f)) << "rmsnorm " << i;
       ASSERT_EQ(element_value(zf, i, f), expected_value(z[i], f)) << "swiglu " << i;
+      ASSERT_EQ(element_value(zt, i, f), expected_value(z[i], f)) << "swiglu on thread " << i;
     }
+    for (int64_t i = 0; i < N * 2 * C; ++i)
+      ASSERT_EQ(element_value(dht, i, f), expected_value(dh[i], f)) << "swiglu backward on thread " << i;
   }
 }
 

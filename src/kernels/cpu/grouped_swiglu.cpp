@@ -1,8 +1,9 @@
 // grouped_swiglu.cpp — the task lists and the two passes. Operands reach
 // gemm_on_thread in the form precision p needs on this CPU (gemm.h): weights
-// from the registered bf16 shadow or converted once per call per expert,
-// activations by the task that reads them, into its thread's buffers.
-// Scratch is grow-only and owned here (docs/kernels.md).
+// from the registered bf16 shadow or converted once per call per expert; z
+// and dh13 written in that form by the SwiGLU that produces them; x and dy
+// converted by the task that reads them (dy once for both passes). Scratch
+// is grow-only and owned here (docs/kernels.md).
 #include "kernels/cpu/grouped_swiglu.h"
 
 #include <algorithm>
@@ -36,11 +37,12 @@ struct Module {
   std::vector<Task> tasks;
   std::vector<OperandBuffer> w13buf, w2buf;
   std::vector<const void*> w13, w2;      // each expert's weights as operands
+  OperandBuffer dy;                      // the layer's dy as an operand, from pass 1 for pass 2
 };
 thread_local Module g_module;  // per calling thread: RL generates in the background while the model trains
 
 struct ThreadScratch {
-  OperandBuffer x, z, dy, dh;
+  OperandBuffer x;
   std::vector<float> dz;
 };
 thread_local ThreadScratch tls;
@@ -72,8 +74,7 @@ const void* rows_operand(const float* X, int64_t r0, int64_t n, int64_t cols, Op
 
 }  // namespace
 
-void grouped_swiglu_forward(float* y, float* h13, float* z, const float* x, const ExpertGroup& g,
-                            MatmulPrecision p) {
+void grouped_swiglu_forward(float* y, float* h13, void* z, const float* x, const ExpertGroup& g, MatmulPrecision p) {
   const int64_t F = g.F, Din = g.Din;
   ScopedPhase phase(Phase::kGemm);
   const OperandForm f = operand_form(p);
@@ -86,45 +87,46 @@ void grouped_swiglu_forward(float* y, float* h13, float* z, const float* x, cons
     const Task t = m.tasks[k];
     ThreadScratch& sc = tls;
     float* h = h13 + t.r0 * 2 * F;
-    float* zt = z + t.r0 * F;
+    void* zt = operand_element(z, t.r0 * F, f);
     gemm_on_thread(h, rows_operand(x, t.r0, t.rows, Din, f, sc.x), m.w13[t.expert],
                    GemmShape{t.rows, 2 * F, Din, Trans::kNo, Trans::kYes}, 0.0f, p);
-    swiglu_forward_on_thread(zt, h, t.rows, F);
-    gemm_on_thread(y + t.r0 * Din, rows_operand(z, t.r0, t.rows, F, f, sc.z), m.w2[t.expert],
-                   GemmShape{t.rows, Din, F, Trans::kNo, Trans::kYes}, 0.0f, p);
+    swiglu_forward_on_thread(zt, f, h, t.rows, F);
+    gemm_on_thread(y + t.r0 * Din, zt, m.w2[t.expert], GemmShape{t.rows, Din, F, Trans::kNo, Trans::kYes}, 0.0f, p);
   }
 }
 
-void grouped_swiglu_backward(float* dx, float* const* dw13, float* const* dw2, float* dh13, const float* dy,
-                             const float* x, const float* h13, const float* z, const ExpertGroup& g,
-                             MatmulPrecision p) {
+void grouped_swiglu_backward(float* dx, float* const* dw13, float* const* dw2, void* dh13, const float* dy,
+                             const float* x, const float* h13, const void* z, const ExpertGroup& g, MatmulPrecision p) {
   ScopedPhase phase(Phase::kGemm);
   const int64_t F = g.F, Din = g.Din;
   const OperandForm f = operand_form(p);
   Module& m = g_module;
   prepare_weights(g, f);
 
-  // Pass 1, by row tile: dz = dy W2, dh13 = swiglu'(dz), dx = dh13 W13.
+  // Pass 1, by row tile: dz = dy W2, dh13 = swiglu'(dz), dx = dh13 W13. dy
+  // is converted into the layer's operand buffer, which pass 2 reads again;
+  // dh13 is written as the operand both passes read.
   m.tasks.clear();
   for (int64_t i = 0; i < g.count; ++i)
     append_blocks(m.tasks, i, 0, g.begin[i], g.begin[i + 1] - g.begin[i], kGroupedRowTile);
+  void* dyo = f == OperandForm::kFp32 ? const_cast<float*>(dy) : m.dy.reserve(g.begin[g.count] * Din, f);
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t k = 0; k < int64_t(m.tasks.size()); ++k) {
     const Task t = m.tasks[k];
     ThreadScratch& sc = tls;
     if (int64_t(sc.dz.size()) < t.rows * F) sc.dz.resize(t.rows * F);
-    gemm_on_thread(sc.dz.data(), rows_operand(dy, t.r0, t.rows, Din, f, sc.dy), m.w2[t.expert],
-                   GemmShape{t.rows, F, Din}, 0.0f, p);
-    swiglu_backward_on_thread(dh13 + t.r0 * 2 * F, sc.dz.data(), h13 + t.r0 * 2 * F, t.rows, F);
-    gemm_on_thread(dx + t.r0 * Din, rows_operand(dh13, t.r0, t.rows, 2 * F, f, sc.dh), m.w13[t.expert],
-                   GemmShape{t.rows, Din, 2 * F}, 0.0f, p);
+    if (f != OperandForm::kFp32) write_operand(dyo, t.r0 * Din, dy + t.r0 * Din, t.rows * Din, f);
+    void* dh = operand_element(dh13, t.r0 * 2 * F, f);
+    gemm_on_thread(sc.dz.data(), operand_element(dyo, t.r0 * Din, f), m.w2[t.expert], GemmShape{t.rows, F, Din}, 0.0f,
+                   p);
+    swiglu_backward_on_thread(dh, f, sc.dz.data(), h13 + t.r0 * 2 * F, t.rows, F);
+    gemm_on_thread(dx + t.r0 * Din, dh, m.w13[t.expert], GemmShape{t.rows, Din, 2 * F}, 0.0f, p);
   }
 
   // Pass 2, by block of dW rows: dW13 += dh13ᵀ x, dW2 += dyᵀ z, each over
-  // all of the expert's rows. In bf16 a task converts the expert's rows it
-  // reads (once per expert when a tensor is one block, as in every preset):
-  // converting dy and dh13 again costs less than keeping the layer's rows
-  // converted since pass 1 (rows × (2 Din + 3 F) operand elements).
+  // all of the expert's rows. dh13, dy and z are operands already; in bf16
+  // a task converts the expert's x rows it reads (once per expert when a
+  // tensor is one block, as in every preset).
   m.tasks.clear();
   for (int64_t i = 0; i < g.count; ++i) {
     if (g.begin[i + 1] == g.begin[i]) continue;
@@ -137,12 +139,11 @@ void grouped_swiglu_backward(float* dx, float* const* dw13, float* const* dw2, f
     ThreadScratch& sc = tls;
     const int64_t b = g.begin[t.expert], M = g.begin[t.expert + 1] - b;
     if (t.which == 0)
-      gemm_on_thread(dw13[t.expert] + t.r0 * Din, operand_element(rows_operand(dh13, b, M, 2 * F, f, sc.dh), t.r0, f),
+      gemm_on_thread(dw13[t.expert] + t.r0 * Din, operand_element(dh13, b * 2 * F + t.r0, f),
                      rows_operand(x, b, M, Din, f, sc.x),
                      GemmShape{t.rows, Din, M, Trans::kYes, Trans::kNo, 2 * F, Din, Din}, 1.0f, p);
     else
-      gemm_on_thread(dw2[t.expert] + t.r0 * F, operand_element(rows_operand(dy, b, M, Din, f, sc.dy), t.r0, f),
-                     rows_operand(z, b, M, F, f, sc.z),
+      gemm_on_thread(dw2[t.expert] + t.r0 * F, operand_element(dyo, b * Din + t.r0, f), operand_element(z, b * F, f),
                      GemmShape{t.rows, F, M, Trans::kYes, Trans::kNo, Din, F, F}, 1.0f, p);
   }
 }

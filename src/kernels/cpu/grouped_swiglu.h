@@ -37,14 +37,16 @@ struct ExpertGroup {
   const float* const* w2 = nullptr;   // per expert: (Din, F)
 };
 
-// y (rows, Din) written; h13 (rows, 2F) and z (rows, F) saved for the backward.
-void grouped_swiglu_forward(float* y, float* h13, float* z, const float* x, const ExpertGroup& g,
-                            MatmulPrecision p);
+// y (rows, Din) written; h13 (rows, 2F) and z (rows, F) saved for the
+// backward. z is held in the operand form of p (operand.h: bf16 where this
+// CPU multiplies bf16 natively), since only products read it; its storage
+// is rows·F floats in every form.
+void grouped_swiglu_forward(float* y, float* h13, void* z, const float* x, const ExpertGroup& g, MatmulPrecision p);
 
-// dx (rows, Din) written; dw13[i], dw2[i] accumulated (+=); dh13 (rows, 2F)
-// is scratch the weight gradients read.
-void grouped_swiglu_backward(float* dx, float* const* dw13, float* const* dw2, float* dh13, const float* dy,
-                             const float* x, const float* h13, const float* z, const ExpertGroup& g,
-                             MatmulPrecision p);
+// dx (rows, Din) written; dw13[i], dw2[i] accumulated (+=); z as the forward
+// left it; dh13 (storage of rows·2F floats) is scratch, written in the
+// operand form of p for the products that read it.
+void grouped_swiglu_backward(float* dx, float* const* dw13, float* const* dw2, void* dh13, const float* dy,
+                             const float* x, const float* h13, const void* z, const ExpertGroup& g, MatmulPrecision p);
 
 }  // namespace mt

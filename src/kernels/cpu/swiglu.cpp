@@ -24,15 +24,11 @@ inline void swiglu_span(float* z, const float* u, const float* g, int64_t n) {
   }
 }
 
-// One row: dh = [du | dg] from dz and h = [u | g].
-inline void swiglu_backward_row(float* dh, const float* dz, const float* h, int64_t F) {
+// du, dg [0, n) from dz and u, g over one stretch of a row.
+inline void swiglu_backward_chunk(float* du, float* dg, const float* dz, const float* u, const float* g, int64_t n) {
   const Vec one = set1(1.0f);
-  const float* u = h;
-  const float* g = h + F;
-  float* du = dh;
-  float* dg = dh + F;
-  for (int64_t f = 0; f < F; f += kLanes) {
-    const Mask k = tail_mask(F - f);
+  for (int64_t f = 0; f < n; f += kLanes) {
+    const Mask k = tail_mask(n - f);
     const Vec uf = load(k, u + f);
     const Vec gf = load(k, g + f);
     const Vec d = load(k, dz + f);
@@ -44,30 +40,56 @@ inline void swiglu_backward_row(float* dh, const float* dz, const float* h, int6
     store(du + f, k, mul(mul(d, gf), dsilu));
   }
 }
+
+// One row: dh = [du | dg] from dz and h = [u | g].
+inline void swiglu_backward_row(float* dh, const float* dz, const float* h, int64_t F) {
+  swiglu_backward_chunk(dh, dh + F, dz, h, h + F, F);
+}
+
+// bf16 rows are computed in fp32 a chunk at a time, on the stack, then rounded.
+constexpr int64_t kChunk = 512;
+
+// Row m of z = swiglu(h) in form zf.
+inline void swiglu_forward_row(void* z, OperandForm zf, const float* h, int64_t m, int64_t F) {
+  const float* u = h + m * 2 * F;
+  const float* g = u + F;
+  if (zf != OperandForm::kBf16) {
+    float* zr = static_cast<float*>(z) + m * F;
+    swiglu_span(zr, u, g, F);
+    if (zf == OperandForm::kBf16InFp32) write_operand(zr, 0, zr, F, zf);
+    return;
+  }
+  alignas(64) float tmp[kChunk];
+  for (int64_t f0 = 0; f0 < F; f0 += kChunk) {
+    const int64_t len = std::min(kChunk, F - f0);
+    swiglu_span(tmp, u + f0, g + f0, len);
+    write_operand(z, m * F + f0, tmp, len, zf);
+  }
+}
+
+// Row m of dh = swiglu'(dz, h) in form f: [du | dg], each a chunk at a time.
+inline void swiglu_backward_row(void* dh, OperandForm f, const float* dz, const float* h, int64_t m, int64_t F) {
+  if (f != OperandForm::kBf16) {
+    float* dr = static_cast<float*>(dh) + m * 2 * F;
+    swiglu_backward_row(dr, dz + m * F, h + m * 2 * F, F);
+    if (f == OperandForm::kBf16InFp32) write_operand(dr, 0, dr, 2 * F, f);
+    return;
+  }
+  alignas(64) float tmp[2 * kChunk];
+  for (int64_t f0 = 0; f0 < F; f0 += kChunk) {
+    const int64_t len = std::min(kChunk, F - f0);
+    swiglu_backward_chunk(tmp, tmp + len, dz + m * F + f0, h + m * 2 * F + f0, h + m * 2 * F + F + f0, len);
+    write_operand(dh, m * 2 * F + f0, tmp, len, f);
+    write_operand(dh, m * 2 * F + F + f0, tmp + len, len, f);
+  }
+}
 }  // namespace
 
 void swiglu_forward(float* z, const float* h, int64_t M, int64_t F) { swiglu_forward(z, OperandForm::kFp32, h, M, F); }
 
 void swiglu_forward(void* z, OperandForm zf, const float* h, int64_t M, int64_t F) {
-  // bf16 rows are computed in fp32 a chunk at a time, on the stack, then rounded.
-  constexpr int64_t kChunk = 512;
 #pragma omp parallel for schedule(static) if (M * F > 16384)
-  for (int64_t m = 0; m < M; ++m) {
-    const float* u = h + m * 2 * F;
-    const float* g = u + F;
-    if (zf != OperandForm::kBf16) {
-      float* zr = static_cast<float*>(z) + m * F;
-      swiglu_span(zr, u, g, F);
-      if (zf == OperandForm::kBf16InFp32) write_operand(zr, 0, zr, F, zf);
-      continue;
-    }
-    alignas(64) float tmp[kChunk];
-    for (int64_t f0 = 0; f0 < F; f0 += kChunk) {
-      const int64_t len = std::min(kChunk, F - f0);
-      swiglu_span(tmp, u + f0, g + f0, len);
-      write_operand(z, m * F + f0, tmp, len, zf);
-    }
-  }
+  for (int64_t m = 0; m < M; ++m) swiglu_forward_row(z, zf, h, m, F);
 }
 
 void swiglu_backward(float* dh, const float* dz, const float* h, int64_t M, int64_t F) {
@@ -81,6 +103,14 @@ void swiglu_forward_on_thread(float* z, const float* h, int64_t M, int64_t F) {
 
 void swiglu_backward_on_thread(float* dh, const float* dz, const float* h, int64_t M, int64_t F) {
   for (int64_t m = 0; m < M; ++m) swiglu_backward_row(dh + m * 2 * F, dz + m * F, h + m * 2 * F, F);
+}
+
+void swiglu_forward_on_thread(void* z, OperandForm f, const float* h, int64_t M, int64_t F) {
+  for (int64_t m = 0; m < M; ++m) swiglu_forward_row(z, f, h, m, F);
+}
+
+void swiglu_backward_on_thread(void* dh, OperandForm f, const float* dz, const float* h, int64_t M, int64_t F) {
+  for (int64_t m = 0; m < M; ++m) swiglu_backward_row(dh, f, dz, h, m, F);
 }
 
 }  // namespace mt

@@ -18,4 +18,9 @@ void swiglu_backward(float* dh, const float* dz, const float* h, int64_t M, int6
 // bits as above, without opening a nested one-thread OpenMP region per call.
 void swiglu_forward_on_thread(float* z, const float* h, int64_t M, int64_t F);
 void swiglu_backward_on_thread(float* dh, const float* dz, const float* h, int64_t M, int64_t F);
+// The same, written in form f (operand.h) for outputs whose only readers are
+// GEMMs (the grouped experts' z and dh): rounded once here, not by each
+// product that reads them.
+void swiglu_forward_on_thread(void* z, OperandForm f, const float* h, int64_t M, int64_t F);
+void swiglu_backward_on_thread(void* dh, OperandForm f, const float* dz, const float* h, int64_t M, int64_t F);
 }  // namespace mt
