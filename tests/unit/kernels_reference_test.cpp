@@ -164,6 +164,27 @@ TEST(GemmReference, LinearFormsAndEmptyK) {
     for (int64_t j = 0; j < 5; ++j) EXPECT_EQ(C[i * 5 + j], j < 4 ? 0.0f : 4.0f);
 }
 
+// The skinny kernel sums each output over k in order, one fused multiply-add
+// at a time, whatever its blocking: bit for bit an fma loop, on the router's
+// weight-gradient shape (K = tokens, summed in L2-sized slices) and a short
+// ragged one.
+TEST(GemmReference, SkinnyProductIsAnFmaLoopInKOrder) {
+  for (const GemmCase& c : {GemmCase{16, 96, 1100, Trans::kYes, Trans::kNo, 0, 1.0f, MatmulPrecision::kFp32},
+                            GemmCase{40, 24, 300, Trans::kNo, Trans::kNo, 0, 0.0f, MatmulPrecision::kFp32}}) {
+    SCOPED_TRACE(gemm_name(c));
+    const auto A = randn(c.M * c.K, 1.0f, 21), B = randn(c.K * c.N, 1.0f, 22), C0 = randn(c.M * c.N, 1.0f, 23);
+    std::vector<float> C = C0;
+    gemm(C.data(), A.data(), B.data(), GemmShape{c.M, c.N, c.K, c.ta, c.tb}, c.beta, c.p);
+    for (int64_t i = 0; i < c.M; ++i)
+      for (int64_t j = 0; j < c.N; ++j) {
+        float acc = c.beta == 0.0f ? 0.0f : C0[i * c.N + j];
+        for (int64_t k = 0; k < c.K; ++k)
+          acc = std::fma(c.ta == Trans::kNo ? A[i * c.K + k] : A[k * c.M + i], B[k * c.N + j], acc);
+        ASSERT_EQ(acc, C[i * c.N + j]) << i << "," << j;
+      }
+  }
+}
+
 // linear_backward rounds dy once for both products: the results are those of
 // the two separate calls, bit for bit, in both precisions, for beta 0 and 1,
 // for shapes oneDNN takes and (fp32) the skinny kernel takes, and with dx skipped.

@@ -204,7 +204,7 @@ void skinny_gemm(float* C, const float* A, const float* B, const GemmShape& s, f
   int64_t lda = s.lda, ldb = s.ldb;
   const float* a = row_major(A, s.M, s.K, s.ta, lda, scratch.at);  // (M, K)
   const float* b = row_major(B, s.K, s.N, s.tb, ldb, scratch.bt);  // (K, N)
-  constexpr int64_t kRows = 32, kCols = 128;
+  constexpr int64_t kRows = 32, kCols = 128, kSlice = 256;
   const int64_t row_blocks = (s.M + kRows - 1) / kRows, col_blocks = (s.N + kCols - 1) / kCols;
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t rb = 0; rb < row_blocks; ++rb)
@@ -214,7 +214,12 @@ void skinny_gemm(float* C, const float* A, const float* B, const GemmShape& s, f
       float* c = C + r0 * s.ldc + c0;
       if (beta == 0.0f)
         for (int64_t r = 0; r < rows; ++r) std::fill(c + r * s.ldc, c + r * s.ldc + cols, 0.0f);
-      simd::small_gemm_acc(c, a + r0 * lda, b + c0, rows, cols, s.K, lda, ldb, s.ldc);
+      // K in slices, so the slice of B that each strip of the block streams
+      // again stays in L2 (the router's weight gradient sums over every
+      // token: K = tokens). Each output still sums its k in order: the same bits.
+      for (int64_t k0 = 0; k0 < s.K; k0 += kSlice)
+        simd::small_gemm_acc(c, a + r0 * lda + k0, b + k0 * ldb + c0, rows, cols, std::min(kSlice, s.K - k0), lda, ldb,
+                             s.ldc);
     }
 }
 
