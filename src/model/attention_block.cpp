@@ -139,6 +139,7 @@ void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, co
     run_attention_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.do_flat.data(), qkv_operands(a), a.o_flat.in().data,
                            a.o_flat.form, a.lse.data(), attn_dims(ctx, d, layer), ctx.prec, ctx.attention);
   }
+  OperandForm dqkv_form = OperandForm::kFp32;
   if (c.qk_norm) {
     rope_backward(s.dq.data(), s.dq.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dh);
     rope_backward(s.dk.data(), s.dk.data(), ctx.rope_cos, ctx.rope_sin, d.B * d.Hkv, d.T, d.Dh);
@@ -151,11 +152,13 @@ void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, co
                      a.rstd_k.data(), d.N * d.Hkv, d.Dh, 0.0f);
     split_qkv_backward(s.dqkv.data(), dq_raw, dk_raw, s.dv.data(), d.B, d.T, d.H, d.Hkv, d.Dh);
   } else {
-    split_qkv_rope_backward(s.dqkv.data(), s.dq.data(), s.dk.data(), s.dv.data(), ctx.rope_cos, ctx.rope_sin, d.B,
-                            d.T, d.H, d.Hkv, d.Dh);
+    // Only the projection's products read dqkv: merged in their form.
+    dqkv_form = operand_form(ctx.prec);
+    split_qkv_rope_backward(s.dqkv.data(), dqkv_form, s.dq.data(), s.dk.data(), s.dv.data(), ctx.rope_cos, ctx.rope_sin,
+                            d.B, d.T, d.H, d.Hkv, d.Dh);
   }
-  linear_backward(s.da.data(), ctx.g(w.wqkv), s.dqkv.data(), a.a.in(), ctx.p(w.wqkv), d.N, d.QKV, d.D, 0.0f,
-                  ctx.prec);
+  linear_backward(s.da.data(), ctx.g(w.wqkv), GemmInput(s.dqkv.data(), dqkv_form), a.a.in(), ctx.p(w.wqkv), d.N, d.QKV,
+                  d.D, 0.0f, ctx.prec);
   rmsnorm_backward(dres, ctx.g(w.norm), s.da.data(), x_in, ctx.p(w.norm), a.rstd_a.data(), d.N, d.D, 1.0f);
 }
 

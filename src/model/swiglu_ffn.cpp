@@ -29,8 +29,9 @@ void swiglu_ffn_backward(float* dx, float* dw13, float* dw2, float* dz, float* d
                          const float* w2, const SwigluFfnDims& d, float beta, MatmulPrecision p) {
   if (d.M == 0) return;
   linear_backward(dz, dw2, dy, z, w2, d.M, d.Din, d.F, 0.0f, p);
-  swiglu_backward(dh13, dz, h13, d.M, d.F);
-  linear_backward(dx, dw13, dh13, x, w13, d.M, 2 * d.F, d.Din, beta, p);
+  const OperandForm f = operand_form(p);
+  swiglu_backward(dh13, f, dz, h13, d.M, d.F);
+  linear_backward(dx, dw13, GemmInput(dh13, f), x, w13, d.M, 2 * d.F, d.Din, beta, p);
 }
 
 }  // namespace mt

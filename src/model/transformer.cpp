@@ -146,6 +146,7 @@ void Transformer::size_buffers(BufferSizer& s) {
   s(hf_, N_ * D);
   s(rstd_f_, N_);
   s(logits_, std::min(N_, kHeadChunk) * c_.vocab_size);
+  s(dlogits_, s.gemm_inputs() == OperandForm::kFp32 ? 0 : std::min(N_, kHeadChunk) * c_.vocab_size);
   s(losses_, N_);
   s(dres_, N_ * D);
   s(dhf_, N_ * D);
@@ -179,11 +180,12 @@ void Transformer::size_buffers(BufferSizer& s) {
 int64_t Transformer::activation_bytes() const {
   int64_t b = vector_bytes(rope_cos_) + vector_bytes(rope_sin_) + vector_bytes(inputs_) + vector_bytes(targets_) +
               vector_bytes(xs_) + vector_bytes(x_mid_) + vector_bytes(hf_) + vector_bytes(rstd_f_) +
-              vector_bytes(logits_) + vector_bytes(losses_) + vector_bytes(dres_) + vector_bytes(dhf_) +
-              attn_scratch_.bytes() + ffn_scratch_.bytes() + mtp_scratch_.bytes() + delta_scratch_.bytes() +
-              vector_bytes(cp_buf_.k) + vector_bytes(cp_buf_.v) + vector_bytes(cp_buf_.dk) + vector_bytes(cp_buf_.dv) +
-              vector_bytes(cp_buf_.latent) + vector_bytes(cp_buf_.rope_key) + vector_bytes(cp_buf_.kvf) +
-              vector_bytes(cp_buf_.dkvf) + vector_bytes(cp_buf_.dlatent) + vector_bytes(cp_buf_.drope);
+              vector_bytes(logits_) + vector_bytes(dlogits_) + vector_bytes(losses_) + vector_bytes(dres_) +
+              vector_bytes(dhf_) + attn_scratch_.bytes() + ffn_scratch_.bytes() + mtp_scratch_.bytes() +
+              delta_scratch_.bytes() + vector_bytes(cp_buf_.k) + vector_bytes(cp_buf_.v) + vector_bytes(cp_buf_.dk) +
+              vector_bytes(cp_buf_.dv) + vector_bytes(cp_buf_.latent) + vector_bytes(cp_buf_.rope_key) +
+              vector_bytes(cp_buf_.kvf) + vector_bytes(cp_buf_.dkvf) + vector_bytes(cp_buf_.dlatent) +
+              vector_bytes(cp_buf_.drope);
   for (const MtpActs& m : mtp_) b += m.bytes();
   for (const AttnActs& a : attn_) b += a.bytes();
   for (const DeltaActs& a : delta_) b += a.bytes();
@@ -312,8 +314,15 @@ double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale, 
                                    p.ref_logp ? p.ref_logp + r0 : nullptr, R, V, p.params, grad_scale);
       linear_backward(dhf + r0 * D, head.grad(off_.head), logits_.data(), hf.at(r0 * D), W, R, V, D, 0.0f, prec_);
     } else if (grads == Grads::kYes) {
-      cross_entropy_forward_backward(losses_.data() + r0, logits_.data(), targets + r0, R, V, ce_scale);
-      linear_backward(dhf + r0 * D, head.grad(off_.head), logits_.data(), hf.at(r0 * D), W, R, V, D, 0.0f, prec_);
+      GemmInput dlogits(logits_.data());
+      if (!dlogits_.storage.empty()) {
+        cross_entropy_forward_backward(losses_.data() + r0, logits_.data(), dlogits_.out(), dlogits_.form, targets + r0,
+                                       R, V, ce_scale);
+        dlogits = dlogits_.in();
+      } else {
+        cross_entropy_forward_backward(losses_.data() + r0, logits_.data(), targets + r0, R, V, ce_scale);
+      }
+      linear_backward(dhf + r0 * D, head.grad(off_.head), dlogits, hf.at(r0 * D), W, R, V, D, 0.0f, prec_);
     } else {
       cross_entropy_forward(losses_.data() + r0, logits_.data(), targets + r0, R, V);
     }

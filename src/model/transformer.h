@@ -223,6 +223,7 @@ class Transformer {
   GemmActivation hf_;                            // final norm output (N, D), read only by the head's GEMMs
   std::vector<float> rstd_f_;                    // (N)
   std::vector<float> logits_, losses_;           // (chunk, V), (N)
+  GemmActivation dlogits_;  // (chunk, V): the loss's gradient in the head products' form (bf16 steps; else empty)
   std::vector<float> distill_entropy_;           // (chunk): the student's entropy per row under distillation
   std::vector<float> dres_, dhf_;                // (N, D)
   std::vector<MtpActs> mtp_;                     // mtp_depth modules

@@ -12,7 +12,9 @@
 #include "core/bf16.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/operand.h"
+#include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/rmsnorm.h"
+#include "kernels/cpu/rope.h"
 #include "kernels/cpu/swiglu.h"
 #include "model/transformer.h"
 #include "support/random.h"
@@ -61,14 +63,47 @@ TEST(Operand, RmsnormAndSwigluWriteEveryFormAsTheirFp32OutputRounded) {
     // The grouped experts' forms, on the calling thread.
     swiglu_forward_on_thread(zt.data(), f, h.data(), N, C);
     swiglu_backward_on_thread(dht.data(), f, dz.data(), h.data(), N, C);
+    std::vector<float> dhp(dht.size());
+    swiglu_backward(dhp.data(), f, dz.data(), h.data(), N, C);
     EXPECT_EQ(0, std::memcmp(rstd.data(), rstd_f.data(), N * sizeof(float)));
     for (int64_t i = 0; i < N * C; ++i) {
       ASSERT_EQ(element_value(yf, i, f), expected_value(y[i], f)) << "rmsnorm " << i;
       ASSERT_EQ(element_value(zf, i, f), expected_value(z[i], f)) << "swiglu " << i;
       ASSERT_EQ(element_value(zt, i, f), expected_value(z[i], f)) << "swiglu on thread " << i;
     }
-    for (int64_t i = 0; i < N * 2 * C; ++i)
+    for (int64_t i = 0; i < N * 2 * C; ++i) {
       ASSERT_EQ(element_value(dht, i, f), expected_value(dh[i], f)) << "swiglu backward on thread " << i;
+      ASSERT_EQ(element_value(dhp, i, f), expected_value(dh[i], f)) << "swiglu backward " << i;
+    }
+  }
+}
+
+// The gradients only products read, written in their form by the kernel
+// that makes them: the merged dqkv of the attention's backward and the
+// head's dlogits, each its fp32 output rounded.
+TEST(Operand, GradientProducersWriteEveryFormAsTheirFp32OutputRounded) {
+  const int64_t B = 2, T = 5, H = 4, Hkv = 2, Dh = 8, ld = (H + 2 * Hkv) * Dh;
+  std::vector<float> cs(T * Dh / 2), sn(T * Dh / 2);
+  rope_tables(cs.data(), sn.data(), T, Dh, 10000.0);
+  const std::vector<float> dq = randn(B * H * T * Dh, 1.0f, 6), dk = randn(B * Hkv * T * Dh, 1.0f, 7),
+                           dv = randn(B * Hkv * T * Dh, 1.0f, 8);
+  std::vector<float> dqkv(B * T * ld);
+  split_qkv_rope_backward(dqkv.data(), dq.data(), dk.data(), dv.data(), cs.data(), sn.data(), B, T, H, Hkv, Dh);
+
+  const int64_t R = 3, V = 1100;
+  const std::vector<float> logits = randn(R * V, 3.0f, 9);
+  const std::vector<int32_t> targets = {5, -1, 1099};
+  std::vector<float> dlogits = logits, losses(R);
+  cross_entropy_forward_backward(losses.data(), dlogits.data(), targets.data(), R, V, 0.25f);
+  for (OperandForm f : kForms) {
+    std::vector<float> out(size_t(operand_floats(B * T * ld, f)));
+    split_qkv_rope_backward(out.data(), f, dq.data(), dk.data(), dv.data(), cs.data(), sn.data(), B, T, H, Hkv, Dh);
+    for (int64_t i = 0; i < B * T * ld; ++i) ASSERT_EQ(element_value(out, i, f), expected_value(dqkv[i], f)) << i;
+
+    std::vector<float> work = logits, op(size_t(operand_floats(R * V, f))), losses_f(R);
+    cross_entropy_forward_backward(losses_f.data(), work.data(), op.data(), f, targets.data(), R, V, 0.25f);
+    EXPECT_EQ(0, std::memcmp(losses.data(), losses_f.data(), R * sizeof(float)));
+    for (int64_t i = 0; i < R * V; ++i) ASSERT_EQ(element_value(op, i, f), expected_value(dlogits[i], f)) << i;
   }
 }
 
@@ -134,21 +169,23 @@ TEST(GemmInputs, Bf16StepStoresGemmOnlyActivationsInTheGemmForm) {
   const int64_t fp32 = Transformer::activation_bytes(c, B, T, MatmulPrecision::kFp32);
   const int64_t bf16 = Transformer::activation_bytes(c, B, T, MatmulPrecision::kBf16);
   // Per layer: the attention's normed input (N, D), q, k, v (N, (H + 2 Hkv) Dh), its output (N, H Dh) and
-  // the dense z (N, F); then the final norm's output (N, D).
+  // the dense z (N, F); then the final norm's output (N, D). A bf16 step holds one more buffer: the head
+  // chunk's dlogits (N, V here) in the products' form, two bytes an element (four where bf16 is emulated).
   const int64_t qkv = N * (c.n_heads + 2 * c.n_kv_heads) * c.head_dim();
   const int64_t gemm_only =
       c.n_layers * (N * c.d_model + qkv + N * c.n_heads * c.head_dim() + N * c.d_ff) + N * c.d_model;
+  const int64_t dlogits = N * c.vocab_size;
   if (gemm_native_bf16())
-    EXPECT_EQ(fp32 - bf16, gemm_only * 2);
+    EXPECT_EQ(fp32 - bf16, gemm_only * 2 - dlogits * 2);
   else
-    EXPECT_EQ(fp32, bf16);
+    EXPECT_EQ(bf16 - fp32, dlogits * 4);
   Transformer live(c, B, T, MatmulPrecision::kBf16);
   EXPECT_EQ(live.activation_bytes(), bf16);
   // With qk-norm q, k, v are rotated in place after the norm, in fp32.
   c.qk_norm = true;
   const int64_t fp32_qkn = Transformer::activation_bytes(c, B, T, MatmulPrecision::kFp32);
   const int64_t bf16_qkn = Transformer::activation_bytes(c, B, T, MatmulPrecision::kBf16);
-  if (gemm_native_bf16()) EXPECT_EQ(fp32_qkn - bf16_qkn, (gemm_only - c.n_layers * qkv) * 2);
+  if (gemm_native_bf16()) EXPECT_EQ(fp32_qkn - bf16_qkn, (gemm_only - c.n_layers * qkv) * 2 - dlogits * 2);
 }
 
 }  // namespace

@@ -26,26 +26,38 @@ float row_logsumexp(const float* row, int64_t V) {
   return m + std::log(reduce_add(s));
 }
 
+namespace {
+// Row r: its loss, and the row overwritten with its gradient.
+inline void loss_and_gradient_row(float* losses, float* row, int32_t t, int64_t r, int64_t V, float grad_scale) {
+  if (t < 0) {
+    losses[r] = 0.0f;
+    std::fill(row, row + V, 0.0f);
+    return;
+  }
+  const float lse = row_logsumexp(row, V);
+  losses[r] = lse - row[t];
+  const simd::Vec vlse = simd::set1(lse), vscale = simd::set1(grad_scale);
+  for (int64_t v = 0; v < V; v += simd::kLanes) {
+    const simd::Mask k = simd::tail_mask(V - v);
+    const simd::Vec p = simd::exp(simd::sub(simd::load(k, row + v), vlse));
+    simd::store(row + v, k, simd::mul(p, vscale));
+  }
+  row[t] -= grad_scale;
+}
+}  // namespace
+
 void cross_entropy_forward_backward(float* losses, float* logits, const int32_t* targets, int64_t R,
                                     int64_t V, float grad_scale) {
 #pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < R; ++r) loss_and_gradient_row(losses, logits + r * V, targets[r], r, V, grad_scale);
+}
+
+void cross_entropy_forward_backward(float* losses, float* logits, void* dlogits, OperandForm f, const int32_t* targets,
+                                    int64_t R, int64_t V, float grad_scale) {
+#pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < R; ++r) {
-    float* row = logits + r * V;
-    const int32_t t = targets[r];
-    if (t < 0) {
-      losses[r] = 0.0f;
-      std::fill(row, row + V, 0.0f);
-      continue;
-    }
-    const float lse = row_logsumexp(row, V);
-    losses[r] = lse - row[t];
-    const simd::Vec vlse = simd::set1(lse), vscale = simd::set1(grad_scale);
-    for (int64_t v = 0; v < V; v += simd::kLanes) {
-      const simd::Mask k = simd::tail_mask(V - v);
-      const simd::Vec p = simd::exp(simd::sub(simd::load(k, row + v), vlse));
-      simd::store(row + v, k, simd::mul(p, vscale));
-    }
-    row[t] -= grad_scale;
+    loss_and_gradient_row(losses, logits + r * V, targets[r], r, V, grad_scale);
+    write_operand(dlogits, r * V, logits + r * V, V, f);
   }
 }
 

@@ -470,8 +470,8 @@ void linear_backward_weight(float* dW, const float* dy, GemmInput x, int64_t M, 
   gemm(dW, dy, x, GemmShape{N, K, M, Trans::kYes, Trans::kNo}, 1.0f, p);
 }
 
-void linear_backward(float* dx, float* dW, const float* dy, GemmInput x, const float* W, int64_t M, int64_t N,
-                     int64_t K, float beta, MatmulPrecision p, int64_t ldy) {
+void linear_backward(float* dx, float* dW, GemmInput dy, GemmInput x, const float* W, int64_t M, int64_t N, int64_t K,
+                     float beta, MatmulPrecision p, int64_t ldy) {
   if (ldy == 0) ldy = N;
   if (p == MatmulPrecision::kFp32 || M == 0 || N == 0 || K == 0) {
     if (dx) gemm(dx, dy, W, GemmShape{M, K, N, Trans::kNo, Trans::kNo, ldy}, beta, p);

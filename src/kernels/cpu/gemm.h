@@ -51,10 +51,11 @@ void linear_backward_weight(float* dW, const float* dy, GemmInput x, int64_t M, 
                             MatmulPrecision p);
 
 // Both: dx (+)= dy W (skipped when dx is null) and dW += dy^T x. In bf16,
-// dy is rounded once for the two products instead of once per product.
+// an fp32 dy is rounded once for the two products instead of once per
+// product; a dy its producer wrote in the products' form is read as it is.
 // ldy: dy's row length (0 = N), for dy inside a wider gradient buffer.
-void linear_backward(float* dx, float* dW, const float* dy, GemmInput x, const float* W, int64_t M, int64_t N,
-                     int64_t K, float beta, MatmulPrecision p, int64_t ldy = 0);
+void linear_backward(float* dx, float* dW, GemmInput dy, GemmInput x, const float* W, int64_t M, int64_t N, int64_t K,
+                     float beta, MatmulPrecision p, int64_t ldy = 0);
 
 // bf16 shadow of an fp32 buffer (e.g. the parameters, refreshed after each
 // optimizer step): a kBf16 gemm whose operand lies inside [base, base + n)

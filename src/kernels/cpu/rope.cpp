@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/check.h"
 
@@ -149,6 +150,29 @@ void split_qkv_rope_backward(float* dqkv, const float* dq, const float* dk, cons
                              const float* sin_T, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t Dh) {
   qkv_heads_rope(dqkv, const_cast<float*>(dq), const_cast<float*>(dk), const_cast<float*>(dv), cos_T, sin_T, B, T, H,
                  Hkv, Dh, -1);
+}
+
+void split_qkv_rope_backward(void* dqkv, OperandForm f, const float* dq, const float* dk, const float* dv,
+                             const float* cs, const float* sn, int64_t B, int64_t T, int64_t H, int64_t Hkv,
+                             int64_t Dh) {
+  if (f == OperandForm::kFp32)
+    return split_qkv_rope_backward(static_cast<float*>(dqkv), dq, dk, dv, cs, sn, B, T, H, Hkv, Dh);
+  const int64_t ld = (H + 2 * Hkv) * Dh, half = Dh / 2;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) {
+      thread_local std::vector<float> merged;
+      if (int64_t(merged.size()) < ld) merged.resize(size_t(ld));
+      const float* const heads[3] = {dq, dk, dv};
+      for (int64_t h = 0; h < H + 2 * Hkv; ++h) {
+        const HeadRow hr = head_row(b, t, h, T, H, Hkv, Dh);
+        if (hr.tensor < 2)
+          rotate_row(merged.data() + h * Dh, heads[hr.tensor] + hr.at, cs + t * half, sn + t * half, half, -1.0f);
+        else
+          std::memcpy(merged.data() + h * Dh, heads[2] + hr.at, sizeof(float) * size_t(Dh));
+      }
+      write_operand(dqkv, (b * T + t) * ld, merged.data(), ld, f);
+    }
 }
 
 void rope_forward(float* y, const float* x, const float* cos_T, const float* sin_T, int64_t BH,

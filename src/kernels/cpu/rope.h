@@ -59,6 +59,11 @@ void split_qkv_rope(void* q, void* k, void* v, OperandForm f, const float* qkv, 
 // rope_backward on dq and dk, then split_qkv_backward, in one pass.
 void split_qkv_rope_backward(float* dqkv, const float* dq, const float* dk, const float* dv, const float* cos_T,
                              const float* sin_T, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t Dh);
+// The same, dqkv written in operand form f: each token's merged row rounded
+// once, for a dqkv only the QKV projection's GEMMs read.
+void split_qkv_rope_backward(void* dqkv, OperandForm f, const float* dq, const float* dk, const float* dv,
+                             const float* cos_T, const float* sin_T, int64_t B, int64_t T, int64_t H, int64_t Hkv,
+                             int64_t Dh);
 
 // In place on part of each row: x (BH, T, ld), the first Dr values of every
 // row rotated (multi-head latent attention's decoupled RoPE dims, DeepSeek-V2

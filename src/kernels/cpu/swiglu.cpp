@@ -97,6 +97,11 @@ void swiglu_backward(float* dh, const float* dz, const float* h, int64_t M, int6
   for (int64_t m = 0; m < M; ++m) swiglu_backward_row(dh + m * 2 * F, dz + m * F, h + m * 2 * F, F);
 }
 
+void swiglu_backward(void* dh, OperandForm f, const float* dz, const float* h, int64_t M, int64_t F) {
+#pragma omp parallel for schedule(static) if (M * F > 16384)
+  for (int64_t m = 0; m < M; ++m) swiglu_backward_row(dh, f, dz, h, m, F);
+}
+
 void swiglu_forward_on_thread(float* z, const float* h, int64_t M, int64_t F) {
   for (int64_t m = 0; m < M; ++m) swiglu_span(z + m * F, h + m * 2 * F, h + m * 2 * F + F, F);
 }

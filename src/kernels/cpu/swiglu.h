@@ -12,6 +12,8 @@ void swiglu_forward(float* z, const float* h, int64_t M, int64_t F);
 void swiglu_forward(void* z, OperandForm zf, const float* h, int64_t M, int64_t F);
 // dh (M, 2F) written.
 void swiglu_backward(float* dh, const float* dz, const float* h, int64_t M, int64_t F);
+// The same values written in form f, for a dh only the up projection's GEMMs read.
+void swiglu_backward(void* dh, OperandForm f, const float* dz, const float* h, int64_t M, int64_t F);
 
 // The fp32 forward and the backward on the calling thread only, for kernels
 // that run them inside their own parallel tasks (grouped_swiglu.h): the same
