@@ -154,6 +154,10 @@ Result<nlohmann::json> run_step_bench(const RunConfig& cfg, const StepBenchOptio
   j["mfu_vs_gemm_best"] = model_gflops / gemm_best;
   j["gemm_interleaved_gflops_per_s"] = median(ref_after);
   j["mfu_vs_gemm_interleaved"] = median(vs_ref_after);
+  // Every timed step and the reference measured right after it, for
+  // statistics beyond the median (the fastest step of a noisy host's run).
+  j["step_times_s"] = times;
+  j["gemm_after_step_gflops_per_s"] = ref_after;
   nlohmann::json br;
   double accounted = 0.0;
   for (size_t p = 0; p < phases.size(); ++p) {
