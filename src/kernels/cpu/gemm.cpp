@@ -321,19 +321,26 @@ const dnnl::memory& packed_weight(int64_t off, const void* b, const dnnl::memory
   return copy->mem;
 }
 
+// The calling thread's scratchpad, at least `bytes` long (grow-only; every
+// product the thread runs uses it, one at a time).
+void* thread_scratchpad(size_t bytes) {
+  thread_local std::vector<char> buf;
+  if (buf.size() < bytes) buf.resize(bytes);
+  return buf.data();
+}
+
 // On the calling thread's stream, with its scratchpad; B from its packed
 // copy when it is a registered weight and the primitive was planned for one.
 void execute(const CachedMatmul& mm, const MatmulDescs& md, float* C, const void* a, const void* b,
              const dnnl::memory* b_packed = nullptr) {
   dnnl::stream& strm = thread_stream();
-  thread_local std::vector<char> scratchpad;
-  if (scratchpad.size() < mm.scratchpad.get_size()) scratchpad.resize(mm.scratchpad.get_size());
+  void* scratchpad = thread_scratchpad(mm.scratchpad.get_size());
   const dnnl::engine& eng = engine().eng;
   dnnl::memory a_mem(md.a, eng, const_cast<void*>(a));
   dnnl::memory b_mem = b_packed ? *b_packed : dnnl::memory(md.b, eng, const_cast<void*>(b));
   dnnl::memory c_mem(md.c, eng, C);
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
-  args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(mm.scratchpad, eng, scratchpad.data()));
+  args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(mm.scratchpad, eng, scratchpad));
   mm.prim.execute(strm, args);
   strm.wait();
 }
@@ -366,9 +373,7 @@ struct ThreadPlan {
 
   // B from b_packed (the packed copy of a registered weight) through `packed`, else b_data as stored.
   void run(Run& r, float* C, const void* a_data, const void* b_data, const dnnl::memory* b_packed) {
-    thread_local std::vector<char> scratchpad;
-    if (scratchpad.size() < r.mm->scratchpad.get_size()) scratchpad.resize(r.mm->scratchpad.get_size());
-    r.scratch.set_data_handle(scratchpad.data());
+    r.scratch.set_data_handle(thread_scratchpad(r.mm->scratchpad.get_size()));
     a.set_data_handle(const_cast<void*>(a_data));
     c.set_data_handle(C);
     if (b_packed)
@@ -384,6 +389,7 @@ struct ThreadPlan {
 // cache plans the primitive for the thread budget the caller set).
 ThreadPlan& thread_plan(const GemmShape& s, float beta, MatmulPrecision p) {
   thread_local std::map<Key, ThreadPlan> plans;
+  // The shared cache's key without its packed flag: one plan holds both primitives.
   const Key key{s.M, s.N, s.K, int(s.ta), int(s.tb), s.lda, s.ldb, s.ldc, int(beta), int(p), omp_get_max_threads(), 0};
   auto [it, fresh] = plans.try_emplace(key);
   ThreadPlan& plan = it->second;
