@@ -382,6 +382,9 @@ struct ThreadPlan {
       b.set_data_handle(const_cast<void*>(b_data));
     r.mm->prim.execute(thread_stream(), r.args);
     thread_stream().wait();
+    // The packed copy belongs to the registered weights: holding its handle
+    // here would keep it alive after they are unregistered.
+    if (b_packed) r.args.erase(DNNL_ARG_WEIGHTS);
   }
 };
 
