@@ -189,9 +189,14 @@ TEST(Supervise, ElasticShrinksThenGrowsBackWhenTheHostReturns) {
   TempDir tmp;
   write_file(tmp / "hosts", "n0\nn1\nn2\nn3\n");
   // tiny-test's batch of 4: 3 ranks do not divide it, so losing one of 4 leaves 2.
-  const auto train = train_args(300, 5, {"--inject-fault", "kill:3:10"});
+  // The host is back 0.5 s after its failure is seen: after the relaunch on 2
+  // ranks (decided as the failure is recorded) and well before 2 ranks finish
+  // the run's 600 steps, even on a CPU much faster than this test's first
+  // (300 steps and 1.5 s stopped being enough once tiny products got cheaper).
+  constexpr int64_t kSteps = 600;
+  const auto train = train_args(kSteps, 5, {"--inject-fault", "kill:3:10"});
   const auto r = run_process(
-      supervise_argv(tmp / "hosts", tmp / "run", {"--min-ranks", "2", "--recovery", "1.5", "--heartbeat-timeout", "30"},
+      supervise_argv(tmp / "hosts", tmp / "run", {"--min-ranks", "2", "--recovery", "0.5", "--heartbeat-timeout", "30"},
                      train),
       400);
   ASSERT_EQ(r.exit_code, 0) << r;
@@ -210,15 +215,17 @@ TEST(Supervise, ElasticShrinksThenGrowsBackWhenTheHostReturns) {
   EXPECT_NE(r.err.find("host n3, back after a failure, rejoins"), std::string::npos) << r;
   EXPECT_EQ(r.err.find("spare host n3"), std::string::npos) << r;
   // Losses match the uninterrupted 4-rank run within the distributed tolerance.
-  std::vector<std::string> ref = train_args(300, 5);
+  std::vector<std::string> ref = train_args(kSteps, 5);
   ref.insert(ref.end(), {"--run-dir", tmp / "ref"});
   ASSERT_EQ(mpi_train(4, ref, 300).exit_code, 0);
   const auto a = losses(read_metrics(tmp / "run")), b = losses(read_metrics(tmp / "ref"));
   ASSERT_EQ(a.size(), b.size());
   // Rounding differs between 2 and 4 ranks (reduction order); over the first
   // 40 steps (35 of them on 2 ranks) within the distributed tolerance of
-  // tests/mpi/distributed_training_test.cpp, and it stays bounded afterwards.
-  for (size_t i = 0; i < a.size(); ++i)
+  // tests/mpi/distributed_training_test.cpp, and bounded up to step 300 (past
+  // about 340 the two trajectories part further, as any two orders of
+  // summation do over enough steps).
+  for (size_t i = 0; i < a.size() && i < 300; ++i)
     EXPECT_NEAR(a[i], b[i], (i < 40 ? 1e-5 : 2e-3) * std::abs(b[i])) << "step " << i + 1;
 }
 
