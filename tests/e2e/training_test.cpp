@@ -178,7 +178,8 @@ TEST(Training, BenchSmokeJson) {
   ASSERT_TRUE(j.contains("step_times_s") && j["step_times_s"].is_array()) << j.dump();
   EXPECT_EQ(j["step_times_s"].size(), 1u);
   EXPECT_EQ(j["gemm_after_step_gflops_per_s"].size(), 1u);
-  EXPECT_DOUBLE_EQ(j["step_times_s"][0].get<double>(), j["tokens_per_step"].get<double>() / j["tokens_per_s"].get<double>());
+  EXPECT_DOUBLE_EQ(j["step_times_s"][0].get<double>(),
+                   j["tokens_per_step"].get<double>() / j["tokens_per_s"].get<double>());
   // With one timed step the interleaved ratio is that step's rate over the GEMM measured right after it.
   EXPECT_NEAR(j["mfu_vs_gemm_interleaved"].get<double>(),
               j["model_gflops_per_s"].get<double>() / j["gemm_interleaved_gflops_per_s"].get<double>(),

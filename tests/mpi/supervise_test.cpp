@@ -195,10 +195,10 @@ TEST(Supervise, ElasticShrinksThenGrowsBackWhenTheHostReturns) {
   // (300 steps and 1.5 s stopped being enough once tiny products got cheaper).
   constexpr int64_t kSteps = 600;
   const auto train = train_args(kSteps, 5, {"--inject-fault", "kill:3:10"});
-  const auto r = run_process(
-      supervise_argv(tmp / "hosts", tmp / "run", {"--min-ranks", "2", "--recovery", "0.5", "--heartbeat-timeout", "30"},
-                     train),
-      400);
+  const auto r =
+      run_process(supervise_argv(tmp / "hosts", tmp / "run",
+                                 {"--min-ranks", "2", "--recovery", "0.5", "--heartbeat-timeout", "30"}, train),
+                  400);
   ASSERT_EQ(r.exit_code, 0) << r;
   std::vector<int64_t> ranks;
   bool grew = false;
