@@ -6,7 +6,7 @@
 // 448 to 640 rows), 1 the same compute split fine-grained (64 experts,
 // F 88, top-8: the same segments, four times as many); fourth, the weights:
 // 0 plain buffers (a bf16 product converts them on every call), 1 held as
-// the trainer holds them (kernels/cpu/trainer_weights.h: bf16 shadow, packed
+// the trainer holds them (measure/trainer_weights.h: bf16 shadow, packed
 // copies made once per iteration, as once per step). GFLOP/s counts 6·F·D
 // per row forward and twice that backward.
 // Run: mt_kernel_bench --benchmark_filter=Experts --benchmark_repetitions=5
@@ -17,7 +17,7 @@
 
 #include "core/rng.h"
 #include "kernels/cpu/grouped_swiglu.h"
-#include "kernels/cpu/trainer_weights.h"
+#include "measure/trainer_weights.h"
 #include "model/swiglu_ffn.h"
 
 namespace {

@@ -27,7 +27,7 @@
 #include "kernels/cpu/gated_delta.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/grouped_swiglu.h"
-#include "kernels/cpu/trainer_weights.h"
+#include "measure/trainer_weights.h"
 #include "measure/reference_gemm.h"
 #include "model/attention_kernel.h"
 

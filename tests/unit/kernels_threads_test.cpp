@@ -292,8 +292,8 @@ TEST_F(Threads, SwigluOnThreadGivesTheParallelKernelsBits) {
   std::vector<float> z(M * F), dh(M * 2 * F), z1(M * F), dh1(M * 2 * F);
   swiglu_forward(z.data(), h.data(), M, F);
   swiglu_backward(dh.data(), dz.data(), h.data(), M, F);
-  swiglu_forward_on_thread(z1.data(), h.data(), M, F);
-  swiglu_backward_on_thread(dh1.data(), dz.data(), h.data(), M, F);
+  swiglu_forward_on_thread(z1.data(), OperandForm::kFp32, h.data(), M, F);
+  swiglu_backward_on_thread(dh1.data(), OperandForm::kFp32, dz.data(), h.data(), M, F);
   EXPECT_EQ(0, std::memcmp(z.data(), z1.data(), z.size() * sizeof(float)));
   EXPECT_EQ(0, std::memcmp(dh.data(), dh1.data(), dh.size() * sizeof(float)));
 }

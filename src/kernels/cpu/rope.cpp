@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <vector>
 
 #include "core/check.h"
 
@@ -158,20 +157,23 @@ void split_qkv_rope_backward(void* dqkv, OperandForm f, const float* dq, const f
   if (f == OperandForm::kFp32)
     return split_qkv_rope_backward(static_cast<float*>(dqkv), dq, dk, dv, cs, sn, B, T, H, Hkv, Dh);
   const int64_t ld = (H + 2 * Hkv) * Dh, half = Dh / 2;
+  constexpr int64_t kMaxDh = 1024;
+  MT_CHECK(Dh <= kMaxDh, "head dim {} above {}", Dh, kMaxDh);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) {
-      thread_local std::vector<float> merged;
-      if (int64_t(merged.size()) < ld) merged.resize(size_t(ld));
+      float rotated[kMaxDh];
       const float* const heads[3] = {dq, dk, dv};
       for (int64_t h = 0; h < H + 2 * Hkv; ++h) {
         const HeadRow hr = head_row(b, t, h, T, H, Hkv, Dh);
-        if (hr.tensor < 2)
-          rotate_row(merged.data() + h * Dh, heads[hr.tensor] + hr.at, cs + t * half, sn + t * half, half, -1.0f);
-        else
-          std::memcpy(merged.data() + h * Dh, heads[2] + hr.at, sizeof(float) * size_t(Dh));
+        const int64_t at = (b * T + t) * ld + h * Dh;
+        if (hr.tensor < 2) {
+          rotate_row(rotated, heads[hr.tensor] + hr.at, cs + t * half, sn + t * half, half, -1.0f);
+          write_operand(dqkv, at, rotated, Dh, f);
+        } else {
+          write_operand(dqkv, at, heads[2] + hr.at, Dh, f);
+        }
       }
-      write_operand(dqkv, (b * T + t) * ld, merged.data(), ld, f);
     }
 }
 

@@ -93,21 +93,12 @@ void swiglu_forward(void* z, OperandForm zf, const float* h, int64_t M, int64_t 
 }
 
 void swiglu_backward(float* dh, const float* dz, const float* h, int64_t M, int64_t F) {
-#pragma omp parallel for schedule(static) if (M * F > 16384)
-  for (int64_t m = 0; m < M; ++m) swiglu_backward_row(dh + m * 2 * F, dz + m * F, h + m * 2 * F, F);
+  swiglu_backward(dh, OperandForm::kFp32, dz, h, M, F);
 }
 
 void swiglu_backward(void* dh, OperandForm f, const float* dz, const float* h, int64_t M, int64_t F) {
 #pragma omp parallel for schedule(static) if (M * F > 16384)
   for (int64_t m = 0; m < M; ++m) swiglu_backward_row(dh, f, dz, h, m, F);
-}
-
-void swiglu_forward_on_thread(float* z, const float* h, int64_t M, int64_t F) {
-  for (int64_t m = 0; m < M; ++m) swiglu_span(z + m * F, h + m * 2 * F, h + m * 2 * F + F, F);
-}
-
-void swiglu_backward_on_thread(float* dh, const float* dz, const float* h, int64_t M, int64_t F) {
-  for (int64_t m = 0; m < M; ++m) swiglu_backward_row(dh + m * 2 * F, dz + m * F, h + m * 2 * F, F);
 }
 
 void swiglu_forward_on_thread(void* z, OperandForm f, const float* h, int64_t M, int64_t F) {

@@ -15,14 +15,11 @@ void swiglu_backward(float* dh, const float* dz, const float* h, int64_t M, int6
 // The same values written in form f, for a dh only the up projection's GEMMs read.
 void swiglu_backward(void* dh, OperandForm f, const float* dz, const float* h, int64_t M, int64_t F);
 
-// The fp32 forward and the backward on the calling thread only, for kernels
-// that run them inside their own parallel tasks (grouped_swiglu.h): the same
-// bits as above, without opening a nested one-thread OpenMP region per call.
-void swiglu_forward_on_thread(float* z, const float* h, int64_t M, int64_t F);
-void swiglu_backward_on_thread(float* dh, const float* dz, const float* h, int64_t M, int64_t F);
-// The same, written in form f (operand.h) for outputs whose only readers are
-// GEMMs (the grouped experts' z and dh): rounded once here, not by each
-// product that reads them.
+// The forward and the backward on the calling thread only, for kernels that
+// run them inside their own parallel tasks (grouped_swiglu.h): the same bits
+// as above, without opening a nested one-thread OpenMP region per call;
+// written in form f (operand.h), as the grouped experts' products read z and
+// dh (kFp32: the fp32 values).
 void swiglu_forward_on_thread(void* z, OperandForm f, const float* h, int64_t M, int64_t F);
 void swiglu_backward_on_thread(void* dh, OperandForm f, const float* dz, const float* h, int64_t M, int64_t F);
 }  // namespace mt
