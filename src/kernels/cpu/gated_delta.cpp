@@ -24,13 +24,13 @@ namespace mt {
 namespace {
 
 struct Scratch {
-  std::vector<float> gam, A, Tm, Kt, Kb, Vb, W, U, St, P, Ut;
+  std::vector<float> gam, A, Mx, Tm, Kt, Kb, Vb, W, U, St, P, Ut;
   std::vector<float> states;  // backward: (C + 1) states of one chunk
   void reserve(int64_t C, int64_t Dk, int64_t Dv) {
     auto grow = [](std::vector<float>& v, int64_t n) {
       if (int64_t(v.size()) < n) v.resize(size_t(n));
     };
-    grow(gam, C), grow(A, C * C), grow(Tm, C * C), grow(P, C * C), grow(Kt, Dk * C), grow(Kb, C * Dk);
+    grow(gam, C), grow(A, C * C), grow(Mx, C * C), grow(Tm, C * C), grow(P, C * C), grow(Kt, Dk * C), grow(Kb, C * Dk);
     grow(W, C * Dk), grow(Vb, C * Dv), grow(U, C * Dv), grow(Ut, Dv * C), grow(St, Dk * Dv);
   }
 };
@@ -76,13 +76,15 @@ void chunk_forward(float* o, float* S, const float* q, const float* k, const flo
   simd::transpose(sc.Kt.data(), k, n, Dk, Dk, n);
   float* A = sc.A.data();
   float* P = sc.P.data();
+  float* Mx = sc.Mx.data();
   std::fill(A, A + n * n, 0.0f);
   std::fill(P, P + n * n, 0.0f);
-  simd::small_gemm_acc(A, k, sc.Kt.data(), n, n, Dk, Dk, n, n);
-  simd::small_gemm_acc(P, q, sc.Kt.data(), n, n, Dk, Dk, n, n);
+  simd::small_gemm_acc(A, k, sc.Kt.data(), n, n, Dk, Dk, n, n, simd::kLowerC);  // only j <= i is kept below
+  simd::small_gemm_acc(P, q, sc.Kt.data(), n, n, Dk, Dk, n, n, simd::kLowerC);
+  gated_delta_decays(Mx, gam, n);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < n; ++j) {
-      const float m = j <= i ? std::exp(gam[i] - gam[j]) : 0.0f;
+      const float m = Mx[i * n + j];
       A[i * n + j] = j < i ? beta[i] * m * A[i * n + j] : 0.0f;
       P[i * n + j] *= m;
     }
@@ -100,8 +102,8 @@ void chunk_forward(float* o, float* S, const float* q, const float* k, const flo
   float* U = sc.U.data();
   std::fill(W, W + n * Dk, 0.0f);
   std::fill(U, U + n * Dv, 0.0f);
-  simd::small_gemm_acc(W, Tm, Kb, n, Dk, n, n, Dk, Dk);
-  simd::small_gemm_acc(U, Tm, Vb, n, Dv, n, n, Dv, Dv);
+  simd::small_gemm_acc(W, Tm, Kb, n, Dk, n, n, Dk, Dk, simd::kLowerA);  // Tm is lower triangular
+  simd::small_gemm_acc(U, Tm, Vb, n, Dv, n, n, Dv, Dv, simd::kLowerA);
   float* St = sc.St.data();
   simd::transpose(St, S, Dv, Dk, Dk, Dv);  // S^T (Dk, Dv)
   simd::small_gemm_acc(U, W, St, n, Dv, Dk, Dk, Dv, Dv);
@@ -112,7 +114,7 @@ void chunk_forward(float* o, float* S, const float* q, const float* k, const flo
     const float s = std::exp(gam[i]);
     for (int64_t e = 0; e < Dv; ++e) o[i * Dv + e] *= s;
   }
-  simd::small_gemm_acc(o, P, U, n, Dv, n, n, Dv, Dv);
+  simd::small_gemm_acc(o, P, U, n, Dv, n, n, Dv, Dv, simd::kLowerA);  // P = M o Q K^T is lower triangular
   // S <- e^{gamma_n} S + U^T diag(e^{gamma_n - gamma}) K.
   const float last = gam[n - 1];
   for (int64_t i = 0; i < n; ++i) {
@@ -140,10 +142,24 @@ void gated_delta_ut_inverse(float* Tm, const float* A, int64_t n) {
   }
 }
 
+void gated_delta_decays(float* Mx, const float* gam, int64_t n) {
+  using namespace simd;
+  for (int64_t i = 0; i < n; ++i) {
+    float* row = Mx + i * n;
+    const Vec gi = set1(gam[i]);
+    for (int64_t j = 0; j <= i; j += kLanes) {
+      const Mask m = tail_mask(i + 1 - j);
+      store(row + j, m, simd::exp(sub(gi, load(m, gam + j))));
+    }
+    std::fill(row + i + 1, row + n, 0.0f);
+  }
+}
+
 int64_t gated_delta_chunks(const GatedDeltaDims& d) { return (d.T + d.C - 1) / d.C; }
 
 double gated_delta_flops_per_token(int64_t Dk, int64_t Dv, int64_t C) {
-  const double c = double(C), k = double(Dk), v = double(Dv);
+  // Every C x C factor is triangular: a row of it holds (C + 1) / 2 entries on average.
+  const double c = double(C + 1) / 2.0, k = double(Dk), v = double(Dv);
   return 4.0 * c * k + 2.0 * c * (k + v) + 2.0 * c * v + 6.0 * k * v;
 }
 

@@ -24,6 +24,10 @@ struct GatedDeltaDims {
 // for A (n x n) strictly lower triangular, by forward substitution; row-major.
 void gated_delta_ut_inverse(float* Tm, const float* A, int64_t n);
 
+// The chunk's decay matrix, shared by forward and backward: Mx (n x n, row-major) with
+// Mx_ij = e^{gam_i - gam_j} for j <= i and 0 above the diagonal (a vectorised exp, ~2 ulp).
+void gated_delta_decays(float* Mx, const float* gam, int64_t n);
+
 // Chunks per sequence: ceil(T / C).
 int64_t gated_delta_chunks(const GatedDeltaDims& d);
 
@@ -51,9 +55,10 @@ void gated_delta_backward_sequential(float* dq, float* dk, float* dv, float* dg,
 void gated_delta_recurrent(float* o, float* state, const float* q, const float* k, const float* v,
                            const float* g, const float* beta, const GatedDeltaDims& d);
 
-// Forward FLOPs per token per head of the chunked form with chunks of C: Q K^T and K K^T
-// (4 C Dk), the UT products Tm K and Tm V (2 C (Dk + Dv)), (M o Q K^T) U (2 C Dv), and the three
-// state products W S^T, Q S^T, U^T K (6 Dk Dv); dense C x C blocks, as the kernel computes them.
+// Forward FLOPs per token per head of the chunked form with chunks of C, c = (C + 1) / 2 the
+// mean row of a C x C triangle: Q K^T and K K^T (4 c Dk), the UT products Tm K and Tm V
+// (2 c (Dk + Dv)), (M o Q K^T) U (2 c Dv), and the three state products W S^T, Q S^T, U^T K
+// (6 Dk Dv). The kernels multiply only the triangles (simd::Triangle), strips of 8 rows at a time.
 double gated_delta_flops_per_token(int64_t Dk, int64_t Dv, int64_t C);
 
 }  // namespace mt

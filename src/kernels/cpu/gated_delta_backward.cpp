@@ -30,7 +30,7 @@ namespace mt {
 namespace {
 
 struct BackScratch {
-  std::vector<float> gam, dgam;                                // (C)
+  std::vector<float> gam, dgam, colsum;                        // (C)
   std::vector<float> Mx, KK, A, Tm, TmT, P, dP, X, dTm;        // (C, C)
   std::vector<float> Kt, Kbn, Kbnt, Wn, Kd, dKd, dWn, dKbn;    // (C, Dk) or (Dk, C)
   std::vector<float> Vb, Vbt, U, Ut, dU, dUt, dOE, dOEt, dVb;  // (C, Dv) or (Dv, C)
@@ -40,7 +40,7 @@ struct BackScratch {
       for (auto* v : vs)
         if (int64_t(v->size()) < n) v->resize(size_t(n));
     };
-    grow(C, {&gam, &dgam});
+    grow(C, {&gam, &dgam, &colsum});
     grow(C * C, {&Mx, &KK, &A, &Tm, &TmT, &P, &dP, &X, &dTm});
     grow(C * Dk, {&Kt, &Kbn, &Kbnt, &Wn, &Kd, &dKd, &dWn, &dKbn});
     grow(C * Dv, {&Vb, &Vbt, &U, &Ut, &dU, &dUt, &dOE, &dOEt, &dVb});
@@ -50,14 +50,16 @@ struct BackScratch {
 // Per-thread, grow-only (docs/kernels.md).
 thread_local BackScratch tls_back;
 
-// C (M, N) = A (M, K) B (K, N), or += with mm_acc; all contiguous.
-void mm_acc(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K) {
-  simd::small_gemm_acc(C, A, B, M, N, K, K, N, N);
+// C (M, N) = A (M, K) B (K, N), or += with mm_acc; all contiguous. `tri` names the zeros of a
+// triangular factor to skip, or that only C's lower triangle is read afterwards (simd.h).
+void mm_acc(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K, unsigned tri = simd::kFull) {
+  simd::small_gemm_acc(C, A, B, M, N, K, K, N, N, tri);
 }
-void mm(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K) {
+void mm(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K, unsigned tri = simd::kFull) {
   std::fill(C, C + M * N, 0.0f);
-  mm_acc(C, A, B, M, N, K);
+  mm_acc(C, A, B, M, N, K, tri);
 }
+constexpr unsigned kLowerA = simd::kLowerA, kUpperA = simd::kUpperA, kLowerC = simd::kLowerC;
 // out (C, R) = in (R, C)^T.
 void tr(float* out, const float* in, int64_t R, int64_t C) { simd::transpose(out, in, R, C, C, R); }
 
@@ -81,11 +83,10 @@ void piece_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, co
 
   // Recompute the forward's chunk quantities: Mx, K K^T, A, P, Tm, Wn, U.
   float *Mx = sc.Mx.data(), *KK = sc.KK.data(), *A = sc.A.data(), *P = sc.P.data();
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) Mx[i * n + j] = j <= i ? std::exp(gam[i] - gam[j]) : 0.0f;
+  gated_delta_decays(Mx, gam, n);
   tr(sc.Kt.data(), k, n, Dk);
-  mm(KK, k, sc.Kt.data(), n, n, Dk);
-  mm(P, q, sc.Kt.data(), n, n, Dk);
+  mm(KK, k, sc.Kt.data(), n, n, Dk, kLowerC);  // both read at j <= i only
+  mm(P, q, sc.Kt.data(), n, n, Dk, kLowerC);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < n; ++j) {
       A[i * n + j] = j < i ? beta[i] * Mx[i * n + j] * KK[i * n + j] : 0.0f;
@@ -101,8 +102,8 @@ void piece_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, co
     for (int64_t e = 0; e < Dv; ++e) Vb[i * Dv + e] = beta[i] * v[i * Dv + e];
   }
   float *Wn = sc.Wn.data(), *U = sc.U.data(), *St = sc.St.data();
-  mm(Wn, Tm, Kbn, n, Dk, n);
-  mm(U, Tm, Vb, n, Dv, n);
+  mm(Wn, Tm, Kbn, n, Dk, n, kLowerA);  // Tm lower triangular, TmT upper
+  mm(U, Tm, Vb, n, Dv, n, kLowerA);
   tr(St, S, Dv, Dk);
   mm_acc(U, Wn, St, n, Dv, Dk);
 
@@ -131,19 +132,32 @@ void piece_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, co
   tr(dOEt, dOE, n, Dv);
   mm_acc(dS, dOEt, q, Dv, Dk, n);
   tr(Ut, U, n, Dv);
-  mm(dP, dout, Ut, n, n, Dv);
+  mm(dP, dout, Ut, n, n, Dv, kLowerC);  // masked by P and Mx below: its upper part stays zero
   tr(X, P, n, n);  // P^T
-  mm_acc(dU, X, dout, n, Dv, n);
-  // P = Mx o Q K^T: dP becomes Mx o dP in place.
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      const float z = dP[i * n + j] * P[i * n + j];
-      dgam[i] += z, dgam[j] -= z;
-      dP[i * n + j] *= Mx[i * n + j];
+  mm_acc(dU, X, dout, n, Dv, n, kUpperA);
+  // P = Mx o Q K^T: z_ij = dP_ij P_ij lands on gamma_i and (negated) on gamma_j; dP becomes Mx o dP
+  // in place, zero above the diagonal (the products below read whole strips).
+  float* colsum = sc.colsum.data();
+  std::fill(colsum, colsum + n, 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    using namespace simd;
+    float *dpi = dP + i * n, *mi = Mx + i * n;
+    const float* pi = P + i * n;
+    Vec rs = zero();
+    for (int64_t j = 0; j <= i; j += kLanes) {
+      const Mask m = tail_mask(i + 1 - j);
+      const Vec d = load(m, dpi + j), z = mul(d, load(m, pi + j));
+      rs = add(rs, z);
+      store(colsum + j, m, add(load(m, colsum + j), z));
+      store(dpi + j, m, mul(d, load(m, mi + j)));
     }
-  mm_acc(dq, dP, k, n, Dk, n);
+    std::fill(dpi + i + 1, dpi + n, 0.0f);
+    dgam[i] += reduce_add(rs);
+  }
+  for (int64_t j = 0; j < n; ++j) dgam[j] -= colsum[j];
+  mm_acc(dq, dP, k, n, Dk, n, kLowerA);
   tr(X, dP, n, n);
-  mm_acc(dk, X, q, n, Dk, n);
+  mm_acc(dk, X, q, n, Dk, n, kUpperA);
 
   // U = Tm Vb + Wn S^T.
   float *dWn = sc.dWn.data(), *dUt = sc.dUt.data(), *dTm = sc.dTm.data(), *dKbn = sc.dKbn.data(), *dVb = sc.dVb.data();
@@ -152,10 +166,11 @@ void piece_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, co
   mm_acc(dS, dUt, Wn, Dv, Dk, n);
   tr(sc.Kbnt.data(), Kbn, n, Dk);
   tr(sc.Vbt.data(), Vb, n, Dv);
-  mm(dTm, dWn, sc.Kbnt.data(), n, n, Dk);
-  mm_acc(dTm, dU, sc.Vbt.data(), n, n, Dv);
-  mm(dKbn, TmT, dWn, n, Dk, n);
-  mm(dVb, TmT, dU, n, Dv, n);
+  // Only dTm's strictly lower part reaches dA's (the part kept): Tm is lower triangular.
+  mm(dTm, dWn, sc.Kbnt.data(), n, n, Dk, kLowerC);
+  mm_acc(dTm, dU, sc.Vbt.data(), n, n, Dv, kLowerC);
+  mm(dKbn, TmT, dWn, n, Dk, n, kUpperA);
+  mm(dVb, TmT, dU, n, Dv, n, kUpperA);
   for (int64_t i = 0; i < n; ++i) {
     const float e = std::exp(gam[i]), sk = -beta[i] * e;
     const float kd = dot(k + i * Dk, dKbn + i * Dk, Dk);
@@ -166,25 +181,34 @@ void piece_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, co
   }
 
   // Tm = (I + A)^{-1}: dA = -Tm^T dTm Tm^T, kept in dTm's place (strictly lower part used).
-  mm(X, TmT, dTm, n, n, n);
+  mm(X, TmT, dTm, n, n, n, kUpperA | kLowerC);
   float* dA = dTm;
-  mm(dA, X, TmT, n, n, n);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      float& a = dA[i * n + j];
-      if (j >= i) {
-        a = 0.0f;
-        continue;
-      }
-      a = -a;
-      const float z = a * A[i * n + j];
-      dgam[i] += z, dgam[j] -= z;
-      dbeta[i] += a * Mx[i * n + j] * KK[i * n + j];
-      a *= beta[i] * Mx[i * n + j];  // B2
+  mm(dA, X, TmT, n, n, n, kLowerA | kLowerC);  // X's lower triangle meets TmT's nonzeros at j < i
+  // Per row i, over j < i: a = -dA_ij; z = a A_ij to gamma_i and (negated) gamma_j; a Mx_ij KK_ij
+  // to beta_i; dA_ij becomes B2_ij = b_i Mx_ij a, zero on and above the diagonal.
+  std::fill(colsum, colsum + n, 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    using namespace simd;
+    float* ai = dA + i * n;
+    const float *Ai = A + i * n, *mi = Mx + i * n, *kki = KK + i * n;
+    const Vec bi = set1(beta[i]);
+    Vec rz = zero(), rb = zero();
+    for (int64_t j = 0; j < i; j += kLanes) {
+      const Mask m = tail_mask(i - j);
+      const Vec a = sub(zero(), load(m, ai + j)), mx = load(m, mi + j), z = mul(a, load(m, Ai + j));
+      rz = add(rz, z);
+      store(colsum + j, m, add(load(m, colsum + j), z));
+      rb = fmadd(mul(a, mx), load(m, kki + j), rb);
+      store(ai + j, m, mul(mul(a, bi), mx));
     }
-  mm_acc(dk, dA, k, n, Dk, n);
+    std::fill(ai + i, ai + n, 0.0f);
+    dgam[i] += reduce_add(rz);
+    dbeta[i] += reduce_add(rb);
+  }
+  for (int64_t j = 0; j < n; ++j) dgam[j] -= colsum[j];
+  mm_acc(dk, dA, k, n, Dk, n, kLowerA);
   tr(X, dA, n, n);
-  mm_acc(dk, X, k, n, Dk, n);
+  mm_acc(dk, X, k, n, Dk, n, kUpperA);
 
   // g_i enters every gamma_j with j >= i.
   acc = 0.0f;

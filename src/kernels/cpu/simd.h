@@ -154,31 +154,117 @@ inline void gemm_strip(float* C, const float* A, const float* B, int64_t N, int6
   }
 }
 
-// C[M x N] += A[M x K] * B[K x N], row-major. Serial: callers parallelise
-// over independent blocks, so results never depend on the thread count.
-inline void small_gemm_acc(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K,
-                           int64_t lda, int64_t ldb, int64_t ldc) {
+// Which zeros of a triangular product small_gemm_acc may skip: A lower triangular (A[i][k] = 0
+// for k > i), A upper triangular (A[i][k] = 0 for k < i), or only C's lower triangle (j <= i)
+// wanted (the rest of C is left partly written). Each strip of rows i..i+MR-1 narrows K or N to
+// what its rows need, so the skipped terms are exact zeros and C's wanted entries keep their
+// bits (up to the sign of an exact zero).
+enum Triangle : unsigned { kFull = 0, kLowerA = 1, kUpperA = 2, kLowerC = 4 };
+
+template <int MR>
+inline void gemm_strip_tri(float* C, const float* A, const float* B, int64_t i, int64_t N, int64_t K, int64_t lda,
+                           int64_t ldb, int64_t ldc, unsigned tri) {
+  const int64_t k0 = tri & kUpperA ? (i < K ? i : K) : 0;
+  const int64_t k1 = tri & kLowerA ? (i + MR < K ? i + MR : K) : K;
+  const int64_t n1 = tri & kLowerC ? (i + MR < N ? i + MR : N) : N;
+  if (k1 > k0 && n1 > 0) gemm_strip<MR>(C + i * ldc, A + i * lda + k0, B + k0 * ldb, n1, k1 - k0, lda, ldb, ldc);
+}
+
+// C[M x N] += A[M x K] * B[K x N], row-major, skipping the zeros `tri` names. Serial: callers
+// parallelise over independent blocks, so results never depend on the thread count.
+inline void small_gemm_acc(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K, int64_t lda,
+                           int64_t ldb, int64_t ldc, unsigned tri = kFull) {
   int64_t i = 0;
-  for (; i + 8 <= M; i += 8) gemm_strip<8>(C + i * ldc, A + i * lda, B, N, K, lda, ldb, ldc);
+  for (; i + 8 <= M; i += 8) gemm_strip_tri<8>(C, A, B, i, N, K, lda, ldb, ldc, tri);
   switch (M - i) {
-    case 7: gemm_strip<7>(C + i * ldc, A + i * lda, B, N, K, lda, ldb, ldc); break;
-    case 6: gemm_strip<6>(C + i * ldc, A + i * lda, B, N, K, lda, ldb, ldc); break;
-    case 5: gemm_strip<5>(C + i * ldc, A + i * lda, B, N, K, lda, ldb, ldc); break;
-    case 4: gemm_strip<4>(C + i * ldc, A + i * lda, B, N, K, lda, ldb, ldc); break;
-    case 3: gemm_strip<3>(C + i * ldc, A + i * lda, B, N, K, lda, ldb, ldc); break;
-    case 2: gemm_strip<2>(C + i * ldc, A + i * lda, B, N, K, lda, ldb, ldc); break;
-    case 1: gemm_strip<1>(C + i * ldc, A + i * lda, B, N, K, lda, ldb, ldc); break;
+    case 7:
+      gemm_strip_tri<7>(C, A, B, i, N, K, lda, ldb, ldc, tri);
+      break;
+    case 6:
+      gemm_strip_tri<6>(C, A, B, i, N, K, lda, ldb, ldc, tri);
+      break;
+    case 5:
+      gemm_strip_tri<5>(C, A, B, i, N, K, lda, ldb, ldc, tri);
+      break;
+    case 4:
+      gemm_strip_tri<4>(C, A, B, i, N, K, lda, ldb, ldc, tri);
+      break;
+    case 3:
+      gemm_strip_tri<3>(C, A, B, i, N, K, lda, ldb, ldc, tri);
+      break;
+    case 2:
+      gemm_strip_tri<2>(C, A, B, i, N, K, lda, ldb, ldc, tri);
+      break;
+    case 1:
+      gemm_strip_tri<1>(C, A, B, i, N, K, lda, ldb, ldc, tri);
+      break;
     default: break;
   }
 }
 
-// out[c][r] = in[r][c] for an R x C block, in 16 x 16 tiles so both sides
-// stay within a few cache lines (a naive loop strides a cache line per store).
+#if defined(__AVX512F__)
+// One 16 x 16 tile transposed in registers: unpack pairs of rows, then pairs of pairs, then
+// gather the 128-bit lanes (column m of each 4-row group sits in lane m / 4 of u[m % 4]).
+inline void transpose_tile(float* out, const float* in, int64_t ld_in, int64_t ld_out) {
+  __m512 r[16], t[16], u[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(in + i * ld_in);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int g = 0; g < 16; g += 4) {  // rows g..g+3: u[g + m] holds column 4L + m in lane L
+    const __m512d t0 = _mm512_castps_pd(t[g]), t1 = _mm512_castps_pd(t[g + 1]);
+    const __m512d t2 = _mm512_castps_pd(t[g + 2]), t3 = _mm512_castps_pd(t[g + 3]);
+    u[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    u[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    u[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    u[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+  }
+  for (int m = 0; m < 4; ++m) {
+    const __m512 a = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x88), b = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xdd);
+    const __m512 c = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x88);
+    const __m512 d = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xdd);
+    _mm512_storeu_ps(out + m * ld_out, _mm512_shuffle_f32x4(a, c, 0x88));
+    _mm512_storeu_ps(out + (8 + m) * ld_out, _mm512_shuffle_f32x4(a, c, 0xdd));
+    _mm512_storeu_ps(out + (4 + m) * ld_out, _mm512_shuffle_f32x4(b, d, 0x88));
+    _mm512_storeu_ps(out + (12 + m) * ld_out, _mm512_shuffle_f32x4(b, d, 0xdd));
+  }
+}
+#else
+// One 8 x 8 tile transposed in registers (the AVX2 form of the same three stages).
+inline void transpose_tile(float* out, const float* in, int64_t ld_in, int64_t ld_out) {
+  __m256 r[8], t[8], u[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + i * ld_in);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int g = 0; g < 8; g += 4) {
+    const __m256d t0 = _mm256_castps_pd(t[g]), t1 = _mm256_castps_pd(t[g + 1]);
+    const __m256d t2 = _mm256_castps_pd(t[g + 2]), t3 = _mm256_castps_pd(t[g + 3]);
+    u[g] = _mm256_castpd_ps(_mm256_unpacklo_pd(t0, t2));
+    u[g + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(t0, t2));
+    u[g + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(t1, t3));
+    u[g + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(t1, t3));
+  }
+  for (int m = 0; m < 4; ++m) {
+    _mm256_storeu_ps(out + m * ld_out, _mm256_permute2f128_ps(u[m], u[4 + m], 0x20));
+    _mm256_storeu_ps(out + (4 + m) * ld_out, _mm256_permute2f128_ps(u[m], u[4 + m], 0x31));
+  }
+}
+#endif
+
+// out[c][r] = in[r][c] for an R x C block: whole kLanes x kLanes tiles in registers, the ragged
+// edges element by element. Data movement only: the same bits on every path.
 inline void transpose(float* out, const float* in, int64_t R, int64_t C, int64_t ld_in, int64_t ld_out) {
-  constexpr int64_t kTile = 16;
+  constexpr int64_t kTile = kLanes;
   for (int64_t r0 = 0; r0 < R; r0 += kTile)
     for (int64_t c0 = 0; c0 < C; c0 += kTile) {
       const int64_t r1 = r0 + kTile < R ? r0 + kTile : R, c1 = c0 + kTile < C ? c0 + kTile : C;
+      if (r1 - r0 == kTile && c1 - c0 == kTile) {
+        transpose_tile(out + c0 * ld_out + r0, in + r0 * ld_in + c0, ld_in, ld_out);
+        continue;
+      }
       for (int64_t c = c0; c < c1; ++c)
         for (int64_t r = r0; r < r1; ++r) out[c * ld_out + r] = in[r * ld_in + c];
     }

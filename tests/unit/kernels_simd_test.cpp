@@ -1,0 +1,89 @@
+// kernels_simd_test.cpp — the shared vector blocks of kernels/cpu/simd.h against plain loops: the
+// register transpose (data movement: exactly the element loop), and the small GEMM's triangular
+// forms (the skipped terms are exact zeros, so every wanted entry equals the full product's).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/gated_delta.h"
+#include "kernels/cpu/simd.h"
+
+namespace mt {
+namespace {
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = nd(rng);
+  return v;
+}
+
+TEST(SimdTranspose, EqualsTheElementLoopForEveryShape) {
+  // Whole register tiles, ragged edges and both together, with padded leading dimensions.
+  for (int64_t R : {1, 7, 8, 15, 16, 17, 33, 64})
+    for (int64_t C : {1, 8, 9, 16, 31, 32, 48}) {
+      const int64_t ld_in = C + 3, ld_out = R + 5;
+      const std::vector<float> in = random_floats(size_t(R * ld_in), uint32_t(R * 100 + C));
+      std::vector<float> got(size_t(C * ld_out), -7.0f), want = got;
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t c = 0; c < C; ++c) want[size_t(c * ld_out + r)] = in[size_t(r * ld_in + c)];
+      simd::transpose(got.data(), in.data(), R, C, ld_in, ld_out);
+      ASSERT_EQ(got, want) << R << " x " << C;  // padding untouched too
+    }
+}
+
+// A (M x K) with zeros outside the triangle `tri` names.
+std::vector<float> triangular(int64_t M, int64_t K, unsigned tri, uint32_t seed) {
+  std::vector<float> a = random_floats(size_t(M * K), seed);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k)
+      if (((tri & simd::kLowerA) && k > i) || ((tri & simd::kUpperA) && k < i)) a[size_t(i * K + k)] = 0.0f;
+  return a;
+}
+
+TEST(SimdSmallGemm, TriangularFormsSkipOnlyZeros) {
+  const unsigned forms[] = {simd::kLowerA, simd::kUpperA, simd::kLowerC, simd::kLowerA | simd::kLowerC,
+                            simd::kUpperA | simd::kLowerC};
+  for (int64_t n : {1, 5, 8, 13, 64})
+    for (int64_t N : {n, int64_t(40)})
+      for (unsigned tri : forms) {
+        if ((tri & simd::kLowerC) && N != n) continue;  // a triangle of C needs a square C
+        SCOPED_TRACE(testing::Message() << "n " << n << " N " << N << " form " << tri);
+        const std::vector<float> A = triangular(n, n, tri, uint32_t(n + tri));
+        const std::vector<float> B = random_floats(size_t(n * N), uint32_t(7 * n + N));
+        std::vector<float> full = random_floats(size_t(n * N), 99), part = full;  // accumulated into
+        simd::small_gemm_acc(full.data(), A.data(), B.data(), n, N, n, n, N, N);
+        simd::small_gemm_acc(part.data(), A.data(), B.data(), n, N, n, n, N, N, tri);
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < N; ++j) {
+            if ((tri & simd::kLowerC) && j > i) continue;  // not wanted
+            ASSERT_EQ(part[size_t(i * N + j)], full[size_t(i * N + j)]) << i << ", " << j;
+          }
+      }
+}
+
+TEST(GatedDeltaDecays, LowerTriangleOfExponentialsOfDifferences) {
+  const int64_t n = 37;  // two vector widths and a tail
+  const std::vector<float> g = random_floats(size_t(n), 5);
+  std::vector<float> gam = g;
+  float acc = 0.0f;
+  for (int64_t i = 0; i < n; ++i) gam[size_t(i)] = acc += -std::fabs(g[size_t(i)]);
+  std::vector<float> Mx(size_t(n * n), -1.0f);
+  gated_delta_decays(Mx.data(), gam.data(), n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const float got = Mx[size_t(i * n + j)];
+      if (j > i) {
+        ASSERT_EQ(got, 0.0f);
+        continue;
+      }
+      const double want = std::exp(double(gam[size_t(i)] - gam[size_t(j)]));
+      ASSERT_NEAR(got, want, 4e-7 * want) << i << ", " << j;
+    }
+}
+
+}  // namespace
+}  // namespace mt
