@@ -85,5 +85,22 @@ TEST(GatedDeltaDecays, LowerTriangleOfExponentialsOfDifferences) {
     }
 }
 
+TEST(GatedDeltaUtInverse, InvertsIPlusAStrictlyLower) {
+  for (int64_t n : {1, 9, 64, 70}) {  // one register block of columns, and more
+    std::vector<float> A = random_floats(size_t(n * n), uint32_t(n));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) A[size_t(i * n + j)] = j < i ? 0.1f * A[size_t(i * n + j)] : 0.0f;
+    std::vector<float> Tm(size_t(n * n), -3.0f);
+    gated_delta_ut_inverse(Tm.data(), A.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t c = 0; c < n; ++c) {  // ((I + A) Tm)_ic = delta_ic
+        double s = Tm[size_t(i * n + c)];
+        for (int64_t j = 0; j < i; ++j) s += double(A[size_t(i * n + j)]) * Tm[size_t(j * n + c)];
+        ASSERT_NEAR(s, i == c ? 1.0 : 0.0, 1e-5) << "n " << n << " at " << i << ", " << c;
+        if (c > i) ASSERT_EQ(Tm[size_t(i * n + c)], 0.0f);
+      }
+  }
+}
+
 }  // namespace
 }  // namespace mt

@@ -130,15 +130,31 @@ void chunk_forward(float* o, float* S, const float* q, const float* k, const flo
 }  // namespace
 
 void gated_delta_ut_inverse(float* Tm, const float* A, int64_t n) {
+  // Row i = e_i - sum_{j<i} A_ij Tm_j, in j order; Tm_jc = 0 for c > j, so a block of columns
+  // from c0 needs rows j >= c0 only, and its sums stay in registers.
+  using namespace simd;
+  constexpr int kVecs = 4;
+  constexpr int64_t kBlock = kVecs * kLanes;
   std::fill(Tm, Tm + n * n, 0.0f);
-  for (int64_t i = 0; i < n; ++i) {  // row i = e_i - sum_{j<i} A_ij Tm_j
+  for (int64_t i = 0; i < n; ++i) {
     float* ti = Tm + i * n;
-    ti[i] = 1.0f;
-    for (int64_t j = 0; j < i; ++j) {
-      const float aij = A[i * n + j];
-      const float* tj = Tm + j * n;
-      for (int64_t c = 0; c <= j; ++c) ti[c] -= aij * tj[c];
+    const float* ai = A + i * n;
+    for (int64_t c0 = 0; c0 < i; c0 += kBlock) {
+      Mask m[kVecs];
+      Vec acc[kVecs];
+      for (int v = 0; v < kVecs; ++v) {
+        const int64_t left = i - (c0 + v * kLanes);
+        m[v] = tail_mask(left > 0 ? left : 0);
+        acc[v] = zero();
+      }
+      for (int64_t j = c0; j < i; ++j) {
+        const Vec a = set1(ai[j]);
+        const float* tj = Tm + j * n + c0;
+        for (int v = 0; v < kVecs; ++v) acc[v] = fnmadd(a, load(m[v], tj + v * kLanes), acc[v]);
+      }
+      for (int v = 0; v < kVecs; ++v) store(ti + c0 + v * kLanes, m[v], acc[v]);
     }
+    ti[i] = 1.0f;
   }
 }
 
