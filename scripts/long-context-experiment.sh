@@ -4,7 +4,8 @@
 # measured at 512 and 2,048, then extended to 2,048 from one checkpoint —
 # RoPE unchanged, position interpolation, YaRN, YaRN for twice and three
 # times the steps with passkey items up to the full window, and YaRN with
-# far needles or number-dense haystacks — and measured again, with the
+# far needles or number-dense haystacks, and on the number-dense mixture a
+# 16-fold RoPE base or YaRN x8 — and measured again, with the
 # held-out loss on stitched repositories by position and by context.
 # Everything goes to runs/long-context (the configs name that path).
 # Steps already done (their outputs exist) are skipped, so a killed run
@@ -130,9 +131,15 @@ declare -A rope=(
   # ... the same steps with a sixth of the tokens passkey items in number-dense haystacks (passkey_dense)
   [yarn-dense]="--set phase[2].rope_scaling=\"yarn\" --set phase[2].rope_factor=4 --set phase[2].rope_original_len=512
                 --set phase[2].steps=960 --set phase[2].mixture=\"configs/data/long-context-long-dense.toml\""
+  # the dense mixture with the RoPE base raised 16-fold instead (ABF: Xiong et al. 2023, Llama 3)
+  [abf-dense]="--set phase[2].rope_theta=160000 --set phase[2].steps=960
+               --set phase[2].mixture=\"configs/data/long-context-long-dense.toml\""
+  # ... and with YaRN x8 from 512: the frequencies scaled for twice the window trained
+  [yarn8-dense]="--set phase[2].rope_scaling=\"yarn\" --set phase[2].rope_factor=8 --set phase[2].rope_original_len=512
+                 --set phase[2].steps=960 --set phase[2].mixture=\"configs/data/long-context-long-dense.toml\""
 )
 # VARIANTS="yarn-x3" trains and measures only those; VARIANTS="" stops after the base.
-for v in ${VARIANTS-unchanged yarn yarn-x2 yarn-x3 yarn-far yarn-dense linear}; do
+for v in ${VARIANTS-unchanged yarn yarn-x2 yarn-x3 yarn-far yarn-dense linear abf-dense yarn8-dense}; do
   dir=$runs/ext-$v
   [[ -d $dir ]] || "$bin" ckpt branch "$runs/base" "$dir"
   # shellcheck disable=SC2086

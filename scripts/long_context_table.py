@@ -2,7 +2,8 @@
 """Tables and charts of the long-context experiment (scripts/long-context-experiment.sh).
 
 Usage: long_context_table.py [WORK [RUNS]]. Reads
-RUNS/eval-{base,unchanged,linear,yarn,yarn-x2,yarn-x3,yarn-far,yarn-dense}.json
+RUNS/eval-{base,unchanged,linear,yarn,yarn-x2,yarn-x3,yarn-far,yarn-dense,
+abf-dense,yarn8-dense}.json
 (moetrain eval --out; RUNS is WORK unless given: another model's runs,
 MODEL and RUNS in the script) and WORK/passkey-heldout.jsonl, and prints,
 as Markdown: passkey accuracy by depth at 480 and 2,000 tokens per model,
@@ -22,7 +23,9 @@ MODELS = [("base", "before extension (512)"), ("unchanged", "RoPE unchanged"),
           ("linear", "position interpolation x4"), ("yarn", "YaRN x4"),
           ("yarn-x2", "YaRN x4, 640 steps to 1,984"), ("yarn-x3", "YaRN x4, 960 steps to 1,984"),
           ("yarn-far", "YaRN x4, 960 steps, far needles"),
-          ("yarn-dense", "YaRN x4, 960 steps, dense numbers")]
+          ("yarn-dense", "YaRN x4, 960 steps, dense numbers"),
+          ("abf-dense", "RoPE base 160,000, 960 steps, dense numbers"),
+          ("yarn8-dense", "YaRN x8, 960 steps, dense numbers")]
 
 
 def load(work, name):
@@ -157,7 +160,8 @@ def main(work, runs):
         write_context_svg(Path(runs) / "long-context-context.svg", contexts)
 
 
-COLOURS = ["#888888", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+COLOURS = ["#888888", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+           "#bcbd22", "#ff7f0e"]
 
 
 class Chart:
