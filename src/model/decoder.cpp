@@ -117,10 +117,8 @@ void Decoder::delta(float* x_mid, const float* x, int64_t layer, int64_t n) {
   const float eps = float(c_.norm_eps);
   rmsnorm_forward(a_.data(), rstd_.data(), x, p + w.norm, n, D, eps);
   linear_forward(proj_.data(), a_.data(), p + w.w_in, n, P, D, MatmulPrecision::kFp32);
-  gather_heads(lin_tmp_.data(), proj_.data(), P, n, 1, Hd, Dk);  // raw q, then normalised into lin_q_
-  l2norm_forward(lin_q_.data(), lin_rn_.data(), lin_tmp_.data(), n * Hd, Dk, delta_l2_eps());
-  gather_heads(lin_tmp_.data(), proj_.data() + Hd * Dk, P, n, 1, Hd, Dk);
-  l2norm_forward(lin_k_.data(), lin_rn_.data(), lin_tmp_.data(), n * Hd, Dk, delta_l2_eps());
+  l2norm_heads_forward(lin_q_.data(), lin_rn_.data(), proj_.data(), P, n, 1, Hd, Dk, delta_l2_eps());
+  l2norm_heads_forward(lin_k_.data(), lin_rn_.data(), proj_.data() + Hd * Dk, P, n, 1, Hd, Dk, delta_l2_eps());
   gather_heads(lin_v_.data(), proj_.data() + cv, P, n, 1, Hd, Dv);
   delta_gates_forward(lin_g_.data(), lin_beta_.data(), proj_.data() + ca, proj_.data() + cb, P, p + w.A_log,
                       p + w.dt_bias, n, 1, Hd);

@@ -43,8 +43,6 @@ void DeltaActs::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer
   s(a, d.N * d.D);
   s(rstd_a, d.N);
   s(proj, d.N * d.P);
-  s(q_raw, d.N * d.H * d.Dk);
-  s(k_raw, d.N * d.H * d.Dk);
   s(q, d.N * d.H * d.Dk);
   s(k, d.N * d.H * d.Dk);
   s(rn_q, d.N * d.H);
@@ -62,8 +60,8 @@ void DeltaActs::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer
 
 int64_t DeltaActs::bytes() const {
   int64_t b = vector_bytes(a);
-  for (const auto* v : {&rstd_a, &proj, &q_raw, &k_raw, &q, &k, &rn_q, &rn_k, &this->v, &g, &beta, &states, &o,
-                        &o_flat, &rstd_o, &on, &y})
+  for (const auto* v :
+       {&rstd_a, &proj, &q, &k, &rn_q, &rn_k, &this->v, &g, &beta, &states, &o, &o_flat, &rstd_o, &on, &y})
     b += vector_bytes(*v);
   return b;
 }
@@ -78,7 +76,6 @@ void DeltaScratch::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSi
   s(dg, d.N * d.H);
   s(dbeta, d.N * d.H);
   s(do_heads, d.N * d.H * d.Dv);
-  // dflat / dflat2 later hold the raw q / k gradients too.
   s(dflat, d.N * d.H * std::max(d.Dk, d.Dv));
   s(dflat2, d.N * d.H * std::max(d.Dk, d.Dv));
   s(da, d.N * d.D);
@@ -98,11 +95,9 @@ void delta_block_forward(float* x_mid, DeltaActs& a, const float* x_in, const De
   rmsnorm_forward(a.a.out(), a.a.form, a.rstd_a.data(), x_in, ctx.p(w.norm), d.N, d.D, eps);
   linear_forward(a.proj.data(), a.a.in(), ctx.p(w.w_in), d.N, d.P, d.D, ctx.prec);
   const float* proj = a.proj.data();
-  gather_heads(a.q_raw.data(), proj + d.cq, d.P, d.B, d.T, d.H, d.Dk);
-  gather_heads(a.k_raw.data(), proj + d.ck, d.P, d.B, d.T, d.H, d.Dk);
+  l2norm_heads_forward(a.q.data(), a.rn_q.data(), proj + d.cq, d.P, d.B, d.T, d.H, d.Dk, delta_l2_eps());
+  l2norm_heads_forward(a.k.data(), a.rn_k.data(), proj + d.ck, d.P, d.B, d.T, d.H, d.Dk, delta_l2_eps());
   gather_heads(a.v.data(), proj + d.cv, d.P, d.B, d.T, d.H, d.Dv);
-  l2norm_forward(a.q.data(), a.rn_q.data(), a.q_raw.data(), d.N * d.H, d.Dk, delta_l2_eps());
-  l2norm_forward(a.k.data(), a.rn_k.data(), a.k_raw.data(), d.N * d.H, d.Dk, delta_l2_eps());
   // The recurrence runs along the whole sequence: with context parallelism a state would pass between ranks.
   MT_CHECK(ctx.cp == nullptr, "context parallelism does not run gated-delta layers (the trainer refuses dist.cp)");
   delta_gates_forward(a.g.data(), a.beta.data(), proj + d.ca, proj + d.cb, d.P, ctx.p(w.A_log), ctx.p(w.dt_bias),
@@ -139,13 +134,8 @@ void delta_block_backward(float* dres, DeltaScratch& s, const DeltaActs& a, cons
   }
   delta_gates_backward(dproj + d.ca, dproj + d.cb, ctx.g(w.A_log), ctx.g(w.dt_bias), s.dg.data(), s.dbeta.data(),
                        proj + d.ca, proj + d.cb, d.P, ctx.p(w.A_log), ctx.p(w.dt_bias), d.B, d.T, d.H);
-  // dflat / dflat2 (sized for max(Dk, Dv)) are free again: the raw q / k gradients.
-  float* dq_raw = s.dflat.data();
-  float* dk_raw = s.dflat2.data();
-  l2norm_backward(dq_raw, s.dq.data(), a.q.data(), a.rn_q.data(), d.N * d.H, d.Dk);
-  l2norm_backward(dk_raw, s.dk.data(), a.k.data(), a.rn_k.data(), d.N * d.H, d.Dk);
-  gather_heads_backward(dproj + d.cq, dq_raw, d.P, d.B, d.T, d.H, d.Dk);
-  gather_heads_backward(dproj + d.ck, dk_raw, d.P, d.B, d.T, d.H, d.Dk);
+  l2norm_heads_backward(dproj + d.cq, d.P, s.dq.data(), a.q.data(), a.rn_q.data(), d.B, d.T, d.H, d.Dk);
+  l2norm_heads_backward(dproj + d.ck, d.P, s.dk.data(), a.k.data(), a.rn_k.data(), d.B, d.T, d.H, d.Dk);
   gather_heads_backward(dproj + d.cv, s.dv.data(), d.P, d.B, d.T, d.H, d.Dv);
   linear_backward(s.da.data(), ctx.g(w.w_in), dproj, a.a.in(), ctx.p(w.w_in), d.N, d.P, d.D, 0.0f, ctx.prec);
   rmsnorm_backward(dres, ctx.g(w.norm), s.da.data(), x_in, ctx.p(w.norm), a.rstd_a.data(), d.N, d.D, 1.0f);

@@ -21,7 +21,6 @@ struct DeltaActs {
   GemmActivation a;                    // (N, D): normed input, read only by W_in's GEMMs
   std::vector<float> rstd_a;           // (N)
   std::vector<float> proj;             // (N, P)
-  std::vector<float> q_raw, k_raw;     // (B, Hd, T, Dk) before the L2 norm
   std::vector<float> q, k, rn_q, rn_k; // (B, Hd, T, Dk) unit rows, (B Hd T) their 1/norms
   std::vector<float> v;                // (B, Hd, T, Dv)
   std::vector<float> g, beta;          // (B, Hd, T)

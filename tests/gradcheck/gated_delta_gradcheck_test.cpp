@@ -96,18 +96,19 @@ INSTANTIATE_TEST_SUITE_P(Table, GatedDeltaGrad,
                                   "Dk" + std::to_string(d.Dk) + "Dv" + std::to_string(d.Dv) + "C" + std::to_string(d.C);
                          });
 
-TEST(DeltaGatesGrad, L2Norm) {
-  const int64_t N = 7, C = 9;
-  auto x = randn(N * C, 1.0f, 11);
-  const auto w = randn(N * C, 1.0f, 12);
-  std::vector<float> y(N * C), r(N), dx(N * C);
+TEST(DeltaGatesGrad, L2NormOfHeads) {
+  // Heads of 3 in columns [0, 6) of a token-major block 8 wide; the other columns' gradient stays 0.
+  const int64_t B = 2, T = 3, H = 2, Dh = 3, ld = 8, N = B * T;
+  auto x = randn(N * ld, 1.0f, 11);
+  const auto w = randn(N * H * Dh, 1.0f, 12);
+  std::vector<float> y(N * H * Dh), r(N * H), dx(N * ld, 0.0f);
   auto loss = [&] {
-    l2norm_forward(y.data(), r.data(), x.data(), N, C, 1e-6f);
+    l2norm_heads_forward(y.data(), r.data(), x.data(), ld, B, T, H, Dh, 1e-6f);
     return weighted(w, y.data());
   };
   loss();
-  l2norm_backward(dx.data(), w.data(), y.data(), r.data(), N, C);
-  expect_gradient_matches("x", x.data(), N * C, dx.data(), loss, opts(1e-3f, 1 << 30));
+  l2norm_heads_backward(dx.data(), ld, w.data(), y.data(), r.data(), B, T, H, Dh);
+  expect_gradient_matches("x", x.data(), N * ld, dx.data(), loss, opts(1e-3f, 1 << 30));
 }
 
 TEST(DeltaGatesGrad, Gates) {

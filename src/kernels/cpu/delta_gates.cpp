@@ -4,35 +4,47 @@
 
 #include <cmath>
 
+#include "kernels/cpu/simd.h"
+
 namespace mt {
 namespace {
 inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 }  // namespace
 
-void l2norm_forward(float* y, float* rnorm, const float* x, int64_t N, int64_t C, float eps) {
-#pragma omp parallel for schedule(static)
-  for (int64_t n = 0; n < N; ++n) {
-    const float* xr = x + n * C;
-    float ss = 0.0f;
+void l2norm_heads_forward(float* y, float* rnorm, const float* src, int64_t ld, int64_t B, int64_t T, int64_t H,
+                          int64_t Dh, float eps) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t bb = 0; bb < B; ++bb)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t row = (bb * H + h) * T + t;
+        const float* xr = src + (bb * T + t) * ld + h * Dh;
+        float ss = 0.0f;
 #pragma omp simd reduction(+ : ss)
-    for (int64_t c = 0; c < C; ++c) ss += xr[c] * xr[c];
-    const float r = 1.0f / std::sqrt(ss + eps);
-    rnorm[n] = r;
-    for (int64_t c = 0; c < C; ++c) y[n * C + c] = xr[c] * r;
-  }
+        for (int64_t e = 0; e < Dh; ++e) ss += xr[e] * xr[e];
+        const float r = 1.0f / std::sqrt(ss + eps);
+        rnorm[row] = r;
+        float* yr = y + row * Dh;
+        for (int64_t e = 0; e < Dh; ++e) yr[e] = xr[e] * r;
+      }
 }
 
 // dx = r (dy - y (y . dy)).
-void l2norm_backward(float* dx, const float* dy, const float* y, const float* rnorm, int64_t N, int64_t C) {
-#pragma omp parallel for schedule(static)
-  for (int64_t n = 0; n < N; ++n) {
-    const float *yr = y + n * C, *dyr = dy + n * C;
-    float dot = 0.0f;
+void l2norm_heads_backward(float* dsrc, int64_t ld, const float* dy, const float* y, const float* rnorm, int64_t B,
+                           int64_t T, int64_t H, int64_t Dh) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t bb = 0; bb < B; ++bb)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t row = (bb * H + h) * T + t;
+        const float *yr = y + row * Dh, *dyr = dy + row * Dh;
+        float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
-    for (int64_t c = 0; c < C; ++c) dot += yr[c] * dyr[c];
-    for (int64_t c = 0; c < C; ++c) dx[n * C + c] = rnorm[n] * (dyr[c] - yr[c] * dot);
-  }
+        for (int64_t e = 0; e < Dh; ++e) dot += yr[e] * dyr[e];
+        float* dx = dsrc + (bb * T + t) * ld + h * Dh;
+        for (int64_t e = 0; e < Dh; ++e) dx[e] = rnorm[row] * (dyr[e] - yr[e] * dot);
+      }
 }
 
 void delta_gates_forward(float* g, float* beta, const float* a, const float* b, int64_t ld, const float* A_log,
@@ -74,24 +86,35 @@ void delta_gates_backward(float* da, float* db, float* dA_log, float* ddt_bias, 
 }
 
 void silu_gate_forward(float* y, const float* x, const float* z, int64_t ldz, int64_t N, int64_t C) {
+  using namespace simd;
 #pragma omp parallel for schedule(static)
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t c = 0; c < C; ++c) {
-      const float zz = z[n * ldz + c];
-      y[n * C + c] = x[n * C + c] * zz * sigmoid(zz);
+  for (int64_t n = 0; n < N; ++n) {
+    const float *xr = x + n * C, *zr = z + n * ldz;
+    float* yr = y + n * C;
+    for (int64_t c = 0; c < C; c += kLanes) {
+      const Mask m = tail_mask(C - c);
+      const Vec zz = load(m, zr + c);
+      store(yr + c, m, mul(mul(load(m, xr + c), zz), simd::sigmoid(zz)));
     }
+  }
 }
 
 // silu'(z) = s (1 + z (1 - s)), s = sigmoid(z).
 void silu_gate_backward(float* dx, float* dz, const float* dy, const float* x, const float* z, int64_t ldz,
                         int64_t N, int64_t C) {
+  using namespace simd;
+  const Vec one = set1(1.0f);
 #pragma omp parallel for schedule(static)
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t c = 0; c < C; ++c) {
-      const float zz = z[n * ldz + c], s = sigmoid(zz), d = dy[n * C + c];
-      dx[n * C + c] = d * zz * s;
-      dz[n * ldz + c] = d * x[n * C + c] * s * (1.0f + zz * (1.0f - s));
+  for (int64_t n = 0; n < N; ++n) {
+    const float *xr = x + n * C, *zr = z + n * ldz, *dyr = dy + n * C;
+    float *dxr = dx + n * C, *dzr = dz + n * ldz;
+    for (int64_t c = 0; c < C; c += kLanes) {
+      const Mask m = tail_mask(C - c);
+      const Vec zz = load(m, zr + c), s = simd::sigmoid(zz), d = load(m, dyr + c);
+      store(dxr + c, m, mul(mul(d, zz), s));
+      store(dzr + c, m, mul(mul(mul(d, load(m, xr + c)), s), fmadd(zz, sub(one, s), one)));
     }
+  }
 }
 
 void gather_heads(float* heads, const float* src, int64_t ld, int64_t B, int64_t T, int64_t H, int64_t Dh) {

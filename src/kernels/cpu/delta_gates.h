@@ -7,9 +7,14 @@
 
 namespace mt {
 
-// y = x / sqrt(sum x^2 + eps) per row of C; rnorm (N) saved. dx written.
-void l2norm_forward(float* y, float* rnorm, const float* x, int64_t N, int64_t C, float eps);
-void l2norm_backward(float* dx, const float* dy, const float* y, const float* rnorm, int64_t N, int64_t C);
+// The heads of the token-major (N, ld) block at src (columns [0, H Dh)), each row L2-normalised
+// on the way to the head-major y (B, H, T, Dh): y = x / sqrt(sum x^2 + eps), rnorm (B, H, T)
+// saved. One pass instead of a gather and a norm, and no copy of the raw heads kept. The
+// backward writes dx into the same columns of dsrc.
+void l2norm_heads_forward(float* y, float* rnorm, const float* src, int64_t ld, int64_t B, int64_t T, int64_t H,
+                          int64_t Dh, float eps);
+void l2norm_heads_backward(float* dsrc, int64_t ld, const float* dy, const float* y, const float* rnorm, int64_t B,
+                           int64_t T, int64_t H, int64_t Dh);
 
 // Gated DeltaNet gates (Yang, Kautz & Hatamizadeh 2025, following Mamba2's discretisation):
 //   g = -exp(A_log[h]) * softplus(a + dt_bias[h]),   beta = sigmoid(b)

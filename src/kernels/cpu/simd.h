@@ -121,6 +121,9 @@ inline Vec exp(Vec x) {
   return scale_pow2(p, n);
 }
 
+// 1 / (1 + e^-u), by the exp above.
+inline Vec sigmoid(Vec u) { return div(set1(1.0f), add(set1(1.0f), exp(sub(zero(), u)))); }
+
 // C[MR x N] += A[MR x K] * B[K x N] for one strip of MR rows (MR <= 8), all
 // row-major with leading dims; N handled 2 * kLanes columns at a time with masks.
 template <int MR>

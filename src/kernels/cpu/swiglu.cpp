@@ -9,10 +9,6 @@ namespace mt {
 
 namespace {
 using namespace simd;
-inline Vec sigmoid(Vec u) {
-  const Vec one = set1(1.0f);
-  return div(one, add(one, simd::exp(sub(zero(), u))));
-}
 
 // z[0, n) = silu(u) * g over one stretch of a row.
 inline void swiglu_span(float* z, const float* u, const float* g, int64_t n) {
