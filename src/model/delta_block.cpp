@@ -59,9 +59,8 @@ void DeltaActs::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer
 }
 
 int64_t DeltaActs::bytes() const {
-  int64_t b = vector_bytes(a);
-  for (const auto* v :
-       {&rstd_a, &proj, &q, &k, &rn_q, &rn_k, &this->v, &g, &beta, &states, &o, &o_flat, &rstd_o, &on, &y})
+  int64_t b = vector_bytes(a) + vector_bytes(y);
+  for (const auto* v : {&rstd_a, &proj, &q, &k, &rn_q, &rn_k, &this->v, &g, &beta, &states, &o, &o_flat, &rstd_o, &on})
     b += vector_bytes(*v);
   return b;
 }
@@ -109,9 +108,9 @@ void delta_block_forward(float* x_mid, DeltaActs& a, const float* x_in, const De
   }
   merge_heads(a.o_flat.data(), a.o.data(), d.B, d.T, d.H, d.Dv);
   rmsnorm_forward(a.on.data(), a.rstd_o.data(), a.o_flat.data(), ctx.p(w.o_norm), d.N * d.H, d.Dv, eps);
-  silu_gate_forward(a.y.data(), a.on.data(), proj + d.cz, d.P, d.N, d.H * d.Dv);
+  silu_gate_forward(a.y.out(), a.y.form, a.on.data(), proj + d.cz, d.P, d.N, d.H * d.Dv);
   std::copy(x_in, x_in + d.N * d.D, x_mid);
-  gemm(x_mid, a.y.data(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dv, Trans::kNo, Trans::kYes}, 1.0f, ctx.prec);
+  gemm(x_mid, a.y.in(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dv, Trans::kNo, Trans::kYes}, 1.0f, ctx.prec);
 }
 
 void delta_block_backward(float* dres, DeltaScratch& s, const DeltaActs& a, const float* x_in,
@@ -121,7 +120,7 @@ void delta_block_backward(float* dres, DeltaScratch& s, const DeltaActs& a, cons
   const int64_t HV = d.H * d.Dv;
   const float* proj = a.proj.data();
   float* dproj = s.dproj.data();
-  linear_backward(s.dflat.data(), ctx.g(w.wo), dres, a.y.data(), ctx.p(w.wo), d.N, d.D, HV, 0.0f, ctx.prec);
+  linear_backward(s.dflat.data(), ctx.g(w.wo), dres, a.y.in(), ctx.p(w.wo), d.N, d.D, HV, 0.0f, ctx.prec);
   silu_gate_backward(s.dflat2.data(), dproj + d.cz, s.dflat.data(), a.on.data(), proj + d.cz, d.P, d.N, HV);
   rmsnorm_backward(s.dflat.data(), ctx.g(w.o_norm), s.dflat2.data(), a.o_flat.data(), ctx.p(w.o_norm),
                    a.rstd_o.data(), d.N * d.H, d.Dv, 0.0f);

@@ -27,7 +27,8 @@ struct DeltaActs {
   std::vector<float> states;           // (B, Hd, NC, Dv, Dk) chunk-entry states
   std::vector<float> o;                // (B, Hd, T, Dv)
   std::vector<float> o_flat, rstd_o;   // (N, Hd Dv), (N Hd)
-  std::vector<float> on, y;            // (N, Hd Dv): normed, then gated
+  std::vector<float> on;               // (N, Hd Dv) normed
+  GemmActivation y;                    // (N, Hd Dv) gated: read only by W_o's GEMMs
   void allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& s);
   int64_t bytes() const;
 };

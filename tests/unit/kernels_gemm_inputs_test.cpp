@@ -13,6 +13,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/operand.h"
 #include "kernels/cpu/cross_entropy.h"
+#include "kernels/cpu/delta_gates.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/swiglu.h"
@@ -75,6 +76,20 @@ TEST(Operand, RmsnormAndSwigluWriteEveryFormAsTheirFp32OutputRounded) {
       ASSERT_EQ(element_value(dht, i, f), expected_value(dh[i], f)) << "swiglu backward on thread " << i;
       ASSERT_EQ(element_value(dhp, i, f), expected_value(dh[i], f)) << "swiglu backward " << i;
     }
+  }
+}
+
+// The gated-delta layer's output gate (W_o's input), rows longer than its 256-value stack row,
+// read from a wider z block.
+TEST(Operand, SiluGateWritesEveryFormAsItsFp32OutputRounded) {
+  const int64_t N = 3, C = 600, ldz = 700;
+  const std::vector<float> x = randn(N * C, 1.0f, 6), z = randn(N * ldz, 2.0f, 7);
+  std::vector<float> y(N * C);
+  silu_gate_forward(y.data(), x.data(), z.data() + 50, ldz, N, C);
+  for (OperandForm f : kForms) {
+    std::vector<float> yf(size_t(operand_floats(N * C, f)));
+    silu_gate_forward(yf.data(), f, x.data(), z.data() + 50, ldz, N, C);
+    for (int64_t i = 0; i < N * C; ++i) ASSERT_EQ(element_value(yf, i, f), expected_value(y[i], f)) << i;
   }
 }
 
@@ -186,6 +201,33 @@ TEST(GemmInputs, Bf16StepStoresGemmOnlyActivationsInTheGemmForm) {
   const int64_t fp32_qkn = Transformer::activation_bytes(c, B, T, MatmulPrecision::kFp32);
   const int64_t bf16_qkn = Transformer::activation_bytes(c, B, T, MatmulPrecision::kBf16);
   if (gemm_native_bf16()) EXPECT_EQ(fp32_qkn - bf16_qkn, (gemm_only - c.n_layers * qkv) * 2 - dlogits * 2);
+}
+
+// A gated-delta layer's GEMM-only activations are its normed input (N, D) and its gated output
+// (N, Hd Dv), W_o's input; the rest of the layer (projection, heads, states) stays fp32.
+TEST(GemmInputs, GatedDeltaLayersStoreTheirProjectionInputsInTheGemmForm) {
+  ModelConfig c;
+  c.vocab_size = 64;
+  c.d_model = 32;
+  c.n_layers = 2;
+  c.layer_pattern = "DG";
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.d_ff = 48;
+  const int64_t B = 2, T = 16, N = B * T;
+  const int64_t fp32 = Transformer::activation_bytes(c, B, T, MatmulPrecision::kFp32);
+  const int64_t bf16 = Transformer::activation_bytes(c, B, T, MatmulPrecision::kBf16);
+  const int64_t qkv = N * (c.n_heads + 2 * c.n_kv_heads) * c.head_dim();
+  const int64_t delta_layer = N * c.d_model + N * c.delta_h() * c.delta_dv() + N * c.d_ff;
+  const int64_t global_layer = N * c.d_model + qkv + N * c.n_heads * c.head_dim() + N * c.d_ff;
+  const int64_t gemm_only = delta_layer + global_layer + N * c.d_model;
+  const int64_t dlogits = N * c.vocab_size;
+  if (gemm_native_bf16())
+    EXPECT_EQ(fp32 - bf16, gemm_only * 2 - dlogits * 2);
+  else
+    EXPECT_EQ(bf16 - fp32, dlogits * 4);
+  Transformer live(c, B, T, MatmulPrecision::kBf16);
+  EXPECT_EQ(live.activation_bytes(), bf16);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // serial reduction order, so results do not depend on the thread count.
 #include "kernels/cpu/delta_gates.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu/simd.h"
@@ -85,16 +86,35 @@ void delta_gates_backward(float* da, float* db, float* dA_log, float* ddt_bias, 
   }
 }
 
-void silu_gate_forward(float* y, const float* x, const float* z, int64_t ldz, int64_t N, int64_t C) {
+namespace {
+// y[0, n) = x * silu(z) over one stretch of a row.
+void silu_gate_span(float* y, const float* x, const float* z, int64_t n) {
   using namespace simd;
+  for (int64_t c = 0; c < n; c += kLanes) {
+    const Mask m = tail_mask(n - c);
+    const Vec zz = load(m, z + c);
+    store(y + c, m, mul(mul(load(m, x + c), zz), simd::sigmoid(zz)));
+  }
+}
+}  // namespace
+
+void silu_gate_forward(float* y, const float* x, const float* z, int64_t ldz, int64_t N, int64_t C) {
+  silu_gate_forward(static_cast<void*>(y), OperandForm::kFp32, x, z, ldz, N, C);
+}
+
+void silu_gate_forward(void* y, OperandForm form, const float* x, const float* z, int64_t ldz, int64_t N, int64_t C) {
+  constexpr int64_t kSpan = 256;  // a stack row of the fp32 values, written in `form`
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < N; ++n) {
-    const float *xr = x + n * C, *zr = z + n * ldz;
-    float* yr = y + n * C;
-    for (int64_t c = 0; c < C; c += kLanes) {
-      const Mask m = tail_mask(C - c);
-      const Vec zz = load(m, zr + c);
-      store(yr + c, m, mul(mul(load(m, xr + c), zz), simd::sigmoid(zz)));
+    if (form == OperandForm::kFp32) {
+      silu_gate_span(static_cast<float*>(y) + n * C, x + n * C, z + n * ldz, C);
+      continue;
+    }
+    float row[kSpan];
+    for (int64_t c0 = 0; c0 < C; c0 += kSpan) {
+      const int64_t len = std::min(kSpan, C - c0);
+      silu_gate_span(row, x + n * C + c0, z + n * ldz + c0, len);
+      write_operand(y, n * C + c0, row, len, form);
     }
   }
 }

@@ -5,6 +5,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/cpu/operand.h"
+
 namespace mt {
 
 // The heads of the token-major (N, ld) block at src (columns [0, H Dh)), each row L2-normalised
@@ -30,6 +32,8 @@ void delta_gates_backward(float* da, float* db, float* dA_log, float* ddt_bias, 
 // y (N, C) = x * silu(z), z read from an (N, ldz) block. Backward writes dx (N, C) and dz into the
 // z block's columns.
 void silu_gate_forward(float* y, const float* x, const float* z, int64_t ldz, int64_t N, int64_t C);
+// ... with y written in a GEMM operand form (operand.h): its only reader is the output projection.
+void silu_gate_forward(void* y, OperandForm form, const float* x, const float* z, int64_t ldz, int64_t N, int64_t C);
 void silu_gate_backward(float* dx, float* dz, const float* dy, const float* x, const float* z, int64_t ldz,
                         int64_t N, int64_t C);
 

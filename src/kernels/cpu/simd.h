@@ -177,32 +177,14 @@ inline void gemm_strip_tri(float* C, const float* A, const float* B, int64_t i, 
 // parallelise over independent blocks, so results never depend on the thread count.
 inline void small_gemm_acc(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K, int64_t lda,
                            int64_t ldb, int64_t ldc, unsigned tri = kFull) {
+  using Strip =
+      void (*)(float*, const float*, const float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, unsigned);
+  // The last strip's rows, M % 8 of them (a table: MR is a template argument).
+  static constexpr Strip kTail[8] = {nullptr,           gemm_strip_tri<1>, gemm_strip_tri<2>, gemm_strip_tri<3>,
+                                     gemm_strip_tri<4>, gemm_strip_tri<5>, gemm_strip_tri<6>, gemm_strip_tri<7>};
   int64_t i = 0;
   for (; i + 8 <= M; i += 8) gemm_strip_tri<8>(C, A, B, i, N, K, lda, ldb, ldc, tri);
-  switch (M - i) {
-    case 7:
-      gemm_strip_tri<7>(C, A, B, i, N, K, lda, ldb, ldc, tri);
-      break;
-    case 6:
-      gemm_strip_tri<6>(C, A, B, i, N, K, lda, ldb, ldc, tri);
-      break;
-    case 5:
-      gemm_strip_tri<5>(C, A, B, i, N, K, lda, ldb, ldc, tri);
-      break;
-    case 4:
-      gemm_strip_tri<4>(C, A, B, i, N, K, lda, ldb, ldc, tri);
-      break;
-    case 3:
-      gemm_strip_tri<3>(C, A, B, i, N, K, lda, ldb, ldc, tri);
-      break;
-    case 2:
-      gemm_strip_tri<2>(C, A, B, i, N, K, lda, ldb, ldc, tri);
-      break;
-    case 1:
-      gemm_strip_tri<1>(C, A, B, i, N, K, lda, ldb, ldc, tri);
-      break;
-    default: break;
-  }
+  if (M > i) kTail[M - i](C, A, B, i, N, K, lda, ldb, ldc, tri);
 }
 
 #if defined(__AVX512F__)
