@@ -168,66 +168,59 @@ TEST(GemmInputsDeathTest, AnInputHeldForAnotherPrecisionIsRefused) {
                "another precision");
 }
 
-// The model sizes its GEMM-input activations (normed attention input,
-// attention output, SwiGLU products before W2, final-norm outputs) in the bf16 form: half the bytes
-// where this CPU has a native bf16 matmul, the same bytes where bf16 values
-// are held in fp32.
-TEST(GemmInputs, Bf16StepStoresGemmOnlyActivationsInTheGemmForm) {
+// Two small layers of `pattern`, dense FFNs.
+ModelConfig two_layers(const char* pattern) {
   ModelConfig c;
   c.vocab_size = 64;
   c.d_model = 32;
   c.n_layers = 2;
+  c.layer_pattern = pattern;
   c.n_heads = 4;
   c.n_kv_heads = 2;
   c.d_ff = 48;
-  const int64_t B = 2, T = 16, N = B * T;
+  return c;
+}
+
+// A bf16 step's activations hold `gemm_only` elements in the GEMM form (two bytes where this CPU
+// has a native bf16 matmul, four where bf16 values are held in fp32) and one more buffer: the head
+// chunk's dlogits (N, V) in the products' form. A live model allocates what the count says.
+void expect_gemm_form_bytes(const ModelConfig& c, int64_t B, int64_t T, int64_t gemm_only) {
   const int64_t fp32 = Transformer::activation_bytes(c, B, T, MatmulPrecision::kFp32);
   const int64_t bf16 = Transformer::activation_bytes(c, B, T, MatmulPrecision::kBf16);
-  // Per layer: the attention's normed input (N, D), q, k, v (N, (H + 2 Hkv) Dh), its output (N, H Dh) and
-  // the dense z (N, F); then the final norm's output (N, D). A bf16 step holds one more buffer: the head
-  // chunk's dlogits (N, V here) in the products' form, two bytes an element (four where bf16 is emulated).
-  const int64_t qkv = N * (c.n_heads + 2 * c.n_kv_heads) * c.head_dim();
-  const int64_t gemm_only =
-      c.n_layers * (N * c.d_model + qkv + N * c.n_heads * c.head_dim() + N * c.d_ff) + N * c.d_model;
-  const int64_t dlogits = N * c.vocab_size;
+  const int64_t dlogits = B * T * c.vocab_size;
   if (gemm_native_bf16())
     EXPECT_EQ(fp32 - bf16, gemm_only * 2 - dlogits * 2);
   else
     EXPECT_EQ(bf16 - fp32, dlogits * 4);
   Transformer live(c, B, T, MatmulPrecision::kBf16);
   EXPECT_EQ(live.activation_bytes(), bf16);
+}
+
+// The model sizes its GEMM-input activations (normed attention input,
+// attention output, SwiGLU products before W2, final-norm outputs) in the bf16 form.
+TEST(GemmInputs, Bf16StepStoresGemmOnlyActivationsInTheGemmForm) {
+  ModelConfig c = two_layers("G");
+  const int64_t B = 2, T = 16, N = B * T;
+  // Per layer: the attention's normed input (N, D), q, k, v (N, (H + 2 Hkv) Dh), its output (N, H Dh) and
+  // the dense z (N, F); then the final norm's output (N, D).
+  const int64_t qkv = N * (c.n_heads + 2 * c.n_kv_heads) * c.head_dim();
+  const int64_t gemm_only =
+      c.n_layers * (N * c.d_model + qkv + N * c.n_heads * c.head_dim() + N * c.d_ff) + N * c.d_model;
+  expect_gemm_form_bytes(c, B, T, gemm_only);
   // With qk-norm q, k, v are rotated in place after the norm, in fp32.
   c.qk_norm = true;
-  const int64_t fp32_qkn = Transformer::activation_bytes(c, B, T, MatmulPrecision::kFp32);
-  const int64_t bf16_qkn = Transformer::activation_bytes(c, B, T, MatmulPrecision::kBf16);
-  if (gemm_native_bf16()) EXPECT_EQ(fp32_qkn - bf16_qkn, (gemm_only - c.n_layers * qkv) * 2 - dlogits * 2);
+  expect_gemm_form_bytes(c, B, T, gemm_only - c.n_layers * qkv);
 }
 
 // A gated-delta layer's GEMM-only activations are its normed input (N, D) and its gated output
 // (N, Hd Dv), W_o's input; the rest of the layer (projection, heads, states) stays fp32.
 TEST(GemmInputs, GatedDeltaLayersStoreTheirProjectionInputsInTheGemmForm) {
-  ModelConfig c;
-  c.vocab_size = 64;
-  c.d_model = 32;
-  c.n_layers = 2;
-  c.layer_pattern = "DG";
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.d_ff = 48;
+  const ModelConfig c = two_layers("DG");
   const int64_t B = 2, T = 16, N = B * T;
-  const int64_t fp32 = Transformer::activation_bytes(c, B, T, MatmulPrecision::kFp32);
-  const int64_t bf16 = Transformer::activation_bytes(c, B, T, MatmulPrecision::kBf16);
   const int64_t qkv = N * (c.n_heads + 2 * c.n_kv_heads) * c.head_dim();
   const int64_t delta_layer = N * c.d_model + N * c.delta_h() * c.delta_dv() + N * c.d_ff;
   const int64_t global_layer = N * c.d_model + qkv + N * c.n_heads * c.head_dim() + N * c.d_ff;
-  const int64_t gemm_only = delta_layer + global_layer + N * c.d_model;
-  const int64_t dlogits = N * c.vocab_size;
-  if (gemm_native_bf16())
-    EXPECT_EQ(fp32 - bf16, gemm_only * 2 - dlogits * 2);
-  else
-    EXPECT_EQ(bf16 - fp32, dlogits * 4);
-  Transformer live(c, B, T, MatmulPrecision::kBf16);
-  EXPECT_EQ(live.activation_bytes(), bf16);
+  expect_gemm_form_bytes(c, B, T, delta_layer + global_layer + N * c.d_model);
 }
 
 }  // namespace
