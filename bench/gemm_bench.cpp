@@ -27,6 +27,7 @@ struct LinearShape {
 constexpr LinearShape kShapes[] = {
     {"qkv", 4096, 768, 512},            // x_TD -> qkv, all tokens
     {"attn_out", 4096, 512, 512},       // attention output projection
+    {"delta_in", 4096, 2064, 512},      // gated-delta input projection: q|k|v|z and the two gates
     {"expert_gate_up", 640, 704, 512},  // one expert, fused gate+up
     {"expert_down", 640, 512, 352},     // one expert, down projection
     {"lm_head_chunk", 512, 8192, 512},  // 512 tokens of the vocab head
