@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/cpu/simd.h"
+#include "kernels/cpu/swiglu.h"
 
 namespace mt {
 namespace {
@@ -86,18 +86,6 @@ void delta_gates_backward(float* da, float* db, float* dA_log, float* ddt_bias, 
   }
 }
 
-namespace {
-// y[0, n) = x * silu(z) over one stretch of a row.
-void silu_gate_span(float* y, const float* x, const float* z, int64_t n) {
-  using namespace simd;
-  for (int64_t c = 0; c < n; c += kLanes) {
-    const Mask m = tail_mask(n - c);
-    const Vec zz = load(m, z + c);
-    store(y + c, m, mul(mul(load(m, x + c), zz), simd::sigmoid(zz)));
-  }
-}
-}  // namespace
-
 void silu_gate_forward(float* y, const float* x, const float* z, int64_t ldz, int64_t N, int64_t C) {
   silu_gate_forward(static_cast<void*>(y), OperandForm::kFp32, x, z, ldz, N, C);
 }
@@ -107,34 +95,23 @@ void silu_gate_forward(void* y, OperandForm form, const float* x, const float* z
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < N; ++n) {
     if (form == OperandForm::kFp32) {
-      silu_gate_span(static_cast<float*>(y) + n * C, x + n * C, z + n * ldz, C);
+      swiglu_span(static_cast<float*>(y) + n * C, z + n * ldz, x + n * C, C);  // silu(z) * x
       continue;
     }
     float row[kSpan];
     for (int64_t c0 = 0; c0 < C; c0 += kSpan) {
       const int64_t len = std::min(kSpan, C - c0);
-      silu_gate_span(row, x + n * C + c0, z + n * ldz + c0, len);
+      swiglu_span(row, z + n * ldz + c0, x + n * C + c0, len);
       write_operand(y, n * C + c0, row, len, form);
     }
   }
 }
 
-// silu'(z) = s (1 + z (1 - s)), s = sigmoid(z).
-void silu_gate_backward(float* dx, float* dz, const float* dy, const float* x, const float* z, int64_t ldz,
-                        int64_t N, int64_t C) {
-  using namespace simd;
-  const Vec one = set1(1.0f);
+void silu_gate_backward(float* dx, float* dz, const float* dy, const float* x, const float* z, int64_t ldz, int64_t N,
+                        int64_t C) {
 #pragma omp parallel for schedule(static)
-  for (int64_t n = 0; n < N; ++n) {
-    const float *xr = x + n * C, *zr = z + n * ldz, *dyr = dy + n * C;
-    float *dxr = dx + n * C, *dzr = dz + n * ldz;
-    for (int64_t c = 0; c < C; c += kLanes) {
-      const Mask m = tail_mask(C - c);
-      const Vec zz = load(m, zr + c), s = simd::sigmoid(zz), d = load(m, dyr + c);
-      store(dxr + c, m, mul(mul(d, zz), s));
-      store(dzr + c, m, mul(mul(mul(d, load(m, xr + c)), s), fmadd(zz, sub(one, s), one)));
-    }
-  }
+  for (int64_t n = 0; n < N; ++n)  // the SwiGLU's gradients with u = z, g = x
+    swiglu_backward_span(dz + n * ldz, dx + n * C, dy + n * C, z + n * ldz, x + n * C, C);
 }
 
 void gather_heads(float* heads, const float* src, int64_t ld, int64_t B, int64_t T, int64_t H, int64_t Dh) {

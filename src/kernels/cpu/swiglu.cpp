@@ -7,11 +7,9 @@
 
 namespace mt {
 
-namespace {
 using namespace simd;
 
-// z[0, n) = silu(u) * g over one stretch of a row.
-inline void swiglu_span(float* z, const float* u, const float* g, int64_t n) {
+void swiglu_span(float* z, const float* u, const float* g, int64_t n) {
   for (int64_t f = 0; f < n; f += kLanes) {
     const Mask k = tail_mask(n - f);
     const Vec uf = load(k, u + f);
@@ -20,8 +18,7 @@ inline void swiglu_span(float* z, const float* u, const float* g, int64_t n) {
   }
 }
 
-// du, dg [0, n) from dz and u, g over one stretch of a row.
-inline void swiglu_backward_chunk(float* du, float* dg, const float* dz, const float* u, const float* g, int64_t n) {
+void swiglu_backward_span(float* du, float* dg, const float* dz, const float* u, const float* g, int64_t n) {
   const Vec one = set1(1.0f);
   for (int64_t f = 0; f < n; f += kLanes) {
     const Mask k = tail_mask(n - f);
@@ -37,9 +34,11 @@ inline void swiglu_backward_chunk(float* du, float* dg, const float* dz, const f
   }
 }
 
+namespace {
+
 // One row: dh = [du | dg] from dz and h = [u | g].
 inline void swiglu_backward_row(float* dh, const float* dz, const float* h, int64_t F) {
-  swiglu_backward_chunk(dh, dh + F, dz, h, h + F, F);
+  swiglu_backward_span(dh, dh + F, dz, h, h + F, F);
 }
 
 // bf16 rows are computed in fp32 a chunk at a time, on the stack, then rounded.
@@ -74,7 +73,7 @@ inline void swiglu_backward_row(void* dh, OperandForm f, const float* dz, const 
   alignas(64) float tmp[2 * kChunk];
   for (int64_t f0 = 0; f0 < F; f0 += kChunk) {
     const int64_t len = std::min(kChunk, F - f0);
-    swiglu_backward_chunk(tmp, tmp + len, dz + m * F + f0, h + m * 2 * F + f0, h + m * 2 * F + F + f0, len);
+    swiglu_backward_span(tmp, tmp + len, dz + m * F + f0, h + m * 2 * F + f0, h + m * 2 * F + F + f0, len);
     write_operand(dh, m * 2 * F + f0, tmp, len, f);
     write_operand(dh, m * 2 * F + F + f0, tmp + len, len, f);
   }

@@ -22,4 +22,10 @@ void swiglu_backward(void* dh, OperandForm f, const float* dz, const float* h, i
 // dh (kFp32: the fp32 values).
 void swiglu_forward_on_thread(void* z, OperandForm f, const float* h, int64_t M, int64_t F);
 void swiglu_backward_on_thread(void* dh, OperandForm f, const float* dz, const float* h, int64_t M, int64_t F);
+
+// The row kernels all of the above are made of, for n values with u and g in rows of their own
+// (serial, vectorised): z = silu(u) * g, and du, dg from dz. The gated-delta layer's output gate,
+// silu(z) * x, is this product with u = z and g = x (delta_gates.h).
+void swiglu_span(float* z, const float* u, const float* g, int64_t n);
+void swiglu_backward_span(float* du, float* dg, const float* dz, const float* u, const float* g, int64_t n);
 }  // namespace mt
