@@ -320,6 +320,13 @@ std::function<void(int64_t, int64_t)> task_progress(const EvalArgs& a, ProgressL
   };
 }
 
+// The decoder of a task: fp32 cache, document masking as the model trained.
+DecoderOptions decoder_options(const InferenceModel& m, const TextCodec& codec, int64_t batch, int64_t max_len) {
+  DecoderOptions o{batch, max_len, 512, KvDtype::kF32};
+  if (m.cfg.train.document_mask) o.document_separator = codec.end_of_document();
+  return o;
+}
+
 Result<nlohmann::json> eval_multiple_choice(const TaskFile& task, const InferenceModel& m, const TextCodec& codec,
                                             const EvalArgs& a) {
   std::vector<std::vector<int32_t>> seqs;
@@ -329,7 +336,7 @@ Result<nlohmann::json> eval_multiple_choice(const TaskFile& task, const Inferenc
   int64_t longest = 1;
   for (const auto& s : seqs) longest = std::max<int64_t>(longest, int64_t(s.size()));
   Decoder dec(m.cfg.model, m.params.data(), m.bias(),
-              DecoderOptions{std::min<int64_t>(a.batch, int64_t(seqs.size())), longest, 512, KvDtype::kF32});
+              decoder_options(m, codec, std::min<int64_t>(a.batch, int64_t(seqs.size())), longest));
   ProgressLine progress(stderr, 1000000);  // in place on a terminal; logs get the result line only
   const McResult r = score_mc(dec, codec, task.name, task.mc, task_progress(a, progress, task.name, "choices"));
   progress.finish();
@@ -390,7 +397,7 @@ Result<int64_t> generative_max_len(const TaskFile& task, const InferenceModel& m
 nlohmann::json eval_generative(const TaskFile& task, int64_t max_len, const InferenceModel& m, const TextCodec& codec,
                                const EvalArgs& a) {
   const int64_t batch = std::min<int64_t>(a.batch, task.items());
-  Decoder dec(m.cfg.model, m.params.data(), m.bias(), DecoderOptions{batch, max_len, 512, KvDtype::kF32});
+  Decoder dec(m.cfg.model, m.params.data(), m.bias(), decoder_options(m, codec, batch, max_len));
   ProgressLine progress(stderr, 1000000);
   const GenResult r =
       score_gen(dec, codec, task.name, task.gen, task_progress(a, progress, task.name, "items"), a.episode_tokens);

@@ -117,6 +117,7 @@ ExitCode run_generate(const GenerateArgs& a) {
   for (const auto& v : ids) prompt_tokens += int64_t(v.size());
   dopt.max_rows = std::min<int64_t>(a.max_rows, std::max<int64_t>(prompt_tokens, dopt.batch));
   dopt.kv_dtype = kv_dtype;
+  if (m.value().cfg.train.document_mask) dopt.document_separator = codec.value()->end_of_document();
   Decoder dec(c, m.value().params.data(), m.value().bias(), dopt);
   GenerateOptions g;
   g.max_new_tokens = a.max_new_tokens;

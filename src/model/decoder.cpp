@@ -42,6 +42,7 @@ Decoder::Decoder(const ModelConfig& c, const float* params, const float* router_
   rope_tables(rope_cos_.data(), rope_sin_.data(), opt.max_len, Dr, c_.rope_params());
   pos_.resize(size_t(R));
   first_row_.resize(size_t(R));
+  doc_start_.resize(size_t(R));
   for (auto* v : {&x_, &x_mid_, &a_}) v->resize(size_t(R * D));
   rstd_.resize(size_t(R));
   if (c_.mla()) {
@@ -71,7 +72,7 @@ Decoder::Decoder(const ModelConfig& c, const float* params, const float* router_
 
 void Decoder::attention(float* x_mid, const float* x, int64_t layer, int64_t n) {
   if (c_.mla()) {
-    const DecodeRows rows{n, seqs_, pos_.data(), first_row_.data(), rope_cos_.data(), rope_sin_.data()};
+    const DecodeRows rows{n, seqs_, pos_.data(), first_row_.data(), rope_cos_.data(), rope_sin_.data(), doc_rows()};
     mla_decode_forward(x_mid, mla_, cache_, x, params_, off_.layers[size_t(layer)].attn, layer, c_, rows);
     return;
   }
@@ -94,12 +95,12 @@ void Decoder::attention(float* x_mid, const float* x, int64_t layer, int64_t n) 
   rope_forward_at(k_.data(), k_.data(), rope_cos_.data(), rope_sin_.data(), pos_.data(), n, Hkv, Dh);
   const CachedAttentionDims d{n, H, Hkv, Dh, cache_.capacity(layer), c_.is_local(layer) ? c_.window : 0};
   if (cache_.dtype() == KvDtype::kF32) {
-    attention_cached_forward(o_.data(), q_.data(), k_.data(), v_.data(), cache_.k_f32(layer),
-                             cache_.v_f32(layer), seqs_, pos_.data(), first_row_.data(), d);
+    attention_cached_forward(o_.data(), q_.data(), k_.data(), v_.data(), cache_.k_f32(layer), cache_.v_f32(layer),
+                             seqs_, pos_.data(), first_row_.data(), d, doc_rows());
     kv_cache_append(cache_.k_f32(layer), cache_.v_f32(layer), k_.data(), v_.data(), seqs_, pos_.data(), d);
   } else {
-    attention_cached_forward(o_.data(), q_.data(), k_.data(), v_.data(), cache_.k_bf16(layer),
-                             cache_.v_bf16(layer), seqs_, pos_.data(), first_row_.data(), d);
+    attention_cached_forward(o_.data(), q_.data(), k_.data(), v_.data(), cache_.k_bf16(layer), cache_.v_bf16(layer),
+                             seqs_, pos_.data(), first_row_.data(), d, doc_rows());
     kv_cache_append(cache_.k_bf16(layer), cache_.v_bf16(layer), k_.data(), v_.data(), seqs_, pos_.data(), d);
   }
   std::copy(x, x + n * D, x_mid);
@@ -126,9 +127,10 @@ void Decoder::delta(float* x_mid, const float* x, int64_t layer, int64_t n) {
   for (int64_t r = 0; r < n; ++r) {
     // One row: (B, H, T) = (1, Hd, 1), so the kernel's head-major layout is the row's (Hd, ...).
     const GatedDeltaDims d{1, Hd, 1, Dk, Dv, 1};
-    gated_delta_recurrent(lin_o_.data() + r * Hd * Dv, cache_.state(layer) + int64_t(seqs_[r]) * Hd * SS,
-                          lin_q_.data() + r * Hd * Dk, lin_k_.data() + r * Hd * Dk, lin_v_.data() + r * Hd * Dv,
-                          lin_g_.data() + r * Hd, lin_beta_.data() + r * Hd, d);
+    float* state = cache_.state(layer) + int64_t(seqs_[r]) * Hd * SS;
+    if (starts_document(r)) std::fill(state, state + Hd * SS, 0.0f);  // as the chunked kernel's reset
+    gated_delta_recurrent(lin_o_.data() + r * Hd * Dv, state, lin_q_.data() + r * Hd * Dk, lin_k_.data() + r * Hd * Dk,
+                          lin_v_.data() + r * Hd * Dv, lin_g_.data() + r * Hd, lin_beta_.data() + r * Hd, d);
   }
   rmsnorm_forward(lin_tmp_.data(), lin_rn_.data(), lin_o_.data(), p + w.o_norm, n * Hd, Dv, eps);
   silu_gate_forward(lin_o_.data(), lin_tmp_.data(), proj_.data() + cz, P, n, Hd * Dv);
@@ -148,6 +150,12 @@ void Decoder::forward(const int32_t* tokens, const int32_t* seqs, int64_t n) {
     pos_[size_t(r)] = cache_.length(b) + (r - first_row_[size_t(r)]);
     MT_CHECK(pos_[size_t(r)] < opt_.max_len, "decoder: position {} of sequence {} past max_len {}", pos_[size_t(r)],
              b, opt_.max_len);
+    // The document of the row: the cached one's, or a new one after a separator in this call
+    // (not after a leading one: decoder.h).
+    const bool after_separator = !starts && tokens[r - 1] == opt_.document_separator && pos_[size_t(r)] > 1;
+    doc_start_[size_t(r)] = starts            ? cache_.document_start(b)
+                            : after_separator ? pos_[size_t(r)]
+                                              : doc_start_[size_t(r - 1)];
   }
   seqs_ = seqs;
   embedding_forward(x_.data(), tokens, params_ + off_.embed, n, D);
@@ -176,7 +184,11 @@ void Decoder::forward(const int32_t* tokens, const int32_t* seqs, int64_t n) {
   rmsnorm_forward(a_.data(), rstd_.data(), x_.data(), params_ + off_.final_norm, n, D, float(c_.norm_eps));
   linear_forward(logits_.data(), a_.data(), params_ + off_.head, n, V, D, MatmulPrecision::kFp32);
   for (int64_t r = 0; r < n; ++r)
-    if (r + 1 == n || seqs[r + 1] != seqs[r]) cache_.advance(seqs[r], r - first_row_[size_t(r)] + 1);
+    if (r + 1 == n || seqs[r + 1] != seqs[r]) {
+      cache_.advance(seqs[r], r - first_row_[size_t(r)] + 1);
+      const bool separator = tokens[r] == opt_.document_separator && pos_[size_t(r)] > 0;
+      cache_.set_document_start(seqs[r], separator ? pos_[size_t(r)] + 1 : doc_start_[size_t(r)]);
+    }
 }
 
 }  // namespace mt

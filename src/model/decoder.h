@@ -35,6 +35,17 @@ struct DecoderOptions {
   int64_t max_len = 256;       // positions per sequence (prompt + generated)
   int64_t max_rows = 256;      // new tokens per forward call (prefill chunk)
   KvDtype kv_dtype = KvDtype::kF32;
+  // Document masking, as the model was trained (train.document_mask): the
+  // token after each separator (the data's end-of-document id) starts a
+  // document that attends to nothing before it and starts the gated-delta
+  // layers from a zero state (Transformer::set_document_separator). -1: a
+  // sequence is one document. One exception: a separator at a sequence's
+  // first position is the prompt's BOS (every prompt of eval, generate and
+  // RL begins with it), which the first document sees, as transformers and
+  // lm-eval see the HF export's bos_token; the training forward of a row
+  // that begins with a separator hides it from the next document, the one
+  // place the two differ.
+  int32_t document_separator = -1;
 };
 
 class Decoder {
@@ -59,6 +70,12 @@ class Decoder {
   void attention(float* x_mid, const float* x, int64_t layer, int64_t n);
   // A gated-delta layer: the recurrence one row at a time on its sequence's cached state.
   void delta(float* x_mid, const float* x, int64_t layer, int64_t n);
+  // The rows' document starts for the attention kernels, null without document masking.
+  const int64_t* doc_rows() const { return opt_.document_separator >= 0 ? doc_start_.data() : nullptr; }
+  // Row r is the first token of a document after the sequence's first (its gated-delta state restarts).
+  bool starts_document(int64_t r) const {
+    return opt_.document_separator >= 0 && pos_[size_t(r)] > 0 && doc_start_[size_t(r)] == pos_[size_t(r)];
+  }
 
   ModelConfig c_;               // the model's config with capacity off (dropless)
   const float* params_;
@@ -68,7 +85,7 @@ class Decoder {
   ModelOffsets off_;
   KvCache cache_;
   std::vector<float> rope_cos_, rope_sin_;          // (max_len, Dh/2); MLA: Dr/2
-  std::vector<int64_t> pos_, first_row_;            // (max_rows)
+  std::vector<int64_t> pos_, first_row_, doc_start_;  // (max_rows)
   const int32_t* seqs_ = nullptr;                   // of the current forward call
   std::vector<float> x_, x_mid_, a_, rstd_, qkv_;   // (rows, D) ... (rows, QKV)
   std::vector<float> q_, k_, v_, q_raw_, k_raw_, rstd_q_, rstd_k_, o_;

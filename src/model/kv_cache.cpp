@@ -8,7 +8,7 @@
 namespace mt {
 
 KvCache::KvCache(const ModelConfig& c, int64_t batch, int64_t max_len, KvDtype dtype)
-    : B_(batch), max_len_(max_len), dtype_(dtype), len_(size_t(batch), 0) {
+    : B_(batch), max_len_(max_len), dtype_(dtype), len_(size_t(batch), 0), doc_start_(size_t(batch), 0) {
   const size_t L = size_t(c.n_layers);
   kf_.resize(L);
   vf_.resize(L);
@@ -39,6 +39,7 @@ KvCache::KvCache(const ModelConfig& c, int64_t batch, int64_t max_len, KvDtype d
 
 void KvCache::reset(int64_t b) {
   len_[size_t(b)] = 0;
+  doc_start_[size_t(b)] = 0;
   for (std::vector<float>& s : state_) {
     const size_t per = s.size() / size_t(B_);
     std::fill(s.begin() + ptrdiff_t(size_t(b) * per), s.begin() + ptrdiff_t(size_t(b + 1) * per), 0.0f);

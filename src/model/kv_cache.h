@@ -44,6 +44,10 @@ class KvCache {
   // Positions already cached for sequence b (the next token's position).
   int64_t length(int64_t b) const { return len_[size_t(b)]; }
   void advance(int64_t b, int64_t n) { len_[size_t(b)] += n; }
+  // Where sequence b's next position's document begins (document masking,
+  // decoder.h): 0 until a separator was cached, then the position after the last one.
+  int64_t document_start(int64_t b) const { return doc_start_[size_t(b)]; }
+  void set_document_start(int64_t b, int64_t p) { doc_start_[size_t(b)] = p; }
   // Forgets sequence b (its slots are overwritten as it grows again; its D-layer states are zeroed).
   void reset(int64_t b);
 
@@ -67,7 +71,7 @@ class KvCache {
  private:
   int64_t B_, max_len_;
   KvDtype dtype_;
-  std::vector<int64_t> cap_, len_;
+  std::vector<int64_t> cap_, len_, doc_start_;
   std::vector<std::vector<float>> kf_, vf_;
   std::vector<std::vector<bf16>> kb_, vb_;
   std::vector<std::vector<float>> state_;

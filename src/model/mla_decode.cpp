@@ -74,12 +74,12 @@ void mla_decode_forward(float* x_mid, MlaDecodeActs& a, KvCache& cache, const fl
   if (cache.dtype() == KvDtype::kF32) {
     float* kc = cache.latent_f32(layer);
     attention_cached_forward(a.o_lat.data(), a.q_abs.data(), a.lat.data(), a.lat.data(), kc, kc, rows.seq, rows.pos,
-                             rows.first_row, d);
+                             rows.first_row, d, rows.doc_start);
     kv_cache_append(kc, static_cast<float*>(nullptr), a.lat.data(), nullptr, rows.seq, rows.pos, d);
   } else {
     bf16* kc = cache.latent_bf16(layer);
     attention_cached_forward(a.o_lat.data(), a.q_abs.data(), a.lat.data(), a.lat.data(), kc, kc, rows.seq, rows.pos,
-                             rows.first_row, d);
+                             rows.first_row, d, rows.doc_start);
     kv_cache_append(kc, static_cast<bf16*>(nullptr), a.lat.data(), nullptr, rows.seq, rows.pos, d);
   }
   // o_h = W_UV,h o_lat_h, W_UV,h the (Dv, Dc) rows H Dn + h Dv.. of wukv; then W_O.

@@ -44,7 +44,8 @@ struct MlaDecodeActs {
 
 // The new rows of one forward call (decoder.h): row r is sequence seq[r] at
 // position pos[r], its run starting at row first_row[r]; RoPE tables
-// (max_len, Dr/2).
+// (max_len, Dr/2); with document masking the position where row r's document
+// begins (doc_start[r]; null without).
 struct DecodeRows {
   int64_t n;
   const int32_t* seq;
@@ -52,6 +53,7 @@ struct DecodeRows {
   const int64_t* first_row;
   const float* rope_cos;
   const float* rope_sin;
+  const int64_t* doc_start = nullptr;
 };
 
 // x_mid (n, D) = x + MLA(x), attending over `cache`'s rows of `layer` and the

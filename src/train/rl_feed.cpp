@@ -192,6 +192,7 @@ std::vector<std::vector<int32_t>> RlFeed::sample(const ModelConfig& model, const
     DecoderOptions dopt;
     dopt.batch = int64_t(prompts.size());
     dopt.max_len = longest + cfg_.rl.max_new_tokens;
+    if (cfg_.train.document_mask) dopt.document_separator = sep_;  // as the trainer masks (but the BOS: decoder.h)
     Decoder dec(model, params, bias, dopt);
     const std::vector<uint64_t> chunk_streams(streams.begin() + std::ptrdiff_t(c0), streams.begin() + std::ptrdiff_t(c1));
     if (agentic) {

@@ -6,7 +6,8 @@
 // latent, local and global layers), and a capacity-factor model (decoded
 // dropless).
 // Fed whole, token by token and in chunks longer than the window (the ring
-// wraps), as a ragged batch. Also: cache bytes equal the planner's formula,
+// wraps), as a ragged batch; with document masking, sequences packed with
+// documents against the masked training forward. Also: cache bytes equal the planner's formula,
 // a bf16 cache stays close, and results do not depend on the thread count.
 #include <gtest/gtest.h>
 
@@ -139,12 +140,14 @@ std::vector<int32_t> tokens_of(int64_t n, int64_t V, uint64_t stream) {
   return t;
 }
 
-// Training-forward logits (T, V) of one sequence, capacity off (decoder.h).
-std::vector<float> reference(const Model& m, const std::vector<int32_t>& toks) {
+// Training-forward logits (T, V) of one sequence, capacity off (decoder.h);
+// separator >= 0: with document masking.
+std::vector<float> reference(const Model& m, const std::vector<int32_t>& toks, int32_t separator = -1) {
   ModelConfig c = m.c;
   c.capacity_factor = 0.0;
   const int64_t T = int64_t(toks.size());
   Transformer t(c, 1, T, MatmulPrecision::kFp32);
+  t.set_document_separator(separator);
   std::vector<int32_t> in(toks);
   in.push_back(0);  // target slot, unread
   std::vector<float> out(size_t(T * c.vocab_size));
@@ -155,12 +158,13 @@ std::vector<float> reference(const Model& m, const std::vector<int32_t>& toks) {
 // Feeds sequences in steps of chunk[s] tokens each, interleaved as one ragged
 // batch per step; returns every position's logits per sequence.
 std::vector<std::vector<float>> decode(const Model& m, const std::vector<std::vector<int32_t>>& seqs,
-                                       const std::vector<int64_t>& chunk, KvDtype dtype) {
+                                       const std::vector<int64_t>& chunk, KvDtype dtype, int32_t separator = -1) {
   const int64_t V = m.c.vocab_size;
   int64_t max_len = 0;
   for (const auto& s : seqs) max_len = std::max<int64_t>(max_len, int64_t(s.size()));
-  Decoder dec(m.c, m.params.data(), m.bias.empty() ? nullptr : m.bias.data(),
-              DecoderOptions{int64_t(seqs.size()), max_len, 64, dtype});
+  DecoderOptions opt{int64_t(seqs.size()), max_len, 64, dtype};
+  opt.document_separator = separator;
+  Decoder dec(m.c, m.params.data(), m.bias.empty() ? nullptr : m.bias.data(), opt);
   std::vector<std::vector<float>> out(seqs.size());
   std::vector<size_t> done(seqs.size(), 0);
   for (;;) {
@@ -204,6 +208,40 @@ TEST(Decoder, IncrementalLogitsEqualTrainingForward) {
     // A bf16 cache rounds K and V: close, not equal.
     const auto b16 = decode(m, seqs, {4, 4, 4}, KvDtype::kBf16);
     for (size_t s = 0; s < seqs.size(); ++s) EXPECT_LE(max_rel_diff(b16[s], ref[s]), 2e-2) << "seq " << s;
+  }
+}
+
+TEST(Decoder, DocumentMaskingEqualsTheMaskedTrainingForward) {
+  // Sequences packed with documents: separators inside a call, at a call's
+  // last row (so the next call starts a document) and twice in a row (a
+  // document of one token). A leading separator is the prompt's BOS, seen by
+  // the first document (decoder.h): until the first document after it, that
+  // sequence reads as the unmasked forward does.
+  const int32_t sep = 0;
+  for (const Case& k : cases()) {
+    if (k.c.capacity_factor > 0.0) continue;
+    SCOPED_TRACE(k.name);
+    const Model m = make(k.c);
+    std::vector<std::vector<int32_t>> seqs = {tokens_of(14, k.c.vocab_size, 6), tokens_of(10, k.c.vocab_size, 7),
+                                              tokens_of(12, k.c.vocab_size, 8)};
+    for (auto& s : seqs)
+      for (int32_t& t : s) t = t == sep ? 1 : t;  // separators only where placed below
+    for (size_t i : {4, 5, 10}) seqs[0][i] = sep;
+    for (size_t i : {0, 1, 7}) seqs[1][i] = sep;  // the BOS; then a document of one separator from position 1
+    for (size_t i : {3, 9}) seqs[2][i] = sep;
+    const int64_t V = k.c.vocab_size;
+    std::vector<std::vector<float>> ref;
+    for (const auto& s : seqs) ref.push_back(reference(m, s, sep));
+    const std::vector<float> bos_seen = reference(m, seqs[1]);
+    std::copy(bos_seen.begin(), bos_seen.begin() + 2 * V, ref[1].begin());  // positions 0 and 1: one document
+    for (const std::vector<int64_t>& chunk :
+         {std::vector<int64_t>{64, 64, 64}, std::vector<int64_t>{1, 1, 1}, std::vector<int64_t>{5, 2, 4}}) {
+      const auto got = decode(m, seqs, chunk, KvDtype::kF32, sep);
+      for (size_t s = 0; s < seqs.size(); ++s) EXPECT_LE(max_rel_diff(got[s], ref[s]), kTol) << "seq " << s;
+    }
+    // The guard: decoded without masking, the same text reads differently past a document's start.
+    const auto unmasked = decode(m, seqs, {64, 64, 64}, KvDtype::kF32);
+    EXPECT_GT(max_rel_diff(unmasked[2], ref[2]), 1e-3);
   }
 }
 

@@ -35,14 +35,15 @@ inline float dot(const float* q, const T* k, int64_t n) {
 template <typename T>
 void attention_cached_forward(float* o, const float* q, const float* k_new, const float* v_new, const T* k_cache,
                               const T* v_cache, const int32_t* seq, const int64_t* pos, const int64_t* first_row,
-                              const CachedAttentionDims& d) {
+                              const CachedAttentionDims& d, const int64_t* doc_start) {
   const int64_t Dh = d.Dh, group = d.H / d.Hkv, Dv = d.Dv > 0 ? d.Dv : Dh, ldv = d.ld_v > 0 ? d.ld_v : Dv;
   const float scale = d.scale > 0.0f ? d.scale : 1.0f / std::sqrt(float(Dh));
 #pragma omp parallel for schedule(dynamic, 4)
   for (int64_t rh = 0; rh < d.N * d.H; ++rh) {
     const int64_t r = rh / d.H, h = rh % d.H, kvh = h / group;
     const int64_t p = pos[r], r0 = first_row[r], p0 = pos[r0];
-    const int64_t lo = d.window > 0 ? std::max<int64_t>(0, p - d.window + 1) : 0;
+    const int64_t lo =
+        std::max(d.window > 0 ? std::max<int64_t>(0, p - d.window + 1) : 0, doc_start ? doc_start[r] : 0);
     std::vector<float>& s = tls_scores;
     if (int64_t(s.size()) < p - lo + 1) s.resize(size_t(p - lo + 1));
     const float* qr = q + (r * d.H + h) * Dh;
@@ -95,10 +96,10 @@ void kv_cache_append(T* k_cache, T* v_cache, const float* k_new, const float* v_
 
 template void attention_cached_forward<float>(float*, const float*, const float*, const float*, const float*,
                                               const float*, const int32_t*, const int64_t*, const int64_t*,
-                                              const CachedAttentionDims&);
+                                              const CachedAttentionDims&, const int64_t*);
 template void attention_cached_forward<bf16>(float*, const float*, const float*, const float*, const bf16*, const bf16*,
-                                             const int32_t*, const int64_t*, const int64_t*,
-                                             const CachedAttentionDims&);
+                                             const int32_t*, const int64_t*, const int64_t*, const CachedAttentionDims&,
+                                             const int64_t*);
 template void kv_cache_append<float>(float*, float*, const float*, const float*, const int32_t*, const int64_t*,
                                      const CachedAttentionDims&);
 template void kv_cache_append<bf16>(bf16*, bf16*, const float*, const float*, const int32_t*, const int64_t*,

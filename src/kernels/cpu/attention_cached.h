@@ -13,6 +13,8 @@
 // values may be a prefix of the keys: multi-head latent attention's absorbed
 // form (model/mla_decode.h) caches one row [c_kv | k_r] per token and reads
 // c_kv as the value (Hkv = 1, v = k, Dv = Dc, ld_v = Dc + Dr).
+// Document masking (train.document_mask): doc_start[r], when given, is the
+// position where row r's document begins; its query sees no key before it.
 // Each (row, head) is one task that owns its output: thread-count invariant.
 #pragma once
 #include <cstdint>
@@ -31,11 +33,12 @@ struct CachedAttentionDims {
   float scale = 0.0f; // score scale; 0 = 1/sqrt(Dh)
 };
 
-// o (N, H, Dv) written. first_row[r] = the first new row of seq[r]'s run.
+// o (N, H, Dv) written. first_row[r] = the first new row of seq[r]'s run;
+// doc_start (N) or null (see above).
 template <typename T>
-void attention_cached_forward(float* o, const float* q, const float* k_new, const float* v_new,
-                              const T* k_cache, const T* v_cache, const int32_t* seq, const int64_t* pos,
-                              const int64_t* first_row, const CachedAttentionDims& d);
+void attention_cached_forward(float* o, const float* q, const float* k_new, const float* v_new, const T* k_cache,
+                              const T* v_cache, const int32_t* seq, const int64_t* pos, const int64_t* first_row,
+                              const CachedAttentionDims& d, const int64_t* doc_start = nullptr);
 
 // Writes the new rows' k and v into their slots pos % C (rows in order, so
 // with more new rows than slots the newest positions stay). v_cache null:
