@@ -91,20 +91,11 @@ void silu_gate_forward(float* y, const float* x, const float* z, int64_t ldz, in
 }
 
 void silu_gate_forward(void* y, OperandForm form, const float* x, const float* z, int64_t ldz, int64_t N, int64_t C) {
-  constexpr int64_t kSpan = 256;  // a stack row of the fp32 values, written in `form`
 #pragma omp parallel for schedule(static)
-  for (int64_t n = 0; n < N; ++n) {
-    if (form == OperandForm::kFp32) {
-      swiglu_span(static_cast<float*>(y) + n * C, z + n * ldz, x + n * C, C);  // silu(z) * x
-      continue;
-    }
-    float row[kSpan];
-    for (int64_t c0 = 0; c0 < C; c0 += kSpan) {
-      const int64_t len = std::min(kSpan, C - c0);
-      swiglu_span(row, z + n * ldz + c0, x + n * C + c0, len);
-      write_operand(y, n * C + c0, row, len, form);
-    }
-  }
+  for (int64_t n = 0; n < N; ++n)  // silu(z) * x
+    write_operand_row(y, n * C, C, form, [&](float* out, int64_t c0, int64_t len) {
+      swiglu_span(out, z + n * ldz + c0, x + n * C + c0, len);
+    });
 }
 
 void silu_gate_backward(float* dx, float* dz, const float* dy, const float* x, const float* z, int64_t ldz, int64_t N,

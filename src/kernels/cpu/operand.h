@@ -5,6 +5,7 @@
 // projection, a SwiGLU before the down projection) writes this form directly,
 // so no GEMM converts that activation, in the forward or the backward.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -24,6 +25,28 @@ void* operand_element(void* base, int64_t i, OperandForm f);
 // conversion uses). Serial: for use inside a caller's parallel loop. `in`
 // may be the destination itself when f is kFp32 or kBf16InFp32.
 void write_operand(void* base, int64_t i, const float* in, int64_t n, OperandForm f);
+
+// Elements [i, i + n) of the operand at base, from a producer of fp32 values:
+// fill(out, from, len) writes values from..from + len into out. fp32 forms
+// are filled in place (and rounded there, kBf16InFp32); bf16 a stack chunk
+// at a time, then rounded into place. Element-wise producers give the same
+// values in every form. Serial, as write_operand.
+template <typename Fill>
+inline void write_operand_row(void* base, int64_t i, int64_t n, OperandForm f, Fill fill) {
+  if (f != OperandForm::kBf16) {
+    float* out = static_cast<float*>(base) + i;
+    fill(out, int64_t(0), n);
+    if (f == OperandForm::kBf16InFp32) write_operand(out, 0, out, n, f);
+    return;
+  }
+  constexpr int64_t kChunk = 512;
+  alignas(64) float tmp[kChunk];
+  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+    const int64_t len = std::min(kChunk, n - c0);
+    fill(tmp, c0, len);
+    write_operand(base, i + c0, tmp, len, f);
+  }
+}
 
 // A grow-only buffer of operand elements (per-thread scratch of kernels that
 // multiply inside their own tasks).

@@ -14,8 +14,6 @@ void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int6
 
 void rmsnorm_forward(void* y, OperandForm yf, float* rstd, const float* x, const float* w, int64_t N, int64_t C,
                      float eps) {
-  // bf16 rows are computed in fp32 a chunk at a time, on the stack, then rounded.
-  constexpr int64_t kChunk = 512;
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < N; ++n) {
     const float* xr = x + n * C;
@@ -24,20 +22,10 @@ void rmsnorm_forward(void* y, OperandForm yf, float* rstd, const float* x, const
     for (int64_t c = 0; c < C; ++c) ss += xr[c] * xr[c];
     float r = 1.0f / std::sqrt(ss / float(C) + eps);
     rstd[n] = r;
-    if (yf != OperandForm::kBf16) {
-      float* yr = static_cast<float*>(y) + n * C;
+    write_operand_row(y, n * C, C, yf, [&](float* out, int64_t c0, int64_t len) {
 #pragma omp simd
-      for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * r * w[c];
-      if (yf == OperandForm::kBf16InFp32) write_operand(yr, 0, yr, C, yf);
-      continue;
-    }
-    float tmp[kChunk];
-    for (int64_t c0 = 0; c0 < C; c0 += kChunk) {
-      const int64_t len = std::min(kChunk, C - c0);
-#pragma omp simd
-      for (int64_t c = 0; c < len; ++c) tmp[c] = xr[c0 + c] * r * w[c0 + c];
-      write_operand(y, n * C + c0, tmp, len, yf);
-    }
+      for (int64_t c = 0; c < len; ++c) out[c] = xr[c0 + c] * r * w[c0 + c];
+    });
   }
 }
 

@@ -41,25 +41,15 @@ inline void swiglu_backward_row(float* dh, const float* dz, const float* h, int6
   swiglu_backward_span(dh, dh + F, dz, h, h + F, F);
 }
 
-// bf16 rows are computed in fp32 a chunk at a time, on the stack, then rounded.
+// The backward's bf16 rows are computed in fp32 a chunk at a time, on the stack, then rounded.
 constexpr int64_t kChunk = 512;
 
 // Row m of z = swiglu(h) in form zf.
 inline void swiglu_forward_row(void* z, OperandForm zf, const float* h, int64_t m, int64_t F) {
   const float* u = h + m * 2 * F;
   const float* g = u + F;
-  if (zf != OperandForm::kBf16) {
-    float* zr = static_cast<float*>(z) + m * F;
-    swiglu_span(zr, u, g, F);
-    if (zf == OperandForm::kBf16InFp32) write_operand(zr, 0, zr, F, zf);
-    return;
-  }
-  alignas(64) float tmp[kChunk];
-  for (int64_t f0 = 0; f0 < F; f0 += kChunk) {
-    const int64_t len = std::min(kChunk, F - f0);
-    swiglu_span(tmp, u + f0, g + f0, len);
-    write_operand(z, m * F + f0, tmp, len, zf);
-  }
+  write_operand_row(z, m * F, F, zf,
+                    [&](float* out, int64_t f0, int64_t len) { swiglu_span(out, u + f0, g + f0, len); });
 }
 
 // Row m of dh = swiglu'(dz, h) in form f: [du | dg], each a chunk at a time.
