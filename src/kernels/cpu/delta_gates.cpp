@@ -11,41 +11,44 @@ namespace mt {
 namespace {
 inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+// fn(row, tok, h) for every (b, h, t): row (b H + h) T + t of the heads'
+// layout, tok = b T + t the token's row of the projection (its head h at
+// column h Dh); (b, h) pairs in parallel, t in order within one.
+template <typename Fn>
+inline void for_each_head_row(int64_t B, int64_t T, int64_t H, Fn fn) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t bb = 0; bb < B; ++bb)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t) fn((bb * H + h) * T + t, bb * T + t, h);
+}
 }  // namespace
 
 void l2norm_heads_forward(float* y, float* rnorm, const float* src, int64_t ld, int64_t B, int64_t T, int64_t H,
                           int64_t Dh, float eps) {
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t bb = 0; bb < B; ++bb)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t t = 0; t < T; ++t) {
-        const int64_t row = (bb * H + h) * T + t;
-        const float* xr = src + (bb * T + t) * ld + h * Dh;
-        float ss = 0.0f;
+  for_each_head_row(B, T, H, [&](int64_t row, int64_t tok, int64_t h) {
+    const float* xr = src + tok * ld + h * Dh;
+    float ss = 0.0f;
 #pragma omp simd reduction(+ : ss)
-        for (int64_t e = 0; e < Dh; ++e) ss += xr[e] * xr[e];
-        const float r = 1.0f / std::sqrt(ss + eps);
-        rnorm[row] = r;
-        float* yr = y + row * Dh;
-        for (int64_t e = 0; e < Dh; ++e) yr[e] = xr[e] * r;
-      }
+    for (int64_t e = 0; e < Dh; ++e) ss += xr[e] * xr[e];
+    const float r = 1.0f / std::sqrt(ss + eps);
+    rnorm[row] = r;
+    float* yr = y + row * Dh;
+    for (int64_t e = 0; e < Dh; ++e) yr[e] = xr[e] * r;
+  });
 }
 
 // dx = r (dy - y (y . dy)).
 void l2norm_heads_backward(float* dsrc, int64_t ld, const float* dy, const float* y, const float* rnorm, int64_t B,
                            int64_t T, int64_t H, int64_t Dh) {
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t bb = 0; bb < B; ++bb)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t t = 0; t < T; ++t) {
-        const int64_t row = (bb * H + h) * T + t;
-        const float *yr = y + row * Dh, *dyr = dy + row * Dh;
-        float dot = 0.0f;
+  for_each_head_row(B, T, H, [&](int64_t row, int64_t tok, int64_t h) {
+    const float *yr = y + row * Dh, *dyr = dy + row * Dh;
+    float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
-        for (int64_t e = 0; e < Dh; ++e) dot += yr[e] * dyr[e];
-        float* dx = dsrc + (bb * T + t) * ld + h * Dh;
-        for (int64_t e = 0; e < Dh; ++e) dx[e] = rnorm[row] * (dyr[e] - yr[e] * dot);
-      }
+    for (int64_t e = 0; e < Dh; ++e) dot += yr[e] * dyr[e];
+    float* dx = dsrc + tok * ld + h * Dh;
+    for (int64_t e = 0; e < Dh; ++e) dx[e] = rnorm[row] * (dyr[e] - yr[e] * dot);
+  });
 }
 
 void delta_gates_forward(float* g, float* beta, const float* a, const float* b, int64_t ld, const float* A_log,
@@ -106,26 +109,16 @@ void silu_gate_backward(float* dx, float* dz, const float* dy, const float* x, c
 }
 
 void gather_heads(float* heads, const float* src, int64_t ld, int64_t B, int64_t T, int64_t H, int64_t Dh) {
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t bb = 0; bb < B; ++bb)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t t = 0; t < T; ++t) {
-        const float* s = src + (bb * T + t) * ld + h * Dh;
-        float* d = heads + ((bb * H + h) * T + t) * Dh;
-        for (int64_t e = 0; e < Dh; ++e) d[e] = s[e];
-      }
+  for_each_head_row(B, T, H, [&](int64_t row, int64_t tok, int64_t h) {
+    std::copy_n(src + tok * ld + h * Dh, Dh, heads + row * Dh);
+  });
 }
 
 void gather_heads_backward(float* dsrc, const float* dheads, int64_t ld, int64_t B, int64_t T, int64_t H,
                            int64_t Dh) {
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t bb = 0; bb < B; ++bb)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t t = 0; t < T; ++t) {
-        const float* s = dheads + ((bb * H + h) * T + t) * Dh;
-        float* d = dsrc + (bb * T + t) * ld + h * Dh;
-        for (int64_t e = 0; e < Dh; ++e) d[e] = s[e];
-      }
+  for_each_head_row(B, T, H, [&](int64_t row, int64_t tok, int64_t h) {
+    std::copy_n(dheads + row * Dh, Dh, dsrc + tok * ld + h * Dh);
+  });
 }
 
 }  // namespace mt
