@@ -85,96 +85,71 @@ inline HeadRow head_row(int64_t b, int64_t t, int64_t h, int64_t T, int64_t H, i
   return {2, ((b * Hkv + h - H - Hkv) * T + t) * Dh};
 }
 
-// Token-major qkv rows (B, T, (H + 2 Hkv) Dh) <-> head-major q, k, v, with
-// q and k rotated on the way: dir +1 splits and rotates forward, -1 rotates
-// backward and merges.
-void qkv_heads_rope(float* qkv, float* q, float* k, float* v, const float* cs, const float* sn, int64_t B, int64_t T,
-                    int64_t H, int64_t Hkv, int64_t Dh, int dir) {
-  const int64_t ld = (H + 2 * Hkv) * Dh, half = Dh / 2;
-  const float sign = dir > 0 ? 1.0f : -1.0f;
+// Heads above this width are refused in the bf16 forms (a stack row each).
+constexpr int64_t kMaxDh = 1024;
+
+// fn(t, tok, head, rotated) for every (b, t) and each of its H + 2 Hkv
+// column blocks: tok the block's first element in the token-major qkv rows
+// (B, T, (H + 2 Hkv) Dh), head where it lives head-major, rotated whether it
+// is q or k (RoPE) rather than v. (b, t) pairs in parallel.
+template <typename Fn>
+inline void for_each_qkv_block(int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t Dh, Fn fn) {
+  const int64_t ld = (H + 2 * Hkv) * Dh;
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = 0; t < T; ++t) {
-      float* row = qkv + (b * T + t) * ld;
-      const float* c = cs + t * half;
-      const float* s = sn + t * half;
-      for (int64_t h = 0; h < H + 2 * Hkv; ++h) {
-        float* tok = row + h * Dh;
-        const HeadRow hr = head_row(b, t, h, T, H, Hkv, Dh);
-        float* head = (hr.tensor == 0 ? q : hr.tensor == 1 ? k : v) + hr.at;
-        float* dst = dir > 0 ? head : tok;
-        const float* src = dir > 0 ? tok : head;
-        if (h < H + Hkv)
-          rotate_row(dst, src, c, s, half, sign);
-        else
-          std::memcpy(dst, src, sizeof(float) * size_t(Dh));
-      }
-    }
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < H + 2 * Hkv; ++h)
+        fn(t, (b * T + t) * ld + h * Dh, head_row(b, t, h, T, H, Hkv, Dh), h < H + Hkv);
+}
+
+// Dh values of src, rotated by angles (c, s) when `rotated` (sign -1:
+// backwards), written as elements [at, at + Dh) of dst in form f.
+inline void put_row(void* dst, int64_t at, OperandForm f, const float* src, bool rotated, const float* c,
+                    const float* s, int64_t Dh, float sign) {
+  if (f == OperandForm::kFp32) {
+    float* d = static_cast<float*>(dst) + at;
+    if (rotated)
+      rotate_row(d, src, c, s, Dh / 2, sign);
+    else
+      std::memcpy(d, src, sizeof(float) * size_t(Dh));
+    return;
+  }
+  if (!rotated) return write_operand(dst, at, src, Dh, f);
+  float row[kMaxDh];
+  rotate_row(row, src, c, s, Dh / 2, sign);
+  write_operand(dst, at, row, Dh, f);
 }
 }  // namespace
 
 void split_qkv_rope(float* q, float* k, float* v, const float* qkv, const float* cos_T, const float* sin_T, int64_t B,
                     int64_t T, int64_t H, int64_t Hkv, int64_t Dh) {
-  qkv_heads_rope(const_cast<float*>(qkv), q, k, v, cos_T, sin_T, B, T, H, Hkv, Dh, +1);
+  split_qkv_rope(q, k, v, OperandForm::kFp32, qkv, cos_T, sin_T, B, T, H, Hkv, Dh);
 }
 
 void split_qkv_rope(void* q, void* k, void* v, OperandForm f, const float* qkv, const float* cs, const float* sn,
                     int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t Dh) {
-  if (f == OperandForm::kFp32)
-    return split_qkv_rope(static_cast<float*>(q), static_cast<float*>(k), static_cast<float*>(v), qkv, cs, sn, B, T,
-                          H, Hkv, Dh);
-  constexpr int64_t kMaxDh = 1024;
-  MT_CHECK(Dh <= kMaxDh, "head dim {} above {}", Dh, kMaxDh);
-  const int64_t ld = (H + 2 * Hkv) * Dh, half = Dh / 2;
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = 0; t < T; ++t) {
-      const float* row = qkv + (b * T + t) * ld;
-      float rotated[kMaxDh];
-      void* const heads[3] = {q, k, v};
-      for (int64_t h = 0; h < H + 2 * Hkv; ++h) {
-        const float* tok = row + h * Dh;
-        const HeadRow hr = head_row(b, t, h, T, H, Hkv, Dh);
-        if (hr.tensor < 2) {
-          rotate_row(rotated, tok, cs + t * half, sn + t * half, half, 1.0f);
-          write_operand(heads[hr.tensor], hr.at, rotated, Dh, f);
-        } else {
-          write_operand(heads[2], hr.at, tok, Dh, f);
-        }
-      }
-    }
+  MT_CHECK(f == OperandForm::kFp32 || Dh <= kMaxDh, "head dim {} above {}", Dh, kMaxDh);
+  const int64_t half = Dh / 2;
+  void* const heads[3] = {q, k, v};
+  for_each_qkv_block(B, T, H, Hkv, Dh, [&](int64_t t, int64_t tok, HeadRow hr, bool rotated) {
+    put_row(heads[hr.tensor], hr.at, f, qkv + tok, rotated, cs + t * half, sn + t * half, Dh, 1.0f);
+  });
 }
 
 void split_qkv_rope_backward(float* dqkv, const float* dq, const float* dk, const float* dv, const float* cos_T,
                              const float* sin_T, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t Dh) {
-  qkv_heads_rope(dqkv, const_cast<float*>(dq), const_cast<float*>(dk), const_cast<float*>(dv), cos_T, sin_T, B, T, H,
-                 Hkv, Dh, -1);
+  split_qkv_rope_backward(dqkv, OperandForm::kFp32, dq, dk, dv, cos_T, sin_T, B, T, H, Hkv, Dh);
 }
 
 void split_qkv_rope_backward(void* dqkv, OperandForm f, const float* dq, const float* dk, const float* dv,
                              const float* cs, const float* sn, int64_t B, int64_t T, int64_t H, int64_t Hkv,
                              int64_t Dh) {
-  if (f == OperandForm::kFp32)
-    return split_qkv_rope_backward(static_cast<float*>(dqkv), dq, dk, dv, cs, sn, B, T, H, Hkv, Dh);
-  const int64_t ld = (H + 2 * Hkv) * Dh, half = Dh / 2;
-  constexpr int64_t kMaxDh = 1024;
-  MT_CHECK(Dh <= kMaxDh, "head dim {} above {}", Dh, kMaxDh);
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = 0; t < T; ++t) {
-      float rotated[kMaxDh];
-      const float* const heads[3] = {dq, dk, dv};
-      for (int64_t h = 0; h < H + 2 * Hkv; ++h) {
-        const HeadRow hr = head_row(b, t, h, T, H, Hkv, Dh);
-        const int64_t at = (b * T + t) * ld + h * Dh;
-        if (hr.tensor < 2) {
-          rotate_row(rotated, heads[hr.tensor] + hr.at, cs + t * half, sn + t * half, half, -1.0f);
-          write_operand(dqkv, at, rotated, Dh, f);
-        } else {
-          write_operand(dqkv, at, heads[2] + hr.at, Dh, f);
-        }
-      }
-    }
+  MT_CHECK(f == OperandForm::kFp32 || Dh <= kMaxDh, "head dim {} above {}", Dh, kMaxDh);
+  const int64_t half = Dh / 2;
+  const float* const heads[3] = {dq, dk, dv};
+  for_each_qkv_block(B, T, H, Hkv, Dh, [&](int64_t t, int64_t tok, HeadRow hr, bool rotated) {
+    put_row(dqkv, tok, f, heads[hr.tensor] + hr.at, rotated, cs + t * half, sn + t * half, Dh, -1.0f);
+  });
 }
 
 void rope_forward(float* y, const float* x, const float* cos_T, const float* sin_T, int64_t BH,
