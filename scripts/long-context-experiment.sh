@@ -36,6 +36,27 @@ if [[ ! -d $work/corpus ]]; then
   mv "$tmp" "$work/corpus"
 fi
 
+# 1b. More stitched repositories for the longest extension (yarn8-long): the
+#    Python packages of these Debian packages, one directory each, tests left
+#    out. The tokenizer stays the one of step 2 (trained without them).
+more_pkgs="python3-sympy python3-django python3-networkx python3-sqlalchemy python3-twisted python3-pandas
+           python3-sklearn python3-astropy python3-matplotlib python3-scipy python3-numpy"
+if [[ ! -d $work/corpus-more ]]; then
+  # shellcheck disable=SC2086
+  missing=$(for p in $more_pkgs; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
+  [[ -z $missing ]] || { echo "the longest extension reads Debian's" $missing "— apt-get install" $missing >&2; exit 2; }
+  tmp=$work/corpus-more.tmp && rm -rf "$tmp" && mkdir -p "$tmp"
+  for p in $more_pkgs; do
+    dpkg -L "$p" | grep -E '^/usr/lib/python3/dist-packages/[^/.][^/]*$' | while read -r d; do
+      [[ -d $d && $d != *.egg-info && $d != *.dist-info ]] || continue
+      name=$(basename "$d") && mkdir -p "$tmp/$name"
+      (cd "$d" && find . -name '*.py' -not -path '*/test*' -not -path '*/__pycache__/*' \
+         -exec cp --parents -t "$OLDPWD/$tmp/$name" {} +)
+    done
+  done
+  mv "$tmp" "$work/corpus-more"
+fi
+
 # 2. A tokenizer of the corpus alone: passkey lengths are counted in its tokens.
 [[ -f $work/tok.model ]] || "$bin" tokenizer train --input "$work/corpus" --out "$work/tok.model" --vocab-size 4096
 
@@ -84,10 +105,10 @@ fi
   --filler /usr/share/doc/python3.11/html/_sources/whatsnew --tokenizer "$work/tok.model" --out "$work/passkey-heldout.jsonl"
 
 # 4. The dataset, and the run's plan against it (refuses repeated data). A
-#    dataset built before the passkey_dense bucket existed is built again: the
+#    dataset built before the code_more bucket existed is built again: the
 #    other buckets come out byte for byte the same, so runs trained on it
 #    resume on the new one.
-if ! grep -q '"passkey_dense/q0"' "$work/ds/manifest.json" 2>/dev/null; then
+if ! grep -q '"code_more/q0"' "$work/ds/manifest.json" 2>/dev/null; then
   rm -rf "$work/ds"
   "$bin" data build --config configs/data/long-context.toml --out "$work/ds"
 fi
@@ -137,9 +158,12 @@ declare -A rope=(
   # ... and with YaRN x8 from 512: the frequencies scaled for twice the window trained
   [yarn8-dense]="--set phase[2].rope_scaling=\"yarn\" --set phase[2].rope_factor=8 --set phase[2].rope_original_len=512
                  --set phase[2].steps=960 --set phase[2].mixture=\"configs/data/long-context-long-dense.toml\""
+  # ... for 2,400 steps (39M tokens), most of them code from the larger corpus (code_more)
+  [yarn8-long]="--set phase[2].rope_scaling=\"yarn\" --set phase[2].rope_factor=8 --set phase[2].rope_original_len=512
+                --set phase[2].steps=2400 --set phase[2].mixture=\"configs/data/long-context-long-more.toml\""
 )
 # VARIANTS="yarn-x3" trains and measures only those; VARIANTS="" stops after the base.
-for v in ${VARIANTS-unchanged yarn yarn-x2 yarn-x3 yarn-far yarn-dense linear abf-dense yarn8-dense}; do
+for v in ${VARIANTS-unchanged yarn yarn-x2 yarn-x3 yarn-far yarn-dense linear abf-dense yarn8-dense yarn8-long}; do
   dir=$runs/ext-$v
   [[ -d $dir ]] || "$bin" ckpt branch "$runs/base" "$dir"
   # shellcheck disable=SC2086
@@ -147,5 +171,15 @@ for v in ${VARIANTS-unchanged yarn yarn-x2 yarn-x3 yarn-far yarn-dense linear ab
   [[ -f $runs/eval-$v.json ]] || ev --ckpt "$dir" --tasks "$work/passkey-heldout.jsonl" --positions \
     --batches $batches --mixture configs/data/long-context-long.toml --plot "$runs/positions-$v.svg" \
     --out "$runs/eval-$v.json"
+  python3 scripts/long_context_table.py "$work" "$runs" | tee "$runs/summary.md"
+done
+
+# 8. The same tokens against context on the larger corpus's held-out repositories
+#    (about 600 windows of 2,048: three times code/q0's), for the models named
+#    in MORE_EVAL that exist.
+for v in ${MORE_EVAL-yarn8-dense yarn8-long}; do
+  [[ -d $runs/ext-$v && ! -f $runs/eval-more-$v.json ]] || continue
+  ev --ckpt "$runs/ext-$v" --positions --batches 75 --mixture configs/data/long-context-eval-more.toml \
+    --out "$runs/eval-more-$v.json"
   python3 scripts/long_context_table.py "$work" "$runs" | tee "$runs/summary.md"
 done

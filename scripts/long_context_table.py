@@ -3,7 +3,8 @@
 
 Usage: long_context_table.py [WORK [RUNS]]. Reads
 RUNS/eval-{base,unchanged,linear,yarn,yarn-x2,yarn-x3,yarn-far,yarn-dense,
-abf-dense,yarn8-dense}.json
+abf-dense,yarn8-dense,yarn8-long}.json and, where they exist, eval-more-*.json
+(the same models on the larger corpus's held-out repositories)
 (moetrain eval --out; RUNS is WORK unless given: another model's runs,
 MODEL and RUNS in the script) and WORK/passkey-heldout.jsonl, and prints,
 as Markdown: passkey accuracy by depth at 480 and 2,000 tokens per model,
@@ -25,7 +26,8 @@ MODELS = [("base", "before extension (512)"), ("unchanged", "RoPE unchanged"),
           ("yarn-far", "YaRN x4, 960 steps, far needles"),
           ("yarn-dense", "YaRN x4, 960 steps, dense numbers"),
           ("abf-dense", "RoPE base 160,000, 960 steps, dense numbers"),
-          ("yarn8-dense", "YaRN x8, 960 steps, dense numbers")]
+          ("yarn8-dense", "YaRN x8, 960 steps, dense numbers"),
+          ("yarn8-long", "YaRN x8, 2,400 steps, more code")]
 
 
 def load(work, name):
@@ -55,20 +57,20 @@ def code_positions(ev):
     return [b for b in bins if b["from"] == 1 or b["to"] > b["from"]]
 
 
-def code_context(ev):
-    """The code bucket's same-tokens comparison (eval's bucket_context_loss), or None."""
+def code_context(ev, topic="code"):
+    """A code bucket's same-tokens comparison (eval's bucket_context_loss), or None."""
     for name, t in ev.get("held_out", {}).get("bucket_context_loss", {}).items():
-        if name.startswith("code/"):
+        if name.startswith(topic + "/"):
             return t
     return None
 
 
-def context_table(evs):
-    tables = {n: code_context(ev) for n, ev in evs.items() if ev and code_context(ev)}
+def context_table(evs, topic="code"):
+    tables = {n: code_context(ev, topic) for n, ev in evs.items() if ev and code_context(ev, topic)}
     if not tables:
         return
     first = next(iter(tables.values()))
-    print(f"\nHeld-out loss of the same tokens with halving context, stitched repositories (code/q0): each "
+    print(f"\nHeld-out loss of the same tokens with halving context, stitched repositories ({topic}/q0): each "
           f"window's last {first['scored_per_window']} tokens, {first['windows']} windows; in brackets the gain "
           "over half the context, and its standard error (paired by window):\n")
     print("| context | " + " | ".join(label for n, label in MODELS if n in tables) + " |")
@@ -153,6 +155,9 @@ def main(work, runs):
                 row.append(f"{lines[n][i]['loss']:.3f}" if i < len(lines[n]) else "-")
         print(f"| {b['from']}-{b['to']} | " + " | ".join(row) + " |")
     context_table(evs)
+    # The larger corpus's held-out repositories (eval-more-*.json: eval --mixture long-context-eval-more.toml).
+    more = {n: load(runs, "more-" + n) for n, _ in MODELS}
+    context_table(more, "code_more")
     write_svg(Path(runs) / "long-context-extension.svg", lines)
     # The extended models only: the base model's loss past its length would flatten their lines.
     contexts = {n: code_context(ev) for n, ev in evs.items() if n != "base" and ev and code_context(ev)}
@@ -161,7 +166,7 @@ def main(work, runs):
 
 
 COLOURS = ["#888888", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-           "#bcbd22", "#ff7f0e"]
+           "#bcbd22", "#ff7f0e", "#000000"]
 
 
 class Chart:
