@@ -2,6 +2,12 @@
 // preset, fp32 and bf16, forward and both backward products, plus a 2048^3
 // best case. Run: mt_kernel_bench --benchmark_filter=gemm --benchmark_min_time=0.2
 // Names read gemm/<shape>/<form>/<precision>; GFLOPS counts 2*M*N*K per call.
+// The fp32 inputs of a bf16 product are converted on every call, as for an
+// activation no producer wrote in the product's form. bwd_weight_formed and
+// bwd_weight_pretransposed (bf16 only) give dW = dy^T x operands already in
+// that form, as the trainer's products mostly read them: dy as stored (the
+// product reads it transposed) and dy stored transposed, to show what the
+// transposed first operand costs by itself.
 //
 // moe-512: T tokens 4096, D 512, QKV out 768, expert hidden F 352 (gate+up
 // fused: 2F = 704), about 640 rows per expert, V 8192 computed in chunks of
@@ -71,6 +77,29 @@ void bm_linear(benchmark::State& state, LinearShape s, Form form, MatmulPrecisio
                          benchmark::Counter::kIsRate);
 }
 
+// dW[N,K] += dy^T x with bf16 operands in the products' form; `stored_transposed`:
+// dy held as dy^T (N x M), so the product reads neither operand transposed.
+void bm_weight_gradient_formed(benchmark::State& state, LinearShape s, bool stored_transposed) {
+  const int64_t M = s.M, N = s.N, K = s.K;
+  const std::vector<float> x = random_buffer(M * K, 1), dy = random_buffer(M * N, 3);
+  std::vector<float> dy_t(M * N);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) dy_t[j * M + i] = dy[i * N + j];
+  const OperandForm f = operand_form(MatmulPrecision::kBf16);
+  std::vector<float> xo(operand_floats(M * K, f)), dyo(operand_floats(M * N, f));
+  write_operand(xo.data(), 0, x.data(), M * K, f);
+  write_operand(dyo.data(), 0, (stored_transposed ? dy_t : dy).data(), M * N, f);
+  const GemmShape shape{N, K, M, stored_transposed ? Trans::kNo : Trans::kYes, Trans::kNo};
+  std::vector<float> dw(N * K, 0.0f);
+  for (auto _ : state) {
+    gemm(dw.data(), GemmInput(dyo.data(), f), GemmInput(xo.data(), f), shape, 1.0f, MatmulPrecision::kBf16);
+    benchmark::DoNotOptimize(dw.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(
+      2.0 * double(M) * double(N) * double(K) * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+}
+
 // Registered at static-initialisation time; benchmark_main runs them.
 int register_all() {
   const std::pair<Form, const char*> forms[] = {{Form::kForward, "fwd"},
@@ -91,6 +120,16 @@ int register_all() {
             ->Unit(benchmark::kMicrosecond);
       }
     }
+  for (const LinearShape& s : kShapes) {
+    if (s.M == s.N && s.N == s.K) continue;
+    for (bool transposed : {false, true}) {
+      const std::string name =
+          std::string("gemm/") + s.name + (transposed ? "/bwd_weight_pretransposed/bf16" : "/bwd_weight_formed/bf16");
+      benchmark::RegisterBenchmark(name.c_str(), bm_weight_gradient_formed, s, transposed)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
   return 0;
 }
 
