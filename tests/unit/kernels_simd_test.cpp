@@ -65,6 +65,32 @@ TEST(SimdSmallGemm, TriangularFormsSkipOnlyZeros) {
       }
 }
 
+TEST(SimdSmallGemm, TransposedAReadInPlaceEqualsATransposedCopy) {
+  // Every form, M != K too (the non-square products of the gated-delta chunk), and a row
+  // length past M (lda > M): the same multiply-adds in the same order, so the same bits.
+  const unsigned forms[] = {simd::kFull, simd::kLowerA, simd::kUpperA, simd::kLowerC, simd::kUpperA | simd::kLowerC};
+  for (int64_t M : {1, 7, 8, 13, 64})
+    for (int64_t K : {M, int64_t(24)})
+      for (unsigned tri : forms) {
+        if (tri != simd::kFull && K != M) continue;  // the triangular forms are of square factors
+        const int64_t N = tri & simd::kLowerC ? M : 40, lda = M + 3;
+        SCOPED_TRACE(testing::Message() << "M " << M << " K " << K << " form " << tri);
+        const std::vector<float> At = random_floats(size_t(K * lda), uint32_t(M + K + tri));  // (K, M) in rows of lda
+        std::vector<float> A(size_t(M * K));
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t m = 0; m < M; ++m) A[size_t(m * K + k)] = At[size_t(k * lda + m)];
+        const std::vector<float> B = random_floats(size_t(K * N), uint32_t(3 * K + N));
+        std::vector<float> copy = random_floats(size_t(M * N), 17), in_place = copy;
+        simd::small_gemm_acc(copy.data(), A.data(), B.data(), M, N, K, K, N, N, tri);
+        simd::small_gemm_acc<true>(in_place.data(), At.data(), B.data(), M, N, K, lda, N, N, tri);
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j) {
+            if ((tri & simd::kLowerC) && j > i) continue;  // not written in full
+            ASSERT_EQ(in_place[size_t(i * N + j)], copy[size_t(i * N + j)]) << i << ", " << j;
+          }
+      }
+}
+
 TEST(GatedDeltaDecays, LowerTriangleOfExponentialsOfDifferences) {
   const int64_t n = 37;  // two vector widths and a tail
   const std::vector<float> g = random_floats(size_t(n), 5);

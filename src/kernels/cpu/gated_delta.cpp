@@ -24,14 +24,14 @@ namespace mt {
 namespace {
 
 struct Scratch {
-  std::vector<float> gam, A, Mx, Tm, Kt, Kb, Vb, W, U, St, P, Ut;
+  std::vector<float> gam, A, Mx, Tm, Kt, Kb, Vb, W, U, St, P;
   std::vector<float> states;  // backward: (C + 1) states of one chunk
   void reserve(int64_t C, int64_t Dk, int64_t Dv) {
     auto grow = [](std::vector<float>& v, int64_t n) {
       if (int64_t(v.size()) < n) v.resize(size_t(n));
     };
     grow(gam, C), grow(A, C * C), grow(Mx, C * C), grow(Tm, C * C), grow(P, C * C), grow(Kt, Dk * C), grow(Kb, C * Dk);
-    grow(W, C * Dk), grow(Vb, C * Dv), grow(U, C * Dv), grow(Ut, Dv * C), grow(St, Dk * Dv);
+    grow(W, C * Dk), grow(Vb, C * Dv), grow(U, C * Dv), grow(St, Dk * Dv);
   }
 };
 // Per-thread, grow-only (docs/kernels.md).
@@ -123,8 +123,7 @@ void chunk_forward(float* o, float* S, const float* q, const float* k, const flo
   }
   const float decay = std::exp(last);
   for (int64_t e = 0; e < Dv * Dk; ++e) S[e] *= decay;
-  simd::transpose(sc.Ut.data(), U, n, Dv, Dv, n);
-  simd::small_gemm_acc(S, sc.Ut.data(), Kb, Dv, Dk, n, n, Dk, Dk);
+  simd::small_gemm_acc<true>(S, U, Kb, Dv, Dk, n, Dv, Dk, Dk);  // U^T Kb, U read in place
 }
 
 }  // namespace

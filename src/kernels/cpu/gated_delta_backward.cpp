@@ -33,7 +33,7 @@ struct BackScratch {
   std::vector<float> gam, dgam, colsum;                        // (C)
   std::vector<float> Mx, KK, A, Tm, TmT, P, dP, X, dTm;        // (C, C)
   std::vector<float> Kt, Kbn, Kbnt, Wn, Kd, dKd, dWn, dKbn;    // (C, Dk) or (Dk, C)
-  std::vector<float> Vb, Vbt, U, Ut, dU, dUt, dOE, dOEt, dVb;  // (C, Dv) or (Dv, C)
+  std::vector<float> Vb, Vbt, U, Ut, dU, dOE, dVb;             // (C, Dv) or (Dv, C)
   std::vector<float> St, Gt, G, dS, zero;                      // (Dv, Dk) or (Dk, Dv)
   void reserve(int64_t C, int64_t Dk, int64_t Dv) {
     auto grow = [](int64_t n, std::initializer_list<std::vector<float>*> vs) {
@@ -43,7 +43,7 @@ struct BackScratch {
     grow(C, {&gam, &dgam, &colsum});
     grow(C * C, {&Mx, &KK, &A, &Tm, &TmT, &P, &dP, &X, &dTm});
     grow(C * Dk, {&Kt, &Kbn, &Kbnt, &Wn, &Kd, &dKd, &dWn, &dKbn});
-    grow(C * Dv, {&Vb, &Vbt, &U, &Ut, &dU, &dUt, &dOE, &dOEt, &dVb});
+    grow(C * Dv, {&Vb, &Vbt, &U, &Ut, &dU, &dOE, &dVb});
     grow(Dk * Dv, {&St, &Gt, &G, &dS, &zero});
   }
 };
@@ -58,6 +58,10 @@ void mm_acc(float* C, const float* A, const float* B, int64_t M, int64_t N, int6
 void mm(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K, unsigned tri = simd::kFull) {
   std::fill(C, C + M * N, 0.0f);
   mm_acc(C, A, B, M, N, K, tri);
+}
+// C (M, N) += At^T B with At (K, M) read in place: the same sums as mm_acc on At's transpose.
+void mm_acc_at(float* C, const float* At, const float* B, int64_t M, int64_t N, int64_t K, unsigned tri = simd::kFull) {
+  simd::small_gemm_acc<true>(C, At, B, M, N, K, M, N, N, tri);
 }
 constexpr unsigned kLowerA = simd::kLowerA, kUpperA = simd::kUpperA, kLowerC = simd::kLowerC;
 // out (C, R) = in (R, C)^T.
@@ -122,19 +126,17 @@ void piece_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, co
   for (int64_t e = 0; e < Dv * Dk; ++e) dS[e] = En * G[e];
 
   // O = diag(E) Q S^T + P U.
-  float *dOE = sc.dOE.data(), *dOEt = sc.dOEt.data(), *dP = sc.dP.data(), *Ut = sc.Ut.data(), *X = sc.X.data();
+  float *dOE = sc.dOE.data(), *dP = sc.dP.data(), *Ut = sc.Ut.data(), *X = sc.X.data();
   for (int64_t i = 0; i < n; ++i) {
     const float s = std::exp(gam[i]);
     for (int64_t e = 0; e < Dv; ++e) dOE[i * Dv + e] = s * dout[i * Dv + e];
   }
   mm(dq, dOE, S, n, Dk, Dv);
   for (int64_t i = 0; i < n; ++i) dgam[i] += dot(q + i * Dk, dq + i * Dk, Dk);
-  tr(dOEt, dOE, n, Dv);
-  mm_acc(dS, dOEt, q, Dv, Dk, n);
+  mm_acc_at(dS, dOE, q, Dv, Dk, n);
   tr(Ut, U, n, Dv);
   mm(dP, dout, Ut, n, n, Dv, kLowerC);  // masked by P and Mx below: its upper part stays zero
-  tr(X, P, n, n);  // P^T
-  mm_acc(dU, X, dout, n, Dv, n, kUpperA);
+  mm_acc_at(dU, P, dout, n, Dv, n, kUpperA);  // P^T, upper triangular
   // P = Mx o Q K^T: z_ij = dP_ij P_ij lands on gamma_i and (negated) on gamma_j; dP becomes Mx o dP
   // in place, zero above the diagonal (the products below read whole strips).
   float* colsum = sc.colsum.data();
@@ -156,14 +158,12 @@ void piece_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, co
   }
   for (int64_t j = 0; j < n; ++j) dgam[j] -= colsum[j];
   mm_acc(dq, dP, k, n, Dk, n, kLowerA);
-  tr(X, dP, n, n);
-  mm_acc(dk, X, q, n, Dk, n, kUpperA);
+  mm_acc_at(dk, dP, q, n, Dk, n, kUpperA);
 
   // U = Tm Vb + Wn S^T.
-  float *dWn = sc.dWn.data(), *dUt = sc.dUt.data(), *dTm = sc.dTm.data(), *dKbn = sc.dKbn.data(), *dVb = sc.dVb.data();
+  float *dWn = sc.dWn.data(), *dTm = sc.dTm.data(), *dKbn = sc.dKbn.data(), *dVb = sc.dVb.data();
   mm(dWn, dU, S, n, Dk, Dv);
-  tr(dUt, dU, n, Dv);
-  mm_acc(dS, dUt, Wn, Dv, Dk, n);
+  mm_acc_at(dS, dU, Wn, Dv, Dk, n);
   tr(sc.Kbnt.data(), Kbn, n, Dk);
   tr(sc.Vbt.data(), Vb, n, Dv);
   // Only dTm's strictly lower part reaches dA's (the part kept): Tm is lower triangular.
@@ -207,8 +207,7 @@ void piece_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, co
   }
   for (int64_t j = 0; j < n; ++j) dgam[j] -= colsum[j];
   mm_acc(dk, dA, k, n, Dk, n, kLowerA);
-  tr(X, dA, n, n);
-  mm_acc(dk, X, k, n, Dk, n, kUpperA);
+  mm_acc_at(dk, dA, k, n, Dk, n, kUpperA);
 
   // g_i enters every gamma_j with j >= i.
   acc = 0.0f;

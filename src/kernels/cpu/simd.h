@@ -126,9 +126,11 @@ inline Vec sigmoid(Vec u) { return div(set1(1.0f), add(set1(1.0f), exp(sub(zero(
 
 // C[MR x N] += A[MR x K] * B[K x N] for one strip of MR rows (MR <= 8), all
 // row-major with leading dims; N handled 2 * kLanes columns at a time with masks.
-template <int MR>
-inline void gemm_strip(float* C, const float* A, const float* B, int64_t N, int64_t K, int64_t lda,
-                       int64_t ldb, int64_t ldc) {
+// kTransA: A is stored transposed (K x MR rows of lda), read in place; the
+// multiply-adds are the same, in the same order, as on a transposed copy.
+template <int MR, bool kTransA = false>
+inline void gemm_strip(float* C, const float* A, const float* B, int64_t N, int64_t K, int64_t lda, int64_t ldb,
+                       int64_t ldc) {
   constexpr int64_t W = 2 * kLanes;
   for (int64_t j0 = 0; j0 < N; j0 += W) {
     const int64_t nr = N - j0 < W ? N - j0 : W;
@@ -144,7 +146,7 @@ inline void gemm_strip(float* C, const float* A, const float* B, int64_t N, int6
       const Vec b1 = load(m1, B + k * ldb + j0 + kLanes);
 #pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) {
-        const Vec a = set1(A[r * lda + k]);
+        const Vec a = set1(kTransA ? A[k * lda + r] : A[r * lda + k]);
         c0[r] = fmadd(a, b0, c0[r]);
         c1[r] = fmadd(a, b1, c1[r]);
       }
@@ -164,26 +166,35 @@ inline void gemm_strip(float* C, const float* A, const float* B, int64_t N, int6
 // bits (up to the sign of an exact zero).
 enum Triangle : unsigned { kFull = 0, kLowerA = 1, kUpperA = 2, kLowerC = 4 };
 
-template <int MR>
+template <int MR, bool kTransA = false>
 inline void gemm_strip_tri(float* C, const float* A, const float* B, int64_t i, int64_t N, int64_t K, int64_t lda,
                            int64_t ldb, int64_t ldc, unsigned tri) {
   const int64_t k0 = tri & kUpperA ? (i < K ? i : K) : 0;
   const int64_t k1 = tri & kLowerA ? (i + MR < K ? i + MR : K) : K;
   const int64_t n1 = tri & kLowerC ? (i + MR < N ? i + MR : N) : N;
-  if (k1 > k0 && n1 > 0) gemm_strip<MR>(C + i * ldc, A + i * lda + k0, B + k0 * ldb, n1, k1 - k0, lda, ldb, ldc);
+  const float* a = kTransA ? A + k0 * lda + i : A + i * lda + k0;
+  if (k1 > k0 && n1 > 0) gemm_strip<MR, kTransA>(C + i * ldc, a, B + k0 * ldb, n1, k1 - k0, lda, ldb, ldc);
 }
 
-// C[M x N] += A[M x K] * B[K x N], row-major, skipping the zeros `tri` names. Serial: callers
-// parallelise over independent blocks, so results never depend on the thread count.
+// C[M x N] += op(A)[M x K] * B[K x N], row-major, skipping the zeros `tri` names (of op(A));
+// op(A) = A (M x K rows of lda) or, kTransA, the transpose of A stored K x M (rows of lda).
+// Serial: callers parallelise over independent blocks, so results never depend on the thread count.
+template <bool kTransA = false>
 inline void small_gemm_acc(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K, int64_t lda,
                            int64_t ldb, int64_t ldc, unsigned tri = kFull) {
   using Strip =
       void (*)(float*, const float*, const float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, unsigned);
   // The last strip's rows, M % 8 of them (a table: MR is a template argument).
-  static constexpr Strip kTail[8] = {nullptr,           gemm_strip_tri<1>, gemm_strip_tri<2>, gemm_strip_tri<3>,
-                                     gemm_strip_tri<4>, gemm_strip_tri<5>, gemm_strip_tri<6>, gemm_strip_tri<7>};
+  static constexpr Strip kTail[8] = {nullptr,
+                                     gemm_strip_tri<1, kTransA>,
+                                     gemm_strip_tri<2, kTransA>,
+                                     gemm_strip_tri<3, kTransA>,
+                                     gemm_strip_tri<4, kTransA>,
+                                     gemm_strip_tri<5, kTransA>,
+                                     gemm_strip_tri<6, kTransA>,
+                                     gemm_strip_tri<7, kTransA>};
   int64_t i = 0;
-  for (; i + 8 <= M; i += 8) gemm_strip_tri<8>(C, A, B, i, N, K, lda, ldb, ldc, tri);
+  for (; i + 8 <= M; i += 8) gemm_strip_tri<8, kTransA>(C, A, B, i, N, K, lda, ldb, ldc, tri);
   if (M > i) kTail[M - i](C, A, B, i, N, K, lda, ldb, ldc, tri);
 }
 
