@@ -1,8 +1,10 @@
 // gated_delta_bench.cpp — the gated delta rule (kernels/cpu/gated_delta.h) on one moe-512-hybrid
 // layer's shapes (B 8, H 8, T 512, Dk = Dv 64, chunks of 64): the chunked forward, and the backward
-// with the argument selecting the kernel (0 chunked, as the layer runs it; 1 the step-by-step
-// sequential reference), so both backwards are timed in one run. Inputs as the layer feeds them:
-// unit q, k rows, decays in (-0.6, 0), beta in (0, 1).
+// with the first argument selecting the kernel (0 chunked, as the layer runs it; 1 the step-by-step
+// sequential reference), so both backwards are timed in one run. The last argument: 1 multiplies
+// the chunks in bf16 (GatedDeltaDims::bf16_products, as the layer at bf16 precision; fp32 where the
+// build has no AVX512-BF16). Inputs as the layer feeds them: unit q, k rows, decays in (-0.6, 0),
+// beta in (0, 1).
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -16,7 +18,8 @@ namespace {
 struct Inputs {
   mt::GatedDeltaDims d{8, 8, 512, 64, 64, 64};
   std::vector<float> q, k, v, g, beta, o, states, dout, dq, dk, dv, dg, dbeta;
-  Inputs() {
+  explicit Inputs(bool bf16) {
+    d.bf16_products = bf16;
     const int64_t rows = d.B * d.H * d.T, nk = rows * d.Dk, nv = rows * d.Dv;
     q.resize(nk), k.resize(nk), dq.resize(nk), dk.resize(nk);
     v.resize(nv), o.resize(nv), dout.resize(nv), dv.resize(nv);
@@ -47,14 +50,14 @@ struct Inputs {
 };
 
 void BM_GatedDeltaForward(benchmark::State& state) {
-  Inputs in;
+  Inputs in(state.range(0) == 1);
   for (auto _ : state) in.forward();
   state.counters["tokens/s"] =
       benchmark::Counter(in.tokens() * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void BM_GatedDeltaBackward(benchmark::State& state) {
-  Inputs in;
+  Inputs in(state.range(1) == 1);
   auto backward = state.range(0) == 0 ? mt::gated_delta_backward : mt::gated_delta_backward_sequential;
   for (auto _ : state)
     backward(in.dq.data(), in.dk.data(), in.dv.data(), in.dg.data(), in.dbeta.data(), in.dout.data(), in.q.data(),
@@ -65,5 +68,10 @@ void BM_GatedDeltaBackward(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_GatedDeltaForward)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_GatedDeltaBackward)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_GatedDeltaForward)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_GatedDeltaBackward)
+    ->Args({0, 0})
+    ->Args({0, 1})
+    ->Args({1, 0})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);

@@ -197,11 +197,12 @@ void measure_attention(plan::CpuPrecisionProfile& out, int64_t tokens, MatmulPre
   out.rates.attention_gflops = flops / (fwd + bwd) / 1e9;
 }
 
-// The chunked gated-delta kernel (fp32 in both precisions) on the hybrid preset's heads: 8 of Dk = Dv = 64,
-// chunks of 64, 512 tokens.
-double measure_delta_gflops(int64_t tokens, int64_t repeats) {
+// The chunked gated-delta kernel on the hybrid preset's heads: 8 of Dk = Dv = 64, chunks of 64, 512
+// tokens; at bf16 with bf16 chunk products, as the layer runs it (fp32 where the build has none).
+double measure_delta_gflops(int64_t tokens, int64_t repeats, MatmulPrecision p) {
   const int64_t T = 512, B = std::max<int64_t>(1, tokens / T), H = 8, D = 64, C = 64;
-  const GatedDeltaDims d{B, H, T, D, D, C};
+  GatedDeltaDims d{B, H, T, D, D, C};
+  d.bf16_products = p == MatmulPrecision::kBf16;
   const int64_t rows = B * H * T, n = rows * D;
   std::vector<float> q = normal(n, 30), k = normal(n, 31), v = normal(n, 32), g = normal(rows, 33),
                      beta = normal(rows, 34), dout = normal(n, 35);
@@ -256,7 +257,6 @@ Result<plan::CpuProfile> measure_cpu_profile(const CpuMeasureOptions& opt) {
   prof.bf16_unit = b.kind;
   prof.fp32.rates.peak_gflops = peak.fp32_gflops;
   prof.bf16.rates.peak_gflops = b.gflops;
-  const double delta = measure_delta_gflops(M, R);
   for (MatmulPrecision p : {MatmulPrecision::kFp32, MatmulPrecision::kBf16}) {
     plan::CpuPrecisionProfile& pp = p == MatmulPrecision::kFp32 ? prof.fp32 : prof.bf16;
     pp.rates.gemm_gflops = ReferenceGemm().best_gflops(p);
@@ -275,7 +275,7 @@ Result<plan::CpuProfile> measure_cpu_profile(const CpuMeasureOptions& opt) {
     pp.rates.experts_factor =
         pp.samples.back().seconds / plan::predicted_gemm_s(pp.samples.back(), pp.rates.gemm_gflops, f);
     measure_attention(pp, M, p, R);
-    pp.rates.delta_gflops = delta;
+    pp.rates.delta_gflops = measure_delta_gflops(M, R, p);
   }
   prof.memory_gbps = measure_memory_gbps(R);
   {

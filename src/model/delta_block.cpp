@@ -28,8 +28,9 @@ Dims dims_of(const ModelConfig& c, int64_t B, int64_t T) {
   d.cb = d.ca + d.H;
   return d;
 }
-GatedDeltaDims kernel_dims(const ModelConfig& c, const Dims& d, const int32_t* doc_start = nullptr) {
-  return GatedDeltaDims{d.B, d.H, d.T, d.Dk, d.Dv, c.delta_chunk, doc_start};
+// At bf16 precision the chunk's products take bf16 operands, as the projections do.
+GatedDeltaDims kernel_dims(const ModelConfig& c, const Dims& d, const BlockContext& ctx) {
+  return GatedDeltaDims{d.B, d.H, d.T, d.Dk, d.Dv, c.delta_chunk, ctx.doc_start, ctx.prec == MatmulPrecision::kBf16};
 }
 }  // namespace
 
@@ -39,7 +40,7 @@ int64_t delta_proj_width(const ModelConfig& c) {
 
 void DeltaActs::allocate(const ModelConfig& c, int64_t B, int64_t T, BufferSizer& s) {
   const Dims d = dims_of(c, B, T);
-  const int64_t NC = gated_delta_chunks(kernel_dims(c, d));
+  const int64_t NC = gated_delta_chunks(GatedDeltaDims{d.B, d.H, d.T, d.Dk, d.Dv, c.delta_chunk});
   s(a, d.N * d.D);
   s(rstd_a, d.N);
   s(proj, d.N * d.P);
@@ -104,7 +105,7 @@ void delta_block_forward(float* x_mid, DeltaActs& a, const float* x_in, const De
   {
     ScopedPhase phase(Phase::kAttention);
     gated_delta_forward(a.o.data(), a.states.data(), a.q.data(), a.k.data(), a.v.data(), a.g.data(), a.beta.data(),
-                        kernel_dims(c, d, ctx.doc_start));
+                        kernel_dims(c, d, ctx));
   }
   merge_heads(a.o_flat.data(), a.o.data(), d.B, d.T, d.H, d.Dv);
   rmsnorm_forward(a.on.data(), a.rstd_o.data(), a.o_flat.data(), ctx.p(w.o_norm), d.N * d.H, d.Dv, eps);
@@ -129,7 +130,7 @@ void delta_block_backward(float* dres, DeltaScratch& s, const DeltaActs& a, cons
     ScopedPhase phase(Phase::kAttention);
     gated_delta_backward(s.dq.data(), s.dk.data(), s.dv.data(), s.dg.data(), s.dbeta.data(), s.do_heads.data(),
                          a.q.data(), a.k.data(), a.v.data(), a.g.data(), a.beta.data(), a.states.data(),
-                         kernel_dims(c, d, ctx.doc_start));
+                         kernel_dims(c, d, ctx));
   }
   delta_gates_backward(dproj + d.ca, dproj + d.cb, ctx.g(w.A_log), ctx.g(w.dt_bias), s.dg.data(), s.dbeta.data(),
                        proj + d.ca, proj + d.cb, d.P, ctx.p(w.A_log), ctx.p(w.dt_bias), d.B, d.T, d.H);

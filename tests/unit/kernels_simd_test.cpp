@@ -1,14 +1,17 @@
 // kernels_simd_test.cpp — the shared vector blocks of kernels/cpu/simd.h against plain loops: the
 // register transpose (data movement: exactly the element loop), and the small GEMM's triangular
-// forms (the skipped terms are exact zeros, so every wanted entry equals the full product's).
+// forms (the skipped terms are exact zeros, so every wanted entry equals the full product's); the
+// bf16 small GEMM (small_gemm_bf16.h) against an fp64 product of the bf16-rounded operands.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "core/bf16.h"
 #include "kernels/cpu/gated_delta.h"
 #include "kernels/cpu/simd.h"
+#include "kernels/cpu/small_gemm_bf16.h"
 
 namespace mt {
 namespace {
@@ -90,6 +93,51 @@ TEST(SimdSmallGemm, TransposedAReadInPlaceEqualsATransposedCopy) {
           }
       }
 }
+
+#if defined(__AVX512BF16__)
+float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+
+TEST(SimdSmallGemmBf16, EqualsTheProductOfRoundedOperands) {
+  // Odd and even K (a padded last pair), strips of 8 and their tails, columns past one 32-wide
+  // block, every triangular form, A as stored and transposed (rows of lda > M).
+  const unsigned forms[] = {simd::kFull,
+                            simd::kLowerA,
+                            simd::kUpperA,
+                            simd::kLowerC,
+                            simd::kLowerA | simd::kLowerC,
+                            simd::kUpperA | simd::kLowerC};
+  for (bool trans : {false, true})
+    for (int64_t M : {1, 7, 8, 13, 64})
+      for (int64_t K : {M, int64_t(1), int64_t(24), int64_t(37)})
+        for (unsigned tri : forms) {
+          if (tri != simd::kFull && K != M) continue;  // the triangular forms are of square factors
+          const int64_t N = tri & simd::kLowerC ? M : 45, lda = trans ? M + 3 : K + 2;
+          SCOPED_TRACE(testing::Message() << "trans " << trans << " M " << M << " K " << K << " form " << tri);
+          const std::vector<float> A = triangular(M, K, tri & (simd::kLowerA | simd::kUpperA), uint32_t(M + K + tri));
+          std::vector<float> Ast(size_t((trans ? K : M) * lda), 5.0f);  // A stored, padding never read
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t k = 0; k < K; ++k) Ast[size_t(trans ? k * lda + i : i * lda + k)] = A[size_t(i * K + k)];
+          const std::vector<float> B = random_floats(size_t(K * N), uint32_t(3 * K + N));
+          const std::vector<float> C0 = random_floats(size_t(M * N), 17);
+          std::vector<float> got = C0;
+          if (trans)
+            simd::small_gemm_bf16_acc<true>(got.data(), Ast.data(), B.data(), M, N, K, lda, N, N, tri);
+          else
+            simd::small_gemm_bf16_acc(got.data(), Ast.data(), B.data(), M, N, K, lda, N, N, tri);
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              if ((tri & simd::kLowerC) && j > i) continue;  // not written in full
+              double want = C0[size_t(i * N + j)], mag = std::abs(want);
+              for (int64_t k = 0; k < K; ++k) {
+                const double t = double(round_bf16(A[size_t(i * K + k)])) * round_bf16(B[size_t(k * N + j)]);
+                want += t, mag += std::abs(t);
+              }
+              // Exact products, fp32 sums: at most K + 1 roundings of partial sums bounded by mag.
+              ASSERT_NEAR(got[size_t(i * N + j)], want, double(K + 1) * 6e-8 * mag) << i << ", " << j;
+            }
+        }
+}
+#endif
 
 TEST(GatedDeltaDecays, LowerTriangleOfExponentialsOfDifferences) {
   const int64_t n = 37;  // two vector widths and a tail

@@ -156,9 +156,12 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(d.C) + "Gate" + std::to_string(int(i.param.gate)) + "Docs" + std::to_string(i.param.every);
     });
 
-// Output and gradients are bitwise identical with 1 and 2 threads.
-TEST(GatedDeltaThreads, ForwardBackwardInvariant) {
-  const GatedDeltaDims d{2, 3, 70, 16, 24, 16};
+// Output and gradients are bitwise identical with 1 and 2 threads, fp32 and bf16 products alike.
+class GatedDeltaThreads : public ::testing::TestWithParam<bool> {};
+
+TEST_P(GatedDeltaThreads, ForwardBackwardInvariant) {
+  GatedDeltaDims d{2, 3, 70, 16, 24, 16};
+  d.bf16_products = GetParam();
   const Inputs in = make_inputs(d, 5);
   const int64_t rows = d.B * d.H * d.T;
   const auto dout = randn(rows * d.Dv, 1.0f, 9);
@@ -179,6 +182,62 @@ TEST(GatedDeltaThreads, ForwardBackwardInvariant) {
   ASSERT_EQ(one.size(), two.size());
   EXPECT_EQ(0, std::memcmp(one.data(), two.data(), one.size() * sizeof(float)));
 }
+INSTANTIATE_TEST_SUITE_P(Products, GatedDeltaThreads, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Bf16" : "Fp32"; });
+
+// bf16 chunk products (GatedDeltaDims::bf16_products) against the fp32 kernels: output, saved
+// states and every gradient within bf16's rounding (2^-8 relative per operand), in norm, over
+// sequences long enough for the state to carry across many chunks, with and without document starts.
+class GatedDeltaBf16 : public ::testing::TestWithParam<BackwardCase> {};
+
+TEST_P(GatedDeltaBf16, NearTheFp32Kernels) {
+  if (!gated_delta_bf16_products()) GTEST_SKIP() << "no AVX512-BF16 in this build: the products stay fp32";
+  GatedDeltaDims d = GetParam().d;
+  const Inputs in = make_inputs(d, 13);
+  std::vector<int32_t> starts(size_t(d.B * d.T), 0);
+  if (GetParam().every > 0) {
+    for (int64_t b = 0; b < d.B; ++b)
+      for (int64_t t = 3; t < d.T; ++t)
+        starts[b * d.T + t] = int32_t(3 + (t - 3) / GetParam().every * GetParam().every);
+    d.doc_start = starts.data();
+  }
+  const int64_t rows = d.B * d.H * d.T;
+  const auto dout = randn(rows * d.Dv, 1.0f, 21);
+  auto run = [&](bool bf16) {
+    GatedDeltaDims e = d;
+    e.bf16_products = bf16;
+    std::vector<float> o(rows * d.Dv), st(d.B * d.H * gated_delta_chunks(e) * d.Dv * d.Dk);
+    std::vector<float> dq(rows * d.Dk), dk(rows * d.Dk), dv(rows * d.Dv), dg(rows), db(rows);
+    gated_delta_forward(o.data(), st.data(), in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(), e);
+    gated_delta_backward(dq.data(), dk.data(), dv.data(), dg.data(), db.data(), dout.data(), in.q.data(), in.k.data(),
+                         in.v.data(), in.g.data(), in.beta.data(), st.data(), e);
+    return std::vector<std::vector<float>>{o, st, dq, dk, dv, dg, db};
+  };
+  const auto fp32 = run(false), bf16 = run(true);
+  const char* names[] = {"o", "states", "dq", "dk", "dv", "dg", "dbeta"};
+  for (size_t t = 0; t < fp32.size(); ++t) {
+    double err = 0.0, ref = 0.0;
+    for (size_t i = 0; i < fp32[t].size(); ++i) {
+      ASSERT_TRUE(std::isfinite(bf16[t][i])) << names[t] << "[" << i << "]";
+      err += std::pow(double(bf16[t][i]) - fp32[t][i], 2), ref += std::pow(double(fp32[t][i]), 2);
+    }
+    EXPECT_GT(ref, 1e-6) << names[t];
+    EXPECT_LT(std::sqrt(err / ref), 1e-2) << names[t] << ": relative error in norm";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, GatedDeltaBf16,
+                         ::testing::Values(BackwardCase{{2, 2, 256, 64, 64, 64}, 1.0f, 0},
+                                           BackwardCase{{1, 2, 150, 32, 16, 64}, 1.0f, 0},
+                                           BackwardCase{{2, 3, 37, 16, 8, 8}, 1.0f, 0},
+                                           BackwardCase{{2, 2, 45, 12, 20, 8}, 1.0f, 5},
+                                           BackwardCase{{1, 2, 100, 16, 24, 32}, 1.0f, 16}),
+                         [](const ::testing::TestParamInfo<BackwardCase>& i) {
+                           const GatedDeltaDims& d = i.param.d;
+                           return "T" + std::to_string(d.T) + "Dk" + std::to_string(d.Dk) + "Dv" +
+                                  std::to_string(d.Dv) + "C" + std::to_string(d.C) + "Docs" +
+                                  std::to_string(i.param.every);
+                         });
 
 }  // namespace
 }  // namespace mt

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/cpu/simd.h"
+#include "kernels/cpu/small_gemm_bf16.h"
 
 namespace mt {
 namespace {
@@ -68,7 +69,7 @@ void step(float* S, float* p, float* o, const float* q, const float* k, const fl
 
 // One chunk of n <= C steps for one head: o rows written, S (Dv, Dk) advanced.
 void chunk_forward(float* o, float* S, const float* q, const float* k, const float* v, const float* g,
-                   const float* beta, int64_t n, int64_t Dk, int64_t Dv, Scratch& sc) {
+                   const float* beta, int64_t n, int64_t Dk, int64_t Dv, bool bf16, Scratch& sc) {
   float* gam = sc.gam.data();
   float acc = 0.0f;
   for (int64_t i = 0; i < n; ++i) gam[i] = acc += g[i];
@@ -79,8 +80,8 @@ void chunk_forward(float* o, float* S, const float* q, const float* k, const flo
   float* Mx = sc.Mx.data();
   std::fill(A, A + n * n, 0.0f);
   std::fill(P, P + n * n, 0.0f);
-  simd::small_gemm_acc(A, k, sc.Kt.data(), n, n, Dk, Dk, n, n, simd::kLowerC);  // only j <= i is kept below
-  simd::small_gemm_acc(P, q, sc.Kt.data(), n, n, Dk, Dk, n, n, simd::kLowerC);
+  simd::small_gemm_acc_in(bf16, A, k, sc.Kt.data(), n, n, Dk, Dk, n, n, simd::kLowerC);  // only j <= i is kept below
+  simd::small_gemm_acc_in(bf16, P, q, sc.Kt.data(), n, n, Dk, Dk, n, n, simd::kLowerC);
   gated_delta_decays(Mx, gam, n);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < n; ++j) {
@@ -102,19 +103,19 @@ void chunk_forward(float* o, float* S, const float* q, const float* k, const flo
   float* U = sc.U.data();
   std::fill(W, W + n * Dk, 0.0f);
   std::fill(U, U + n * Dv, 0.0f);
-  simd::small_gemm_acc(W, Tm, Kb, n, Dk, n, n, Dk, Dk, simd::kLowerA);  // Tm is lower triangular
-  simd::small_gemm_acc(U, Tm, Vb, n, Dv, n, n, Dv, Dv, simd::kLowerA);
+  simd::small_gemm_acc_in(bf16, W, Tm, Kb, n, Dk, n, n, Dk, Dk, simd::kLowerA);  // Tm is lower triangular
+  simd::small_gemm_acc_in(bf16, U, Tm, Vb, n, Dv, n, n, Dv, Dv, simd::kLowerA);
   float* St = sc.St.data();
   simd::transpose(St, S, Dv, Dk, Dk, Dv);  // S^T (Dk, Dv)
-  simd::small_gemm_acc(U, W, St, n, Dv, Dk, Dk, Dv, Dv);
+  simd::small_gemm_acc_in(bf16, U, W, St, n, Dv, Dk, Dk, Dv, Dv);
   // O = diag(e^gamma) Q S^T + P U.
   std::fill(o, o + n * Dv, 0.0f);
-  simd::small_gemm_acc(o, q, St, n, Dv, Dk, Dk, Dv, Dv);
+  simd::small_gemm_acc_in(bf16, o, q, St, n, Dv, Dk, Dk, Dv, Dv);
   for (int64_t i = 0; i < n; ++i) {
     const float s = std::exp(gam[i]);
     for (int64_t e = 0; e < Dv; ++e) o[i * Dv + e] *= s;
   }
-  simd::small_gemm_acc(o, P, U, n, Dv, n, n, Dv, Dv, simd::kLowerA);  // P = M o Q K^T is lower triangular
+  simd::small_gemm_acc_in(bf16, o, P, U, n, Dv, n, n, Dv, Dv, simd::kLowerA);  // P = M o Q K^T is lower triangular
   // S <- e^{gamma_n} S + U^T diag(e^{gamma_n - gamma}) K.
   const float last = gam[n - 1];
   for (int64_t i = 0; i < n; ++i) {
@@ -123,7 +124,7 @@ void chunk_forward(float* o, float* S, const float* q, const float* k, const flo
   }
   const float decay = std::exp(last);
   for (int64_t e = 0; e < Dv * Dk; ++e) S[e] *= decay;
-  simd::small_gemm_acc<true>(S, U, Kb, Dv, Dk, n, Dv, Dk, Dk);  // U^T Kb, U read in place
+  simd::small_gemm_acc_in<true>(bf16, S, U, Kb, Dv, Dk, n, Dv, Dk, Dk);  // U^T Kb, U read in place
 }
 
 }  // namespace
@@ -170,6 +171,8 @@ void gated_delta_decays(float* Mx, const float* gam, int64_t n) {
   }
 }
 
+bool gated_delta_bf16_products() { return simd::bf16_dot_available(); }
+
 int64_t gated_delta_chunks(const GatedDeltaDims& d) { return (d.T + d.C - 1) / d.C; }
 
 double gated_delta_flops_per_token(int64_t Dk, int64_t Dv, int64_t C) {
@@ -181,6 +184,7 @@ double gated_delta_flops_per_token(int64_t Dk, int64_t Dv, int64_t C) {
 void gated_delta_forward(float* o, float* states, const float* q, const float* k, const float* v,
                          const float* g, const float* beta, const GatedDeltaDims& d) {
   const int64_t NC = gated_delta_chunks(d), SS = d.Dv * d.Dk;
+  const bool bf16 = d.bf16_products && gated_delta_bf16_products();
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
     Scratch& sc = tls;
@@ -192,6 +196,12 @@ void gated_delta_forward(float* o, float* states, const float* q, const float* k
     const int64_t b = bh / d.H;
     for (int64_t c = 0; c < NC; ++c) {
       const int64_t t0 = c * d.C, t1 = std::min(d.T, t0 + d.C);
+      if (t1 < d.T) {  // the next chunk's rows, a few pages on
+        const int64_t r1 = bh * d.T + t1, n1 = std::min(d.C, d.T - t1);
+        simd::prefetch_l2(q + r1 * d.Dk, n1 * d.Dk), simd::prefetch_l2(k + r1 * d.Dk, n1 * d.Dk);
+        simd::prefetch_l2(v + r1 * d.Dv, n1 * d.Dv), simd::prefetch_l2_write(o + r1 * d.Dv, n1 * d.Dv);
+        simd::prefetch_l2_write(st + (c + 1) * SS, SS);
+      }
       std::copy(S.begin(), S.begin() + SS, st + c * SS);
       for (int64_t p0 = t0, p1; p0 < t1; p0 = p1) {  // pieces of the chunk between document starts
         for (p1 = p0 + 1; p1 < t1 && !d.resets(b, p1); ++p1) {
@@ -199,7 +209,7 @@ void gated_delta_forward(float* o, float* states, const float* q, const float* k
         if (d.resets(b, p0)) std::fill(S.begin(), S.begin() + SS, 0.0f);
         const int64_t row = bh * d.T + p0;
         chunk_forward(o + row * d.Dv, S.data(), q + row * d.Dk, k + row * d.Dk, v + row * d.Dv, g + row, beta + row,
-                      p1 - p0, d.Dk, d.Dv, sc);
+                      p1 - p0, d.Dk, d.Dv, bf16, sc);
       }
     }
   }

@@ -17,6 +17,11 @@ struct GatedDeltaDims {
   // state: a_t = 0, so nothing of the previous document carries over, and
   // its gate g_t has no effect (its gradient is 0).
   const int32_t* doc_start = nullptr;
+  // The chunk's matrix products with bf16 operands and fp32 accumulation (small_gemm_bf16.h), as
+  // flash-linear-attention's chunk kernels run them at bf16: the layer asks for it at bf16
+  // precision. Honoured where the build has AVX512-BF16 (gated_delta_bf16_products()); the UT
+  // solve, the decays and the state carried between chunks stay fp32 either way.
+  bool bf16_products = false;
   bool resets(int64_t b, int64_t t) const { return doc_start && t > 0 && doc_start[b * T + t] == t; }
 };
 
@@ -27,6 +32,9 @@ void gated_delta_ut_inverse(float* Tm, const float* A, int64_t n);
 // The chunk's decay matrix, shared by forward and backward: Mx (n x n, row-major) with
 // Mx_ij = e^{gam_i - gam_j} for j <= i and 0 above the diagonal (a vectorised exp, ~2 ulp).
 void gated_delta_decays(float* Mx, const float* gam, int64_t n);
+
+// Whether this build multiplies the chunks in bf16 when GatedDeltaDims::bf16_products asks.
+bool gated_delta_bf16_products();
 
 // Chunks per sequence: ceil(T / C).
 int64_t gated_delta_chunks(const GatedDeltaDims& d);

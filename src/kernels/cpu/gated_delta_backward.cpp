@@ -25,6 +25,7 @@
 
 #include "kernels/cpu/gated_delta.h"
 #include "kernels/cpu/simd.h"
+#include "kernels/cpu/small_gemm_bf16.h"
 
 namespace mt {
 namespace {
@@ -50,19 +51,25 @@ struct BackScratch {
 // Per-thread, grow-only (docs/kernels.md).
 thread_local BackScratch tls_back;
 
-// C (M, N) = A (M, K) B (K, N), or += with mm_acc; all contiguous. `tri` names the zeros of a
-// triangular factor to skip, or that only C's lower triangle is read afterwards (simd.h).
-void mm_acc(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K, unsigned tri = simd::kFull) {
-  simd::small_gemm_acc(C, A, B, M, N, K, K, N, N, tri);
-}
-void mm(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K, unsigned tri = simd::kFull) {
-  std::fill(C, C + M * N, 0.0f);
-  mm_acc(C, A, B, M, N, K, tri);
-}
-// C (M, N) += At^T B with At (K, M) read in place: the same sums as mm_acc on At's transpose.
-void mm_acc_at(float* C, const float* At, const float* B, int64_t M, int64_t N, int64_t K, unsigned tri = simd::kFull) {
-  simd::small_gemm_acc<true>(C, At, B, M, N, K, M, N, N, tri);
-}
+// The piece's products, in fp32 or (bf16) with bf16 operands (GatedDeltaDims::bf16_products).
+struct Products {
+  bool bf16;
+  // C (M, N) = A (M, K) B (K, N), or += with mm_acc; all contiguous. `tri` names the zeros of a
+  // triangular factor to skip, or that only C's lower triangle is read afterwards (simd.h).
+  void mm_acc(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K,
+              unsigned tri = simd::kFull) const {
+    simd::small_gemm_acc_in(bf16, C, A, B, M, N, K, K, N, N, tri);
+  }
+  void mm(float* C, const float* A, const float* B, int64_t M, int64_t N, int64_t K, unsigned tri = simd::kFull) const {
+    std::fill(C, C + M * N, 0.0f);
+    mm_acc(C, A, B, M, N, K, tri);
+  }
+  // C (M, N) += At^T B with At (K, M) read in place: the same sums as mm_acc on At's transpose.
+  void mm_acc_at(float* C, const float* At, const float* B, int64_t M, int64_t N, int64_t K,
+                 unsigned tri = simd::kFull) const {
+    simd::small_gemm_acc_in<true>(bf16, C, At, B, M, N, K, M, N, N, tri);
+  }
+};
 constexpr unsigned kLowerA = simd::kLowerA, kUpperA = simd::kUpperA, kLowerC = simd::kLowerC;
 // out (C, R) = in (R, C)^T.
 void tr(float* out, const float* in, int64_t R, int64_t C) { simd::transpose(out, in, R, C, C, R); }
@@ -79,7 +86,7 @@ float dot(const float* x, const float* y, int64_t n) {
 // written.
 void piece_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, const float* dout, const float* S,
                     const float* q, const float* k, const float* v, const float* g, const float* beta, int64_t n,
-                    int64_t Dk, int64_t Dv, BackScratch& sc) {
+                    int64_t Dk, int64_t Dv, const Products& pr, BackScratch& sc) {
   float *gam = sc.gam.data(), *dgam = sc.dgam.data();
   float acc = 0.0f;
   for (int64_t i = 0; i < n; ++i) gam[i] = acc += g[i], dgam[i] = 0.0f;
@@ -89,8 +96,8 @@ void piece_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, co
   float *Mx = sc.Mx.data(), *KK = sc.KK.data(), *A = sc.A.data(), *P = sc.P.data();
   gated_delta_decays(Mx, gam, n);
   tr(sc.Kt.data(), k, n, Dk);
-  mm(KK, k, sc.Kt.data(), n, n, Dk, kLowerC);  // both read at j <= i only
-  mm(P, q, sc.Kt.data(), n, n, Dk, kLowerC);
+  pr.mm(KK, k, sc.Kt.data(), n, n, Dk, kLowerC);  // both read at j <= i only
+  pr.mm(P, q, sc.Kt.data(), n, n, Dk, kLowerC);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < n; ++j) {
       A[i * n + j] = j < i ? beta[i] * Mx[i * n + j] * KK[i * n + j] : 0.0f;
@@ -106,16 +113,16 @@ void piece_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, co
     for (int64_t e = 0; e < Dv; ++e) Vb[i * Dv + e] = beta[i] * v[i * Dv + e];
   }
   float *Wn = sc.Wn.data(), *U = sc.U.data(), *St = sc.St.data();
-  mm(Wn, Tm, Kbn, n, Dk, n, kLowerA);  // Tm lower triangular, TmT upper
-  mm(U, Tm, Vb, n, Dv, n, kLowerA);
+  pr.mm(Wn, Tm, Kbn, n, Dk, n, kLowerA);  // Tm lower triangular, TmT upper
+  pr.mm(U, Tm, Vb, n, Dv, n, kLowerA);
   tr(St, S, Dv, Dk);
-  mm_acc(U, Wn, St, n, Dv, Dk);
+  pr.mm_acc(U, Wn, St, n, Dv, Dk);
 
   // S_end = E_n S + U^T Kd.
   float *G = sc.G.data(), *Gt = sc.Gt.data(), *dS = sc.dS.data(), *dU = sc.dU.data(), *dKd = sc.dKd.data();
   tr(Gt, G, Dv, Dk);
-  mm(dU, Kd, Gt, n, Dv, Dk);
-  mm(dKd, U, G, n, Dk, Dv);
+  pr.mm(dU, Kd, Gt, n, Dv, Dk);
+  pr.mm(dKd, U, G, n, Dk, Dv);
   for (int64_t i = 0; i < n; ++i) {
     const float sd = std::exp(last - gam[i]);
     const float s = dot(Kd + i * Dk, dKd + i * Dk, Dk);
@@ -131,12 +138,12 @@ void piece_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, co
     const float s = std::exp(gam[i]);
     for (int64_t e = 0; e < Dv; ++e) dOE[i * Dv + e] = s * dout[i * Dv + e];
   }
-  mm(dq, dOE, S, n, Dk, Dv);
+  pr.mm(dq, dOE, S, n, Dk, Dv);
   for (int64_t i = 0; i < n; ++i) dgam[i] += dot(q + i * Dk, dq + i * Dk, Dk);
-  mm_acc_at(dS, dOE, q, Dv, Dk, n);
+  pr.mm_acc_at(dS, dOE, q, Dv, Dk, n);
   tr(Ut, U, n, Dv);
-  mm(dP, dout, Ut, n, n, Dv, kLowerC);  // masked by P and Mx below: its upper part stays zero
-  mm_acc_at(dU, P, dout, n, Dv, n, kUpperA);  // P^T, upper triangular
+  pr.mm(dP, dout, Ut, n, n, Dv, kLowerC);        // masked by P and Mx below: its upper part stays zero
+  pr.mm_acc_at(dU, P, dout, n, Dv, n, kUpperA);  // P^T, upper triangular
   // P = Mx o Q K^T: z_ij = dP_ij P_ij lands on gamma_i and (negated) on gamma_j; dP becomes Mx o dP
   // in place, zero above the diagonal (the products below read whole strips).
   float* colsum = sc.colsum.data();
@@ -157,20 +164,20 @@ void piece_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, co
     dgam[i] += reduce_add(rs);
   }
   for (int64_t j = 0; j < n; ++j) dgam[j] -= colsum[j];
-  mm_acc(dq, dP, k, n, Dk, n, kLowerA);
-  mm_acc_at(dk, dP, q, n, Dk, n, kUpperA);
+  pr.mm_acc(dq, dP, k, n, Dk, n, kLowerA);
+  pr.mm_acc_at(dk, dP, q, n, Dk, n, kUpperA);
 
   // U = Tm Vb + Wn S^T.
   float *dWn = sc.dWn.data(), *dTm = sc.dTm.data(), *dKbn = sc.dKbn.data(), *dVb = sc.dVb.data();
-  mm(dWn, dU, S, n, Dk, Dv);
-  mm_acc_at(dS, dU, Wn, Dv, Dk, n);
+  pr.mm(dWn, dU, S, n, Dk, Dv);
+  pr.mm_acc_at(dS, dU, Wn, Dv, Dk, n);
   tr(sc.Kbnt.data(), Kbn, n, Dk);
   tr(sc.Vbt.data(), Vb, n, Dv);
   // Only dTm's strictly lower part reaches dA's (the part kept): Tm is lower triangular.
-  mm(dTm, dWn, sc.Kbnt.data(), n, n, Dk, kLowerC);
-  mm_acc(dTm, dU, sc.Vbt.data(), n, n, Dv, kLowerC);
-  mm(dKbn, TmT, dWn, n, Dk, n, kUpperA);
-  mm(dVb, TmT, dU, n, Dv, n, kUpperA);
+  pr.mm(dTm, dWn, sc.Kbnt.data(), n, n, Dk, kLowerC);
+  pr.mm_acc(dTm, dU, sc.Vbt.data(), n, n, Dv, kLowerC);
+  pr.mm(dKbn, TmT, dWn, n, Dk, n, kUpperA);
+  pr.mm(dVb, TmT, dU, n, Dv, n, kUpperA);
   for (int64_t i = 0; i < n; ++i) {
     const float e = std::exp(gam[i]), sk = -beta[i] * e;
     const float kd = dot(k + i * Dk, dKbn + i * Dk, Dk);
@@ -181,9 +188,9 @@ void piece_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, co
   }
 
   // Tm = (I + A)^{-1}: dA = -Tm^T dTm Tm^T, kept in dTm's place (strictly lower part used).
-  mm(X, TmT, dTm, n, n, n, kUpperA | kLowerC);
+  pr.mm(X, TmT, dTm, n, n, n, kUpperA | kLowerC);
   float* dA = dTm;
-  mm(dA, X, TmT, n, n, n, kLowerA | kLowerC);  // X's lower triangle meets TmT's nonzeros at j < i
+  pr.mm(dA, X, TmT, n, n, n, kLowerA | kLowerC);  // X's lower triangle meets TmT's nonzeros at j < i
   // Per row i, over j < i: a = -dA_ij; z = a A_ij to gamma_i and (negated) gamma_j; a Mx_ij KK_ij
   // to beta_i; dA_ij becomes B2_ij = b_i Mx_ij a, zero on and above the diagonal.
   std::fill(colsum, colsum + n, 0.0f);
@@ -206,8 +213,8 @@ void piece_backward(float* dq, float* dk, float* dv, float* dg, float* dbeta, co
     dbeta[i] += reduce_add(rb);
   }
   for (int64_t j = 0; j < n; ++j) dgam[j] -= colsum[j];
-  mm_acc(dk, dA, k, n, Dk, n, kLowerA);
-  mm_acc_at(dk, dA, k, n, Dk, n, kUpperA);
+  pr.mm_acc(dk, dA, k, n, Dk, n, kLowerA);
+  pr.mm_acc_at(dk, dA, k, n, Dk, n, kUpperA);
 
   // g_i enters every gamma_j with j >= i.
   acc = 0.0f;
@@ -221,6 +228,7 @@ void gated_delta_backward(float* dq, float* dk, float* dv, float* dg, float* dbe
                           const float* k, const float* v, const float* g, const float* beta, const float* states,
                           const GatedDeltaDims& d) {
   const int64_t NC = gated_delta_chunks(d), SS = d.Dv * d.Dk, Dk = d.Dk, Dv = d.Dv;
+  const Products pr{d.bf16_products && gated_delta_bf16_products()};
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
     BackScratch& sc = tls_back;
@@ -230,6 +238,14 @@ void gated_delta_backward(float* dq, float* dk, float* dv, float* dg, float* dbe
     const int64_t b = bh / d.H;
     for (int64_t c = NC - 1; c >= 0; --c) {
       const int64_t t0 = c * d.C, t1 = std::min(d.T, t0 + d.C);
+      if (c > 0) {  // the next chunk's rows and entry state, a few pages below this one's
+        const int64_t r0 = bh * d.T + t0 - d.C;
+        simd::prefetch_l2(q + r0 * Dk, d.C * Dk), simd::prefetch_l2(k + r0 * Dk, d.C * Dk);
+        simd::prefetch_l2(v + r0 * Dv, d.C * Dv), simd::prefetch_l2(dout + r0 * Dv, d.C * Dv);
+        simd::prefetch_l2(states + (bh * NC + c - 1) * SS, SS);
+        simd::prefetch_l2_write(dq + r0 * Dk, d.C * Dk), simd::prefetch_l2_write(dk + r0 * Dk, d.C * Dk);
+        simd::prefetch_l2_write(dv + r0 * Dv, d.C * Dv);
+      }
       // Pieces between document starts, last first. Every piece but the chunk's first starts
       // from a zero state (a document start), so only the first one reads the saved state.
       for (int64_t p1 = t1, p0; p1 > t0; p1 = p0) {
@@ -239,7 +255,7 @@ void gated_delta_backward(float* dq, float* dk, float* dv, float* dg, float* dbe
         const float* S = p0 == t0 && !reset ? states + (bh * NC + c) * SS : sc.zero.data();
         const int64_t row = bh * d.T + p0;
         piece_backward(dq + row * Dk, dk + row * Dk, dv + row * Dv, dg + row, dbeta + row, dout + row * Dv, S,
-                       q + row * Dk, k + row * Dk, v + row * Dv, g + row, beta + row, p1 - p0, Dk, Dv, sc);
+                       q + row * Dk, k + row * Dk, v + row * Dv, g + row, beta + row, p1 - p0, Dk, Dv, pr, sc);
         // A document start zeroes the state: its gate has no effect and nothing flows further back.
         if (reset) {
           dg[row] = 0.0f;

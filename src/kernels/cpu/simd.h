@@ -250,6 +250,18 @@ inline void transpose_tile(float* out, const float* in, int64_t ld_in, int64_t l
 }
 #endif
 
+// Asks for n floats from p to be brought into L2 ahead of use, for reading or (prefetch_l2_write)
+// for writing (a hint: no effect on results). For blocks read or written a page or more apart,
+// where the hardware prefetcher starts late.
+inline void prefetch_l2(const float* p, int64_t n) {
+  constexpr int64_t kLine = 64 / sizeof(float);
+  for (int64_t e = 0; e < n; e += kLine) __builtin_prefetch(p + e, 0, 2);
+}
+inline void prefetch_l2_write(float* p, int64_t n) {
+  constexpr int64_t kLine = 64 / sizeof(float);
+  for (int64_t e = 0; e < n; e += kLine) __builtin_prefetch(p + e, 1, 2);
+}
+
 // out[c][r] = in[r][c] for an R x C block: whole kLanes x kLanes tiles in registers, the ragged
 // edges element by element. Data movement only: the same bits on every path.
 inline void transpose(float* out, const float* in, int64_t R, int64_t C, int64_t ld_in, int64_t ld_out) {
