@@ -11,7 +11,8 @@
 //
 // moe-512: T tokens 4096, D 512, QKV out 768, expert hidden F 352 (gate+up
 // fused: 2F = 704), about 640 rows per expert, V 8192 computed in chunks of
-// 512 tokens.
+// 512 tokens, 16 experts for the router (fp32 only: it multiplies in fp32 at
+// every precision, through gemm.cpp's skinny path).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -37,6 +38,7 @@ constexpr LinearShape kShapes[] = {
     {"expert_gate_up", 640, 704, 512},  // one expert, fused gate+up
     {"expert_down", 640, 512, 352},     // one expert, down projection
     {"lm_head_chunk", 512, 8192, 512},  // 512 tokens of the vocab head
+    {"router", 4096, 16, 512},          // the router's logits, always fp32: the skinny path (gemm.cpp)
     {"square2048", 2048, 2048, 2048},   // best case
 };
 
@@ -112,6 +114,7 @@ int register_all() {
       // A square matrix has one shape for all three forms: forward is enough.
       if (s.M == s.N && s.N == s.K && form != Form::kForward) continue;
       for (auto [p, p_name] : precisions) {
+        if (s.N <= 32 && p != MatmulPrecision::kFp32) continue;  // the router multiplies in fp32 only
         std::string name = std::string("gemm/") + s.name + "/" + form_name + "/" + p_name;
         // oneDNN runs on the OpenMP threads: rate by wall time, not this
         // thread's CPU time.
@@ -121,7 +124,7 @@ int register_all() {
       }
     }
   for (const LinearShape& s : kShapes) {
-    if (s.M == s.N && s.N == s.K) continue;
+    if ((s.M == s.N && s.N == s.K) || s.N <= 32) continue;
     for (bool transposed : {false, true}) {
       const std::string name =
           std::string("gemm/") + s.name + (transposed ? "/bwd_weight_pretransposed/bf16" : "/bwd_weight_formed/bf16");

@@ -68,6 +68,25 @@ TEST(SimdSmallGemm, TriangularFormsSkipOnlyZeros) {
       }
 }
 
+TEST(SimdSmallGemm, EqualsAnFmaChainInKOrder) {
+  // Each output is C's value plus its K terms, one fused multiply-add each in k order, on every column
+  // block (two vectors, one vector, a masked tail) and strip (8 rows and the tails).
+  for (int64_t M : {1, 7, 8, 13})
+    for (int64_t N : {1, 8, 16, 17, 40, 64})
+      for (int64_t K : {1, 5, 64}) {
+        SCOPED_TRACE(testing::Message() << "M " << M << " N " << N << " K " << K);
+        const std::vector<float> A = random_floats(size_t(M * K), uint32_t(M * 7 + K));
+        const std::vector<float> B = random_floats(size_t(K * N), uint32_t(N * 5 + K));
+        std::vector<float> got = random_floats(size_t(M * N), 3), want = got;
+        simd::small_gemm_acc(got.data(), A.data(), B.data(), M, N, K, K, N, N);
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j)
+            for (int64_t k = 0; k < K; ++k)
+              want[size_t(i * N + j)] = std::fma(A[size_t(i * K + k)], B[size_t(k * N + j)], want[size_t(i * N + j)]);
+        ASSERT_EQ(got, want);
+      }
+}
+
 TEST(SimdSmallGemm, TransposedAReadInPlaceEqualsATransposedCopy) {
   // Every form, M != K too (the non-square products of the gated-delta chunk), and a row
   // length past M (lda > M): the same multiply-adds in the same order, so the same bits.

@@ -135,6 +135,19 @@ inline void gemm_strip(float* C, const float* A, const float* B, int64_t N, int6
   for (int64_t j0 = 0; j0 < N; j0 += W) {
     const int64_t nr = N - j0 < W ? N - j0 : W;
     const Mask m0 = tail_mask(nr), m1 = tail_mask(nr > kLanes ? nr - kLanes : 0);
+    if (nr <= kLanes) {  // one vector of columns (the router's 16 experts): no multiply-adds on masked-off lanes
+      Vec c0[MR];
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) c0[r] = load(m0, C + r * ldc + j0);
+      for (int64_t k = 0; k < K; ++k) {
+        const Vec b0 = load(m0, B + k * ldb + j0);
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; ++r) c0[r] = fmadd(set1(kTransA ? A[k * lda + r] : A[r * lda + k]), b0, c0[r]);
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) store(C + r * ldc + j0, m0, c0[r]);
+      continue;
+    }
     Vec c0[MR], c1[MR];
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
