@@ -92,19 +92,23 @@ struct BackwardCase {
   int64_t every;
 };
 
+// (B, T) document starts: documents begin at t = 3 and every `every` steps after (every > 0).
+std::vector<int32_t> document_starts(const GatedDeltaDims& d, int64_t every) {
+  std::vector<int32_t> starts(size_t(d.B * d.T), 0);
+  if (every > 0)
+    for (int64_t b = 0; b < d.B; ++b)
+      for (int64_t t = 3; t < d.T; ++t) starts[size_t(b * d.T + t)] = int32_t(3 + (t - 3) / every * every);
+  return starts;
+}
+
 class GatedDeltaBackward : public ::testing::TestWithParam<BackwardCase> {};
 
 TEST_P(GatedDeltaBackward, ChunkedMatchesSequential) {
   GatedDeltaDims d = GetParam().d;
   Inputs in = make_inputs(d, 7);
   for (float& x : in.g) x *= GetParam().gate;
-  std::vector<int32_t> starts(size_t(d.B * d.T), 0);
-  if (GetParam().every > 0) {
-    for (int64_t b = 0; b < d.B; ++b)
-      for (int64_t t = 3; t < d.T; ++t)
-        starts[b * d.T + t] = int32_t(3 + (t - 3) / GetParam().every * GetParam().every);
-    d.doc_start = starts.data();
-  }
+  const std::vector<int32_t> starts = document_starts(d, GetParam().every);
+  if (GetParam().every > 0) d.doc_start = starts.data();
   const int64_t rows = d.B * d.H * d.T;
   const auto dout = randn(rows * d.Dv, 1.0f, 11);
   std::vector<float> o(rows * d.Dv), st(d.B * d.H * gated_delta_chunks(d) * d.Dv * d.Dk);
@@ -194,13 +198,8 @@ TEST_P(GatedDeltaBf16, NearTheFp32Kernels) {
   if (!gated_delta_bf16_products()) GTEST_SKIP() << "no AVX512-BF16 in this build: the products stay fp32";
   GatedDeltaDims d = GetParam().d;
   const Inputs in = make_inputs(d, 13);
-  std::vector<int32_t> starts(size_t(d.B * d.T), 0);
-  if (GetParam().every > 0) {
-    for (int64_t b = 0; b < d.B; ++b)
-      for (int64_t t = 3; t < d.T; ++t)
-        starts[b * d.T + t] = int32_t(3 + (t - 3) / GetParam().every * GetParam().every);
-    d.doc_start = starts.data();
-  }
+  const std::vector<int32_t> starts = document_starts(d, GetParam().every);
+  if (GetParam().every > 0) d.doc_start = starts.data();
   const int64_t rows = d.B * d.H * d.T;
   const auto dout = randn(rows * d.Dv, 1.0f, 21);
   auto run = [&](bool bf16) {
