@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/bf16.h"
 #include "kernels/cpu/simd.h"
 
 namespace mt::simd {
@@ -52,18 +53,14 @@ inline void pack_pairs_by_column(uint32_t* dst, const float* src, int64_t K, int
 }
 
 // dst (M rows of ldd >= ceil(K / 2) words): word (i, p) = {src[i][2p], src[i][2p + 1]}; src is
-// M x K fp32 with rows of lds. Consecutive floats become consecutive bf16, so a row is a plain
-// conversion (an odd K's last pair takes a zero).
+// M x K fp32 with rows of lds. Consecutive floats become consecutive bf16, so a row is the
+// project's plain conversion (core/bf16.h); an odd K's last pair takes a zero.
 inline void pack_pairs_by_row(uint32_t* dst, const float* src, int64_t M, int64_t K, int64_t lds, int64_t ldd) {
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t k = 0; k < K; k += 32) {
-      const int64_t left = K - k;
-      const Mask m0 = tail_mask(left), m1 = tail_mask(left > 16 ? left - 16 : 0);
-      const __m512 lo = load(m0, src + i * lds + k), hi = load(m1, src + i * lds + k + 16);
-      const __m512i v = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
-      const int64_t words = (left < 32 ? left + 1 : 32) / 2;
-      _mm512_mask_storeu_epi32(dst + i * ldd + k / 2, tail_mask(words), v);
-    }
+  for (int64_t i = 0; i < M; ++i) {
+    bf16* row = reinterpret_cast<bf16*>(dst + i * ldd);
+    convert_f32_to_bf16_span(row, src + i * lds, K);
+    if (K % 2) row[K] = bf16{0};
+  }
 }
 
 // C[MR x N] += sum over pairs p in [p0, p1) of A's pair (r, p) times B's pair (p, j): A's word
