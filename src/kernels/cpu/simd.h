@@ -124,32 +124,8 @@ inline Vec exp(Vec x) {
 // 1 / (1 + e^-u), by the exp above.
 inline Vec sigmoid(Vec u) { return div(set1(1.0f), add(set1(1.0f), exp(sub(zero(), u)))); }
 
-// One block of NV vectors of columns from j0 (masks m[v]) of gemm_strip below.
-template <int MR, int NV, bool kTransA>
-inline void gemm_strip_block(float* C, const float* A, const float* B, int64_t j0, const Mask* m, int64_t K,
-                             int64_t lda, int64_t ldb, int64_t ldc) {
-  Vec c[NV][MR];
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NV; ++v) c[v][r] = load(m[v], C + r * ldc + j0 + v * kLanes);
-  for (int64_t k = 0; k < K; ++k) {
-    Vec b[NV];
-    for (int v = 0; v < NV; ++v) b[v] = load(m[v], B + k * ldb + j0 + v * kLanes);
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      const Vec a = set1(kTransA ? A[k * lda + r] : A[r * lda + k]);
-      for (int v = 0; v < NV; ++v) c[v][r] = fmadd(a, b[v], c[v][r]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NV; ++v) store(C + r * ldc + j0 + v * kLanes, m[v], c[v][r]);
-}
-
 // C[MR x N] += A[MR x K] * B[K x N] for one strip of MR rows (MR <= 8), all
-// row-major with leading dims; N handled 2 * kLanes columns at a time with masks,
-// a last block of one vector or less (the router's 16 experts) as one vector,
-// with no multiply-adds on masked-off lanes. Each output's chain is the same either way.
+// row-major with leading dims; N handled 2 * kLanes columns at a time with masks.
 // kTransA: A is stored transposed (K x MR rows of lda), read in place; the
 // multiply-adds are the same, in the same order, as on a transposed copy.
 template <int MR, bool kTransA = false>
@@ -158,11 +134,41 @@ inline void gemm_strip(float* C, const float* A, const float* B, int64_t N, int6
   constexpr int64_t W = 2 * kLanes;
   for (int64_t j0 = 0; j0 < N; j0 += W) {
     const int64_t nr = N - j0 < W ? N - j0 : W;
-    const Mask m[2] = {tail_mask(nr), tail_mask(nr > kLanes ? nr - kLanes : 0)};
-    if (nr <= kLanes)
-      gemm_strip_block<MR, 1, kTransA>(C, A, B, j0, m, K, lda, ldb, ldc);
-    else
-      gemm_strip_block<MR, 2, kTransA>(C, A, B, j0, m, K, lda, ldb, ldc);
+    const Mask m0 = tail_mask(nr), m1 = tail_mask(nr > kLanes ? nr - kLanes : 0);
+    if (nr <= kLanes) {  // one vector of columns (the router's 16 experts): no multiply-adds on masked-off lanes
+      Vec c0[MR];
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) c0[r] = load(m0, C + r * ldc + j0);
+      for (int64_t k = 0; k < K; ++k) {
+        const Vec b0 = load(m0, B + k * ldb + j0);
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; ++r) c0[r] = fmadd(set1(kTransA ? A[k * lda + r] : A[r * lda + k]), b0, c0[r]);
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) store(C + r * ldc + j0, m0, c0[r]);
+      continue;
+    }
+    Vec c0[MR], c1[MR];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      c0[r] = load(m0, C + r * ldc + j0);
+      c1[r] = load(m1, C + r * ldc + j0 + kLanes);
+    }
+    for (int64_t k = 0; k < K; ++k) {
+      const Vec b0 = load(m0, B + k * ldb + j0);
+      const Vec b1 = load(m1, B + k * ldb + j0 + kLanes);
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        const Vec a = set1(kTransA ? A[k * lda + r] : A[r * lda + k]);
+        c0[r] = fmadd(a, b0, c0[r]);
+        c1[r] = fmadd(a, b1, c1[r]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      store(C + r * ldc + j0, m0, c0[r]);
+      store(C + r * ldc + j0 + kLanes, m1, c1[r]);
+    }
   }
 }
 
