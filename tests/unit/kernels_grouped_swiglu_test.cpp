@@ -2,7 +2,8 @@
 // MLP per expert (swiglu_ffn.h, itself checked against finite differences):
 // equal up to summation order in fp32, within the bf16 tolerance in bf16,
 // on segments that are empty, shorter than a tile, or span several tiles
-// with a ragged end; and bitwise the same at 1 and 2 threads.
+// with a ragged end; and bitwise the same at 1, 2 and 3 threads, whether a
+// task is a whole expert or a row tile.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -122,6 +123,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GroupedSwiglu,
                            return name.str();
                          });
 
+// One thread runs whole experts as tasks (four experts with rows, four per
+// thread), two threads run row tiles: this also checks the two schedules.
 TEST(GroupedSwigluThreads, BitwiseAtOneAndTwoThreads) {
   const int saved = omp_get_max_threads();
   const Problem pr = problem(88, 64);
@@ -134,6 +137,32 @@ TEST(GroupedSwigluThreads, BitwiseAtOneAndTwoThreads) {
                                std::pair{&one.dw13, &two.dw13}, std::pair{&one.dw2, &two.dw2}})
       EXPECT_EQ(0, std::memcmp(a->data(), b->data(), a->size() * sizeof(float)))
           << (prec == MatmulPrecision::kFp32 ? "fp32" : "bf16");
+  }
+  omp_set_num_threads(saved);
+}
+
+// Ten experts with rows: whole-expert tasks at one and two threads (at least
+// four per thread), row-tile tasks at three. The same products either way.
+TEST(GroupedSwigluThreads, WholeExpertAndTileTasksGiveTheSameBits) {
+  const int saved = omp_get_max_threads();
+  Problem pr = problem(32, 48);
+  for (int64_t i = 0; i < 5; ++i) pr.begin.push_back(pr.begin.back() + 16 * (i + 1) + 8);
+  const int64_t E = pr.experts(), R = pr.rows();
+  pr.x = randn(R * pr.Din, 1.0f, 21);
+  pr.dy = randn(R * pr.Din, 1.0f, 22);
+  pr.w13 = randn(E * 2 * pr.F * pr.Din, 0.15f, 23);
+  pr.w2 = randn(E * pr.Din * pr.F, 0.15f, 24);
+  for (MatmulPrecision prec : {MatmulPrecision::kFp32, MatmulPrecision::kBf16}) {
+    std::vector<Result> runs;
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      runs.push_back(run(pr, true, prec));
+    }
+    for (size_t k = 1; k < runs.size(); ++k)
+      for (const auto& [a, b] : {std::pair{&runs[0].y, &runs[k].y}, std::pair{&runs[0].dx, &runs[k].dx},
+                                 std::pair{&runs[0].dw13, &runs[k].dw13}, std::pair{&runs[0].dw2, &runs[k].dw2}})
+        EXPECT_EQ(0, std::memcmp(a->data(), b->data(), a->size() * sizeof(float)))
+            << (prec == MatmulPrecision::kFp32 ? "fp32" : "bf16") << " at " << k + 1 << " threads";
   }
   omp_set_num_threads(saved);
 }

@@ -4,16 +4,22 @@
 // in swiglu_ffn.h. Used by the MoE block for the experts this process holds.
 //
 // Tasks, each on one thread through gemm_on_thread (a primitive planned for
-// one thread), so results do not depend on the thread count:
-// - forward and the input gradient: (expert, tile of up to kGroupedRowTile rows);
-//   a tile's two products and its SwiGLU run back to back, in cache;
-// - weight gradients: (expert, block of up to kGroupedWeightBlock rows of
-//   dW), each summing over all of the expert's rows in one product.
+// one thread), so results do not depend on the thread count: one per
+// expert, largest first, scheduled dynamically.
+// - forward: the expert's row tiles of up to kGroupedRowTile rows, each
+//   tile's two products and its SwiGLU back to back, in cache;
+// - backward: the same tiles for the input gradient, then the weight
+//   gradients in blocks of up to kGroupedWeightBlock rows of dW, each
+//   summing over all of the expert's rows in one product while the tiles'
+//   dh13 and dy are still in this core's cache.
+// An expert's weights are read by one core only (once from memory, then from
+// its cache), and the bits are those of the same products in any order.
 // One parallel region per pass instead of three GEMM calls per expert, each
 // with its own fork and join, and expert products that are bitwise the same
 // at any thread count (oneDNN's threaded GEMM promises only agreement to
-// rounding). Measurements: docs/performance.md, "Grouped expert GEMMs". The
-// block sizes are constants, never derived from the thread count.
+// rounding). Measurements: docs/performance.md, "Grouped expert GEMMs" and
+// "Zen 5: one task per expert". The block sizes are constants, never
+// derived from the thread count.
 #pragma once
 #include <cstdint>
 
