@@ -275,7 +275,9 @@ Result<plan::CpuProfile> measure_cpu_profile(const CpuMeasureOptions& opt) {
     pp.rates.experts_factor =
         pp.samples.back().seconds / plan::predicted_gemm_s(pp.samples.back(), pp.rates.gemm_gflops, f);
     measure_attention(pp, M, p, R);
-    pp.rates.delta_gflops = measure_delta_gflops(M, R, p);
+    // A build without bf16 chunk products runs the fp32 kernel at bf16 too: measured once (fp32 comes first).
+    pp.rates.delta_gflops = p == MatmulPrecision::kBf16 && !gated_delta_bf16_products() ? prof.fp32.rates.delta_gflops
+                                                                                        : measure_delta_gflops(M, R, p);
   }
   prof.memory_gbps = measure_memory_gbps(R);
   {
