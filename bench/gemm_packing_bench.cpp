@@ -7,6 +7,10 @@
 //   mt_kernel_bench --benchmark_filter=gemm_packing --benchmark_repetitions=3
 // Names read gemm_packing/<shape>/<fwd|dx>/<precision>/<plain|packed>;
 // GFLOPS counts 2*M*N*K per call. fwd is y = x W^T, dx is dx = dy W.
+// gemm_packing/pack/<shape>/<fwd|dx>/<precision>/<onednn|ours> times the
+// packing itself, on one thread as the experts' tasks pack (their weights in
+// cache): oneDNN's reorder against weight_pack.h's copies into the same
+// layout; GB/s counts the packed bytes written.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -16,6 +20,8 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "kernels/cpu/weight_pack.h"
 
 namespace mt {
 namespace {
@@ -87,7 +93,50 @@ void bm_packing(benchmark::State& state, WeightShape s, bool dx, dt type, bool p
   state.SetLabel(pd.impl_info_str());
 }
 
+void bm_pack(benchmark::State& state, WeightShape s, bool dx, dt type, bool ours) {
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  const int64_t M = s.M, K = dx ? s.N : s.K, N = dx ? s.K : s.N;
+  const dnnl::memory::desc a_md({M, K}, type, dnnl::memory::format_tag::ab),
+      c_md({M, N}, dt::f32, dnnl::memory::format_tag::ab),
+      b_plain({K, N}, type, dx ? dnnl::memory::dims{N, 1} : dnnl::memory::dims{1, K}),
+      b_any({K, N}, type, dnnl::memory::format_tag::any);
+  dnnl::memory::desc layout;
+  try {
+    layout = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_any, c_md), eng).weights_desc();
+  } catch (const dnnl::error&) {
+    state.SkipWithError("no matmul of this precision on this CPU");
+    return;
+  }
+  if (ours && !blocked_layout_of(layout)) {
+    state.SkipWithError("this CPU's layout is packed by oneDNN's reorder");
+    return;
+  }
+  std::vector<uint8_t> src(b_plain.get_size(), 0x3f), dst(layout.get_size());
+  dnnl::memory from(b_plain, eng, src.data()), to(layout, eng, dst.data());
+  const dnnl::reorder reorder(from, to);
+  for (auto _ : state) {
+    if (ours)
+      pack_weight(dst.data(), layout, src.data(), b_plain, eng, strm);
+    else
+      reorder.execute(strm, from, to), strm.wait();
+    benchmark::ClobberMemory();
+  }
+  state.counters["GB/s"] = benchmark::Counter(double(layout.get_size()), benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+}
+
 const bool registered = [] {
+  for (const WeightShape& s : kShapes)
+    for (bool dx : {false, true})
+      for (dt type : {dt::f32, dt::bf16})
+        for (bool ours : {false, true}) {
+          const std::string name = std::string("gemm_packing/pack/") + s.name + (dx ? "/dx/" : "/fwd/") +
+                                   (type == dt::f32 ? "fp32/" : "bf16/") + (ours ? "ours" : "onednn");
+          benchmark::RegisterBenchmark(name.c_str(), bm_pack, s, dx, type, ours)
+              ->Unit(benchmark::kMicrosecond)
+              ->Threads(1);
+        }
   for (const WeightShape& s : kShapes)
     for (bool dx : {false, true})
       for (dt type : {dt::f32, dt::bf16})

@@ -21,6 +21,7 @@
 #include "core/check.h"
 #include "core/phase_timer.h"
 #include "kernels/cpu/simd.h"
+#include "kernels/cpu/weight_pack.h"
 
 namespace mt {
 namespace {
@@ -313,9 +314,7 @@ const dnnl::memory& packed_weight(int64_t off, const void* b, const dnnl::memory
   std::lock_guard<std::mutex> lock(copy->mu);
   const uint64_t now = pw.version.load();
   if (copy->version != now) {
-    dnnl::memory src(b_md, engine().eng, const_cast<void*>(b));
-    dnnl::reorder(src, copy->mem).execute(thread_stream(), src, copy->mem);
-    thread_stream().wait();
+    pack_weight(copy->mem.get_data_handle(), layout, b, b_md, engine().eng, thread_stream());
     copy->version = now;
   }
   return copy->mem;
