@@ -69,15 +69,8 @@ void pack_blocked_f32(float* dst, const float* src, int64_t K, int64_t N, int64_
 void pack_blocked_bf16(uint16_t* dst, const uint16_t* src, int64_t K, int64_t N, int64_t stride_k,
                        int64_t stride_n, const BlockedLayout& L) {
   check_layout(K, N, stride_k, stride_n, L);
-  MT_CHECK(L.pair == 1 || L.pair == 2, "pack_blocked_bf16: pairs of {}", L.pair);
+  MT_CHECK(L.pair == 2, "pack_blocked_bf16: pairs of {}, not 2", L.pair);
   const int64_t NB = L.n_block;
-  if (L.pair == 1) {
-    for_each_block(dst, K, N, L, [&](uint16_t* out, const Block& b) {
-      for (int64_t k = 0; k < b.kv; ++k)
-        for (int64_t n = 0; n < b.nv; ++n) out[k * NB + n] = src[(b.k0 + k) * stride_k + (b.n0 + n) * stride_n];
-    });
-    return;
-  }
   // Word a * NB + n of a block holds B(k0 + 2a, n) in its low half and
   // B(k0 + 2a + 1, n) in its high half (little-endian: the lower address).
   for_each_block(dst, K, N, L, [&](uint16_t* out, const Block& b) {
@@ -135,8 +128,7 @@ std::optional<BlockedLayout> blocked_layout_of(const dnnl::memory::desc& layout)
   L.k_padded = d.padded_dims[0];
   L.n_padded = d.padded_dims[1];
   const int64_t elem = d.data_type == dnnl_f32 ? 4 : d.data_type == dnnl_bf16 ? 2 : 0;
-  if (elem == 0 || (elem == 4 && L.pair != 1) || L.pair > 2 || L.k_padded % L.k_block != 0 ||
-      L.n_padded % L.n_block != 0)
+  if (elem == 0 || L.pair != (elem == 4 ? 1 : 2) || L.k_padded % L.k_block != 0 || L.n_padded % L.n_block != 0)
     return std::nullopt;
   const int64_t block = L.k_block * L.n_block;
   if (bd.strides[0] != block || bd.strides[1] != L.k_padded / L.k_block * block ||

@@ -27,7 +27,7 @@ struct BlockedLayout {
 
 // op(B)(k, n) = src[k * stride_k + n * stride_n], one stride 1 (B as stored,
 // stride_n == 1, or transposed, stride_k == 1). fp32: pair must be 1; bf16
-// (raw 16-bit patterns): pair 1 or 2.
+// (raw 16-bit patterns): pair must be 2.
 void pack_blocked_f32(float* dst, const float* src, int64_t K, int64_t N, int64_t stride_k, int64_t stride_n,
                       const BlockedLayout& L);
 void pack_blocked_bf16(uint16_t* dst, const uint16_t* src, int64_t K, int64_t N, int64_t stride_k,
