@@ -52,6 +52,16 @@ inline void swiglu_forward_row(void* z, OperandForm zf, const float* h, int64_t 
                     [&](float* out, int64_t f0, int64_t len) { swiglu_span(out, u + f0, g + f0, len); });
 }
 
+// Row m + 1's h and dz, and the line its dh goes to, fetched while row m
+// computes. Read cold (the forward's h13, long evicted), these row streams
+// were left to demand misses on Zen 5: a 512-row expert's backward took
+// 290-420 us from memory against 53 us from cache, and 160-200 us with this.
+inline void prefetch_backward_row(void* dh, OperandForm f, const float* dz, const float* h, int64_t m, int64_t F) {
+  simd::prefetch_l2(h + m * 2 * F, 2 * F);
+  simd::prefetch_l2(dz + m * F, F);
+  simd::prefetch_l2_write_bytes(operand_element(dh, m * 2 * F, f), 2 * F * (f == OperandForm::kBf16 ? 2 : 4));
+}
+
 // Row m of dh = swiglu'(dz, h) in form f: [du | dg], each a chunk at a time.
 inline void swiglu_backward_row(void* dh, OperandForm f, const float* dz, const float* h, int64_t m, int64_t F) {
   if (f != OperandForm::kBf16) {
@@ -83,7 +93,10 @@ void swiglu_backward(float* dh, const float* dz, const float* h, int64_t M, int6
 
 void swiglu_backward(void* dh, OperandForm f, const float* dz, const float* h, int64_t M, int64_t F) {
 #pragma omp parallel for schedule(static) if (M * F > 16384)
-  for (int64_t m = 0; m < M; ++m) swiglu_backward_row(dh, f, dz, h, m, F);
+  for (int64_t m = 0; m < M; ++m) {
+    if (m + 1 < M) prefetch_backward_row(dh, f, dz, h, m + 1, F);
+    swiglu_backward_row(dh, f, dz, h, m, F);
+  }
 }
 
 void swiglu_forward_on_thread(void* z, OperandForm f, const float* h, int64_t M, int64_t F) {
@@ -91,7 +104,10 @@ void swiglu_forward_on_thread(void* z, OperandForm f, const float* h, int64_t M,
 }
 
 void swiglu_backward_on_thread(void* dh, OperandForm f, const float* dz, const float* h, int64_t M, int64_t F) {
-  for (int64_t m = 0; m < M; ++m) swiglu_backward_row(dh, f, dz, h, m, F);
+  for (int64_t m = 0; m < M; ++m) {
+    if (m + 1 < M) prefetch_backward_row(dh, f, dz, h, m + 1, F);
+    swiglu_backward_row(dh, f, dz, h, m, F);
+  }
 }
 
 }  // namespace mt
