@@ -166,11 +166,13 @@ TEST(GemmReference, LinearFormsAndEmptyK) {
 
 // The skinny kernel sums each output over k in order, one fused multiply-add
 // at a time, whatever its blocking: bit for bit an fma loop, on the router's
-// weight-gradient shape (K = tokens, summed in L2-sized slices) and a short
-// ragged one.
+// weight-gradient shape (K = tokens, summed in L2-sized slices, A read
+// transposed in place), short ragged ones, and a transposed A whose rows
+// end in a partial strip and block.
 TEST(GemmReference, SkinnyProductIsAnFmaLoopInKOrder) {
   for (const GemmCase& c : {GemmCase{16, 96, 1100, Trans::kYes, Trans::kNo, 0, 1.0f, MatmulPrecision::kFp32},
-                            GemmCase{40, 24, 300, Trans::kNo, Trans::kNo, 0, 0.0f, MatmulPrecision::kFp32}}) {
+                            GemmCase{40, 24, 300, Trans::kNo, Trans::kNo, 0, 0.0f, MatmulPrecision::kFp32},
+                            GemmCase{45, 20, 300, Trans::kYes, Trans::kNo, 0, 0.0f, MatmulPrecision::kFp32}}) {
     SCOPED_TRACE(gemm_name(c));
     const auto A = randn(c.M * c.K, 1.0f, 21), B = randn(c.K * c.N, 1.0f, 22), C0 = randn(c.M * c.N, 1.0f, 23);
     std::vector<float> C = C0;

@@ -135,7 +135,7 @@ struct Scratch {
     std::vector<float> f32;
   };
   Prepared a, b, dy;          // dy: linear_backward's gradient, read by both products
-  std::vector<float> at, bt;  // transposed fp32 operands for the skinny path
+  std::vector<float> bt;      // a transposed fp32 B for the skinny path
 };
 // Per-thread, grow-only operand conversions (docs/kernels.md).
 thread_local Scratch scratch;
@@ -202,8 +202,11 @@ const float* row_major(const float* X, int64_t rows, int64_t cols, Trans t, int6
 }
 
 void skinny_gemm(float* C, const float* A, const float* B, const GemmShape& s, float beta) {
-  int64_t lda = s.lda, ldb = s.ldb;
-  const float* a = row_major(A, s.M, s.K, s.ta, lda, scratch.at);  // (M, K)
+  // A stored transposed is read in place (the router's weight gradient: A is
+  // the layer's whole input, K = tokens): the strips take the same
+  // multiply-adds, in the same order, as on a transposed copy.
+  const bool ta = s.ta == Trans::kYes;
+  int64_t ldb = s.ldb;
   const float* b = row_major(B, s.K, s.N, s.tb, ldb, scratch.bt);  // (K, N)
   constexpr int64_t kRows = 32, kCols = 128, kSlice = 256;
   const int64_t row_blocks = (s.M + kRows - 1) / kRows, col_blocks = (s.N + kCols - 1) / kCols;
@@ -218,9 +221,13 @@ void skinny_gemm(float* C, const float* A, const float* B, const GemmShape& s, f
       // K in slices, so the slice of B that each strip of the block streams
       // again stays in L2 (the router's weight gradient sums over every
       // token: K = tokens). Each output still sums its k in order: the same bits.
-      for (int64_t k0 = 0; k0 < s.K; k0 += kSlice)
-        simd::small_gemm_acc(c, a + r0 * lda + k0, b + k0 * ldb + c0, rows, cols, std::min(kSlice, s.K - k0), lda, ldb,
-                             s.ldc);
+      for (int64_t k0 = 0; k0 < s.K; k0 += kSlice) {
+        const int64_t ks = std::min(kSlice, s.K - k0);
+        if (ta)
+          simd::small_gemm_acc<true>(c, A + k0 * s.lda + r0, b + k0 * ldb + c0, rows, cols, ks, s.lda, ldb, s.ldc);
+        else
+          simd::small_gemm_acc(c, A + r0 * s.lda + k0, b + k0 * ldb + c0, rows, cols, ks, s.lda, ldb, s.ldc);
+      }
     }
 }
 
