@@ -82,9 +82,16 @@ inline void swiglu_backward_row(void* dh, OperandForm f, const float* dz, const 
 
 void swiglu_forward(float* z, const float* h, int64_t M, int64_t F) { swiglu_forward(z, OperandForm::kFp32, h, M, F); }
 
+// Row m + 1's h fetched while row m computes, as in the backward: the whole
+// layer's h (a shared expert's 4096 x 704 floats) has left L2 by the time
+// this pass reads it, and from memory the pass ran 2.5-4x slower without
+// the hint (Zen 5).
 void swiglu_forward(void* z, OperandForm zf, const float* h, int64_t M, int64_t F) {
 #pragma omp parallel for schedule(static) if (M * F > 16384)
-  for (int64_t m = 0; m < M; ++m) swiglu_forward_row(z, zf, h, m, F);
+  for (int64_t m = 0; m < M; ++m) {
+    if (m + 1 < M) simd::prefetch_l2(h + (m + 1) * 2 * F, 2 * F);
+    swiglu_forward_row(z, zf, h, m, F);
+  }
 }
 
 void swiglu_backward(float* dh, const float* dz, const float* h, int64_t M, int64_t F) {
