@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/bulk_copy.h"
 #include "kernels/cpu/heads.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
@@ -116,7 +117,7 @@ void attention_block_forward(float* x_mid, AttnActs& a, const float* x_in, const
   run_attention_forward(a.o_flat.out(), a.o_flat.form, a.lse.data(), gather_keys(ctx, d, layer, qkv_operands(a)),
                         attn_dims(ctx, d, layer), ctx.prec, ctx.attention);
   // x_mid = x_in + o_flat Wo^T
-  std::copy(x_in, x_in + d.N * d.D, x_mid);
+  bulk_copy(x_mid, x_in, d.N * d.D);
   gemm(x_mid, a.o_flat.in(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dh, Trans::kNo, Trans::kYes},
        1.0f, ctx.prec);
 }

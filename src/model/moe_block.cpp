@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/phase_timer.h"
+#include "kernels/cpu/bulk_copy.h"
 #include "kernels/cpu/grouped_swiglu.h"
 #include "kernels/cpu/moe_dispatch.h"
 #include "kernels/cpu/rmsnorm.h"
@@ -141,7 +142,7 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
   const int64_t N = ctx.N, D = c.d_model;
   rmsnorm_forward(a.m.data(), a.rstd_m.data(), x_mid, ctx.p(w.ffn_norm), N, D, float(c.norm_eps));
   if (!w.moe) {
-    std::copy(x_mid, x_mid + N * D, x_out);
+    bulk_copy(x_out, x_mid, N * D);
     swiglu_ffn_forward(x_out, a.h13.data(), a.z, a.m.data(), ctx.p(w.dense.w13), ctx.p(w.dense.w2),
                        SwigluFfnDims{N, c.d_ff, D}, 1.0f, ctx.prec);
     return;
@@ -214,7 +215,7 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
   float* total = c.moe_out_norm ? a.total.data() : x_out;
   const float* base = c.moe_out_norm ? nullptr : x_mid;
   if (!mw.shared.empty()) {
-    if (base) std::copy(base, base + N * D, total);
+    if (base) bulk_copy(total, base, N * D);
     for (size_t s = 0; s < mw.shared.size(); ++s) {
       swiglu_ffn_down(total, a.sz[s].storage.data(), a.sz[s].form, ctx.p(mw.shared[s].w2), sd,
                       base || s > 0 ? 1.0f : 0.0f, ctx.prec);
@@ -228,13 +229,13 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
     moe_combine(a.comb.data(), a.ye.data(), a.slot.data(), a.gate.data(), N, K, Din, 0.0f);
   }
   if (c.d_latent > 0) {
-    if (base && base != total) std::copy(base, base + N * D, total);
+    if (base && base != total) bulk_copy(total, base, N * D);
     gemm(total, a.comb.data(), ctx.p(mw.up), GemmShape{N, D, c.d_latent, Trans::kNo, Trans::kYes},
          base ? 1.0f : 0.0f, ctx.prec);
   } else if (base) {
     add(total, base, a.comb.data(), N * D);
   } else {
-    std::copy(a.comb.begin(), a.comb.begin() + N * D, total);
+    bulk_copy(total, a.comb.data(), N * D);
   }
   if (c.moe_out_norm) {
     rmsnorm_forward(x_out, a.rstd_o.data(), total, ctx.p(mw.out_norm), N, D, float(c.norm_eps));
@@ -280,7 +281,7 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
                          a.row_token.data(), a.rows, N, K, Din);
   }
   ex.dispatch_grad_start(layer, a, s, Din);
-  std::fill(dm, dm + N * D, 0.0f);
+  bulk_fill(dm, N * D, 0.0f);
   for (size_t sh = 0; sh < mw.shared.size(); ++sh) {
     swiglu_ffn_backward(dm, ctx.g(mw.shared[sh].w13), ctx.g(mw.shared[sh].w2), s.dz.data(), s.dh13.data(),
                         dtotal, a.m.data(), a.sh13[sh].data(), a.sz[sh].in(), ctx.p(mw.shared[sh].w13),
@@ -304,7 +305,7 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
   ex.progress();
   ex.combine_grad_finish(layer, a, s, Din);
   if (c.d_latent > 0) {
-    std::fill(s.dxin.begin(), s.dxin.begin() + N * Din, 0.0f);
+    bulk_fill(s.dxin.data(), N * Din, 0.0f);
     {
       ScopedPhase phase(Phase::kMoeDispatch);
       moe_gather_backward(s.dxin.data(), s.dxe.data(), a.slot.data(), N, K, Din);
