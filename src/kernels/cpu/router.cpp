@@ -39,6 +39,7 @@ void choice_fractions(std::vector<double>& f, const int32_t* idx, const RouterDi
 // first step (docs/kernels.md lists every kernel that does this).
 struct Stats {
   std::vector<double> f, P;
+  std::vector<float> lse;  // router_losses: each row's logsumexp
 };
 thread_local Stats tls;
 
@@ -88,14 +89,20 @@ void router_losses(double* aux_loss, double* z_loss, const float* logits, const 
   choice_fractions(f, idx, d);
   std::vector<double>& P = tls.P;
   P.assign(groups * d.E, 0.0);
+  // The rows' logsumexps (an exp per logit: the pass's cost) on every
+  // thread, then the sums in row order on this one, as before.
+  std::vector<float>& lse = tls.lse;
+  if (int64_t(lse.size()) < d.N) lse.resize(size_t(d.N));
+#pragma omp parallel for schedule(static) if (d.N * d.E >= 16384)
+  for (int64_t n = 0; n < d.N; ++n) lse[size_t(n)] = logsumexp(logits + n * d.E, d.E);
   double z = 0.0;
   for (int64_t n = 0; n < d.N; ++n) {
     const float* s = scores + n * d.E;
     float ssum = 0.0f;
     for (int64_t e = 0; e < d.E; ++e) ssum += s[e];
     for (int64_t e = 0; e < d.E; ++e) P[(n / d.group) * d.E + e] += prob(s, e, ssum, d.score);
-    const double lse = logsumexp(logits + n * d.E, d.E);
-    z += lse * lse;
+    const double l = lse[size_t(n)];
+    z += l * l;
   }
   double aux = 0.0;
   for (int64_t g = 0; g < groups; ++g)
