@@ -128,9 +128,12 @@ void Optimizer::build_pieces(const std::string& state_dir) {
       }
       pieces_.push_back(p);
     });
-  for (size_t i = 0; i < pieces_.size(); ++i)
+  for (size_t i = 0; i < pieces_.size(); ++i) {
+    piece_segments_.push_back(int64_t(segments_.size()));
     for (int64_t lo = 0; lo < pieces_[i].n; lo += kBlock)
       segments_.push_back({int64_t(i), lo, std::min(pieces_[i].n, lo + kBlock)});
+  }
+  piece_segments_.push_back(int64_t(segments_.size()));
   if (cfg_.state_precision == StatePrecision::kBf16) {
     if (state_dir.empty()) {
       m16_.assign(local_size_, bf16{0});
@@ -276,17 +279,17 @@ void Optimizer::muon_exchange() {
 }
 
 void Optimizer::update(float* params, const float* grads, double lr, int64_t step, double norm, bf16* shadow,
-                       float* spent_grads) {
+                       float* spent_grads, const FinalRange& on_final) {
   ScopedPhase phase(Phase::kOptimizer);
   if (cfg_.state_precision == StatePrecision::kBf16)
-    update_with(m16_.data(), v16_.data(), params, grads, lr, step, norm, shadow, spent_grads);
+    update_with(m16_.data(), v16_.data(), params, grads, lr, step, norm, shadow, spent_grads, on_final);
   else
-    update_with(m_.data(), v_.data(), params, grads, lr, step, norm, shadow, spent_grads);
+    update_with(m_.data(), v_.data(), params, grads, lr, step, norm, shadow, spent_grads, on_final);
 }
 
 template <typename State>
 void Optimizer::update_with(State* m, State* v, float* params, const float* grads, double lr, int64_t step, double norm,
-                            bf16* shadow, float* spent_grads) {
+                            bf16* shadow, float* spent_grads, const FinalRange& on_final) {
   // The segment's parameters are final after this pass: refresh its shadow
   // now, from cache (A: plain AdamW; B: plain Muon; C: Hyperball-wrapped).
   auto refresh = [&](const Segment& sg, const Piece& p) {
@@ -303,25 +306,36 @@ void Optimizer::update_with(State* m, State* v, float* params, const float* grad
   auto dither = [&](const Segment& sg, const Piece& p) { return StateDither{key, uint64_t(p.layout + sg.lo)}; };
   const Nesterov nesterov = cfg_.muon_nesterov ? Nesterov::kYes : Nesterov::kNo;
 
-  // A: AdamW; Hyperball-AdamW moments (update norms); Muon momentum.
-#pragma omp parallel for schedule(static)
-  for (int64_t s = 0; s < S; ++s) {
-    const Segment& sg = segments_[size_t(s)];
-    const Piece& p = pieces_[size_t(sg.piece)];
+  // A: AdamW; Hyperball-AdamW moments (update norms); Muon momentum. A
+  // task is a piece, its segments in order: a plain AdamW piece is final
+  // when its last segment is done, on the thread that did them all.
+  const int64_t P = int64_t(pieces_.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t pi = 0; pi < P; ++pi) {
+    const Piece& p = pieces_[size_t(pi)];
     const TensorRule& r = rules_[size_t(p.entry)];
-    const int64_t i = p.local + sg.lo, n = sg.hi - sg.lo;
-    if (r.base == BaseOptimizer::kMuon) {
-      muon_momentum(m + i, u + p.send + sg.lo, grads + i, n, float(cfg_.muon_momentum), scale, nesterov,
-                    dither(sg, p));
-    } else if (r.hyperball) {
-      part[size_t(s)] = adam_direction(m + i, v + p.vlocal + sg.lo, grads + i, n, ad, dither(sg, p));
-    } else {
-      const AdamWParams a{float(r.aux ? lr_aux : lr), float(adamw_.beta1), float(adamw_.beta2), float(adamw_.eps),
-                          float(r.weight_decay), scale, step};
-      adamw_update(params + i, m + i, v + p.vlocal + sg.lo, grads + i, n, a, dither(sg, p));
-      refresh(sg, p);
+    for (int64_t s = piece_segments_[size_t(pi)]; s < piece_segments_[size_t(pi) + 1]; ++s) {
+      const Segment& sg = segments_[size_t(s)];
+      const int64_t i = p.local + sg.lo, n = sg.hi - sg.lo;
+      if (r.base == BaseOptimizer::kMuon) {
+        muon_momentum(m + i, u + p.send + sg.lo, grads + i, n, float(cfg_.muon_momentum), scale, nesterov,
+                      dither(sg, p));
+      } else if (r.hyperball) {
+        part[size_t(s)] = adam_direction(m + i, v + p.vlocal + sg.lo, grads + i, n, ad, dither(sg, p));
+      } else {
+        const AdamWParams a{float(r.aux ? lr_aux : lr),
+                            float(adamw_.beta1),
+                            float(adamw_.beta2),
+                            float(adamw_.eps),
+                            float(r.weight_decay),
+                            scale,
+                            step};
+        adamw_update(params + i, m + i, v + p.vlocal + sg.lo, grads + i, n, a, dither(sg, p));
+        refresh(sg, p);
+      }
+      if (spent_grads) std::fill(spent_grads + i, spent_grads + i + n, 0.0f);  // still in cache
     }
-    if (spent_grads) std::fill(spent_grads + i, spent_grads + i + n, 0.0f);  // still in cache
+    if (on_final && r.base == BaseOptimizer::kAdamW && !r.hyperball) on_final(params + p.local, p.n);
   }
   // Per wrapped matrix: the sum of its segments' parts (segment order), over the ranks.
   auto per_matrix = [&](const char* what) {

@@ -21,6 +21,7 @@
 // update returns, to the ranks that hold it. See docs/optimizers.md.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,8 +70,14 @@ class Optimizer {
   // A non-null `spent_grads` (the storage of `grads` itself) is zeroed
   // segment by segment right after the pass reads it, so the next step
   // starts from zero gradients without a pass of its own.
-  void update(float* params, const float* grads, double lr, int64_t step, double global_norm,
-              bf16* shadow = nullptr, float* spent_grads = nullptr);
+  // A non-empty `on_final` is called, on the thread that finished it, with
+  // each plain AdamW piece's parameters [p, p + n) once they (and their
+  // shadow) hold their final values for this step, while they are still in
+  // that thread's cache (the trainer packs the GEMM copies of those weights
+  // then: gemm_pack_final_weights).
+  using FinalRange = std::function<void(const float* p, int64_t n)>;
+  void update(float* params, const float* grads, double lr, int64_t step, double global_norm, bf16* shadow = nullptr,
+              float* spent_grads = nullptr, const FinalRange& on_final = {});
   // One process: clip by the local norm, update, return the norm.
   double step(float* params, const float* grads, double lr, int64_t step);
 
@@ -116,8 +123,8 @@ class Optimizer {
   void muon_exchange();  // send buffer -> owners -> Newton-Schulz -> back
   // update() over moments held as State (float or bf16).
   template <typename State>
-  void update_with(State* m, State* v, float* params, const float* grads, double lr, int64_t step, double norm, bf16* shadow,
-                   float* spent_grads);
+  void update_with(State* m, State* v, float* params, const float* grads, double lr, int64_t step, double norm,
+                   bf16* shadow, float* spent_grads, const FinalRange& on_final);
 
   const ParamLayout& layout_;
   AdamWConfig adamw_;
@@ -137,6 +144,7 @@ class Optimizer {
     int64_t piece, lo, hi;             // [lo, hi) within the piece (fixed cut: thread invariant)
   };
   std::vector<Segment> segments_;
+  std::vector<int64_t> piece_segments_;  // piece i's segments are [piece_segments_[i], piece_segments_[i + 1])
   FloatBuffer m_, v_;         // optim.state_precision = "fp32"
   Bf16Buffer m16_, v16_;      // "bf16"
   Status storage_ = Status::ok();

@@ -258,9 +258,10 @@ Status Trainer::check_stream_budget() {
 }
 
 void Trainer::begin_step() {
-  // Whatever changed the weights since the last step (a rollback, a restore),
-  // its products read them afresh; within the step every product shares one packing.
-  gemm_weights_changed();
+  // No gemm_weights_changed() here: whatever sets the weights bumps the
+  // packed copies' version itself (refresh_bf16_params: initialisation,
+  // restore, rollback; apply_update), so the copies the update filled
+  // (gemm_pack_final_weights) stay current into this step.
   set_comm_context(fmt::format("step {}", step_ + 1));
   beat("step");
   if (opt_.faults) opt_.faults->at_step_begin(dist_->world.rank(), step_ + 1);
@@ -337,8 +338,13 @@ double Trainer::global_grad_norm() {
 void Trainer::apply_update(double lr, double norm) {
   // The bf16 GEMM shadow is refreshed, and the gradients are zeroed for the
   // next step, by the update's own pass.
+  // Each plain AdamW tensor's packed GEMM copies are filled as its values
+  // become final, from cache (gemm_pack_final_weights), not by the next
+  // step's first products from memory.
+  Optimizer::FinalRange pack;
+  if (packed_base_) pack = [](const float* p, int64_t n) { gemm_pack_final_weights(p, n); };
   optim_->update(store_->params().data(), store_->grads().data(), lr, step_ + 1, norm,
-                 params_bf16_.empty() ? nullptr : params_bf16_.data(), store_->grads().data());
+                 params_bf16_.empty() ? nullptr : params_bf16_.data(), store_->grads().data(), pack);
   gemm_weights_changed();  // an evaluation before the next step reads the new values
 }
 

@@ -87,6 +87,72 @@ TEST_P(GemmPacked, SameBitsAsPlainAndFollowsTheVersion) {
   gemm_register_bf16_shadow(nullptr, nullptr, 0);
 }
 
+// gemm_pack_final_weights fills a weight's copies once its ranges have
+// covered all of it, from the values then, current for the next version:
+// after the bump the products read exactly those (the bits of plain products
+// on them), not values written after the fill. Ranges that miss part of a
+// weight, or lie outside the registered weights, leave its copies to the
+// products.
+TEST_P(GemmPacked, FinalWeightsPackedAheadAreWhatTheNextVersionReads) {
+  const MatmulPrecision p = GetParam();
+  if (p == MatmulPrecision::kBf16 && !gemm_native_bf16()) GTEST_SKIP() << "emulated bf16 packs nothing";
+  const int64_t M = 120, N = 96, K = 160, skip = 1000;
+  std::vector<float> params = randn(skip + N * K + 500, 0.5f, 21);
+  std::vector<bf16> shadow(params.size());
+  const std::vector<float> x = randn(M * K, 1.0f, 22), dy = randn(M * N, 1.0f, 23);
+  const float* w = params.data() + skip;
+  const void* w_operand = p == MatmulPrecision::kFp32 ? static_cast<const void*>(w) : shadow.data() + skip;
+  auto set_w = [&](const std::vector<float>& v) {  // W's values and their shadow, no bump
+    std::copy(v.begin(), v.end(), params.begin() + skip);
+    for (size_t i = 0; i < params.size(); ++i) shadow[i] = f32_to_bf16(params[i]);
+  };
+  auto plain_on = [&](const std::vector<float>& v) {  // unpacked products on W = v
+    set_w(v);
+    gemm_unregister_packed_weights(params.data());
+    Products r = run(w, w_operand, x, dy, M, N, K, p);
+    gemm_register_packed_weights(params.data(), int64_t(params.size()));
+    run(w, w_operand, x, dy, M, N, K, p);  // the products make their copies again
+    return r;
+  };
+  const std::vector<float> first = randn(N * K, 0.5f, 24), final_w = randn(N * K, 0.5f, 25),
+                           later = randn(N * K, 0.5f, 26);
+  gemm_register_bf16_shadow(params.data(), shadow.data(), int64_t(params.size()));
+  gemm_register_packed_weights(params.data(), int64_t(params.size()));
+  const Products on_final = plain_on(final_w), on_later = plain_on(later);
+  plain_on(first);
+  if (gemm_packed_bytes() == 0) {
+    gemm_unregister_packed_weights(params.data());
+    gemm_register_bf16_shadow(nullptr, nullptr, 0);
+    GTEST_SKIP() << "this CPU's kernels read W as stored: nothing packed";
+  }
+
+  // Reported final over the whole of W, in two ranges (as an operand that
+  // spans two tensors is), then bumped: later values are not read.
+  set_w(final_w);
+  gemm_pack_final_weights(x.data(), int64_t(x.size()));  // not the registered weights: nothing
+  gemm_pack_final_weights(params.data() + skip + N * K / 3, N * K - N * K / 3);
+  gemm_pack_final_weights(params.data() + skip - 7, 7 + N * K / 3);  // with values before W
+  gemm_weights_changed();
+  set_w(later);
+  Products r = run(w, w_operand, x, dy, M, N, K, p);
+  EXPECT_TRUE(same(on_final.y, r.y));
+  EXPECT_TRUE(same(on_final.dx, r.dx));
+
+  // A range without W's last value fills nothing: the products after the
+  // bump pack what W holds then.
+  plain_on(first);
+  set_w(final_w);
+  gemm_pack_final_weights(params.data() + skip, N * K - 1);
+  gemm_weights_changed();
+  set_w(later);
+  r = run(w, w_operand, x, dy, M, N, K, p);
+  EXPECT_TRUE(same(on_later.y, r.y));
+  EXPECT_TRUE(same(on_later.dx, r.dx));
+  EXPECT_FALSE(same(on_final.y, on_later.y));  // the two readings differ
+  gemm_unregister_packed_weights(params.data());
+  gemm_register_bf16_shadow(nullptr, nullptr, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, GemmPacked, ::testing::Values(MatmulPrecision::kFp32, MatmulPrecision::kBf16),
                          [](const auto& info) { return info.param == MatmulPrecision::kFp32 ? "fp32" : "bf16"; });
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -98,6 +99,16 @@ struct PackedCopy {
   dnnl::memory mem;
   uint64_t version = 0;  // 0: never filled
   std::mutex mu;         // row tiles of one expert on several threads: one fills it
+  // What gemm_pack_final_weights needs to fill it without a product: the
+  // operand's plain descriptor, its offset, the elements it spans, and
+  // whether it is read from the bf16 shadow; and how many of those elements
+  // the update at version `final_at` has reported final so far (an operand
+  // may span several tensors: the fused QKV, an expert's gate and up).
+  dnnl::memory::desc plain;
+  int64_t off = 0, span = 0;
+  bool from_shadow = false;
+  uint64_t final_at = 0;
+  int64_t final_elems = 0;
 };
 struct PackedWeights {
   const float* base = nullptr;
@@ -107,6 +118,9 @@ struct PackedWeights {
   std::map<std::tuple<int64_t, int, int, int64_t, int64_t, int64_t>, std::vector<std::unique_ptr<PackedCopy>>> copies;
   std::mutex mu;
   int64_t bytes = 0;
+  // Every copy by offset, and the longest span: the copies that overlap a range.
+  std::vector<PackedCopy*> by_off;
+  int64_t max_span = 0;
 };
 PackedWeights g_packed;
 
@@ -315,7 +329,15 @@ const dnnl::memory& packed_weight(int64_t off, const void* b, const dnnl::memory
       copy = list.back().get();
       copy->layout = layout;
       copy->mem = dnnl::memory(layout, engine().eng);
+      copy->plain = b_md;
+      copy->off = off;
+      copy->span = s.tb == Trans::kNo ? (s.K - 1) * s.ldb + s.N : (s.N - 1) * s.ldb + s.K;
+      copy->from_shadow = operand_type(p) == dnnl::memory::data_type::bf16;
       pw.bytes += int64_t(layout.get_size());
+      pw.by_off.insert(std::upper_bound(pw.by_off.begin(), pw.by_off.end(), copy,
+                                        [](const PackedCopy* a, const PackedCopy* b) { return a->off < b->off; }),
+                       copy);
+      pw.max_span = std::max(pw.max_span, copy->span);
     }
   }
   std::lock_guard<std::mutex> lock(copy->mu);
@@ -547,6 +569,8 @@ void gemm_register_bf16_shadow(const float* base, const bf16* shadow, int64_t n)
 void gemm_register_packed_weights(const float* base, int64_t n) {
   std::lock_guard<std::mutex> lock(g_packed.mu);
   g_packed.copies.clear();
+  g_packed.by_off.clear();
+  g_packed.max_span = 0;
   g_packed.bytes = 0;
   g_packed.base = base;
   g_packed.n = base ? n : 0;
@@ -558,6 +582,42 @@ void gemm_unregister_packed_weights(const float* owner) {
 }
 
 void gemm_weights_changed() { g_packed.version.fetch_add(1); }
+
+void gemm_pack_final_weights(const float* p, int64_t n) {
+  PackedWeights& pw = g_packed;
+  std::vector<std::pair<PackedCopy*, int64_t>> overlaps;  // each copy the range meets, and by how many elements
+  int64_t lo = 0;
+  {
+    std::lock_guard<std::mutex> lock(pw.mu);
+    if (!pw.base || n <= 0 || p < pw.base || p + n > pw.base + pw.n) return;
+    lo = p - pw.base;
+    const int64_t hi = lo + n;
+    auto it = std::lower_bound(pw.by_off.begin(), pw.by_off.end(), lo - pw.max_span,
+                               [](const PackedCopy* c, int64_t o) { return c->off < o; });
+    for (; it != pw.by_off.end() && (*it)->off < hi; ++it) {
+      const int64_t a = std::max(lo, (*it)->off), b = std::min(hi, (*it)->off + (*it)->span);
+      if (b > a) overlaps.emplace_back(*it, b - a);
+    }
+  }
+  // Reported in disjoint ranges, once per update: the report that completes
+  // a copy's span fills it (on its thread, which holds at least its own part
+  // in cache), current for the version the update's bump makes.
+  const uint64_t now = pw.version.load();
+  for (const auto& [c, elems] : overlaps) {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (c->final_at != now) {
+      c->final_at = now;
+      c->final_elems = 0;
+    }
+    c->final_elems += elems;
+    if (c->final_elems != c->span) continue;
+    if (c->from_shadow && (!g_shadow.data || g_shadow.base != pw.base)) continue;
+    const void* src =
+        c->from_shadow ? static_cast<const void*>(g_shadow.data + c->off) : static_cast<const void*>(pw.base + c->off);
+    pack_weight(c->mem.get_data_handle(), c->layout, src, c->plain, engine().eng, thread_stream());
+    c->version = now + 1;
+  }
+}
 
 int64_t gemm_packed_bytes() {
   std::lock_guard<std::mutex> lock(g_packed.mu);

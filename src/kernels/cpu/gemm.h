@@ -74,13 +74,22 @@ void gemm_register_bf16_shadow(const float* base, const bf16* shadow, int64_t n)
 // by every later one; other operands are read as they are. The results are
 // the same bits (the same kernel runs; tests/unit/kernels_gemm_packed_test.cpp).
 // The caller bumps the version whenever the weights (or the shadow) change
-// and before anything reads them again: the trainer at each step's start and
-// after each update. Registering replaces the previous region and frees its
-// copies; unregistering (base == nullptr) does so only for the region at
+// and before anything reads them again: the trainer after each update and
+// whenever it sets them (initialisation, restore, rollback). Registering
+// replaces the previous region and frees its copies; unregistering (base == nullptr) does so only for the region at
 // `owner` (so a second trainer's exit leaves the first's in place).
 void gemm_register_packed_weights(const float* base, int64_t n);
 void gemm_unregister_packed_weights(const float* owner);
 void gemm_weights_changed();
+// Reports the registered weights [p, p + n) (and their shadow) final for
+// this update. A packed copy whose every element has been reported since the
+// last gemm_weights_changed() is filled then, on the reporting thread, and
+// marked current for the version the next gemm_weights_changed() makes: the
+// optimizer reports each tensor as it finishes it, while it is in cache, and
+// the products after the update's bump find those copies made. Ranges must
+// be disjoint within an update; outside the registered region nothing
+// happens; a copy not wholly reported is left to the products.
+void gemm_pack_final_weights(const float* p, int64_t n);
 // Bytes held by packed copies now (bench reports the peak's share of them).
 int64_t gemm_packed_bytes();
 
