@@ -23,7 +23,7 @@ constexpr int64_t kQB = 32;  // queries per block
 constexpr int64_t kLineFloats = 64 / sizeof(float);  // floats per cache line (prefetch stride)
 
 struct Scratch {
-  std::vector<float> kt, vt, s, dp, t;
+  std::vector<float> kt, vt, s, dp;
   std::vector<float> ob;  // one block of o or dout, contiguous (token-major rows are H * Dv apart)
   void reserve(int64_t Dh, int64_t Dv, int64_t nk) {
     if (int64_t(kt.size()) < Dh * nk) kt.resize(Dh * nk);
@@ -32,7 +32,6 @@ struct Scratch {
     if (int64_t(s.size()) < kQB * nk) {
       s.resize(kQB * nk);
       dp.resize(kQB * nk);
-      t.resize(kQB * nk);
     }
   }
 };
@@ -182,10 +181,9 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
           }
           std::fill(dqh + i0 * Dh, dqh + i1 * Dh, 0.0f);
           simd::small_gemm_acc(dqh + i0 * Dh, dS, kh + j0 * Dh, rows, Dh, nk, nk, Dh, Dh);
-          simd::transpose(sc.t.data(), dS, rows, nk, nk, rows);
-          simd::small_gemm_acc(dkh + j0 * Dh, sc.t.data(), qh + i0 * Dh, nk, Dh, rows, rows, Dh, Dh);
-          simd::transpose(sc.t.data(), P, rows, nk, nk, rows);
-          simd::small_gemm_acc(dvh + j0 * Dv, sc.t.data(), dob, nk, Dv, rows, rows, Dv, Dv);
+          // dK += dSᵀ Q and dV += Pᵀ dO, dS and P read transposed in place.
+          simd::small_gemm_acc<true>(dkh + j0 * Dh, dS, qh + i0 * Dh, nk, Dh, rows, nk, Dh, Dh);
+          simd::small_gemm_acc<true>(dvh + j0 * Dv, P, dob, nk, Dv, rows, nk, Dv, Dv);
         }
       }
     }
