@@ -12,8 +12,10 @@
 #include "optim/optimizer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "core/check.h"
 #include "core/phase_timer.h"
@@ -307,35 +309,40 @@ void Optimizer::update_with(State* m, State* v, float* params, const float* grad
   const Nesterov nesterov = cfg_.muon_nesterov ? Nesterov::kYes : Nesterov::kNo;
 
   // A: AdamW; Hyperball-AdamW moments (update norms); Muon momentum. A
-  // task is a piece, its segments in order: a plain AdamW piece is final
-  // when its last segment is done, on the thread that did them all.
+  // plain AdamW piece is final when its last segment is done: the thread
+  // that finishes it reports it (on_final), while that segment is in cache.
   const int64_t P = int64_t(pieces_.size());
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t pi = 0; pi < P; ++pi) {
-    const Piece& p = pieces_[size_t(pi)];
+  std::unique_ptr<std::atomic<int64_t>[]> segments_left;
+  if (on_final) {
+    segments_left = std::make_unique<std::atomic<int64_t>[]>(size_t(P));
+    for (int64_t pi = 0; pi < P; ++pi)
+      segments_left[size_t(pi)].store(piece_segments_[size_t(pi) + 1] - piece_segments_[size_t(pi)]);
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t s = 0; s < S; ++s) {
+    const Segment& sg = segments_[size_t(s)];
+    const Piece& p = pieces_[size_t(sg.piece)];
     const TensorRule& r = rules_[size_t(p.entry)];
-    for (int64_t s = piece_segments_[size_t(pi)]; s < piece_segments_[size_t(pi) + 1]; ++s) {
-      const Segment& sg = segments_[size_t(s)];
-      const int64_t i = p.local + sg.lo, n = sg.hi - sg.lo;
-      if (r.base == BaseOptimizer::kMuon) {
-        muon_momentum(m + i, u + p.send + sg.lo, grads + i, n, float(cfg_.muon_momentum), scale, nesterov,
-                      dither(sg, p));
-      } else if (r.hyperball) {
-        part[size_t(s)] = adam_direction(m + i, v + p.vlocal + sg.lo, grads + i, n, ad, dither(sg, p));
-      } else {
-        const AdamWParams a{float(r.aux ? lr_aux : lr),
-                            float(adamw_.beta1),
-                            float(adamw_.beta2),
-                            float(adamw_.eps),
-                            float(r.weight_decay),
-                            scale,
-                            step};
-        adamw_update(params + i, m + i, v + p.vlocal + sg.lo, grads + i, n, a, dither(sg, p));
-        refresh(sg, p);
-      }
-      if (spent_grads) std::fill(spent_grads + i, spent_grads + i + n, 0.0f);  // still in cache
+    const int64_t i = p.local + sg.lo, n = sg.hi - sg.lo;
+    if (r.base == BaseOptimizer::kMuon) {
+      muon_momentum(m + i, u + p.send + sg.lo, grads + i, n, float(cfg_.muon_momentum), scale, nesterov, dither(sg, p));
+    } else if (r.hyperball) {
+      part[size_t(s)] = adam_direction(m + i, v + p.vlocal + sg.lo, grads + i, n, ad, dither(sg, p));
+    } else {
+      const AdamWParams a{float(r.aux ? lr_aux : lr),
+                          float(adamw_.beta1),
+                          float(adamw_.beta2),
+                          float(adamw_.eps),
+                          float(r.weight_decay),
+                          scale,
+                          step};
+      adamw_update(params + i, m + i, v + p.vlocal + sg.lo, grads + i, n, a, dither(sg, p));
+      refresh(sg, p);
     }
-    if (on_final && r.base == BaseOptimizer::kAdamW && !r.hyperball) on_final(params + p.local, p.n);
+    if (spent_grads) std::fill(spent_grads + i, spent_grads + i + n, 0.0f);  // still in cache
+    if (on_final && r.base == BaseOptimizer::kAdamW && !r.hyperball &&
+        segments_left[size_t(sg.piece)].fetch_sub(1) == 1)
+      on_final(params + p.local, p.n);
   }
   // Per wrapped matrix: the sum of its segments' parts (segment order), over the ranks.
   auto per_matrix = [&](const char* what) {

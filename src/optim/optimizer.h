@@ -70,11 +70,11 @@ class Optimizer {
   // A non-null `spent_grads` (the storage of `grads` itself) is zeroed
   // segment by segment right after the pass reads it, so the next step
   // starts from zero gradients without a pass of its own.
-  // A non-empty `on_final` is called, on the thread that finished it, with
-  // each plain AdamW piece's parameters [p, p + n) once they (and their
-  // shadow) hold their final values for this step, while they are still in
-  // that thread's cache (the trainer packs the GEMM copies of those weights
-  // then: gemm_pack_final_weights).
+  // A non-empty `on_final` is called with each plain AdamW piece's
+  // parameters [p, p + n) once they (and their shadow) hold their final
+  // values for this step, by the thread that finished the piece's last
+  // segment, while that segment is in its cache (the trainer packs the GEMM
+  // copies of those weights then: gemm_pack_final_weights).
   using FinalRange = std::function<void(const float* p, int64_t n)>;
   void update(float* params, const float* grads, double lr, int64_t step, double global_norm, bf16* shadow = nullptr,
               float* spent_grads = nullptr, const FinalRange& on_final = {});
