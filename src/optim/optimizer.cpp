@@ -130,12 +130,9 @@ void Optimizer::build_pieces(const std::string& state_dir) {
       }
       pieces_.push_back(p);
     });
-  for (size_t i = 0; i < pieces_.size(); ++i) {
-    piece_segments_.push_back(int64_t(segments_.size()));
+  for (size_t i = 0; i < pieces_.size(); ++i)
     for (int64_t lo = 0; lo < pieces_[i].n; lo += kBlock)
       segments_.push_back({int64_t(i), lo, std::min(pieces_[i].n, lo + kBlock)});
-  }
-  piece_segments_.push_back(int64_t(segments_.size()));
   if (cfg_.state_precision == StatePrecision::kBf16) {
     if (state_dir.empty()) {
       m16_.assign(local_size_, bf16{0});
@@ -315,8 +312,7 @@ void Optimizer::update_with(State* m, State* v, float* params, const float* grad
   std::unique_ptr<std::atomic<int64_t>[]> segments_left;
   if (on_final) {
     segments_left = std::make_unique<std::atomic<int64_t>[]>(size_t(P));
-    for (int64_t pi = 0; pi < P; ++pi)
-      segments_left[size_t(pi)].store(piece_segments_[size_t(pi) + 1] - piece_segments_[size_t(pi)]);
+    for (int64_t pi = 0; pi < P; ++pi) segments_left[size_t(pi)].store((pieces_[size_t(pi)].n + kBlock - 1) / kBlock);
   }
 #pragma omp parallel for schedule(static)
   for (int64_t s = 0; s < S; ++s) {

@@ -144,7 +144,6 @@ class Optimizer {
     int64_t piece, lo, hi;             // [lo, hi) within the piece (fixed cut: thread invariant)
   };
   std::vector<Segment> segments_;
-  std::vector<int64_t> piece_segments_;  // piece i's segments are [piece_segments_[i], piece_segments_[i + 1])
   FloatBuffer m_, v_;         // optim.state_precision = "fp32"
   Bf16Buffer m16_, v16_;      // "bf16"
   Status storage_ = Status::ok();

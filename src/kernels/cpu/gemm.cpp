@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -118,9 +119,7 @@ struct PackedWeights {
   std::map<std::tuple<int64_t, int, int, int64_t, int64_t, int64_t>, std::vector<std::unique_ptr<PackedCopy>>> copies;
   std::mutex mu;
   int64_t bytes = 0;
-  // Every copy by offset, and the longest span: the copies that overlap a range.
-  std::vector<PackedCopy*> by_off;
-  int64_t max_span = 0;
+  int64_t max_span = 0;  // the longest copy: where the copies that overlap a range start
 };
 PackedWeights g_packed;
 
@@ -295,6 +294,9 @@ dnnl::stream& thread_stream() {
   return strm;
 }
 
+// Elements from op(B)'s first to its last, as stored (rows of ldb).
+int64_t b_span(const GemmShape& s) { return s.tb == Trans::kNo ? (s.K - 1) * s.ldb + s.N : (s.N - 1) * s.ldb + s.K; }
+
 // The offset of operand b (op(B) of shape s, as the matmul reads it) in the
 // registered weights, or -1: b must lie wholly inside them, in the form
 // precision p reads (the fp32 values, or the bf16 shadow of the same range).
@@ -307,7 +309,7 @@ int64_t weight_offset(const void* b, const GemmShape& s, MatmulPrecision p) {
   if (!region || (bf && g_shadow.base != pw.base)) return -1;
   const char* at = static_cast<const char*>(b);
   const int64_t elt = bf ? 2 : 4;
-  const int64_t span = s.tb == Trans::kNo ? (s.K - 1) * s.ldb + s.N : (s.N - 1) * s.ldb + s.K;
+  const int64_t span = b_span(s);
   if (at < region || (at - region) % elt != 0 || (at - region) / elt + span > pw.n) return -1;
   return (at - region) / elt;
 }
@@ -331,12 +333,9 @@ const dnnl::memory& packed_weight(int64_t off, const void* b, const dnnl::memory
       copy->mem = dnnl::memory(layout, engine().eng);
       copy->plain = b_md;
       copy->off = off;
-      copy->span = s.tb == Trans::kNo ? (s.K - 1) * s.ldb + s.N : (s.N - 1) * s.ldb + s.K;
+      copy->span = b_span(s);
       copy->from_shadow = operand_type(p) == dnnl::memory::data_type::bf16;
       pw.bytes += int64_t(layout.get_size());
-      pw.by_off.insert(std::upper_bound(pw.by_off.begin(), pw.by_off.end(), copy,
-                                        [](const PackedCopy* a, const PackedCopy* b) { return a->off < b->off; }),
-                       copy);
       pw.max_span = std::max(pw.max_span, copy->span);
     }
   }
@@ -569,7 +568,6 @@ void gemm_register_bf16_shadow(const float* base, const bf16* shadow, int64_t n)
 void gemm_register_packed_weights(const float* base, int64_t n) {
   std::lock_guard<std::mutex> lock(g_packed.mu);
   g_packed.copies.clear();
-  g_packed.by_off.clear();
   g_packed.max_span = 0;
   g_packed.bytes = 0;
   g_packed.base = base;
@@ -592,12 +590,15 @@ void gemm_pack_final_weights(const float* p, int64_t n) {
     if (!pw.base || n <= 0 || p < pw.base || p + n > pw.base + pw.n) return;
     lo = p - pw.base;
     const int64_t hi = lo + n;
-    auto it = std::lower_bound(pw.by_off.begin(), pw.by_off.end(), lo - pw.max_span,
-                               [](const PackedCopy* c, int64_t o) { return c->off < o; });
-    for (; it != pw.by_off.end() && (*it)->off < hi; ++it) {
-      const int64_t a = std::max(lo, (*it)->off), b = std::min(hi, (*it)->off + (*it)->span);
-      if (b > a) overlaps.emplace_back(*it, b - a);
-    }
+    // Keys start with the offset: copies from lo - max_span on may reach into the range.
+    constexpr int kMinInt = std::numeric_limits<int>::min();
+    constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+    for (auto it = pw.copies.lower_bound({lo - pw.max_span, kMinInt, kMinInt, kMin, kMin, kMin});
+         it != pw.copies.end() && std::get<0>(it->first) < hi; ++it)
+      for (const auto& c : it->second) {
+        const int64_t a = std::max(lo, c->off), b = std::min(hi, c->off + c->span);
+        if (b > a) overlaps.emplace_back(c.get(), b - a);
+      }
   }
   // Reported in disjoint ranges, once per update: the report that completes
   // a copy's span fills it (on its thread, which holds at least its own part

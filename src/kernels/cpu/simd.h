@@ -270,14 +270,11 @@ inline void prefetch_l2(const float* p, int64_t n) {
   constexpr int64_t kLine = 64 / sizeof(float);
   for (int64_t e = 0; e < n; e += kLine) __builtin_prefetch(p + e, 0, 2);
 }
-inline void prefetch_l2_write(float* p, int64_t n) {
-  constexpr int64_t kLine = 64 / sizeof(float);
-  for (int64_t e = 0; e < n; e += kLine) __builtin_prefetch(p + e, 1, 2);
-}
-// The same for `bytes` bytes of any element type (bf16 operands).
+// For writing `bytes` bytes of any element type (bf16 operands too).
 inline void prefetch_l2_write_bytes(void* p, int64_t bytes) {
   for (int64_t e = 0; e < bytes; e += 64) __builtin_prefetch(static_cast<char*>(p) + e, 1, 2);
 }
+inline void prefetch_l2_write(float* p, int64_t n) { prefetch_l2_write_bytes(p, n * int64_t(sizeof(float))); }
 
 // out[c][r] = in[r][c] for an R x C block: whole kLanes x kLanes tiles in registers, the ragged
 // edges element by element. Data movement only: the same bits on every path.

@@ -59,7 +59,7 @@ inline void swiglu_forward_row(void* z, OperandForm zf, const float* h, int64_t 
 inline void prefetch_backward_row(void* dh, OperandForm f, const float* dz, const float* h, int64_t m, int64_t F) {
   simd::prefetch_l2(h + m * 2 * F, 2 * F);
   simd::prefetch_l2(dz + m * F, F);
-  simd::prefetch_l2_write_bytes(operand_element(dh, m * 2 * F, f), 2 * F * (f == OperandForm::kBf16 ? 2 : 4));
+  simd::prefetch_l2_write_bytes(operand_element(dh, m * 2 * F, f), operand_floats(2 * F, f) * int64_t(sizeof(float)));
 }
 
 // Row m of dh = swiglu'(dz, h) in form f: [du | dg], each a chunk at a time.
