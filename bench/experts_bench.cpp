@@ -7,8 +7,9 @@
 // F 88, top-8: the same segments, four times as many); fourth, the weights:
 // 0 plain buffers (a bf16 product converts them on every call), 1 held as
 // the trainer holds them (measure/trainer_weights.h: bf16 shadow, packed
-// copies made once per iteration, as once per step). GFLOP/s counts 6·F·D
-// per row forward and twice that backward.
+// copies made once per iteration, as once per step; the weight gradients
+// written, not added, as a step's first micro-batch does: grad_ledger.h).
+// GFLOP/s counts 6·F·D per row forward and twice that backward.
 // Run: mt_kernel_bench --benchmark_filter=Experts --benchmark_repetitions=5
 #include <benchmark/benchmark.h>
 
@@ -30,7 +31,7 @@ struct Layer {
   std::vector<float> x, y, h13, z, dy, dx, dh13, dz, w, dw13, dw2;  // w: every expert's W13, then every W2
   std::unique_ptr<mt::TrainerWeights> held;
   std::vector<const float*> w13p, w2p;
-  std::vector<float*> dw13p, dw2p;
+  std::vector<mt::WeightGrad> dw13p, dw2p;
   Layer(bool fine, bool trainer_held, mt::MatmulPrecision p) : experts(fine ? 64 : 16), F(fine ? 88 : 352) {
     // Uneven loads as routing gives them, in 16-row steps.
     for (int64_t i = 0; i < experts; ++i) begin.push_back(begin.back() + 448 + 16 * ((5 * i) % 13));
@@ -50,8 +51,9 @@ struct Layer {
     for (int64_t i = 0; i < experts; ++i) {
       w13p.push_back(wp + i * 2 * F * kD);
       w2p.push_back(wp + w13n + i * kD * F);
-      dw13p.push_back(dw13.data() + i * 2 * F * kD);
-      dw2p.push_back(dw2.data() + i * kD * F);
+      const float beta = trainer_held ? 0.0f : 1.0f;
+      dw13p.push_back({dw13.data() + i * 2 * F * kD, beta});
+      dw2p.push_back({dw2.data() + i * kD * F, beta});
     }
   }
   mt::ExpertGroup group() const { return {experts, begin.data(), F, kD, w13p.data(), w2p.data()}; }

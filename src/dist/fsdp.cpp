@@ -122,6 +122,7 @@ int64_t FsdpProvider::buffer_bytes() const {
 }
 
 void FsdpProvider::store_grads_zeroed() {
+  if (ledger_) ledger_->clear_all();
   for (Unit* u : {embed_.get(), tail_.get()}) u->store_grad_zero = true;
   for (Layer& ly : layers_)
     for (Unit* u : {&ly.dense, &ly.experts}) u->store_grad_zero = true;
@@ -197,6 +198,7 @@ ParamSpan FsdpProvider::span(Unit& u) {
   ParamSpan sp;
   sp.lo = s.lo;
   if (u.empty()) return sp;
+  if (mode_ == Grads::kYes) sp.ledger = ledger_;
   if (!copied(u)) {
     sp.p = params_ + s.local;
     sp.g = mode_ == Grads::kYes ? grads_ + s.local : nullptr;
@@ -213,11 +215,13 @@ void FsdpProvider::begin_grads(Unit& u) {
   const size_t bytes = sizeof(float) * size_t(u.su->size());
   if (!u.su->whole() || u.store_grad_zero) {
     std::memset(u.gbuf, 0, bytes);
+    if (ledger_) ledger_->clear(u.su->lo, u.su->hi);
   } else {  // streaming: continue the store's sum (gradient accumulation), as in place
     const double t0 = now_seconds();
     std::memcpy(u.gbuf, grads_ + u.su->local, bytes);
     stats_.stall_s += now_seconds() - t0;
     stats_.floats_in += u.su->size();
+    if (ledger_) ledger_->mark_written(u.su->lo, u.su->hi);
   }
 }
 

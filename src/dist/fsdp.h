@@ -64,9 +64,14 @@ class FsdpProvider final : public ParamProvider {
                Prefetch prefetch, ExpertDispatcher* dispatcher, const StreamOptions* stream = nullptr);
   ~FsdpProvider() override;
 
-  // Streaming: every gradient of the store is zero (the trainer zeroed it),
-  // so a unit's first backward starts from zeros instead of reading it.
+  // Every gradient of the store is zero (the trainer zeroed it): streaming
+  // starts a unit's first backward from zeros instead of reading it, and
+  // the ledger, if any, starts a new step.
   void store_grads_zeroed();
+  // Which gradients the step's products wrote (grad_ledger.h), handed out
+  // with every span of a backward; kept current as unit buffers are cleared
+  // or loaded. Null (the default): every product adds into its gradient.
+  void set_grad_ledger(GradLedger* ledger) { ledger_ = ledger; }
   const StreamStats& stream_stats() const { return stats_; }
   void reset_stream_stats() { stats_ = StreamStats(); }
   // Bytes of this provider's own buffers (pools and root units): with the
@@ -106,6 +111,7 @@ class FsdpProvider final : public ParamProvider {
   Prefetch prefetch_;
   ExpertDispatcher* dispatcher_;
   Grads mode_ = Grads::kNo;
+  GradLedger* ledger_ = nullptr;
   bool stream_ = false;
   int64_t depth_ = 1;                 // layers prefetched ahead
   std::unique_ptr<Stager> stager_;

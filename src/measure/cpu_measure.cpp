@@ -109,7 +109,8 @@ std::string today() {
   return buf;
 }
 
-// One linear layer y (M, N) = x (M, K) W^T: forward and both gradients, as the trainer runs them.
+// One linear layer y (M, N) = x (M, K) W^T: forward and both gradients, as the trainer runs them (the
+// weight gradient first-written, as a step's first micro-batch writes it: grad_ledger.h).
 plan::GemmSample linear_sample(const std::string& what, int64_t M, int64_t N, int64_t K, MatmulPrecision p,
                                int64_t repeats) {
   TrainerWeights W(normal(N * K, 2), p);
@@ -124,13 +125,14 @@ plan::GemmSample linear_sample(const std::string& what, int64_t M, int64_t N, in
   s.seconds = time_median(repeats, [&] {
     W.new_step();
     linear_forward(y.data(), xin, W.data(), M, N, K, p);
-    linear_backward(dx.data(), dW.data(), dy.data(), xin, W.data(), M, N, K, 0.0f, p);
+    linear_backward(dx.data(), WeightGrad(dW.data(), 0.0f), dy.data(), xin, W.data(), M, N, K, 0.0f, p);
   });
   return s;
 }
 
 // The routed experts of one MoE layer: E experts of F, rows = tokens x top-k spread evenly (bench's routing).
-// Their weights lie in one region, as the trainer's parameters do (each expert's W13 then W2).
+// Their weights lie in one region, as the trainer's parameters do (each expert's W13 then W2); their
+// gradients first-written, as in a step's first micro-batch.
 plan::GemmSample experts_sample(int64_t tokens, int64_t E, int64_t topk, int64_t F, int64_t Din, MatmulPrecision p,
                                 int64_t repeats) {
   const int64_t rows = tokens * topk, per = rows / E, w13n = 2 * F * Din, w2n = Din * F;
@@ -144,14 +146,14 @@ plan::GemmSample experts_sample(int64_t tokens, int64_t E, int64_t topk, int64_t
   TrainerWeights weights(std::move(values), p);
   std::vector<std::vector<float>> dw13, dw2;
   std::vector<const float*> w13p, w2p;
-  std::vector<float*> dw13p, dw2p;
+  std::vector<WeightGrad> dw13p, dw2p;
   for (int64_t e = 0; e < E; ++e) {
     dw13.emplace_back(size_t(w13n));
     dw2.emplace_back(size_t(w2n));
   }
   for (int64_t e = 0; e < E; ++e) {
     w13p.push_back(weights.data() + e * (w13n + w2n)), w2p.push_back(weights.data() + e * (w13n + w2n) + w13n);
-    dw13p.push_back(dw13[size_t(e)].data()), dw2p.push_back(dw2[size_t(e)].data());
+    dw13p.push_back({dw13[size_t(e)].data(), 0.0f}), dw2p.push_back({dw2[size_t(e)].data(), 0.0f});
   }
   const int64_t n = per * E;
   std::vector<float> x = normal(n * Din, 4), y(size_t(n * Din)), h13(size_t(n * 2 * F)), z(size_t(n * F)),

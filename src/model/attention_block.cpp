@@ -128,7 +128,8 @@ void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, co
   if (c.mla()) return mla_block_backward(dres, s.mla, a.mla, x_in, w, layer, ctx);
   const Dims d = dims_of(c, layer, ctx.B, ctx.T);
   const int64_t HD = d.H * d.Dh;
-  linear_backward(s.do_flat.data(), ctx.g(w.wo), dres, a.o_flat.in(), ctx.p(w.wo), d.N, d.D, HD, 0.0f, ctx.prec);
+  linear_backward(s.do_flat.data(), ctx.gw(w.wo, d.D * HD), dres, a.o_flat.in(), ctx.p(w.wo), d.N, d.D, HD, 0.0f,
+                  ctx.prec);
   if (ctx.cp) {  // dK, dV of the whole sequence from this process's queries, summed over the ranks into its rows
     const int64_t window = c.is_local(layer) ? c.window : 0;
     run_attention_backward(s.dq.data(), ctx.cp_buf->dk.data(), ctx.cp_buf->dv.data(), s.do_flat.data(),
@@ -158,8 +159,8 @@ void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, co
     split_qkv_rope_backward(s.dqkv.data(), dqkv_form, s.dq.data(), s.dk.data(), s.dv.data(), ctx.rope_cos, ctx.rope_sin,
                             d.B, d.T, d.H, d.Hkv, d.Dh);
   }
-  linear_backward(s.da.data(), ctx.g(w.wqkv), GemmInput(s.dqkv.data(), dqkv_form), a.a.in(), ctx.p(w.wqkv), d.N, d.QKV,
-                  d.D, 0.0f, ctx.prec);
+  linear_backward(s.da.data(), ctx.gw(w.wqkv, d.QKV * d.D), GemmInput(s.dqkv.data(), dqkv_form), a.a.in(),
+                  ctx.p(w.wqkv), d.N, d.QKV, d.D, 0.0f, ctx.prec);
   rmsnorm_backward(dres, ctx.g(w.norm), s.da.data(), x_in, ctx.p(w.norm), a.rstd_a.data(), d.N, d.D, 1.0f);
 }
 

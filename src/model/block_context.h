@@ -46,8 +46,11 @@ struct BlockContext {
 
   const float* p(int64_t off) const { return w.at(off); }
   float* g(int64_t off) const { return w.grad(off); }
+  // The gradient of [off, off + n), written whole by the product that takes it (ParamSpan::grad_whole).
+  WeightGrad gw(int64_t off, int64_t n) const { return w.grad_whole(off, n); }
   const float* pe(int64_t off) const { return we.at(off); }
   float* ge(int64_t off) const { return we.grad(off); }
+  WeightGrad gwe(int64_t off, int64_t n) const { return we.grad_whole(off, n); }
 };
 
 }  // namespace mt

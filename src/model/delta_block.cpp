@@ -122,7 +122,7 @@ void delta_block_backward(float* dres, DeltaScratch& s, const DeltaActs& a, cons
   const int64_t HV = d.H * d.Dv;
   const float* proj = a.proj.data();
   float* dproj = s.dproj.data();
-  linear_backward(s.dflat.data(), ctx.g(w.wo), dres, a.y.in(), ctx.p(w.wo), d.N, d.D, HV, 0.0f, ctx.prec);
+  linear_backward(s.dflat.data(), ctx.gw(w.wo, d.D * HV), dres, a.y.in(), ctx.p(w.wo), d.N, d.D, HV, 0.0f, ctx.prec);
   silu_gate_backward(s.dflat2.data(), dproj + d.cz, s.dflat.data(), a.on.data(), proj + d.cz, d.P, d.N, HV);
   rmsnorm_backward(s.dflat.data(), ctx.g(w.o_norm), s.dflat2.data(), a.o_flat.data(), ctx.p(w.o_norm),
                    a.rstd_o.data(), d.N * d.H, d.Dv, 0.0f);
@@ -138,7 +138,8 @@ void delta_block_backward(float* dres, DeltaScratch& s, const DeltaActs& a, cons
   l2norm_heads_backward(dproj + d.cq, d.P, s.dq.data(), a.q.data(), a.rn_q.data(), d.B, d.T, d.H, d.Dk);
   l2norm_heads_backward(dproj + d.ck, d.P, s.dk.data(), a.k.data(), a.rn_k.data(), d.B, d.T, d.H, d.Dk);
   gather_heads_backward(dproj + d.cv, s.dv.data(), d.P, d.B, d.T, d.H, d.Dv);
-  linear_backward(s.da.data(), ctx.g(w.w_in), dproj, a.a.in(), ctx.p(w.w_in), d.N, d.P, d.D, 0.0f, ctx.prec);
+  linear_backward(s.da.data(), ctx.gw(w.w_in, d.P * d.D), dproj, a.a.in(), ctx.p(w.w_in), d.N, d.P, d.D, 0.0f,
+                  ctx.prec);
   rmsnorm_backward(dres, ctx.g(w.norm), s.da.data(), x_in, ctx.p(w.norm), a.rstd_a.data(), d.N, d.D, 1.0f);
 }
 

@@ -151,7 +151,8 @@ void mla_block_backward(float* dres, MlaScratch& s, const MlaActs& a, const floa
   const Dims d = dims_of(c, ctx.B, ctx.T);
   const MlaOffsets& m = w.mla;
   const int64_t HV = d.H * d.Dv;
-  linear_backward(s.do_flat.data(), ctx.g(w.wo), dres, a.o_flat.in(), ctx.p(w.wo), d.N, d.D, HV, 0.0f, ctx.prec);
+  linear_backward(s.do_flat.data(), ctx.gw(w.wo, d.D * HV), dres, a.o_flat.in(), ctx.p(w.wo), d.N, d.D, HV, 0.0f,
+                  ctx.prec);
   if (ctx.cp) {
     // The sequence's keys and values again; their gradients from this process's queries back through W_UKV
     // (its weight gradient over every position) to the latent and RoPE key, summed over the ranks into its rows.
@@ -163,8 +164,9 @@ void mla_block_backward(float* dres, MlaScratch& s, const MlaActs& a, const floa
                            a.lse.data(), attn_dims(ctx, d, layer), ctx.prec, ctx.attention);
     mla_kv_heads_backward(cb.dkvf.data(), cb.drope.data(), cb.dk.data(), cb.dv.data(),
                           MlaHeadDims{d.B, T, d.H, d.Dn, d.Dr, d.Dv});
-    linear_backward(cb.dlatent.data(), ctx.g(m.wukv), cb.dkvf.data(), GemmInput{cb.latent.data(), a.ckv_n.form},
-                    ctx.p(m.wukv), Nf, d.H * (d.Dn + d.Dv), d.Dc, 0.0f, ctx.prec);
+    linear_backward(cb.dlatent.data(), ctx.gw(m.wukv, d.H * (d.Dn + d.Dv) * d.Dc), cb.dkvf.data(),
+                    GemmInput{cb.latent.data(), a.ckv_n.form}, ctx.p(m.wukv), Nf, d.H * (d.Dn + d.Dv), d.Dc, 0.0f,
+                    ctx.prec);
     ctx.cp->reduce(s.dckv_n.data(), cb.dlatent.data(), d.B, 1, d.Dc, window);
     ctx.cp->reduce(s.dkr.data(), cb.drope.data(), d.B, 1, d.Dr, window);
     rope_backward(s.dkr.data(), s.dkr.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T, d.Dr);
@@ -175,8 +177,8 @@ void mla_block_backward(float* dres, MlaScratch& s, const MlaActs& a, const floa
     // Keys and values, back to the input's normed copy (written into s.da).
     mla_kv_heads_backward(s.dkvf.data(), s.dkr.data(), s.dk.data(), s.dv.data(), head_dims(d));
     rope_backward(s.dkr.data(), s.dkr.data(), ctx.rope_cos, ctx.rope_sin, d.B, d.T, d.Dr);
-    linear_backward(s.dckv_n.data(), ctx.g(m.wukv), s.dkvf.data(), a.ckv_n.in(), ctx.p(m.wukv), d.N,
-                    d.H * (d.Dn + d.Dv), d.Dc, 0.0f, ctx.prec);
+    linear_backward(s.dckv_n.data(), ctx.gw(m.wukv, d.H * (d.Dn + d.Dv) * d.Dc), s.dkvf.data(), a.ckv_n.in(),
+                    ctx.p(m.wukv), d.N, d.H * (d.Dn + d.Dv), d.Dc, 0.0f, ctx.prec);
   }
   rmsnorm_backward(s.dckv.data(), ctx.g(m.kv_norm), s.dckv_n.data(), a.ckv.data(), ctx.p(m.kv_norm), a.rstd_ckv.data(),
                    d.N, d.Dc, 0.0f);
@@ -186,15 +188,17 @@ void mla_block_backward(float* dres, MlaScratch& s, const MlaActs& a, const floa
   rope_backward_part(s.dq.data() + d.Dn, ctx.rope_cos, ctx.rope_sin, d.B * d.H, d.T, d.Dr, d.Dqk);
   merge_heads(s.dproj.data(), s.dq.data(), d.B, d.T, d.H, d.Dqk, d.P);
   if (d.Dq > 0) {
-    linear_backward(s.da.data(), ctx.g(m.wdkv), s.dproj.data() + HQ, a.a.in(), ctx.p(m.wdkv), d.N, d.Dc + d.Dr, d.D,
+    linear_backward(s.da.data(), ctx.gw(m.wdkv, (d.Dc + d.Dr) * d.D), s.dproj.data() + HQ, a.a.in(), ctx.p(m.wdkv), d.N,
+                    d.Dc + d.Dr, d.D, 0.0f, ctx.prec, d.P);
+    linear_backward(s.dcq_n.data(), ctx.gw(m.wq, HQ * d.Dq), s.dproj.data(), a.cq_n.in(), ctx.p(m.wq), d.N, HQ, d.Dq,
                     0.0f, ctx.prec, d.P);
-    linear_backward(s.dcq_n.data(), ctx.g(m.wq), s.dproj.data(), a.cq_n.in(), ctx.p(m.wq), d.N, HQ, d.Dq, 0.0f,
-                    ctx.prec, d.P);
     rmsnorm_backward(s.dcq.data(), ctx.g(m.q_norm), s.dcq_n.data(), a.cq.data(), ctx.p(m.q_norm), a.rstd_cq.data(), d.N,
                      d.Dq, 0.0f);
-    linear_backward(s.da.data(), ctx.g(m.wdq), s.dcq.data(), a.a.in(), ctx.p(m.wdq), d.N, d.Dq, d.D, 1.0f, ctx.prec);
+    linear_backward(s.da.data(), ctx.gw(m.wdq, d.Dq * d.D), s.dcq.data(), a.a.in(), ctx.p(m.wdq), d.N, d.Dq, d.D, 1.0f,
+                    ctx.prec);
   } else {  // W_Q, W_DKV and W_KR (and their gradients) adjacent: one product each way
-    linear_backward(s.da.data(), ctx.g(m.wq), s.dproj.data(), a.a.in(), ctx.p(m.wq), d.N, d.P, d.D, 0.0f, ctx.prec);
+    linear_backward(s.da.data(), ctx.gw(m.wq, d.P * d.D), s.dproj.data(), a.a.in(), ctx.p(m.wq), d.N, d.P, d.D, 0.0f,
+                    ctx.prec);
   }
   rmsnorm_backward(dres, ctx.g(w.norm), s.da.data(), x_in, ctx.p(w.norm), a.rstd_a.data(), d.N, d.D, 1.0f);
 }

@@ -29,19 +29,20 @@ RouterDims router_dims(const ModelConfig& c, int64_t N, int64_t T) {
                     c.router_renormalize, c.group_size(T)};
 }
 
-// The weights and gradients of the experts this process holds, as the
-// grouped kernel takes them.
+// The weights and, in the backward, the gradients of the experts this
+// process holds, as the grouped kernel takes them.
 struct ExpertWeightPointers {
   std::vector<const float*> w13, w2;
-  std::vector<float*> dw13, dw2;
-  ExpertWeightPointers(const MoeOffsets& mw, const ExpertRows& er, const BlockContext& ctx) {
+  std::vector<WeightGrad> dw13, dw2;
+  ExpertWeightPointers(const MoeOffsets& mw, const ExpertRows& er, const BlockContext& ctx, Pass pass) {
+    const int64_t F = ctx.c->d_expert, Din = ctx.c->expert_in_dim();
     for (int64_t i = 0; i < er.count; ++i) {
       const SwigluOffsets& we = mw.experts[er.first + i];
       w13.push_back(ctx.pe(we.w13));
       w2.push_back(ctx.pe(we.w2));
-      if (ctx.we.g) {
-        dw13.push_back(ctx.ge(we.w13));
-        dw2.push_back(ctx.ge(we.w2));
+      if (pass == Pass::kBackward) {  // the grouped products write all of each expert's gradient
+        dw13.push_back(ctx.gwe(we.w13, 2 * F * Din));
+        dw2.push_back(ctx.gwe(we.w2, Din * F));
       }
     }
   }
@@ -205,7 +206,7 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
   // The experts this process holds, on the rows the dispatcher brought them
   // (one process: all experts, on a.xe in place).
   const ExpertRows er = ex.dispatch_finish(layer, a, Din);
-  ExpertWeightPointers ew(mw, er, ctx);
+  ExpertWeightPointers ew(mw, er, ctx, Pass::kForward);
   grouped_swiglu_forward(er.y, er.h, er.z, er.x, ew.group(er, F, Din), ctx.prec);
   ex.combine_start(layer, a, Din);
 
@@ -250,8 +251,8 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
   const int64_t N = ctx.N, D = c.d_model;
   float* dm = s.dm.data();
   if (!w.moe) {
-    swiglu_ffn_backward(dm, ctx.g(w.dense.w13), ctx.g(w.dense.w2), s.dz.data(), s.dh13.data(), dres,
-                        a.m.data(), a.h13.data(), a.z.in(), ctx.p(w.dense.w13), ctx.p(w.dense.w2),
+    swiglu_ffn_backward(dm, ctx.gw(w.dense.w13, 2 * c.d_ff * D), ctx.gw(w.dense.w2, D * c.d_ff), s.dz.data(),
+                        s.dh13.data(), dres, a.m.data(), a.h13.data(), a.z.in(), ctx.p(w.dense.w13), ctx.p(w.dense.w2),
                         SwigluFfnDims{N, c.d_ff, D}, 0.0f, ctx.prec);
     rmsnorm_backward(dres, ctx.g(w.ffn_norm), dm, x_mid, ctx.p(w.ffn_norm), a.rstd_m.data(), N, D, 1.0f);
     return;
@@ -271,8 +272,8 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
   ExpertDispatcher& ex = *ctx.experts;
   const float* dcomb = dtotal;
   if (c.d_latent > 0) {
-    linear_backward(s.dcomb.data(), ctx.g(mw.up), dtotal, a.comb.data(), ctx.p(mw.up), N, D, c.d_latent, 0.0f,
-                    ctx.prec);
+    linear_backward(s.dcomb.data(), ctx.gw(mw.up, D * c.d_latent), dtotal, a.comb.data(), ctx.p(mw.up), N, D,
+                    c.d_latent, 0.0f, ctx.prec);
     dcomb = s.dcomb.data();
   }
   {
@@ -283,13 +284,13 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
   ex.dispatch_grad_start(layer, a, s, Din);
   bulk_fill(dm, N * D, 0.0f);
   for (size_t sh = 0; sh < mw.shared.size(); ++sh) {
-    swiglu_ffn_backward(dm, ctx.g(mw.shared[sh].w13), ctx.g(mw.shared[sh].w2), s.dz.data(), s.dh13.data(),
-                        dtotal, a.m.data(), a.sh13[sh].data(), a.sz[sh].in(), ctx.p(mw.shared[sh].w13),
+    swiglu_ffn_backward(dm, ctx.gw(mw.shared[sh].w13, 2 * F * D), ctx.gw(mw.shared[sh].w2, D * F), s.dz.data(),
+                        s.dh13.data(), dtotal, a.m.data(), a.sh13[sh].data(), a.sz[sh].in(), ctx.p(mw.shared[sh].w13),
                         ctx.p(mw.shared[sh].w2), SwigluFfnDims{N, F, D}, 1.0f, ctx.prec);
     ex.progress();
   }
   const ExpertRows er = ex.dispatch_grad_finish(layer, a, s, Din);
-  ExpertWeightPointers ew(mw, er, ctx);
+  ExpertWeightPointers ew(mw, er, ctx, Pass::kBackward);
   grouped_swiglu_backward(er.dx, ew.dw13.data(), ew.dw2.data(), er.dh, er.dy, er.x, er.h, er.z,
                           ew.group(er, F, Din), ctx.prec);
   ex.combine_grad_start(layer, a, s, Din);
@@ -301,7 +302,7 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
   }
   // Forced-balance logits do not depend on the router: zeros, with the products' cost kept.
   if (c.router_force_balance) std::fill(s.dlogits.begin(), s.dlogits.begin() + N * E, 0.0f);
-  linear_backward_weight(ctx.g(mw.router), s.dlogits.data(), a.m.data(), N, E, D, MatmulPrecision::kFp32);
+  linear_backward_weight(ctx.gw(mw.router, E * D), s.dlogits.data(), a.m.data(), N, E, D, MatmulPrecision::kFp32);
   ex.progress();
   ex.combine_grad_finish(layer, a, s, Din);
   if (c.d_latent > 0) {
@@ -312,7 +313,8 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
     }
     rmsnorm_backward(s.dmlat.data(), ctx.g(mw.latent_norm), s.dxin.data(), a.mlat.data(),
                      ctx.p(mw.latent_norm), a.rstd_l.data(), N, c.d_latent, 0.0f);
-    linear_backward(dm, ctx.g(mw.down), s.dmlat.data(), a.m.data(), ctx.p(mw.down), N, c.d_latent, D, 1.0f, ctx.prec);
+    linear_backward(dm, ctx.gw(mw.down, c.d_latent * D), s.dmlat.data(), a.m.data(), ctx.p(mw.down), N, c.d_latent, D,
+                    1.0f, ctx.prec);
   } else {
     {
       ScopedPhase phase(Phase::kMoeDispatch);

@@ -95,7 +95,8 @@ void mtp_module_backward(float* dres, Accumulate from_next, MtpScratch& s, AttnS
   ffn_block_backward(dres, fs, a.ffn, a.x_mid.data(), w.block, unit, aux_coef, z_coef, ctx);
   attention_block_backward(dres, as, a.attn, a.x_in.data(), w.block.attn, unit, ctx);
   // dres is now d h'; through M_k to both normed halves.
-  linear_backward(s.dcat.data(), ctx.g(w.proj), dres, a.cat.data(), ctx.p(w.proj), N, D, 2 * D, 0.0f, ctx.prec);
+  linear_backward(s.dcat.data(), ctx.gw(w.proj, D * 2 * D), dres, a.cat.data(), ctx.p(w.proj), N, D, 2 * D, 0.0f,
+                  ctx.prec);
   copy_columns(s.dhalf.data(), D, s.dcat.data() + D, 2 * D, N, D);
   rmsnorm_backward(s.de.data(), ctx.g(w.e_norm), s.dhalf.data(), a.e.data(), ctx.p(w.e_norm), a.rstd_e.data(), N, D,
                    0.0f);

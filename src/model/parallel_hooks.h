@@ -11,6 +11,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu/gemm.h"
+#include "model/grad_ledger.h"
+
 namespace mt {
 
 struct FfnActs;
@@ -24,8 +27,21 @@ struct ParamSpan {
   const float* p = nullptr;
   float* g = nullptr;  // gradients, accumulated (+=); null in forward-only passes
   int64_t lo = 0;
+  // Which gradients this step wrote (grad_ledger.h); null: the provider
+  // keeps none, and every product adds into the gradients.
+  GradLedger* ledger = nullptr;
   const float* at(int64_t off) const { return p + (off - lo); }
-  float* grad(int64_t off) const { return g + (off - lo); }
+  // The gradient at `off`, to add into (marks its tensor written).
+  float* grad(int64_t off) const {
+    if (ledger) ledger->touch(off);
+    return g + (off - lo);
+  }
+  // The gradient of [off, off + n) for a product that writes all of it next:
+  // beta 0 when no tensor of the range was written since it was last
+  // cleared, so that the product need not read the zeros back.
+  WeightGrad grad_whole(int64_t off, int64_t n) const {
+    return {g + (off - lo), ledger ? ledger->first_write_beta(off, n) : 1.0f};
+  }
 };
 
 // The tensors outside the blocks: `embed` serves the embedding (and the tied
@@ -69,10 +85,12 @@ class ParamProvider {
   virtual ExpertDispatcher* dispatcher() { return nullptr; }
 };
 
-// The whole flat parameter and gradient buffers (one process).
+// The whole flat parameter and gradient buffers (one process), with an
+// optional ledger of the gradients written (the caller clears it with the
+// gradients).
 class FlatParams final : public ParamProvider {
  public:
-  FlatParams(const float* params, float* grads) : span_{params, grads, 0} {}
+  FlatParams(const float* params, float* grads, GradLedger* ledger = nullptr) : span_{params, grads, 0, ledger} {}
   RootParams acquire_root(Grads) override { return {span_, span_}; }
   void release_root() override {}
   LayerParams acquire_layer(int64_t, Pass) override { return {span_, span_}; }

@@ -24,9 +24,9 @@ void swiglu_ffn_forward(float* y, float* h13, void* z, OperandForm zf, const flo
   swiglu_ffn_down(y, z, zf, w2, d, beta, p);
 }
 
-void swiglu_ffn_backward(float* dx, float* dw13, float* dw2, float* dz, float* dh13, const float* dy,
-                         const float* x, const float* h13, GemmInput z, const float* w13,
-                         const float* w2, const SwigluFfnDims& d, float beta, MatmulPrecision p) {
+void swiglu_ffn_backward(float* dx, WeightGrad dw13, WeightGrad dw2, float* dz, float* dh13, const float* dy,
+                         const float* x, const float* h13, GemmInput z, const float* w13, const float* w2,
+                         const SwigluFfnDims& d, float beta, MatmulPrecision p) {
   if (d.M == 0) return;
   linear_backward(dz, dw2, dy, z, w2, d.M, d.Din, d.F, 0.0f, p);
   const OperandForm f = operand_form(p);

@@ -35,11 +35,12 @@ inline void swiglu_ffn_forward(float* y, float* h13, GemmActivation& z, const fl
   swiglu_ffn_forward(y, h13, z.out(), z.form, x, w13, w2, d, beta, p);
 }
 
-// dx (M, Din) = beta * dx + d/dx; dw13, dw2 accumulated. Scratch dz (M, F),
+// dx (M, Din) = beta * dx + d/dx; dw13, dw2 added into or written (their own
+// betas, gemm.h's WeightGrad). Scratch dz (M, F),
 // dh13 (M, 2F floats; written in the form the W13 products read, since
 // nothing else reads it).
-void swiglu_ffn_backward(float* dx, float* dw13, float* dw2, float* dz, float* dh13, const float* dy,
-                         const float* x, const float* h13, GemmInput z, const float* w13,
-                         const float* w2, const SwigluFfnDims& d, float beta, MatmulPrecision p);
+void swiglu_ffn_backward(float* dx, WeightGrad dw13, WeightGrad dw2, float* dz, float* dh13, const float* dy,
+                         const float* x, const float* h13, GemmInput z, const float* w13, const float* w2,
+                         const SwigluFfnDims& d, float beta, MatmulPrecision p);
 
 }  // namespace mt

@@ -295,6 +295,7 @@ double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale, 
   // objective's weights are already global.
   const int64_t valid = rl ? 1 : int64_t(pp.sum_over_replicas(double(local_valid)));
   const float ce_scale = valid > 0 ? grad_scale / float(valid) : 0.0f;
+  // The first chunk's product writes the head's gradient, the others add to it (grad_whole).
   for (int64_t r0 = 0; r0 < N_; r0 += kHeadChunk) {
     const int64_t R = std::min(kHeadChunk, N_ - r0);
     linear_forward(logits_.data(), hf.at(r0 * D), W, R, V, D, prec_);
@@ -306,13 +307,15 @@ double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale, 
       for (int64_t r = r0; r < r0 + R; ++r)
         p.stats[r] = PolicyTokenStats{0.0f, distill_entropy_[size_t(r - r0)],
                                       p.weights[r] > 0 ? losses_[r] / p.weights[r] : 0.0f, 0};
-      linear_backward(dhf + r0 * D, head.grad(off_.head), logits_.data(), hf.at(r0 * D), W, R, V, D, 0.0f, prec_);
+      linear_backward(dhf + r0 * D, head.grad_whole(off_.head, V * D), logits_.data(), hf.at(r0 * D), W, R, V, D, 0.0f,
+                      prec_);
     } else if (rl) {
       const PolicyObjective& p = *policy;
       policy_loss_forward_backward(losses_.data() + r0, p.stats + r0, logits_.data(), targets + r0, p.weights + r0,
                                    p.advantages + r0, p.old_logp ? p.old_logp + r0 : nullptr,
                                    p.ref_logp ? p.ref_logp + r0 : nullptr, R, V, p.params, grad_scale);
-      linear_backward(dhf + r0 * D, head.grad(off_.head), logits_.data(), hf.at(r0 * D), W, R, V, D, 0.0f, prec_);
+      linear_backward(dhf + r0 * D, head.grad_whole(off_.head, V * D), logits_.data(), hf.at(r0 * D), W, R, V, D, 0.0f,
+                      prec_);
     } else if (grads == Grads::kYes) {
       GemmInput dlogits(logits_.data());
       if (!dlogits_.storage.empty()) {
@@ -322,7 +325,7 @@ double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale, 
       } else {
         cross_entropy_forward_backward(losses_.data() + r0, logits_.data(), targets + r0, R, V, ce_scale);
       }
-      linear_backward(dhf + r0 * D, head.grad(off_.head), dlogits, hf.at(r0 * D), W, R, V, D, 0.0f, prec_);
+      linear_backward(dhf + r0 * D, head.grad_whole(off_.head, V * D), dlogits, hf.at(r0 * D), W, R, V, D, 0.0f, prec_);
     } else {
       cross_entropy_forward(losses_.data() + r0, logits_.data(), targets + r0, R, V);
     }

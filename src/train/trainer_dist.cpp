@@ -213,6 +213,8 @@ Status Trainer::init_local_params() {
   d.fsdp = std::make_unique<FsdpProvider>(
       *d.mesh, *d.plan, cfg_.model.n_units(), store_->params().data(), store_->grads().data(),
       cfg_.dist.prefetch ? Prefetch::kNextLayer : Prefetch::kOff, d.ep.get(), store_->streamed() ? &so : nullptr);
+  d.ledger = std::make_unique<GradLedger>(L);
+  d.fsdp->set_grad_ledger(d.ledger.get());
   return Status::ok();
 }
 

@@ -11,6 +11,7 @@
 #include "dist/fsdp.h"
 #include "dist/mesh.h"
 #include "dist/shard_plan.h"
+#include "model/grad_ledger.h"
 #include "train/trainer.h"
 
 namespace mt {
@@ -28,6 +29,7 @@ struct Trainer::Dist {
   std::unique_ptr<Mesh> mesh;
   std::unique_ptr<ShardPlan> plan;
   std::unique_ptr<EpDispatcher> ep;
+  std::unique_ptr<GradLedger> ledger;  // which gradients the step wrote: first writes assign
   std::unique_ptr<FsdpProvider> fsdp;
 };
 

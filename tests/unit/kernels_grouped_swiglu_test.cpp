@@ -58,12 +58,12 @@ Result run(const Problem& pr, bool grouped, MatmulPrecision prec) {
            std::vector<float>(E * Din * F, 0.5f)};  // gradients accumulate onto what is there
   std::vector<float> h13(R * 2 * F), z(R * F), dh13(R * 2 * F), dz(R * F);
   std::vector<const float*> w13(E), w2(E);
-  std::vector<float*> dw13(E), dw2(E);
+  std::vector<WeightGrad> dw13, dw2;
   for (int64_t i = 0; i < E; ++i) {
     w13[i] = pr.w13.data() + i * 2 * F * Din;
     w2[i] = pr.w2.data() + i * Din * F;
-    dw13[i] = r.dw13.data() + i * 2 * F * Din;
-    dw2[i] = r.dw2.data() + i * Din * F;
+    dw13.push_back(r.dw13.data() + i * 2 * F * Din);
+    dw2.push_back(r.dw2.data() + i * Din * F);
   }
   if (grouped) {
     const ExpertGroup g{E, pr.begin.data(), F, Din, w13.data(), w2.data()};

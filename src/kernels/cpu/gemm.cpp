@@ -501,17 +501,17 @@ void linear_backward_input(float* dx, const float* dy, const float* W, int64_t M
   gemm(dx, dy, W, GemmShape{M, K, N, Trans::kNo, Trans::kNo}, beta, p);
 }
 
-void linear_backward_weight(float* dW, const float* dy, GemmInput x, int64_t M, int64_t N, int64_t K,
+void linear_backward_weight(WeightGrad dW, const float* dy, GemmInput x, int64_t M, int64_t N, int64_t K,
                             MatmulPrecision p) {
-  gemm(dW, dy, x, GemmShape{N, K, M, Trans::kYes, Trans::kNo}, 1.0f, p);
+  gemm(dW.data, dy, x, GemmShape{N, K, M, Trans::kYes, Trans::kNo}, dW.beta, p);
 }
 
-void linear_backward(float* dx, float* dW, GemmInput dy, GemmInput x, const float* W, int64_t M, int64_t N, int64_t K,
-                     float beta, MatmulPrecision p, int64_t ldy) {
+void linear_backward(float* dx, WeightGrad dW, GemmInput dy, GemmInput x, const float* W, int64_t M, int64_t N,
+                     int64_t K, float beta, MatmulPrecision p, int64_t ldy) {
   if (ldy == 0) ldy = N;
   if (p == MatmulPrecision::kFp32 || M == 0 || N == 0 || K == 0) {
     if (dx) gemm(dx, dy, W, GemmShape{M, K, N, Trans::kNo, Trans::kNo, ldy}, beta, p);
-    gemm(dW, dy, x, GemmShape{N, K, M, Trans::kYes, Trans::kNo, ldy}, 1.0f, p);
+    gemm(dW.data, dy, x, GemmShape{N, K, M, Trans::kYes, Trans::kNo, ldy}, dW.beta, p);
     return;
   }
   MT_CHECK(beta == 0.0f || beta == 1.0f, "beta must be 0 or 1, got {}", beta);
@@ -522,8 +522,8 @@ void linear_backward(float* dx, float* dW, GemmInput dy, GemmInput x, const floa
   if (dx)
     run_matmul(dx, g, prepare(W, N, K, K, p, scratch.b), with_leading_dims({M, K, N, Trans::kNo, Trans::kNo}),
                beta, p);
-  run_matmul(dW, g, prepare(x, M, K, K, p, scratch.b), with_leading_dims({N, K, M, Trans::kYes, Trans::kNo}), 1.0f,
-             p);
+  run_matmul(dW.data, g, prepare(x, M, K, K, p, scratch.b), with_leading_dims({N, K, M, Trans::kYes, Trans::kNo}),
+             dW.beta, p);
 }
 
 bool gemm_native_bf16() { return engine().native_bf16; }

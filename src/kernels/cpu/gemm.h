@@ -37,6 +37,17 @@ struct GemmInput {
   GemmInput at(int64_t i) const { return {operand_element(data, i, form), form}; }
 };
 
+// A weight gradient that a backward product adds into (beta 1: dW += ...),
+// or writes (beta 0: dW = ...) where the caller knows dW holds zeros nothing
+// else wrote this step (model/grad_ledger.h), so that the product need not
+// read them back from memory. The bits are the same either way.
+struct WeightGrad {
+  float* data = nullptr;
+  float beta = 1.0f;
+  WeightGrad(float* d) : data(d) {}  // NOLINT(google-explicit-constructor): adding is the common case
+  WeightGrad(float* d, float b) : data(d), beta(b) {}
+};
+
 // beta must be 0 (overwrite) or 1 (accumulate).
 void gemm(float* C, GemmInput A, GemmInput B, const GemmShape& s, float beta, MatmulPrecision p);
 
@@ -46,16 +57,16 @@ void linear_forward(float* y, GemmInput x, const float* W, int64_t M, int64_t N,
 // dx[M,K] (+)= dy[M,N] W[N,K]   (beta 0 or 1)
 void linear_backward_input(float* dx, const float* dy, const float* W, int64_t M, int64_t N,
                            int64_t K, float beta, MatmulPrecision p);
-// dW[N,K] += dy^T[N,M] x[M,K]
-void linear_backward_weight(float* dW, const float* dy, GemmInput x, int64_t M, int64_t N, int64_t K,
+// dW[N,K] (+)= dy^T[N,M] x[M,K]
+void linear_backward_weight(WeightGrad dW, const float* dy, GemmInput x, int64_t M, int64_t N, int64_t K,
                             MatmulPrecision p);
 
-// Both: dx (+)= dy W (skipped when dx is null) and dW += dy^T x. In bf16,
+// Both: dx (+)= dy W (skipped when dx is null) and dW (+)= dy^T x. In bf16,
 // an fp32 dy is rounded once for the two products instead of once per
 // product; a dy its producer wrote in the products' form is read as it is.
 // ldy: dy's row length (0 = N), for dy inside a wider gradient buffer.
-void linear_backward(float* dx, float* dW, GemmInput dy, GemmInput x, const float* W, int64_t M, int64_t N, int64_t K,
-                     float beta, MatmulPrecision p, int64_t ldy = 0);
+void linear_backward(float* dx, WeightGrad dW, GemmInput dy, GemmInput x, const float* W, int64_t M, int64_t N,
+                     int64_t K, float beta, MatmulPrecision p, int64_t ldy = 0);
 
 // bf16 shadow of an fp32 buffer (e.g. the parameters, refreshed after each
 // optimizer step): a kBf16 gemm whose operand lies inside [base, base + n)

@@ -126,7 +126,7 @@ void grouped_swiglu_forward(float* y, float* h13, void* z, const float* x, const
   }
 }
 
-void grouped_swiglu_backward(float* dx, float* const* dw13, float* const* dw2, void* dh13, const float* dy,
+void grouped_swiglu_backward(float* dx, const WeightGrad* dw13, const WeightGrad* dw2, void* dh13, const float* dy,
                              const float* x, const float* h13, const void* z, const ExpertGroup& g, MatmulPrecision p) {
   ScopedPhase phase(Phase::kGemm);
   const int64_t F = g.F, Din = g.Din;
@@ -150,19 +150,21 @@ void grouped_swiglu_backward(float* dx, float* const* dw13, float* const* dw2, v
       gemm_on_thread(dx + r0 * Din, dh, m.w13[t.expert], GemmShape{rows, Din, 2 * F}, 0.0f, p);
     });
   };
-  // Weight gradients, by block of dW rows: dW13 += dh13ᵀ x, dW2 += dyᵀ z,
-  // each over all of the expert's rows. In bf16 a block of dW13 converts the
+  // Weight gradients, by block of dW rows: dW13 (+)= dh13ᵀ x, dW2 (+)= dyᵀ z,
+  // each over all of the expert's rows (a block takes its tensor's beta: the
+  // blocks cover it once). In bf16 a block of dW13 converts the
   // expert's x rows it reads (once per expert where a tensor is one block,
   // as in every preset).
   auto weight_block = [&](const Task& t, ThreadScratch& sc) {
     const int64_t b = g.begin[t.expert], M = g.begin[t.expert + 1] - b;
     if (t.which == 0)
-      gemm_on_thread(dw13[t.expert] + t.r0 * Din, operand_element(dh13, b * 2 * F + t.r0, f),
+      gemm_on_thread(dw13[t.expert].data + t.r0 * Din, operand_element(dh13, b * 2 * F + t.r0, f),
                      rows_operand(x, b, M, Din, f, sc.x),
-                     GemmShape{t.rows, Din, M, Trans::kYes, Trans::kNo, 2 * F, Din, Din}, 1.0f, p);
+                     GemmShape{t.rows, Din, M, Trans::kYes, Trans::kNo, 2 * F, Din, Din}, dw13[t.expert].beta, p);
     else
-      gemm_on_thread(dw2[t.expert] + t.r0 * F, operand_element(dyo, b * Din + t.r0, f), operand_element(z, b * F, f),
-                     GemmShape{t.rows, F, M, Trans::kYes, Trans::kNo, Din, F, F}, 1.0f, p);
+      gemm_on_thread(dw2[t.expert].data + t.r0 * F, operand_element(dyo, b * Din + t.r0, f),
+                     operand_element(z, b * F, f), GemmShape{t.rows, F, M, Trans::kYes, Trans::kNo, Din, F, F},
+                     dw2[t.expert].beta, p);
   };
   auto weight_blocks = [&](int64_t e, auto&& fn) {
     for_each_block(2 * F, kGroupedWeightBlock, [&](int64_t r0, int64_t rows) { fn(Task{e, 0, r0, rows}); });

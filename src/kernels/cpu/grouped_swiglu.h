@@ -49,10 +49,12 @@ struct ExpertGroup {
 // is rows·F floats in every form.
 void grouped_swiglu_forward(float* y, float* h13, void* z, const float* x, const ExpertGroup& g, MatmulPrecision p);
 
-// dx (rows, Din) written; dw13[i], dw2[i] accumulated (+=); z as the forward
+// dx (rows, Din) written; dw13[i], dw2[i] added into or written, each with its
+// own beta (gemm.h's WeightGrad: 0 where the expert's gradient holds zeros
+// nothing else wrote, so that its products need not read them); z as the forward
 // left it; dh13 (storage of rows·2F floats) is scratch, written in the
 // operand form of p for the products that read it.
-void grouped_swiglu_backward(float* dx, float* const* dw13, float* const* dw2, void* dh13, const float* dy,
+void grouped_swiglu_backward(float* dx, const WeightGrad* dw13, const WeightGrad* dw2, void* dh13, const float* dy,
                              const float* x, const float* h13, const void* z, const ExpertGroup& g, MatmulPrecision p);
 
 }  // namespace mt
