@@ -282,11 +282,13 @@ void ffn_block_backward(float* dres, FfnScratch& s, const FfnActs& a, const floa
                          a.row_token.data(), a.rows, N, K, Din);
   }
   ex.dispatch_grad_start(layer, a, s, Din);
-  bulk_fill(dm, N * D, 0.0f);
+  // dm starts as the first shared expert's input gradient (the same bits as
+  // adding it onto zeros), or as zeros without shared experts.
+  if (mw.shared.empty()) bulk_fill(dm, N * D, 0.0f);
   for (size_t sh = 0; sh < mw.shared.size(); ++sh) {
     swiglu_ffn_backward(dm, ctx.gw(mw.shared[sh].w13, 2 * F * D), ctx.gw(mw.shared[sh].w2, D * F), s.dz.data(),
                         s.dh13.data(), dtotal, a.m.data(), a.sh13[sh].data(), a.sz[sh].in(), ctx.p(mw.shared[sh].w13),
-                        ctx.p(mw.shared[sh].w2), SwigluFfnDims{N, F, D}, 1.0f, ctx.prec);
+                        ctx.p(mw.shared[sh].w2), SwigluFfnDims{N, F, D}, sh == 0 ? 0.0f : 1.0f, ctx.prec);
     ex.progress();
   }
   const ExpertRows er = ex.dispatch_grad_finish(layer, a, s, Din);
