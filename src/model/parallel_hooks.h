@@ -25,7 +25,7 @@ class ExpertDispatcher;
 // offsets of the unit it was acquired for.
 struct ParamSpan {
   const float* p = nullptr;
-  float* g = nullptr;  // gradients, accumulated (+=); null in forward-only passes
+  float* g = nullptr;  // gradients, accumulated (+=) or first-written (grad_whole); null in forward-only passes
   int64_t lo = 0;
   // Which gradients this step wrote (grad_ledger.h); null: the provider
   // keeps none, and every product adds into the gradients.
