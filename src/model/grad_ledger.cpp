@@ -18,18 +18,10 @@ GradLedger::GradLedger(const ParamLayout& layout) : total_(layout.total()) {
   written_.assign(starts_.size(), 1);  // nothing is known to be zero before the first clear
 }
 
-void GradLedger::clear_all() { std::fill(written_.begin(), written_.end(), uint8_t(0)); }
-
-void GradLedger::clear(int64_t lo, int64_t hi) {
-  const auto first = std::lower_bound(starts_.begin(), starts_.end(), lo);
-  const auto last = std::lower_bound(starts_.begin(), starts_.end(), hi);
-  std::fill(written_.begin() + (first - starts_.begin()), written_.begin() + (last - starts_.begin()), uint8_t(0));
-}
-
-void GradLedger::mark_written(int64_t lo, int64_t hi) {
-  const auto first = std::lower_bound(starts_.begin(), starts_.end(), lo);
-  const auto last = std::lower_bound(starts_.begin(), starts_.end(), hi);
-  std::fill(written_.begin() + (first - starts_.begin()), written_.begin() + (last - starts_.begin()), uint8_t(1));
+void GradLedger::set(int64_t lo, int64_t hi, uint8_t written) {
+  const auto first = std::lower_bound(starts_.begin(), starts_.end(), lo) - starts_.begin();
+  const auto last = std::lower_bound(starts_.begin(), starts_.end(), hi) - starts_.begin();
+  std::fill(written_.begin() + first, written_.begin() + last, written);
 }
 
 int64_t GradLedger::tensor_of(int64_t off) const {

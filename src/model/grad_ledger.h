@@ -29,11 +29,11 @@ class GradLedger {
   explicit GradLedger(const ParamLayout& layout);
 
   // Every gradient holds zeros and nothing wrote it: the start of a step.
-  void clear_all();
+  void clear_all() { set(0, total_, 0); }
   // The tensors starting in global [lo, hi) hold zeros again (a unit buffer cleared).
-  void clear(int64_t lo, int64_t hi);
+  void clear(int64_t lo, int64_t hi) { set(lo, hi, 0); }
   // The tensors starting in [lo, hi) hold values (a unit buffer loaded with a running sum).
-  void mark_written(int64_t lo, int64_t hi);
+  void mark_written(int64_t lo, int64_t hi) { set(lo, hi, 1); }
   // Something may add into the tensor holding element `off`.
   void touch(int64_t off);
   // 0 when no tensor overlapping [off, off + n) was written since it was
@@ -46,6 +46,7 @@ class GradLedger {
 
  private:
   int64_t tensor_of(int64_t off) const;  // index of the tensor holding `off`
+  void set(int64_t lo, int64_t hi, uint8_t written);  // the tensors starting in [lo, hi)
   std::vector<int64_t> starts_;          // tensor offsets, increasing
   std::vector<uint8_t> written_;
   int64_t total_ = 0;

@@ -299,6 +299,9 @@ double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale, 
   for (int64_t r0 = 0; r0 < N_; r0 += kHeadChunk) {
     const int64_t R = std::min(kHeadChunk, N_ - r0);
     linear_forward(logits_.data(), hf.at(r0 * D), W, R, V, D, prec_);
+    // The loss's gradient in the logits (in place), or the cross-entropy's
+    // in the products' form where it writes one.
+    GemmInput dlogits(logits_.data());
     if (rl && policy->teacher_logp != nullptr) {
       const PolicyObjective& p = *policy;
       distill_entropy_.resize(size_t(kHeadChunk));
@@ -307,17 +310,12 @@ double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale, 
       for (int64_t r = r0; r < r0 + R; ++r)
         p.stats[r] = PolicyTokenStats{0.0f, distill_entropy_[size_t(r - r0)],
                                       p.weights[r] > 0 ? losses_[r] / p.weights[r] : 0.0f, 0};
-      linear_backward(dhf + r0 * D, head.grad_whole(off_.head, V * D), logits_.data(), hf.at(r0 * D), W, R, V, D, 0.0f,
-                      prec_);
     } else if (rl) {
       const PolicyObjective& p = *policy;
       policy_loss_forward_backward(losses_.data() + r0, p.stats + r0, logits_.data(), targets + r0, p.weights + r0,
                                    p.advantages + r0, p.old_logp ? p.old_logp + r0 : nullptr,
                                    p.ref_logp ? p.ref_logp + r0 : nullptr, R, V, p.params, grad_scale);
-      linear_backward(dhf + r0 * D, head.grad_whole(off_.head, V * D), logits_.data(), hf.at(r0 * D), W, R, V, D, 0.0f,
-                      prec_);
     } else if (grads == Grads::kYes) {
-      GemmInput dlogits(logits_.data());
       if (!dlogits_.storage.empty()) {
         cross_entropy_forward_backward(losses_.data() + r0, logits_.data(), dlogits_.out(), dlogits_.form, targets + r0,
                                        R, V, ce_scale);
@@ -325,10 +323,11 @@ double Transformer::head_loss(ParamProvider& pp, Grads grads, float grad_scale, 
       } else {
         cross_entropy_forward_backward(losses_.data() + r0, logits_.data(), targets + r0, R, V, ce_scale);
       }
-      linear_backward(dhf + r0 * D, head.grad_whole(off_.head, V * D), dlogits, hf.at(r0 * D), W, R, V, D, 0.0f, prec_);
     } else {
       cross_entropy_forward(losses_.data() + r0, logits_.data(), targets + r0, R, V);
+      continue;
     }
+    linear_backward(dhf + r0 * D, head.grad_whole(off_.head, V * D), dlogits, hf.at(r0 * D), W, R, V, D, 0.0f, prec_);
   }
   double total = 0.0;
   for (int64_t n = 0; n < N_; ++n) total += losses_[n];

@@ -13,6 +13,7 @@
 #include "core/bf16.h"
 #include "core/check.h"
 #include "kernels/cpu/attention_softmax.h"
+#include "kernels/cpu/simd.h"
 
 namespace mt {
 namespace {
@@ -88,9 +89,8 @@ const float* output_row(const void* o, OperandForm of, int64_t i, int64_t Dv, st
 // AMD Zen 5). Rows two queries ahead are asked into L1 while this one sums.
 constexpr int64_t kRowsAhead = 2;
 void prefetch_rows(const void* o, OperandForm of, const float* dout, int64_t i, int64_t Dv) {
-  const int64_t obytes = of == OperandForm::kBf16 ? int64_t(sizeof(bf16)) : int64_t(sizeof(float));
-  for (int64_t e = 0; e < Dv * obytes; e += 64) __builtin_prefetch(static_cast<const char*>(o) + i * obytes + e, 0, 3);
-  for (int64_t e = 0; e < Dv; e += 16) __builtin_prefetch(dout + i + e, 0, 3);
+  simd::prefetch_l1_bytes(operand_element(o, i, of), operand_floats(Dv, of) * int64_t(sizeof(float)));
+  simd::prefetch_l1_bytes(dout + i, Dv * int64_t(sizeof(float)));
 }
 
 void softmax_tile(float* S, const AttentionDims& d, const Tile& t, float scale, const float* lse, float* lse_out) {

@@ -275,6 +275,10 @@ inline void prefetch_l2_write_bytes(void* p, int64_t bytes) {
   for (int64_t e = 0; e < bytes; e += 64) __builtin_prefetch(static_cast<char*>(p) + e, 1, 2);
 }
 inline void prefetch_l2_write(float* p, int64_t n) { prefetch_l2_write_bytes(p, n * int64_t(sizeof(float))); }
+// Into L1, for reading `bytes` bytes needed within a few hundred cycles.
+inline void prefetch_l1_bytes(const void* p, int64_t bytes) {
+  for (int64_t e = 0; e < bytes; e += 64) __builtin_prefetch(static_cast<const char*>(p) + e, 0, 3);
+}
 
 // out[c][r] = in[r][c] for an R x C block: whole kLanes x kLanes tiles in registers, the ragged
 // edges element by element. Data movement only: the same bits on every path.
