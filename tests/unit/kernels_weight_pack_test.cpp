@@ -1,7 +1,8 @@
 // kernels_weight_pack_test.cpp — weight_pack.h against oneDNN's own reorder:
 // for the layouts this CPU's matmul asks for, on the experts' and projections'
 // shapes and ragged ones (K and N not whole blocks, odd K), B as stored and
-// transposed, fp32 and (where native) bf16: the same bytes, padding included.
+// transposed, fp32 and (where native) bf16: the same bytes, padding included,
+// into line-aligned memory (streamed out) and unaligned memory alike.
 // A CPU whose matmul asks for a layout the packer does not know (AMX tiles,
 // AVX2) takes oneDNN's reorder, which pack_weight() is checked to call.
 #include <gtest/gtest.h>
@@ -63,13 +64,20 @@ TEST(WeightPack, SameBytesAsOnednnsReorder) {
       const dnnl::memory::desc layout = layout_for(eng, c, type), plain = plain_for(c, type);
       const size_t elem = type == dt::f32 ? 4 : 2;
       const std::vector<uint32_t> src = pattern(int64_t(c.K * c.N * elem + 3) / 4);
-      std::vector<uint8_t> ours(layout.get_size(), 0xa5), theirs(layout.get_size(), 0x5a);
-      pack_weight(ours.data(), layout, src.data(), plain, eng, strm);
+      std::vector<uint8_t> theirs(layout.get_size(), 0x5a);
       dnnl::memory from(plain, eng, const_cast<uint32_t*>(src.data())), to(layout, eng, theirs.data());
       dnnl::reorder(from, to).execute(strm, from, to);
       strm.wait();
-      EXPECT_EQ(0, std::memcmp(ours.data(), theirs.data(), ours.size()))
-          << (type == dt::f32 ? "fp32 " : "bf16 ") << c.K << " x " << c.N << (c.transposed ? " transposed" : "");
+      // At a cache line (blocks assembled in L1 and streamed out, as into a
+      // packed copy's memory) and 4 bytes past one (written in place).
+      std::vector<uint8_t> buffer(layout.get_size() + 128, 0xa5);
+      uint8_t* line = buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) % 64;
+      for (uint8_t* ours : {line, line + 4}) {
+        pack_weight(ours, layout, src.data(), plain, eng, strm);
+        EXPECT_EQ(0, std::memcmp(ours, theirs.data(), theirs.size()))
+            << (type == dt::f32 ? "fp32 " : "bf16 ") << c.K << " x " << c.N << (c.transposed ? " transposed" : "")
+            << (ours == line ? ", line-aligned" : ", unaligned");
+      }
       packed_by_us += blocked_layout_of(layout).has_value();
     }
   if (packed_by_us == 0) GTEST_SKIP() << "this CPU's matmul asks for no layout the packer knows: oneDNN packs";

@@ -280,6 +280,24 @@ inline void prefetch_l1_bytes(const void* p, int64_t bytes) {
   for (int64_t e = 0; e < bytes; e += 64) __builtin_prefetch(static_cast<const char*>(p) + e, 0, 3);
 }
 
+// Copies `bytes` (a multiple of 64) from src to a 64-byte-aligned dst with non-temporal stores,
+// which write whole lines without reading them first: for output that is not read again soon
+// (a packed weight, read next from memory by the next step's products). The caller fences
+// (stream_fence) before anything else reads dst.
+inline void stream_copy(void* dst, const void* src, int64_t bytes) {
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+#if defined(__AVX512F__)
+  for (int64_t e = 0; e < bytes; e += 64)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + e), _mm512_loadu_si512(reinterpret_cast<const void*>(s + e)));
+#else
+  for (int64_t e = 0; e < bytes; e += 32)
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + e), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + e)));
+#endif
+}
+// Orders the calling thread's non-temporal stores before its later stores and loads elsewhere.
+inline void stream_fence() { _mm_sfence(); }
+
 // out[c][r] = in[r][c] for an R x C block: whole kLanes x kLanes tiles in registers, the ragged
 // edges element by element. Data movement only: the same bits on every path.
 inline void transpose(float* out, const float* in, int64_t R, int64_t C, int64_t ld_in, int64_t ld_out) {
