@@ -5,7 +5,7 @@
 // zeroed, as the trainer calls it). Bytes/s counts what the pass must move:
 // parameters, gradients and moments read; parameters and moments written
 // (plus the shadow written and the gradients zeroed for the whole pass).
-// BM_AdamWPackedPass is the trainer's whole update on both threads: 96
+// BM_AdamWPackedPass is the trainer's whole update on all threads: 96
 // expert-sized matrices (34.6M parameters, more than the caches hold), each
 // with the two packed GEMM copies a step's products read (forward and input
 // gradient), refilled as each matrix becomes final (gemm_pack_final_weights);
@@ -47,8 +47,26 @@ void BM_AdamWKernel(benchmark::State& state) {
 }
 BENCHMARK(BM_AdamWKernel)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
+// The timed loop of the whole-pass benchmarks: each iteration restores the
+// gradients (untimed: the pass zeroes them) and runs one update; with
+// on_final, the packed copies it filled become current, as in the trainer.
+void time_updates(benchmark::State& state, mt::Optimizer& opt, std::vector<float>& p, const std::vector<float>& g,
+                  std::vector<float>& grads, mt::bf16* shadow, const mt::Optimizer::FinalRange& on_final = {}) {
+  int64_t step = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::copy(g.begin(), g.end(), grads.begin());
+    state.ResumeTiming();
+    ++step;
+    opt.update(p.data(), grads.data(), 1e-3, step, 1.0, shadow, grads.data(), on_final);
+    if (on_final) mt::gemm_weights_changed();
+    benchmark::ClobberMemory();
+  }
+}
+
 void BM_AdamWOptimizerPass(benchmark::State& state) {
   const bool half = state.range(0) == 1;
+  const int threads = mt::num_threads();
   mt::set_num_threads(1);
   mt::ParamLayout L;
   L.add("layers.0.mlp.w1", {2048, kN / 2048}, mt::ParamKind::kMatrix, 0);
@@ -60,15 +78,8 @@ void BM_AdamWOptimizerPass(benchmark::State& state) {
   std::vector<mt::bf16> shadow(kN);
   mt::fill_normal(p.data(), kN, 0.02f, 3, 1);
   mt::fill_normal(g.data(), kN, 1.0f, 3, 2);
-  int64_t step = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    std::copy(g.begin(), g.end(), grads.begin());
-    state.ResumeTiming();
-    ++step;
-    opt.update(p.data(), grads.data(), 1e-3, step, 1.0, shadow.data(), grads.data());
-    benchmark::ClobberMemory();
-  }
+  time_updates(state, opt, p, g, grads, shadow.data());
+  mt::set_num_threads(threads);  // the benchmarks after this one run on the machine's threads
   const double moment_bytes = half ? 2.0 : 4.0;
   state.SetBytesProcessed(int64_t(state.iterations()) *
                           int64_t(double(kN) * (4 + 4 + 4 + 4 * moment_bytes + 2 /* shadow */ + 4 /* zeroed */)));
@@ -102,16 +113,7 @@ void BM_AdamWPackedPass(benchmark::State& state) {
     mt::linear_backward_input(dx.data(), y.data(), w, kRows, kOut, kIn, 0.0f, prec);
   }
   const mt::Optimizer::FinalRange pack = [](const float* q, int64_t len) { mt::gemm_pack_final_weights(q, len); };
-  int64_t step = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    std::copy(g.begin(), g.end(), grads.begin());
-    state.ResumeTiming();
-    ++step;
-    opt.update(p.data(), grads.data(), 1e-3, step, 1.0, sh, grads.data(), pack);
-    mt::gemm_weights_changed();
-    benchmark::ClobberMemory();
-  }
+  time_updates(state, opt, p, g, grads, sh, pack);
   state.counters["packed_MB"] = double(mt::gemm_packed_bytes()) / 1e6;
   mt::gemm_register_bf16_shadow(nullptr, nullptr, 0);
   mt::gemm_unregister_packed_weights(p.data());
