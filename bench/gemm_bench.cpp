@@ -7,7 +7,8 @@
 // bwd_weight_pretransposed (bf16 only) give dW = dy^T x operands already in
 // that form, as the trainer's products mostly read them: dy as stored (the
 // product reads it transposed) and dy stored transposed, to show what the
-// transposed first operand costs by itself.
+// transposed first operand costs by itself. gemm/router/<form>_from_memory
+// runs the router's products with their token-sized operand in memory.
 //
 // moe-512: T tokens 4096, D 512, QKV out 768, expert hidden F 352 (gate+up
 // fused: 2F = 704), about 640 rows per expert, V 8192 computed in chunks of
@@ -102,6 +103,35 @@ void bm_weight_gradient_formed(benchmark::State& state, LinearShape s, bool stor
       2.0 * double(M) * double(N) * double(K) * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
 }
 
+// The router's three products (fp32, the skinny kernel) with their
+// token-sized operand in memory, as in a step, where the layer's input was
+// written long before: each call reads the next of 12 copies (96 MB).
+void bm_router_cold(benchmark::State& state, Form form) {
+  const LinearShape& s = kShapes[6];
+  const int64_t M = s.M, N = s.N, K = s.K, copies = 12;
+  std::vector<std::vector<float>> xs;
+  for (int64_t i = 0; i < copies; ++i) xs.push_back(random_buffer(M * K, uint32_t(10 + i)));
+  std::vector<float> dy = random_buffer(M * N, 3), w = random_buffer(N * K, 2), dw(N * K, 0.0f), y(M * N);
+  int64_t i = 0;
+  for (auto _ : state) {
+    float* x = xs[size_t(i++ % copies)].data();
+    switch (form) {
+      case Form::kForward:
+        linear_forward(y.data(), x, w.data(), M, N, K, MatmulPrecision::kFp32);
+        break;
+      case Form::kBackwardInput:  // dx += dy W, into the layer's input gradient
+        linear_backward_input(x, dy.data(), w.data(), M, N, K, 1.0f, MatmulPrecision::kFp32);
+        break;
+      default:
+        linear_backward_weight(dw.data(), dy.data(), x, M, N, K, MatmulPrecision::kFp32);
+        break;
+    }
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(
+      2.0 * double(M) * double(N) * double(K) * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+}
+
 // Registered at static-initialisation time; benchmark_main runs them.
 int register_all() {
   const std::pair<Form, const char*> forms[] = {{Form::kForward, "fwd"},
@@ -123,6 +153,10 @@ int register_all() {
             ->Unit(benchmark::kMicrosecond);
       }
     }
+  for (auto [form, form_name] : forms) {
+    const std::string name = std::string("gemm/router/") + form_name + "_from_memory/fp32";
+    benchmark::RegisterBenchmark(name.c_str(), bm_router_cold, form)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  }
   for (const LinearShape& s : kShapes) {
     if ((s.M == s.N && s.N == s.K) || s.N <= 32) continue;
     for (bool transposed : {false, true}) {

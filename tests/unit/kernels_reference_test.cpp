@@ -167,10 +167,14 @@ TEST(GemmReference, LinearFormsAndEmptyK) {
 // The skinny kernel sums each output over k in order, one fused multiply-add
 // at a time, whatever its blocking: bit for bit an fma loop, on the router's
 // weight-gradient shape (K = tokens, summed in L2-sized slices, A read
-// transposed in place), short ragged ones, and a transposed A whose rows
+// transposed in place; one column block, and three, ragged, that the
+// threads share), its input gradient's (K = experts, blocks of rows and
+// columns), short ragged ones, and a transposed A whose rows
 // end in a partial strip and block.
 TEST(GemmReference, SkinnyProductIsAnFmaLoopInKOrder) {
   for (const GemmCase& c : {GemmCase{16, 96, 1100, Trans::kYes, Trans::kNo, 0, 1.0f, MatmulPrecision::kFp32},
+                            GemmCase{16, 300, 700, Trans::kYes, Trans::kNo, 0, 0.0f, MatmulPrecision::kFp32},
+                            GemmCase{100, 300, 16, Trans::kNo, Trans::kNo, 0, 1.0f, MatmulPrecision::kFp32},
                             GemmCase{40, 24, 300, Trans::kNo, Trans::kNo, 0, 0.0f, MatmulPrecision::kFp32},
                             GemmCase{45, 20, 300, Trans::kYes, Trans::kNo, 0, 0.0f, MatmulPrecision::kFp32}}) {
     SCOPED_TRACE(gemm_name(c));
