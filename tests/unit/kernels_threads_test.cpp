@@ -84,18 +84,23 @@ TEST_F(Threads, TwoThreadsAreAvailable) {
 }
 
 TEST_F(Threads, RmsNorm) {
-  const int64_t N = 384, C = 200;  // C not a multiple of the 16-column block
-  const auto x = randn(N * C, 1.0f, 1), w = randn(C, 1.0f, 2), dy = randn(N * C, 1.0f, 3);
-  const auto dx_prior = randn(N * C, 1.0f, 4), dw_prior = randn(C, 1.0f, 5);
-  expect_invariant("rmsnorm", [&] {
-    std::vector<float> y(N * C), rstd(N), dx(N * C), dw = dw_prior, dx1 = dx_prior;
-    rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), N, C, 1e-5f);
-    rmsnorm_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), rstd.data(), N, C, 0.0f);
-    rmsnorm_backward(dx1.data(), dw.data(), dy.data(), x.data(), w.data(), rstd.data(), N, C, 1.0f);
-    Bytes b;
-    append(b, y), append(b, rstd), append(b, dx), append(b, dx1), append(b, dw);
-    return b;
-  });
+  // C not a multiple of the 16-column block (narrow rows: blocks of 16 on two
+  // threads, runs of 64-column blocks on one), then wide rows in runs of
+  // 64-column blocks, ragged, and a run longer than one sweep's 1,024 columns.
+  for (const auto [N, C] : {std::pair<int64_t, int64_t>{384, 200}, {384, 600}, {40, 2600}}) {
+    SCOPED_TRACE(C);
+    const auto x = randn(N * C, 1.0f, 1), w = randn(C, 1.0f, 2), dy = randn(N * C, 1.0f, 3);
+    const auto dx_prior = randn(N * C, 1.0f, 4), dw_prior = randn(C, 1.0f, 5);
+    expect_invariant("rmsnorm", [&] {
+      std::vector<float> y(N * C), rstd(N), dx(N * C), dw = dw_prior, dx1 = dx_prior;
+      rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), N, C, 1e-5f);
+      rmsnorm_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), rstd.data(), N, C, 0.0f);
+      rmsnorm_backward(dx1.data(), dw.data(), dy.data(), x.data(), w.data(), rstd.data(), N, C, 1.0f);
+      Bytes b;
+      append(b, y), append(b, rstd), append(b, dx), append(b, dx1), append(b, dw);
+      return b;
+    });
+  }
 }
 
 TEST_F(Threads, Attention) {
