@@ -1,7 +1,9 @@
 // moe_dispatch_bench.cpp — the permutations around the experts on moe-512's
 // shapes (4,096 tokens of 512, top-2 of 16 experts, capacity 1.25, routing
 // spread evenly at random): gather (argument 0), combine (1), combine's
-// backward (2) and gather's backward (3). Their rows come from random places
+// backward (2) and gather's backward (3); the combine added onto the residual
+// stream in one pass (4, moe_combine_add) and as it was done before, into a
+// buffer and then added (5). Their rows come from random places
 // of buffers the step wrote long before, so each call works on the next of
 // six sets of buffers (over 300 MB): the rows come from memory, as in a step.
 // Run: mt_kernel_bench --benchmark_filter=MoeDispatch --benchmark_repetitions=5
@@ -60,7 +62,7 @@ void BM_MoeDispatch(benchmark::State& state) {
     mt::fill_normal(tokens[size_t(i)].data(), kTokens * kDim, 1.0f, 9, uint64_t(i));
     mt::fill_normal(experts[size_t(i)].data(), r.rows * kDim, 1.0f, 9, uint64_t(10 + i));
   }
-  std::vector<float> dgate(kTokens * kTopK);
+  std::vector<float> dgate(kTokens * kTopK), comb(kTokens * kDim), out(kTokens * kDim);
   int64_t i = 0;
   for (auto _ : state) {
     const size_t k = size_t(i++ % kSets);
@@ -76,15 +78,26 @@ void BM_MoeDispatch(benchmark::State& state) {
         mt::moe_combine_backward(dxe, dgate.data(), x, xe, r.slot.data(), r.gate.data(), r.row_token.data(), r.rows,
                                  kTokens, kTopK, kDim);
         break;
-      default:
+      case 3:
         mt::moe_gather_backward(x, xe, r.slot.data(), kTokens, kTopK, kDim);
         break;
+      case 4:
+        mt::moe_combine_add(out.data(), x, xe, r.slot.data(), r.gate.data(), kTokens, kTopK, kDim);
+        break;
+      default: {
+        mt::moe_combine(comb.data(), xe, r.slot.data(), r.gate.data(), kTokens, kTopK, kDim, 0.0f);
+        float* o = out.data();
+        const float* c = comb.data();
+#pragma omp parallel for simd schedule(static)
+        for (int64_t e = 0; e < kTokens * kDim; ++e) o[e] = x[e] + c[e];
+      }
     }
     benchmark::ClobberMemory();
   }
-  static const char* kNames[] = {"gather", "combine", "combine backward", "gather backward"};
+  static const char* kNames[] = {"gather",          "combine",         "combine backward",
+                                 "gather backward", "combine and add", "combine, then add"};
   state.SetLabel(kNames[state.range(0)]);
 }
-BENCHMARK(BM_MoeDispatch)->DenseRange(0, 3)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MoeDispatch)->DenseRange(0, 5)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -86,7 +86,7 @@ void FfnActs::allocate(const ModelConfig& c, int64_t layer, int64_t B, int64_t T
   s(he, R * 2 * F);
   s(ze, R * F);
   s(ye, R * Din);
-  s(comb, N * Din);
+  if (c.d_latent > 0) s(comb, N * Din);  // the up-projection's input; without it the combine adds into the output
   sh13.resize(c.n_shared_experts);
   sz.resize(c.n_shared_experts);
   for (int64_t e = 0; e < c.n_shared_experts; ++e) {
@@ -225,18 +225,21 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
     base = total;
   }
   ex.combine_finish(layer, a, Din);
-  {
-    ScopedPhase phase(Phase::kMoeDispatch);
-    moe_combine(a.comb.data(), a.ye.data(), a.slot.data(), a.gate.data(), N, K, Din, 0.0f);
-  }
   if (c.d_latent > 0) {
+    {
+      ScopedPhase phase(Phase::kMoeDispatch);
+      moe_combine(a.comb.data(), a.ye.data(), a.slot.data(), a.gate.data(), N, K, Din, 0.0f);
+    }
     if (base && base != total) bulk_copy(total, base, N * D);
-    gemm(total, a.comb.data(), ctx.p(mw.up), GemmShape{N, D, c.d_latent, Trans::kNo, Trans::kYes},
-         base ? 1.0f : 0.0f, ctx.prec);
-  } else if (base) {
-    add(total, base, a.comb.data(), N * D);
+    gemm(total, a.comb.data(), ctx.p(mw.up), GemmShape{N, D, c.d_latent, Trans::kNo, Trans::kYes}, base ? 1.0f : 0.0f,
+         ctx.prec);
   } else {
-    bulk_copy(total, a.comb.data(), N * D);
+    // Straight into total: the bits of combining into a buffer and adding it to base.
+    ScopedPhase phase(Phase::kMoeDispatch);
+    if (base)
+      moe_combine_add(total, base, a.ye.data(), a.slot.data(), a.gate.data(), N, K, Din);
+    else
+      moe_combine(total, a.ye.data(), a.slot.data(), a.gate.data(), N, K, Din, 0.0f);
   }
   if (c.moe_out_norm) {
     rmsnorm_forward(x_out, a.rstd_o.data(), total, ctx.p(mw.out_norm), N, D, float(c.norm_eps));

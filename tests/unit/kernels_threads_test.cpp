@@ -224,13 +224,19 @@ TEST_F(Threads, MoeDispatch) {
       std::vector<float> ye(ye_fill.begin(), ye_fill.begin() + rows * C);  // stands in for the experts
       moe_gather(xe.data(), x.data(), row_token.data(), rows, C, C);
       moe_combine(out.data(), ye.data(), slot.data(), gate.data(), d.N, d.K, C, 1.0f);
+      // Combined and added to a base in one pass: the bits of a combine into a buffer, then an add.
+      std::vector<float> comb(d.N * C), added(d.N * C), fused(d.N * C);
+      moe_combine(comb.data(), ye.data(), slot.data(), gate.data(), d.N, d.K, C, 0.0f);
+      for (size_t i = 0; i < comb.size(); ++i) added[i] = out0[i] + comb[i];
+      moe_combine_add(fused.data(), out0.data(), ye.data(), slot.data(), gate.data(), d.N, d.K, C);
+      EXPECT_EQ(0, std::memcmp(added.data(), fused.data(), added.size() * sizeof(float)));
       moe_combine_backward(dye.data(), dgate.data(), dout.data(), ye.data(), slot.data(), gate.data(), row_token.data(),
                            rows, d.N, d.K, C);
       moe_gather_backward(dx.data(), dye.data(), slot.data(), d.N, d.K, C);
       row_token.resize(rows);
       Bytes b;
       append(b, slot), append(b, begin), append(b, kept), append(b, dropped), append(b, row_token);
-      append(b, xe), append(b, out), append(b, dye), append(b, dgate), append(b, dx);
+      append(b, xe), append(b, out), append(b, fused), append(b, dye), append(b, dgate), append(b, dx);
       return b;
     });
   }

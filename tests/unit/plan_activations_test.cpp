@@ -146,9 +146,10 @@ TEST(PlanActivations, KorthikantiFormulas) {
 // The CPU trainer keeps, per layer, exactly the tensors the formula counts (in fp32, statistics included)
 // plus one copy it could do without: the fused q|k|v before RoPE (the attention output is kept once, in
 // the token-major order the output projection reads).
-// MoE layers add routing bookkeeping (slots, per-expert offsets, row owners) and the combined output;
-// the block total is kept only with an output norm, as that norm's input, which the formula counts. The check: predicted <= allocated <= predicted x (1 + tolerance), and the difference is
-// exactly those extras.
+// MoE layers add routing bookkeeping (slots, per-expert offsets, row owners); the combined output is
+// kept only with a latent projection, as its input, and the block total only with an output norm, as
+// that norm's input, both of which the formula counts. The check: predicted <= allocated <= predicted x
+// (1 + tolerance), and the difference is exactly those extras.
 int64_t per_layer_allocation(ModelConfig c, int64_t B, int64_t T) {
   c.n_layers = 3;
   const int64_t three = Transformer::activation_bytes(c, B, T);
@@ -185,7 +186,6 @@ TEST(PlanActivations, MatchesWhatTheCpuTrainerAllocates) {
       R = moe_max_rows(DispatchDims{N, c.n_experts, c.top_k, G, c.capacity(G), kExpertRowAlign});
       o.rows_per_token = double(R) / double(N);  // the trainer's rows, padding included
       extras += 4 * N * c.top_k + 8 * (c.n_experts + 1) + 8 * c.n_experts + 4 * R;  // slot, begin, kept, row_token
-      extras += 4 * N * c.expert_in_dim();  // combined output
     }
     const double predicted = activation_bytes_per_token(layer_activation_terms(c, 0, o), 0) * double(N);
     const double allocated = double(per_layer_allocation(c, k.B, k.T));

@@ -118,19 +118,43 @@ void moe_gather_backward(float* dx, const float* dxe, const int32_t* slot, int64
     }
 }
 
+namespace {
+// o (C) += sum over k, in k order, of gate[k] ye[slot[k]]: token n's row of a combine.
+inline void combine_row(float* o, const float* ye, const int32_t* slot, const float* gate, int64_t K, int64_t C) {
+  for (int64_t k = 0; k < K; ++k) {
+    const int32_t s = slot[k];
+    if (s < 0) continue;
+    const float g = gate[k];
+    const float* y = ye + int64_t(s) * C;
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) o[c] += g * y[c];
+  }
+}
+}  // namespace
+
 void moe_combine(float* out, const float* ye, const int32_t* slot, const float* gate, int64_t N,
                  int64_t K, int64_t C, float beta) {
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < N; ++n) {
     float* o = out + n * C;
     if (beta == 0.0f) std::memset(o, 0, sizeof(float) * C);
-    for (int64_t k = 0; k < K; ++k) {
-      const int32_t s = slot[n * K + k];
-      if (s < 0) continue;
-      const float g = gate[n * K + k];
-      const float* y = ye + int64_t(s) * C;
+    combine_row(o, ye, slot + n * K, gate + n * K, K, C);
+  }
+}
+
+void moe_combine_add(float* out, const float* base, const float* ye, const int32_t* slot, const float* gate, int64_t N,
+                     int64_t K, int64_t C) {
+#pragma omp parallel
+  {
+    std::vector<float> row(static_cast<size_t>(C));
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      std::fill(row.begin(), row.end(), 0.0f);
+      combine_row(row.data(), ye, slot + n * K, gate + n * K, K, C);
+      const float* b = base + n * C;
+      float* o = out + n * C;
 #pragma omp simd
-      for (int64_t c = 0; c < C; ++c) o[c] += g * y[c];
+      for (int64_t c = 0; c < C; ++c) o[c] = b[c] + row[size_t(c)];
     }
   }
 }

@@ -52,6 +52,12 @@ void moe_gather_backward(float* dx, const float* dxe, const int32_t* slot, int64
 // out (N, C) = beta * out + sum_k gate[n, k] * ye[slot[n, k]].
 void moe_combine(float* out, const float* ye, const int32_t* slot, const float* gate, int64_t N,
                  int64_t K, int64_t C, float beta);
+// out (N, C) = base + the combine above (beta 0), the two added as one
+// last addition per element: the bits of moe_combine into a buffer and an
+// element-wise add, without writing that buffer and reading it back (a
+// residual stream's 8 MB each way per moe-512 layer). out may be base.
+void moe_combine_add(float* out, const float* base, const float* ye, const int32_t* slot, const float* gate, int64_t N,
+                     int64_t K, int64_t C);
 // dye (rows, C) written (padding rows zero); dgate (N, K) written.
 void moe_combine_backward(float* dye, float* dgate, const float* dout, const float* ye,
                           const int32_t* slot, const float* gate, const int32_t* row_token,
