@@ -8,7 +8,9 @@
 // that form, as the trainer's products mostly read them: dy as stored (the
 // product reads it transposed) and dy stored transposed, to show what the
 // transposed first operand costs by itself. gemm/router/<form>_from_memory
-// runs the router's products with their token-sized operand in memory.
+// runs the router's products with their token-sized operand in memory;
+// gemm/attn_out/fwd_residual_{copied,added} the output projection with its
+// residual copied in first (beta 1) or added by gemm_add.
 //
 // moe-512: T tokens 4096, D 512, QKV out 768, expert hidden F 352 (gate+up
 // fused: 2F = 704), about 640 rows per expert, V 8192 computed in chunks of
@@ -132,6 +134,35 @@ void bm_router_cold(benchmark::State& state, Form form) {
       2.0 * double(M) * double(N) * double(K) * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
 }
 
+// The attention output projection with its residual, as a block adds it:
+// x_mid = x_in + o Wo^T, by copying x_in into x_mid for a beta-1 product
+// (adds = false, as before) or through gemm_add (adds = true). Six sets of
+// buffers in turn, so the residual comes from memory as in a step.
+void bm_residual(benchmark::State& state, MatmulPrecision p, bool adds) {
+  const LinearShape& s = kShapes[1];
+  const int64_t M = s.M, N = s.N, K = s.K, sets = 6;
+  std::vector<std::vector<float>> xs, outs;
+  for (int64_t i = 0; i < sets; ++i) {
+    xs.push_back(random_buffer(M * N, uint32_t(30 + i)));
+    outs.emplace_back(M * N);
+  }
+  const std::vector<float> o = random_buffer(M * K, 1), w = random_buffer(N * K, 2);
+  int64_t i = 0;
+  for (auto _ : state) {
+    const size_t k = size_t(i++ % sets);
+    const GemmShape shape{M, N, K, Trans::kNo, Trans::kYes};
+    if (adds) {
+      gemm_add(outs[k].data(), o.data(), w.data(), shape, xs[k].data(), p);
+    } else {
+      std::copy(xs[k].begin(), xs[k].end(), outs[k].begin());
+      gemm(outs[k].data(), o.data(), w.data(), shape, 1.0f, p);
+    }
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(
+      2.0 * double(M) * double(N) * double(K) * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+}
+
 // Registered at static-initialisation time; benchmark_main runs them.
 int register_all() {
   const std::pair<Form, const char*> forms[] = {{Form::kForward, "fwd"},
@@ -152,6 +183,11 @@ int register_all() {
             ->UseRealTime()
             ->Unit(benchmark::kMicrosecond);
       }
+    }
+  for (auto [p, p_name] : precisions)
+    for (bool adds : {false, true}) {
+      const std::string name = std::string("gemm/attn_out/fwd_residual_") + (adds ? "added" : "copied") + "/" + p_name;
+      benchmark::RegisterBenchmark(name.c_str(), bm_residual, p, adds)->UseRealTime()->Unit(benchmark::kMicrosecond);
     }
   for (auto [form, form_name] : forms) {
     const std::string name = std::string("gemm/router/") + form_name + "_from_memory/fp32";

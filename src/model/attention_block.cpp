@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "kernels/cpu/bulk_copy.h"
 #include "kernels/cpu/heads.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
@@ -117,9 +116,7 @@ void attention_block_forward(float* x_mid, AttnActs& a, const float* x_in, const
   run_attention_forward(a.o_flat.out(), a.o_flat.form, a.lse.data(), gather_keys(ctx, d, layer, qkv_operands(a)),
                         attn_dims(ctx, d, layer), ctx.prec, ctx.attention);
   // x_mid = x_in + o_flat Wo^T
-  bulk_copy(x_mid, x_in, d.N * d.D);
-  gemm(x_mid, a.o_flat.in(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dh, Trans::kNo, Trans::kYes},
-       1.0f, ctx.prec);
+  gemm_add(x_mid, a.o_flat.in(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dh, Trans::kNo, Trans::kYes}, x_in, ctx.prec);
 }
 
 void attention_block_backward(float* dres, AttnScratch& s, const AttnActs& a, const float* x_in,

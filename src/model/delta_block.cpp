@@ -6,7 +6,6 @@
 
 #include "core/check.h"
 #include "core/phase_timer.h"
-#include "kernels/cpu/bulk_copy.h"
 #include "kernels/cpu/delta_gates.h"
 #include "kernels/cpu/gated_delta.h"
 #include "kernels/cpu/heads.h"
@@ -111,8 +110,7 @@ void delta_block_forward(float* x_mid, DeltaActs& a, const float* x_in, const De
   merge_heads(a.o_flat.data(), a.o.data(), d.B, d.T, d.H, d.Dv);
   rmsnorm_forward(a.on.data(), a.rstd_o.data(), a.o_flat.data(), ctx.p(w.o_norm), d.N * d.H, d.Dv, eps);
   silu_gate_forward(a.y.out(), a.y.form, a.on.data(), proj + d.cz, d.P, d.N, d.H * d.Dv);
-  bulk_copy(x_mid, x_in, d.N * d.D);
-  gemm(x_mid, a.y.in(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dv, Trans::kNo, Trans::kYes}, 1.0f, ctx.prec);
+  gemm_add(x_mid, a.y.in(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dv, Trans::kNo, Trans::kYes}, x_in, ctx.prec);
 }
 
 void delta_block_backward(float* dres, DeltaScratch& s, const DeltaActs& a, const float* x_in,

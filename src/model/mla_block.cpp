@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "core/check.h"
-#include "kernels/cpu/bulk_copy.h"
 #include "kernels/cpu/heads.h"
 #include "kernels/cpu/mla_heads.h"
 #include "kernels/cpu/rmsnorm.h"
@@ -141,8 +140,7 @@ void mla_block_forward(float* x_mid, MlaActs& a, const float* x_in, const AttnOf
   }
   run_attention_forward(a.o_flat.out(), a.o_flat.form, a.lse.data(), qkv, attn_dims(ctx, d, layer), ctx.prec,
                         ctx.attention);
-  bulk_copy(x_mid, x_in, d.N * d.D);
-  gemm(x_mid, a.o_flat.in(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dv, Trans::kNo, Trans::kYes}, 1.0f, ctx.prec);
+  gemm_add(x_mid, a.o_flat.in(), ctx.p(w.wo), GemmShape{d.N, d.D, d.H * d.Dv, Trans::kNo, Trans::kYes}, x_in, ctx.prec);
 }
 
 void mla_block_backward(float* dres, MlaScratch& s, const MlaActs& a, const float* x_in, const AttnOffsets& w,

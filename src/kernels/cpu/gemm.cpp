@@ -302,16 +302,31 @@ MatmulDescs matmul_descs(const GemmShape& s, MatmulPrecision p) {
 
 // The primitive for (s, beta, p) from `cache`, created on first use (by the
 // calling thread, for its OpenMP thread budget). Holds the engine's lock.
+// adds: C = op(A) op(B) + an addend shaped as C (a binary post-op), else beta's.
 const CachedMatmul& cached_matmul(std::map<Key, CachedMatmul>& cache, const MatmulDescs& md, const GemmShape& s,
-                                  float beta, MatmulPrecision p, bool packed = false) {
+                                  float beta, MatmulPrecision p, bool packed = false, bool adds = false) {
   Engine& e = engine();
-  const Key key{
-      s.M, s.N, s.K, int(s.ta), int(s.tb), s.lda, s.ldb, s.ldc, int(beta), int(p), omp_get_max_threads(), int(packed)};
+  const Key key{s.M,
+                s.N,
+                s.K,
+                int(s.ta),
+                int(s.tb),
+                s.lda,
+                s.ldb,
+                s.ldc,
+                adds ? 2 : int(beta),
+                int(p),
+                omp_get_max_threads(),
+                int(packed)};
   std::lock_guard<std::mutex> lock(e.mu);
   auto it = cache.find(key);
   if (it == cache.end()) {
     dnnl::primitive_attr attr;
-    if (beta == 1.0f) {
+    if (adds) {
+      dnnl::post_ops po;
+      po.append_binary(dnnl::algorithm::binary_add, md.c);
+      attr.set_post_ops(po);
+    } else if (beta == 1.0f) {
       dnnl::post_ops po;
       po.append_sum(1.0f);
       attr.set_post_ops(po);
@@ -400,7 +415,7 @@ void* thread_scratchpad(size_t bytes) {
 // On the calling thread's stream, with its scratchpad; B from its packed
 // copy when it is a registered weight and the primitive was planned for one.
 void execute(const CachedMatmul& mm, const MatmulDescs& md, float* C, const void* a, const void* b,
-             const dnnl::memory* b_packed = nullptr) {
+             const dnnl::memory* b_packed = nullptr, const float* addend = nullptr) {
   dnnl::stream& strm = thread_stream();
   void* scratchpad = thread_scratchpad(mm.scratchpad.get_size());
   const dnnl::engine& eng = engine().eng;
@@ -409,6 +424,9 @@ void execute(const CachedMatmul& mm, const MatmulDescs& md, float* C, const void
   dnnl::memory c_mem(md.c, eng, C);
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
   args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(mm.scratchpad, eng, scratchpad));
+  if (addend)
+    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                 dnnl::memory(md.c, eng, const_cast<float*>(addend)));
   mm.prim.execute(strm, args);
   strm.wait();
 }
@@ -478,24 +496,26 @@ ThreadPlan& thread_plan(const GemmShape& s, float beta, MatmulPrecision p) {
 // Through the primitive cached for this shape: planned for packed weights
 // when b is a registered weight (its packed copy read), for b as stored otherwise.
 void run_planned(std::map<Key, CachedMatmul>& cache, const MatmulDescs& md, float* C, const void* a, const void* b,
-                 const GemmShape& s, float beta, MatmulPrecision p) {
+                 const GemmShape& s, float beta, MatmulPrecision p, const float* addend = nullptr) {
+  const bool adds = addend != nullptr;
   if (const int64_t off = weight_offset(b, s, p); off >= 0) {
-    const CachedMatmul& packed = cached_matmul(cache, md, s, beta, p, /*packed=*/true);
+    const CachedMatmul& packed = cached_matmul(cache, md, s, beta, p, /*packed=*/true, adds);
     if (packed.packing_pays) {
-      execute(packed, md, C, a, b, &packed_weight(off, b, md.b, s, p, packed.weights));
+      execute(packed, md, C, a, b, &packed_weight(off, b, md.b, s, p, packed.weights), addend);
       return;
     }
   }
-  execute(cached_matmul(cache, md, s, beta, p), md, C, a, b);
+  execute(cached_matmul(cache, md, s, beta, p, /*packed=*/false, adds), md, C, a, b, nullptr, addend);
 }
 
 // C = op(a) op(b) (+ C) through the cached oneDNN primitive; a and b are
 // prepared (their leading dimensions replace the shape's).
-void run_matmul(float* C, Operand a, Operand b, GemmShape s, float beta, MatmulPrecision p) {
+void run_matmul(float* C, Operand a, Operand b, GemmShape s, float beta, MatmulPrecision p,
+                const float* addend = nullptr) {
   s.lda = a.ld;
   s.ldb = b.ld;
   const MatmulDescs md = matmul_descs(s, p);
-  run_planned(engine().cache, md, C, a.data, b.data, s, beta, p);
+  run_planned(engine().cache, md, C, a.data, b.data, s, beta, p, addend);
   if (g_inject_rel != 0.0f) [[unlikely]] perturb_output(C, s);
 }
 
@@ -531,6 +551,19 @@ void gemm(float* C, GemmInput A, GemmInput B, const GemmShape& s0, float beta, M
 
   run_matmul(C, prepare(A, a_rows(s), a_cols(s), s.lda, p, scratch.a),
              prepare(B, b_rows(s), b_cols(s), s.ldb, p, scratch.b), s, beta, p);
+}
+
+void gemm_add(float* C, GemmInput A, GemmInput B, const GemmShape& s0, const float* addend, MatmulPrecision p) {
+  const GemmShape s = with_leading_dims(s0);
+  if (s.M == 0 || s.N == 0) return;
+  if (s.K == 0 || use_skinny(s, p) || addend == C) {  // the same sum in two passes
+    if (addend != C)
+      for (int64_t i = 0; i < s.M; ++i) std::copy(addend + i * s.ldc, addend + i * s.ldc + s.N, C + i * s.ldc);
+    return gemm(C, A, B, s0, 1.0f, p);
+  }
+  ScopedPhase phase(Phase::kGemm);
+  run_matmul(C, prepare(A, a_rows(s), a_cols(s), s.lda, p, scratch.a),
+             prepare(B, b_rows(s), b_cols(s), s.ldb, p, scratch.b), s, 0.0f, p, addend);
 }
 
 void linear_forward(float* y, GemmInput x, const float* W, int64_t M, int64_t N, int64_t K, MatmulPrecision p) {

@@ -51,6 +51,12 @@ struct WeightGrad {
 // beta must be 0 (overwrite) or 1 (accumulate).
 void gemm(float* C, GemmInput A, GemmInput B, const GemmShape& s, float beta, MatmulPrecision p);
 
+// C = op(A) op(B) + addend, addend shaped as C (rows of ldc): a residual
+// added by the product's own epilogue (oneDNN's binary post-op) instead of
+// copied into C first for a beta-1 product (16 MB less memory traffic per
+// moe-512 projection). The bits of that copy and beta 1 (GemmAdd.*).
+void gemm_add(float* C, GemmInput A, GemmInput B, const GemmShape& s, const float* addend, MatmulPrecision p);
+
 // Convenience forms for y = x W^T (nn.Linear) and its two backward products.
 // x: M x K, W: N x K, y: M x N.
 void linear_forward(float* y, GemmInput x, const float* W, int64_t M, int64_t N, int64_t K, MatmulPrecision p);
