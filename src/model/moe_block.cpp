@@ -142,10 +142,10 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
   const ModelConfig& c = *ctx.c;
   const int64_t N = ctx.N, D = c.d_model;
   rmsnorm_forward(a.m.data(), a.rstd_m.data(), x_mid, ctx.p(w.ffn_norm), N, D, float(c.norm_eps));
-  if (!w.moe) {
-    bulk_copy(x_out, x_mid, N * D);
-    swiglu_ffn_forward(x_out, a.h13.data(), a.z, a.m.data(), ctx.p(w.dense.w13), ctx.p(w.dense.w2),
-                       SwigluFfnDims{N, c.d_ff, D}, 1.0f, ctx.prec);
+  if (!w.moe) {  // x_out = x_mid + ffn(m), the residual added by the down product
+    const SwigluFfnDims dd{N, c.d_ff, D};
+    swiglu_ffn_up(a.h13.data(), a.z.out(), a.z.form, a.m.data(), ctx.p(w.dense.w13), dd, ctx.prec);
+    swiglu_ffn_down_onto(x_out, a.z.out(), a.z.form, ctx.p(w.dense.w2), dd, x_mid, ctx.prec);
     return;
   }
   const MoeOffsets& mw = w.moe_w;
@@ -216,10 +216,12 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
   float* total = c.moe_out_norm ? a.total.data() : x_out;
   const float* base = c.moe_out_norm ? nullptr : x_mid;
   if (!mw.shared.empty()) {
-    if (base) bulk_copy(total, base, N * D);
     for (size_t s = 0; s < mw.shared.size(); ++s) {
-      swiglu_ffn_down(total, a.sz[s].storage.data(), a.sz[s].form, ctx.p(mw.shared[s].w2), sd,
-                      base || s > 0 ? 1.0f : 0.0f, ctx.prec);
+      const void* z = a.sz[s].storage.data();
+      if (s == 0 && base)  // the residual added by the first shared expert's down product
+        swiglu_ffn_down_onto(total, z, a.sz[s].form, ctx.p(mw.shared[s].w2), sd, base, ctx.prec);
+      else
+        swiglu_ffn_down(total, z, a.sz[s].form, ctx.p(mw.shared[s].w2), sd, s > 0 ? 1.0f : 0.0f, ctx.prec);
       ex.progress();
     }
     base = total;

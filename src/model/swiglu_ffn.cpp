@@ -18,6 +18,12 @@ void swiglu_ffn_down(float* y, const void* z, OperandForm zf, const float* w2, c
   gemm(y, GemmInput(z, zf), w2, GemmShape{d.M, d.Din, d.F, Trans::kNo, Trans::kYes}, beta, p);
 }
 
+void swiglu_ffn_down_onto(float* y, const void* z, OperandForm zf, const float* w2, const SwigluFfnDims& d,
+                          const float* base, MatmulPrecision p) {
+  if (d.M == 0) return;
+  gemm_add(y, GemmInput(z, zf), w2, GemmShape{d.M, d.Din, d.F, Trans::kNo, Trans::kYes}, base, p);
+}
+
 void swiglu_ffn_forward(float* y, float* h13, void* z, OperandForm zf, const float* x, const float* w13,
                         const float* w2, const SwigluFfnDims& d, float beta, MatmulPrecision p) {
   swiglu_ffn_up(h13, z, zf, x, w13, d, p);

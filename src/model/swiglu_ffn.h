@@ -21,6 +21,10 @@ void swiglu_ffn_up(float* h13, void* z, OperandForm zf, const float* x, const fl
                    MatmulPrecision p);
 void swiglu_ffn_down(float* y, const void* z, OperandForm zf, const float* w2, const SwigluFfnDims& d, float beta,
                      MatmulPrecision p);
+// y = base + z W2^T, the residual added by the product (gemm_add): the bits
+// of base copied into y and the beta-1 form above. y may be base.
+void swiglu_ffn_down_onto(float* y, const void* z, OperandForm zf, const float* w2, const SwigluFfnDims& d,
+                          const float* base, MatmulPrecision p);
 
 // y (M, Din) = beta * y + ffn(x): up then down. z is written in the form
 // W2's GEMM reads at p (a plain fp32 buffer is the fp32 form).
