@@ -232,9 +232,11 @@ void ffn_block_forward(float* x_out, FfnActs& a, FfnStats& stats, const float* x
       ScopedPhase phase(Phase::kMoeDispatch);
       moe_combine(a.comb.data(), a.ye.data(), a.slot.data(), a.gate.data(), N, K, Din, 0.0f);
     }
-    if (base && base != total) bulk_copy(total, base, N * D);
-    gemm(total, a.comb.data(), ctx.p(mw.up), GemmShape{N, D, c.d_latent, Trans::kNo, Trans::kYes}, base ? 1.0f : 0.0f,
-         ctx.prec);
+    const GemmShape up{N, D, c.d_latent, Trans::kNo, Trans::kYes};
+    if (base)  // total = base + comb up^T, base added by the product (base may be total already)
+      gemm_add(total, a.comb.data(), ctx.p(mw.up), up, base, ctx.prec);
+    else
+      gemm(total, a.comb.data(), ctx.p(mw.up), up, 0.0f, ctx.prec);
   } else {
     // Straight into total: the bits of combining into a buffer and adding it to base.
     ScopedPhase phase(Phase::kMoeDispatch);
