@@ -19,6 +19,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -108,8 +109,15 @@ void bm_weight_gradient_formed(benchmark::State& state, LinearShape s, bool stor
 // The router's three products (fp32, the skinny kernel) with their
 // token-sized operand in memory, as in a step, where the layer's input was
 // written long before: each call reads the next of 12 copies (96 MB).
+// The shape of that name in kShapes.
+const LinearShape& shape_named(const std::string& name) {
+  for (const LinearShape& s : kShapes)
+    if (name == s.name) return s;
+  std::abort();
+}
+
 void bm_router_cold(benchmark::State& state, Form form) {
-  const LinearShape& s = kShapes[6];
+  const LinearShape& s = shape_named("router");
   const int64_t M = s.M, N = s.N, K = s.K, copies = 12;
   std::vector<std::vector<float>> xs;
   for (int64_t i = 0; i < copies; ++i) xs.push_back(random_buffer(M * K, uint32_t(10 + i)));
@@ -139,7 +147,7 @@ void bm_router_cold(benchmark::State& state, Form form) {
 // (adds = false, as before) or through gemm_add (adds = true). Six sets of
 // buffers in turn, so the residual comes from memory as in a step.
 void bm_residual(benchmark::State& state, MatmulPrecision p, bool adds) {
-  const LinearShape& s = kShapes[1];
+  const LinearShape& s = shape_named("attn_out");
   const int64_t M = s.M, N = s.N, K = s.K, sets = 6;
   std::vector<std::vector<float>> xs, outs;
   for (int64_t i = 0; i < sets; ++i) {

@@ -60,6 +60,9 @@ struct CachedMatmul {
   // nothing) and keeps the kernel the plain plan runs (another kernel could give other bits than the plain
   // path that FSDP, streaming and train.pack_weights = false take). Decided once, when planned.
   bool packing_pays = false;
+  // Planned to add a residual (binary post-op): whether it is the kernel the beta-1 plan (sum post-op) runs,
+  // so that gemm_add gives the bits of a copy and beta 1. Where it is not, gemm_add takes that copy.
+  bool adds_like_sum = true;
 };
 
 // Every primitive takes a caller-provided scratchpad (the calling thread's):
@@ -321,17 +324,16 @@ const CachedMatmul& cached_matmul(std::map<Key, CachedMatmul>& cache, const Matm
   std::lock_guard<std::mutex> lock(e.mu);
   auto it = cache.find(key);
   if (it == cache.end()) {
-    dnnl::primitive_attr attr;
-    if (adds) {
+    auto attr_of = [&](bool binary_add, bool sum) {
+      dnnl::primitive_attr attr;
       dnnl::post_ops po;
-      po.append_binary(dnnl::algorithm::binary_add, md.c);
-      attr.set_post_ops(po);
-    } else if (beta == 1.0f) {
-      dnnl::post_ops po;
-      po.append_sum(1.0f);
-      attr.set_post_ops(po);
-    }
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      if (binary_add) po.append_binary(dnnl::algorithm::binary_add, md.c);
+      if (sum) po.append_sum(1.0f);
+      if (binary_add || sum) attr.set_post_ops(po);
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      return attr;
+    };
+    const dnnl::primitive_attr attr = attr_of(adds, !adds && beta == 1.0f);
     const dnnl::memory::desc b =
         packed ? dnnl::memory::desc(md.b.dims(), md.b.data_type(), dnnl::memory::format_tag::any) : md.b;
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md.a, b, md.c), attr, e.eng);
@@ -340,7 +342,13 @@ const CachedMatmul& cached_matmul(std::map<Key, CachedMatmul>& cache, const Matm
       const dnnl::matmul::primitive_desc plain(dnnl::matmul::desc(md.a, md.b, md.c), attr, e.eng);
       pays = pd.weights_desc() != md.b && pd.impl_info_str() == plain.impl_info_str();
     }
-    it = cache.emplace(key, CachedMatmul{dnnl::matmul(pd), pd.scratchpad_desc(), pd.weights_desc(), pays}).first;
+    bool like_sum = true;
+    if (adds)
+      like_sum =
+          pd.impl_info_str() ==
+          dnnl::matmul::primitive_desc(dnnl::matmul::desc(md.a, b, md.c), attr_of(false, true), e.eng).impl_info_str();
+    it = cache.emplace(key, CachedMatmul{dnnl::matmul(pd), pd.scratchpad_desc(), pd.weights_desc(), pays, like_sum})
+             .first;
   }
   return it->second;
 }
@@ -495,17 +503,23 @@ ThreadPlan& thread_plan(const GemmShape& s, float beta, MatmulPrecision p) {
 
 // Through the primitive cached for this shape: planned for packed weights
 // when b is a registered weight (its packed copy read), for b as stored otherwise.
+// C's rows (s.M of s.N values, ldc apart) = addend's.
+void copy_rows(float* C, const float* addend, const GemmShape& s) {
+  for (int64_t i = 0; i < s.M; ++i) std::copy(addend + i * s.ldc, addend + i * s.ldc + s.N, C + i * s.ldc);
+}
+
 void run_planned(std::map<Key, CachedMatmul>& cache, const MatmulDescs& md, float* C, const void* a, const void* b,
                  const GemmShape& s, float beta, MatmulPrecision p, const float* addend = nullptr) {
   const bool adds = addend != nullptr;
-  if (const int64_t off = weight_offset(b, s, p); off >= 0) {
-    const CachedMatmul& packed = cached_matmul(cache, md, s, beta, p, /*packed=*/true, adds);
-    if (packed.packing_pays) {
-      execute(packed, md, C, a, b, &packed_weight(off, b, md.b, s, p, packed.weights), addend);
-      return;
-    }
+  const int64_t off = weight_offset(b, s, p);
+  const CachedMatmul* mm = off >= 0 ? &cached_matmul(cache, md, s, beta, p, /*packed=*/true, adds) : nullptr;
+  if (mm && !mm->packing_pays) mm = nullptr;
+  const CachedMatmul& run = mm ? *mm : cached_matmul(cache, md, s, beta, p, /*packed=*/false, adds);
+  if (adds && !run.adds_like_sum) {  // this CPU adds in another kernel: the copy and beta 1
+    copy_rows(C, addend, s);
+    return run_planned(cache, md, C, a, b, s, 1.0f, p);
   }
-  execute(cached_matmul(cache, md, s, beta, p, /*packed=*/false, adds), md, C, a, b, nullptr, addend);
+  execute(run, md, C, a, b, mm ? &packed_weight(off, b, md.b, s, p, mm->weights) : nullptr, addend);
 }
 
 // C = op(a) op(b) (+ C) through the cached oneDNN primitive; a and b are
@@ -557,8 +571,7 @@ void gemm_add(float* C, GemmInput A, GemmInput B, const GemmShape& s0, const flo
   const GemmShape s = with_leading_dims(s0);
   if (s.M == 0 || s.N == 0) return;
   if (s.K == 0 || use_skinny(s, p) || addend == C) {  // the same sum in two passes
-    if (addend != C)
-      for (int64_t i = 0; i < s.M; ++i) std::copy(addend + i * s.ldc, addend + i * s.ldc + s.N, C + i * s.ldc);
+    if (addend != C) copy_rows(C, addend, s);
     return gemm(C, A, B, s0, 1.0f, p);
   }
   ScopedPhase phase(Phase::kGemm);

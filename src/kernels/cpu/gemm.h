@@ -54,7 +54,9 @@ void gemm(float* C, GemmInput A, GemmInput B, const GemmShape& s, float beta, Ma
 // C = op(A) op(B) + addend, addend shaped as C (rows of ldc): a residual
 // added by the product's own epilogue (oneDNN's binary post-op) instead of
 // copied into C first for a beta-1 product (16 MB less memory traffic per
-// moe-512 projection). The bits of that copy and beta 1 (GemmAdd.*).
+// moe-512 projection). The bits of that copy and beta 1 (GemmAdd.*): where
+// this CPU's oneDNN would add in another kernel than the beta-1 one, it
+// takes the copy and beta 1.
 void gemm_add(float* C, GemmInput A, GemmInput B, const GemmShape& s, const float* addend, MatmulPrecision p);
 
 // Convenience forms for y = x W^T (nn.Linear) and its two backward products.

@@ -144,18 +144,19 @@ void moe_combine(float* out, const float* ye, const int32_t* slot, const float* 
 
 void moe_combine_add(float* out, const float* base, const float* ye, const int32_t* slot, const float* gate, int64_t N,
                      int64_t K, int64_t C) {
-#pragma omp parallel
-  {
-    std::vector<float> row(static_cast<size_t>(C));
-#pragma omp for schedule(static)
-    for (int64_t n = 0; n < N; ++n) {
-      std::fill(row.begin(), row.end(), 0.0f);
-      combine_row(row.data(), ye, slot + n * K, gate + n * K, K, C);
-      const float* b = base + n * C;
-      float* o = out + n * C;
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    // The token's sum from zero, as moe_combine forms it, in the thread's
+    // grow-only row (out may be base, so it cannot be formed in place).
+    thread_local std::vector<float> row;
+    if (int64_t(row.size()) < C) row.resize(size_t(C));
+    float* sum = row.data();
+    std::fill(sum, sum + C, 0.0f);
+    combine_row(sum, ye, slot + n * K, gate + n * K, K, C);
+    const float* b = base + n * C;
+    float* o = out + n * C;
 #pragma omp simd
-      for (int64_t c = 0; c < C; ++c) o[c] = b[c] + row[size_t(c)];
-    }
+    for (int64_t c = 0; c < C; ++c) o[c] = b[c] + sum[c];
   }
 }
 
